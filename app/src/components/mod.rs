@@ -1,0 +1,4 @@
+//! Building blocks shared by every page.
+
+pub mod hydration;
+pub mod layout;

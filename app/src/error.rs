@@ -1,0 +1,71 @@
+//! The one error type users see.
+//!
+//! Server functions map every domain error to an [`AppError`]: an expected
+//! outcome keeps its meaning and message; anything unexpected becomes
+//! `Internal` with a reference, and its full cause chain goes to the log
+//! only, never to the browser.
+
+use serde::{Deserialize, Serialize};
+use server_fn::codec::JsonEncoding;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum AppError {
+    /// Input that does not parse; `field` names the form field, if any.
+    #[error("{message}")]
+    Invalid { field: Option<String>, message: String },
+    #[error("please sign in first")]
+    Unauthenticated,
+    #[error("you do not have access to this")]
+    Forbidden,
+    #[error("not found")]
+    NotFound,
+    #[error("{message}")]
+    RateLimited { message: String, retry_after_secs: u64 },
+    #[error("the service is busy, please try again in a moment")]
+    Unavailable { retry_after_secs: u64 },
+    /// Something went wrong on our side; `reference` finds it in the logs.
+    #[error("something went wrong on our side (reference {reference})")]
+    Internal { reference: String },
+}
+
+impl AppError {
+    /// The HTTP status the error is served with.
+    pub fn status(&self) -> http::StatusCode {
+        use http::StatusCode as S;
+        match self {
+            Self::Invalid { .. } => S::UNPROCESSABLE_ENTITY,
+            Self::Unauthenticated => S::UNAUTHORIZED,
+            Self::Forbidden => S::FORBIDDEN,
+            Self::NotFound => S::NOT_FOUND,
+            Self::RateLimited { .. } => S::TOO_MANY_REQUESTS,
+            Self::Unavailable { .. } => S::SERVICE_UNAVAILABLE,
+            Self::Internal { .. } => S::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// Logs an unexpected error with its whole chain and returns what the
+    /// user may see: a reference to the log line.
+    #[cfg(feature = "ssr")]
+    pub fn internal(error: &anyhow::Error) -> Self {
+        // Short, unique enough to grep for in the logs; not a secret.
+        let reference = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
+        tracing::error!(reference = %reference, error = format!("{error:#}"), "unexpected error");
+        Self::Internal { reference }
+    }
+}
+
+impl server_fn::error::FromServerFnError for AppError {
+    type Encoder = JsonEncoding;
+
+    fn from_server_fn_error(value: server_fn::error::ServerFnErrorErr) -> Self {
+        use server_fn::error::ServerFnErrorErr as E;
+        match value {
+            E::Args(message) | E::Deserialization(message) | E::MissingArg(message) => {
+                Self::Invalid { field: None, message }
+            }
+            other => Self::Internal {
+                reference: format!("server function: {other}"),
+            },
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! AdmitOne's user interface: Leptos pages, components and server functions.
+//!
+//! The same crate compiles twice: natively with the `ssr` feature (server
+//! rendering, server functions, access to the `engine` domain crate) and to
+//! wasm with `hydrate` (the interactive layer). Server functions stay thin:
+//! parse the input, call `engine`, map the error to [`error::AppError`].
+
+pub mod components;
+pub mod error;
+pub mod pages;
+#[cfg(feature = "ssr")]
+pub mod state;
+
+use leptos::prelude::*;
+use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
+use leptos_router::{
+    StaticSegment,
+    components::{Route, Router, Routes},
+};
+
+use crate::components::layout::{Footer, Header};
+use crate::pages::{home::HomePage, not_found::NotFound};
+
+/// The HTML document around every page.
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8"/>
+                <meta name="viewport" content="width=device-width, initial-scale=1"/>
+                <AutoReload options=options.clone()/>
+                <HydrationScripts options/>
+                <MetaTags/>
+            </head>
+            <body>
+                <App/>
+            </body>
+        </html>
+    }
+}
+
+/// The application: page shell and routes.
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    components::hydration::mark_hydrated();
+
+    view! {
+        <Stylesheet id="leptos" href="/pkg/admitone.css"/>
+        <Title formatter=|title: String| {
+            if title.is_empty() { "AdmitOne".to_owned() } else { format!("{title} · AdmitOne") }
+        }/>
+        <Router>
+            <Header/>
+            <main id="main" class="container">
+                <Routes fallback=NotFound>
+                    <Route path=StaticSegment("") view=HomePage/>
+                </Routes>
+            </main>
+            <Footer/>
+        </Router>
+    }
+}

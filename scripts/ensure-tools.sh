@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+#? Installs, idempotently, every tool the build and the tests need and that a
+#? fresh Debian machine with rustup lacks. Nothing here downloads at build or
+#? run time: this script is the one place that reaches package registries.
+#?
+#? Pins (see shared TOOLCHAIN notes in README "Toolchain"):
+#?   cargo-leptos 0.3.10 with --features no_downloads (0.3.11 needs rustc 1.96)
+#?   wasm-bindgen-cli = the wasm-bindgen version in Cargo.lock
+#?   wasm-opt from binaryen 132 via npm (Debian's binaryen 108 breaks hydration)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CARGO_LEPTOS_VERSION=0.3.10
+log() { printf '\033[1;34m[tools]\033[0m %s\n' "$*"; }
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+APT_UPDATED=0
+apt_install() {
+  if [ "$APT_UPDATED" = 0 ]; then as_root apt-get update -qq; APT_UPDATED=1; fi
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"
+}
+
+want_rust=1; want_browser=1; want_services=1
+for arg in "$@"; do
+  case "$arg" in
+    --no-browser) want_browser=0 ;;
+    --no-services) want_services=0 ;;
+    --no-rust) want_rust=0 ;;
+  esac
+done
+
+if [ "$want_rust" = 1 ]; then
+  if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+    log "adding rust target wasm32-unknown-unknown"
+    rustup target add wasm32-unknown-unknown
+  fi
+  if ! cargo leptos --version 2>/dev/null | grep -q "$CARGO_LEPTOS_VERSION"; then
+    log "installing cargo-leptos $CARGO_LEPTOS_VERSION (takes ~20 min once)"
+    cargo install cargo-leptos --version "$CARGO_LEPTOS_VERSION" --locked --features no_downloads
+  fi
+  wb_version=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/[" ]/,"",$0); sub("version=","",$0); print; exit}' Cargo.lock 2>/dev/null || true)
+  wb_version=${wb_version:-0.2.130}
+  if ! wasm-bindgen --version 2>/dev/null | grep -q " $wb_version"; then
+    log "installing wasm-bindgen-cli $wb_version (takes ~6 min once)"
+    # --locked fails for 0.2.130 (a pinned dependency left the index); see TOOLCHAIN notes.
+    cargo install wasm-bindgen-cli --version "$wb_version" --force
+  fi
+fi
+
+if [ "$want_browser" = 1 ] && [ ! -x /usr/bin/chromium ]; then
+  log "installing Debian chromium"
+  apt_install chromium
+fi
+
+if [ "$want_services" = 1 ]; then
+  if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    log "installing PostgreSQL server binaries"
+    apt_install postgresql
+  fi
+  command -v psql >/dev/null || apt_install postgresql-client
+  command -v redis-server >/dev/null || { log "installing redis-server"; apt_install redis-server; }
+fi
+
+# npm packages (Playwright test runner, binaryen's wasm-opt) from the lock file.
+if [ -f end2end/package-lock.json ]; then
+  command -v npm >/dev/null || apt_install nodejs npm
+  if [ ! -d end2end/node_modules ] || [ end2end/package-lock.json -nt end2end/node_modules/.package-lock.json ]; then
+    log "installing npm packages (end2end)"
+    (cd end2end && npm ci --no-audit --no-fund)
+  fi
+fi
+log "tools ready"

@@ -1,0 +1,265 @@
+//! Accounts: the verified, stable principals that codes are bound to.
+//!
+//! The principal id is the account's immutable uuid, never anything a client
+//! sends. Emails and passwords are parsed into newtypes at the edge so that
+//! the rest of the code cannot hold an unchecked one; password hashing
+//! (argon2id) runs on the blocking pool because it is deliberately slow.
+
+use anyhow::Context as _;
+use argon2::{
+    Argon2, PasswordHash, PasswordHasher as _, PasswordVerifier as _,
+    password_hash::{SaltString, rand_core::OsRng},
+};
+use secrecy::{ExposeSecret as _, SecretString};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+/// Expected failures of this module; everything else is `Unexpected`.
+#[derive(Debug, thiserror::Error)]
+pub enum AccountError {
+    #[error("enter a valid email address, like name@example.com")]
+    InvalidEmail,
+    #[error("a password needs at least {min} and at most {max} characters", min = Password::MIN_CHARS, max = Password::MAX_CHARS)]
+    InvalidPassword,
+    #[error("a display name needs 1 to {max} visible characters", max = DisplayName::MAX_CHARS)]
+    InvalidDisplayName,
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
+
+/// An account's immutable id: the principal every binding names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct AccountId(pub Uuid);
+
+/// A normalised email: trimmed, lower-cased, one `@` with text on both sides
+/// and a dot in the domain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Email(String);
+
+impl Email {
+    pub const MAX_CHARS: usize = 254;
+
+    pub fn parse(raw: &str) -> Result<Self, AccountError> {
+        let email = raw.trim().to_lowercase();
+        let valid = email.chars().count() <= Self::MAX_CHARS
+            && !email.chars().any(|c| c.is_whitespace() || c.is_control())
+            && match email.split_once('@') {
+                Some((local, domain)) => {
+                    !local.is_empty()
+                        && !domain.contains('@')
+                        && domain.contains('.')
+                        && !domain.starts_with('.')
+                        && !domain.ends_with('.')
+                }
+                None => false,
+            };
+        if valid {
+            Ok(Self(email))
+        } else {
+            Err(AccountError::InvalidEmail)
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Email {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A plain password, kept secret: it never prints (`Debug` is redacted).
+pub struct Password(SecretString);
+
+impl std::fmt::Debug for Password {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Password([REDACTED])")
+    }
+}
+
+impl Password {
+    pub const MIN_CHARS: usize = 10;
+    pub const MAX_CHARS: usize = 128;
+
+    pub fn parse(raw: SecretString) -> Result<Self, AccountError> {
+        let chars = raw.expose_secret().chars().count();
+        if (Self::MIN_CHARS..=Self::MAX_CHARS).contains(&chars) {
+            Ok(Self(raw))
+        } else {
+            Err(AccountError::InvalidPassword)
+        }
+    }
+}
+
+/// What other people see of an account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DisplayName(String);
+
+impl DisplayName {
+    pub const MAX_CHARS: usize = 80;
+
+    pub fn parse(raw: &str) -> Result<Self, AccountError> {
+        let name = raw.trim();
+        let chars = name.chars().count();
+        if (1..=Self::MAX_CHARS).contains(&chars) && !name.chars().any(char::is_control) {
+            Ok(Self(name.to_owned()))
+        } else {
+            Err(AccountError::InvalidDisplayName)
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Hashes a password with argon2id (default parameters) on the blocking pool.
+pub async fn hash_password(password: &Password) -> anyhow::Result<String> {
+    let secret = password.0.clone();
+    tokio::task::spawn_blocking(move || {
+        let salt = SaltString::generate(&mut OsRng);
+        Argon2::default()
+            .hash_password(secret.expose_secret().as_bytes(), &salt)
+            .map(|hash| hash.to_string())
+            .map_err(|error| anyhow::anyhow!("argon2 hashing failed: {error}"))
+    })
+    .await
+    .context("the password hashing task panicked")?
+}
+
+/// Checks `password` against a stored PHC hash on the blocking pool.
+pub async fn verify_password(password: &Password, stored_hash: &str) -> anyhow::Result<bool> {
+    let secret = password.0.clone();
+    let stored = stored_hash.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let parsed = PasswordHash::new(&stored)
+            .map_err(|error| anyhow::anyhow!("stored password hash is malformed: {error}"))?;
+        Ok(Argon2::default()
+            .verify_password(secret.expose_secret().as_bytes(), &parsed)
+            .is_ok())
+    })
+    .await
+    .context("the password verification task panicked")?
+}
+
+/// What [`ensure_account`] does when the email already has an account.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExistingPassword {
+    /// Leave the existing password alone (operator bootstrap).
+    Keep,
+    /// Replace it (the local demo seed, so its printed credentials work).
+    Reset,
+}
+
+/// Creates the account for `email`, or returns the existing one. Returns the
+/// id and whether it was created.
+pub async fn ensure_account(
+    pool: &PgPool,
+    email: &Email,
+    display_name: &DisplayName,
+    password: &Password,
+    existing: ExistingPassword,
+) -> Result<(AccountId, bool), AccountError> {
+    let hash = hash_password(password).await?;
+    let inserted = sqlx::query_scalar!(
+        r#"INSERT INTO accounts (id, email, display_name, password_hash)
+           VALUES ($1, $2, $3, $4)
+           ON CONFLICT (email) DO NOTHING
+           RETURNING id"#,
+        Uuid::now_v7(),
+        email.as_str(),
+        display_name.as_str(),
+        hash,
+    )
+    .fetch_optional(pool)
+    .await
+    .context("inserting an account")?;
+    if let Some(id) = inserted {
+        return Ok((AccountId(id), true));
+    }
+    let id = match existing {
+        ExistingPassword::Keep => {
+            sqlx::query_scalar!("SELECT id FROM accounts WHERE email = $1", email.as_str())
+                .fetch_one(pool)
+                .await
+                .context("reading an existing account")?
+        }
+        ExistingPassword::Reset => sqlx::query_scalar!(
+            "UPDATE accounts SET password_hash = $2, disabled_at = NULL WHERE email = $1 RETURNING id",
+            email.as_str(),
+            hash,
+        )
+        .fetch_one(pool)
+        .await
+        .context("resetting an existing account's password")?,
+    };
+    Ok((AccountId(id), false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emails_are_normalised() {
+        let email = Email::parse("  Ada.Lovelace@Example.COM ").expect("valid");
+        assert_eq!(email.as_str(), "ada.lovelace@example.com");
+    }
+
+    #[test]
+    fn malformed_emails_are_rejected() {
+        for raw in [
+            "",
+            "   ",
+            "no-at-sign",
+            "@example.com",
+            "a@b",
+            "a@@example.com",
+            "a b@example.com",
+            "a@.example.com",
+            "a@example.com.",
+        ] {
+            assert!(
+                matches!(Email::parse(raw), Err(AccountError::InvalidEmail)),
+                "{raw:?} should be rejected"
+            );
+        }
+    }
+
+    #[test]
+    fn password_length_is_bounded() {
+        let short = SecretString::from("123456789");
+        assert!(Password::parse(short).is_err());
+        let long = SecretString::from("x".repeat(Password::MAX_CHARS + 1));
+        assert!(Password::parse(long).is_err());
+        assert!(Password::parse(SecretString::from("correct horse")).is_ok());
+    }
+
+    #[test]
+    fn password_debug_is_redacted() {
+        let password = Password::parse(SecretString::from("hunter2hunter2")).expect("valid");
+        assert!(!format!("{password:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn display_names_are_trimmed_and_bounded() {
+        assert_eq!(DisplayName::parse("  Ada ").expect("valid").as_str(), "Ada");
+        assert!(DisplayName::parse("   ").is_err());
+        assert!(DisplayName::parse(&"x".repeat(81)).is_err());
+        assert!(DisplayName::parse("bad\u{7}bell").is_err());
+    }
+
+    #[tokio::test]
+    async fn hashes_verify_only_the_right_password() {
+        let right = Password::parse(SecretString::from("correct horse battery")).expect("valid");
+        let wrong = Password::parse(SecretString::from("wrong horse battery")).expect("valid");
+        let hash = hash_password(&right).await.expect("hash");
+        assert!(hash.starts_with("$argon2id$"));
+        assert!(verify_password(&right, &hash).await.expect("verify"));
+        assert!(!verify_password(&wrong, &hash).await.expect("verify"));
+    }
+}

@@ -1,0 +1,102 @@
+//! The PostgreSQL pool.
+//!
+//! PostgreSQL is the authority for every invariant, so each connection is
+//! opened with server-side timeouts: a stuck statement or an abandoned
+//! transaction must release its locks quickly, and the Redis reservation TTL
+//! is derived from the same transaction bound.
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use sqlx::{
+    ConnectOptions as _, PgPool,
+    postgres::{PgConnectOptions, PgPoolOptions},
+};
+
+/// How the pool connects and how long PostgreSQL lets work run.
+#[derive(Debug, Clone)]
+pub struct DbOptions {
+    pub max_connections: u32,
+    pub acquire_timeout: Duration,
+    /// `statement_timeout` for every statement.
+    pub statement_timeout: Duration,
+    /// `lock_timeout` for every lock wait.
+    pub lock_timeout: Duration,
+    /// `idle_in_transaction_session_timeout`: a transaction left open by a
+    /// crashed or stalled handler is killed after this long.
+    pub idle_in_transaction_timeout: Duration,
+}
+
+impl Default for DbOptions {
+    fn default() -> Self {
+        Self {
+            max_connections: 20,
+            acquire_timeout: Duration::from_secs(3),
+            statement_timeout: Duration::from_secs(5),
+            lock_timeout: Duration::from_secs(2),
+            idle_in_transaction_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+fn with_timeouts(connect: PgConnectOptions, options: &DbOptions) -> PgConnectOptions {
+    connect
+        .options([
+            (
+                "statement_timeout",
+                format!("{}", options.statement_timeout.as_millis()),
+            ),
+            ("lock_timeout", format!("{}", options.lock_timeout.as_millis())),
+            (
+                "idle_in_transaction_session_timeout",
+                format!("{}", options.idle_in_transaction_timeout.as_millis()),
+            ),
+        ])
+        .log_statements(tracing::log::LevelFilter::Debug)
+}
+
+/// A pool that connects lazily: the server starts (and `/readyz` reports the
+/// database as down) even when PostgreSQL is not reachable yet.
+pub fn connect_lazy(url: &str, options: &DbOptions) -> anyhow::Result<PgPool> {
+    let connect: PgConnectOptions = url.parse().context("parsing the database URL")?;
+    Ok(pool_options(options).connect_lazy_with(with_timeouts(connect, options)))
+}
+
+/// Applies the pool's session settings to an existing connect options value
+/// (the test harness gets its options from `#[sqlx::test]`).
+pub fn pool_with_timeouts(connect: PgConnectOptions, options: &DbOptions) -> PgPool {
+    pool_options(options).connect_lazy_with(with_timeouts(connect, options))
+}
+
+fn pool_options(options: &DbOptions) -> PgPoolOptions {
+    PgPoolOptions::new()
+        .max_connections(options.max_connections)
+        .acquire_timeout(options.acquire_timeout)
+}
+
+/// The migrations of `migrations/`, embedded in the binary.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
+
+/// Creates the database if it does not exist, then applies every pending
+/// migration.
+pub async fn migrate(url: &str) -> anyhow::Result<()> {
+    use sqlx::migrate::MigrateDatabase as _;
+    if !sqlx::Postgres::database_exists(url)
+        .await
+        .context("checking whether the database exists")?
+    {
+        sqlx::Postgres::create_database(url)
+            .await
+            .context("creating the database")?;
+        tracing::info!("created database");
+    }
+    let connect: PgConnectOptions = url.parse().context("parsing the database URL")?;
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_with(connect)
+        .await
+        .context("connecting to PostgreSQL to migrate")?;
+    MIGRATOR.run(&pool).await.context("applying migrations")?;
+    pool.close().await;
+    Ok(())
+}

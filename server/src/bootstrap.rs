@@ -1,0 +1,134 @@
+//! Operator bootstrap and the local demo data.
+//!
+//! `server admin create-tenant` creates a real tenant with its first admin;
+//! `server dev seed-demo` gives `make run` a demo tenant with an admin and a
+//! learner whose (public, printed) credentials work. Both are idempotent, so
+//! running them again is harmless.
+
+use anyhow::Context as _;
+use engine::{
+    accounts::{self, AccountId, DisplayName, Email, ExistingPassword, Password},
+    tenants::{self, TenantId, TenantName, TenantSlug},
+};
+use secrecy::SecretString;
+use sqlx::PgPool;
+
+/// What `create-tenant` needs.
+#[derive(Debug)]
+pub struct NewTenant {
+    pub slug: TenantSlug,
+    pub name: TenantName,
+    pub admin_email: Email,
+    pub admin_name: DisplayName,
+    pub admin_password: Password,
+}
+
+impl NewTenant {
+    /// Parses the command-line arguments; the password comes from a file so
+    /// that it never appears in a process list or shell history.
+    pub fn parse(
+        slug: &str,
+        name: &str,
+        admin_email: &str,
+        admin_name: Option<&str>,
+        password_file: &std::path::Path,
+    ) -> anyhow::Result<Self> {
+        let password = std::fs::read_to_string(password_file)
+            .with_context(|| format!("reading the password file {}", password_file.display()))?;
+        let password = password.trim_end_matches(['\r', '\n']).to_owned();
+        let admin_email = Email::parse(admin_email).context("--admin-email")?;
+        let default_name = admin_email.as_str().split('@').next().unwrap_or("admin").to_owned();
+        Ok(Self {
+            slug: TenantSlug::parse(slug).context("--slug")?,
+            name: TenantName::parse(name).context("--name")?,
+            admin_name: DisplayName::parse(admin_name.unwrap_or(&default_name))
+                .context("--admin-name")?,
+            admin_password: Password::parse(SecretString::from(password))
+                .context("--admin-password-file")?,
+            admin_email,
+        })
+    }
+}
+
+/// The outcome of [`create_tenant`].
+#[derive(Debug)]
+pub struct CreatedTenant {
+    pub tenant_id: TenantId,
+    pub tenant_created: bool,
+    pub admin_id: AccountId,
+    pub admin_created: bool,
+}
+
+/// Creates the tenant and its admin, or finds them (idempotent on slug and
+/// email; an existing admin keeps their password).
+pub async fn create_tenant(pool: &PgPool, new: &NewTenant) -> anyhow::Result<CreatedTenant> {
+    let (admin_id, admin_created) = accounts::ensure_account(
+        pool,
+        &new.admin_email,
+        &new.admin_name,
+        &new.admin_password,
+        ExistingPassword::Keep,
+    )
+    .await
+    .context("creating the admin account")?;
+    let (tenant_id, tenant_created) =
+        tenants::ensure_tenant_with_admin(pool, &new.slug, &new.name, admin_id)
+            .await
+            .context("creating the tenant")?;
+    Ok(CreatedTenant {
+        tenant_id,
+        tenant_created,
+        admin_id,
+        admin_created,
+    })
+}
+
+/// The demo tenant's public credentials (development only).
+pub struct DemoCredentials {
+    pub tenant_slug: &'static str,
+    pub admin_email: &'static str,
+    pub admin_password: &'static str,
+    pub learner_email: &'static str,
+    pub learner_password: &'static str,
+}
+
+pub const DEMO: DemoCredentials = DemoCredentials {
+    tenant_slug: "demo",
+    admin_email: "admin@demo.admitone.test",
+    admin_password: "demo-admin-password",
+    learner_email: "learner@demo.admitone.test",
+    learner_password: "demo-learner-password",
+};
+
+/// Seeds the demo tenant, its admin and a learner; resets their passwords
+/// to the printed ones so the credentials always work.
+pub async fn seed_demo(pool: &PgPool) -> anyhow::Result<TenantId> {
+    let parse_password = |p: &str| Password::parse(SecretString::from(p.to_owned()));
+    let (admin, _) = accounts::ensure_account(
+        pool,
+        &Email::parse(DEMO.admin_email)?,
+        &DisplayName::parse("Demo Admin")?,
+        &parse_password(DEMO.admin_password)?,
+        ExistingPassword::Reset,
+    )
+    .await
+    .context("seeding the demo admin")?;
+    accounts::ensure_account(
+        pool,
+        &Email::parse(DEMO.learner_email)?,
+        &DisplayName::parse("Demo Learner")?,
+        &parse_password(DEMO.learner_password)?,
+        ExistingPassword::Reset,
+    )
+    .await
+    .context("seeding the demo learner")?;
+    let (tenant, _) = tenants::ensure_tenant_with_admin(
+        pool,
+        &TenantSlug::parse(DEMO.tenant_slug)?,
+        &TenantName::parse("Demo Academy")?,
+        admin,
+    )
+    .await
+    .context("seeding the demo tenant")?;
+    Ok(tenant)
+}

@@ -1,0 +1,423 @@
+//! Typed configuration.
+//!
+//! Sources, later ones winning: built-in defaults (good for local
+//! development), an optional TOML file (`--config FILE` or `APP_CONFIG`),
+//! then `APP_…` environment variables with `__` between section and key
+//! (`APP_DATABASE__MAX_CONNECTIONS=50`). `DATABASE_URL` and `REDIS_URL` are
+//! honoured too, below their `APP_` spellings. Secrets are `secrecy` types:
+//! they never print, and in production the server refuses to start while
+//! any of them is missing or still the development default.
+
+use std::{net::SocketAddr, path::Path, time::Duration};
+
+use anyhow::Context as _;
+use secrecy::{ExposeSecret as _, SecretString};
+use serde::Deserialize;
+
+/// The development-only secrets used when none is configured. Public by
+/// design (they are in the source), so production refuses them.
+const DEV_SESSION_KEY: &str = "dev-only-session-key-change-me-dev-only-session-key-change-me-0000";
+const DEV_CODE_KEYS: &str = "1:dev-only-code-hmac-key-change-me";
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    pub server: ServerSettings,
+    pub database: DatabaseSettings,
+    pub redis: RedisSettings,
+    pub secrets: SecretSettings,
+    pub log: LogSettings,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Environment {
+    Development,
+    Production,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerSettings {
+    pub environment: Environment,
+    pub host: String,
+    pub port: u16,
+    /// Where cargo-leptos wrote the site (wasm, js, css, assets).
+    pub site_root: String,
+    /// How long in-flight requests may take to finish after SIGTERM/SIGINT.
+    pub shutdown_grace_secs: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DatabaseSettings {
+    pub url: SecretString,
+    pub max_connections: u32,
+    pub acquire_timeout_ms: u64,
+    pub statement_timeout_ms: u64,
+    pub lock_timeout_ms: u64,
+    pub idle_in_transaction_timeout_ms: u64,
+}
+
+/// What settlement does when Redis cannot be reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RedisFailurePolicy {
+    /// Refuse first accesses with 503 and a retry hint.
+    FailClosed,
+    /// Settle straight in PostgreSQL (still correct, less shielded).
+    DbOnly,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RedisSettings {
+    /// One URL, or several comma-separated cluster seed nodes.
+    pub url: SecretString,
+    pub cluster: bool,
+    pub key_prefix: String,
+    pub response_timeout_ms: u64,
+    pub failure_policy: RedisFailurePolicy,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SecretSettings {
+    /// Signs session cookies; at least 64 characters.
+    pub session_key: Option<SecretString>,
+    /// Code HMAC keys as `version:secret` pairs, comma-separated
+    /// (`2:newsecret,1:oldsecret`). Look-ups try every version; new codes
+    /// use `code_key_current`.
+    pub code_keys: Option<SecretString>,
+    pub code_key_current: u16,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Pretty,
+    Json,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogSettings {
+    pub format: LogFormat,
+    /// A `tracing_subscriber::EnvFilter` directive; `RUST_LOG` overrides it.
+    pub filter: String,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        Self {
+            environment: Environment::Development,
+            host: "127.0.0.1".into(),
+            port: 3000,
+            site_root: "target/site".into(),
+            shutdown_grace_secs: 20,
+        }
+    }
+}
+
+impl Default for DatabaseSettings {
+    fn default() -> Self {
+        Self {
+            url: SecretString::from("postgres://postgres@127.0.0.1:5432/admitone"),
+            max_connections: 20,
+            acquire_timeout_ms: 3_000,
+            statement_timeout_ms: 5_000,
+            lock_timeout_ms: 2_000,
+            idle_in_transaction_timeout_ms: 10_000,
+        }
+    }
+}
+
+impl Default for RedisSettings {
+    fn default() -> Self {
+        Self {
+            url: SecretString::from("redis://127.0.0.1:6379"),
+            cluster: false,
+            key_prefix: "admitone".into(),
+            response_timeout_ms: 500,
+            failure_policy: RedisFailurePolicy::FailClosed,
+        }
+    }
+}
+
+impl Default for SecretSettings {
+    fn default() -> Self {
+        Self {
+            session_key: None,
+            code_keys: None,
+            code_key_current: 1,
+        }
+    }
+}
+
+impl Default for LogSettings {
+    fn default() -> Self {
+        Self {
+            format: LogFormat::Pretty,
+            filter: "info,server=info,engine=info,app=info,sqlx=warn".into(),
+        }
+    }
+}
+
+/// Why the configuration cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("refusing to start in production: {0}")]
+    InsecureProduction(String),
+    #[error("invalid setting {key}: {message}")]
+    Invalid { key: &'static str, message: String },
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
+
+impl Settings {
+    /// Loads defaults, then `file` (if given), then the environment.
+    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        let file = file
+            .map(Path::to_path_buf)
+            .or_else(|| std::env::var_os("APP_CONFIG").map(Into::into));
+        let mut builder = config::Config::builder();
+        if let Some(file) = &file {
+            builder = builder.add_source(config::File::from(file.as_path()).required(true));
+        }
+        let mut env = config::Environment::with_prefix("APP")
+            .prefix_separator("_")
+            .separator("__")
+            .try_parsing(true);
+        // APP_CONFIG names the file; it is not a setting.
+        env = env.ignore_empty(true);
+        let mut vars: std::collections::HashMap<String, String> = std::env::vars()
+            .filter(|(k, _)| k.starts_with("APP_") && k != "APP_CONFIG")
+            .collect();
+        for (plain, ours) in [("DATABASE_URL", "APP_DATABASE__URL"), ("REDIS_URL", "APP_REDIS__URL")] {
+            if let (false, Ok(url)) = (vars.contains_key(ours), std::env::var(plain)) {
+                vars.insert(ours.into(), url);
+            }
+        }
+        env = env.source(Some(vars));
+        let settings: Settings = builder
+            .add_source(env)
+            .build()
+            .context("reading the configuration")?
+            .try_deserialize()
+            .context("parsing the configuration")?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Checks values and, in production, refuses missing or default secrets,
+    /// naming each.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.redis.response_timeout_ms == 0 {
+            return Err(ConfigError::Invalid {
+                key: "redis.response_timeout_ms",
+                message: "must be above 0".into(),
+            });
+        }
+        if self.database.max_connections == 0 {
+            return Err(ConfigError::Invalid {
+                key: "database.max_connections",
+                message: "must be above 0".into(),
+            });
+        }
+        if let Some(key) = &self.secrets.session_key
+            && key.expose_secret().len() < 64
+        {
+            return Err(ConfigError::Invalid {
+                key: "secrets.session_key",
+                message: "needs at least 64 characters".into(),
+            });
+        }
+        let code_keys = self.code_keys()?;
+        if !code_keys.iter().any(|(v, _)| *v == self.secrets.code_key_current) {
+            return Err(ConfigError::Invalid {
+                key: "secrets.code_key_current",
+                message: format!(
+                    "version {} is not among secrets.code_keys",
+                    self.secrets.code_key_current
+                ),
+            });
+        }
+        if self.server.environment == Environment::Production {
+            let mut problems = Vec::new();
+            match &self.secrets.session_key {
+                None => problems.push("secrets.session_key (APP_SECRETS__SESSION_KEY) is missing"),
+                Some(key) if key.expose_secret() == DEV_SESSION_KEY => problems
+                    .push("secrets.session_key (APP_SECRETS__SESSION_KEY) is the development default"),
+                Some(_) => {}
+            }
+            match &self.secrets.code_keys {
+                None => problems.push("secrets.code_keys (APP_SECRETS__CODE_KEYS) is missing"),
+                Some(keys) if keys.expose_secret().contains(dev_code_secret()) => problems
+                    .push("secrets.code_keys (APP_SECRETS__CODE_KEYS) contains the development default"),
+                Some(_) => {}
+            }
+            if !problems.is_empty() {
+                return Err(ConfigError::InsecureProduction(problems.join("; ")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The session signing key (the development default when unset; never
+    /// in production, see [`Settings::validate`]).
+    pub fn session_key(&self) -> SecretString {
+        self.secrets
+            .session_key
+            .clone()
+            .unwrap_or_else(|| SecretString::from(DEV_SESSION_KEY))
+    }
+
+    /// The code HMAC keys by version.
+    pub fn code_keys(&self) -> Result<Vec<(u16, SecretString)>, ConfigError> {
+        let raw = self
+            .secrets
+            .code_keys
+            .clone()
+            .unwrap_or_else(|| SecretString::from(DEV_CODE_KEYS));
+        let invalid = |message: &str| ConfigError::Invalid {
+            key: "secrets.code_keys",
+            message: message.into(),
+        };
+        let mut keys = Vec::new();
+        for pair in raw.expose_secret().split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (version, secret) = pair
+                .split_once(':')
+                .ok_or_else(|| invalid("each entry is version:secret"))?;
+            let version: u16 = version
+                .trim()
+                .parse()
+                .map_err(|_| invalid("a version is a number from 0 to 65535"))?;
+            if secret.len() < 16 {
+                return Err(invalid("each secret needs at least 16 characters"));
+            }
+            if keys.iter().any(|(v, _)| *v == version) {
+                return Err(invalid("a version appears twice"));
+            }
+            keys.push((version, SecretString::from(secret.to_owned())));
+        }
+        if keys.is_empty() {
+            return Err(invalid("at least one key is needed"));
+        }
+        Ok(keys)
+    }
+
+    pub fn is_production(&self) -> bool {
+        self.server.environment == Environment::Production
+    }
+
+    pub fn listen_addr(&self) -> Result<SocketAddr, ConfigError> {
+        format!("{}:{}", self.server.host, self.server.port)
+            .parse()
+            .map_err(|_| ConfigError::Invalid {
+                key: "server.host",
+                message: format!("{:?} is not an IP address", self.server.host),
+            })
+    }
+
+    pub fn db_options(&self) -> engine::db::DbOptions {
+        let d = &self.database;
+        engine::db::DbOptions {
+            max_connections: d.max_connections,
+            acquire_timeout: Duration::from_millis(d.acquire_timeout_ms),
+            statement_timeout: Duration::from_millis(d.statement_timeout_ms),
+            lock_timeout: Duration::from_millis(d.lock_timeout_ms),
+            idle_in_transaction_timeout: Duration::from_millis(d.idle_in_transaction_timeout_ms),
+        }
+    }
+
+    pub fn redis_options(&self) -> engine::coordination::RedisOptions {
+        let r = &self.redis;
+        engine::coordination::RedisOptions {
+            urls: r
+                .url
+                .expose_secret()
+                .split(',')
+                .map(str::trim)
+                .filter(|u| !u.is_empty())
+                .map(str::to_owned)
+                .collect(),
+            cluster: r.cluster,
+            key_prefix: r.key_prefix.clone(),
+            response_timeout: Duration::from_millis(r.response_timeout_ms),
+        }
+    }
+}
+
+fn dev_code_secret() -> &'static str {
+    DEV_CODE_KEYS.split_once(':').map_or(DEV_CODE_KEYS, |(_, s)| s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn production() -> Settings {
+        let mut s = Settings::default();
+        s.server.environment = Environment::Production;
+        s
+    }
+
+    #[test]
+    fn development_defaults_are_valid() {
+        Settings::default().validate().expect("defaults validate");
+    }
+
+    #[test]
+    fn production_names_every_missing_secret() {
+        let error = production().validate().expect_err("must refuse").to_string();
+        assert!(error.contains("secrets.session_key"), "{error}");
+        assert!(error.contains("secrets.code_keys"), "{error}");
+        assert!(error.contains("missing"), "{error}");
+    }
+
+    #[test]
+    fn production_refuses_development_defaults() {
+        let mut s = production();
+        s.secrets.session_key = Some(SecretString::from(DEV_SESSION_KEY));
+        s.secrets.code_keys = Some(SecretString::from(DEV_CODE_KEYS));
+        let error = s.validate().expect_err("must refuse").to_string();
+        assert!(error.contains("session_key"), "{error}");
+        assert!(error.contains("code_keys"), "{error}");
+        assert!(error.contains("development default"), "{error}");
+    }
+
+    #[test]
+    fn production_accepts_real_secrets() {
+        let mut s = production();
+        s.secrets.session_key = Some(SecretString::from("k".repeat(64)));
+        s.secrets.code_keys = Some(SecretString::from("2:a-real-secret-of-length,1:an-older-real-secret"));
+        s.secrets.code_key_current = 2;
+        s.validate().expect("valid");
+        assert_eq!(s.code_keys().expect("parsed").len(), 2);
+    }
+
+    #[test]
+    fn malformed_code_keys_are_refused() {
+        for raw in ["", "nocolon", "x:aaaaaaaaaaaaaaaaaaaa", "1:short", "1:aaaaaaaaaaaaaaaaaaaa,1:bbbbbbbbbbbbbbbbbbbb"] {
+            let mut s = Settings::default();
+            s.secrets.code_keys = Some(SecretString::from(raw));
+            assert!(s.validate().is_err(), "{raw:?} should be refused");
+        }
+    }
+
+    #[test]
+    fn current_code_key_must_exist() {
+        let mut s = Settings::default();
+        s.secrets.code_key_current = 9;
+        assert!(s.validate().is_err());
+    }
+
+    #[test]
+    fn secrets_do_not_print() {
+        let mut s = Settings::default();
+        s.secrets.session_key = Some(SecretString::from("super-secret-session-key".repeat(3)));
+        let printed = format!("{s:?}");
+        assert!(!printed.contains("super-secret"), "{printed}");
+        assert!(!printed.contains("dev-only"), "{printed}");
+    }
+}

@@ -1,0 +1,9 @@
+//! The AdmitOne server: configuration, router, startup and the operator
+//! subcommands. `main.rs` only parses the command line and calls in here, so
+//! integration tests drive the very same code.
+
+pub mod bootstrap;
+pub mod config;
+pub mod routes;
+pub mod startup;
+pub mod telemetry;

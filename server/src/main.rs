@@ -1,0 +1,141 @@
+//! `server`: the AdmitOne binary. See `server --help`.
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use secrecy::ExposeSecret as _;
+use server::{
+    bootstrap,
+    config::Settings,
+    startup::{Application, shutdown_signal},
+    telemetry,
+};
+
+#[derive(Parser)]
+#[command(name = "server", version, about = "AdmitOne: one person, one code.")]
+struct Cli {
+    /// TOML configuration file (also `APP_CONFIG`); `APP_…` variables override it.
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve HTTP (the default).
+    Serve,
+    /// Create the database if needed and apply pending migrations.
+    Migrate,
+    /// Operator tasks.
+    Admin {
+        #[command(subcommand)]
+        command: AdminCommand,
+    },
+    /// Local development helpers (refused in production).
+    Dev {
+        #[command(subcommand)]
+        command: DevCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum AdminCommand {
+    /// Create a tenant and its first admin; prints the tenant id.
+    /// Idempotent on the slug.
+    CreateTenant {
+        #[arg(long)]
+        slug: String,
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        admin_email: String,
+        /// The admin's display name (defaults to the email's local part).
+        #[arg(long)]
+        admin_name: Option<String>,
+        /// A file holding the admin's password (one line).
+        #[arg(long)]
+        admin_password_file: PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
+enum DevCommand {
+    /// Create (or refresh) the demo tenant, admin and learner, and print
+    /// their credentials.
+    SeedDemo,
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    match run().await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let settings = Settings::load(cli.config.as_deref())?;
+    telemetry::init(&settings.log)?;
+    let database_url = settings.database.url.expose_secret().to_owned();
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => {
+            let app = Application::build(settings).await?;
+            tracing::info!(port = app.port(), "listening");
+            app.run_until(shutdown_signal()).await
+        }
+        Command::Migrate => {
+            engine::db::migrate(&database_url).await?;
+            println!("migrations applied");
+            Ok(())
+        }
+        Command::Admin {
+            command:
+                AdminCommand::CreateTenant {
+                    slug,
+                    name,
+                    admin_email,
+                    admin_name,
+                    admin_password_file,
+                },
+        } => {
+            let new = bootstrap::NewTenant::parse(
+                &slug,
+                &name,
+                &admin_email,
+                admin_name.as_deref(),
+                &admin_password_file,
+            )?;
+            let pool = engine::db::connect_lazy(&database_url, &settings.db_options())?;
+            let created = bootstrap::create_tenant(&pool, &new).await?;
+            if !created.tenant_created {
+                eprintln!("tenant {slug:?} already existed; admin role ensured");
+            }
+            if !created.admin_created {
+                eprintln!("account {admin_email:?} already existed; its password was left unchanged");
+            }
+            println!("{}", created.tenant_id);
+            Ok(())
+        }
+        Command::Dev {
+            command: DevCommand::SeedDemo,
+        } => {
+            anyhow::ensure!(
+                !settings.is_production(),
+                "refusing to seed demo accounts with public passwords in production"
+            );
+            let pool = engine::db::connect_lazy(&database_url, &settings.db_options())?;
+            let tenant = bootstrap::seed_demo(&pool).await.context("seeding the demo")?;
+            let demo = &bootstrap::DEMO;
+            println!("Demo tenant {:?} ({tenant})", demo.tenant_slug);
+            println!("  admin:   {}  password: {}", demo.admin_email, demo.admin_password);
+            println!("  learner: {}  password: {}", demo.learner_email, demo.learner_password);
+            Ok(())
+        }
+    }
+}

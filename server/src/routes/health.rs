@@ -1,0 +1,32 @@
+//! `/healthz` (the process is up) and `/readyz` (its dependencies answer).
+
+use std::time::Duration;
+
+use axum::{Json, extract::State, http::StatusCode, response::IntoResponse};
+use serde_json::json;
+
+use crate::startup::ServerState;
+
+/// Bound on each dependency check of `/readyz`.
+const READINESS_TIMEOUT: Duration = Duration::from_secs(2);
+
+pub async fn healthz() -> impl IntoResponse {
+    Json(json!({ "status": "ok" }))
+}
+
+pub async fn readyz(State(state): State<ServerState>) -> impl IntoResponse {
+    let report =
+        engine::health::check(&state.app.pool, &state.app.redis, READINESS_TIMEOUT).await;
+    let status = if report.is_ready() {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let body = json!({
+        "status": if report.is_ready() { "ready" } else { "unavailable" },
+        "postgres": report.postgres,
+        "redis": report.redis,
+        "down": report.down(),
+    });
+    (status, Json(body))
+}

@@ -1,0 +1,3 @@
+//! Plain axum routes that are not Leptos pages.
+
+pub mod health;

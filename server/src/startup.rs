@@ -1,0 +1,174 @@
+//! Building and running the HTTP server.
+//!
+//! [`Application::build`] wires configuration into a router bound to a
+//! listener (port 0 in tests), so the binary and the integration tests run
+//! exactly the same stack.
+
+use std::{future::Future, sync::Arc, time::Duration};
+
+use anyhow::Context as _;
+use app::state::AppState;
+use axum::{Router, extract::FromRef, routing::get};
+use engine::coordination::Redis;
+use leptos::prelude::*;
+use leptos_axum::{LeptosRoutes as _, generate_route_list};
+use secrecy::ExposeSecret as _;
+use sqlx::PgPool;
+use tokio::net::TcpListener;
+use tower_http::{
+    request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
+    trace::TraceLayer,
+};
+
+use crate::{config::Settings, routes, telemetry::RequestSpan};
+
+/// The name cargo-leptos gives the wasm/js/css bundle (`Cargo.toml`
+/// `[[workspace.metadata.leptos]] name`).
+pub const BUNDLE_NAME: &str = "admitone";
+
+/// Router state: what handlers extract and Leptos reads its options from.
+#[derive(Clone, Debug)]
+pub struct ServerState {
+    pub leptos_options: LeptosOptions,
+    pub app: AppState,
+    pub settings: Arc<Settings>,
+}
+
+impl FromRef<ServerState> for LeptosOptions {
+    fn from_ref(state: &ServerState) -> Self {
+        state.leptos_options.clone()
+    }
+}
+
+/// A built server, listening but not yet serving.
+pub struct Application {
+    listener: TcpListener,
+    router: Router,
+    port: u16,
+    grace: Duration,
+}
+
+impl Application {
+    /// Connects (lazily) to PostgreSQL and Redis and binds the configured
+    /// address.
+    pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        let pool = engine::db::connect_lazy(
+            settings.database.url.expose_secret(),
+            &settings.db_options(),
+        )?;
+        let redis = Redis::connect(&settings.redis_options()).await?;
+        Self::build_with(settings, pool, redis).await
+    }
+
+    /// Like [`Application::build`] with given connections (tests pass a
+    /// per-test database and key prefix).
+    pub async fn build_with(settings: Settings, pool: PgPool, redis: Redis) -> anyhow::Result<Self> {
+        let addr = settings.listen_addr()?;
+        let listener = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding {addr}"))?;
+        let local = listener.local_addr().context("reading the bound address")?;
+        let leptos_options = LeptosOptions::builder()
+            .output_name(BUNDLE_NAME)
+            .site_root(settings.server.site_root.as_str())
+            .site_pkg_dir("pkg")
+            .site_addr(local)
+            .env(if settings.is_production() { Env::PROD } else { Env::DEV })
+            .build();
+        let grace = Duration::from_secs(settings.server.shutdown_grace_secs);
+        let state = ServerState {
+            leptos_options,
+            app: AppState { pool, redis },
+            settings: Arc::new(settings),
+        };
+        Ok(Self {
+            listener,
+            router: router(state),
+            port: local.port(),
+            grace,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Serves until `shutdown` resolves, then lets in-flight requests finish
+    /// (bounded by `server.shutdown_grace_secs`).
+    pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+        let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
+        let signal = async move {
+            shutdown.await;
+            tracing::info!("shutting down: draining in-flight requests");
+            let _ = stopping_tx.send(());
+        };
+        let serve = axum::serve(self.listener, self.router).with_graceful_shutdown(signal);
+        let grace = self.grace;
+        let serve = async move { serve.await.context("serving HTTP") };
+        tokio::pin!(serve);
+        tokio::select! {
+            result = &mut serve => result,
+            () = async {
+                let _ = stopping_rx.await;
+                tokio::time::sleep(grace).await;
+            } => {
+                tracing::warn!(grace_secs = grace.as_secs(), "grace period over, closing remaining connections");
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The whole router: health endpoints, Leptos pages and server functions,
+/// static files, request ids and tracing.
+pub fn router(state: ServerState) -> Router {
+    let routes = generate_route_list(app::App);
+    let app_state = state.app.clone();
+    let leptos_options = state.leptos_options.clone();
+    let context = move || provide_context(app_state.clone());
+    Router::new()
+        .route("/healthz", get(routes::health::healthz))
+        .route("/readyz", get(routes::health::readyz))
+        .leptos_routes_with_context(&state, routes, context.clone(), move || {
+            app::shell(leptos_options.clone())
+        })
+        .fallback(leptos_axum::file_and_error_handler_with_context::<ServerState, _>(
+            context,
+            app::shell,
+        ))
+        .with_state(state)
+        .layer(
+            tower::ServiceBuilder::new()
+                .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+                .layer(TraceLayer::new_for_http().make_span_with(RequestSpan))
+                .layer(PropagateRequestIdLayer::x_request_id()),
+        )
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::error!(%error, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+}

@@ -1,0 +1,125 @@
+use engine::accounts::{Email, Password, verify_password};
+use secrecy::SecretString;
+use server::bootstrap::{DEMO, seed_demo};
+use sqlx::PgPool;
+
+/// The URL of the test's own database (same server as `DATABASE_URL`).
+fn url_of(pool: &PgPool) -> String {
+    let base = std::env::var("DATABASE_URL").expect("DATABASE_URL is set for tests");
+    let db = pool.connect_options().get_database().expect("database name").to_owned();
+    let (server, _) = base.rsplit_once('/').expect("URL with a database");
+    format!("{server}/{db}")
+}
+
+fn run_server(pool: &PgPool, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_server"))
+        .args(args)
+        .env("DATABASE_URL", url_of(pool))
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run the server binary")
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn create_tenant_is_idempotent_on_slug_and_prints_the_id(pool: PgPool) {
+    let dir = std::env::temp_dir().join(format!("admitone-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    let password_file = dir.join("password");
+    std::fs::write(&password_file, "a long enough password\n").expect("write");
+    let args = [
+        "admin",
+        "create-tenant",
+        "--slug",
+        "acme",
+        "--name",
+        "Acme Courses",
+        "--admin-email",
+        "Owner@Acme.example",
+        "--admin-password-file",
+        password_file.to_str().expect("utf-8 path"),
+    ];
+
+    let first = run_server(&pool, &args);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let second = run_server(&pool, &args);
+    assert!(second.status.success(), "{}", String::from_utf8_lossy(&second.stderr));
+    let id = String::from_utf8(first.stdout).expect("utf-8");
+    let id = id.trim();
+    assert_eq!(id, String::from_utf8(second.stdout).expect("utf-8").trim());
+    let id: uuid::Uuid = id.parse().expect("prints a uuid");
+
+    let (tenants, admins): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM tenants WHERE slug = 'acme'),
+                (SELECT count(*) FROM tenant_members m JOIN accounts a ON a.id = m.account_id
+                  WHERE m.tenant_id = $1 AND m.role = 'admin' AND a.email = 'owner@acme.example')",
+    )
+    .bind(id)
+    .fetch_one(&pool)
+    .await
+    .expect("count");
+    assert_eq!((tenants, admins), (1, 1));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn create_tenant_rejects_bad_input_and_changes_nothing(pool: PgPool) {
+    let dir = std::env::temp_dir().join(format!("admitone-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    let short = dir.join("short");
+    std::fs::write(&short, "short\n").expect("write");
+    let good = dir.join("good");
+    std::fs::write(&good, "a long enough password\n").expect("write");
+    let cases: [(&str, &str, &std::path::Path, &str); 4] = [
+        ("Bad Slug", "owner@acme.example", &good, "--slug"),
+        ("acme", "not-an-email", &good, "--admin-email"),
+        ("acme", "owner@acme.example", &short, "--admin-password-file"),
+        ("acme", "owner@acme.example", &dir.join("missing"), "password file"),
+    ];
+    for (slug, email, file, complaint) in cases {
+        let out = run_server(
+            &pool,
+            &[
+                "admin", "create-tenant", "--slug", slug, "--name", "Acme",
+                "--admin-email", email, "--admin-password-file", file.to_str().expect("utf-8"),
+            ],
+        );
+        assert!(!out.status.success(), "{slug} {email} must fail");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(complaint), "error should name {complaint}: {stderr}");
+    }
+    let counts: (i64, i64) =
+        sqlx::query_as("SELECT (SELECT count(*) FROM tenants), (SELECT count(*) FROM accounts)")
+            .fetch_one(&pool)
+            .await
+            .expect("count");
+    assert_eq!(counts, (0, 0), "nothing was written");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn demo_seed_is_idempotent_and_its_credentials_work(pool: PgPool) {
+    let first = seed_demo(&pool).await.expect("seed");
+    let second = seed_demo(&pool).await.expect("seed again");
+    assert_eq!(first, second);
+
+    for (email, password) in [
+        (DEMO.admin_email, DEMO.admin_password),
+        (DEMO.learner_email, DEMO.learner_password),
+    ] {
+        let email = Email::parse(email).expect("email");
+        let hash: String = sqlx::query_scalar("SELECT password_hash FROM accounts WHERE email = $1")
+            .bind(email.as_str())
+            .fetch_one(&pool)
+            .await
+            .expect("account exists once");
+        let password = Password::parse(SecretString::from(password)).expect("password");
+        assert!(verify_password(&password, &hash).await.expect("verify"));
+    }
+    let admins: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM tenant_members m JOIN tenants t ON t.id = m.tenant_id WHERE t.slug = 'demo'",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("count");
+    assert_eq!(admins, 1);
+}

@@ -1,0 +1,8 @@
+//! Integration tests: the real server on port 0 against real PostgreSQL
+//! (a fresh database per test, from `#[sqlx::test]`) and real Redis (a uuid
+//! key prefix per test).
+
+mod bootstrap;
+mod health;
+mod helpers;
+mod pages;
