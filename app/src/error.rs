@@ -12,7 +12,10 @@ use server_fn::codec::JsonEncoding;
 pub enum AppError {
     /// Input that does not parse; `field` names the form field, if any.
     #[error("{message}")]
-    Invalid { field: Option<String>, message: String },
+    Invalid {
+        field: Option<String>,
+        message: String,
+    },
     #[error("please sign in first")]
     Unauthenticated,
     #[error("you do not have access to this")]
@@ -20,7 +23,10 @@ pub enum AppError {
     #[error("not found")]
     NotFound,
     #[error("{message}")]
-    RateLimited { message: String, retry_after_secs: u64 },
+    RateLimited {
+        message: String,
+        retry_after_secs: u64,
+    },
     #[error("the service is busy, please try again in a moment")]
     Unavailable { retry_after_secs: u64 },
     /// Something went wrong on our side; `reference` finds it in the logs.
@@ -61,7 +67,10 @@ impl server_fn::error::FromServerFnError for AppError {
         use server_fn::error::ServerFnErrorErr as E;
         match value {
             E::Args(message) | E::Deserialization(message) | E::MissingArg(message) => {
-                Self::Invalid { field: None, message }
+                Self::Invalid {
+                    field: None,
+                    message,
+                }
             }
             other => Self::Internal {
                 reference: format!("server function: {other}"),

@@ -37,7 +37,12 @@ impl NewTenant {
             .with_context(|| format!("reading the password file {}", password_file.display()))?;
         let password = password.trim_end_matches(['\r', '\n']).to_owned();
         let admin_email = Email::parse(admin_email).context("--admin-email")?;
-        let default_name = admin_email.as_str().split('@').next().unwrap_or("admin").to_owned();
+        let default_name = admin_email
+            .as_str()
+            .split('@')
+            .next()
+            .unwrap_or("admin")
+            .to_owned();
         Ok(Self {
             slug: TenantSlug::parse(slug).context("--slug")?,
             name: TenantName::parse(name).context("--name")?,

@@ -193,7 +193,10 @@ impl Settings {
         let mut vars: std::collections::HashMap<String, String> = std::env::vars()
             .filter(|(k, _)| k.starts_with("APP_") && k != "APP_CONFIG")
             .collect();
-        for (plain, ours) in [("DATABASE_URL", "APP_DATABASE__URL"), ("REDIS_URL", "APP_REDIS__URL")] {
+        for (plain, ours) in [
+            ("DATABASE_URL", "APP_DATABASE__URL"),
+            ("REDIS_URL", "APP_REDIS__URL"),
+        ] {
             if let (false, Ok(url)) = (vars.contains_key(ours), std::env::var(plain)) {
                 vars.insert(ours.into(), url);
             }
@@ -233,7 +236,10 @@ impl Settings {
             });
         }
         let code_keys = self.code_keys()?;
-        if !code_keys.iter().any(|(v, _)| *v == self.secrets.code_key_current) {
+        if !code_keys
+            .iter()
+            .any(|(v, _)| *v == self.secrets.code_key_current)
+        {
             return Err(ConfigError::Invalid {
                 key: "secrets.code_key_current",
                 message: format!(
@@ -246,14 +252,16 @@ impl Settings {
             let mut problems = Vec::new();
             match &self.secrets.session_key {
                 None => problems.push("secrets.session_key (APP_SECRETS__SESSION_KEY) is missing"),
-                Some(key) if key.expose_secret() == DEV_SESSION_KEY => problems
-                    .push("secrets.session_key (APP_SECRETS__SESSION_KEY) is the development default"),
+                Some(key) if key.expose_secret() == DEV_SESSION_KEY => problems.push(
+                    "secrets.session_key (APP_SECRETS__SESSION_KEY) is the development default",
+                ),
                 Some(_) => {}
             }
             match &self.secrets.code_keys {
                 None => problems.push("secrets.code_keys (APP_SECRETS__CODE_KEYS) is missing"),
-                Some(keys) if keys.expose_secret().contains(dev_code_secret()) => problems
-                    .push("secrets.code_keys (APP_SECRETS__CODE_KEYS) contains the development default"),
+                Some(keys) if keys.expose_secret().contains(dev_code_secret()) => problems.push(
+                    "secrets.code_keys (APP_SECRETS__CODE_KEYS) contains the development default",
+                ),
                 Some(_) => {}
             }
             if !problems.is_empty() {
@@ -284,7 +292,12 @@ impl Settings {
             message: message.into(),
         };
         let mut keys = Vec::new();
-        for pair in raw.expose_secret().split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        for pair in raw
+            .expose_secret()
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+        {
             let (version, secret) = pair
                 .split_once(':')
                 .ok_or_else(|| invalid("each entry is version:secret"))?;
@@ -349,7 +362,9 @@ impl Settings {
 }
 
 fn dev_code_secret() -> &'static str {
-    DEV_CODE_KEYS.split_once(':').map_or(DEV_CODE_KEYS, |(_, s)| s)
+    DEV_CODE_KEYS
+        .split_once(':')
+        .map_or(DEV_CODE_KEYS, |(_, s)| s)
 }
 
 #[cfg(test)]
@@ -369,7 +384,10 @@ mod tests {
 
     #[test]
     fn production_names_every_missing_secret() {
-        let error = production().validate().expect_err("must refuse").to_string();
+        let error = production()
+            .validate()
+            .expect_err("must refuse")
+            .to_string();
         assert!(error.contains("secrets.session_key"), "{error}");
         assert!(error.contains("secrets.code_keys"), "{error}");
         assert!(error.contains("missing"), "{error}");
@@ -390,7 +408,9 @@ mod tests {
     fn production_accepts_real_secrets() {
         let mut s = production();
         s.secrets.session_key = Some(SecretString::from("k".repeat(64)));
-        s.secrets.code_keys = Some(SecretString::from("2:a-real-secret-of-length,1:an-older-real-secret"));
+        s.secrets.code_keys = Some(SecretString::from(
+            "2:a-real-secret-of-length,1:an-older-real-secret",
+        ));
         s.secrets.code_key_current = 2;
         s.validate().expect("valid");
         assert_eq!(s.code_keys().expect("parsed").len(), 2);
@@ -398,7 +418,13 @@ mod tests {
 
     #[test]
     fn malformed_code_keys_are_refused() {
-        for raw in ["", "nocolon", "x:aaaaaaaaaaaaaaaaaaaa", "1:short", "1:aaaaaaaaaaaaaaaaaaaa,1:bbbbbbbbbbbbbbbbbbbb"] {
+        for raw in [
+            "",
+            "nocolon",
+            "x:aaaaaaaaaaaaaaaaaaaa",
+            "1:short",
+            "1:aaaaaaaaaaaaaaaaaaaa,1:bbbbbbbbbbbbbbbbbbbb",
+        ] {
             let mut s = Settings::default();
             s.secrets.code_keys = Some(SecretString::from(raw));
             assert!(s.validate().is_err(), "{raw:?} should be refused");

@@ -117,7 +117,9 @@ async fn run() -> anyhow::Result<()> {
                 eprintln!("tenant {slug:?} already existed; admin role ensured");
             }
             if !created.admin_created {
-                eprintln!("account {admin_email:?} already existed; its password was left unchanged");
+                eprintln!(
+                    "account {admin_email:?} already existed; its password was left unchanged"
+                );
             }
             println!("{}", created.tenant_id);
             Ok(())
@@ -130,11 +132,19 @@ async fn run() -> anyhow::Result<()> {
                 "refusing to seed demo accounts with public passwords in production"
             );
             let pool = engine::db::connect_lazy(&database_url, &settings.db_options())?;
-            let tenant = bootstrap::seed_demo(&pool).await.context("seeding the demo")?;
+            let tenant = bootstrap::seed_demo(&pool)
+                .await
+                .context("seeding the demo")?;
             let demo = &bootstrap::DEMO;
             println!("Demo tenant {:?} ({tenant})", demo.tenant_slug);
-            println!("  admin:   {}  password: {}", demo.admin_email, demo.admin_password);
-            println!("  learner: {}  password: {}", demo.learner_email, demo.learner_password);
+            println!(
+                "  admin:   {}  password: {}",
+                demo.admin_email, demo.admin_password
+            );
+            println!(
+                "  learner: {}  password: {}",
+                demo.learner_email, demo.learner_password
+            );
             Ok(())
         }
     }

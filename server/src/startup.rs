@@ -62,7 +62,11 @@ impl Application {
 
     /// Like [`Application::build`] with given connections (tests pass a
     /// per-test database and key prefix).
-    pub async fn build_with(settings: Settings, pool: PgPool, redis: Redis) -> anyhow::Result<Self> {
+    pub async fn build_with(
+        settings: Settings,
+        pool: PgPool,
+        redis: Redis,
+    ) -> anyhow::Result<Self> {
         let addr = settings.listen_addr()?;
         let listener = TcpListener::bind(addr)
             .await
@@ -73,7 +77,11 @@ impl Application {
             .site_root(settings.server.site_root.as_str())
             .site_pkg_dir("pkg")
             .site_addr(local)
-            .env(if settings.is_production() { Env::PROD } else { Env::DEV })
+            .env(if settings.is_production() {
+                Env::PROD
+            } else {
+                Env::DEV
+            })
             .build();
         let grace = Duration::from_secs(settings.server.shutdown_grace_secs);
         let state = ServerState {
@@ -95,7 +103,10 @@ impl Application {
 
     /// Serves until `shutdown` resolves, then lets in-flight requests finish
     /// (bounded by `server.shutdown_grace_secs`).
-    pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
         let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
         let signal = async move {
             shutdown.await;
@@ -132,10 +143,10 @@ pub fn router(state: ServerState) -> Router {
         .leptos_routes_with_context(&state, routes, context.clone(), move || {
             app::shell(leptos_options.clone())
         })
-        .fallback(leptos_axum::file_and_error_handler_with_context::<ServerState, _>(
-            context,
-            app::shell,
-        ))
+        .fallback(leptos_axum::file_and_error_handler_with_context::<
+            ServerState,
+            _,
+        >(context, app::shell))
         .with_state(state)
         .layer(
             tower::ServiceBuilder::new()

@@ -20,7 +20,12 @@ pub fn init(settings: &LogSettings) -> anyhow::Result<()> {
     let registry = tracing_subscriber::registry().with(filter);
     match settings.format {
         LogFormat::Json => registry
-            .with(fmt::layer().json().flatten_event(true).with_current_span(true))
+            .with(
+                fmt::layer()
+                    .json()
+                    .flatten_event(true)
+                    .with_current_span(true),
+            )
             .try_init()?,
         LogFormat::Pretty => registry.with(fmt::layer().compact()).try_init()?,
     }

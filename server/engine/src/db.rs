@@ -46,7 +46,10 @@ fn with_timeouts(connect: PgConnectOptions, options: &DbOptions) -> PgConnectOpt
                 "statement_timeout",
                 format!("{}", options.statement_timeout.as_millis()),
             ),
-            ("lock_timeout", format!("{}", options.lock_timeout.as_millis())),
+            (
+                "lock_timeout",
+                format!("{}", options.lock_timeout.as_millis()),
+            ),
             (
                 "idle_in_transaction_session_timeout",
                 format!("{}", options.idle_in_transaction_timeout.as_millis()),

@@ -142,7 +142,10 @@ mod tests {
         assert!(TenantSlug::parse("demo").is_ok());
         assert!(TenantSlug::parse("acme-2").is_ok());
         for bad in ["", "-a", "a-", "Acme", "a_b", "a b", &"a".repeat(49)] {
-            assert!(TenantSlug::parse(bad).is_err(), "{bad:?} should be rejected");
+            assert!(
+                TenantSlug::parse(bad).is_err(),
+                "{bad:?} should be rejected"
+            );
         }
     }
 

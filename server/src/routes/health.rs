@@ -15,8 +15,7 @@ pub async fn healthz() -> impl IntoResponse {
 }
 
 pub async fn readyz(State(state): State<ServerState>) -> impl IntoResponse {
-    let report =
-        engine::health::check(&state.app.pool, &state.app.redis, READINESS_TIMEOUT).await;
+    let report = engine::health::check(&state.app.pool, &state.app.redis, READINESS_TIMEOUT).await;
     let status = if report.is_ready() {
         StatusCode::OK
     } else {

@@ -6,7 +6,11 @@ use sqlx::PgPool;
 /// The URL of the test's own database (same server as `DATABASE_URL`).
 fn url_of(pool: &PgPool) -> String {
     let base = std::env::var("DATABASE_URL").expect("DATABASE_URL is set for tests");
-    let db = pool.connect_options().get_database().expect("database name").to_owned();
+    let db = pool
+        .connect_options()
+        .get_database()
+        .expect("database name")
+        .to_owned();
     let (server, _) = base.rsplit_once('/').expect("URL with a database");
     format!("{server}/{db}")
 }
@@ -40,9 +44,17 @@ async fn create_tenant_is_idempotent_on_slug_and_prints_the_id(pool: PgPool) {
     ];
 
     let first = run_server(&pool, &args);
-    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
     let second = run_server(&pool, &args);
-    assert!(second.status.success(), "{}", String::from_utf8_lossy(&second.stderr));
+    assert!(
+        second.status.success(),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
     let id = String::from_utf8(first.stdout).expect("utf-8");
     let id = id.trim();
     assert_eq!(id, String::from_utf8(second.stdout).expect("utf-8").trim());
@@ -72,20 +84,41 @@ async fn create_tenant_rejects_bad_input_and_changes_nothing(pool: PgPool) {
     let cases: [(&str, &str, &std::path::Path, &str); 4] = [
         ("Bad Slug", "owner@acme.example", &good, "--slug"),
         ("acme", "not-an-email", &good, "--admin-email"),
-        ("acme", "owner@acme.example", &short, "--admin-password-file"),
-        ("acme", "owner@acme.example", &dir.join("missing"), "password file"),
+        (
+            "acme",
+            "owner@acme.example",
+            &short,
+            "--admin-password-file",
+        ),
+        (
+            "acme",
+            "owner@acme.example",
+            &dir.join("missing"),
+            "password file",
+        ),
     ];
     for (slug, email, file, complaint) in cases {
         let out = run_server(
             &pool,
             &[
-                "admin", "create-tenant", "--slug", slug, "--name", "Acme",
-                "--admin-email", email, "--admin-password-file", file.to_str().expect("utf-8"),
+                "admin",
+                "create-tenant",
+                "--slug",
+                slug,
+                "--name",
+                "Acme",
+                "--admin-email",
+                email,
+                "--admin-password-file",
+                file.to_str().expect("utf-8"),
             ],
         );
         assert!(!out.status.success(), "{slug} {email} must fail");
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains(complaint), "error should name {complaint}: {stderr}");
+        assert!(
+            stderr.contains(complaint),
+            "error should name {complaint}: {stderr}"
+        );
     }
     let counts: (i64, i64) =
         sqlx::query_as("SELECT (SELECT count(*) FROM tenants), (SELECT count(*) FROM accounts)")
@@ -107,11 +140,12 @@ async fn demo_seed_is_idempotent_and_its_credentials_work(pool: PgPool) {
         (DEMO.learner_email, DEMO.learner_password),
     ] {
         let email = Email::parse(email).expect("email");
-        let hash: String = sqlx::query_scalar("SELECT password_hash FROM accounts WHERE email = $1")
-            .bind(email.as_str())
-            .fetch_one(&pool)
-            .await
-            .expect("account exists once");
+        let hash: String =
+            sqlx::query_scalar("SELECT password_hash FROM accounts WHERE email = $1")
+                .bind(email.as_str())
+                .fetch_one(&pool)
+                .await
+                .expect("account exists once");
         let password = Password::parse(SecretString::from(password)).expect("password");
         assert!(verify_password(&password, &hash).await.expect("verify"));
     }

@@ -23,7 +23,11 @@ async fn healthz_and_readyz_answer_when_everything_is_up(pool: PgPool) {
 async fn stopping_redis_makes_readyz_name_it_while_healthz_stays_up(pool: PgPool) {
     let mut redis = PrivateRedis::start();
     let app = spawn_app_with(pool, test_settings(&redis.url())).await;
-    assert_eq!(app.get("/readyz").await.status(), 200, "ready before the fault");
+    assert_eq!(
+        app.get("/readyz").await.status(),
+        200,
+        "ready before the fault"
+    );
 
     redis.stop();
 

@@ -113,7 +113,10 @@ impl PrivateRedis {
             .expect("redis-server must be installed (scripts/ensure-tools.sh installs it)");
         let deadline = Instant::now() + Duration::from_secs(10);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "private redis-server did not start");
+            assert!(
+                Instant::now() < deadline,
+                "private redis-server did not start"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         Self {

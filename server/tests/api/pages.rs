@@ -12,7 +12,10 @@ async fn home_page_is_server_rendered_with_the_shell(pool: PgPool) {
     assert!(html.contains("one person, one code"), "{html}");
     assert!(html.contains(r#"class="site-header""#), "header missing");
     assert!(html.contains(r#"class="site-footer""#), "footer missing");
-    assert!(html.contains("/pkg/admitone.js"), "hydration script missing");
+    assert!(
+        html.contains("/pkg/admitone.js"),
+        "hydration script missing"
+    );
 }
 
 #[sqlx::test(migrations = "../migrations")]
@@ -22,5 +25,8 @@ async fn unknown_pages_get_a_404_page(pool: PgPool) {
     assert_eq!(response.status(), 404);
     let html = response.text().await.expect("body");
     assert!(html.contains("Page not found"), "{html}");
-    assert!(html.contains(r#"class="site-header""#), "404 keeps the page shell");
+    assert!(
+        html.contains(r#"class="site-header""#),
+        "404 keeps the page shell"
+    );
 }

@@ -1,0 +1,38 @@
+# AdmitOne. The two commands that matter: `make run` and `make test`.
+# Each target is a thin wrapper over a script in scripts/ (read them).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+.PHONY: help run run-release test tools check lint fmt unit e2e sqlx-prepare clean-data
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+run: ## Build, start or reuse PostgreSQL + Redis, migrate, seed the demo, serve :3000
+	@scripts/run.sh
+
+run-release: ## Same as run, with a release build
+	@RELEASE=1 scripts/run.sh
+
+test: ## Everything: fmt, clippy, unit, integration (PG + Redis), Playwright
+	@scripts/test.sh
+
+tools: ## Install missing tools only (cargo-leptos, wasm-bindgen, chromium, npm packages)
+	@scripts/ensure-tools.sh
+
+check: ## Fast compile check of server and wasm builds
+	@. scripts/env.sh && cargo check --workspace --exclude frontend --all-targets --features app/ssr && cargo check -p frontend --target wasm32-unknown-unknown
+
+fmt: ## Format the code
+	@cargo fmt --all
+
+unit: ## Unit + integration tests only (needs PostgreSQL and Redis; see scripts/services.sh)
+	@. scripts/env.sh && . scripts/services.sh && services_up && trap services_down EXIT && export DATABASE_URL="$$(pg_server_of "$$DATABASE_URL")/admitone_test" && ensure_database "$$DATABASE_URL" && cargo test --workspace --exclude frontend --features app/ssr $(ARGS)
+
+e2e: ## Build the site and run Playwright only
+	@. scripts/env.sh && . scripts/services.sh && services_up && trap services_down EXIT && cargo leptos build && cd end2end && npx playwright test $(ARGS)
+
+sqlx-prepare: ## Regenerate .sqlx/ after changing a query or a migration
+	@scripts/sqlx-prepare.sh
+
+clean-data: ## Delete the private PostgreSQL/Redis data under .data/
+	@rm -rf .data

@@ -1,0 +1,36 @@
+import { expect, test } from "@playwright/test";
+import { openHydrated } from "./fixtures";
+
+test("home page hydrates and its menu button works on a phone-sized screen", async ({ page }) => {
+  await page.setViewportSize({ width: 375, height: 740 });
+  await openHydrated(page, "/");
+  await expect(page).toHaveTitle("AdmitOne");
+  await expect(page.getByRole("heading", { level: 1 })).toContainText("exactly the people");
+
+  const toggle = page.getByRole("button", { name: "Menu" });
+  const nav = page.getByRole("navigation", { name: "Main" });
+  await expect(toggle).toHaveAttribute("aria-expanded", "false");
+  await expect(nav).toBeHidden();
+
+  await toggle.click();
+  await expect(toggle).toHaveAttribute("aria-expanded", "true");
+  await expect(nav).toBeVisible();
+
+  await toggle.click();
+  await expect(toggle).toHaveAttribute("aria-expanded", "false");
+  await expect(nav).toBeHidden();
+});
+
+test("unknown addresses show the 404 page inside the shell", async ({ page }) => {
+  const response = await openHydrated(page, "/this/does/not/exist");
+  expect(response?.status()).toBe(404);
+  await expect(page.getByRole("heading", { name: "Page not found" })).toBeVisible();
+  await page.getByRole("link", { name: "Go to the home page" }).click();
+  await expect(page).toHaveURL(/\/$/);
+});
+
+test("readiness reports both dependencies up", async ({ request }) => {
+  const response = await request.get("/readyz");
+  expect(response.status()).toBe(200);
+  expect(await response.json()).toMatchObject({ status: "ready", postgres: "up", redis: "up" });
+});

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+#? Started by Playwright (end2end/playwright.config.ts `webServer`): runs the
+#? built server against a throwaway database with the demo seed, on E2E_PORT,
+#? with its own Redis key prefix; drops the database when Playwright stops it.
+set -euo pipefail
+REPO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$REPO_ROOT"
+: "${DATABASE_URL:?scripts/test.sh exports DATABASE_URL}"
+: "${REDIS_URL:?scripts/test.sh exports REDIS_URL}"
+SERVER_BIN=${SERVER_BIN:-"${CARGO_TARGET_DIR:-$REPO_ROOT/target}/debug/server"}
+
+server_url=${DATABASE_URL%/*}
+db="admitone_e2e_$(date +%s)_$$"
+export DATABASE_URL="$server_url/$db"
+export APP_SERVER__PORT=${E2E_PORT:-3100}
+export APP_REDIS__KEY_PREFIX="e2e:$db"
+export RUST_LOG=${RUST_LOG:-warn,server=info}
+
+cleanup() {
+  [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  psql -q -d "$server_url/postgres" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
+  redis-cli -u "$REDIS_URL" --scan --pattern "e2e:$db:*" 2>/dev/null | xargs -r redis-cli -u "$REDIS_URL" del >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+trap 'exit 0' TERM INT
+
+"$SERVER_BIN" migrate
+"$SERVER_BIN" dev seed-demo >/dev/null
+"$SERVER_BIN" serve &
+pid=$!
+wait "$pid"

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+#? `make test`: everything, in the order a failure is cheapest to find:
+#? formatting, clippy (server and wasm builds), unit and integration tests on
+#? real PostgreSQL and Redis, then Playwright in Debian's chromium.
+set -euo pipefail
+REPO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$REPO_ROOT"
+. scripts/env.sh
+scripts/ensure-tools.sh
+. scripts/services.sh
+services_up
+trap services_down EXIT
+# `#[sqlx::test]` creates one database per test through this one.
+export DATABASE_URL="$(pg_server_of "$DATABASE_URL")/admitone_test"
+ensure_database "$DATABASE_URL"
+
+step() { printf '\n\033[1;35m==> %s\033[0m\n' "$*"; }
+
+step "rustfmt"
+cargo fmt --all --check
+
+step "clippy (server, ssr)"
+cargo clippy --workspace --exclude frontend --all-targets --features app/ssr -- -D warnings
+step "clippy (frontend, hydrate, wasm32)"
+cargo clippy -p frontend --target wasm32-unknown-unknown -- -D warnings
+
+step "unit and integration tests (PostgreSQL + Redis)"
+cargo test --workspace --exclude frontend --features app/ssr
+
+step "build the site (cargo leptos build)"
+cargo leptos build
+
+step "end-to-end tests (Playwright, chromium)"
+cd end2end
+npx playwright test
