@@ -48,6 +48,8 @@ export default defineConfig({
     timeout: 120_000,
     stdout: "pipe",
     stderr: "pipe",
+    // SIGTERM lets scripts/e2e-server.sh drop its throwaway database.
+    gracefulShutdown: { signal: "SIGTERM", timeout: 10_000 },
     env: { E2E_PORT: String(port) },
   },
 });
