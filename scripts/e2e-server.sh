@@ -16,7 +16,13 @@ export APP_SERVER__PORT=${E2E_PORT:-3100}
 export APP_REDIS__KEY_PREFIX="e2e:$db"
 export RUST_LOG=${RUST_LOG:-warn,server=info}
 
+# Tests that need operator commands (e.g. disabling an account) read how to
+# reach this server's database here.
+info="$REPO_ROOT/end2end/.e2e-server.json"
+printf '{"databaseUrl":"%s","serverBin":"%s"}\n' "$DATABASE_URL" "$SERVER_BIN" > "$info"
+
 cleanup() {
+  rm -f "$info"
   [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
   psql -q -d "$server_url/postgres" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
   redis-cli -u "$REDIS_URL" --scan --pattern "e2e:$db:*" 2>/dev/null | xargs -r redis-cli -u "$REDIS_URL" del >/dev/null 2>&1 || true

@@ -6,6 +6,7 @@
 set -euo pipefail
 REPO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO_ROOT"
+. scripts/env.sh
 # shellcheck source=scripts/services.sh
 . scripts/services.sh
 services_up

@@ -18,6 +18,11 @@ pub enum AppError {
     },
     #[error("please sign in first")]
     Unauthenticated,
+    /// Unknown email and wrong password look the same.
+    #[error("the email or the password is wrong")]
+    InvalidCredentials,
+    #[error("this account is disabled; contact the course provider")]
+    AccountDisabled,
     #[error("you do not have access to this")]
     Forbidden,
     #[error("not found")]
@@ -40,13 +45,72 @@ impl AppError {
         use http::StatusCode as S;
         match self {
             Self::Invalid { .. } => S::UNPROCESSABLE_ENTITY,
-            Self::Unauthenticated => S::UNAUTHORIZED,
+            Self::Unauthenticated | Self::InvalidCredentials => S::UNAUTHORIZED,
+            Self::AccountDisabled => S::FORBIDDEN,
             Self::Forbidden => S::FORBIDDEN,
             Self::NotFound => S::NOT_FOUND,
             Self::RateLimited { .. } => S::TOO_MANY_REQUESTS,
             Self::Unavailable { .. } => S::SERVICE_UNAVAILABLE,
             Self::Internal { .. } => S::INTERNAL_SERVER_ERROR,
         }
+    }
+
+    /// A field-level input error.
+    pub fn invalid(field: &str, message: impl Into<String>) -> Self {
+        Self::Invalid {
+            field: Some(field.to_owned()),
+            message: message.into(),
+        }
+    }
+
+    /// The message for form field `field`, if this error is about it.
+    pub fn field_message(&self, field: &str) -> Option<String> {
+        match self {
+            Self::Invalid {
+                field: Some(f),
+                message,
+            } if f == field => Some(message.clone()),
+            _ => None,
+        }
+    }
+
+    /// Whether the error belongs to one form field (shown next to it) rather
+    /// than to the whole form.
+    pub fn is_field_error(&self) -> bool {
+        matches!(self, Self::Invalid { field: Some(_), .. })
+    }
+
+    /// Sets the response status (and `Retry-After`) for API callers. A plain
+    /// HTML form post (no JavaScript) keeps the redirect back to its page,
+    /// which shows the error; its status must stay a redirect.
+    #[cfg(feature = "ssr")]
+    pub fn respond(self) -> Self {
+        use leptos::prelude::use_context;
+        let (Some(response), Some(parts)) = (
+            use_context::<leptos_axum::ResponseOptions>(),
+            use_context::<http::request::Parts>(),
+        ) else {
+            return self;
+        };
+        let html_form = parts
+            .headers
+            .get(http::header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("text/html"));
+        if !html_form {
+            response.set_status(self.status());
+            if let Self::RateLimited {
+                retry_after_secs, ..
+            }
+            | Self::Unavailable { retry_after_secs } = &self
+            {
+                response.insert_header(
+                    http::header::RETRY_AFTER,
+                    http::HeaderValue::from(*retry_after_secs),
+                );
+            }
+        }
+        self
     }
 
     /// Logs an unexpected error with its whole chain and returns what the

@@ -5,6 +5,8 @@
 //! wasm with `hydrate` (the interactive layer). Server functions stay thin:
 //! parse the input, call `engine`, map the error to [`error::AppError`].
 
+pub mod admin;
+pub mod auth;
 pub mod components;
 pub mod error;
 pub mod pages;
@@ -14,12 +16,24 @@ pub mod state;
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
 use leptos_router::{
-    StaticSegment,
+    SsrMode, StaticSegment,
     components::{Route, Router, Routes},
+    path,
 };
 
-use crate::components::layout::{Footer, Header};
-use crate::pages::{home::HomePage, not_found::NotFound};
+use crate::auth::Logout;
+use crate::components::{
+    flash::FlashMessage,
+    layout::{Footer, Header},
+};
+use crate::pages::{
+    account::AccountPage,
+    admin::{ConsoleHome, TenantPage},
+    home::HomePage,
+    login::LoginPage,
+    not_found::NotFound,
+    register::RegisterPage,
+};
 
 /// The HTML document around every page.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -45,6 +59,9 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 pub fn App() -> impl IntoView {
     provide_meta_context();
     components::hydration::mark_hydrated();
+    // One sign-out action for the whole page, so the header and the flash
+    // message refresh when it completes.
+    provide_context(ServerAction::<Logout>::new());
 
     view! {
         <Stylesheet id="leptos" href="/pkg/admitone.css"/>
@@ -54,8 +71,17 @@ pub fn App() -> impl IntoView {
         <Router>
             <Header/>
             <main id="main" class="container">
+                <FlashMessage/>
+                // Async SSR: every page is complete (and its session changes
+                // saved) before the response leaves, and works without
+                // JavaScript.
                 <Routes fallback=NotFound>
-                    <Route path=StaticSegment("") view=HomePage/>
+                    <Route path=StaticSegment("") view=HomePage ssr=SsrMode::Async/>
+                    <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async/>
+                    <Route path=path!("/register") view=RegisterPage ssr=SsrMode::Async/>
+                    <Route path=path!("/account") view=AccountPage ssr=SsrMode::Async/>
+                    <Route path=path!("/admin") view=ConsoleHome ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/t/:tenant") view=TenantPage ssr=SsrMode::Async/>
                 </Routes>
             </main>
             <Footer/>

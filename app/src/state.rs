@@ -4,13 +4,32 @@
 //! route and server function through `leptos_routes_with_context`; nothing
 //! lives in global statics, so tests can run many apps in one process.
 
-use engine::coordination::Redis;
+use std::time::Duration;
+
+use engine::{
+    coordination::Redis,
+    throttle::{FixedWindow, Limit},
+};
 use sqlx::PgPool;
 
 #[derive(Clone, Debug)]
 pub struct AppState {
     pub pool: PgPool,
     pub redis: Redis,
+    pub throttle: FixedWindow,
+    pub auth: AuthPolicy,
+}
+
+/// Sign-in policy, from the server's configuration.
+#[derive(Clone, Debug)]
+pub struct AuthPolicy {
+    pub sign_in_per_email: Limit,
+    pub sign_in_per_ip: Limit,
+    pub register_per_ip: Limit,
+    /// A session ends this long after sign-in, however active.
+    pub absolute_session: Duration,
+    /// Read the client IP from `X-Forwarded-For` (behind a trusted proxy).
+    pub trust_forwarded_for: bool,
 }
 
 impl AppState {

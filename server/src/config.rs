@@ -26,6 +26,8 @@ pub struct Settings {
     pub database: DatabaseSettings,
     pub redis: RedisSettings,
     pub secrets: SecretSettings,
+    pub sessions: SessionSettings,
+    pub throttle: ThrottleSettings,
     pub log: LogSettings,
 }
 
@@ -46,6 +48,33 @@ pub struct ServerSettings {
     pub site_root: String,
     /// How long in-flight requests may take to finish after SIGTERM/SIGINT.
     pub shutdown_grace_secs: u64,
+    /// The address people use; its origin is accepted for state-changing
+    /// requests, and `https` makes session cookies `Secure`.
+    pub public_url: String,
+    /// Take the client IP (for throttling) from `X-Forwarded-For`: only
+    /// behind a proxy that sets it.
+    pub trust_forwarded_for: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SessionSettings {
+    /// A session unused this long ends.
+    pub idle_timeout_mins: u64,
+    /// A session ends this long after sign-in, however active.
+    pub absolute_timeout_hours: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ThrottleSettings {
+    /// Sign-in attempts per email per window.
+    pub sign_in_per_email: u32,
+    /// Sign-in attempts per client IP per window.
+    pub sign_in_per_ip: u32,
+    /// Registrations per client IP per window.
+    pub register_per_ip: u32,
+    pub window_secs: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -115,6 +144,8 @@ impl Default for ServerSettings {
             port: 3000,
             site_root: "target/site".into(),
             shutdown_grace_secs: 20,
+            public_url: "http://127.0.0.1:3000".into(),
+            trust_forwarded_for: false,
         }
     }
 }
@@ -150,6 +181,26 @@ impl Default for SecretSettings {
             session_key: None,
             code_keys: None,
             code_key_current: 1,
+        }
+    }
+}
+
+impl Default for SessionSettings {
+    fn default() -> Self {
+        Self {
+            idle_timeout_mins: 7 * 24 * 60,
+            absolute_timeout_hours: 30 * 24,
+        }
+    }
+}
+
+impl Default for ThrottleSettings {
+    fn default() -> Self {
+        Self {
+            sign_in_per_email: 10,
+            sign_in_per_ip: 50,
+            register_per_ip: 20,
+            window_secs: 15 * 60,
         }
     }
 }
@@ -225,6 +276,31 @@ impl Settings {
             return Err(ConfigError::Invalid {
                 key: "database.max_connections",
                 message: "must be above 0".into(),
+            });
+        }
+        if self.sessions.idle_timeout_mins == 0 || self.sessions.absolute_timeout_hours == 0 {
+            return Err(ConfigError::Invalid {
+                key: "sessions",
+                message: "timeouts must be above 0".into(),
+            });
+        }
+        let t = &self.throttle;
+        if t.window_secs == 0
+            || t.sign_in_per_email == 0
+            || t.sign_in_per_ip == 0
+            || t.register_per_ip == 0
+        {
+            return Err(ConfigError::Invalid {
+                key: "throttle",
+                message: "limits and window must be above 0".into(),
+            });
+        }
+        if !(self.server.public_url.starts_with("http://")
+            || self.server.public_url.starts_with("https://"))
+        {
+            return Err(ConfigError::Invalid {
+                key: "server.public_url",
+                message: "must start with http:// or https://".into(),
             });
         }
         if let Some(key) = &self.secrets.session_key
@@ -332,6 +408,29 @@ impl Settings {
             })
     }
 
+    /// The origin (`scheme://host[:port]`) of `server.public_url`.
+    pub fn public_origin(&self) -> String {
+        let url = self.server.public_url.trim_end_matches('/');
+        match url.split_once("://") {
+            Some((scheme, rest)) => {
+                format!("{scheme}://{}", rest.split('/').next().unwrap_or(rest))
+            }
+            None => url.to_owned(),
+        }
+    }
+
+    pub fn auth_policy(&self) -> app::state::AuthPolicy {
+        use engine::throttle::Limit;
+        let t = &self.throttle;
+        app::state::AuthPolicy {
+            sign_in_per_email: Limit::new(t.sign_in_per_email, t.window_secs),
+            sign_in_per_ip: Limit::new(t.sign_in_per_ip, t.window_secs),
+            register_per_ip: Limit::new(t.register_per_ip, t.window_secs),
+            absolute_session: Duration::from_secs(self.sessions.absolute_timeout_hours * 3600),
+            trust_forwarded_for: self.server.trust_forwarded_for,
+        }
+    }
+
     pub fn db_options(&self) -> engine::db::DbOptions {
         let d = &self.database;
         engine::db::DbOptions {
@@ -429,6 +528,15 @@ mod tests {
             s.secrets.code_keys = Some(SecretString::from(raw));
             assert!(s.validate().is_err(), "{raw:?} should be refused");
         }
+    }
+
+    #[test]
+    fn public_origin_drops_the_path() {
+        let mut s = Settings::default();
+        s.server.public_url = "https://courses.example.com/app/".into();
+        assert_eq!(s.public_origin(), "https://courses.example.com");
+        s.server.public_url = "ftp://x".into();
+        assert!(s.validate().is_err());
     }
 
     #[test]

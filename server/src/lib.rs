@@ -4,6 +4,7 @@
 
 pub mod bootstrap;
 pub mod config;
+pub mod csrf;
 pub mod routes;
 pub mod startup;
 pub mod telemetry;

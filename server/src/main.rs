@@ -58,6 +58,11 @@ enum AdminCommand {
         #[arg(long)]
         admin_password_file: PathBuf,
     },
+    /// Disable an account: it cannot sign in any more and its sessions end.
+    DisableAccount {
+        #[arg(long)]
+        email: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -122,6 +127,18 @@ async fn run() -> anyhow::Result<()> {
                 );
             }
             println!("{}", created.tenant_id);
+            Ok(())
+        }
+        Command::Admin {
+            command: AdminCommand::DisableAccount { email },
+        } => {
+            let email = engine::accounts::Email::parse(&email).context("--email")?;
+            let pool = engine::db::connect_lazy(&database_url, &settings.db_options())?;
+            let account = engine::accounts::find_by_email(&pool, &email)
+                .await?
+                .with_context(|| format!("no account has the email {email}"))?;
+            engine::accounts::disable(&pool, account).await?;
+            println!("disabled {email}");
             Ok(())
         }
         Command::Dev {

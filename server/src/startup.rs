@@ -4,7 +4,7 @@
 //! listener (port 0 in tests), so the binary and the integration tests run
 //! exactly the same stack.
 
-use std::{future::Future, sync::Arc, time::Duration};
+use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use app::state::AppState;
@@ -13,14 +13,19 @@ use engine::coordination::Redis;
 use leptos::prelude::*;
 use leptos_axum::{LeptosRoutes as _, generate_route_list};
 use secrecy::ExposeSecret as _;
+use sha2::{Digest as _, Sha512};
 use sqlx::PgPool;
 use tokio::net::TcpListener;
 use tower_http::{
     request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
     trace::TraceLayer,
 };
+use tower_sessions::{
+    Expiry, SessionManagerLayer,
+    cookie::{Key, SameSite},
+};
 
-use crate::{config::Settings, routes, telemetry::RequestSpan};
+use crate::{config::Settings, csrf, routes, telemetry::RequestSpan};
 
 /// The name cargo-leptos gives the wasm/js/css bundle (`Cargo.toml`
 /// `[[workspace.metadata.leptos]] name`).
@@ -86,7 +91,12 @@ impl Application {
         let grace = Duration::from_secs(settings.server.shutdown_grace_secs);
         let state = ServerState {
             leptos_options,
-            app: AppState { pool, redis },
+            app: AppState {
+                pool,
+                redis,
+                throttle: engine::throttle::FixedWindow::new(),
+                auth: settings.auth_policy(),
+            },
             settings: Arc::new(settings),
         };
         Ok(Self {
@@ -113,7 +123,12 @@ impl Application {
             tracing::info!("shutting down: draining in-flight requests");
             let _ = stopping_tx.send(());
         };
-        let serve = axum::serve(self.listener, self.router).with_graceful_shutdown(signal);
+        let serve = axum::serve(
+            self.listener,
+            self.router
+                .into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(signal);
         let grace = self.grace;
         let serve = async move { serve.await.context("serving HTTP") };
         tokio::pin!(serve);
@@ -137,6 +152,23 @@ pub fn router(state: ServerState) -> Router {
     let app_state = state.app.clone();
     let leptos_options = state.leptos_options.clone();
     let context = move || provide_context(app_state.clone());
+    let settings = &state.settings;
+    let sessions = SessionManagerLayer::new(engine::sessions::RedisSessionStore::new(
+        state.app.redis.clone(),
+    ))
+    .with_name("admitone_session")
+    .with_http_only(true)
+    .with_same_site(SameSite::Lax)
+    .with_secure(settings.server.public_url.starts_with("https://"))
+    .with_expiry(Expiry::OnInactivity(time::Duration::minutes(
+        i64::try_from(settings.sessions.idle_timeout_mins).unwrap_or(i64::MAX / 60),
+    )))
+    .with_signed(Key::from(&Sha512::digest(
+        settings.session_key().expose_secret().as_bytes(),
+    )));
+    let same_origin = csrf::SameOrigin {
+        public_origin: Arc::from(settings.public_origin()),
+    };
     Router::new()
         .route("/healthz", get(routes::health::healthz))
         .route("/readyz", get(routes::health::readyz))
@@ -152,7 +184,12 @@ pub fn router(state: ServerState) -> Router {
             tower::ServiceBuilder::new()
                 .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
                 .layer(TraceLayer::new_for_http().make_span_with(RequestSpan))
-                .layer(PropagateRequestIdLayer::x_request_id()),
+                .layer(PropagateRequestIdLayer::x_request_id())
+                .layer(axum::middleware::from_fn_with_state(
+                    same_origin,
+                    csrf::same_origin,
+                ))
+                .layer(sessions),
         )
 }
 

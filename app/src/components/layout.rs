@@ -1,6 +1,9 @@
-//! The page shell: header with navigation, footer.
+//! The page shell: header with navigation and the signed-in state, footer.
 
 use leptos::prelude::*;
+use leptos_router::hooks::use_location;
+
+use crate::auth::{Logout, whoami};
 
 /// Site header. On narrow screens the navigation collapses behind a menu
 /// button (which needs the hydrated page; without JavaScript the menu is
@@ -8,6 +11,17 @@ use leptos::prelude::*;
 #[component]
 pub fn Header() -> impl IntoView {
     let open = RwSignal::new(false);
+    let location = use_location();
+    let logout = expect_context::<ServerAction<Logout>>();
+    let user = Resource::new(
+        move || (location.pathname.get(), logout.version().get()),
+        |_| whoami(),
+    );
+    // Close the menu after navigating.
+    Effect::new(move |_| {
+        location.pathname.track();
+        open.set(false);
+    });
     view! {
         <a class="skip-link" href="#main">"Skip to content"</a>
         <header class="site-header">
@@ -29,6 +43,30 @@ pub fn Header() -> impl IntoView {
                 <nav id="site-nav" class="site-nav" class:open=move || open.get() aria-label="Main">
                     <ul>
                         <li><a href="/">"Home"</a></li>
+                        <Transition fallback=|| ()>
+                            {move || Suspend::new(async move {
+                                match user.await.ok().flatten() {
+                                    Some(user) => view! {
+                                        <li><a href="/admin">"Console"</a></li>
+                                        <li>
+                                            <a href="/account" class="account-link">
+                                                <span class="visually-hidden">"Signed in as "</span>
+                                                {user.display_name}
+                                            </a>
+                                        </li>
+                                        <li>
+                                            <ActionForm action=logout attr:class="inline-form">
+                                                <button type="submit" class="link-button">"Sign out"</button>
+                                            </ActionForm>
+                                        </li>
+                                    }.into_any(),
+                                    None => view! {
+                                        <li><a href="/login">"Sign in"</a></li>
+                                        <li><a href="/register" class="button small">"Create account"</a></li>
+                                    }.into_any(),
+                                }
+                            })}
+                        </Transition>
                     </ul>
                 </nav>
             </div>

@@ -1,4 +1,6 @@
 //! Building blocks shared by every page.
 
+pub mod flash;
+pub mod form;
 pub mod hydration;
 pub mod layout;

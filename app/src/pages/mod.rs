@@ -1,4 +1,8 @@
 //! One module per page.
 
+pub mod account;
+pub mod admin;
 pub mod home;
+pub mod login;
 pub mod not_found;
+pub mod register;

@@ -23,6 +23,13 @@ pub enum AccountError {
     InvalidPassword,
     #[error("a display name needs 1 to {max} visible characters", max = DisplayName::MAX_CHARS)]
     InvalidDisplayName,
+    #[error("an account with this email already exists; sign in instead")]
+    EmailTaken,
+    /// Unknown email and wrong password look the same (no account probing).
+    #[error("the email or the password is wrong")]
+    InvalidCredentials,
+    #[error("this account is disabled; contact the course provider")]
+    Disabled,
     #[error(transparent)]
     Unexpected(#[from] anyhow::Error),
 }
@@ -146,6 +153,184 @@ pub async fn verify_password(password: &Password, stored_hash: &str) -> anyhow::
     .context("the password verification task panicked")?
 }
 
+/// A PHC string of the same parameters as real hashes: verifying against
+/// it costs an unknown email the same time as a known one.
+const DUMMY_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$49jnr48R6jjX8qgDBSosMA$Fed1WY4cbAmUyc/b0TrMXgFwwipUzsqo9YCQOpVdjj8";
+
+/// A verified principal: who a session belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub id: AccountId,
+    pub email: String,
+    pub display_name: String,
+}
+
+/// The proof of a successful sign-in: the account and the session epoch the
+/// new session must carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SignedIn {
+    pub account: AccountId,
+    pub session_epoch: i64,
+}
+
+/// Creates a new account.
+pub async fn register(
+    pool: &PgPool,
+    email: &Email,
+    display_name: &DisplayName,
+    password: &Password,
+) -> Result<AccountId, AccountError> {
+    let hash = hash_password(password).await?;
+    insert_account(pool, email, display_name, &hash)
+        .await?
+        .ok_or(AccountError::EmailTaken)
+}
+
+/// Inserts an account unless the email is taken (then `None`).
+async fn insert_account(
+    pool: &PgPool,
+    email: &Email,
+    display_name: &DisplayName,
+    password_hash: &str,
+) -> anyhow::Result<Option<AccountId>> {
+    let inserted = sqlx::query_scalar!(
+        r#"INSERT INTO accounts (id, email, display_name, password_hash)
+           VALUES ($1, $2, $3, $4)
+           ON CONFLICT (email) DO NOTHING
+           RETURNING id"#,
+        Uuid::now_v7(),
+        email.as_str(),
+        display_name.as_str(),
+        password_hash,
+    )
+    .fetch_optional(pool)
+    .await
+    .context("inserting an account")?;
+    Ok(inserted.map(AccountId))
+}
+
+/// Checks an email and password. An unknown email spends the same argon2
+/// time as a wrong password and gets the same error.
+pub async fn authenticate(
+    pool: &PgPool,
+    email: &Email,
+    password: &Password,
+) -> Result<SignedIn, AccountError> {
+    let row = sqlx::query!(
+        r#"SELECT id, password_hash, session_epoch, disabled_at IS NOT NULL AS "disabled!"
+           FROM accounts WHERE email = $1"#,
+        email.as_str(),
+    )
+    .fetch_optional(pool)
+    .await
+    .context("reading an account to sign in")?;
+    let Some(row) = row else {
+        let _ = verify_password(password, DUMMY_HASH).await?;
+        return Err(AccountError::InvalidCredentials);
+    };
+    if !verify_password(password, &row.password_hash).await? {
+        return Err(AccountError::InvalidCredentials);
+    }
+    if row.disabled {
+        return Err(AccountError::Disabled);
+    }
+    Ok(SignedIn {
+        account: AccountId(row.id),
+        session_epoch: row.session_epoch,
+    })
+}
+
+/// The principal of a session that was signed in at `session_epoch`, if the
+/// account still exists, is not disabled, and has not revoked its sessions
+/// since.
+pub async fn session_principal(
+    pool: &PgPool,
+    account: AccountId,
+    session_epoch: i64,
+) -> anyhow::Result<Option<Principal>> {
+    let row = sqlx::query!(
+        "SELECT email, display_name FROM accounts
+         WHERE id = $1 AND disabled_at IS NULL AND session_epoch = $2",
+        account.0,
+        session_epoch,
+    )
+    .fetch_optional(pool)
+    .await
+    .context("reading a session's principal")?;
+    Ok(row.map(|row| Principal {
+        id: account,
+        email: row.email,
+        display_name: row.display_name,
+    }))
+}
+
+/// "Sign out everywhere": invalidates every session of the account in one
+/// atomic UPDATE. Returns the new epoch.
+pub async fn revoke_all_sessions(pool: &PgPool, account: AccountId) -> anyhow::Result<i64> {
+    sqlx::query_scalar!(
+        "UPDATE accounts SET session_epoch = session_epoch + 1 WHERE id = $1 RETURNING session_epoch",
+        account.0,
+    )
+    .fetch_one(pool)
+    .await
+    .context("revoking an account's sessions")
+}
+
+/// Replaces the password after checking the current one, and revokes every
+/// session. Returns the new epoch, with which the caller may re-stamp the
+/// session that asked (so only the *other* sessions end).
+pub async fn change_password(
+    pool: &PgPool,
+    account: AccountId,
+    current: &Password,
+    new: &Password,
+) -> Result<i64, AccountError> {
+    let stored: String = sqlx::query_scalar!(
+        "SELECT password_hash FROM accounts WHERE id = $1 AND disabled_at IS NULL",
+        account.0,
+    )
+    .fetch_optional(pool)
+    .await
+    .context("reading the password hash")?
+    .ok_or(AccountError::Disabled)?;
+    if !verify_password(current, &stored).await? {
+        return Err(AccountError::InvalidCredentials);
+    }
+    let hash = hash_password(new).await?;
+    let epoch = sqlx::query_scalar!(
+        "UPDATE accounts SET password_hash = $2, session_epoch = session_epoch + 1
+         WHERE id = $1 RETURNING session_epoch",
+        account.0,
+        hash,
+    )
+    .fetch_one(pool)
+    .await
+    .context("storing the new password")?;
+    Ok(epoch)
+}
+
+/// The account with this email, if any.
+pub async fn find_by_email(pool: &PgPool, email: &Email) -> anyhow::Result<Option<AccountId>> {
+    let id = sqlx::query_scalar!("SELECT id FROM accounts WHERE email = $1", email.as_str())
+        .fetch_optional(pool)
+        .await
+        .context("finding an account by email")?;
+    Ok(id.map(AccountId))
+}
+
+/// Disables an account: it can no longer sign in, and its sessions end.
+pub async fn disable(pool: &PgPool, account: AccountId) -> anyhow::Result<()> {
+    sqlx::query!(
+        "UPDATE accounts SET disabled_at = coalesce(disabled_at, now()), session_epoch = session_epoch + 1
+         WHERE id = $1",
+        account.0,
+    )
+    .execute(pool)
+    .await
+    .context("disabling an account")?;
+    Ok(())
+}
+
 /// What [`ensure_account`] does when the email already has an account.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExistingPassword {
@@ -165,21 +350,8 @@ pub async fn ensure_account(
     existing: ExistingPassword,
 ) -> Result<(AccountId, bool), AccountError> {
     let hash = hash_password(password).await?;
-    let inserted = sqlx::query_scalar!(
-        r#"INSERT INTO accounts (id, email, display_name, password_hash)
-           VALUES ($1, $2, $3, $4)
-           ON CONFLICT (email) DO NOTHING
-           RETURNING id"#,
-        Uuid::now_v7(),
-        email.as_str(),
-        display_name.as_str(),
-        hash,
-    )
-    .fetch_optional(pool)
-    .await
-    .context("inserting an account")?;
-    if let Some(id) = inserted {
-        return Ok((AccountId(id), true));
+    if let Some(id) = insert_account(pool, email, display_name, &hash).await? {
+        return Ok((id, true));
     }
     let id = match existing {
         ExistingPassword::Keep => {
@@ -251,6 +423,15 @@ mod tests {
         assert!(DisplayName::parse("   ").is_err());
         assert!(DisplayName::parse(&"x".repeat(81)).is_err());
         assert!(DisplayName::parse("bad\u{7}bell").is_err());
+    }
+
+    #[tokio::test]
+    async fn the_dummy_hash_is_a_valid_hash_of_the_real_parameters() {
+        let any = Password::parse(SecretString::from("some password")).expect("valid");
+        assert!(!verify_password(&any, DUMMY_HASH).await.expect("parses"));
+        let real = hash_password(&any).await.expect("hash");
+        let params = |h: &str| h.split('$').nth(3).map(str::to_owned);
+        assert_eq!(params(&real), params(DUMMY_HASH), "same cost parameters");
     }
 
     #[tokio::test]

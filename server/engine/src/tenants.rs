@@ -118,6 +118,61 @@ pub async fn ensure_tenant_with_admin(
     Ok((TenantId(id), created))
 }
 
+/// A tenant as the console lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantSummary {
+    pub id: TenantId,
+    pub slug: String,
+    pub name: String,
+    pub admins: i64,
+}
+
+/// The tenants `account` administers, by name.
+pub async fn administered_by(
+    pool: &PgPool,
+    account: AccountId,
+) -> anyhow::Result<Vec<TenantSummary>> {
+    let rows = sqlx::query!(
+        r#"SELECT t.id, t.slug, t.name,
+                  (SELECT count(*) FROM tenant_members a WHERE a.tenant_id = t.id AND a.role = 'admin') AS "admins!"
+           FROM tenant_members m JOIN tenants t ON t.id = m.tenant_id
+           WHERE m.account_id = $1 AND m.role = 'admin'
+           ORDER BY t.name, t.id"#,
+        account.0,
+    )
+    .fetch_all(pool)
+    .await
+    .context("listing administered tenants")?;
+    Ok(rows
+        .into_iter()
+        .map(|r| TenantSummary {
+            id: TenantId(r.id),
+            slug: r.slug,
+            name: r.name,
+            admins: r.admins,
+        })
+        .collect())
+}
+
+/// One tenant's summary.
+pub async fn summary(pool: &PgPool, tenant: TenantId) -> anyhow::Result<Option<TenantSummary>> {
+    let row = sqlx::query!(
+        r#"SELECT t.id, t.slug, t.name,
+                  (SELECT count(*) FROM tenant_members a WHERE a.tenant_id = t.id AND a.role = 'admin') AS "admins!"
+           FROM tenants t WHERE t.id = $1"#,
+        tenant.0,
+    )
+    .fetch_optional(pool)
+    .await
+    .context("reading a tenant")?;
+    Ok(row.map(|r| TenantSummary {
+        id: TenantId(r.id),
+        slug: r.slug,
+        name: r.name,
+        admins: r.admins,
+    }))
+}
+
 /// Whether `account` administers `tenant`.
 pub async fn is_admin(pool: &PgPool, tenant: TenantId, account: AccountId) -> anyhow::Result<bool> {
     sqlx::query_scalar!(

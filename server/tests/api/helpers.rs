@@ -14,17 +14,102 @@ use sqlx::PgPool;
 /// A running server and what a test needs to talk to it and check it.
 pub struct TestApp {
     pub address: String,
+    pub pool: PgPool,
+    pub redis: Redis,
     /// Keeps cookies between requests, like a browser.
     pub client: reqwest::Client,
 }
 
+/// A client that keeps its own cookies (one browser) and does not follow
+/// redirects (tests look at them).
+pub fn new_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client")
+}
+
 impl TestApp {
     pub async fn get(&self, path: &str) -> reqwest::Response {
-        self.client
+        self.get_as(&self.client, path).await
+    }
+
+    pub async fn get_as(&self, client: &reqwest::Client, path: &str) -> reqwest::Response {
+        client
             .get(format!("{}{}", self.address, path))
             .send()
             .await
             .expect("request failed")
+    }
+
+    /// A page, as a browser asks for it (`Accept: text/html`).
+    pub async fn get_page_as(&self, client: &reqwest::Client, path: &str) -> reqwest::Response {
+        client
+            .get(format!("{}{}", self.address, path))
+            .header("accept", "text/html,application/xhtml+xml")
+            .send()
+            .await
+            .expect("request failed")
+    }
+
+    /// A form POST (what server functions take), as a given client.
+    pub async fn post_form_as(
+        &self,
+        client: &reqwest::Client,
+        path: &str,
+        form: &[(&str, &str)],
+    ) -> reqwest::Response {
+        client
+            .post(format!("{}{}", self.address, path))
+            .form(form)
+            .send()
+            .await
+            .expect("request failed")
+    }
+
+    pub async fn post_form(&self, path: &str, form: &[(&str, &str)]) -> reqwest::Response {
+        self.post_form_as(&self.client, path, form).await
+    }
+
+    /// Creates an account directly in the domain (fast setup).
+    pub async fn create_account(&self, email: &str, password: &str) -> engine::accounts::AccountId {
+        use engine::accounts::{DisplayName, Email, Password, register};
+        register(
+            &self.pool,
+            &Email::parse(email).expect("email"),
+            &DisplayName::parse("Test User").expect("name"),
+            &Password::parse(SecretString::from(password.to_owned())).expect("password"),
+        )
+        .await
+        .expect("register")
+    }
+
+    /// Signs `client` in through the HTTP API; panics unless it worked.
+    pub async fn login_as(&self, client: &reqwest::Client, email: &str, password: &str) {
+        let response = self
+            .post_form_as(
+                client,
+                "/api/auth/login",
+                &[("email", email), ("password", password)],
+            )
+            .await;
+        assert!(
+            response.status().is_success() || response.status().is_redirection(),
+            "login failed: {} {}",
+            response.status(),
+            response.text().await.unwrap_or_default()
+        );
+    }
+
+    /// Who `client` is signed in as (`None`: nobody).
+    pub async fn whoami_as(&self, client: &reqwest::Client) -> Option<String> {
+        let response = self.get_as(client, "/api/auth/whoami").await;
+        assert_eq!(response.status(), 200, "whoami");
+        let body: serde_json::Value = response.json().await.expect("json");
+        body.get("email")
+            .and_then(|e| e.as_str())
+            .map(str::to_owned)
     }
 }
 
@@ -55,17 +140,17 @@ pub async fn spawn_app_with(pool: PgPool, settings: Settings) -> TestApp {
     let redis = Redis::connect(&settings.redis_options())
         .await
         .expect("Redis handle");
-    let app = Application::build_with(settings, pool, redis)
+    let app = Application::build_with(settings, pool.clone(), redis.clone())
         .await
         .expect("build app");
     let address = format!("http://127.0.0.1:{}", app.port());
     tokio::spawn(app.run_until(std::future::pending()));
-    let client = reqwest::Client::builder()
-        .cookie_store(true)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .expect("client");
-    TestApp { address, client }
+    TestApp {
+        address,
+        pool,
+        redis,
+        client: new_client(),
+    }
 }
 
 /// `TEST_LOG=1 cargo test …` shows the server's logs.

@@ -2,7 +2,10 @@
 //! (a fresh database per test, from `#[sqlx::test]`) and real Redis (a uuid
 //! key prefix per test).
 
+mod auth;
+mod authorisation;
 mod bootstrap;
 mod health;
 mod helpers;
+mod logs;
 mod pages;

@@ -19,7 +19,7 @@ use redis::{
     cluster_async::ClusterConnection,
 };
 
-pub use keys::Keys;
+pub use keys::{Keys, ThrottleScope};
 
 /// How to reach Redis.
 #[derive(Debug, Clone)]

@@ -1,0 +1,182 @@
+//! Who is asking (ssr only): the session, its principal, and the
+//! authorisation checks every server function and route uses.
+//!
+//! The principal id always comes from the server-side session, never from
+//! the client. A session names an account and the account's
+//! `session_epoch` at sign-in; every check re-reads the account, so a
+//! disabled account, a password change or "sign out everywhere" ends the
+//! session at once, on every instance.
+
+use std::net::{IpAddr, SocketAddr};
+
+use engine::{
+    accounts::{self, AccountId, Principal, SignedIn},
+    tenants::{self, TenantId},
+};
+use serde::{Deserialize, Serialize};
+use tower_sessions::Session;
+
+use crate::{error::AppError, state::AppState};
+
+const AUTH_KEY: &str = "auth";
+const FLASH_KEY: &str = "flash";
+
+/// What the session stores about its sign-in.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct SessionAuth {
+    account: uuid::Uuid,
+    epoch: i64,
+    /// Unix seconds; the absolute lifetime counts from here.
+    signed_in_at: i64,
+}
+
+/// The request's session (the session layer always provides one).
+pub async fn session() -> Result<Session, AppError> {
+    leptos_axum::extract::<Session>()
+        .await
+        .map_err(|error| AppError::internal(&anyhow::anyhow!("no session layer: {error}")))
+}
+
+fn now_unix() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp()
+}
+
+fn session_error(error: tower_sessions::session::Error) -> AppError {
+    AppError::internal(&anyhow::Error::new(error).context("session store"))
+}
+
+/// The signed-in principal, if any. Ends (and forgets) sessions that are
+/// past their absolute lifetime or whose account revoked them.
+pub async fn current_principal() -> Result<Option<Principal>, AppError> {
+    let state = AppState::from_context()?;
+    let session = session().await?;
+    let Some(auth) = session
+        .get::<SessionAuth>(AUTH_KEY)
+        .await
+        .map_err(session_error)?
+    else {
+        return Ok(None);
+    };
+    let age = now_unix().saturating_sub(auth.signed_in_at);
+    let max_age = i64::try_from(state.auth.absolute_session.as_secs()).unwrap_or(i64::MAX);
+    let principal = if age > max_age {
+        None
+    } else {
+        accounts::session_principal(&state.pool, AccountId(auth.account), auth.epoch)
+            .await
+            .map_err(|e| AppError::internal(&e))?
+    };
+    if principal.is_none() {
+        session.flush().await.map_err(session_error)?;
+    }
+    Ok(principal)
+}
+
+/// Any signed-in account (every account may act as a learner).
+pub async fn require_learner() -> Result<Principal, AppError> {
+    current_principal().await?.ok_or(AppError::Unauthenticated)
+}
+
+/// A signed-in administrator of `tenant`. Everyone else, including admins
+/// of other tenants, gets `Forbidden`, whether or not the tenant exists.
+pub async fn require_admin(tenant: TenantId) -> Result<Principal, AppError> {
+    let principal = require_learner().await?;
+    let state = AppState::from_context()?;
+    if tenants::is_admin(&state.pool, tenant, principal.id)
+        .await
+        .map_err(|e| AppError::internal(&e))?
+    {
+        Ok(principal)
+    } else {
+        Err(AppError::Forbidden)
+    }
+}
+
+/// Starts a signed-in session: a new session id (no fixation), stamped with
+/// the account's current session epoch.
+pub async fn sign_in(signed_in: SignedIn) -> Result<(), AppError> {
+    let session = session().await?;
+    session.cycle_id().await.map_err(session_error)?;
+    stamp(&session, signed_in).await
+}
+
+/// Re-stamps the current session after the epoch moved (password change),
+/// keeping this session signed in while every other one ends.
+pub async fn restamp(account: AccountId, epoch: i64) -> Result<(), AppError> {
+    let session = session().await?;
+    session.cycle_id().await.map_err(session_error)?;
+    stamp(
+        &session,
+        SignedIn {
+            account,
+            session_epoch: epoch,
+        },
+    )
+    .await
+}
+
+async fn stamp(session: &Session, signed_in: SignedIn) -> Result<(), AppError> {
+    session
+        .insert(
+            AUTH_KEY,
+            SessionAuth {
+                account: signed_in.account.0,
+                epoch: signed_in.session_epoch,
+                signed_in_at: now_unix(),
+            },
+        )
+        .await
+        .map_err(session_error)
+}
+
+/// Ends this session (its record is deleted and its cookie cleared).
+pub async fn sign_out() -> Result<(), AppError> {
+    session().await?.flush().await.map_err(session_error)
+}
+
+/// Leaves a one-time message for the next page.
+pub async fn set_flash(flash: &crate::auth::Flash) -> Result<(), AppError> {
+    session()
+        .await?
+        .insert(FLASH_KEY, flash)
+        .await
+        .map_err(session_error)
+}
+
+/// Takes (and removes) the pending one-time message.
+pub async fn take_flash() -> Result<Option<crate::auth::Flash>, AppError> {
+    let session = session().await?;
+    // Reading first avoids marking every session modified on every page.
+    if session
+        .get_value(FLASH_KEY)
+        .await
+        .map_err(session_error)?
+        .is_none()
+    {
+        return Ok(None);
+    }
+    session.remove(FLASH_KEY).await.map_err(session_error)
+}
+
+/// The client's IP: the socket peer, or the first `X-Forwarded-For` hop
+/// when the deployment says a trusted proxy sets it.
+pub async fn client_ip() -> Result<IpAddr, AppError> {
+    let state = AppState::from_context()?;
+    let parts = leptos::prelude::use_context::<http::request::Parts>()
+        .ok_or_else(|| AppError::internal(&anyhow::anyhow!("request parts missing")))?;
+    if state.auth.trust_forwarded_for
+        && let Some(ip) = parts
+            .headers
+            .get("x-forwarded-for")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(',').next())
+            .and_then(|v| v.trim().parse::<IpAddr>().ok())
+    {
+        return Ok(ip);
+    }
+    parts
+        .extensions
+        .get::<axum::extract::ConnectInfo<SocketAddr>>()
+        .map(|info| info.0.ip())
+        .ok_or_else(|| AppError::internal(&anyhow::anyhow!("no connect info")))
+}

@@ -1,0 +1,318 @@
+//! Accounts in the browser: register, sign in, sign out, sign out
+//! everywhere, change password, and who is signed in.
+//!
+//! Server functions here are thin adapters: parse the form into `engine`
+//! newtypes, count the attempt, call `engine::accounts`, map the outcome to
+//! [`AppError`]. Each has a stable endpoint under `/api/auth/`.
+
+#[cfg(feature = "ssr")]
+pub mod guard;
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::error::AppError;
+
+/// The signed-in account as pages show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CurrentUser {
+    pub email: String,
+    pub display_name: String,
+}
+
+/// A one-time message shown on the next page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Flash {
+    pub kind: FlashKind,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FlashKind {
+    Success,
+    Info,
+}
+
+/// Where to go after signing in: a local path only (never another site).
+pub fn safe_next(next: Option<&str>) -> String {
+    match next {
+        Some(path)
+            if path.starts_with('/')
+                && !path.starts_with("//")
+                && !path.contains('\\')
+                && !path.chars().any(char::is_control) =>
+        {
+            path.to_owned()
+        }
+        _ => "/".to_owned(),
+    }
+}
+
+#[cfg(feature = "ssr")]
+mod ssr {
+    use engine::{
+        accounts::AccountError,
+        coordination::ThrottleScope,
+        throttle::{Decision, Limit},
+    };
+
+    use crate::{error::AppError, state::AppState};
+
+    pub fn account_error(error: AccountError) -> AppError {
+        match error {
+            AccountError::InvalidEmail => AppError::invalid("email", error.to_string()),
+            AccountError::InvalidPassword => AppError::invalid("password", error.to_string()),
+            AccountError::InvalidDisplayName => {
+                AppError::invalid("display_name", error.to_string())
+            }
+            AccountError::EmailTaken => AppError::invalid("email", error.to_string()),
+            AccountError::InvalidCredentials => AppError::InvalidCredentials,
+            AccountError::Disabled => AppError::AccountDisabled,
+            AccountError::Unexpected(e) => AppError::internal(&e),
+        }
+    }
+
+    /// Counts one attempt; refuses past the limit with the time to wait.
+    pub async fn throttle(
+        state: &AppState,
+        scope: ThrottleScope,
+        subject: &str,
+        limit: Limit,
+        what: &str,
+    ) -> Result<(), AppError> {
+        let key = state.redis.keys().throttle(scope, subject);
+        match state.throttle.hit(&state.redis, &key, limit).await {
+            Ok(Decision::Allowed { .. }) => Ok(()),
+            Ok(Decision::Refused { retry_after }) => {
+                let secs = retry_after.as_secs().max(1);
+                let wait = if secs >= 120 {
+                    format!("{} minutes", secs.div_ceil(60))
+                } else {
+                    format!("{secs} seconds")
+                };
+                Err(AppError::RateLimited {
+                    message: format!("Too many {what}. Try again in {wait}."),
+                    retry_after_secs: secs,
+                })
+            }
+            Err(error) => {
+                tracing::error!(error = format!("{error:#}"), "throttle unavailable");
+                Err(AppError::Unavailable {
+                    retry_after_secs: 5,
+                })
+            }
+        }
+    }
+}
+
+/// Creates an account and signs it in.
+#[server(endpoint = "auth/register")]
+pub async fn register(
+    email: String,
+    display_name: String,
+    password: String,
+    password_confirm: String,
+    next: Option<String>,
+) -> Result<(), AppError> {
+    use engine::{
+        accounts::{self, DisplayName, Email, Password},
+        coordination::ThrottleScope,
+    };
+    use secrecy::SecretString;
+    let run = async {
+        let state = crate::state::AppState::from_context()?;
+        let email = Email::parse(&email).map_err(ssr::account_error)?;
+        let display_name = DisplayName::parse(&display_name).map_err(ssr::account_error)?;
+        if password != password_confirm {
+            return Err(AppError::invalid(
+                "password_confirm",
+                "the two passwords differ",
+            ));
+        }
+        let password = Password::parse(SecretString::from(password)).map_err(ssr::account_error)?;
+        let ip = guard::client_ip().await?;
+        ssr::throttle(
+            &state,
+            ThrottleScope::RegisterIp,
+            &ip.to_string(),
+            state.auth.register_per_ip,
+            "registrations from your network",
+        )
+        .await?;
+        let account = accounts::register(&state.pool, &email, &display_name, &password)
+            .await
+            .map_err(ssr::account_error)?;
+        let signed_in = accounts::authenticate(&state.pool, &email, &password)
+            .await
+            .map_err(ssr::account_error)?;
+        debug_assert_eq!(signed_in.account, account);
+        guard::sign_in(signed_in).await?;
+        guard::set_flash(&Flash {
+            kind: FlashKind::Success,
+            message: format!("Welcome, {}! Your account is ready.", display_name.as_str()),
+        })
+        .await?;
+        leptos_axum::redirect(&safe_next(next.as_deref()));
+        Ok(())
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Signs in with email and password.
+#[server(endpoint = "auth/login")]
+pub async fn login(email: String, password: String, next: Option<String>) -> Result<(), AppError> {
+    use engine::{
+        accounts::{self, Email, Password},
+        coordination::ThrottleScope,
+    };
+    use secrecy::SecretString;
+    let run = async {
+        let state = crate::state::AppState::from_context()?;
+        let email = Email::parse(&email).map_err(ssr::account_error)?;
+        let ip = guard::client_ip().await?;
+        ssr::throttle(
+            &state,
+            ThrottleScope::SignInIp,
+            &ip.to_string(),
+            state.auth.sign_in_per_ip,
+            "sign-in attempts from your network",
+        )
+        .await?;
+        ssr::throttle(
+            &state,
+            ThrottleScope::SignInEmail,
+            email.as_str(),
+            state.auth.sign_in_per_email,
+            "sign-in attempts for this account",
+        )
+        .await?;
+        // A password outside the policy cannot be anyone's: same answer as a
+        // wrong one.
+        let password = Password::parse(SecretString::from(password))
+            .map_err(|_| AppError::InvalidCredentials)?;
+        let signed_in = accounts::authenticate(&state.pool, &email, &password)
+            .await
+            .map_err(ssr::account_error)?;
+        guard::sign_in(signed_in).await?;
+        leptos_axum::redirect(&safe_next(next.as_deref()));
+        Ok(())
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Signs this browser out.
+#[server(endpoint = "auth/logout")]
+pub async fn logout() -> Result<(), AppError> {
+    let run = async {
+        guard::sign_out().await?;
+        guard::set_flash(&Flash {
+            kind: FlashKind::Info,
+            message: "You have signed out.".into(),
+        })
+        .await?;
+        leptos_axum::redirect("/");
+        Ok(())
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Signs the account out on every device, this one included.
+#[server(endpoint = "auth/logout-all")]
+pub async fn logout_all() -> Result<(), AppError> {
+    let run = async {
+        let state = crate::state::AppState::from_context()?;
+        let principal = guard::require_learner().await?;
+        engine::accounts::revoke_all_sessions(&state.pool, principal.id)
+            .await
+            .map_err(|e| AppError::internal(&e))?;
+        guard::sign_out().await?;
+        guard::set_flash(&Flash {
+            kind: FlashKind::Info,
+            message: "You have signed out on every device.".into(),
+        })
+        .await?;
+        leptos_axum::redirect("/");
+        Ok(())
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Changes the password; every other session of the account ends.
+#[server(endpoint = "auth/change-password")]
+pub async fn change_password(
+    current_password: String,
+    new_password: String,
+    new_password_confirm: String,
+) -> Result<(), AppError> {
+    use engine::accounts::{self, AccountError, Password};
+    use secrecy::SecretString;
+    let run = async {
+        let state = crate::state::AppState::from_context()?;
+        let principal = guard::require_learner().await?;
+        if new_password != new_password_confirm {
+            return Err(AppError::invalid(
+                "new_password_confirm",
+                "the two new passwords differ",
+            ));
+        }
+        let new = Password::parse(SecretString::from(new_password))
+            .map_err(|e| AppError::invalid("new_password", e.to_string()))?;
+        let current = Password::parse(SecretString::from(current_password))
+            .map_err(|_| AppError::invalid("current_password", "the current password is wrong"))?;
+        let epoch = accounts::change_password(&state.pool, principal.id, &current, &new)
+            .await
+            .map_err(|e| match e {
+                AccountError::InvalidCredentials => {
+                    AppError::invalid("current_password", "the current password is wrong")
+                }
+                other => ssr::account_error(other),
+            })?;
+        guard::restamp(principal.id, epoch).await?;
+        guard::set_flash(&Flash {
+            kind: FlashKind::Success,
+            message: "Password changed. Your other devices were signed out.".into(),
+        })
+        .await?;
+        leptos_axum::redirect("/account");
+        Ok(())
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Who is signed in, if anyone.
+#[server(endpoint = "auth/whoami", input = server_fn::codec::GetUrl)]
+pub async fn whoami() -> Result<Option<CurrentUser>, AppError> {
+    let principal = guard::current_principal()
+        .await
+        .map_err(AppError::respond)?;
+    Ok(principal.map(|p| CurrentUser {
+        email: p.email,
+        display_name: p.display_name,
+    }))
+}
+
+/// Takes the pending one-time message, if any.
+#[server(endpoint = "flash/take")]
+pub async fn take_flash() -> Result<Option<Flash>, AppError> {
+    guard::take_flash().await.map_err(AppError::respond)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::safe_next;
+
+    #[test]
+    fn next_stays_on_this_site() {
+        assert_eq!(safe_next(Some("/s/course?x=1")), "/s/course?x=1");
+        for bad in [
+            "https://evil.example",
+            "//evil.example",
+            "/\\evil",
+            "javascript:x",
+            "",
+        ] {
+            assert_eq!(safe_next(Some(bad)), "/", "{bad:?}");
+        }
+        assert_eq!(safe_next(None), "/");
+    }
+}

@@ -1,0 +1,36 @@
+//! One-time messages ("You have signed out.") left by a server function for
+//! the next page, read from the session when a page renders.
+
+use leptos::prelude::*;
+use leptos_router::hooks::use_location;
+
+use crate::auth::{FlashKind, Logout, take_flash};
+
+#[component]
+pub fn FlashMessage() -> impl IntoView {
+    let location = use_location();
+    let logout = expect_context::<ServerAction<Logout>>();
+    let flash = Resource::new(
+        move || {
+            (
+                location.pathname.get(),
+                location.search.get(),
+                logout.version().get(),
+            )
+        },
+        |_| take_flash(),
+    );
+    view! {
+        <Transition fallback=|| ()>
+            {move || Suspend::new(async move {
+                flash.await.ok().flatten().map(|flash| {
+                    let class = match flash.kind {
+                        FlashKind::Success => "flash success",
+                        FlashKind::Info => "flash info",
+                    };
+                    view! { <div class=class role="status">{flash.message}</div> }
+                })
+            })}
+        </Transition>
+    }
+}

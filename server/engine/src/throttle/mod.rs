@@ -1,0 +1,133 @@
+//! Fixed-window attempt limits (sign-in, registration, and later code entry).
+//!
+//! One small primitive, reused everywhere an attacker could guess: count an
+//! attempt atomically in Redis (`fixed_window.lua`) and refuse past a limit,
+//! telling the caller how long to wait. Counting happens *before* the
+//! expensive or revealing work, so concurrent bursts cannot slip past.
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use redis::Script;
+
+use crate::coordination::Redis;
+
+/// A limit: at most `max` attempts per `window`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit {
+    pub max: u32,
+    pub window: Duration,
+}
+
+impl Limit {
+    pub const fn new(max: u32, window_secs: u64) -> Self {
+        Self {
+            max,
+            window: Duration::from_secs(window_secs),
+        }
+    }
+}
+
+/// What one counted attempt learned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Allowed {
+        count: u32,
+    },
+    /// Over the limit: retry after this long (the rest of the window).
+    Refused {
+        retry_after: Duration,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ThrottleError {
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
+
+/// The typed wrapper of `fixed_window.lua`.
+#[derive(Clone, Debug)]
+pub struct FixedWindow {
+    script: Script,
+}
+
+impl Default for FixedWindow {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl FixedWindow {
+    pub fn new() -> Self {
+        Self {
+            script: Script::new(include_str!("fixed_window.lua")),
+        }
+    }
+
+    /// Counts one attempt against `key` (from [`crate::coordination::Keys::throttle`]).
+    pub async fn hit(
+        &self,
+        redis: &Redis,
+        key: &str,
+        limit: Limit,
+    ) -> Result<Decision, ThrottleError> {
+        let window = limit.window.as_secs().max(1);
+        let reply: redis::Value = self
+            .script
+            .key(key)
+            .arg(window)
+            .invoke_async(&mut redis.conn())
+            .await
+            .context("running fixed_window.lua")?;
+        let (count, ttl) = parse_reply(&reply)?;
+        Ok(if count > i64::from(limit.max) {
+            Decision::Refused {
+                retry_after: Duration::from_secs(u64::try_from(ttl.max(1)).unwrap_or(1)),
+            }
+        } else {
+            Decision::Allowed {
+                count: u32::try_from(count).unwrap_or(u32::MAX),
+            }
+        })
+    }
+}
+
+/// The script returns exactly two integers, the count (>= 1) and the TTL
+/// (>= 1); anything else is an error, never a pass.
+fn parse_reply(reply: &redis::Value) -> anyhow::Result<(i64, i64)> {
+    match reply {
+        redis::Value::Array(items) => match items.as_slice() {
+            [redis::Value::Int(count), redis::Value::Int(ttl)] if *count >= 1 && *ttl >= 1 => {
+                Ok((*count, *ttl))
+            }
+            _ => anyhow::bail!("fixed_window.lua: unexpected reply {reply:?}"),
+        },
+        _ => anyhow::bail!("fixed_window.lua: unexpected reply {reply:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redis::Value;
+
+    #[test]
+    fn replies_are_parsed_strictly() {
+        assert_eq!(
+            parse_reply(&Value::Array(vec![Value::Int(3), Value::Int(60)])).expect("valid"),
+            (3, 60)
+        );
+        for bad in [
+            Value::Nil,
+            Value::Int(1),
+            Value::Array(vec![Value::Int(1)]),
+            Value::Array(vec![Value::Int(0), Value::Int(60)]),
+            Value::Array(vec![Value::Int(1), Value::Int(-1)]),
+            Value::Array(vec![Value::Int(1), Value::Int(60), Value::Int(1)]),
+            Value::Array(vec![Value::SimpleString("1".into()), Value::Int(60)]),
+        ] {
+            assert!(parse_reply(&bad).is_err(), "{bad:?} must be refused");
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! Who may call what: learners and admins of other tenants never reach an
+//! admin server function or page, and their attempts change nothing.
+
+use std::collections::BTreeSet;
+
+use engine::tenants::{TenantName, TenantSlug, ensure_tenant_with_admin};
+use reqwest::Method;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::helpers::{TestApp, new_client, spawn_app};
+
+const PASSWORD: &str = "correct horse battery";
+
+/// Every admin server function with valid arguments for `tenant`. The test
+/// below fails when a registered `/api/admin/` endpoint is missing here, so
+/// new functions are covered as they are added.
+fn admin_calls(tenant: Uuid) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
+    vec![(
+        "/api/admin/tenant/overview",
+        vec![("tenant_id", tenant.to_string())],
+    )]
+}
+
+fn args_for(tenant: Uuid, path: &str) -> Vec<(&'static str, String)> {
+    admin_calls(tenant)
+        .into_iter()
+        .find(|(p, _)| *p == path)
+        .map(|(_, a)| a)
+        .expect("listed in admin_calls()")
+}
+
+async fn call(
+    app: &TestApp,
+    client: &reqwest::Client,
+    method: &Method,
+    path: &str,
+    args: &[(&str, String)],
+) -> u16 {
+    let url = format!("{}{}", app.address, path);
+    let request = if *method == Method::GET {
+        client.get(url).query(args)
+    } else {
+        client.post(url).form(args)
+    };
+    request.send().await.expect("request").status().as_u16()
+}
+
+/// A digest of every row the calls could have touched.
+async fn snapshot(pool: &PgPool) -> String {
+    sqlx::query_scalar(
+        "SELECT concat_ws('|',
+            (SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t::text), '')) FROM tenants t),
+            (SELECT md5(coalesce(string_agg(a::text, ',' ORDER BY a::text), '')) FROM accounts a),
+            (SELECT md5(coalesce(string_agg(m::text, ',' ORDER BY m::text), '')) FROM tenant_members m))",
+    )
+    .fetch_one(pool)
+    .await
+    .expect("snapshot")
+}
+
+struct World {
+    tenant_b: Uuid,
+    anonymous: reqwest::Client,
+    learner: reqwest::Client,
+    admin_a: reqwest::Client,
+    admin_b: reqwest::Client,
+}
+
+async fn world(app: &TestApp) -> World {
+    let admin_a = app.create_account("admin-a@example.com", PASSWORD).await;
+    let admin_b = app.create_account("admin-b@example.com", PASSWORD).await;
+    app.create_account("learner@example.com", PASSWORD).await;
+    let tenant = |slug: &str| {
+        (
+            TenantSlug::parse(slug).expect("slug"),
+            TenantName::parse(slug).expect("name"),
+        )
+    };
+    let (slug_a, name_a) = tenant("tenant-a");
+    let (slug_b, name_b) = tenant("tenant-b");
+    ensure_tenant_with_admin(&app.pool, &slug_a, &name_a, admin_a)
+        .await
+        .expect("tenant a");
+    let (tenant_b, _) = ensure_tenant_with_admin(&app.pool, &slug_b, &name_b, admin_b)
+        .await
+        .expect("tenant b");
+    let world = World {
+        tenant_b: tenant_b.0,
+        anonymous: new_client(),
+        learner: new_client(),
+        admin_a: new_client(),
+        admin_b: new_client(),
+    };
+    app.login_as(&world.learner, "learner@example.com", PASSWORD)
+        .await;
+    app.login_as(&world.admin_a, "admin-a@example.com", PASSWORD)
+        .await;
+    app.login_as(&world.admin_b, "admin-b@example.com", PASSWORD)
+        .await;
+    world
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn every_admin_server_function_refuses_outsiders(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let w = world(&app).await;
+
+    let registered: BTreeSet<(String, Method)> = leptos::server_fn::axum::server_fn_paths()
+        .filter(|(path, _)| path.starts_with("/api/admin/"))
+        .map(|(path, method)| (path.to_owned(), method))
+        .collect();
+    let listed: BTreeSet<&str> = admin_calls(w.tenant_b).iter().map(|(p, _)| *p).collect();
+    let registered_paths: BTreeSet<&str> = registered.iter().map(|(p, _)| p.as_str()).collect();
+    assert!(
+        !registered_paths.is_empty(),
+        "admin server functions are registered"
+    );
+    assert_eq!(
+        registered_paths, listed,
+        "every admin server function is in admin_calls()"
+    );
+
+    let before = snapshot(&app.pool).await;
+    for (path, method) in &registered {
+        let args = args_for(w.tenant_b, path);
+        assert_eq!(
+            call(&app, &w.anonymous, method, path, &args).await,
+            401,
+            "anonymous {path}"
+        );
+        assert_eq!(
+            call(&app, &w.learner, method, path, &args).await,
+            403,
+            "learner {path}"
+        );
+        assert_eq!(
+            call(&app, &w.admin_a, method, path, &args).await,
+            403,
+            "other tenant's admin {path}"
+        );
+        // A tenant that does not exist is refused the same way (no probing).
+        let missing: Vec<(&str, String)> = args
+            .iter()
+            .map(|(k, v)| {
+                (
+                    *k,
+                    if *k == "tenant_id" {
+                        Uuid::new_v4().to_string()
+                    } else {
+                        v.clone()
+                    },
+                )
+            })
+            .collect();
+        assert_eq!(
+            call(&app, &w.admin_a, method, path, &missing).await,
+            403,
+            "unknown tenant {path}"
+        );
+    }
+    assert_eq!(
+        snapshot(&app.pool).await,
+        before,
+        "refused calls changed nothing"
+    );
+
+    // Control: the tenant's own admin gets through, so the refusals above
+    // are authorisation, not broken calls.
+    for (path, method) in &registered {
+        let args = args_for(w.tenant_b, path);
+        let status = call(&app, &w.admin_b, method, path, &args).await;
+        assert!((200..400).contains(&status), "own admin {path}: {status}");
+    }
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn admin_pages_refuse_learners_and_other_tenants(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let w = world(&app).await;
+    let page = format!("/admin/t/{}", w.tenant_b);
+
+    for (who, client) in [("learner", &w.learner), ("other admin", &w.admin_a)] {
+        let response = app.get_page_as(client, &page).await;
+        assert_eq!(response.status(), 403, "{who}");
+        let html = response.text().await.expect("body");
+        assert!(html.contains("Not available"), "{who}: {html}");
+        assert!(
+            !html.contains("tenant-b"),
+            "{who} sees nothing of the tenant"
+        );
+    }
+    let own = app.get_page_as(&w.admin_b, &page).await;
+    assert_eq!(own.status(), 200);
+    assert!(own.text().await.expect("body").contains("tenant-b"));
+
+    let anonymous = app.get_page_as(&w.anonymous, &page).await;
+    assert!(
+        anonymous.status().is_redirection(),
+        "{}",
+        anonymous.status()
+    );
+    assert!(
+        anonymous.headers()["location"]
+            .to_str()
+            .expect("ascii")
+            .starts_with("/login")
+    );
+}
