@@ -471,3 +471,65 @@ async fn racer_epoch(app: &crate::helpers::TestApp, account: uuid::Uuid) -> i64 
     assert_eq!(epochs.len(), 1, "exactly one signed-in record: {epochs:?}");
     epochs[0]
 }
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_session_ends_at_its_absolute_lifetime_however_active(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let account = app.create_account("old@example.com", PASSWORD).await;
+    app.login_as(&app.client, "old@example.com", PASSWORD).await;
+    assert!(app.whoami_as(&app.client).await.is_some());
+
+    // Move the recorded sign-in back past the absolute lifetime (30 days).
+    let keys: Vec<String> = app
+        .redis
+        .conn()
+        .keys(format!("{}:session:*", app.redis.keys().prefix()))
+        .await
+        .expect("keys");
+    let mut moved = 0;
+    for key in keys {
+        let body: String = app.redis.conn().get(&key).await.expect("get");
+        let mut record: Value = serde_json::from_str(&body).expect("json");
+        if record["data"]["auth"]["account"] == Value::String(account.0.to_string()) {
+            let long_ago = time::OffsetDateTime::now_utc().unix_timestamp() - 31 * 24 * 3600;
+            record["data"]["auth"]["signed_in_at"] = Value::from(long_ago);
+            let ttl: i64 = app.redis.conn().ttl(&key).await.expect("ttl");
+            let _: () = app
+                .redis
+                .conn()
+                .set_ex(&key, record.to_string(), u64::try_from(ttl).expect("ttl"))
+                .await
+                .expect("set");
+            moved += 1;
+        }
+    }
+    assert_eq!(moved, 1);
+    assert_eq!(
+        app.whoami_as(&app.client).await,
+        None,
+        "expired however active"
+    );
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn the_session_cookie_is_secure_when_served_over_https(pool: PgPool) {
+    let mut settings = test_settings(&crate::helpers::redis_url());
+    settings.server.public_url = "https://courses.example.com".into();
+    let app = spawn_app_with(pool, settings).await;
+    app.create_account("ada@example.com", PASSWORD).await;
+    let login = app
+        .post_form(
+            "/api/auth/login",
+            &[("email", "ada@example.com"), ("password", PASSWORD)],
+        )
+        .await;
+    let cookie = login
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("admitone_session="))
+        .expect("session cookie")
+        .to_owned();
+    assert!(cookie.contains("Secure"), "{cookie}");
+}
