@@ -6,8 +6,13 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use engine::{
+    codes::Keyring,
     coordination::Redis,
+    settlement::Settler,
+    storage::LocalStorage,
     throttle::{FixedWindow, Limit},
 };
 use sqlx::PgPool;
@@ -18,6 +23,11 @@ pub struct AppState {
     pub redis: Redis,
     pub throttle: FixedWindow,
     pub auth: AuthPolicy,
+    pub keyring: Arc<Keyring>,
+    pub settler: Settler,
+    pub storage: LocalStorage,
+    /// Largest accepted upload, in bytes.
+    pub max_upload_bytes: u64,
 }
 
 /// Sign-in policy, from the server's configuration.
@@ -30,6 +40,10 @@ pub struct AuthPolicy {
     pub absolute_session: Duration,
     /// Read the client IP from `X-Forwarded-For` (behind a trusted proxy).
     pub trust_forwarded_for: bool,
+    /// Code entry attempts per account, per client IP and per share.
+    pub code_per_account: Limit,
+    pub code_per_ip: Limit,
+    pub code_per_share: Limit,
 }
 
 impl AppState {

@@ -28,6 +28,8 @@ pub struct Settings {
     pub secrets: SecretSettings,
     pub sessions: SessionSettings,
     pub throttle: ThrottleSettings,
+    pub settlement: SettlementSettings,
+    pub storage: StorageSettings,
     pub log: LogSettings,
 }
 
@@ -74,7 +76,33 @@ pub struct ThrottleSettings {
     pub sign_in_per_ip: u32,
     /// Registrations per client IP per window.
     pub register_per_ip: u32,
+    /// Code entry attempts per account per window.
+    pub code_per_account: u32,
+    /// Code entry attempts per client IP per window.
+    pub code_per_ip: u32,
+    /// Code entry attempts per share per window (all learners together).
+    pub code_per_share: u32,
     pub window_secs: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SettlementSettings {
+    /// Bound on one settlement transaction.
+    pub transaction_timeout_ms: u64,
+    /// Redis reservation TTL; must be below the transaction timeout.
+    pub reservation_ttl_ms: u64,
+    /// How long one counted access lasts (Range requests and reloads of the
+    /// resource within it are not counted again).
+    pub grant_ttl_secs: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageSettings {
+    /// Directory of uploaded resources.
+    pub root: String,
+    pub max_upload_bytes: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -200,7 +228,29 @@ impl Default for ThrottleSettings {
             sign_in_per_email: 10,
             sign_in_per_ip: 50,
             register_per_ip: 20,
+            code_per_account: 20,
+            code_per_ip: 100,
+            code_per_share: 5_000,
             window_secs: 15 * 60,
+        }
+    }
+}
+
+impl Default for SettlementSettings {
+    fn default() -> Self {
+        Self {
+            transaction_timeout_ms: 5_000,
+            reservation_ttl_ms: 4_000,
+            grant_ttl_secs: 6 * 3600,
+        }
+    }
+}
+
+impl Default for StorageSettings {
+    fn default() -> Self {
+        Self {
+            root: ".data/storage".into(),
+            max_upload_bytes: 2 * 1024 * 1024 * 1024,
         }
     }
 }
@@ -293,6 +343,22 @@ impl Settings {
             return Err(ConfigError::Invalid {
                 key: "throttle",
                 message: "limits and window must be above 0".into(),
+            });
+        }
+        let st = &self.settlement;
+        if st.reservation_ttl_ms == 0
+            || st.reservation_ttl_ms >= st.transaction_timeout_ms
+            || st.grant_ttl_secs == 0
+        {
+            return Err(ConfigError::Invalid {
+                key: "settlement",
+                message: "reservation_ttl_ms must be above 0 and below transaction_timeout_ms; grant_ttl_secs above 0".into(),
+            });
+        }
+        if t.code_per_account == 0 || t.code_per_ip == 0 || t.code_per_share == 0 {
+            return Err(ConfigError::Invalid {
+                key: "throttle",
+                message: "code limits must be above 0".into(),
             });
         }
         if !(self.server.public_url.starts_with("http://")
@@ -428,7 +494,29 @@ impl Settings {
             register_per_ip: Limit::new(t.register_per_ip, t.window_secs),
             absolute_session: Duration::from_secs(self.sessions.absolute_timeout_hours * 3600),
             trust_forwarded_for: self.server.trust_forwarded_for,
+            code_per_account: Limit::new(t.code_per_account, t.window_secs),
+            code_per_ip: Limit::new(t.code_per_ip, t.window_secs),
+            code_per_share: Limit::new(t.code_per_share, t.window_secs),
         }
+    }
+
+    pub fn settlement_options(&self) -> engine::settlement::SettlementOptions {
+        use engine::settlement::{FailurePolicy, SettlementOptions};
+        SettlementOptions {
+            failure_policy: match self.redis.failure_policy {
+                RedisFailurePolicy::FailClosed => FailurePolicy::FailClosed,
+                RedisFailurePolicy::DbOnly => FailurePolicy::DbOnly,
+            },
+            reservation_ttl: Duration::from_millis(self.settlement.reservation_ttl_ms),
+            transaction_timeout: Duration::from_millis(self.settlement.transaction_timeout_ms),
+            grant_ttl: Duration::from_secs(self.settlement.grant_ttl_secs),
+            fault: None,
+        }
+    }
+
+    pub fn keyring(&self) -> Result<engine::codes::Keyring, ConfigError> {
+        engine::codes::Keyring::new(self.secrets.code_key_current, self.code_keys()?)
+            .map_err(ConfigError::Unexpected)
     }
 
     pub fn db_options(&self) -> engine::db::DbOptions {

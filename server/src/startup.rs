@@ -72,6 +72,18 @@ impl Application {
         pool: PgPool,
         redis: Redis,
     ) -> anyhow::Result<Self> {
+        let settlement = settings.settlement_options();
+        Self::build_with_settlement(settings, pool, redis, settlement).await
+    }
+
+    /// Like [`Application::build_with`] with explicit settlement options
+    /// (tests inject faults through them).
+    pub async fn build_with_settlement(
+        settings: Settings,
+        pool: PgPool,
+        redis: Redis,
+        settlement: engine::settlement::SettlementOptions,
+    ) -> anyhow::Result<Self> {
         let addr = settings.listen_addr()?;
         let listener = TcpListener::bind(addr)
             .await
@@ -96,6 +108,10 @@ impl Application {
                 redis,
                 throttle: engine::throttle::FixedWindow::new(),
                 auth: settings.auth_policy(),
+                keyring: Arc::new(settings.keyring()?),
+                settler: engine::settlement::Settler::new(settlement),
+                storage: engine::storage::LocalStorage::new(&settings.storage.root),
+                max_upload_bytes: settings.storage.max_upload_bytes,
             },
             settings: Arc::new(settings),
         };
@@ -172,6 +188,7 @@ pub fn router(state: ServerState) -> Router {
     Router::new()
         .route("/healthz", get(routes::health::healthz))
         .route("/readyz", get(routes::health::readyz))
+        .merge(routes::api::router())
         .leptos_routes_with_context(&state, routes, context.clone(), move || {
             app::shell(leptos_options.clone())
         })

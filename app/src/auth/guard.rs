@@ -41,15 +41,24 @@ fn now_unix() -> i64 {
     time::OffsetDateTime::now_utc().unix_timestamp()
 }
 
-fn session_error(error: tower_sessions::session::Error) -> AppError {
+pub fn session_error(error: tower_sessions::session::Error) -> AppError {
     AppError::internal(&anyhow::Error::new(error).context("session store"))
 }
 
-/// The signed-in principal, if any. Ends (and forgets) sessions that are
-/// past their absolute lifetime or whose account revoked them.
+/// The signed-in principal of this request, if any (leptos context).
 pub async fn current_principal() -> Result<Option<Principal>, AppError> {
     let state = AppState::from_context()?;
     let session = session().await?;
+    principal_of(&state, &session).await
+}
+
+/// The signed-in principal of `session`, if any. Ends (and forgets)
+/// sessions that are past their absolute lifetime or whose account revoked
+/// them.
+pub async fn principal_of(
+    state: &AppState,
+    session: &Session,
+) -> Result<Option<Principal>, AppError> {
     let Some(auth) = session
         .get::<SessionAuth>(AUTH_KEY)
         .await
@@ -80,8 +89,20 @@ pub async fn require_learner() -> Result<Principal, AppError> {
 /// A signed-in administrator of `tenant`. Everyone else, including admins
 /// of other tenants, gets `Forbidden`, whether or not the tenant exists.
 pub async fn require_admin(tenant: TenantId) -> Result<Principal, AppError> {
-    let principal = require_learner().await?;
     let state = AppState::from_context()?;
+    let session = session().await?;
+    admin_of(&state, &session, tenant).await
+}
+
+/// [`require_admin`] with explicit state and session (axum handlers).
+pub async fn admin_of(
+    state: &AppState,
+    session: &Session,
+    tenant: TenantId,
+) -> Result<Principal, AppError> {
+    let principal = principal_of(state, session)
+        .await?
+        .ok_or(AppError::Unauthenticated)?;
     if tenants::is_admin(&state.pool, tenant, principal.id)
         .await
         .map_err(|e| AppError::internal(&e))?
@@ -94,10 +115,9 @@ pub async fn require_admin(tenant: TenantId) -> Result<Principal, AppError> {
 
 /// Starts a signed-in session: a new session id (no fixation), stamped with
 /// the account's current session epoch.
-pub async fn sign_in(signed_in: SignedIn) -> Result<(), AppError> {
-    let session = session().await?;
+pub async fn sign_in_session(session: &Session, signed_in: &SignedIn) -> Result<(), AppError> {
     session.cycle_id().await.map_err(session_error)?;
-    stamp(&session, signed_in).await
+    stamp(session, signed_in.principal.id, signed_in.session_epoch).await
 }
 
 /// Re-stamps the current session after the epoch moved (password change),
@@ -105,23 +125,16 @@ pub async fn sign_in(signed_in: SignedIn) -> Result<(), AppError> {
 pub async fn restamp(account: AccountId, epoch: i64) -> Result<(), AppError> {
     let session = session().await?;
     session.cycle_id().await.map_err(session_error)?;
-    stamp(
-        &session,
-        SignedIn {
-            account,
-            session_epoch: epoch,
-        },
-    )
-    .await
+    stamp(&session, account, epoch).await
 }
 
-async fn stamp(session: &Session, signed_in: SignedIn) -> Result<(), AppError> {
+async fn stamp(session: &Session, account: AccountId, epoch: i64) -> Result<(), AppError> {
     session
         .insert(
             AUTH_KEY,
             SessionAuth {
-                account: signed_in.account.0,
-                epoch: signed_in.session_epoch,
+                account: account.0,
+                epoch,
                 signed_in_at: now_unix(),
             },
         )
@@ -131,7 +144,11 @@ async fn stamp(session: &Session, signed_in: SignedIn) -> Result<(), AppError> {
 
 /// Ends this session (its record is deleted and its cookie cleared).
 pub async fn sign_out() -> Result<(), AppError> {
-    session().await?.flush().await.map_err(session_error)
+    sign_out_session(&session().await?).await
+}
+
+pub async fn sign_out_session(session: &Session) -> Result<(), AppError> {
+    session.flush().await.map_err(session_error)
 }
 
 /// Leaves a one-time message for the next page.

@@ -6,6 +6,8 @@
 //! [`AppError`]. Each has a stable endpoint under `/api/auth/`.
 
 #[cfg(feature = "ssr")]
+pub mod flows;
+#[cfg(feature = "ssr")]
 pub mod guard;
 
 use leptos::prelude::*;
@@ -48,63 +50,6 @@ pub fn safe_next(next: Option<&str>) -> String {
     }
 }
 
-#[cfg(feature = "ssr")]
-mod ssr {
-    use engine::{
-        accounts::AccountError,
-        coordination::ThrottleScope,
-        throttle::{Decision, Limit},
-    };
-
-    use crate::{error::AppError, state::AppState};
-
-    pub fn account_error(error: AccountError) -> AppError {
-        match error {
-            AccountError::InvalidEmail => AppError::invalid("email", error.to_string()),
-            AccountError::InvalidPassword => AppError::invalid("password", error.to_string()),
-            AccountError::InvalidDisplayName => {
-                AppError::invalid("display_name", error.to_string())
-            }
-            AccountError::EmailTaken => AppError::invalid("email", error.to_string()),
-            AccountError::InvalidCredentials => AppError::InvalidCredentials,
-            AccountError::Disabled => AppError::AccountDisabled,
-            AccountError::Unexpected(e) => AppError::internal(&e),
-        }
-    }
-
-    /// Counts one attempt; refuses past the limit with the time to wait.
-    pub async fn throttle(
-        state: &AppState,
-        scope: ThrottleScope,
-        subject: &str,
-        limit: Limit,
-        what: &str,
-    ) -> Result<(), AppError> {
-        let key = state.redis.keys().throttle(scope, subject);
-        match state.throttle.hit(&state.redis, &key, limit).await {
-            Ok(Decision::Allowed { .. }) => Ok(()),
-            Ok(Decision::Refused { retry_after }) => {
-                let secs = retry_after.as_secs().max(1);
-                let wait = if secs >= 120 {
-                    format!("{} minutes", secs.div_ceil(60))
-                } else {
-                    format!("{secs} seconds")
-                };
-                Err(AppError::RateLimited {
-                    message: format!("Too many {what}. Try again in {wait}."),
-                    retry_after_secs: secs,
-                })
-            }
-            Err(error) => {
-                tracing::error!(error = format!("{error:#}"), "throttle unavailable");
-                Err(AppError::Unavailable {
-                    retry_after_secs: 5,
-                })
-            }
-        }
-    }
-}
-
 /// Creates an account and signs it in.
 #[server(endpoint = "auth/register")]
 pub async fn register(
@@ -114,42 +59,23 @@ pub async fn register(
     password_confirm: String,
     next: Option<String>,
 ) -> Result<(), AppError> {
-    use engine::{
-        accounts::{self, DisplayName, Email, Password},
-        coordination::ThrottleScope,
-    };
-    use secrecy::SecretString;
     let run = async {
         let state = crate::state::AppState::from_context()?;
-        let email = Email::parse(&email).map_err(ssr::account_error)?;
-        let display_name = DisplayName::parse(&display_name).map_err(ssr::account_error)?;
-        if password != password_confirm {
-            return Err(AppError::invalid(
-                "password_confirm",
-                "the two passwords differ",
-            ));
-        }
-        let password = Password::parse(SecretString::from(password)).map_err(ssr::account_error)?;
+        let session = guard::session().await?;
         let ip = guard::client_ip().await?;
-        ssr::throttle(
-            &state,
-            ThrottleScope::RegisterIp,
-            &ip.to_string(),
-            state.auth.register_per_ip,
-            "registrations from your network",
-        )
-        .await?;
-        let account = accounts::register(&state.pool, &email, &display_name, &password)
-            .await
-            .map_err(ssr::account_error)?;
-        let signed_in = accounts::authenticate(&state.pool, &email, &password)
-            .await
-            .map_err(ssr::account_error)?;
-        debug_assert_eq!(signed_in.account, account);
-        guard::sign_in(signed_in).await?;
+        let form = flows::Registration {
+            email,
+            display_name,
+            password,
+            password_confirm: Some(password_confirm),
+        };
+        let principal = flows::register(&state, &session, ip, form).await?;
         guard::set_flash(&Flash {
             kind: FlashKind::Success,
-            message: format!("Welcome, {}! Your account is ready.", display_name.as_str()),
+            message: format!(
+                "Welcome, {}! Your account is ready.",
+                principal.display_name
+            ),
         })
         .await?;
         leptos_axum::redirect(&safe_next(next.as_deref()));
@@ -161,39 +87,11 @@ pub async fn register(
 /// Signs in with email and password.
 #[server(endpoint = "auth/login")]
 pub async fn login(email: String, password: String, next: Option<String>) -> Result<(), AppError> {
-    use engine::{
-        accounts::{self, Email, Password},
-        coordination::ThrottleScope,
-    };
-    use secrecy::SecretString;
     let run = async {
         let state = crate::state::AppState::from_context()?;
-        let email = Email::parse(&email).map_err(ssr::account_error)?;
+        let session = guard::session().await?;
         let ip = guard::client_ip().await?;
-        ssr::throttle(
-            &state,
-            ThrottleScope::SignInIp,
-            &ip.to_string(),
-            state.auth.sign_in_per_ip,
-            "sign-in attempts from your network",
-        )
-        .await?;
-        ssr::throttle(
-            &state,
-            ThrottleScope::SignInEmail,
-            email.as_str(),
-            state.auth.sign_in_per_email,
-            "sign-in attempts for this account",
-        )
-        .await?;
-        // A password outside the policy cannot be anyone's: same answer as a
-        // wrong one.
-        let password = Password::parse(SecretString::from(password))
-            .map_err(|_| AppError::InvalidCredentials)?;
-        let signed_in = accounts::authenticate(&state.pool, &email, &password)
-            .await
-            .map_err(ssr::account_error)?;
-        guard::sign_in(signed_in).await?;
+        flows::login(&state, &session, ip, &email, password).await?;
         leptos_axum::redirect(&safe_next(next.as_deref()));
         Ok(())
     };
@@ -265,7 +163,7 @@ pub async fn change_password(
                 AccountError::InvalidCredentials => {
                     AppError::invalid("current_password", "the current password is wrong")
                 }
-                other => ssr::account_error(other),
+                other => flows::account_error(other),
             })?;
         guard::restamp(principal.id, epoch).await?;
         guard::set_flash(&Flash {

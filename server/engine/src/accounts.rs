@@ -165,11 +165,11 @@ pub struct Principal {
     pub display_name: String,
 }
 
-/// The proof of a successful sign-in: the account and the session epoch the
-/// new session must carry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The proof of a successful sign-in: who signed in, and the session epoch
+/// the new session must carry.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SignedIn {
-    pub account: AccountId,
+    pub principal: Principal,
     pub session_epoch: i64,
 }
 
@@ -217,7 +217,7 @@ pub async fn authenticate(
     password: &Password,
 ) -> Result<SignedIn, AccountError> {
     let row = sqlx::query!(
-        r#"SELECT id, password_hash, session_epoch, disabled_at IS NOT NULL AS "disabled!"
+        r#"SELECT id, display_name, password_hash, session_epoch, disabled_at IS NOT NULL AS "disabled!"
            FROM accounts WHERE email = $1"#,
         email.as_str(),
     )
@@ -235,7 +235,11 @@ pub async fn authenticate(
         return Err(AccountError::Disabled);
     }
     Ok(SignedIn {
-        account: AccountId(row.id),
+        principal: Principal {
+            id: AccountId(row.id),
+            email: email.as_str().to_owned(),
+            display_name: row.display_name,
+        },
         session_epoch: row.session_epoch,
     })
 }

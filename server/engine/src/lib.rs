@@ -8,14 +8,28 @@
 //! * [`db`]: the pool with its statement / transaction timeouts, migrations.
 //! * [`coordination`]: the Redis handle and the one place Redis keys are built.
 //! * [`accounts`] and [`tenants`]: verified principals and tenant roles.
+//! * [`codes`]: code format, check symbol, HMAC keyring.
+//! * [`shares`]: shares, resources, code batches, revoke and the audited unbind.
+//! * [`audit`]: audit log and outbox rows, written inside the action's transaction.
 //! * [`sessions`]: the tower-sessions store on Redis.
 //! * [`throttle`]: fixed-window attempt limits (one Lua script).
+//! * [`settlement`]: **the settlement transaction** and the three phases.
+//! * [`storage`]: resource bytes on the local filesystem.
+//! * [`reservation`]: the Redis dual reservation (`reserve.lua`, `release.lua`).
+//! * [`invariants`]: every invariant as an SQL check (suite and reconciler).
 //! * [`health`]: what `/readyz` asks of the dependencies.
 
 pub mod accounts;
+pub mod audit;
+pub mod codes;
 pub mod coordination;
 pub mod db;
 pub mod health;
+pub mod invariants;
+pub mod reservation;
 pub mod sessions;
+pub mod settlement;
+pub mod shares;
+pub mod storage;
 pub mod tenants;
 pub mod throttle;

@@ -1,3 +1,4 @@
 //! Plain axum routes that are not Leptos pages.
 
+pub mod api;
 pub mod health;

@@ -136,11 +136,27 @@ pub async fn spawn_app(pool: PgPool) -> TestApp {
 
 /// Starts the app with the given settings.
 pub async fn spawn_app_with(pool: PgPool, settings: Settings) -> TestApp {
+    let settlement = settings.settlement_options();
+    spawn_app_with_settlement(pool, settings, settlement).await
+}
+
+/// Starts the app with explicit settlement options (fault injection).
+pub async fn spawn_app_with_settlement(
+    pool: PgPool,
+    mut settings: Settings,
+    settlement: engine::settlement::SettlementOptions,
+) -> TestApp {
     init_test_logs();
+    if settings.storage.root == server::config::Settings::default().storage.root {
+        settings.storage.root = std::env::temp_dir()
+            .join(format!("admitone-test-storage-{}", uuid::Uuid::new_v4()))
+            .display()
+            .to_string();
+    }
     let redis = Redis::connect(&settings.redis_options())
         .await
         .expect("Redis handle");
-    let app = Application::build_with(settings, pool.clone(), redis.clone())
+    let app = Application::build_with_settlement(settings, pool.clone(), redis.clone(), settlement)
         .await
         .expect("build app");
     let address = format!("http://127.0.0.1:{}", app.port());

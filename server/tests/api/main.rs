@@ -5,7 +5,9 @@
 mod auth;
 mod authorisation;
 mod bootstrap;
+mod course;
 mod health;
 mod helpers;
 mod logs;
 mod pages;
+mod settlement;

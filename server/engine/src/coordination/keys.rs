@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use sha2::{Digest as _, Sha256};
+use uuid::Uuid;
 
 /// What a throttle counts attempts of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,6 +16,9 @@ pub enum ThrottleScope {
     SignInEmail,
     SignInIp,
     RegisterIp,
+    CodeAccount,
+    CodeIp,
+    CodeShare,
 }
 
 impl ThrottleScope {
@@ -23,6 +27,9 @@ impl ThrottleScope {
             Self::SignInEmail => "signin-email",
             Self::SignInIp => "signin-ip",
             Self::RegisterIp => "register-ip",
+            Self::CodeAccount => "code-account",
+            Self::CodeIp => "code-ip",
+            Self::CodeShare => "code-share",
         }
     }
 }
@@ -47,6 +54,21 @@ impl Keys {
     /// A server-side session record (tower-sessions id).
     pub fn session(&self, id: &str) -> String {
         format!("{}:session:{id}", self.prefix)
+    }
+
+    /// The reservation of a code during its first-access settlement. Shares
+    /// the `{t:<tenant>:s:<share>}` hash tag with [`Keys::reservation_user`]
+    /// so that `reserve.lua` can take both in one cluster slot.
+    pub fn reservation_code(&self, tenant: Uuid, share: Uuid, code: Uuid) -> String {
+        format!("{}:res:{{t:{tenant}:s:{share}}}:code:{code}", self.prefix)
+    }
+
+    /// The reservation of a learner during a first-access settlement in a share.
+    pub fn reservation_user(&self, tenant: Uuid, share: Uuid, principal: Uuid) -> String {
+        format!(
+            "{}:res:{{t:{tenant}:s:{share}}}:user:{principal}",
+            self.prefix
+        )
     }
 
     /// The fixed-window counter of `subject` in `scope`.
@@ -93,6 +115,44 @@ mod tests {
             email,
             Keys::new("t2").throttle(ThrottleScope::SignInEmail, "ada@example.com")
         );
+    }
+
+    /// Redis Cluster's slot of a key (CRC16/XMODEM of the hash tag, mod 16384).
+    fn slot(key: &str) -> u16 {
+        let tagged = match (key.find('{'), key.find('}')) {
+            (Some(open), Some(close)) if close > open + 1 => &key[open + 1..close],
+            _ => key,
+        };
+        let mut crc: u16 = 0;
+        for &byte in tagged.as_bytes() {
+            crc ^= u16::from(byte) << 8;
+            for _ in 0..8 {
+                crc = if crc & 0x8000 != 0 {
+                    (crc << 1) ^ 0x1021
+                } else {
+                    crc << 1
+                };
+            }
+        }
+        crc % 16384
+    }
+
+    #[test]
+    fn slot_function_matches_redis() {
+        // Values from the Redis Cluster specification / CLUSTER KEYSLOT.
+        assert_eq!(slot("123456789"), 12739);
+        assert_eq!(slot("{user1000}.following"), slot("{user1000}.followers"));
+    }
+
+    #[test]
+    fn both_reservation_keys_share_one_slot() {
+        let keys = Keys::new("p");
+        for _ in 0..100 {
+            let (t, s) = (Uuid::new_v4(), Uuid::new_v4());
+            let code = keys.reservation_code(t, s, Uuid::new_v4());
+            let user = keys.reservation_user(t, s, Uuid::new_v4());
+            assert_eq!(slot(&code), slot(&user), "{code} / {user}");
+        }
     }
 
     #[test]

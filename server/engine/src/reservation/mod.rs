@@ -1,0 +1,153 @@
+//! The Redis dual reservation in front of first-access settlement.
+//!
+//! Two things must never happen at once: two accounts binding one code, and
+//! one account binding two codes of a share. PostgreSQL forbids both in the
+//! end; this reservation turns away the losers of such a race *before* they
+//! open a transaction, so a stampede on a hot code costs Redis round trips,
+//! not PostgreSQL locks. The scripts (`reserve.lua`, `release.lua`) take both
+//! keys at once, in one cluster slot, owned by the attempt's request id.
+//!
+//! If Redis cannot answer, the caller's failure policy decides (refuse with
+//! 503, or settle in PostgreSQL alone); a failed call is never taken for a
+//! reservation.
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use redis::Script;
+
+use crate::coordination::Redis;
+
+/// What `reserve.lua` answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reservation {
+    Reserved,
+    CodeHeld,
+    UserBusy,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReservationError {
+    /// Redis did not answer, or answered something the script never returns.
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
+
+/// The two keys of one reservation.
+#[derive(Debug, Clone)]
+pub struct ReservationKeys {
+    pub code: String,
+    pub user: String,
+}
+
+/// Typed wrappers of the two scripts.
+#[derive(Clone, Debug)]
+pub struct Reserver {
+    reserve: Script,
+    release: Script,
+}
+
+impl Default for Reserver {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Reserver {
+    pub fn new() -> Self {
+        Self {
+            reserve: Script::new(include_str!("reserve.lua")),
+            release: Script::new(include_str!("release.lua")),
+        }
+    }
+
+    /// Takes both keys for `owner` (the request id) for `ttl`.
+    pub async fn reserve(
+        &self,
+        redis: &Redis,
+        keys: &ReservationKeys,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Reservation, ReservationError> {
+        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        let reply: redis::Value = self
+            .reserve
+            .key(&keys.code)
+            .key(&keys.user)
+            .arg(owner)
+            .arg(ttl_ms)
+            .invoke_async(&mut redis.conn())
+            .await
+            .context("running reserve.lua")?;
+        Ok(parse_reserve(&reply)?)
+    }
+
+    /// Deletes whichever of the keys `owner` still holds; returns how many.
+    pub async fn release(
+        &self,
+        redis: &Redis,
+        keys: &ReservationKeys,
+        owner: &str,
+    ) -> Result<u8, ReservationError> {
+        let reply: redis::Value = self
+            .release
+            .key(&keys.code)
+            .key(&keys.user)
+            .arg(owner)
+            .invoke_async(&mut redis.conn())
+            .await
+            .context("running release.lua")?;
+        Ok(parse_release(&reply)?)
+    }
+}
+
+fn parse_reserve(reply: &redis::Value) -> anyhow::Result<Reservation> {
+    match reply {
+        redis::Value::Int(0) => Ok(Reservation::Reserved),
+        redis::Value::Int(1) => Ok(Reservation::CodeHeld),
+        redis::Value::Int(2) => Ok(Reservation::UserBusy),
+        other => anyhow::bail!("reserve.lua: unexpected reply {other:?}"),
+    }
+}
+
+fn parse_release(reply: &redis::Value) -> anyhow::Result<u8> {
+    match reply {
+        redis::Value::Int(n @ 0..=2) => Ok(u8::try_from(*n).unwrap_or_else(|_| unreachable!())),
+        other => anyhow::bail!("release.lua: unexpected reply {other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redis::Value;
+
+    #[test]
+    fn replies_are_parsed_strictly() {
+        assert_eq!(
+            parse_reserve(&Value::Int(0)).expect("ok"),
+            Reservation::Reserved
+        );
+        assert_eq!(
+            parse_reserve(&Value::Int(1)).expect("ok"),
+            Reservation::CodeHeld
+        );
+        assert_eq!(
+            parse_reserve(&Value::Int(2)).expect("ok"),
+            Reservation::UserBusy
+        );
+        for bad in [
+            Value::Int(3),
+            Value::Int(-1),
+            Value::Nil,
+            Value::Okay,
+            Value::SimpleString("0".into()),
+        ] {
+            assert!(parse_reserve(&bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(parse_release(&Value::Int(2)).expect("ok"), 2);
+        for bad in [Value::Int(3), Value::Nil, Value::Okay] {
+            assert!(parse_release(&bad).is_err(), "{bad:?}");
+        }
+    }
+}

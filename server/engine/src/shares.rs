@@ -1,0 +1,835 @@
+//! Shares (a published course), their resources, code batches and the
+//! admin actions on codes (revoke, audited unbind).
+//!
+//! Every function takes the tenant explicitly and every query filters by it:
+//! an admin's request can only ever reach rows of the tenant the caller was
+//! authorised for.
+
+use anyhow::Context as _;
+use serde_json::json;
+use sqlx::PgPool;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::{
+    accounts::AccountId,
+    audit::{self, AuditEntry},
+    codes::{Keyring, PlainCode},
+    tenants::TenantId,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ShareError {
+    #[error("a title needs 1 to 200 visible characters")]
+    InvalidTitle,
+    #[error(
+        "a link name is 1 to 64 lower-case letters, digits or dashes, not starting or ending with a dash"
+    )]
+    InvalidSlug,
+    #[error("this link name is taken; choose another")]
+    SlugTaken,
+    #[error("a description has at most 10,000 characters")]
+    InvalidDescription,
+    #[error("status is one of draft, active, paused, archived")]
+    InvalidStatus,
+    #[error("limits are whole numbers from 1 to 1,000,000,000")]
+    InvalidLimit,
+    #[error("the validity window must end after it starts")]
+    InvalidWindow,
+    #[error("a batch has 1 to 100,000 codes")]
+    InvalidCount,
+    #[error("a batch label has at most 120 characters")]
+    InvalidLabel,
+    #[error("a reason is required (1 to 500 characters)")]
+    InvalidReason,
+    #[error("no such share")]
+    ShareNotFound,
+    #[error("no such code")]
+    CodeNotFound,
+    #[error("this code is not bound to anyone")]
+    CodeNotBound,
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct ShareId(pub Uuid);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ShareStatus {
+    Draft,
+    Active,
+    Paused,
+    Archived,
+}
+
+impl ShareStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Draft => "draft",
+            Self::Active => "active",
+            Self::Paused => "paused",
+            Self::Archived => "archived",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Result<Self, ShareError> {
+        match raw.trim() {
+            "draft" => Ok(Self::Draft),
+            "active" => Ok(Self::Active),
+            "paused" => Ok(Self::Paused),
+            "archived" => Ok(Self::Archived),
+            _ => Err(ShareError::InvalidStatus),
+        }
+    }
+}
+
+/// The public link name of a share (`/s/<slug>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareSlug(String);
+
+impl ShareSlug {
+    pub fn parse(raw: &str) -> Result<Self, ShareError> {
+        let slug = raw.trim();
+        let ok = (1..=64).contains(&slug.len())
+            && slug
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !slug.starts_with('-')
+            && !slug.ends_with('-');
+        ok.then(|| Self(slug.to_owned()))
+            .ok_or(ShareError::InvalidSlug)
+    }
+
+    /// A slug made from a title, with a random suffix against collisions.
+    pub fn from_title(title: &str) -> Self {
+        let mut base: String = title
+            .to_lowercase()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        while base.contains("--") {
+            base = base.replace("--", "-");
+        }
+        let base = base.trim_matches('-');
+        let base: String = base.chars().take(48).collect();
+        let base = base.trim_matches('-');
+        let suffix = &Uuid::new_v4().simple().to_string()[..6];
+        if base.is_empty() {
+            Self(format!("course-{suffix}"))
+        } else {
+            Self(format!("{base}-{suffix}"))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// What an admin sends to create a share (all optional but the title).
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShareInput {
+    pub title: String,
+    pub slug: Option<String>,
+    pub description: Option<String>,
+    pub status: Option<String>,
+    pub per_learner_limit: Option<i64>,
+    pub quota: Option<i64>,
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub valid_from: Option<OffsetDateTime>,
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub valid_until: Option<OffsetDateTime>,
+}
+
+/// A parsed, valid new share.
+#[derive(Debug, Clone)]
+pub struct NewShare {
+    pub title: String,
+    pub slug: ShareSlug,
+    pub description: String,
+    pub status: ShareStatus,
+    pub per_learner_limit: Option<i32>,
+    pub quota: Option<i32>,
+    pub valid_from: Option<OffsetDateTime>,
+    pub valid_until: Option<OffsetDateTime>,
+}
+
+fn parse_limit(raw: Option<i64>) -> Result<Option<i32>, ShareError> {
+    match raw {
+        None => Ok(None),
+        Some(n) if (1..=1_000_000_000).contains(&n) => Ok(Some(
+            i32::try_from(n).map_err(|_| ShareError::InvalidLimit)?,
+        )),
+        Some(_) => Err(ShareError::InvalidLimit),
+    }
+}
+
+impl NewShare {
+    pub fn parse(input: ShareInput) -> Result<Self, ShareError> {
+        let title = input.title.trim().to_owned();
+        if !(1..=200).contains(&title.chars().count()) || title.chars().any(char::is_control) {
+            return Err(ShareError::InvalidTitle);
+        }
+        let slug = match input.slug.as_deref().map(str::trim) {
+            Some(slug) if !slug.is_empty() => ShareSlug::parse(slug)?,
+            _ => ShareSlug::from_title(&title),
+        };
+        let description = input.description.unwrap_or_default();
+        if description.chars().count() > 10_000 {
+            return Err(ShareError::InvalidDescription);
+        }
+        let status = match input.status.as_deref() {
+            Some(s) => ShareStatus::parse(s)?,
+            None => ShareStatus::Draft,
+        };
+        if let (Some(from), Some(until)) = (input.valid_from, input.valid_until)
+            && from >= until
+        {
+            return Err(ShareError::InvalidWindow);
+        }
+        Ok(Self {
+            title,
+            slug,
+            description,
+            status,
+            per_learner_limit: parse_limit(input.per_learner_limit)?,
+            quota: parse_limit(input.quota)?,
+            valid_from: input.valid_from,
+            valid_until: input.valid_until,
+        })
+    }
+}
+
+/// A share as stored.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Share {
+    pub tenant_id: Uuid,
+    pub id: Uuid,
+    pub slug: String,
+    pub title: String,
+    pub description: String,
+    pub status: String,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub valid_from: Option<OffsetDateTime>,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub valid_until: Option<OffsetDateTime>,
+    pub per_learner_limit: Option<i32>,
+    pub quota: Option<i32>,
+    pub quota_used: i32,
+}
+
+impl Share {
+    pub fn tenant(&self) -> TenantId {
+        TenantId(self.tenant_id)
+    }
+
+    /// Why learners cannot use the share now, if they cannot.
+    pub fn unavailable_because(&self, now: OffsetDateTime) -> Option<&'static str> {
+        if self.status != "active" {
+            return Some(match self.status.as_str() {
+                "paused" => "this course is paused by its provider",
+                _ => "this course is not available",
+            });
+        }
+        if self.valid_from.is_some_and(|from| now < from) {
+            return Some("this course is not open yet");
+        }
+        if self.valid_until.is_some_and(|until| now >= until) {
+            return Some("this course has closed");
+        }
+        None
+    }
+}
+
+/// Creates a share (audited).
+pub async fn create_share(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    new: NewShare,
+) -> Result<Share, ShareError> {
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let share = sqlx::query_as!(
+        Share,
+        r#"INSERT INTO shares (tenant_id, id, slug, title, description, status, valid_from, valid_until,
+                               per_learner_limit, quota, created_by)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+           ON CONFLICT (slug) DO NOTHING
+           RETURNING tenant_id, id, slug, title, description, status, valid_from, valid_until,
+                     per_learner_limit, quota, quota_used"#,
+        tenant.0,
+        Uuid::now_v7(),
+        new.slug.as_str(),
+        new.title,
+        new.description,
+        new.status.as_str(),
+        new.valid_from,
+        new.valid_until,
+        new.per_learner_limit,
+        new.quota,
+        actor.0,
+    )
+    .fetch_optional(&mut *tx)
+    .await
+    .context("inserting a share")?
+    .ok_or(ShareError::SlugTaken)?;
+    audit::record(
+        &mut tx,
+        AuditEntry {
+            tenant,
+            actor: Some(actor),
+            action: "share.created",
+            target_type: "share",
+            target_id: Some(share.id),
+            reason: None,
+            details: json!({ "slug": share.slug, "title": share.title, "status": share.status }),
+        },
+    )
+    .await?;
+    tx.commit().await.context("committing the share")?;
+    Ok(share)
+}
+
+/// The share behind a public link.
+pub async fn find_by_slug(pool: &PgPool, slug: &str) -> anyhow::Result<Option<Share>> {
+    sqlx::query_as!(
+        Share,
+        r#"SELECT tenant_id, id, slug, title, description, status, valid_from, valid_until,
+                  per_learner_limit, quota, quota_used
+           FROM shares WHERE slug = $1"#,
+        slug,
+    )
+    .fetch_optional(pool)
+    .await
+    .context("reading a share by slug")
+}
+
+/// A share by id (any tenant: callers authorise against `tenant_id`).
+pub async fn get(pool: &PgPool, share: ShareId) -> anyhow::Result<Option<Share>> {
+    sqlx::query_as!(
+        Share,
+        r#"SELECT tenant_id, id, slug, title, description, status, valid_from, valid_until,
+                  per_learner_limit, quota, quota_used
+           FROM shares WHERE id = $1"#,
+        share.0,
+    )
+    .fetch_optional(pool)
+    .await
+    .context("reading a share")
+}
+
+/// Changes a share's status (audited).
+pub async fn set_status(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    share: ShareId,
+    status: ShareStatus,
+) -> Result<(), ShareError> {
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let updated = sqlx::query!(
+        "UPDATE shares SET status = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2",
+        tenant.0,
+        share.0,
+        status.as_str(),
+    )
+    .execute(&mut *tx)
+    .await
+    .context("updating a share's status")?;
+    if updated.rows_affected() == 0 {
+        return Err(ShareError::ShareNotFound);
+    }
+    audit::record(
+        &mut tx,
+        AuditEntry {
+            tenant,
+            actor: Some(actor),
+            action: "share.status_changed",
+            target_type: "share",
+            target_id: Some(share.0),
+            reason: None,
+            details: json!({ "status": status.as_str() }),
+        },
+    )
+    .await?;
+    tx.commit().await.context("committing the status")?;
+    Ok(())
+}
+
+/// A resource of a share.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Resource {
+    pub id: Uuid,
+    pub share_id: Uuid,
+    pub kind: String,
+    pub title: String,
+    pub content_type: String,
+    pub size_bytes: i64,
+    #[serde(skip)]
+    pub storage_key: String,
+    pub position: i32,
+}
+
+/// What kind of content a resource is, from its content type.
+pub fn kind_of(content_type: &str) -> &'static str {
+    if content_type.starts_with("video/") {
+        "video"
+    } else if content_type.starts_with("text/html") || content_type.starts_with("text/markdown") {
+        "page"
+    } else {
+        "file"
+    }
+}
+
+/// Records an uploaded resource (its bytes are already stored).
+#[expect(clippy::too_many_arguments, reason = "one row's columns")]
+pub async fn add_resource(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    share: ShareId,
+    id: Uuid,
+    title: &str,
+    content_type: &str,
+    size_bytes: i64,
+    storage_key: &str,
+) -> Result<Resource, ShareError> {
+    let title = title.trim();
+    if !(1..=200).contains(&title.chars().count()) || title.chars().any(char::is_control) {
+        return Err(ShareError::InvalidTitle);
+    }
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let resource = sqlx::query_as!(
+        Resource,
+        r#"INSERT INTO resources (tenant_id, id, share_id, kind, title, content_type, size_bytes, storage_key, position)
+           SELECT $1, $2, $3, $4, $5, $6, $7, $8,
+                  coalesce((SELECT max(position) + 1 FROM resources WHERE tenant_id = $1 AND share_id = $3), 0)
+           WHERE EXISTS (SELECT 1 FROM shares WHERE tenant_id = $1 AND id = $3)
+           RETURNING id, share_id, kind, title, content_type, size_bytes, storage_key, position"#,
+        tenant.0,
+        id,
+        share.0,
+        kind_of(content_type),
+        title,
+        content_type,
+        size_bytes,
+        storage_key,
+    )
+    .fetch_optional(&mut *tx)
+    .await
+    .context("inserting a resource")?
+    .ok_or(ShareError::ShareNotFound)?;
+    audit::record(
+        &mut tx,
+        AuditEntry {
+            tenant,
+            actor: Some(actor),
+            action: "resource.uploaded",
+            target_type: "resource",
+            target_id: Some(resource.id),
+            reason: None,
+            details: json!({ "share_id": share.0, "title": resource.title, "size_bytes": size_bytes }),
+        },
+    )
+    .await?;
+    tx.commit().await.context("committing the resource")?;
+    Ok(resource)
+}
+
+/// The resources of a share, in order.
+pub async fn resources(
+    pool: &PgPool,
+    tenant: TenantId,
+    share: ShareId,
+) -> anyhow::Result<Vec<Resource>> {
+    sqlx::query_as!(
+        Resource,
+        "SELECT id, share_id, kind, title, content_type, size_bytes, storage_key, position
+         FROM resources WHERE tenant_id = $1 AND share_id = $2 ORDER BY position, id",
+        tenant.0,
+        share.0,
+    )
+    .fetch_all(pool)
+    .await
+    .context("listing resources")
+}
+
+/// One resource of a share.
+pub async fn resource(
+    pool: &PgPool,
+    tenant: TenantId,
+    share: ShareId,
+    id: Uuid,
+) -> anyhow::Result<Option<Resource>> {
+    sqlx::query_as!(
+        Resource,
+        "SELECT id, share_id, kind, title, content_type, size_bytes, storage_key, position
+         FROM resources WHERE tenant_id = $1 AND share_id = $2 AND id = $3",
+        tenant.0,
+        share.0,
+        id,
+    )
+    .fetch_optional(pool)
+    .await
+    .context("reading a resource")
+}
+
+/// A freshly issued batch: the plain codes exist only in this value.
+#[derive(Debug)]
+pub struct IssuedBatch {
+    pub batch_id: Uuid,
+    pub codes: Vec<(Uuid, PlainCode)>,
+}
+
+/// Rows per INSERT statement when issuing codes.
+const INSERT_CHUNK: usize = 10_000;
+
+/// Issues `count` new codes for a share in one transaction: multi-row
+/// inserts (`UNNEST`) of digests, never the plain codes.
+pub async fn issue_codes(
+    pool: &PgPool,
+    keyring: &Keyring,
+    tenant: TenantId,
+    actor: AccountId,
+    share: ShareId,
+    count: i64,
+    label: &str,
+) -> Result<IssuedBatch, ShareError> {
+    let count = usize::try_from(count)
+        .ok()
+        .filter(|n| (1..=100_000).contains(n))
+        .ok_or(ShareError::InvalidCount)?;
+    let label = label.trim();
+    if label.chars().count() > 120 || label.chars().any(char::is_control) {
+        return Err(ShareError::InvalidLabel);
+    }
+    let codes: Vec<(Uuid, PlainCode)> = (0..count)
+        .map(|_| (Uuid::now_v7(), PlainCode::generate()))
+        .collect();
+    let batch_id = Uuid::now_v7();
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let inserted = sqlx::query!(
+        "INSERT INTO code_batches (tenant_id, id, share_id, label, count, created_by)
+         SELECT $1, $2, $3, $4, $5, $6 WHERE EXISTS (SELECT 1 FROM shares WHERE tenant_id = $1 AND id = $3)",
+        tenant.0,
+        batch_id,
+        share.0,
+        label,
+        i32::try_from(count).map_err(|_| ShareError::InvalidCount)?,
+        actor.0,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("inserting a code batch")?;
+    if inserted.rows_affected() == 0 {
+        return Err(ShareError::ShareNotFound);
+    }
+    for chunk in codes.chunks(INSERT_CHUNK) {
+        let mut ids = Vec::with_capacity(chunk.len());
+        let mut digests = Vec::with_capacity(chunk.len());
+        let mut versions = Vec::with_capacity(chunk.len());
+        let mut hints = Vec::with_capacity(chunk.len());
+        for (id, code) in chunk {
+            let (version, digest) = keyring.digest(code);
+            ids.push(*id);
+            digests.push(digest);
+            versions.push(i16::try_from(version).context("key version above 32767")?);
+            hints.push(code.hint());
+        }
+        sqlx::query!(
+            "INSERT INTO auth_codes (tenant_id, id, share_id, batch_id, digest, key_version, hint)
+             SELECT $1, id, $2, $3, digest, version, hint
+             FROM UNNEST($4::uuid[], $5::bytea[], $6::smallint[], $7::text[]) AS c(id, digest, version, hint)",
+            tenant.0,
+            share.0,
+            batch_id,
+            &ids,
+            &digests,
+            &versions,
+            &hints,
+        )
+        .execute(&mut *tx)
+        .await
+        .context("inserting codes")?;
+    }
+    audit::record(
+        &mut tx,
+        AuditEntry {
+            tenant,
+            actor: Some(actor),
+            action: "batch.issued",
+            target_type: "code_batch",
+            target_id: Some(batch_id),
+            reason: None,
+            details: json!({ "share_id": share.0, "count": count, "label": label }),
+        },
+    )
+    .await?;
+    audit::emit(
+        &mut tx,
+        tenant,
+        "batch.issued",
+        json!({ "share_id": share.0, "batch_id": batch_id, "count": count }),
+    )
+    .await?;
+    tx.commit().await.context("committing the batch")?;
+    Ok(IssuedBatch { batch_id, codes })
+}
+
+/// A code as admins see it (never the plain code).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CodeView {
+    pub id: Uuid,
+    pub batch_id: Uuid,
+    pub hint: String,
+    pub state: String,
+    pub bound_email: Option<String>,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub first_used_at: Option<OffsetDateTime>,
+    pub access_count: i32,
+}
+
+/// A page of a share's codes in id order (keyset pagination: `after` is the
+/// last id of the previous page).
+pub async fn list_codes(
+    pool: &PgPool,
+    tenant: TenantId,
+    share: ShareId,
+    after: Option<Uuid>,
+    limit: i64,
+) -> anyhow::Result<Vec<CodeView>> {
+    sqlx::query_as!(
+        CodeView,
+        r#"SELECT c.id, c.batch_id, c.hint,
+                  CASE WHEN c.revoked_at IS NOT NULL THEN 'revoked'
+                       WHEN c.bound_principal IS NOT NULL THEN 'bound'
+                       ELSE 'unused' END AS "state!",
+                  a.email AS "bound_email?", c.first_used_at, c.access_count
+           FROM auth_codes c LEFT JOIN accounts a ON a.id = c.bound_principal
+           WHERE c.tenant_id = $1 AND c.share_id = $2 AND ($3::uuid IS NULL OR c.id > $3)
+           ORDER BY c.id
+           LIMIT $4"#,
+        tenant.0,
+        share.0,
+        after,
+        limit.clamp(1, 1_000),
+    )
+    .fetch_all(pool)
+    .await
+    .context("listing codes")
+}
+
+/// The share a code belongs to (for authorising by code id).
+pub async fn share_of_code(
+    pool: &PgPool,
+    code: Uuid,
+) -> anyhow::Result<Option<(TenantId, ShareId)>> {
+    let row = sqlx::query!(
+        "SELECT tenant_id, share_id FROM auth_codes WHERE id = $1",
+        code
+    )
+    .fetch_optional(pool)
+    .await
+    .context("reading a code's share")?;
+    Ok(row.map(|r| (TenantId(r.tenant_id), ShareId(r.share_id))))
+}
+
+/// Ends every live grant made through `code`: its learner loses access now.
+async fn end_live_grants(
+    conn: &mut sqlx::PgConnection,
+    tenant: TenantId,
+    code: Uuid,
+) -> anyhow::Result<()> {
+    sqlx::query!(
+        "UPDATE access_records SET expires_at = now() WHERE tenant_id = $1 AND code_id = $2 AND expires_at > now()",
+        tenant.0,
+        code,
+    )
+    .execute(conn)
+    .await
+    .context("ending the code's live grants")?;
+    Ok(())
+}
+
+/// Revokes a code: it can no longer be bound, and a learner bound to it
+/// loses access (audited). Revoking a revoked code changes nothing.
+pub async fn revoke_code(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    code: Uuid,
+) -> Result<(), ShareError> {
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let row = sqlx::query!(
+        r#"UPDATE auth_codes SET revoked_at = coalesce(revoked_at, now())
+           WHERE tenant_id = $1 AND id = $2
+           RETURNING share_id, bound_principal"#,
+        tenant.0,
+        code,
+    )
+    .fetch_optional(&mut *tx)
+    .await
+    .context("revoking a code")?
+    .ok_or(ShareError::CodeNotFound)?;
+    end_live_grants(&mut tx, tenant, code).await?;
+    audit::record(
+        &mut tx,
+        AuditEntry {
+            tenant,
+            actor: Some(actor),
+            action: "code.revoked",
+            target_type: "code",
+            target_id: Some(code),
+            reason: None,
+            details: json!({ "share_id": row.share_id, "bound_principal": row.bound_principal }),
+        },
+    )
+    .await?;
+    audit::emit(
+        &mut tx,
+        tenant,
+        "code.revoked",
+        json!({ "share_id": row.share_id, "code_id": code }),
+    )
+    .await?;
+    tx.commit().await.context("committing the revocation")?;
+    Ok(())
+}
+
+/// Unbinds a bound code (the learner changed account): the learner loses
+/// access at once; the code becomes usable again, or stays revoked when
+/// `revoke` is set. The only path that may change a binding (see the
+/// `auth_codes_keep_binding` trigger); audited with its reason.
+pub async fn unbind_code(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    code: Uuid,
+    reason: &str,
+    revoke: bool,
+) -> Result<(), ShareError> {
+    let reason = reason.trim();
+    if !(1..=500).contains(&reason.chars().count()) {
+        return Err(ShareError::InvalidReason);
+    }
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    sqlx::query("SELECT set_config('admitone.unbind', 'on', true)")
+        .execute(&mut *tx)
+        .await
+        .context("opening the unbind path")?;
+    let before = sqlx::query!(
+        "SELECT share_id, bound_principal FROM auth_codes WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
+        tenant.0,
+        code,
+    )
+    .fetch_optional(&mut *tx)
+    .await
+    .context("locking the code")?
+    .ok_or(ShareError::CodeNotFound)?;
+    let principal = before.bound_principal.ok_or(ShareError::CodeNotBound)?;
+    sqlx::query!(
+        "UPDATE auth_codes
+         SET bound_principal = NULL, first_used_at = NULL, access_count = 0,
+             revoked_at = CASE WHEN $3 THEN coalesce(revoked_at, now()) ELSE revoked_at END
+         WHERE tenant_id = $1 AND id = $2",
+        tenant.0,
+        code,
+        revoke,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("unbinding the code")?;
+    end_live_grants(&mut tx, tenant, code).await?;
+    audit::record(
+        &mut tx,
+        AuditEntry {
+            tenant,
+            actor: Some(actor),
+            action: "code.unbound",
+            target_type: "code",
+            target_id: Some(code),
+            reason: Some(reason),
+            details: json!({ "share_id": before.share_id, "principal": principal, "revoked": revoke }),
+        },
+    )
+    .await?;
+    audit::emit(
+        &mut tx,
+        tenant,
+        "code.unbound",
+        json!({ "share_id": before.share_id, "code_id": code, "principal": principal }),
+    )
+    .await?;
+    tx.commit().await.context("committing the unbind")?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_from_titles_are_valid() {
+        for title in [
+            "Rust for Beginners",
+            "  ",
+            "中文课程",
+            "---",
+            "A".repeat(300).as_str(),
+        ] {
+            let slug = ShareSlug::from_title(title);
+            assert!(
+                ShareSlug::parse(slug.as_str()).is_ok(),
+                "{title:?} -> {slug:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn share_input_is_parsed_strictly() {
+        let ok = |f: &dyn Fn(&mut ShareInput)| {
+            let mut input = ShareInput {
+                title: "Course".into(),
+                ..Default::default()
+            };
+            f(&mut input);
+            NewShare::parse(input)
+        };
+        assert!(ok(&|_| {}).is_ok());
+        assert!(matches!(
+            ok(&|i| i.title = "  ".into()),
+            Err(ShareError::InvalidTitle)
+        ));
+        assert!(matches!(
+            ok(&|i| i.title = "<b>x</b>\u{0}".into()),
+            Err(ShareError::InvalidTitle)
+        ));
+        assert!(matches!(
+            ok(&|i| i.slug = Some("Bad Slug".into())),
+            Err(ShareError::InvalidSlug)
+        ));
+        assert!(matches!(
+            ok(&|i| i.status = Some("live".into())),
+            Err(ShareError::InvalidStatus)
+        ));
+        assert!(matches!(
+            ok(&|i| i.quota = Some(0)),
+            Err(ShareError::InvalidLimit)
+        ));
+        assert!(matches!(
+            ok(&|i| i.per_learner_limit = Some(-3)),
+            Err(ShareError::InvalidLimit)
+        ));
+        assert!(matches!(
+            ok(&|i| {
+                i.valid_from = Some(OffsetDateTime::now_utc());
+                i.valid_until = Some(OffsetDateTime::now_utc() - time::Duration::hours(1));
+            }),
+            Err(ShareError::InvalidWindow)
+        ));
+    }
+}

@@ -1,0 +1,279 @@
+//! Admin endpoints. Each resolves the tenant that owns its target first and
+//! authorises against it (`admin_of`), so a path naming another tenant's
+//! share or code is refused before anything is read or written.
+
+use app::auth::guard;
+use axum::{
+    Json,
+    extract::{Multipart, Path, Query, State, rejection::JsonRejection},
+    http::StatusCode,
+    response::IntoResponse,
+};
+use engine::{
+    accounts::Principal,
+    shares::{self, NewShare, Share, ShareId, ShareInput, ShareStatus},
+    storage::LocalStorage,
+    tenants::TenantId,
+};
+use serde::Deserialize;
+use serde_json::json;
+use tower_sessions::Session;
+use uuid::Uuid;
+
+use super::error::{ApiError, rejection};
+use crate::startup::ServerState;
+
+fn parse_id(raw: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(raw).map_err(|_| ApiError::not_found())
+}
+
+/// The share and its admin, or 401/403/404.
+async fn admin_of_share(
+    state: &ServerState,
+    session: &Session,
+    share_id: &str,
+) -> Result<(Share, Principal), ApiError> {
+    let share = shares::get(&state.app.pool, ShareId(parse_id(share_id)?)).await?;
+    // Authorise before revealing whether the share exists.
+    let Some(share) = share else {
+        guard::principal_of(&state.app, session)
+            .await?
+            .ok_or(app::error::AppError::Unauthenticated)?;
+        return Err(app::error::AppError::Forbidden.into());
+    };
+    let admin = guard::admin_of(&state.app, session, share.tenant()).await?;
+    Ok((share, admin))
+}
+
+pub async fn create_share(
+    State(state): State<ServerState>,
+    session: Session,
+    Path(tenant_id): Path<String>,
+    body: Result<Json<ShareInput>, JsonRejection>,
+) -> Result<impl IntoResponse, ApiError> {
+    let tenant = TenantId(
+        parse_id(&tenant_id).map_err(|_| ApiError::from(app::error::AppError::Forbidden))?,
+    );
+    let admin = guard::admin_of(&state.app, &session, tenant).await?;
+    let Json(input) = body.map_err(|e| rejection(e, "invalid_json"))?;
+    let new = NewShare::parse(input)?;
+    let share = shares::create_share(&state.app.pool, tenant, admin.id, new).await?;
+    Ok((StatusCode::CREATED, Json(share)))
+}
+
+#[derive(Deserialize)]
+pub struct StatusBody {
+    status: String,
+}
+
+pub async fn set_status(
+    State(state): State<ServerState>,
+    session: Session,
+    Path(share_id): Path<String>,
+    body: Result<Json<StatusBody>, JsonRejection>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (share, admin) = admin_of_share(&state, &session, &share_id).await?;
+    let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
+    let status = ShareStatus::parse(&body.status)?;
+    shares::set_status(
+        &state.app.pool,
+        share.tenant(),
+        admin.id,
+        ShareId(share.id),
+        status,
+    )
+    .await?;
+    Ok(Json(json!({ "id": share.id, "status": status.as_str() })))
+}
+
+pub async fn upload_resource(
+    State(state): State<ServerState>,
+    session: Session,
+    Path(share_id): Path<String>,
+    mut multipart: Multipart,
+) -> Result<impl IntoResponse, ApiError> {
+    let (share, admin) = admin_of_share(&state, &session, &share_id).await?;
+    let resource_id = Uuid::now_v7();
+    let key = LocalStorage::key_for(share.tenant_id, share.id, resource_id);
+    let mut title: Option<String> = None;
+    let mut stored: Option<(String, u64, String)> = None;
+    while let Some(field) = multipart
+        .next_field()
+        .await
+        .map_err(|e| rejection(e, "invalid_multipart"))?
+    {
+        match field.name() {
+            Some("title") => {
+                title = Some(
+                    field
+                        .text()
+                        .await
+                        .map_err(|e| rejection(e, "invalid_multipart"))?,
+                );
+            }
+            Some("file") if stored.is_none() => {
+                let file_name = field.file_name().unwrap_or("file").to_owned();
+                let content_type = field
+                    .content_type()
+                    .filter(|ct| !ct.is_empty())
+                    .unwrap_or("application/octet-stream")
+                    .to_owned();
+                let size = state
+                    .app
+                    .storage
+                    .put(&key, field, state.app.max_upload_bytes)
+                    .await?;
+                stored = Some((file_name, size, content_type));
+            }
+            _ => {}
+        }
+    }
+    let (file_name, size, content_type) = stored.ok_or_else(|| {
+        ApiError::invalid(
+            "file",
+            "attach the file in a multipart field named \"file\"",
+        )
+    })?;
+    let title = title.filter(|t| !t.trim().is_empty()).unwrap_or(file_name);
+    let resource = shares::add_resource(
+        &state.app.pool,
+        share.tenant(),
+        admin.id,
+        ShareId(share.id),
+        resource_id,
+        &title,
+        &content_type,
+        i64::try_from(size).unwrap_or(i64::MAX),
+        &key,
+    )
+    .await;
+    match resource {
+        Ok(resource) => Ok((StatusCode::CREATED, Json(resource))),
+        Err(error) => {
+            // Nothing points at the stored bytes: remove them.
+            if let Ok(path) = state.app.storage.path_of(&key) {
+                let _ = tokio::fs::remove_file(path).await;
+            }
+            Err(error.into())
+        }
+    }
+}
+
+#[derive(Deserialize)]
+pub struct IssueBody {
+    count: i64,
+    label: Option<String>,
+}
+
+pub async fn issue_codes(
+    State(state): State<ServerState>,
+    session: Session,
+    Path(share_id): Path<String>,
+    body: Result<Json<IssueBody>, JsonRejection>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (share, admin) = admin_of_share(&state, &session, &share_id).await?;
+    let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
+    let batch = shares::issue_codes(
+        &state.app.pool,
+        &state.app.keyring,
+        share.tenant(),
+        admin.id,
+        ShareId(share.id),
+        body.count,
+        body.label.as_deref().unwrap_or(""),
+    )
+    .await?;
+    let codes: Vec<_> = batch
+        .codes
+        .iter()
+        .map(|(id, code)| json!({ "id": id, "code": code.display() }))
+        .collect();
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({ "batch_id": batch.batch_id, "count": codes.len(), "codes": codes })),
+    ))
+}
+
+#[derive(Deserialize)]
+pub struct ListQuery {
+    after: Option<Uuid>,
+    limit: Option<i64>,
+}
+
+pub async fn list_codes(
+    State(state): State<ServerState>,
+    session: Session,
+    Path(share_id): Path<String>,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (share, _) = admin_of_share(&state, &session, &share_id).await?;
+    let Query(query) = query.map_err(|e| rejection(e, "invalid_query"))?;
+    let limit = query.limit.unwrap_or(100).clamp(1, 1_000);
+    let codes = shares::list_codes(
+        &state.app.pool,
+        share.tenant(),
+        ShareId(share.id),
+        query.after,
+        limit,
+    )
+    .await?;
+    let next_after = (codes.len() as i64 == limit)
+        .then(|| codes.last().map(|c| c.id))
+        .flatten();
+    Ok(Json(json!({ "codes": codes, "next_after": next_after })))
+}
+
+/// The tenant of a code and its admin, or 401/403/404.
+async fn admin_of_code(
+    state: &ServerState,
+    session: &Session,
+    code_id: &str,
+) -> Result<(TenantId, Uuid, Principal), ApiError> {
+    let code = parse_id(code_id)?;
+    let Some((tenant, _share)) = shares::share_of_code(&state.app.pool, code).await? else {
+        guard::principal_of(&state.app, session)
+            .await?
+            .ok_or(app::error::AppError::Unauthenticated)?;
+        return Err(app::error::AppError::Forbidden.into());
+    };
+    let admin = guard::admin_of(&state.app, session, tenant).await?;
+    Ok((tenant, code, admin))
+}
+
+pub async fn revoke_code(
+    State(state): State<ServerState>,
+    session: Session,
+    Path(code_id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (tenant, code, admin) = admin_of_code(&state, &session, &code_id).await?;
+    shares::revoke_code(&state.app.pool, tenant, admin.id, code).await?;
+    Ok(Json(json!({ "id": code, "state": "revoked" })))
+}
+
+#[derive(Deserialize)]
+pub struct UnbindBody {
+    reason: String,
+    #[serde(default)]
+    revoke: bool,
+}
+
+pub async fn unbind_code(
+    State(state): State<ServerState>,
+    session: Session,
+    Path(code_id): Path<String>,
+    body: Result<Json<UnbindBody>, JsonRejection>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (tenant, code, admin) = admin_of_code(&state, &session, &code_id).await?;
+    let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
+    shares::unbind_code(
+        &state.app.pool,
+        tenant,
+        admin.id,
+        code,
+        &body.reason,
+        body.revoke,
+    )
+    .await?;
+    let state_name = if body.revoke { "revoked" } else { "unused" };
+    Ok(Json(json!({ "id": code, "state": state_name })))
+}

@@ -1,0 +1,850 @@
+//! The concurrency suite: real parallel HTTP requests through the running
+//! app, then the final state checked with SQL.
+
+use engine::settlement::{FailurePolicy, FaultPoint};
+use futures::future::join_all;
+use serde_json::json;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::course::{
+    self, Course, ShareState, admin, assert_invariants, enter_code, error_of, issue, learners,
+    load_settings, open, post_json, repeats, state_of,
+};
+use crate::helpers::{spawn_app_with, spawn_app_with_settlement};
+
+/// Case 1: 100 learners claim the same code at once.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_hundred_learners_claiming_one_code_bind_it_once(pool: PgPool) {
+    let app = spawn_app_with(pool, load_settings()).await;
+    race_for_one_code(&app, 100, repeats(), "case 1").await;
+}
+
+/// Case 2: one learner, 100 parallel sessions, each with a different
+/// pending code, opens content at once.
+#[sqlx::test(migrations = "../migrations")]
+async fn one_learner_with_a_hundred_pending_codes_binds_exactly_one(pool: PgPool) {
+    let app = spawn_app_with(pool, load_settings()).await;
+    let admin = admin(&app).await;
+    let (learner, _) = learners(&app, 1).await.remove(0);
+    let email = format!("learner-{learner}@example.com");
+    let sessions: Vec<reqwest::Client> = (0..100).map(|_| crate::helpers::new_client()).collect();
+    join_all(
+        sessions
+            .iter()
+            .map(|c| app.login_as(c, &email, course::PASSWORD)),
+    )
+    .await;
+    for round in 0..repeats() {
+        let course = course::course(&app, &admin, json!({})).await;
+        let codes = issue(&app, &admin, course.share, 100).await;
+        let entered = join_all(
+            sessions
+                .iter()
+                .zip(&codes)
+                .map(|(c, (_, code))| enter_code(&app, c, &course.slug, code)),
+        )
+        .await;
+        assert!(
+            entered.iter().all(|r| r.status() == 200),
+            "round {round}: all pending"
+        );
+
+        let opened = join_all(sessions.iter().map(|c| open(&app, c, &course, None))).await;
+        let mut granted = 0;
+        for response in opened {
+            if response.status() == 200 {
+                granted += 1;
+            } else {
+                let (status, error) = error_of(response).await;
+                assert_eq!(
+                    (status, error.as_str()),
+                    (409, "busy_retry"),
+                    "round {round}"
+                );
+            }
+        }
+        assert!(granted >= 1, "round {round}: the learner got in");
+        let bound: Vec<(Uuid, Uuid)> = sqlx::query_as(
+            "SELECT id, bound_principal FROM auth_codes WHERE share_id = $1 AND bound_principal IS NOT NULL",
+        )
+        .bind(course.share)
+        .fetch_all(&app.pool)
+        .await
+        .expect("bound");
+        assert_eq!(bound.len(), 1, "round {round}: exactly one code bound");
+        assert_eq!(bound[0].1, learner);
+        let state = state_of(&app, course.share).await;
+        assert_eq!(
+            (state.quota_used, state.records),
+            (1, 1),
+            "round {round}: one access counted"
+        );
+    }
+    assert_invariants(&app, "after case 2").await;
+}
+
+/// Case 3: a bound learner requests content 100 times, half retries of one
+/// attempt, half fresh requests.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_bound_learner_never_spends_a_second_code(pool: PgPool) {
+    let app = spawn_app_with(pool, load_settings()).await;
+    let admin = admin(&app).await;
+    let (_, client) = learners(&app, 1).await.remove(0);
+    for round in 0..repeats() {
+        let course = course::course(&app, &admin, json!({})).await;
+        let codes = issue(&app, &admin, course.share, 2).await;
+        assert_eq!(
+            enter_code(&app, &client, &course.slug, &codes[0].1)
+                .await
+                .status(),
+            200
+        );
+        let key = Uuid::new_v4().to_string();
+        let first = open(&app, &client, &course, Some(&key)).await;
+        assert_eq!(first.status(), 200);
+        assert_eq!(first.headers()["x-admitone-access"], "bound");
+
+        let retries = join_all((0..50).map(|_| open(&app, &client, &course, Some(&key)))).await;
+        let fresh = join_all((0..50).map(|_| open(&app, &client, &course, None))).await;
+        for response in retries {
+            assert_eq!(response.status(), 200);
+            assert_eq!(response.headers()["x-admitone-access"], "replayed");
+        }
+        for response in fresh {
+            assert_eq!(response.status(), 200);
+            assert_eq!(
+                response.headers()["x-admitone-access"],
+                "reused",
+                "inside the grant: not counted"
+            );
+        }
+        // Entering the second code is refused: the learner already has access.
+        let (status, error) =
+            error_of(enter_code(&app, &client, &course.slug, &codes[1].1).await).await;
+        assert_eq!(
+            (status, error.as_str()),
+            (409, "already_has_access"),
+            "round {round}"
+        );
+        assert_eq!(
+            state_of(&app, course.share).await,
+            ShareState {
+                bound: 1,
+                quota_used: 1,
+                records: 1
+            },
+            "round {round}: one code, one access"
+        );
+    }
+    assert_invariants(&app, "after case 3").await;
+}
+
+/// Case 4: a failure inside the settlement transaction leaves nothing.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_failure_inside_the_transaction_leaves_nothing(pool: PgPool) {
+    for fault in [
+        FaultPoint::AfterBind,
+        FaultPoint::AfterLearnerDebit,
+        FaultPoint::AfterShareDebit,
+        FaultPoint::AfterRecord,
+    ] {
+        let options = engine::settlement::SettlementOptions {
+            fault: Some(fault),
+            ..load_settings().settlement_options()
+        };
+        let app = spawn_app_with_settlement(pool.clone(), load_settings(), options).await;
+        let admin = admin(&app).await;
+        let (_, client) = learners(&app, 1).await.remove(0);
+        let course = course::course(&app, &admin, json!({})).await;
+        let code = issue(&app, &admin, course.share, 1).await.remove(0).1;
+        assert_eq!(
+            enter_code(&app, &client, &course.slug, &code)
+                .await
+                .status(),
+            200
+        );
+        let outbox_before: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM outbox WHERE event_type <> 'batch.issued'")
+                .fetch_one(&app.pool)
+                .await
+                .expect("outbox");
+        let response = open(&app, &client, &course, None).await;
+        assert_eq!(response.status(), 500, "{fault:?}");
+        assert_eq!(
+            state_of(&app, course.share).await,
+            ShareState {
+                bound: 0,
+                quota_used: 0,
+                records: 0
+            },
+            "{fault:?}"
+        );
+        let (access_count, outbox_after): (i32, i64) = sqlx::query_as(
+            "SELECT (SELECT access_count FROM auth_codes WHERE share_id = $1),
+                    (SELECT count(*) FROM outbox WHERE event_type <> 'batch.issued')",
+        )
+        .bind(course.share)
+        .fetch_one(&app.pool)
+        .await
+        .expect("state");
+        assert_eq!(
+            (access_count, outbox_after),
+            (0, outbox_before),
+            "{fault:?}"
+        );
+        assert_invariants(&app, &format!("{fault:?}")).await;
+    }
+}
+
+/// Case 5a: reservations that expire at once (TTL 1 ms) protect nothing;
+/// PostgreSQL still binds the code once.
+#[sqlx::test(migrations = "../migrations")]
+async fn with_reservations_expiring_instantly_the_code_is_still_bound_once(pool: PgPool) {
+    let options = engine::settlement::SettlementOptions {
+        reservation_ttl: std::time::Duration::from_millis(1),
+        ..load_settings().settlement_options()
+    };
+    let app = spawn_app_with_settlement(pool, load_settings(), options).await;
+    race_for_one_code(&app, 50, repeats().min(10), "ttl 1ms").await;
+}
+
+/// Makes every use of `key` fail in Redis (a hash where a string is
+/// expected): the reservation script errors while sessions still work.
+async fn poison(app: &crate::helpers::TestApp, key: &str) {
+    use redis::AsyncCommands as _;
+    let _: () = app
+        .redis
+        .conn()
+        .hset(key, "not", "a string")
+        .await
+        .expect("hset");
+    let _: () = app.redis.conn().expire(key, 60).await.expect("expire");
+}
+
+/// Case 5b: the reservation fails (Redis errors) with `db-only`: PostgreSQL
+/// alone keeps the invariants in a race.
+#[sqlx::test(migrations = "../migrations")]
+async fn with_the_reservation_failing_db_only_still_binds_once(pool: PgPool) {
+    let options = engine::settlement::SettlementOptions {
+        failure_policy: FailurePolicy::DbOnly,
+        ..load_settings().settlement_options()
+    };
+    let app = spawn_app_with_settlement(pool, load_settings(), options).await;
+    let admin = admin(&app).await;
+    let crowd = learners(&app, 50).await;
+    for round in 0..repeats().min(10) {
+        let course = course::course(&app, &admin, json!({})).await;
+        let (code_id, code) = issue(&app, &admin, course.share, 1).await.remove(0);
+        join_all(
+            crowd
+                .iter()
+                .map(|(_, c)| enter_code(&app, c, &course.slug, &code)),
+        )
+        .await;
+        poison(
+            &app,
+            &app.redis
+                .keys()
+                .reservation_code(admin.tenant, course.share, code_id),
+        )
+        .await;
+        let opened = join_all(crowd.iter().map(|(_, c)| open(&app, c, &course, None))).await;
+        let mut winners = 0;
+        for response in opened {
+            if response.status() == 200 {
+                winners += 1;
+            } else {
+                assert_eq!(
+                    error_of(response).await,
+                    (409, "code_bound".into()),
+                    "round {round}"
+                );
+            }
+        }
+        assert_eq!(winners, 1, "round {round}");
+        assert_eq!(
+            state_of(&app, course.share).await,
+            ShareState {
+                bound: 1,
+                quota_used: 1,
+                records: 1
+            }
+        );
+    }
+    assert_invariants(&app, "db-only").await;
+}
+
+/// The reservation fails with `fail-closed`: a clear 503 with Retry-After,
+/// nothing bound; once Redis answers again, the same learner gets in.
+#[sqlx::test(migrations = "../migrations")]
+async fn with_the_reservation_failing_fail_closed_refuses_and_binds_nothing(pool: PgPool) {
+    let app = spawn_app_with(pool, load_settings()).await;
+    let admin = admin(&app).await;
+    let (learner, client) = learners(&app, 1).await.remove(0);
+    let course = course::course(&app, &admin, json!({})).await;
+    let code = issue(&app, &admin, course.share, 1).await.remove(0).1;
+    assert_eq!(
+        enter_code(&app, &client, &course.slug, &code)
+            .await
+            .status(),
+        200
+    );
+    let key = app
+        .redis
+        .keys()
+        .reservation_user(admin.tenant, course.share, learner);
+    poison(&app, &key).await;
+
+    let refused = open(&app, &client, &course, None).await;
+    assert_eq!(refused.status(), 503);
+    assert!(refused.headers().contains_key("retry-after"));
+    assert_eq!(error_of(refused).await.1, "unavailable");
+    assert_eq!(
+        state_of(&app, course.share).await,
+        ShareState {
+            bound: 0,
+            quota_used: 0,
+            records: 0
+        }
+    );
+
+    let _: i64 = redis::AsyncCommands::del(&mut app.redis.conn(), &key)
+        .await
+        .expect("del");
+    assert_eq!(open(&app, &client, &course, None).await.status(), 200);
+    assert_eq!(
+        state_of(&app, course.share).await,
+        ShareState {
+            bound: 1,
+            quota_used: 1,
+            records: 1
+        }
+    );
+}
+
+/// Case 5c: reservation keys deleted while requests are in flight.
+#[sqlx::test(migrations = "../migrations")]
+async fn with_reservation_keys_deleted_mid_flight_the_code_is_bound_once(pool: PgPool) {
+    let app = spawn_app_with(pool, load_settings()).await;
+    let admin = admin(&app).await;
+    let crowd = learners(&app, 50).await;
+    for round in 0..repeats().min(10) {
+        let course = course::course(&app, &admin, json!({})).await;
+        let code = issue(&app, &admin, course.share, 1).await.remove(0).1;
+        join_all(
+            crowd
+                .iter()
+                .map(|(_, c)| enter_code(&app, c, &course.slug, &code)),
+        )
+        .await;
+        let pattern = format!("{}:res:*", app.redis.keys().prefix());
+        let redis = app.redis.clone();
+        let deleter = tokio::spawn(async move {
+            use redis::AsyncCommands as _;
+            for _ in 0..50 {
+                let keys: Vec<String> = redis.conn().keys(&pattern).await.unwrap_or_default();
+                for key in keys {
+                    let _: Result<i64, _> = redis.conn().del(key).await;
+                }
+                tokio::task::yield_now().await;
+            }
+        });
+        let opened = join_all(crowd.iter().map(|(_, c)| open(&app, c, &course, None))).await;
+        deleter.await.expect("deleter");
+        let winners = opened.iter().filter(|r| r.status() == 200).count();
+        assert_eq!(winners, 1, "round {round}");
+        assert_eq!(state_of(&app, course.share).await.bound, 1, "round {round}");
+    }
+    assert_invariants(&app, "keys deleted").await;
+}
+
+/// `crowd` learners enter the same code and open content at once, `rounds`
+/// times: exactly one wins, the others get a clear refusal, and the
+/// database holds one binding, one debit and one record.
+async fn race_for_one_code(
+    app: &crate::helpers::TestApp,
+    crowd: usize,
+    rounds: usize,
+    context: &str,
+) {
+    let admin = admin(app).await;
+    let crowd = learners(app, crowd).await;
+    for round in 0..rounds {
+        let course = course::course(app, &admin, json!({})).await;
+        let code = issue(app, &admin, course.share, 1).await.remove(0).1;
+        let entered = join_all(
+            crowd
+                .iter()
+                .map(|(_, c)| enter_code(app, c, &course.slug, &code)),
+        )
+        .await;
+        assert!(
+            entered.iter().all(|r| r.status() == 200),
+            "{context} round {round}: every code is pending"
+        );
+        let opened = join_all(crowd.iter().map(|(_, c)| open(app, c, &course, None))).await;
+        let mut winners = 0;
+        for response in opened {
+            if response.status() == 200 {
+                winners += 1;
+                assert_eq!(
+                    response.bytes().await.expect("body").as_ref(),
+                    b"0123456789abcdefghij"
+                );
+            } else {
+                let (status, error) = error_of(response).await;
+                assert!(
+                    status == 409 && (error == "code_bound" || error == "busy_retry"),
+                    "{context} round {round}: a loser gets a clear refusal, got {status} {error}"
+                );
+            }
+        }
+        assert_eq!(winners, 1, "{context} round {round}: exactly one winner");
+        assert_eq!(
+            state_of(app, course.share).await,
+            ShareState {
+                bound: 1,
+                quota_used: 1,
+                records: 1
+            },
+            "{context} round {round}"
+        );
+    }
+    assert_invariants(app, context).await;
+}
+
+/// Case 6: the process dies after COMMIT, before answering; the client
+/// retries (against another instance) and nothing is spent twice.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_retry_after_a_crash_past_commit_finds_the_committed_binding(pool: PgPool) {
+    use reqwest::cookie::CookieStore as _;
+    let dying = engine::settlement::SettlementOptions {
+        fault: Some(FaultPoint::AfterCommit),
+        ..load_settings().settlement_options()
+    };
+    // Two instances sharing PostgreSQL, Redis (same key prefix) and storage.
+    let mut settings = load_settings();
+    settings.storage.root = std::env::temp_dir()
+        .join(format!("admitone-shared-storage-{}", Uuid::new_v4()))
+        .display()
+        .to_string();
+    let faulty = spawn_app_with_settlement(pool.clone(), settings.clone(), dying).await;
+    let healthy = spawn_app_with(pool, settings).await;
+    let admin = admin(&faulty).await;
+    let (learner, _) = learners(&faulty, 1).await.remove(0);
+    let jar = std::sync::Arc::new(reqwest::cookie::Jar::default());
+    let client = reqwest::Client::builder()
+        .cookie_provider(jar.clone())
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    faulty
+        .login_as(
+            &client,
+            &format!("learner-{learner}@example.com"),
+            course::PASSWORD,
+        )
+        .await;
+    let course = course::course(&faulty, &admin, json!({})).await;
+    let code = issue(&faulty, &admin, course.share, 1).await.remove(0).1;
+    assert_eq!(
+        enter_code(&faulty, &client, &course.slug, &code)
+            .await
+            .status(),
+        200
+    );
+
+    let key = Uuid::new_v4().to_string();
+    assert_eq!(
+        open(&faulty, &client, &course, Some(&key)).await.status(),
+        500,
+        "no answer after commit"
+    );
+    assert_eq!(
+        state_of(&faulty, course.share).await,
+        ShareState {
+            bound: 1,
+            quota_used: 1,
+            records: 1
+        }
+    );
+
+    // The browser retries against the other instance with its session.
+    let from: reqwest::Url = faulty.address.parse().expect("url");
+    let to: reqwest::Url = healthy.address.parse().expect("url");
+    let cookies = jar.cookies(&from).expect("session cookie");
+    for cookie in cookies.to_str().expect("ascii").split("; ") {
+        jar.add_cookie_str(cookie, &to);
+    }
+    let retry = open(&healthy, &client, &course, Some(&key)).await;
+    assert_eq!(retry.status(), 200);
+    assert_eq!(retry.headers()["x-admitone-access"], "replayed");
+    assert_eq!(
+        state_of(&healthy, course.share).await,
+        ShareState {
+            bound: 1,
+            quota_used: 1,
+            records: 1
+        }
+    );
+    assert_invariants(&healthy, "after the crash").await;
+}
+
+/// Paused, closed, exhausted and revoked: refused with the right error and
+/// no state change.
+#[sqlx::test(migrations = "../migrations")]
+async fn unavailable_shares_and_revoked_codes_are_refused_without_change(pool: PgPool) {
+    let app = spawn_app_with(pool, load_settings()).await;
+    let admin = admin(&app).await;
+    let people = learners(&app, 2).await;
+    let (a, b) = (&people[0].1, &people[1].1);
+
+    // Paused after the code was entered.
+    let paused = course::course(&app, &admin, json!({})).await;
+    let code = issue(&app, &admin, paused.share, 1).await.remove(0).1;
+    assert_eq!(enter_code(&app, a, &paused.slug, &code).await.status(), 200);
+    let r = post_json(
+        &app,
+        &admin.client,
+        &format!("/api/v1/shares/{}/status", paused.share),
+        json!({"status": "paused"}),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        error_of(open(&app, a, &paused, None).await).await,
+        (403, "share_unavailable".into())
+    );
+    assert_eq!(
+        error_of(enter_code(&app, b, &paused.slug, &code).await).await,
+        (403, "share_unavailable".into())
+    );
+    assert_eq!(
+        state_of(&app, paused.share).await,
+        ShareState {
+            bound: 0,
+            quota_used: 0,
+            records: 0
+        }
+    );
+
+    // Outside its window.
+    let closed = course::course(
+        &app,
+        &admin,
+        json!({
+            "valid_from": "2020-01-01T00:00:00Z", "valid_until": "2020-02-01T00:00:00Z",
+        }),
+    )
+    .await;
+    let code = issue(&app, &admin, closed.share, 1).await.remove(0).1;
+    assert_eq!(
+        error_of(enter_code(&app, a, &closed.slug, &code).await).await,
+        (403, "share_unavailable".into())
+    );
+    assert_eq!(
+        error_of(open(&app, a, &closed, None).await).await,
+        (403, "share_unavailable".into())
+    );
+    assert_eq!(
+        state_of(&app, closed.share).await,
+        ShareState {
+            bound: 0,
+            quota_used: 0,
+            records: 0
+        }
+    );
+
+    // Quota of one: the second learner is refused, and not bound.
+    let small = course::course(&app, &admin, json!({ "quota": 1 })).await;
+    let codes = issue(&app, &admin, small.share, 2).await;
+    assert_eq!(
+        enter_code(&app, a, &small.slug, &codes[0].1).await.status(),
+        200
+    );
+    assert_eq!(
+        enter_code(&app, b, &small.slug, &codes[1].1).await.status(),
+        200
+    );
+    assert_eq!(open(&app, a, &small, None).await.status(), 200);
+    assert_eq!(
+        error_of(open(&app, b, &small, None).await).await,
+        (403, "quota_exhausted".into())
+    );
+    assert_eq!(
+        state_of(&app, small.share).await,
+        ShareState {
+            bound: 1,
+            quota_used: 1,
+            records: 1
+        }
+    );
+
+    // A revoked code can be neither entered nor used.
+    let revoked = course::course(&app, &admin, json!({})).await;
+    let codes = issue(&app, &admin, revoked.share, 2).await;
+    assert_eq!(
+        enter_code(&app, a, &revoked.slug, &codes[0].1)
+            .await
+            .status(),
+        200
+    );
+    let r = post_json(
+        &app,
+        &admin.client,
+        &format!("/api/v1/codes/{}/revoke", codes[0].0),
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        error_of(open(&app, a, &revoked, None).await).await,
+        (409, "code_revoked".into())
+    );
+    assert_eq!(
+        error_of(enter_code(&app, b, &revoked.slug, &codes[0].1).await).await,
+        (409, "code_revoked".into())
+    );
+    assert_eq!(
+        state_of(&app, revoked.share).await,
+        ShareState {
+            bound: 0,
+            quota_used: 0,
+            records: 0
+        }
+    );
+
+    // A code of another share.
+    assert_eq!(
+        error_of(enter_code(&app, b, &revoked.slug, &code).await).await,
+        (422, "wrong_share".into())
+    );
+    assert_invariants(&app, "refusals").await;
+}
+
+/// Per-learner limit: counted accesses stop at the limit.
+#[sqlx::test(migrations = "../migrations")]
+async fn the_per_learner_limit_stops_further_accesses(pool: PgPool) {
+    let mut settings = load_settings();
+    settings.settlement.grant_ttl_secs = 1;
+    let app = spawn_app_with(pool, settings).await;
+    let admin = admin(&app).await;
+    let (_, client) = learners(&app, 1).await.remove(0);
+    let course = course::course(&app, &admin, json!({ "per_learner_limit": 2 })).await;
+    let code = issue(&app, &admin, course.share, 1).await.remove(0).1;
+    assert_eq!(
+        enter_code(&app, &client, &course.slug, &code)
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(open(&app, &client, &course, None).await.status(), 200);
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    assert_eq!(
+        open(&app, &client, &course, None).await.headers()["x-admitone-access"],
+        "counted"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    assert_eq!(
+        error_of(open(&app, &client, &course, None).await).await,
+        (403, "learner_limit_reached".into())
+    );
+    let state = state_of(&app, course.share).await;
+    assert_eq!((state.bound, state.records), (1, 2));
+    assert_invariants(&app, "limit").await;
+}
+
+/// 10,000 random and malformed codes: only 4xx, nothing changes.
+#[sqlx::test(migrations = "../migrations")]
+async fn random_and_malformed_codes_get_only_4xx_and_change_nothing(pool: PgPool) {
+    use rand::{Rng as _, SeedableRng as _};
+    let app = spawn_app_with(pool, load_settings()).await;
+    let admin = admin(&app).await;
+    let (_, client) = learners(&app, 1).await.remove(0);
+    let course = course::course(&app, &admin, json!({})).await;
+    issue(&app, &admin, course.share, 10).await;
+    let before = state_of(&app, course.share).await;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x00AD_0001);
+    let alphabet: Vec<char> =
+        "0123456789ABCDEFGHJKMNPQRSTVWXYZabcdILOU-_ !@#%&*()<>\"'\\/é中\u{0}\t"
+            .chars()
+            .collect();
+    let mut inputs: Vec<String> = Vec::with_capacity(10_000);
+    for i in 0..10_000 {
+        let text = match i % 4 {
+            // Well-formed codes that were never issued.
+            0 => engine::codes::PlainCode::generate().display(),
+            1 => (0..rng.gen_range(0..40))
+                .map(|_| alphabet[rng.gen_range(0..alphabet.len())])
+                .collect(),
+            2 => (0..12).map(|_| alphabet[rng.gen_range(0..32)]).collect(),
+            _ => "X".repeat(rng.gen_range(0..3000)),
+        };
+        inputs.push(text);
+    }
+    for chunk in inputs.chunks(50) {
+        let responses = join_all(
+            chunk
+                .iter()
+                .map(|code| enter_code(&app, &client, &course.slug, code)),
+        )
+        .await;
+        for (response, code) in responses.into_iter().zip(chunk) {
+            let status = response.status().as_u16();
+            assert!((400..500).contains(&status), "{code:?} -> {status}");
+        }
+    }
+    assert_eq!(state_of(&app, course.share).await, before);
+    let pending = open(&app, &client, &course, None).await;
+    assert_eq!(
+        error_of(pending).await,
+        (403, "code_required".into()),
+        "nothing became pending"
+    );
+}
+
+/// The existing-binding look-up uses the partial unique index even as a
+/// generic prepared plan (its predicate is repeated in the query).
+#[sqlx::test(migrations = "../migrations")]
+async fn the_binding_lookup_uses_the_partial_index(pool: PgPool) {
+    let mut conn = pool.acquire().await.expect("conn");
+    for sql in [
+        "SET plan_cache_mode = force_generic_plan",
+        "SET enable_seqscan = off",
+        "PREPARE binding(uuid, uuid, uuid) AS
+         SELECT id FROM auth_codes
+         WHERE tenant_id = $1 AND share_id = $2 AND bound_principal = $3 AND bound_principal IS NOT NULL
+         FOR UPDATE",
+    ] {
+        sqlx::query(sql).execute(&mut *conn).await.expect(sql);
+    }
+    let plan: Vec<String> = sqlx::query_scalar(&format!(
+        "EXPLAIN EXECUTE binding('{}', '{}', '{}')",
+        Uuid::new_v4(),
+        Uuid::new_v4(),
+        Uuid::new_v4()
+    ))
+    .fetch_all(&mut *conn)
+    .await
+    .expect("explain");
+    let plan = plan.join("\n");
+    assert!(plan.contains("auth_codes_one_per_learner"), "{plan}");
+}
+
+/// Any interleaving of binds, unbinds and revocations keeps the invariants.
+#[sqlx::test(migrations = "../migrations")]
+async fn random_interleavings_of_bind_unbind_and_revoke_keep_the_invariants(pool: PgPool) {
+    use rand::{Rng as _, SeedableRng as _};
+    let app = spawn_app_with(pool, load_settings()).await;
+    let admin = admin(&app).await;
+    let people = learners(&app, 4).await;
+    for seed in 0..repeats() as u64 {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let course: Course = course::course(&app, &admin, json!({})).await;
+        let codes = issue(&app, &admin, course.share, 5).await;
+        for step in 0..6 {
+            let ops = (0..6).map(|_| {
+                let (_, client) = &people[rng.gen_range(0..people.len())];
+                let (code_id, code) = &codes[rng.gen_range(0..codes.len())];
+                let op = rng.gen_range(0..10);
+                let (app, admin, course) = (&app, &admin, &course);
+                async move {
+                    match op {
+                        0..=5 => {
+                            enter_code(app, client, &course.slug, code).await;
+                            open(app, client, course, None).await.status().as_u16()
+                        }
+                        6..=7 => post_json(
+                            app,
+                            &admin.client,
+                            &format!("/api/v1/codes/{code_id}/unbind"),
+                            json!({ "reason": "learner changed account" }),
+                        )
+                        .await
+                        .status()
+                        .as_u16(),
+                        _ => post_json(
+                            app,
+                            &admin.client,
+                            &format!("/api/v1/codes/{code_id}/revoke"),
+                            json!({}),
+                        )
+                        .await
+                        .status()
+                        .as_u16(),
+                    }
+                }
+            });
+            for status in join_all(ops).await {
+                assert!(status < 500, "seed {seed} step {step}: {status}");
+            }
+            assert_invariants(&app, &format!("seed {seed} step {step}")).await;
+        }
+    }
+}
+
+/// Unbinding needs a reason, ends the learner's access, frees the code.
+#[sqlx::test(migrations = "../migrations")]
+async fn unbinding_is_audited_and_moves_the_code_to_another_learner(pool: PgPool) {
+    let app = spawn_app_with(pool, load_settings()).await;
+    let admin = admin(&app).await;
+    let people = learners(&app, 2).await;
+    let course = course::course(&app, &admin, json!({})).await;
+    let (code_id, code) = issue(&app, &admin, course.share, 1).await.remove(0);
+    assert_eq!(
+        enter_code(&app, &people[0].1, &course.slug, &code)
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(open(&app, &people[0].1, &course, None).await.status(), 200);
+
+    let path = format!("/api/v1/codes/{code_id}/unbind");
+    let no_reason = post_json(&app, &admin.client, &path, json!({ "reason": "  " })).await;
+    assert_eq!(error_of(no_reason).await, (422, "invalid_input".into()));
+    assert_eq!(
+        state_of(&app, course.share).await.bound,
+        1,
+        "refused unbind changed nothing"
+    );
+
+    let direct = sqlx::query("UPDATE auth_codes SET bound_principal = $2 WHERE id = $1")
+        .bind(code_id)
+        .bind(people[1].0)
+        .execute(&app.pool)
+        .await;
+    assert!(
+        direct.is_err(),
+        "the database refuses to move a binding outside the unbind path"
+    );
+
+    let ok = post_json(
+        &app,
+        &admin.client,
+        &path,
+        json!({ "reason": "learner changed account" }),
+    )
+    .await;
+    assert_eq!(ok.status(), 200);
+    assert_eq!(
+        error_of(open(&app, &people[0].1, &course, None).await).await,
+        (403, "code_required".into())
+    );
+    assert_eq!(
+        enter_code(&app, &people[1].1, &course.slug, &code)
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(open(&app, &people[1].1, &course, None).await.status(), 200);
+    let audited: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM audit_log WHERE action = 'code.unbound' AND target_id = $1 AND reason = 'learner changed account'",
+    )
+    .bind(code_id)
+    .fetch_one(&app.pool)
+    .await
+    .expect("audit");
+    assert_eq!(audited, 1);
+    assert_invariants(&app, "unbind").await;
+}
