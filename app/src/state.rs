@@ -12,7 +12,7 @@ use engine::{
     codes::Keyring,
     coordination::Redis,
     settlement::Settler,
-    storage::LocalStorage,
+    storage::Storage,
     throttle::{FixedWindow, Limit},
 };
 use sqlx::PgPool;
@@ -25,7 +25,7 @@ pub struct AppState {
     pub auth: AuthPolicy,
     pub keyring: Arc<Keyring>,
     pub settler: Settler,
-    pub storage: LocalStorage,
+    pub storage: Storage,
     /// Largest accepted upload, in bytes.
     pub max_upload_bytes: u64,
 }

@@ -97,12 +97,30 @@ pub struct SettlementSettings {
     pub grant_ttl_secs: u64,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StorageBackend {
+    Local,
+    S3,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StorageSettings {
-    /// Directory of uploaded resources.
+    /// `local` (a directory every instance shares) or `s3`.
+    pub backend: StorageBackend,
+    /// Directory of uploaded resources (`local`).
     pub root: String,
     pub max_upload_bytes: u64,
+    /// S3-compatible bucket settings (`s3`).
+    pub s3_bucket: String,
+    /// Custom endpoint (MinIO, Ceph, R2, …); empty for AWS.
+    pub s3_endpoint: String,
+    pub s3_region: String,
+    pub s3_access_key_id: String,
+    pub s3_secret_access_key: Option<SecretString>,
+    /// Allow a plain-http endpoint (local MinIO).
+    pub s3_allow_http: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -249,8 +267,15 @@ impl Default for SettlementSettings {
 impl Default for StorageSettings {
     fn default() -> Self {
         Self {
+            backend: StorageBackend::Local,
             root: ".data/storage".into(),
             max_upload_bytes: 2 * 1024 * 1024 * 1024,
+            s3_bucket: String::new(),
+            s3_endpoint: String::new(),
+            s3_region: "us-east-1".into(),
+            s3_access_key_id: String::new(),
+            s3_secret_access_key: None,
+            s3_allow_http: false,
         }
     }
 }
@@ -361,6 +386,7 @@ impl Settings {
                 message: "code limits must be above 0".into(),
             });
         }
+        self.storage_config()?;
         if !(self.server.public_url.starts_with("http://")
             || self.server.public_url.starts_with("https://"))
         {
@@ -514,6 +540,39 @@ impl Settings {
         }
     }
 
+    pub fn storage_config(&self) -> Result<engine::storage::StorageConfig, ConfigError> {
+        use engine::storage::StorageConfig;
+        let st = &self.storage;
+        Ok(match st.backend {
+            StorageBackend::Local => StorageConfig::Local {
+                root: st.root.clone().into(),
+            },
+            StorageBackend::S3 => {
+                let missing = |key: &'static str| ConfigError::Invalid {
+                    key,
+                    message: "is required with storage.backend = \"s3\"".into(),
+                };
+                if st.s3_bucket.is_empty() {
+                    return Err(missing("storage.s3_bucket"));
+                }
+                if st.s3_access_key_id.is_empty() {
+                    return Err(missing("storage.s3_access_key_id"));
+                }
+                StorageConfig::S3 {
+                    bucket: st.s3_bucket.clone(),
+                    endpoint: (!st.s3_endpoint.is_empty()).then(|| st.s3_endpoint.clone()),
+                    region: st.s3_region.clone(),
+                    access_key_id: st.s3_access_key_id.clone(),
+                    secret_access_key: st
+                        .s3_secret_access_key
+                        .clone()
+                        .ok_or_else(|| missing("storage.s3_secret_access_key"))?,
+                    allow_http: st.s3_allow_http,
+                }
+            }
+        })
+    }
+
     pub fn keyring(&self) -> Result<engine::codes::Keyring, ConfigError> {
         engine::codes::Keyring::new(self.secrets.code_key_current, self.code_keys()?)
             .map_err(ConfigError::Unexpected)
@@ -625,6 +684,24 @@ mod tests {
         assert_eq!(s.public_origin(), "https://courses.example.com");
         s.server.public_url = "ftp://x".into();
         assert!(s.validate().is_err());
+    }
+
+    #[test]
+    fn s3_storage_names_what_is_missing() {
+        let mut s = Settings::default();
+        s.storage.backend = StorageBackend::S3;
+        let error = s.validate().expect_err("incomplete").to_string();
+        assert!(error.contains("storage.s3_bucket"), "{error}");
+        s.storage.s3_bucket = "courses".into();
+        s.storage.s3_access_key_id = "key".into();
+        assert!(
+            s.validate()
+                .expect_err("no secret")
+                .to_string()
+                .contains("s3_secret_access_key")
+        );
+        s.storage.s3_secret_access_key = Some(SecretString::from("secret"));
+        s.validate().expect("complete");
     }
 
     #[test]

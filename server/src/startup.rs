@@ -110,7 +110,7 @@ impl Application {
                 auth: settings.auth_policy(),
                 keyring: Arc::new(settings.keyring()?),
                 settler: engine::settlement::Settler::new(settlement),
-                storage: engine::storage::LocalStorage::new(&settings.storage.root),
+                storage: engine::storage::Storage::new(&settings.storage_config()?)?,
                 max_upload_bytes: settings.storage.max_upload_bytes,
             },
             settings: Arc::new(settings),

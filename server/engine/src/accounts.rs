@@ -124,33 +124,56 @@ impl DisplayName {
     }
 }
 
+/// How many argon2 computations may run at once in this process.
+///
+/// Each one holds 19 MiB and a core for tens of milliseconds; unbounded, a
+/// burst of sign-ins starts one blocking thread each and the process grows
+/// by gigabytes. This limits a process-wide resource (cores and memory), so
+/// it is process-wide itself, unlike application state.
+static ARGON2_SLOTS: std::sync::LazyLock<tokio::sync::Semaphore> = std::sync::LazyLock::new(|| {
+    tokio::sync::Semaphore::new(
+        std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
+    )
+});
+
+/// Runs argon2 work on the blocking pool, at most one per core at a time.
+async fn with_argon2_slot<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> anyhow::Result<T> {
+    let _slot = ARGON2_SLOTS
+        .acquire()
+        .await
+        .context("the argon2 limiter is closed")?;
+    tokio::task::spawn_blocking(work)
+        .await
+        .context("the password hashing task panicked")
+}
+
 /// Hashes a password with argon2id (default parameters) on the blocking pool.
 pub async fn hash_password(password: &Password) -> anyhow::Result<String> {
     let secret = password.0.clone();
-    tokio::task::spawn_blocking(move || {
+    with_argon2_slot(move || {
         let salt = SaltString::generate(&mut OsRng);
         Argon2::default()
             .hash_password(secret.expose_secret().as_bytes(), &salt)
             .map(|hash| hash.to_string())
             .map_err(|error| anyhow::anyhow!("argon2 hashing failed: {error}"))
     })
-    .await
-    .context("the password hashing task panicked")?
+    .await?
 }
 
 /// Checks `password` against a stored PHC hash on the blocking pool.
 pub async fn verify_password(password: &Password, stored_hash: &str) -> anyhow::Result<bool> {
     let secret = password.0.clone();
     let stored = stored_hash.to_owned();
-    tokio::task::spawn_blocking(move || {
+    with_argon2_slot(move || {
         let parsed = PasswordHash::new(&stored)
             .map_err(|error| anyhow::anyhow!("stored password hash is malformed: {error}"))?;
         Ok(Argon2::default()
             .verify_password(secret.expose_secret().as_bytes(), &parsed)
             .is_ok())
     })
-    .await
-    .context("the password verification task panicked")?
+    .await?
 }
 
 /// A PHC string of the same parameters as real hashes: verifying against

@@ -848,3 +848,110 @@ async fn unbinding_is_audited_and_moves_the_code_to_another_learner(pool: PgPool
     assert_eq!(audited, 1);
     assert_invariants(&app, "unbind").await;
 }
+
+/// Content is streamed with HTTP Range (video seeking) and never cached.
+#[sqlx::test(migrations = "../migrations")]
+async fn content_honours_byte_ranges_and_is_never_cached(pool: PgPool) {
+    let app = spawn_app_with(pool, load_settings()).await;
+    let admin = admin(&app).await;
+    let (_, client) = learners(&app, 1).await.remove(0);
+    let course = course::course(&app, &admin, json!({})).await;
+    let code = issue(&app, &admin, course.share, 1).await.remove(0).1;
+    assert_eq!(
+        enter_code(&app, &client, &course.slug, &code)
+            .await
+            .status(),
+        200
+    );
+    let url = format!(
+        "{}/api/v1/s/{}/resources/{}/content",
+        app.address, course.slug, course.resource
+    );
+    let get = |range: Option<&'static str>| {
+        let mut request = client.get(&url);
+        if let Some(range) = range {
+            request = request.header("range", range);
+        }
+        request.send()
+    };
+    let whole = get(None).await.expect("whole");
+    assert_eq!(whole.status(), 200);
+    assert_eq!(whole.headers()["cache-control"], "private, no-store");
+    assert_eq!(whole.headers()["content-type"], "video/mp4");
+    assert_eq!(whole.headers()["accept-ranges"], "bytes");
+    assert_eq!(
+        whole.bytes().await.expect("body").as_ref(),
+        b"0123456789abcdefghij"
+    );
+
+    for (range, status, body, content_range) in [
+        ("bytes=2-5", 206, &b"2345"[..], "bytes 2-5/20"),
+        ("bytes=15-", 206, &b"fghij"[..], "bytes 15-19/20"),
+        ("bytes=-3", 206, &b"hij"[..], "bytes 17-19/20"),
+    ] {
+        let response = get(Some(range)).await.expect("range");
+        assert_eq!(response.status(), status, "{range}");
+        assert_eq!(
+            response.headers()["content-range"],
+            content_range,
+            "{range}"
+        );
+        assert_eq!(response.headers()["cache-control"], "private, no-store");
+        assert_eq!(
+            response.bytes().await.expect("body").as_ref(),
+            body,
+            "{range}"
+        );
+    }
+    let unsatisfiable = get(Some("bytes=50-")).await.expect("range");
+    assert_eq!(unsatisfiable.status(), 416);
+    assert_eq!(unsatisfiable.headers()["content-range"], "bytes */20");
+    // Seeking within the grant counted one access only.
+    assert_eq!(
+        state_of(&app, course.share).await,
+        ShareState {
+            bound: 1,
+            quota_used: 1,
+            records: 1
+        }
+    );
+}
+
+/// Uploads past the configured limit are refused with 413 and leave nothing.
+#[sqlx::test(migrations = "../migrations")]
+async fn oversized_uploads_are_refused_and_leave_nothing(pool: PgPool) {
+    let mut settings = load_settings();
+    settings.storage.max_upload_bytes = 1_000;
+    let app = spawn_app_with(pool, settings).await;
+    let admin = admin(&app).await;
+    let share = post_json(
+        &app,
+        &admin.client,
+        &format!("/api/v1/tenants/{}/shares", admin.tenant),
+        json!({ "title": "Small" }),
+    )
+    .await;
+    let share: serde_json::Value = share.json().await.expect("json");
+    let part = reqwest::multipart::Part::bytes(vec![1u8; 5_000]).file_name("big.bin");
+    let response = admin
+        .client
+        .post(format!(
+            "{}/api/v1/shares/{}/resources",
+            app.address,
+            share["id"].as_str().expect("id")
+        ))
+        .multipart(
+            reqwest::multipart::Form::new()
+                .text("title", "Big")
+                .part("file", part),
+        )
+        .send()
+        .await
+        .expect("upload");
+    assert_eq!(error_of(response).await, (413, "too_large".into()));
+    let resources: i64 = sqlx::query_scalar("SELECT count(*) FROM resources")
+        .fetch_one(&app.pool)
+        .await
+        .expect("count");
+    assert_eq!(resources, 0);
+}

@@ -12,7 +12,7 @@ use axum::{
 use engine::{
     accounts::Principal,
     shares::{self, NewShare, Share, ShareId, ShareInput, ShareStatus},
-    storage::LocalStorage,
+    storage::Storage,
     tenants::TenantId,
 };
 use serde::Deserialize;
@@ -94,7 +94,7 @@ pub async fn upload_resource(
 ) -> Result<impl IntoResponse, ApiError> {
     let (share, admin) = admin_of_share(&state, &session, &share_id).await?;
     let resource_id = Uuid::now_v7();
-    let key = LocalStorage::key_for(share.tenant_id, share.id, resource_id);
+    let key = Storage::key_for(share.tenant_id, share.id, resource_id);
     let mut title: Option<String> = None;
     let mut stored: Option<(String, u64, String)> = None;
     while let Some(field) = multipart
@@ -151,8 +151,11 @@ pub async fn upload_resource(
         Ok(resource) => Ok((StatusCode::CREATED, Json(resource))),
         Err(error) => {
             // Nothing points at the stored bytes: remove them.
-            if let Ok(path) = state.app.storage.path_of(&key) {
-                let _ = tokio::fs::remove_file(path).await;
+            if let Err(cleanup) = state.app.storage.delete(&key).await {
+                tracing::warn!(
+                    error = format!("{cleanup:#}"),
+                    "removing an orphaned upload failed"
+                );
             }
             Err(error.into())
         }

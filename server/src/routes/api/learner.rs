@@ -9,7 +9,7 @@ use axum::{
     Json,
     body::Body,
     extract::{ConnectInfo, Path, Request, State, rejection::JsonRejection},
-    http::{HeaderName, HeaderValue, header},
+    http::{HeaderName, HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
 use engine::{
@@ -18,10 +18,10 @@ use engine::{
     coordination::ThrottleScope,
     settlement::{self, RequestId, SettlementError, SettlementRequest},
     shares::{self, Share, ShareId},
+    storage::ByteRange,
 };
 use serde::Deserialize;
 use serde_json::json;
-use tower::ServiceExt as _;
 use tower_sessions::Session;
 use uuid::Uuid;
 
@@ -201,16 +201,55 @@ pub async fn content(
             .await
             .map_err(|e| ApiError::from(guard::session_error(e)))?;
     }
-    let path = state.app.storage.path_of(&resource.storage_key)?;
-    let mime: mime::Mime = resource
-        .content_type
-        .parse()
-        .unwrap_or(mime::APPLICATION_OCTET_STREAM);
-    let served = tower_http::services::ServeFile::new_with_mime(path, &mime)
-        .oneshot(request)
-        .await
-        .unwrap_or_else(|never| match never {});
-    let mut response = served.map(Body::new);
+    let range = request
+        .headers()
+        .get(header::RANGE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(ByteRange::parse);
+    let mut response = match state.app.storage.get(&resource.storage_key, range).await? {
+        Ok(read) => {
+            let mut response = Response::new(Body::from_stream(read.body));
+            let headers = response.headers_mut();
+            headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+            let content_type = HeaderValue::from_str(&resource.content_type)
+                .unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"));
+            headers.insert(header::CONTENT_TYPE, content_type);
+            match read.range {
+                Some(served) => {
+                    *response.status_mut() = StatusCode::PARTIAL_CONTENT;
+                    let headers = response.headers_mut();
+                    headers.insert(
+                        header::CONTENT_LENGTH,
+                        HeaderValue::from(served.end - served.start),
+                    );
+                    let value = format!(
+                        "bytes {}-{}/{}",
+                        served.start,
+                        served.end.saturating_sub(1),
+                        read.size
+                    );
+                    headers.insert(
+                        header::CONTENT_RANGE,
+                        HeaderValue::from_str(&value).map_err(anyhow::Error::new)?,
+                    );
+                }
+                None => {
+                    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(read.size));
+                }
+            }
+            response
+        }
+        Err(size) => {
+            let mut response = Response::new(Body::empty());
+            *response.status_mut() = StatusCode::RANGE_NOT_SATISFIABLE;
+            let value = format!("bytes */{size}");
+            response.headers_mut().insert(
+                header::CONTENT_RANGE,
+                HeaderValue::from_str(&value).map_err(anyhow::Error::new)?,
+            );
+            response
+        }
+    };
     let headers = response.headers_mut();
     headers.insert(
         header::CACHE_CONTROL,

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+#? `make bench`: release build, fresh database and Redis prefix, then one
+#? table of figures from the same run, each HTTP figure next to its raw
+#? counterpart:
+#?   (a) pgbench of the equivalent settlement transaction (scripts/bench/settle.sql)
+#?   (b) redis-benchmark of reserve.lua
+#?   (c) first-access settlements through the HTTP API at 16 and 64 clients
+#?   (d) returning-learner accesses   (e) the hot-code stampede
+#?   (f) issuing 100,000 codes        (g) the server's peak RSS
+#? Results: target/bench/latest.json and target/bench/latest.md.
+#? Targets are reported, never asserted.
+set -euo pipefail
+REPO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$REPO_ROOT"
+. scripts/env.sh
+scripts/ensure-tools.sh --no-browser
+. scripts/services.sh
+services_up
+
+PORT=${BENCH_PORT:-3200}
+# The server's pool and pgbench's clients both use at most this many
+# PostgreSQL connections, so the raw figure is comparable.
+POOL=${BENCH_POOL:-32}
+FIRST=${BENCH_FIRST_ACCESSES:-1000}
+HOT=${BENCH_HOT_CLAIMS:-1000}
+OUT="$REPO_ROOT/target/bench"
+mkdir -p "$OUT"
+server_url=$(pg_server_of "$DATABASE_URL")
+db=admitone_bench
+prefix="bench:$(date +%s)"
+export DATABASE_URL="$server_url/$db"
+
+cleanup() {
+  [ -n "${server_pid:-}" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+  redis-cli -u "$REDIS_URL" --scan --pattern "$prefix:*" | xargs -r -n 500 redis-cli -u "$REDIS_URL" del >/dev/null || true
+  rm -f "$OUT/admin-password"
+  services_down
+}
+trap cleanup EXIT
+
+echo "==> release build"
+cargo leptos build --release
+cargo build --release --bin loadgen
+bin="$CARGO_TARGET_DIR/release"
+
+echo "==> fresh database $db"
+psql -q -d "$server_url/postgres" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)"
+"$bin/server" migrate >/dev/null
+printf 'bench admin password\n' > "$OUT/admin-password"
+tenant=$("$bin/server" admin create-tenant --slug bench --name Bench \
+  --admin-email admin@bench.example --admin-password-file "$OUT/admin-password")
+
+echo "==> server on :$PORT"
+APP_SERVER__PORT=$PORT APP_REDIS__KEY_PREFIX=$prefix APP_DATABASE__MAX_CONNECTIONS=$POOL \
+APP_STORAGE__ROOT="$OUT/storage" APP_SERVER__ENVIRONMENT=development \
+APP_THROTTLE__SIGN_IN_PER_EMAIL=1000000 APP_THROTTLE__SIGN_IN_PER_IP=1000000 \
+APP_THROTTLE__CODE_PER_ACCOUNT=1000000 APP_THROTTLE__CODE_PER_IP=1000000 APP_THROTTLE__CODE_PER_SHARE=1000000 \
+RUST_LOG=error "$bin/server" serve &
+server_pid=$!
+for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break; sleep 0.1; done
+
+echo "==> HTTP load (loadgen)"
+"$bin/loadgen" --base-url "http://127.0.0.1:$PORT" --admin-email admin@bench.example \
+  --admin-password "bench admin password" --tenant-id "$tenant" \
+  --first-accesses "$FIRST" --hot-claims "$HOT" > "$OUT/http.json"
+rss_kib=$(awk '/VmHWM/ {print $2}' "/proc/$server_pid/status")
+kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
+
+echo "==> raw PostgreSQL (pgbench, the same transaction)"
+share=$(cat /proc/sys/kernel/random/uuid); resource=$(cat /proc/sys/kernel/random/uuid)
+admin=$(psql -tA -d "$DATABASE_URL" -c "SELECT id FROM accounts WHERE email = 'admin@bench.example'")
+psql -q -d "$DATABASE_URL" -v ON_ERROR_STOP=1 -v tenant="$tenant" -v share="$share" -v resource="$resource" \
+  -v admin="$admin" -v pairs=100000 -f scripts/bench/prepare.sql >/dev/null
+pg_conn=$(printf '%s' "$server_url" | sed -E 's#^postgres(ql)?://##')
+pg_user=${pg_conn%%@*}; pg_hostport=${pg_conn#*@}; pg_host=${pg_hostport%%:*}; pg_port=${pg_hostport##*:}
+for c in 16 64; do
+  conns=$(( c < POOL ? c : POOL ))
+  rm -f "$OUT"/pgbench_log.*
+  (cd "$OUT" && pgbench -n -M prepared -h "$pg_host" -p "$pg_port" -U "$pg_user" -c "$conns" -j 2 -T 15 -l --log-prefix=pgbench_log \
+    -D tenant="$tenant" -D share="$share" -D resource="$resource" -D pairs=100000 \
+    -f "$REPO_ROOT/scripts/bench/settle.sql" "$db" > "$OUT/pgbench_c$c.txt")
+  cat "$OUT"/pgbench_log.* | awk '{print $3}' | sort -n > "$OUT/pgbench_lat_c$c.txt"
+done
+
+echo "==> raw Redis (redis-benchmark, reserve.lua)"
+redis_host=$(printf '%s' "${REDIS_URL#redis://}" | sed 's#.*@##; s#/.*##'); redis_port=${redis_host##*:}; redis_host=${redis_host%%:*}
+redis-benchmark -h "$redis_host" -p "$redis_port" -q -n 100000 -c 64 -r 1000000 \
+  EVAL "$(cat server/engine/src/reservation/reserve.lua)" 2 \
+  "$prefix:res:{t}:code:__rand_int__" "$prefix:res:{t}:user:__rand_int__" owner 4000 > "$OUT/redis.txt" 2>&1 || true
+
+python3 - "$OUT" "$rss_kib" <<'PY'
+import json, re, sys, datetime, platform, os
+out, rss_kib = sys.argv[1], int(sys.argv[2])
+http = json.load(open(f"{out}/http.json"))
+def pgbench(c):
+    text = open(f"{out}/pgbench_c{c}.txt").read()
+    tps = float(re.search(r"tps = ([0-9.]+) \(without", text).group(1))
+    lat = [int(x) / 1000.0 for x in open(f"{out}/pgbench_lat_c{c}.txt").read().split()]
+    pct = lambda p: lat[round((len(lat) - 1) * p)] if lat else 0.0
+    return {"per_second": tps, "p50_ms": pct(0.5), "p99_ms": pct(0.99), "transactions": len(lat)}
+raw = {c: pgbench(c) for c in (16, 64)}
+redis_text = open(f"{out}/redis.txt").read()
+m = re.search(r"([0-9.]+) requests per second", redis_text)
+redis_rps = float(m.group(1)) if m else 0.0
+rows = []
+for c in (16, 64):
+    h = http["first_access"][f"c{c}"]
+    ratio = 100.0 * h["per_second"] / raw[c]["per_second"] if raw[c]["per_second"] else 0
+    rows.append((f"(c) first access, {c} clients", f'{h["per_second"]:.0f}/s p50 {h["p50_ms"]:.1f} ms p99 {h["p99_ms"]:.1f} ms',
+                 f'(a) pgbench {raw[c]["per_second"]:.0f}/s p50 {raw[c]["p50_ms"]:.1f} ms p99 {raw[c]["p99_ms"]:.1f} ms',
+                 f"{ratio:.0f} % of raw (target ≥ 60 %)" + ("; p99 < 50 ms" if c == 64 and h["p99_ms"] < 50 else ("; p99 target 50 ms" if c == 64 else ""))))
+r = http["returning_access_c64"]
+rows.append(("(d) returning learner, 64 clients", f'{r["per_second"]:.0f}/s p50 {r["p50_ms"]:.1f} ms p99 {r["p99_ms"]:.1f} ms',
+             f'(a) pgbench {raw[64]["per_second"]:.0f}/s', f'{100.0 * r["per_second"] / raw[64]["per_second"]:.0f} % of raw'))
+hot = http["hot_code"]
+rows.append(("(e) hot code, %d claims" % hot["claims"], f'{hot["winners"]} winner(s), {hot["bound_in_db"]} bound in the database',
+             f'{hot["losers_stopped_in_redis"]} losers stopped in Redis, {hot["losers_reaching_postgres"]} reached PostgreSQL',
+             f'{hot["stopped_in_redis_pct"]:.1f} % stopped in Redis (target ≥ 95 %)'))
+rows.append(("(b) reserve.lua", f"redis-benchmark {redis_rps:.0f}/s (64 clients)", "", ""))
+rows.append(("(f) issue 100,000 codes", f'{http["issue_100k_secs"]:.2f} s', "", "target < 3 s"))
+rows.append(("(g) server peak RSS", f"{rss_kib / 1024:.0f} MiB", "", "target < 150 MB"))
+header = f"AdmitOne bench, {datetime.date.today()}, {os.cpu_count()} cores, {platform.machine()}"
+md = [f"**{header}**", "", "| figure | through AdmitOne | raw counterpart | ratio / target |", "| --- | --- | --- | --- |"]
+md += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
+open(f"{out}/latest.md", "w").write("\n".join(md) + "\n")
+json.dump({"date": str(datetime.date.today()), "http": http, "pgbench": raw, "redis_reserve_per_second": redis_rps,
+           "server_peak_rss_kib": rss_kib}, open(f"{out}/latest.json", "w"), indent=2)
+print("\n".join(md))
+PY

@@ -1,0 +1,22 @@
+-- pgbench (-M prepared: variables are bound as parameters): the settlement transaction of server/engine/src/settlement.rs,
+-- statement for statement, on pre-made (code, account) pairs. The raw
+-- PostgreSQL figure that `make bench` compares the HTTP figure with.
+\set n random(1, :pairs)
+SELECT code_id AS code, account_id AS acct FROM bench_pairs WHERE n = :n \gset
+BEGIN;
+SELECT code_id FROM access_records WHERE tenant_id = :tenant AND request_id = md5(random()::text);
+SELECT status, valid_from, valid_until, per_learner_limit FROM shares WHERE tenant_id = :tenant AND id = :share;
+SELECT EXISTS (SELECT 1 FROM resources WHERE tenant_id = :tenant AND share_id = :share AND id = :resource);
+SELECT disabled_at IS NULL FROM accounts WHERE id = :acct;
+SELECT id FROM auth_codes WHERE tenant_id = :tenant AND share_id = :share AND bound_principal = :acct AND bound_principal IS NOT NULL FOR UPDATE;
+UPDATE auth_codes SET bound_principal = :acct, first_used_at = now()
+  WHERE tenant_id = :tenant AND share_id = :share AND id = :code AND bound_principal IS NULL AND revoked_at IS NULL RETURNING id;
+SELECT expires_at FROM access_records WHERE tenant_id = :tenant AND share_id = :share AND principal_id = :acct
+  AND resource_id = :resource AND expires_at > now() + interval '7 hours' ORDER BY expires_at DESC LIMIT 1;
+UPDATE auth_codes SET access_count = access_count + 1 WHERE tenant_id = :tenant AND id = :code;
+UPDATE shares SET quota_used = quota_used + 1 WHERE tenant_id = :tenant AND id = :share AND (quota IS NULL OR quota_used < quota);
+INSERT INTO access_records (tenant_id, id, share_id, code_id, principal_id, resource_id, request_id, bound_now, expires_at)
+  VALUES (:tenant, gen_random_uuid(), :share, :code, :acct, :resource, gen_random_uuid()::text, true, now() + interval '6 hours');
+INSERT INTO outbox (tenant_id, id, event_type, payload) VALUES (:tenant, gen_random_uuid(), 'code.bound', '{}');
+INSERT INTO outbox (tenant_id, id, event_type, payload) VALUES (:tenant, gen_random_uuid(), 'access.recorded', '{}');
+COMMIT;

@@ -1,0 +1,346 @@
+//! `loadgen`: the HTTP side of `make bench` (see `scripts/bench.sh`).
+//!
+//! Drives a running server through its public JSON API the way learners do
+//! and prints one JSON object of figures: issuing 100,000 codes, first-access
+//! settlements at two concurrencies, returning-learner accesses, and the
+//! hot-code stampede. Learner accounts are inserted straight into the
+//! database (with one real argon2 hash) so that the benchmark measures
+//! settlement, not account creation; they sign in through the API.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use clap::Parser;
+use futures::{StreamExt as _, stream};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+#[derive(Parser)]
+struct Args {
+    #[arg(long)]
+    base_url: String,
+    #[arg(long, env = "DATABASE_URL")]
+    database_url: String,
+    #[arg(long)]
+    admin_email: String,
+    #[arg(long)]
+    admin_password: String,
+    #[arg(long)]
+    tenant_id: Uuid,
+    /// First accesses measured at each concurrency.
+    #[arg(long, default_value_t = 1_000)]
+    first_accesses: usize,
+    /// Claims in the hot-code stampede.
+    #[arg(long, default_value_t = 1_000)]
+    hot_claims: usize,
+}
+
+const PASSWORD: &str = "bench password 1234";
+
+fn client() -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .pool_max_idle_per_host(4)
+        .build()?)
+}
+
+async fn post(client: &reqwest::Client, url: String, body: Value) -> anyhow::Result<Value> {
+    let response = client
+        .post(&url)
+        .json(&body)
+        .send()
+        .await
+        .with_context(|| format!("POST {url}"))?;
+    let status = response.status();
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    anyhow::ensure!(status.is_success(), "POST {url}: {status} {body}");
+    Ok(body)
+}
+
+struct Share {
+    slug: String,
+    resource: Uuid,
+    id: Uuid,
+}
+
+async fn new_share(
+    admin: &reqwest::Client,
+    base: &str,
+    tenant: Uuid,
+    title: &str,
+) -> anyhow::Result<Share> {
+    let share = post(
+        admin,
+        format!("{base}/api/v1/tenants/{tenant}/shares"),
+        json!({ "title": title, "status": "active" }),
+    )
+    .await?;
+    let id: Uuid = share["id"].as_str().context("share id")?.parse()?;
+    let part = reqwest::multipart::Part::bytes(vec![7u8; 4096])
+        .file_name("lesson.mp4")
+        .mime_str("video/mp4")?;
+    let form = reqwest::multipart::Form::new()
+        .text("title", "Lesson")
+        .part("file", part);
+    let resource: Value = admin
+        .post(format!("{base}/api/v1/shares/{id}/resources"))
+        .multipart(form)
+        .send()
+        .await?
+        .json()
+        .await?;
+    Ok(Share {
+        slug: share["slug"].as_str().context("slug")?.to_owned(),
+        resource: resource["id"].as_str().context("resource id")?.parse()?,
+        id,
+    })
+}
+
+async fn issue(
+    admin: &reqwest::Client,
+    base: &str,
+    share: Uuid,
+    count: usize,
+) -> anyhow::Result<Vec<String>> {
+    let body = post(
+        admin,
+        format!("{base}/api/v1/shares/{share}/codes"),
+        json!({ "count": count }),
+    )
+    .await?;
+    Ok(body["codes"]
+        .as_array()
+        .context("codes")?
+        .iter()
+        .filter_map(|c| c["code"].as_str().map(str::to_owned))
+        .collect())
+}
+
+/// `n` signed-in learners.
+async fn learners(
+    args: &Args,
+    pool: &sqlx::PgPool,
+    n: usize,
+) -> anyhow::Result<Vec<reqwest::Client>> {
+    use engine::accounts::{Password, hash_password};
+    let hash = hash_password(&Password::parse(secrecy::SecretString::from(PASSWORD))?).await?;
+    let ids: Vec<Uuid> = (0..n).map(|_| Uuid::now_v7()).collect();
+    let emails: Vec<String> = ids
+        .iter()
+        .map(|id| format!("bench-{id}@example.com"))
+        .collect();
+    sqlx::query(
+        "INSERT INTO accounts (id, email, display_name, password_hash)
+         SELECT id, email, 'Bench', $3 FROM UNNEST($1::uuid[], $2::text[]) AS l(id, email)",
+    )
+    .bind(&ids)
+    .bind(&emails)
+    .bind(&hash)
+    .execute(pool)
+    .await?;
+    let base = args.base_url.clone();
+    stream::iter(emails)
+        .map(|email| {
+            let base = base.clone();
+            async move {
+                let c = client()?;
+                post(
+                    &c,
+                    format!("{base}/api/v1/auth/login"),
+                    json!({ "email": email, "password": PASSWORD }),
+                )
+                .await?;
+                anyhow::Ok(c)
+            }
+        })
+        .buffer_unordered(16)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect()
+}
+
+/// Latencies of one run and its wall time.
+struct Run {
+    latencies: Vec<Duration>,
+    wall: Duration,
+    statuses: std::collections::BTreeMap<String, usize>,
+}
+
+impl Run {
+    fn figures(&self) -> Value {
+        let mut l = self.latencies.clone();
+        l.sort();
+        let pct = |p: f64| {
+            l.get(((l.len() as f64 - 1.0) * p).round() as usize)
+                .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+        };
+        json!({
+            "requests": l.len(),
+            "per_second": l.len() as f64 / self.wall.as_secs_f64(),
+            "p50_ms": pct(0.50),
+            "p99_ms": pct(0.99),
+            "outcomes": self.statuses,
+        })
+    }
+}
+
+/// Opens the share's resource once per client, `concurrency` at a time.
+async fn open_all(
+    base: &str,
+    share: &Share,
+    clients: &[reqwest::Client],
+    concurrency: usize,
+) -> Run {
+    let url = format!(
+        "{base}/api/v1/s/{}/resources/{}/content",
+        share.slug, share.resource
+    );
+    let started = Instant::now();
+    let results: Vec<(Duration, String)> = stream::iter(clients)
+        .map(|c| {
+            let url = url.clone();
+            async move {
+                let t = Instant::now();
+                let outcome = match c.get(&url).send().await {
+                    Ok(r) if r.status().is_success() => {
+                        let _ = r.bytes().await;
+                        "ok".to_owned()
+                    }
+                    Ok(r) => r
+                        .json::<Value>()
+                        .await
+                        .ok()
+                        .and_then(|v| v["error"].as_str().map(str::to_owned))
+                        .unwrap_or_else(|| "error".into()),
+                    Err(_) => "transport".into(),
+                };
+                (t.elapsed(), outcome)
+            }
+        })
+        .buffer_unordered(concurrency)
+        .collect()
+        .await;
+    let wall = started.elapsed();
+    let mut statuses = std::collections::BTreeMap::new();
+    for (_, outcome) in &results {
+        *statuses.entry(outcome.clone()).or_insert(0) += 1;
+    }
+    Run {
+        latencies: results.into_iter().map(|(d, _)| d).collect(),
+        wall,
+        statuses,
+    }
+}
+
+async fn enter_codes(
+    base: &str,
+    share: &Share,
+    clients: &[reqwest::Client],
+    codes: &[String],
+) -> anyhow::Result<()> {
+    let url = format!("{base}/api/v1/s/{}/code", share.slug);
+    let results: Vec<anyhow::Result<Value>> = stream::iter(clients.iter().zip(codes))
+        .map(|(c, code)| post(c, url.clone(), json!({ "code": code })))
+        .buffer_unordered(32)
+        .collect()
+        .await;
+    for r in results {
+        r?;
+    }
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let base = args.base_url.trim_end_matches('/').to_owned();
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(4)
+        .connect(&args.database_url)
+        .await
+        .context("connecting to the bench database")?;
+    let admin = client()?;
+    post(
+        &admin,
+        format!("{base}/api/v1/auth/login"),
+        json!({ "email": args.admin_email, "password": args.admin_password }),
+    )
+    .await?;
+
+    // (f) Issuing 100,000 codes in one request.
+    let big = new_share(&admin, &base, args.tenant_id, "Issuing").await?;
+    let t = Instant::now();
+    let issued = issue(&admin, &base, big.id, 100_000).await?.len();
+    let issue_secs = t.elapsed().as_secs_f64();
+    eprintln!("issued {issued} codes in {issue_secs:.2} s");
+
+    let n = args.first_accesses;
+    let crowd = learners(&args, &pool, (2 * n).max(args.hot_claims)).await?;
+    eprintln!("{} learners signed in", crowd.len());
+
+    // (c) First accesses at 16 and 64 concurrent clients: each learner binds its own code.
+    let mut first = serde_json::Map::new();
+    let mut returning = Value::Null;
+    for (i, concurrency) in [16usize, 64].into_iter().enumerate() {
+        let share = new_share(
+            &admin,
+            &base,
+            args.tenant_id,
+            &format!("First access c{concurrency}"),
+        )
+        .await?;
+        let clients = &crowd[i * n..(i + 1) * n];
+        let codes = issue(&admin, &base, share.id, n).await?;
+        enter_codes(&base, &share, clients, &codes).await?;
+        let run = open_all(&base, &share, clients, concurrency).await;
+        eprintln!("first access c={concurrency}: {}", run.figures());
+        first.insert(format!("c{concurrency}"), run.figures());
+        if concurrency == 64 {
+            // (d) The same learners come back: decided by their binding.
+            let run = open_all(&base, &share, clients, 64).await;
+            eprintln!("returning c=64: {}", run.figures());
+            returning = run.figures();
+        }
+    }
+
+    // (e) The hot code: every claim at once on one code.
+    let hot = new_share(&admin, &base, args.tenant_id, "Hot code").await?;
+    let code = issue(&admin, &base, hot.id, 1).await?.remove(0);
+    let claimers = &crowd[..args.hot_claims];
+    let codes = vec![code; claimers.len()];
+    enter_codes(&base, &hot, claimers, &codes).await?;
+    let run = open_all(&base, &hot, claimers, claimers.len()).await;
+    let winners = run.statuses.get("ok").copied().unwrap_or(0);
+    let in_redis = run.statuses.get("busy_retry").copied().unwrap_or(0);
+    let in_pg = run.statuses.get("code_bound").copied().unwrap_or(0);
+    let losers = claimers.len() - winners;
+    let bound: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM auth_codes WHERE share_id = $1 AND bound_principal IS NOT NULL",
+    )
+    .bind(hot.id)
+    .fetch_one(&pool)
+    .await?;
+    let hot_figures = json!({
+        "claims": claimers.len(),
+        "winners": winners,
+        "bound_in_db": bound,
+        "losers_stopped_in_redis": in_redis,
+        "losers_reaching_postgres": in_pg,
+        "stopped_in_redis_pct": if losers == 0 { 100.0 } else { 100.0 * in_redis as f64 / losers as f64 },
+        "outcomes": run.statuses,
+    });
+    eprintln!("hot code: {hot_figures}");
+
+    println!(
+        "{}",
+        json!({
+            "issue_100k_secs": issue_secs,
+            "first_access": first,
+            "returning_access_c64": returning,
+            "hot_code": hot_figures,
+        })
+    );
+    Ok(())
+}
