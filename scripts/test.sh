@@ -33,3 +33,9 @@ cargo leptos build
 step "end-to-end tests (Playwright, chromium)"
 cd end2end
 npx playwright test
+
+step "release build hydrates (cargo leptos build --release, shell spec)"
+cd "$REPO_ROOT"
+cargo leptos build --release
+cd end2end
+SERVER_BIN="$CARGO_TARGET_DIR/release/server" npx playwright test tests/shell.spec.ts

@@ -140,59 +140,70 @@ async fn a_bound_learner_never_spends_a_second_code(pool: PgPool) {
     assert_invariants(&app, "after case 3").await;
 }
 
-/// Case 4: a failure inside the settlement transaction leaves nothing.
+/// Case 4: a failure inside the settlement transaction leaves nothing,
+/// for 100 concurrent first accesses at each fault point.
 #[sqlx::test(migrations = "../migrations")]
 async fn a_failure_inside_the_transaction_leaves_nothing(pool: PgPool) {
-    for fault in [
+    let faults = [
         FaultPoint::AfterBind,
         FaultPoint::AfterLearnerDebit,
         FaultPoint::AfterShareDebit,
         FaultPoint::AfterRecord,
-    ] {
+    ];
+    let rounds_per_fault = repeats().div_ceil(faults.len());
+    for fault in faults {
         let options = engine::settlement::SettlementOptions {
             fault: Some(fault),
             ..load_settings().settlement_options()
         };
         let app = spawn_app_with_settlement(pool.clone(), load_settings(), options).await;
         let admin = admin(&app).await;
-        let (_, client) = learners(&app, 1).await.remove(0);
-        let course = course::course(&app, &admin, json!({})).await;
-        let code = issue(&app, &admin, course.share, 1).await.remove(0).1;
-        assert_eq!(
-            enter_code(&app, &client, &course.slug, &code)
-                .await
-                .status(),
-            200
-        );
-        let outbox_before: i64 =
-            sqlx::query_scalar("SELECT count(*) FROM outbox WHERE event_type <> 'batch.issued'")
-                .fetch_one(&app.pool)
-                .await
-                .expect("outbox");
-        let response = open(&app, &client, &course, None).await;
-        assert_eq!(response.status(), 500, "{fault:?}");
-        assert_eq!(
-            state_of(&app, course.share).await,
-            ShareState {
-                bound: 0,
-                quota_used: 0,
-                records: 0
-            },
-            "{fault:?}"
-        );
-        let (access_count, outbox_after): (i32, i64) = sqlx::query_as(
-            "SELECT (SELECT access_count FROM auth_codes WHERE share_id = $1),
-                    (SELECT count(*) FROM outbox WHERE event_type <> 'batch.issued')",
-        )
-        .bind(course.share)
-        .fetch_one(&app.pool)
-        .await
-        .expect("state");
-        assert_eq!(
-            (access_count, outbox_after),
-            (0, outbox_before),
-            "{fault:?}"
-        );
+        let crowd = learners(&app, 100).await;
+        for round in 0..rounds_per_fault {
+            let course = course::course(&app, &admin, json!({})).await;
+            let codes = issue(&app, &admin, course.share, crowd.len()).await;
+            let entered = join_all(
+                crowd
+                    .iter()
+                    .zip(&codes)
+                    .map(|((_, c), (_, code))| enter_code(&app, c, &course.slug, code)),
+            )
+            .await;
+            assert!(entered.iter().all(|r| r.status() == 200));
+            let outbox_before: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM outbox WHERE event_type <> 'batch.issued'",
+            )
+            .fetch_one(&app.pool)
+            .await
+            .expect("outbox");
+            let opened = join_all(crowd.iter().map(|(_, c)| open(&app, c, &course, None))).await;
+            assert!(
+                opened.iter().all(|r| r.status() == 500),
+                "{fault:?} round {round}: every attempt failed"
+            );
+            assert_eq!(
+                state_of(&app, course.share).await,
+                ShareState {
+                    bound: 0,
+                    quota_used: 0,
+                    records: 0
+                },
+                "{fault:?} round {round}"
+            );
+            let (counted, outbox_after): (i64, i64) = sqlx::query_as(
+                "SELECT (SELECT coalesce(sum(access_count), 0) FROM auth_codes WHERE share_id = $1),
+                        (SELECT count(*) FROM outbox WHERE event_type <> 'batch.issued')",
+            )
+            .bind(course.share)
+            .fetch_one(&app.pool)
+            .await
+            .expect("state");
+            assert_eq!(
+                (counted, outbox_after),
+                (0, outbox_before),
+                "{fault:?} round {round}"
+            );
+        }
         assert_invariants(&app, &format!("{fault:?}")).await;
     }
 }
@@ -206,7 +217,7 @@ async fn with_reservations_expiring_instantly_the_code_is_still_bound_once(pool:
         ..load_settings().settlement_options()
     };
     let app = spawn_app_with_settlement(pool, load_settings(), options).await;
-    race_for_one_code(&app, 50, repeats().min(10), "ttl 1ms").await;
+    race_for_one_code(&app, 100, repeats(), "ttl 1ms").await;
 }
 
 /// Makes every use of `key` fail in Redis (a hash where a string is
@@ -232,8 +243,8 @@ async fn with_the_reservation_failing_db_only_still_binds_once(pool: PgPool) {
     };
     let app = spawn_app_with_settlement(pool, load_settings(), options).await;
     let admin = admin(&app).await;
-    let crowd = learners(&app, 50).await;
-    for round in 0..repeats().min(10) {
+    let crowd = learners(&app, 100).await;
+    for round in 0..repeats() {
         let course = course::course(&app, &admin, json!({})).await;
         let (code_id, code) = issue(&app, &admin, course.share, 1).await.remove(0);
         join_all(
@@ -414,8 +425,9 @@ async fn race_for_one_code(
     assert_invariants(app, context).await;
 }
 
-/// Case 6: the process dies after COMMIT, before answering; the client
-/// retries (against another instance) and nothing is spent twice.
+/// Case 6: the process dies after COMMIT, before answering, for 100
+/// concurrent first accesses; every client retries against another instance
+/// and finds its committed result; nothing is spent twice.
 #[sqlx::test(migrations = "../migrations")]
 async fn a_retry_after_a_crash_past_commit_finds_the_committed_binding(pool: PgPool) {
     use reqwest::cookie::CookieStore as _;
@@ -432,63 +444,94 @@ async fn a_retry_after_a_crash_past_commit_finds_the_committed_binding(pool: PgP
     let faulty = spawn_app_with_settlement(pool.clone(), settings.clone(), dying).await;
     let healthy = spawn_app_with(pool, settings).await;
     let admin = admin(&faulty).await;
-    let (learner, _) = learners(&faulty, 1).await.remove(0);
-    let jar = std::sync::Arc::new(reqwest::cookie::Jar::default());
-    let client = reqwest::Client::builder()
-        .cookie_provider(jar.clone())
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .expect("client");
-    faulty
-        .login_as(
-            &client,
-            &format!("learner-{learner}@example.com"),
-            course::PASSWORD,
-        )
-        .await;
-    let course = course::course(&faulty, &admin, json!({})).await;
-    let code = issue(&faulty, &admin, course.share, 1).await.remove(0).1;
-    assert_eq!(
-        enter_code(&faulty, &client, &course.slug, &code)
-            .await
-            .status(),
-        200
-    );
-
-    let key = Uuid::new_v4().to_string();
-    assert_eq!(
-        open(&faulty, &client, &course, Some(&key)).await.status(),
-        500,
-        "no answer after commit"
-    );
-    assert_eq!(
-        state_of(&faulty, course.share).await,
-        ShareState {
-            bound: 1,
-            quota_used: 1,
-            records: 1
-        }
-    );
-
-    // The browser retries against the other instance with its session.
     let from: reqwest::Url = faulty.address.parse().expect("url");
     let to: reqwest::Url = healthy.address.parse().expect("url");
-    let cookies = jar.cookies(&from).expect("session cookie");
-    for cookie in cookies.to_str().expect("ascii").split("; ") {
-        jar.add_cookie_str(cookie, &to);
+    // Browsers with their own cookie jars, signed in on the faulty instance
+    // and carrying the same session to the healthy one.
+    let mut browsers = Vec::new();
+    for (learner, _) in learners(&faulty, 100).await {
+        let jar = std::sync::Arc::new(reqwest::cookie::Jar::default());
+        let client = reqwest::Client::builder()
+            .cookie_provider(jar.clone())
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("client");
+        browsers.push((learner, jar, client));
     }
-    let retry = open(&healthy, &client, &course, Some(&key)).await;
-    assert_eq!(retry.status(), 200);
-    assert_eq!(retry.headers()["x-admitone-access"], "replayed");
-    assert_eq!(
-        state_of(&healthy, course.share).await,
-        ShareState {
-            bound: 1,
-            quota_used: 1,
-            records: 1
+    let emails: Vec<String> = browsers
+        .iter()
+        .map(|(l, _, _)| format!("learner-{l}@example.com"))
+        .collect();
+    join_all(
+        browsers
+            .iter()
+            .zip(&emails)
+            .map(|((_, _, client), email)| faulty.login_as(client, email, course::PASSWORD)),
+    )
+    .await;
+    for (_, jar, _) in &browsers {
+        let cookies = jar.cookies(&from).expect("session cookie");
+        for cookie in cookies.to_str().expect("ascii").split("; ") {
+            jar.add_cookie_str(cookie, &to);
         }
-    );
-    assert_invariants(&healthy, "after the crash").await;
+    }
+    for round in 0..repeats() {
+        let course = course::course(&faulty, &admin, json!({})).await;
+        let codes = issue(&faulty, &admin, course.share, browsers.len()).await;
+        join_all(
+            browsers
+                .iter()
+                .zip(&codes)
+                .map(|((_, _, c), (_, code))| enter_code(&faulty, c, &course.slug, code)),
+        )
+        .await;
+        let keys: Vec<String> = browsers
+            .iter()
+            .map(|_| Uuid::new_v4().to_string())
+            .collect();
+        let first = join_all(
+            browsers
+                .iter()
+                .zip(&keys)
+                .map(|((_, _, c), k)| open(&faulty, c, &course, Some(k))),
+        )
+        .await;
+        assert!(
+            first.iter().all(|r| r.status() == 500),
+            "round {round}: no answer after commit"
+        );
+        let n = i64::try_from(browsers.len()).expect("small");
+        assert_eq!(
+            state_of(&faulty, course.share).await,
+            ShareState {
+                bound: n,
+                quota_used: n,
+                records: n
+            }
+        );
+
+        let retries = join_all(
+            browsers
+                .iter()
+                .zip(&keys)
+                .map(|((_, _, c), k)| open(&healthy, c, &course, Some(k))),
+        )
+        .await;
+        for retry in retries {
+            assert_eq!(retry.status(), 200, "round {round}");
+            assert_eq!(retry.headers()["x-admitone-access"], "replayed");
+        }
+        assert_eq!(
+            state_of(&healthy, course.share).await,
+            ShareState {
+                bound: n,
+                quota_used: n,
+                records: n
+            },
+            "round {round}: nothing spent twice"
+        );
+    }
+    assert_invariants(&healthy, "after the crashes").await;
 }
 
 /// Paused, closed, exhausted and revoked: refused with the right error and
