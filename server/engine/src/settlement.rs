@@ -161,7 +161,9 @@ pub enum SettlementError {
     AccountDisabled,
     #[error("no such resource")]
     ResourceNotFound,
-    #[error("this request id was already used for another request")]
+    #[error(
+        "this request id was already used for another request, or its access has ended; retry with a new one"
+    )]
     RequestIdReused,
     #[error("a request id is 1 to 200 visible characters")]
     InvalidRequestId,
@@ -343,7 +345,10 @@ impl Settler {
                 .keys()
                 .reservation_user(share.tenant_id, share.id, request.principal.0),
         };
-        let owner = request.request_id.as_str();
+        // Request ids are chosen by callers: scope the owner to the learner
+        // so that two learners picking the same id never share a reservation.
+        let owner = format!("{}:{}", request.principal.0, request.request_id.as_str());
+        let owner = owner.as_str();
         let mut answer = self
             .reserver
             .reserve(redis, &keys, owner, self.options.reservation_ttl)
@@ -446,18 +451,39 @@ impl Settler {
         let mut tx: Transaction<'_, Postgres> =
             pool.begin().await.context("starting the settlement")?;
 
-        // A retry of an attempt that committed gets its first result.
+        // A retry of an attempt that committed gets its first result, but
+        // only while that result still holds: the grant is live, the code is
+        // still this learner's and not revoked.
         if let Some(previous) = sqlx::query!(
-            "SELECT code_id, principal_id, resource_id, bound_now, expires_at
-             FROM access_records WHERE tenant_id = $1 AND request_id = $2",
+            "SELECT code_id, resource_id, bound_now, expires_at
+             FROM access_records WHERE tenant_id = $1 AND principal_id = $2 AND request_id = $3",
             tenant,
+            principal,
             request.request_id.as_str(),
         )
         .fetch_optional(&mut *tx)
         .await
         .context("looking for an earlier attempt")?
         {
-            if previous.principal_id != principal || previous.resource_id != request.resource {
+            if previous.resource_id != request.resource {
+                return Err(SettlementError::RequestIdReused.into());
+            }
+            let code = sqlx::query!(
+                r#"SELECT bound_principal, revoked_at IS NOT NULL AS "revoked!" FROM auth_codes
+                   WHERE tenant_id = $1 AND id = $2 FOR SHARE"#,
+                tenant,
+                previous.code_id,
+            )
+            .fetch_one(&mut *tx)
+            .await
+            .context("re-checking a replayed attempt's code")?;
+            if code.revoked {
+                return Err(SettlementError::CodeRevoked.into());
+            }
+            if code.bound_principal != Some(principal) {
+                return Err(SettlementError::CodeRequired.into());
+            }
+            if previous.expires_at <= OffsetDateTime::now_utc() {
                 return Err(SettlementError::RequestIdReused.into());
             }
             return Ok(Grant {
@@ -559,7 +585,8 @@ impl Settler {
                         .context("re-reading a code after losing it")?
                         .ok_or(SettlementError::WrongShare)?;
                         match state.bound_principal {
-                            Some(p) if p == principal && !state.revoked => (code, false),
+                            _ if state.revoked => return Err(SettlementError::CodeRevoked.into()),
+                            Some(p) if p == principal => (code, false),
                             Some(_) => return Err(SettlementError::CodeBound.into()),
                             None => return Err(SettlementError::CodeRevoked.into()),
                         }

@@ -703,7 +703,8 @@ pub async fn revoke_code(
 /// Unbinds a bound code (the learner changed account): the learner loses
 /// access at once; the code becomes usable again, or stays revoked when
 /// `revoke` is set. The only path that may change a binding (see the
-/// `auth_codes_keep_binding` trigger); audited with its reason.
+/// `auth_codes_keep_binding` trigger); audited with its reason. Returns the
+/// code's state afterwards (`unused` or `revoked`).
 pub async fn unbind_code(
     pool: &PgPool,
     tenant: TenantId,
@@ -711,7 +712,7 @@ pub async fn unbind_code(
     code: Uuid,
     reason: &str,
     revoke: bool,
-) -> Result<(), ShareError> {
+) -> Result<&'static str, ShareError> {
     let reason = reason.trim();
     if !(1..=500).contains(&reason.chars().count()) {
         return Err(ShareError::InvalidReason);
@@ -731,16 +732,17 @@ pub async fn unbind_code(
     .context("locking the code")?
     .ok_or(ShareError::CodeNotFound)?;
     let principal = before.bound_principal.ok_or(ShareError::CodeNotBound)?;
-    sqlx::query!(
-        "UPDATE auth_codes
-         SET bound_principal = NULL, first_used_at = NULL, access_count = 0,
-             revoked_at = CASE WHEN $3 THEN coalesce(revoked_at, now()) ELSE revoked_at END
-         WHERE tenant_id = $1 AND id = $2",
+    let revoked = sqlx::query_scalar!(
+        r#"UPDATE auth_codes
+           SET bound_principal = NULL, first_used_at = NULL, access_count = 0,
+               revoked_at = CASE WHEN $3 THEN coalesce(revoked_at, now()) ELSE revoked_at END
+           WHERE tenant_id = $1 AND id = $2
+           RETURNING revoked_at IS NOT NULL AS "revoked!""#,
         tenant.0,
         code,
         revoke,
     )
-    .execute(&mut *tx)
+    .fetch_one(&mut *tx)
     .await
     .context("unbinding the code")?;
     end_live_grants(&mut tx, tenant, code).await?;
@@ -765,7 +767,7 @@ pub async fn unbind_code(
     )
     .await?;
     tx.commit().await.context("committing the unbind")?;
-    Ok(())
+    Ok(if revoked { "revoked" } else { "unused" })
 }
 
 #[cfg(test)]

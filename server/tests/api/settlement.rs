@@ -998,3 +998,175 @@ async fn oversized_uploads_are_refused_and_leave_nothing(pool: PgPool) {
         .expect("count");
     assert_eq!(resources, 0);
 }
+
+/// A replayed request id answers only while its result still holds:
+/// never after the code was revoked or unbound.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_replayed_request_id_never_outlives_revocation_or_unbinding(pool: PgPool) {
+    let app = spawn_app_with(pool, load_settings()).await;
+    let admin = admin(&app).await;
+    let people = learners(&app, 2).await;
+    for revoke in [true, false] {
+        let course = course::course(&app, &admin, json!({})).await;
+        let (code_id, code) = issue(&app, &admin, course.share, 1).await.remove(0);
+        let client = &people[0].1;
+        assert_eq!(
+            enter_code(&app, client, &course.slug, &code).await.status(),
+            200
+        );
+        let key = Uuid::new_v4().to_string();
+        assert_eq!(open(&app, client, &course, Some(&key)).await.status(), 200);
+        assert_eq!(
+            open(&app, client, &course, Some(&key)).await.headers()["x-admitone-access"],
+            "replayed"
+        );
+        let action = if revoke {
+            post_json(
+                &app,
+                &admin.client,
+                &format!("/api/v1/codes/{code_id}/revoke"),
+                json!({}),
+            )
+            .await
+        } else {
+            post_json(
+                &app,
+                &admin.client,
+                &format!("/api/v1/codes/{code_id}/unbind"),
+                json!({ "reason": "moved" }),
+            )
+            .await
+        };
+        assert_eq!(action.status(), 200);
+        let expected = if revoke {
+            (409, "code_revoked".to_owned())
+        } else {
+            (403, "code_required".to_owned())
+        };
+        assert_eq!(
+            error_of(open(&app, client, &course, Some(&key)).await).await,
+            expected,
+            "revoke={revoke}"
+        );
+    }
+    assert_invariants(&app, "replays").await;
+}
+
+/// Two learners who happen to send the same Idempotency-Key do not see or
+/// block each other.
+#[sqlx::test(migrations = "../migrations")]
+async fn request_ids_belong_to_their_learner(pool: PgPool) {
+    let app = spawn_app_with(pool, load_settings()).await;
+    let admin = admin(&app).await;
+    let people = learners(&app, 2).await;
+    let course = course::course(&app, &admin, json!({})).await;
+    let codes = issue(&app, &admin, course.share, 2).await;
+    for ((_, client), (_, code)) in people.iter().zip(&codes) {
+        assert_eq!(
+            enter_code(&app, client, &course.slug, code).await.status(),
+            200
+        );
+    }
+    let both = join_all(
+        people
+            .iter()
+            .map(|(_, c)| open(&app, c, &course, Some("1"))),
+    )
+    .await;
+    for response in both {
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["x-admitone-access"], "bound");
+    }
+    assert_eq!(
+        state_of(&app, course.share).await,
+        ShareState {
+            bound: 2,
+            quota_used: 2,
+            records: 2
+        }
+    );
+}
+
+/// A cross-site navigation never binds a pending code.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_cross_site_request_cannot_bind_a_pending_code(pool: PgPool) {
+    let app = spawn_app_with(pool, load_settings()).await;
+    let admin = admin(&app).await;
+    let (_, client) = learners(&app, 1).await.remove(0);
+    let course = course::course(&app, &admin, json!({})).await;
+    let code = issue(&app, &admin, course.share, 1).await.remove(0).1;
+    assert_eq!(
+        enter_code(&app, &client, &course.slug, &code)
+            .await
+            .status(),
+        200
+    );
+    let url = format!(
+        "{}/api/v1/s/{}/resources/{}/content",
+        app.address, course.slug, course.resource
+    );
+    let forged = client
+        .get(&url)
+        .header("sec-fetch-site", "cross-site")
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(error_of(forged).await, (403, "code_required".into()));
+    assert_eq!(state_of(&app, course.share).await.bound, 0);
+    let own = client
+        .get(&url)
+        .header("sec-fetch-site", "same-origin")
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(own.status(), 200);
+    // Once bound, the learner's own links from elsewhere work.
+    let from_mail = client
+        .get(&url)
+        .header("sec-fetch-site", "cross-site")
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(from_mail.status(), 200);
+}
+
+/// A video player's parallel Range requests on a first access all succeed:
+/// the learner's own requests wait for each other instead of failing.
+#[sqlx::test(migrations = "../migrations")]
+async fn parallel_range_requests_of_a_first_access_all_succeed(pool: PgPool) {
+    let app = spawn_app_with(pool, load_settings()).await;
+    let admin = admin(&app).await;
+    let (_, client) = learners(&app, 1).await.remove(0);
+    for round in 0..repeats().min(5) {
+        let course = course::course(&app, &admin, json!({})).await;
+        let code = issue(&app, &admin, course.share, 1).await.remove(0).1;
+        assert_eq!(
+            enter_code(&app, &client, &course.slug, &code)
+                .await
+                .status(),
+            200
+        );
+        let url = format!(
+            "{}/api/v1/s/{}/resources/{}/content",
+            app.address, course.slug, course.resource
+        );
+        let ranges = join_all((0..8).map(|i| {
+            client
+                .get(&url)
+                .header("range", format!("bytes={i}-{}", i + 1))
+                .send()
+        }))
+        .await;
+        for response in ranges {
+            assert_eq!(response.expect("request").status(), 206, "round {round}");
+        }
+        assert_eq!(
+            state_of(&app, course.share).await,
+            ShareState {
+                bound: 1,
+                quota_used: 1,
+                records: 1
+            }
+        );
+    }
+}

@@ -11,16 +11,18 @@
 --   1  the code is held by another attempt; nothing was written
 --   2  the learner is busy with another attempt; nothing was written
 --
--- Both keys are checked before either is written, so no branch leaves half a
--- reservation behind. A reservation only turns losers away early: the
+-- The learner is checked first: a learner's own parallel requests (a video
+-- player's Range requests) hold both keys, and must learn "busy, wait for
+-- yourself" (2), not "someone else holds the code" (1). Both keys are
+-- checked before either is written, so no branch leaves half a reservation. A reservation only turns losers away early: the
 -- PostgreSQL settlement decides.
-local code_owner = redis.call('GET', KEYS[1])
 local user_owner = redis.call('GET', KEYS[2])
-if code_owner and code_owner ~= ARGV[1] then
-  return 1
-end
+local code_owner = redis.call('GET', KEYS[1])
 if user_owner and user_owner ~= ARGV[1] then
   return 2
+end
+if code_owner and code_owner ~= ARGV[1] then
+  return 1
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])

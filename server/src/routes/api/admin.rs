@@ -95,20 +95,74 @@ pub async fn upload_resource(
     let (share, admin) = admin_of_share(&state, &session, &share_id).await?;
     let resource_id = Uuid::now_v7();
     let key = Storage::key_for(share.tenant_id, share.id, resource_id);
+    let stored = store_upload(&state, &key, &mut multipart).await;
+    let result = match stored {
+        Ok((title, size, content_type)) => shares::add_resource(
+            &state.app.pool,
+            share.tenant(),
+            admin.id,
+            ShareId(share.id),
+            resource_id,
+            &title,
+            &content_type,
+            i64::try_from(size).unwrap_or(i64::MAX),
+            &key,
+        )
+        .await
+        .map_err(ApiError::from),
+        Err(error) => Err(error),
+    };
+    match result {
+        Ok(resource) => Ok((StatusCode::CREATED, Json(resource))),
+        Err(error) => {
+            // Nothing points at stored bytes of a failed upload: remove them.
+            if let Err(cleanup) = state.app.storage.delete(&key).await {
+                tracing::warn!(
+                    error = format!("{cleanup:#}"),
+                    "removing an orphaned upload failed"
+                );
+            }
+            Err(error)
+        }
+    }
+}
+
+/// Longest accepted resource title field, in bytes.
+const MAX_TITLE_BYTES: usize = 1_024;
+
+/// Reads the multipart body: streams `file` into storage, reads a bounded
+/// `title`. Returns (title, size, content type).
+async fn store_upload(
+    state: &ServerState,
+    key: &str,
+    multipart: &mut Multipart,
+) -> Result<(String, u64, String), ApiError> {
     let mut title: Option<String> = None;
     let mut stored: Option<(String, u64, String)> = None;
-    while let Some(field) = multipart
+    while let Some(mut field) = multipart
         .next_field()
         .await
         .map_err(|e| rejection(e, "invalid_multipart"))?
     {
         match field.name() {
             Some("title") => {
+                let mut bytes = Vec::new();
+                while let Some(chunk) = field
+                    .chunk()
+                    .await
+                    .map_err(|e| rejection(e, "invalid_multipart"))?
+                {
+                    bytes.extend_from_slice(&chunk);
+                    if bytes.len() > MAX_TITLE_BYTES {
+                        return Err(ApiError::invalid(
+                            "title",
+                            "a title needs 1 to 200 visible characters",
+                        ));
+                    }
+                }
                 title = Some(
-                    field
-                        .text()
-                        .await
-                        .map_err(|e| rejection(e, "invalid_multipart"))?,
+                    String::from_utf8(bytes)
+                        .map_err(|_| ApiError::invalid("title", "a title is text"))?,
                 );
             }
             Some("file") if stored.is_none() => {
@@ -121,7 +175,7 @@ pub async fn upload_resource(
                 let size = state
                     .app
                     .storage
-                    .put(&key, field, state.app.max_upload_bytes)
+                    .put(key, field, state.app.max_upload_bytes)
                     .await?;
                 stored = Some((file_name, size, content_type));
             }
@@ -135,31 +189,7 @@ pub async fn upload_resource(
         )
     })?;
     let title = title.filter(|t| !t.trim().is_empty()).unwrap_or(file_name);
-    let resource = shares::add_resource(
-        &state.app.pool,
-        share.tenant(),
-        admin.id,
-        ShareId(share.id),
-        resource_id,
-        &title,
-        &content_type,
-        i64::try_from(size).unwrap_or(i64::MAX),
-        &key,
-    )
-    .await;
-    match resource {
-        Ok(resource) => Ok((StatusCode::CREATED, Json(resource))),
-        Err(error) => {
-            // Nothing points at the stored bytes: remove them.
-            if let Err(cleanup) = state.app.storage.delete(&key).await {
-                tracing::warn!(
-                    error = format!("{cleanup:#}"),
-                    "removing an orphaned upload failed"
-                );
-            }
-            Err(error.into())
-        }
-    }
+    Ok((title, size, content_type))
 }
 
 #[derive(Deserialize)]

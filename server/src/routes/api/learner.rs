@@ -182,7 +182,18 @@ pub async fn content(
     .await?
     .ok_or_else(ApiError::not_found)?;
     let request_id = request_id(&request)?;
-    let pending = pending_code(&session, share.id).await?;
+    // A first access binds a code for good, so it must come from this site:
+    // a cross-site navigation (which SameSite=Lax lets through with the
+    // cookie) may only reach content the learner already holds.
+    let cross_site = request
+        .headers()
+        .get("sec-fetch-site")
+        .is_some_and(|v| v.as_bytes() == b"cross-site");
+    let pending = if cross_site {
+        None
+    } else {
+        pending_code(&session, share.id).await?
+    };
     let settle = SettlementRequest {
         share: share.clone(),
         principal: principal.id,
