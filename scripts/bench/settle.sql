@@ -14,9 +14,9 @@ UPDATE auth_codes SET bound_principal = :acct, first_used_at = now()
 SELECT expires_at FROM access_records WHERE tenant_id = :tenant AND share_id = :share AND principal_id = :acct
   AND resource_id = :resource AND expires_at > now() + interval '7 hours' ORDER BY expires_at DESC LIMIT 1;
 UPDATE auth_codes SET access_count = access_count + 1 WHERE tenant_id = :tenant AND id = :code;
-UPDATE shares SET quota_used = quota_used + 1 WHERE tenant_id = :tenant AND id = :share AND (quota IS NULL OR quota_used < quota);
 INSERT INTO access_records (tenant_id, id, share_id, code_id, principal_id, resource_id, request_id, bound_now, expires_at)
   VALUES (:tenant, gen_random_uuid(), :share, :code, :acct, :resource, gen_random_uuid()::text, true, now() + interval '6 hours');
 INSERT INTO outbox (tenant_id, id, event_type, payload) VALUES (:tenant, gen_random_uuid(), 'code.bound', '{}');
 INSERT INTO outbox (tenant_id, id, event_type, payload) VALUES (:tenant, gen_random_uuid(), 'access.recorded', '{}');
+UPDATE shares SET quota_used = quota_used + 1 WHERE tenant_id = :tenant AND id = :share AND (quota IS NULL OR quota_used < quota);
 COMMIT;

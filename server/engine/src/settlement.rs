@@ -60,8 +60,8 @@ pub enum FailurePolicy {
 pub enum FaultPoint {
     AfterBind,
     AfterLearnerDebit,
-    AfterShareDebit,
     AfterRecord,
+    AfterShareDebit,
     /// After COMMIT, before the answer: the process "dies" with the work
     /// done; a retry must recognise it.
     AfterCommit,
@@ -626,7 +626,8 @@ impl Settler {
             });
         }
 
-        // Debit the learner, then the share: conditional, never below zero.
+        // Debit the learner (the share's counter comes last, see below):
+        // conditional, never past the limit.
         let learner = sqlx::query!(
             "UPDATE auth_codes SET access_count = access_count + 1
              WHERE tenant_id = $1 AND id = $2 AND ($3::integer IS NULL OR access_count < $3)",
@@ -641,19 +642,6 @@ impl Settler {
             return Err(SettlementError::LearnerLimitReached.into());
         }
         self.fault(FaultPoint::AfterLearnerDebit)?;
-        let quota = sqlx::query!(
-            "UPDATE shares SET quota_used = quota_used + 1
-             WHERE tenant_id = $1 AND id = $2 AND (quota IS NULL OR quota_used < quota)",
-            tenant,
-            share_id,
-        )
-        .execute(&mut *tx)
-        .await
-        .context("debiting the share")?;
-        if quota.rows_affected() == 0 {
-            return Err(SettlementError::QuotaExhausted.into());
-        }
-        self.fault(FaultPoint::AfterShareDebit)?;
 
         let ttl =
             time::Duration::try_from(self.options.grant_ttl).context("grant TTL out of range")?;
@@ -706,6 +694,21 @@ impl Settler {
                     "resource_id": request.resource, "access_id": record_id }),
         )
         .await?;
+        // The share's counter last: every settlement in a share updates this
+        // one row, so it is locked for as short a time as possible.
+        let quota = sqlx::query!(
+            "UPDATE shares SET quota_used = quota_used + 1
+             WHERE tenant_id = $1 AND id = $2 AND (quota IS NULL OR quota_used < quota)",
+            tenant,
+            share_id,
+        )
+        .execute(&mut *tx)
+        .await
+        .context("debiting the share")?;
+        if quota.rows_affected() == 0 {
+            return Err(SettlementError::QuotaExhausted.into());
+        }
+        self.fault(FaultPoint::AfterShareDebit)?;
         tx.commit().await.context("committing the settlement")?;
         self.fault(FaultPoint::AfterCommit)?;
         Ok(Grant {

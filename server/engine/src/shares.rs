@@ -42,6 +42,12 @@ pub enum ShareError {
     InvalidLabel,
     #[error("a reason is required (1 to 500 characters)")]
     InvalidReason,
+    #[error(
+        "this batch was already issued as {batch_id} ({count} codes); its codes were shown once, when it was created"
+    )]
+    BatchAlreadyIssued { batch_id: Uuid, count: i32 },
+    #[error("this Idempotency-Key was already used for another request")]
+    IdempotencyKeyReused,
     #[error("no such share")]
     ShareNotFound,
     #[error("no such code")]
@@ -490,15 +496,25 @@ const INSERT_CHUNK: usize = 10_000;
 
 /// Issues `count` new codes for a share in one transaction: multi-row
 /// inserts (`UNNEST`) of digests, never the plain codes.
+/// What an admin asks for when issuing codes.
+#[derive(Debug, Clone)]
+pub struct BatchRequest<'a> {
+    pub share: ShareId,
+    pub count: i64,
+    pub label: &'a str,
+    /// The caller's `Idempotency-Key`: a retry of the same request issues
+    /// nothing new (`BatchAlreadyIssued`).
+    pub idempotency_key: Option<&'a str>,
+}
+
 pub async fn issue_codes(
     pool: &PgPool,
     keyring: &Keyring,
     tenant: TenantId,
     actor: AccountId,
-    share: ShareId,
-    count: i64,
-    label: &str,
+    request: &BatchRequest<'_>,
 ) -> Result<IssuedBatch, ShareError> {
+    let (share, count, label) = (request.share, request.count, request.label);
     let count = usize::try_from(count)
         .ok()
         .filter(|n| (1..=100_000).contains(n))
@@ -512,6 +528,44 @@ pub async fn issue_codes(
         .collect();
     let batch_id = Uuid::now_v7();
     let mut tx = pool.begin().await.context("starting a transaction")?;
+    if let Some(key) = request.idempotency_key {
+        let response = json!({ "batch_id": batch_id, "count": count, "share_id": share.0 });
+        let claimed = sqlx::query_scalar!(
+            "INSERT INTO idempotency_records (tenant_id, key, principal_id, operation, response)
+             VALUES ($1, $2, $3, 'issue_codes', $4)
+             ON CONFLICT (tenant_id, key) DO NOTHING RETURNING key",
+            tenant.0,
+            key,
+            actor.0,
+            response,
+        )
+        .fetch_optional(&mut *tx)
+        .await
+        .context("claiming the idempotency key")?;
+        if claimed.is_none() {
+            drop(tx);
+            let earlier = sqlx::query!(
+                "SELECT principal_id, operation, response FROM idempotency_records WHERE tenant_id = $1 AND key = $2",
+                tenant.0,
+                key,
+            )
+            .fetch_one(pool)
+            .await
+            .context("reading the earlier request")?;
+            let same = earlier.principal_id == actor.0
+                && earlier.operation == "issue_codes"
+                && earlier.response["share_id"] == json!(share.0);
+            if !same {
+                return Err(ShareError::IdempotencyKeyReused);
+            }
+            return Err(ShareError::BatchAlreadyIssued {
+                batch_id: serde_json::from_value(earlier.response["batch_id"].clone())
+                    .context("reading the earlier batch id")?,
+                count: serde_json::from_value(earlier.response["count"].clone())
+                    .context("reading the earlier batch size")?,
+            });
+        }
+    }
     let inserted = sqlx::query!(
         "INSERT INTO code_batches (tenant_id, id, share_id, label, count, created_by)
          SELECT $1, $2, $3, $4, $5, $6 WHERE EXISTS (SELECT 1 FROM shares WHERE tenant_id = $1 AND id = $3)",

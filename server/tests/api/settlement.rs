@@ -1170,3 +1170,61 @@ async fn parallel_range_requests_of_a_first_access_all_succeed(pool: PgPool) {
         );
     }
 }
+
+/// Retrying "issue N codes" with the same Idempotency-Key issues nothing new.
+#[sqlx::test(migrations = "../migrations")]
+async fn issuing_a_batch_is_idempotent_per_key(pool: PgPool) {
+    let app = spawn_app_with(pool, load_settings()).await;
+    let admin = admin(&app).await;
+    let course = course::course(&app, &admin, json!({})).await;
+    let issue_with = |key: &'static str, count: u32| {
+        admin
+            .client
+            .post(format!(
+                "{}/api/v1/shares/{}/codes",
+                app.address, course.share
+            ))
+            .header("idempotency-key", key)
+            .json(&json!({ "count": count }))
+            .send()
+    };
+    let results = join_all((0..5).map(|_| issue_with("batch-1", 10))).await;
+    let mut created = 0;
+    for response in results {
+        let response = response.expect("request");
+        match response.status().as_u16() {
+            201 => created += 1,
+            _ => assert_eq!(
+                error_of(response).await,
+                (409, "batch_already_issued".into())
+            ),
+        }
+    }
+    assert_eq!(created, 1, "one batch for five concurrent tries");
+    let codes: i64 = sqlx::query_scalar("SELECT count(*) FROM auth_codes WHERE share_id = $1")
+        .bind(course.share)
+        .fetch_one(&app.pool)
+        .await
+        .expect("count");
+    assert_eq!(codes, 10);
+    let other = course::course(&app, &admin, json!({})).await;
+    let reused = admin
+        .client
+        .post(format!(
+            "{}/api/v1/shares/{}/codes",
+            app.address, other.share
+        ))
+        .header("idempotency-key", "batch-1")
+        .json(&json!({ "count": 10 }))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(
+        error_of(reused).await,
+        (422, "idempotency_key_reused".into())
+    );
+    assert_eq!(
+        issue_with("batch-2", 3).await.expect("request").status(),
+        201
+    );
+}

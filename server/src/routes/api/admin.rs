@@ -202,18 +202,32 @@ pub async fn issue_codes(
     State(state): State<ServerState>,
     session: Session,
     Path(share_id): Path<String>,
+    headers: axum::http::HeaderMap,
     body: Result<Json<IssueBody>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
     let (share, admin) = admin_of_share(&state, &session, &share_id).await?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
+    let key = match headers.get("idempotency-key") {
+        None => None,
+        Some(value) => {
+            let value = value.to_str().map_err(|_| {
+                ApiError::from(engine::settlement::SettlementError::InvalidRequestId)
+            })?;
+            Some(engine::settlement::RequestId::parse(value)?)
+        }
+    };
+    let request = shares::BatchRequest {
+        share: ShareId(share.id),
+        count: body.count,
+        label: body.label.as_deref().unwrap_or(""),
+        idempotency_key: key.as_ref().map(engine::settlement::RequestId::as_str),
+    };
     let batch = shares::issue_codes(
         &state.app.pool,
         &state.app.keyring,
         share.tenant(),
         admin.id,
-        ShareId(share.id),
-        body.count,
-        body.label.as_deref().unwrap_or(""),
+        &request,
     )
     .await?;
     let codes: Vec<_> = batch

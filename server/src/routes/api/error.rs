@@ -132,6 +132,14 @@ impl From<ShareError> for ApiError {
             ShareError::SlugTaken => {
                 Self::new(StatusCode::CONFLICT, "slug_taken", message).field("slug")
             }
+            ShareError::BatchAlreadyIssued { .. } => {
+                Self::new(StatusCode::CONFLICT, "batch_already_issued", message)
+            }
+            ShareError::IdempotencyKeyReused => Self::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "idempotency_key_reused",
+                message,
+            ),
             ShareError::ShareNotFound | ShareError::CodeNotFound => Self::not_found(),
             ShareError::CodeNotBound => Self::new(StatusCode::CONFLICT, "code_not_bound", message),
             ShareError::Unexpected(e) => Self::unexpected(&e),
