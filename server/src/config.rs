@@ -687,6 +687,43 @@ mod tests {
     }
 
     #[test]
+    fn a_toml_file_overrides_the_defaults_and_typos_are_refused() {
+        let dir = std::env::temp_dir().join(format!("admitone-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let good = dir.join("good.toml");
+        std::fs::write(
+            &good,
+            "[server]\nport = 4100\n[redis]\nkey_prefix = \"staging\"\nfailure_policy = \"db-only\"\n[throttle]\nwindow_secs = 60\n",
+        )
+        .expect("write");
+        let settings = Settings::load(Some(&good)).expect("loads");
+        assert_eq!(settings.server.port, 4100);
+        assert_eq!(settings.redis.key_prefix, "staging");
+        assert_eq!(settings.redis.failure_policy, RedisFailurePolicy::DbOnly);
+        assert_eq!(settings.throttle.window_secs, 60);
+        assert_eq!(
+            settings.throttle.sign_in_per_email, 10,
+            "unset keys keep their defaults"
+        );
+
+        let typo = dir.join("typo.toml");
+        std::fs::write(&typo, "[server]\nprot = 4100\n").expect("write");
+        let error = format!(
+            "{:#}",
+            Settings::load(Some(&typo)).expect_err("unknown key")
+        );
+        assert!(error.contains("prot"), "{error}");
+        let bad_value = dir.join("bad.toml");
+        std::fs::write(&bad_value, "[redis]\nfailure_policy = \"maybe\"\n").expect("write");
+        assert!(Settings::load(Some(&bad_value)).is_err());
+        assert!(
+            Settings::load(Some(&dir.join("missing.toml"))).is_err(),
+            "a named file must exist"
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
     fn s3_storage_names_what_is_missing() {
         let mut s = Settings::default();
         s.storage.backend = StorageBackend::S3;
