@@ -3,22 +3,10 @@ use secrecy::SecretString;
 use server::bootstrap::{DEMO, seed_demo};
 use sqlx::PgPool;
 
-/// The URL of the test's own database (same server as `DATABASE_URL`).
-fn url_of(pool: &PgPool) -> String {
-    let base = std::env::var("DATABASE_URL").expect("DATABASE_URL is set for tests");
-    let db = pool
-        .connect_options()
-        .get_database()
-        .expect("database name")
-        .to_owned();
-    let (server, _) = base.rsplit_once('/').expect("URL with a database");
-    format!("{server}/{db}")
-}
-
 fn run_server(pool: &PgPool, args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_server"))
         .args(args)
-        .env("DATABASE_URL", url_of(pool))
+        .env("DATABASE_URL", crate::helpers::database_url_of(pool))
         .env("RUST_LOG", "warn")
         .output()
         .expect("run the server binary")

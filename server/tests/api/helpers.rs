@@ -126,6 +126,9 @@ pub fn test_settings(redis_url: &str) -> Settings {
     settings.server.shutdown_grace_secs = 1;
     settings.redis.url = SecretString::from(redis_url.to_owned());
     settings.redis.key_prefix = format!("test:{}", uuid::Uuid::new_v4());
+    // Tests check behaviour, not latency: a loaded CI machine must not turn
+    // a slow Redis answer into a 503 (failures are injected explicitly).
+    settings.redis.response_timeout_ms = 5_000;
     settings
 }
 
@@ -177,6 +180,18 @@ fn init_test_logs() {
             .with_test_writer()
             .try_init();
     }
+}
+
+/// The URL of the test's own database (same server as `DATABASE_URL`).
+pub fn database_url_of(pool: &PgPool) -> String {
+    let base = std::env::var("DATABASE_URL").expect("DATABASE_URL is set for tests");
+    let db = pool
+        .connect_options()
+        .get_database()
+        .expect("database name")
+        .to_owned();
+    let (server, _) = base.rsplit_once('/').expect("URL with a database");
+    format!("{server}/{db}")
 }
 
 /// A port nothing listens on right now.

@@ -1,48 +1,61 @@
-//! Secrets never reach the logs or responses.
+//! Secrets never reach the logs or responses: the real server binary runs
+//! with every log line on (`RUST_LOG=trace`, JSON), its output is captured,
+//! and the passwords used against it are searched for.
 
 use std::{
-    io::Write,
-    sync::{Arc, Mutex},
+    process::{Command, Stdio},
+    time::{Duration, Instant},
 };
 
 use sqlx::PgPool;
-use tracing_subscriber::fmt::MakeWriter;
 
-use crate::helpers::spawn_app;
+use crate::helpers::{database_url_of, free_port, new_client, redis_url};
 
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
+/// Kills the server process however the test ends.
+struct Running(std::process::Child);
 
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("lock").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> MakeWriter<'a> for Captured {
-    type Writer = Self;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 
 #[sqlx::test(migrations = "../migrations")]
 async fn passwords_never_appear_in_logs_or_responses(pool: PgPool) {
-    let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(captured.clone())
-        .with_ansi(false)
-        .finish();
-    // `#[sqlx::test]` runs on a current-thread runtime, so the server's tasks
-    // log on this thread, into this subscriber.
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let port = free_port();
+    let log_path = std::env::temp_dir().join(format!("admitone-log-{}.txt", uuid::Uuid::new_v4()));
+    let log = std::fs::File::create(&log_path).expect("log file");
+    let server = Command::new(env!("CARGO_BIN_EXE_server"))
+        .arg("serve")
+        .env("DATABASE_URL", database_url_of(&pool))
+        .env("REDIS_URL", redis_url())
+        .env("APP_SERVER__PORT", port.to_string())
+        .env(
+            "APP_REDIS__KEY_PREFIX",
+            format!("test:{}", uuid::Uuid::new_v4()),
+        )
+        .env("APP_LOG__FORMAT", "json")
+        .env("RUST_LOG", "trace")
+        .stdout(log.try_clone().expect("clone"))
+        .stderr(log)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("start the server");
+    let server = Running(server);
+    let address = format!("http://127.0.0.1:{port}");
+    let client = new_client();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while client
+        .get(format!("{address}/healthz"))
+        .send()
+        .await
+        .is_err()
+    {
+        assert!(Instant::now() < deadline, "server did not start");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 
-    let app = spawn_app(pool).await;
     let first = "Fz9-first-Secret-Passw0rd";
     let wrong = "Qx7-wrong-Secret-Passw0rd";
     let second = "Kp3-second-Secret-Passw0rd";
@@ -91,14 +104,30 @@ async fn passwords_never_appear_in_logs_or_responses(pool: PgPool) {
             ],
         ),
     ] {
-        let response = app.post_form(path, &form).await;
+        let response = client
+            .post(format!("{address}{path}"))
+            .form(&form)
+            .send()
+            .await
+            .expect("request");
         bodies.push(response.text().await.expect("body"));
     }
-    let logs = String::from_utf8(captured.0.lock().expect("lock").clone()).expect("utf-8");
+    let json_login = client
+        .post(format!("{address}/api/v1/auth/login"))
+        .json(&serde_json::json!({ "email": "ada@example.com", "password": wrong }))
+        .send()
+        .await
+        .expect("request");
+    bodies.push(json_login.text().await.expect("body"));
+
+    drop(server);
+    let logs = std::fs::read_to_string(&log_path).expect("read logs");
+    let _ = std::fs::remove_file(&log_path);
     assert!(
         logs.contains("/api/auth/login"),
-        "the capture works: {logs}"
+        "the capture holds the requests' log lines: {logs}"
     );
+    assert!(logs.contains("/api/v1/auth/login"), "and the JSON API's");
     for secret in [first, wrong, second] {
         assert!(!logs.contains(secret), "a password reached the logs");
         for body in &bodies {
