@@ -1,7 +1,7 @@
 use serde_json::Value;
 use sqlx::PgPool;
 
-use crate::helpers::{PrivateRedis, free_port, spawn_app, spawn_app_with, test_settings};
+use crate::helpers::{PrivatePostgres, PrivateRedis, spawn_app, spawn_app_with, test_settings};
 
 #[sqlx::test(migrations = "../migrations")]
 async fn healthz_and_readyz_answer_when_everything_is_up(pool: PgPool) {
@@ -41,18 +41,25 @@ async fn stopping_redis_makes_readyz_name_it_while_healthz_stays_up(pool: PgPool
 }
 
 #[sqlx::test(migrations = "../migrations")]
-async fn unreachable_postgres_makes_readyz_name_it(pool: PgPool) {
-    // A pool whose server is gone: same as a stopped PostgreSQL to the app.
-    let dead = engine::db::connect_lazy(
-        &format!("postgres://postgres@127.0.0.1:{}/nowhere", free_port()),
+async fn stopping_postgres_makes_readyz_name_it_while_healthz_stays_up(pool: PgPool) {
+    drop(pool); // This test needs a PostgreSQL it may stop: its own.
+    let mut postgres = PrivatePostgres::start();
+    let own = engine::db::connect_lazy(
+        &postgres.url(),
         &engine::db::DbOptions {
             acquire_timeout: std::time::Duration::from_millis(500),
             ..Default::default()
         },
     )
     .expect("lazy pool");
-    drop(pool);
-    let app = spawn_app(dead).await;
+    let app = spawn_app(own).await;
+    assert_eq!(
+        app.get("/readyz").await.status(),
+        200,
+        "ready before the fault"
+    );
+
+    postgres.stop();
 
     let ready = app.get("/readyz").await;
     assert_eq!(ready.status(), 503);

@@ -202,6 +202,120 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// A private PostgreSQL (its own data directory and port), stopped and
+/// removed on drop: for tests that stop PostgreSQL (never the shared one).
+/// Uses the installed server binaries (scripts/ensure-tools.sh installs
+/// them); as root, PostgreSQL runs as the `postgres` user, as it requires.
+pub struct PrivatePostgres {
+    bin: std::path::PathBuf,
+    dir: std::path::PathBuf,
+    pub port: u16,
+    running: bool,
+}
+
+impl PrivatePostgres {
+    fn as_postgres_user(program: &std::path::Path) -> Command {
+        let root = Command::new("id")
+            .arg("-u")
+            .output()
+            .map(|o| o.stdout.starts_with(b"0\n"))
+            .unwrap_or(false);
+        if root {
+            let mut command = Command::new("runuser");
+            command.args(["-u", "postgres", "--"]).arg(program);
+            command
+        } else {
+            Command::new(program)
+        }
+    }
+
+    pub fn start() -> Self {
+        let mut versions: Vec<std::path::PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+            .expect("PostgreSQL server binaries (scripts/ensure-tools.sh installs them)")
+            .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+            .filter(|p| p.join("initdb").exists())
+            .collect();
+        versions.sort();
+        let bin = versions.pop().expect("an installed initdb");
+        let dir =
+            std::env::temp_dir().join(format!("admitone-pg-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).expect("data dir");
+        let _ = Command::new("chown")
+            .args(["postgres:", dir.to_str().expect("utf-8")])
+            .status();
+        let run = |mut command: Command, what: &str| {
+            let out = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert!(
+                out.status.success(),
+                "{what}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let data = dir.join("data");
+        let mut initdb = Self::as_postgres_user(&bin.join("initdb"));
+        initdb.args([
+            "-D",
+            data.to_str().expect("utf-8"),
+            "-U",
+            "postgres",
+            "--auth=trust",
+        ]);
+        run(initdb, "initdb");
+        let port = free_port();
+        let mut pg = Self {
+            bin,
+            dir,
+            port,
+            running: false,
+        };
+        let mut start = Self::as_postgres_user(&pg.bin.join("pg_ctl"));
+        start.args([
+            "-D",
+            data.to_str().expect("utf-8"),
+            "-w",
+            "-l",
+            pg.dir.join("server.log").to_str().expect("utf-8"),
+            "-o",
+            &format!(
+                "-p {port} -c listen_addresses=127.0.0.1 -k {}",
+                pg.dir.display()
+            ),
+            "start",
+        ]);
+        run(start, "pg_ctl start");
+        pg.running = true;
+        pg
+    }
+
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// Stops the server at once (`immediate`: like a crash).
+    pub fn stop(&mut self) {
+        if self.running {
+            let mut stop = Self::as_postgres_user(&self.bin.join("pg_ctl"));
+            stop.args([
+                "-D",
+                self.dir.join("data").to_str().expect("utf-8"),
+                "-m",
+                "immediate",
+                "-w",
+                "stop",
+            ]);
+            let _ = stop.output();
+            self.running = false;
+        }
+    }
+}
+
+impl Drop for PrivatePostgres {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 /// A private `redis-server` on a loopback port, killed on drop: for tests
 /// that stop Redis (they must never stop the shared one).
 pub struct PrivateRedis {
