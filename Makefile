@@ -26,7 +26,7 @@ fmt: ## Format the code
 	@cargo fmt --all
 
 unit: ## Unit + integration tests only (needs PostgreSQL and Redis; see scripts/services.sh)
-	@. scripts/env.sh && . scripts/services.sh && services_up && trap services_down EXIT && export DATABASE_URL="$$(pg_server_of "$$DATABASE_URL")/admitone_test" && ensure_database "$$DATABASE_URL" && cargo test --workspace --exclude frontend --features app/ssr $(ARGS)
+	@. scripts/env.sh && . scripts/services.sh && services_up && trap services_down EXIT && use_test_database && cargo test --workspace --exclude frontend --features app/ssr $(ARGS)
 
 e2e: ## Build the site and run Playwright only
 	@. scripts/env.sh && . scripts/services.sh && services_up && trap services_down EXIT && cargo leptos build && cd end2end && npx playwright test $(ARGS)
@@ -38,7 +38,7 @@ clean-data: ## Delete the private PostgreSQL/Redis data under .data/
 	@rm -rf .data
 
 stress: ## The settlement concurrency suite repeated 200 times per case (STRESS_REPEAT to change)
-	@. scripts/env.sh && . scripts/services.sh && services_up && trap services_down EXIT && export DATABASE_URL="$$(pg_server_of "$$DATABASE_URL")/admitone_test" && ensure_database "$$DATABASE_URL" && STRESS_REPEAT=$${STRESS_REPEAT:-200} cargo test -p server --test api settlement:: -- --test-threads=1
+	@. scripts/env.sh && . scripts/services.sh && services_up && trap services_down EXIT && use_test_database && STRESS_REPEAT=$${STRESS_REPEAT:-200} cargo test -p server --test api settlement:: -- --test-threads=1
 
 bench: ## Release build + benchmark table (settlement vs raw pgbench, hot code, 100k codes, RSS)
 	@scripts/bench.sh

@@ -122,3 +122,10 @@ ensure_database() {
     psql -q -d "$server/postgres" -c "CREATE DATABASE \"$db\""
   fi
 }
+
+# Points DATABASE_URL at the database `#[sqlx::test]` creates one database
+# per test through (same server), creating it if needed.
+use_test_database() {
+  export DATABASE_URL="$(pg_server_of "$DATABASE_URL")/admitone_test"
+  ensure_database "$DATABASE_URL"
+}

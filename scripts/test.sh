@@ -10,9 +10,7 @@ scripts/ensure-tools.sh
 . scripts/services.sh
 services_up
 trap services_down EXIT
-# `#[sqlx::test]` creates one database per test through this one.
-export DATABASE_URL="$(pg_server_of "$DATABASE_URL")/admitone_test"
-ensure_database "$DATABASE_URL"
+use_test_database
 
 step() { printf '\n\033[1;35m==> %s\033[0m\n' "$*"; }
 

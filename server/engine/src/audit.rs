@@ -40,6 +40,30 @@ pub async fn record(conn: &mut PgConnection, entry: AuditEntry<'_>) -> anyhow::R
     Ok(())
 }
 
+/// Records an admin's action (no reason): the common case of [`record`].
+pub async fn admin_action(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    actor: AccountId,
+    action: &str,
+    target: (&str, Uuid),
+    details: Value,
+) -> anyhow::Result<()> {
+    record(
+        conn,
+        AuditEntry {
+            tenant,
+            actor: Some(actor),
+            action,
+            target_type: target.0,
+            target_id: Some(target.1),
+            reason: None,
+            details,
+        },
+    )
+    .await
+}
+
 /// Queues an event for delivery after commit (the relay reads `outbox`).
 pub async fn emit(
     conn: &mut PgConnection,

@@ -283,17 +283,13 @@ pub async fn create_share(
     .await
     .context("inserting a share")?
     .ok_or(ShareError::SlugTaken)?;
-    audit::record(
+    audit::admin_action(
         &mut tx,
-        AuditEntry {
-            tenant,
-            actor: Some(actor),
-            action: "share.created",
-            target_type: "share",
-            target_id: Some(share.id),
-            reason: None,
-            details: json!({ "slug": share.slug, "title": share.title, "status": share.status }),
-        },
+        tenant,
+        actor,
+        "share.created",
+        ("share", share.id),
+        json!({ "slug": share.slug, "title": share.title, "status": share.status }),
     )
     .await?;
     tx.commit().await.context("committing the share")?;
@@ -349,17 +345,13 @@ pub async fn set_status(
     if updated.rows_affected() == 0 {
         return Err(ShareError::ShareNotFound);
     }
-    audit::record(
+    audit::admin_action(
         &mut tx,
-        AuditEntry {
-            tenant,
-            actor: Some(actor),
-            action: "share.status_changed",
-            target_type: "share",
-            target_id: Some(share.0),
-            reason: None,
-            details: json!({ "status": status.as_str() }),
-        },
+        tenant,
+        actor,
+        "share.status_changed",
+        ("share", share.0),
+        json!({ "status": status.as_str() }),
     )
     .await?;
     tx.commit().await.context("committing the status")?;
@@ -429,17 +421,13 @@ pub async fn add_resource(
     .await
     .context("inserting a resource")?
     .ok_or(ShareError::ShareNotFound)?;
-    audit::record(
+    audit::admin_action(
         &mut tx,
-        AuditEntry {
-            tenant,
-            actor: Some(actor),
-            action: "resource.uploaded",
-            target_type: "resource",
-            target_id: Some(resource.id),
-            reason: None,
-            details: json!({ "share_id": share.0, "title": resource.title, "size_bytes": size_bytes }),
-        },
+        tenant,
+        actor,
+        "resource.uploaded",
+        ("resource", resource.id),
+        json!({ "share_id": share.0, "title": resource.title, "size_bytes": size_bytes }),
     )
     .await?;
     tx.commit().await.context("committing the resource")?;
@@ -610,17 +598,13 @@ pub async fn issue_codes(
         .await
         .context("inserting codes")?;
     }
-    audit::record(
+    audit::admin_action(
         &mut tx,
-        AuditEntry {
-            tenant,
-            actor: Some(actor),
-            action: "batch.issued",
-            target_type: "code_batch",
-            target_id: Some(batch_id),
-            reason: None,
-            details: json!({ "share_id": share.0, "count": count, "label": label }),
-        },
+        tenant,
+        actor,
+        "batch.issued",
+        ("code_batch", batch_id),
+        json!({ "share_id": share.0, "count": count, "label": label }),
     )
     .await?;
     audit::emit(
@@ -730,17 +714,13 @@ pub async fn revoke_code(
     .context("revoking a code")?
     .ok_or(ShareError::CodeNotFound)?;
     end_live_grants(&mut tx, tenant, code).await?;
-    audit::record(
+    audit::admin_action(
         &mut tx,
-        AuditEntry {
-            tenant,
-            actor: Some(actor),
-            action: "code.revoked",
-            target_type: "code",
-            target_id: Some(code),
-            reason: None,
-            details: json!({ "share_id": row.share_id, "bound_principal": row.bound_principal }),
-        },
+        tenant,
+        actor,
+        "code.revoked",
+        ("code", code),
+        json!({ "share_id": row.share_id, "bound_principal": row.bound_principal }),
     )
     .await?;
     audit::emit(
