@@ -15,6 +15,11 @@ export DATABASE_URL="$server_url/$db"
 export APP_SERVER__PORT=${E2E_PORT:-3100}
 export APP_REDIS__KEY_PREFIX="e2e:$db"
 export RUST_LOG=${RUST_LOG:-warn,server=info}
+# Every browser of the suite comes from 127.0.0.1: per-IP limits would make
+# one spec fail because of the others. Per-account and per-email limits
+# (what the throttling journeys test) keep their defaults.
+export APP_THROTTLE__REGISTER_PER_IP=${APP_THROTTLE__REGISTER_PER_IP:-10000}
+export APP_THROTTLE__CODE_PER_IP=${APP_THROTTLE__CODE_PER_IP:-10000}
 
 # Tests that need operator commands (e.g. disabling an account) read how to
 # reach this server's database here.

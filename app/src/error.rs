@@ -34,6 +34,17 @@ pub enum AppError {
     },
     #[error("the service is busy, please try again in a moment")]
     Unavailable { retry_after_secs: u64 },
+    /// An expected refusal with its own message; `reason` is a stable code
+    /// (`code_bound`, `share_unavailable`, …) pages and tests can rely on.
+    #[error("{message}")]
+    Refused { reason: String, message: String },
+    /// A momentary refusal worth retrying (someone else holds the code,
+    /// the database is slow): the page offers to try again.
+    #[error("{message}")]
+    TryAgain {
+        message: String,
+        retry_after_secs: u64,
+    },
     /// Something went wrong on our side; `reference` finds it in the logs.
     #[error("something went wrong on our side (reference {reference})")]
     Internal { reference: String },
@@ -50,9 +61,43 @@ impl AppError {
             Self::Forbidden => S::FORBIDDEN,
             Self::NotFound => S::NOT_FOUND,
             Self::RateLimited { .. } => S::TOO_MANY_REQUESTS,
-            Self::Unavailable { .. } => S::SERVICE_UNAVAILABLE,
+            Self::Unavailable { .. } | Self::TryAgain { .. } => S::SERVICE_UNAVAILABLE,
+            Self::Refused { reason, .. } => match reason.as_str() {
+                "code_bound" | "code_revoked" | "already_has_access" => S::CONFLICT,
+                _ => S::FORBIDDEN,
+            },
             Self::Internal { .. } => S::INTERNAL_SERVER_ERROR,
         }
+    }
+
+    /// The message as a sentence for a page: capitalised, with a full stop.
+    pub fn sentence(&self) -> String {
+        let text = self.to_string();
+        let mut chars = text.chars();
+        let Some(first) = chars.next() else {
+            return text;
+        };
+        let mut sentence: String = first.to_uppercase().chain(chars).collect();
+        if !sentence.ends_with(['.', '!', '?', ')']) {
+            sentence.push('.');
+        }
+        sentence
+    }
+
+    /// An expected refusal with a stable reason code.
+    pub fn refused(reason: &str, message: impl Into<String>) -> Self {
+        Self::Refused {
+            reason: reason.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    /// Whether trying again in a moment may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Self::TryAgain { .. } | Self::Unavailable { .. } | Self::Internal { .. }
+        )
     }
 
     /// A field-level input error.
@@ -92,17 +137,22 @@ impl AppError {
         ) else {
             return self;
         };
-        let html_form = parts
-            .headers
-            .get(http::header::ACCEPT)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.contains("text/html"));
+        // Pages rendered on the server (GET) keep their error status too.
+        let html_form = parts.method == http::Method::POST
+            && parts
+                .headers
+                .get(http::header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.contains("text/html"));
         if !html_form {
             response.set_status(self.status());
             if let Self::RateLimited {
                 retry_after_secs, ..
             }
-            | Self::Unavailable { retry_after_secs } = &self
+            | Self::Unavailable { retry_after_secs }
+            | Self::TryAgain {
+                retry_after_secs, ..
+            } = &self
             {
                 response.insert_header(
                     http::header::RETRY_AFTER,

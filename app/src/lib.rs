@@ -9,6 +9,7 @@ pub mod admin;
 pub mod auth;
 pub mod components;
 pub mod error;
+pub mod learner;
 pub mod pages;
 #[cfg(feature = "ssr")]
 pub mod state;
@@ -29,10 +30,13 @@ use crate::components::{
 use crate::pages::{
     account::AccountPage,
     admin::{ConsoleHome, TenantPage},
+    courses::CoursesPage,
     home::HomePage,
     login::LoginPage,
     not_found::NotFound,
     register::RegisterPage,
+    resource::ResourcePage,
+    share::SharePageView,
 };
 
 /// The HTML document around every page.
@@ -54,6 +58,49 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
     }
 }
 
+/// The document title of a page. leptos_meta writes the server's `<title>`
+/// unescaped (a share titled `</title><script>…` would run), so on the
+/// server the text is escaped here; in the browser it goes to
+/// `document.title`, which is plain text already.
+fn page_title(title: String) -> String {
+    let full = if title.is_empty() {
+        "AdmitOne".to_owned()
+    } else {
+        format!("{title} · AdmitOne")
+    };
+    if cfg!(feature = "ssr") {
+        escape_text(&full)
+    } else {
+        full
+    }
+}
+
+/// HTML-escapes text content.
+fn escape_text(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            other => escaped.push(other),
+        }
+    }
+    escaped
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn titles_cannot_close_the_title_element() {
+        let title = super::escape_text("</title><script>alert(1)</script> & co");
+        assert_eq!(
+            title,
+            "&lt;/title&gt;&lt;script&gt;alert(1)&lt;/script&gt; &amp; co"
+        );
+    }
+}
+
 /// The application: page shell and routes.
 #[component]
 pub fn App() -> impl IntoView {
@@ -65,9 +112,7 @@ pub fn App() -> impl IntoView {
 
     view! {
         <Stylesheet id="leptos" href="/pkg/admitone.css"/>
-        <Title formatter=|title: String| {
-            if title.is_empty() { "AdmitOne".to_owned() } else { format!("{title} · AdmitOne") }
-        }/>
+        <Title formatter=page_title/>
         <Router>
             <Header/>
             <main id="main" class="container">
@@ -80,6 +125,9 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async/>
                     <Route path=path!("/register") view=RegisterPage ssr=SsrMode::Async/>
                     <Route path=path!("/account") view=AccountPage ssr=SsrMode::Async/>
+                    <Route path=path!("/courses") view=CoursesPage ssr=SsrMode::Async/>
+                    <Route path=path!("/s/:slug") view=SharePageView ssr=SsrMode::Async/>
+                    <Route path=path!("/s/:slug/r/:resource") view=ResourcePage ssr=SsrMode::Async/>
                     <Route path=path!("/admin") view=ConsoleHome ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant") view=TenantPage ssr=SsrMode::Async/>
                 </Routes>

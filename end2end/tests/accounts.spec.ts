@@ -30,11 +30,11 @@ test("wrong password and unknown email get the same clear message", async ({ pag
 
   await openHydrated(page, "/login");
   await signIn(page, email, "not the right password");
-  await expect(page.getByRole("alert")).toHaveText("the email or the password is wrong");
+  await expect(page.getByRole("alert")).toHaveText("The email or the password is wrong.");
 
   await openHydrated(page, "/login");
   await signIn(page, uniqueEmail("nobody"), PASSWORD);
-  await expect(page.getByRole("alert")).toHaveText("the email or the password is wrong");
+  await expect(page.getByRole("alert")).toHaveText("The email or the password is wrong.");
 });
 
 test("registration errors are shown next to their field", async ({ page }) => {
@@ -52,7 +52,7 @@ test("registration errors are shown next to their field", async ({ page }) => {
   await page.getByLabel("Password", { exact: true }).fill(PASSWORD);
   await page.getByLabel("Repeat the password").fill("a different password");
   await page.getByRole("button", { name: "Create account" }).click();
-  await expect(page.locator("#password_confirm-error")).toHaveText("the two passwords differ");
+  await expect(page.locator("#password_confirm-error")).toHaveText("The two passwords differ.");
   await expect(page.getByLabel("Repeat the password")).toHaveAttribute("aria-invalid", "true");
 
   const taken = uniqueEmail("taken");
@@ -69,7 +69,7 @@ test("too many sign-in attempts are throttled with a time to wait", async ({ pag
   await openHydrated(page, "/login");
   for (let i = 0; i < 10; i++) {
     await signIn(page, email, `wrong password ${i}`);
-    await expect(page.getByRole("alert")).toHaveText("the email or the password is wrong");
+    await expect(page.getByRole("alert")).toHaveText("The email or the password is wrong.");
   }
   await signIn(page, email, "wrong password again");
   await expect(page.getByRole("alert")).toContainText("Too many sign-in attempts");
@@ -88,7 +88,7 @@ test("a disabled account is refused", async ({ page }) => {
   await expect(nav.getByRole("link", { name: "Sign in" })).toBeVisible();
   await openHydrated(page, "/login");
   await signIn(page, email);
-  await expect(page.getByRole("alert")).toContainText("this account is disabled");
+  await expect(page.getByRole("alert")).toContainText("This account is disabled");
 });
 
 test.describe("without JavaScript", () => {
@@ -105,7 +105,7 @@ test.describe("without JavaScript", () => {
 
     await page.goto("/login");
     await signIn(page, email, "wrong password here");
-    await expect(page.getByRole("alert")).toHaveText("the email or the password is wrong");
+    await expect(page.getByRole("alert")).toHaveText("The email or the password is wrong.");
     await signIn(page, email);
     await expect(nav.getByRole("link", { name: "No Script" })).toBeVisible();
   });

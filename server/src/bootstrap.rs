@@ -8,6 +8,10 @@
 use anyhow::Context as _;
 use engine::{
     accounts::{self, AccountId, DisplayName, Email, ExistingPassword, Password},
+    codes::Keyring,
+    settlement,
+    shares::{self, NewShare, ShareId, ShareInput},
+    storage::Storage,
     tenants::{self, TenantId, TenantName, TenantSlug},
 };
 use secrecy::SecretString;
@@ -105,9 +109,114 @@ pub const DEMO: DemoCredentials = DemoCredentials {
     learner_password: "demo-learner-password",
 };
 
-/// Seeds the demo tenant, its admin and a learner; resets their passwords
-/// to the printed ones so the credentials always work.
-pub async fn seed_demo(pool: &PgPool) -> anyhow::Result<TenantId> {
+/// What the demo seed made, for `make run` to print.
+#[derive(Debug)]
+pub struct Demo {
+    pub tenant: TenantId,
+    pub course_slug: String,
+    /// A fresh code for the demo learner, unless they already hold the
+    /// course (plain codes exist only when issued).
+    pub learner_code: Option<String>,
+}
+
+/// The demo course's slug.
+pub const DEMO_COURSE: &str = "demo-course";
+
+const DEMO_PAGE: &str = "<h1>Welcome</h1>\n<p>You are reading a resource that only learners \
+    holding a bound code can open. Sign in on another device: you will not need the code again.</p>\n";
+
+/// Seeds the demo tenant, its admin, a learner, and an active course with
+/// one page; resets the passwords to the printed ones so the credentials
+/// always work, and issues the learner a fresh code while they hold none.
+pub async fn seed_demo(
+    pool: &PgPool,
+    storage: &Storage,
+    keyring: &Keyring,
+) -> anyhow::Result<Demo> {
+    let tenant = seed_demo_accounts(pool).await?;
+    let admin = accounts::find_by_email(pool, &Email::parse(DEMO.admin_email)?)
+        .await?
+        .context("the demo admin was just seeded")?;
+    let share = match shares::find_by_slug(pool, DEMO_COURSE)
+        .await
+        .context("finding the demo course")?
+    {
+        Some(share) => share,
+        None => {
+            let new = NewShare::parse(ShareInput {
+                title: "Getting started with AdmitOne".into(),
+                slug: Some(DEMO_COURSE.into()),
+                description: Some(
+                    "A one-page demo course. Enter the code `make run` printed, then open the page.".into(),
+                ),
+                status: Some("active".into()),
+                per_learner_limit: None,
+                quota: None,
+                valid_from: None,
+                valid_until: None,
+            })?;
+            let share = shares::create_share(pool, tenant, admin, new)
+                .await
+                .context("creating the demo course")?;
+            let resource = uuid::Uuid::new_v4();
+            let key = Storage::key_for(tenant.0, share.id, resource);
+            let body = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from_static(
+                DEMO_PAGE.as_bytes(),
+            ))]);
+            let size = storage
+                .put(&key, body, u64::MAX)
+                .await
+                .map_err(|e| anyhow::anyhow!("storing the demo page: {e}"))?;
+            shares::add_resource(
+                pool,
+                tenant,
+                admin,
+                ShareId(share.id),
+                resource,
+                "Welcome",
+                "text/html; charset=utf-8",
+                i64::try_from(size)?,
+                &key,
+            )
+            .await
+            .context("adding the demo page")?;
+            share
+        }
+    };
+    let learner = accounts::find_by_email(pool, &Email::parse(DEMO.learner_email)?)
+        .await?
+        .context("the demo learner was just seeded")?;
+    let learner_code = if settlement::binding_of(pool, &share, learner)
+        .await?
+        .is_some()
+    {
+        None
+    } else {
+        let batch = shares::issue_codes(
+            pool,
+            keyring,
+            tenant,
+            admin,
+            &shares::BatchRequest {
+                share: ShareId(share.id),
+                count: 1,
+                label: "demo",
+                idempotency_key: None,
+            },
+        )
+        .await
+        .context("issuing the demo code")?;
+        batch.codes.first().map(|(_, code)| code.display())
+    };
+    Ok(Demo {
+        tenant,
+        course_slug: share.slug,
+        learner_code,
+    })
+}
+
+/// The demo tenant, its admin and its learner.
+async fn seed_demo_accounts(pool: &PgPool) -> anyhow::Result<TenantId> {
     let parse_password = |p: &str| Password::parse(SecretString::from(p.to_owned()));
     let (admin, _) = accounts::ensure_account(
         pool,

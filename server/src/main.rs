@@ -149,19 +149,29 @@ async fn run() -> anyhow::Result<()> {
                 "refusing to seed demo accounts with public passwords in production"
             );
             let pool = engine::db::connect_lazy(&database_url, &settings.db_options())?;
-            let tenant = bootstrap::seed_demo(&pool)
+            let storage = engine::storage::Storage::new(&settings.storage_config()?)?;
+            let demo = bootstrap::seed_demo(&pool, &storage, &settings.keyring()?)
                 .await
                 .context("seeding the demo")?;
-            let demo = &bootstrap::DEMO;
-            println!("Demo tenant {:?} ({tenant})", demo.tenant_slug);
+            let credentials = &bootstrap::DEMO;
+            println!(
+                "Demo tenant {:?} ({})",
+                credentials.tenant_slug, demo.tenant
+            );
             println!(
                 "  admin:   {}  password: {}",
-                demo.admin_email, demo.admin_password
+                credentials.admin_email, credentials.admin_password
             );
             println!(
                 "  learner: {}  password: {}",
-                demo.learner_email, demo.learner_password
+                credentials.learner_email, credentials.learner_password
             );
+            let origin = settings.public_origin();
+            println!("  course:  {origin}/s/{}", demo.course_slug);
+            match demo.learner_code {
+                Some(code) => println!("  a fresh access code for the learner: {code}"),
+                None => println!("  the demo learner already holds the course"),
+            }
             Ok(())
         }
     }

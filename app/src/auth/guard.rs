@@ -181,19 +181,25 @@ pub async fn client_ip() -> Result<IpAddr, AppError> {
     let state = AppState::from_context()?;
     let parts = leptos::prelude::use_context::<http::request::Parts>()
         .ok_or_else(|| AppError::internal(&anyhow::anyhow!("request parts missing")))?;
+    let peer = parts
+        .extensions
+        .get::<axum::extract::ConnectInfo<SocketAddr>>()
+        .map(|info| info.0)
+        .ok_or_else(|| AppError::internal(&anyhow::anyhow!("no connect info")))?;
+    Ok(client_ip_of(&state, &peer, &parts.headers))
+}
+
+/// The client's address: the TCP peer, or the first `X-Forwarded-For` hop
+/// when the server is configured to sit behind a trusted proxy.
+pub fn client_ip_of(state: &AppState, peer: &SocketAddr, headers: &http::HeaderMap) -> IpAddr {
     if state.auth.trust_forwarded_for
-        && let Some(ip) = parts
-            .headers
+        && let Some(ip) = headers
             .get("x-forwarded-for")
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.split(',').next())
             .and_then(|v| v.trim().parse::<IpAddr>().ok())
     {
-        return Ok(ip);
+        return ip;
     }
-    parts
-        .extensions
-        .get::<axum::extract::ConnectInfo<SocketAddr>>()
-        .map(|info| info.0.ip())
-        .ok_or_else(|| AppError::internal(&anyhow::anyhow!("no connect info")))
+    peer.ip()
 }

@@ -12,7 +12,7 @@ pub fn FormAlert(#[prop(into)] error: Signal<Option<AppError>>) -> impl IntoView
     move || {
         error.get().filter(|e| !e.is_field_error()).map(|e| {
             view! {
-                <div class="flash error" role="alert">{e.to_string()}</div>
+                <div class="flash error" role="alert">{e.sentence()}</div>
             }
         })
     }
@@ -30,8 +30,18 @@ pub fn FieldError(
         error
             .get()
             .and_then(|e| e.field_message(field))
+            .map(|message| sentence(&message))
             .map(|message| view! { <p class="field-error" id=id role="alert">{message}</p> })
     }
+}
+
+/// A field message as a sentence: capitalised, with a full stop.
+fn sentence(message: &str) -> String {
+    AppError::Invalid {
+        field: None,
+        message: message.to_owned(),
+    }
+    .sentence()
 }
 
 /// `aria-invalid` for field `field`.

@@ -47,6 +47,7 @@ pub fn Header() -> impl IntoView {
                             {move || Suspend::new(async move {
                                 match user.await.ok().flatten() {
                                     Some(user) => view! {
+                                        <li><a href="/courses">"My courses"</a></li>
                                         <li><a href="/admin">"Console"</a></li>
                                         <li>
                                             <a href="/account" class="account-link">

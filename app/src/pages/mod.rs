@@ -2,7 +2,10 @@
 
 pub mod account;
 pub mod admin;
+pub mod courses;
 pub mod home;
 pub mod login;
 pub mod not_found;
 pub mod register;
+pub mod resource;
+pub mod share;

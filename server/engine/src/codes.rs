@@ -1,38 +1,20 @@
 //! Access codes: what a learner types, and what the database keeps of it.
 //!
 //! A code is 11 random symbols (55 bits from the OS CSPRNG) and one check
-//! symbol, in Crockford's base32 alphabet (no I, L, O, U), shown as
-//! `XXXX-XXXX-XXXX`. People retype codes from paper and screenshots, so
-//! [`PlainCode::parse`] forgives case, spaces, dashes and the look-alikes
-//! O→0 and I/L→1, and the check symbol (Luhn mod 32) catches every single
-//! wrong symbol and most swaps before anything is looked up or counted.
+//! symbol; its shape (alphabet, forgiving parsing, Luhn mod 32 check) lives
+//! in the `codeformat` crate so the browser checks typos with the very same
+//! code. This module adds what only the server may do: draw codes, and keep
+//! them out of logs and the database.
 //!
 //! The database never sees a plain code: it stores the HMAC-SHA256 digest
 //! under a versioned server key ([`Keyring`]). Rotation adds a new current
 //! version; look-ups try every version still in the keyring.
 
+pub use codeformat::{CodeFormatError, SYMBOLS};
 use hmac::{Hmac, Mac as _};
 use rand::Rng as _;
 use secrecy::{ExposeSecret as _, SecretBox, SecretString};
 use sha2::Sha256;
-
-/// Crockford's base32 alphabet: digits, then letters without I, L, O, U.
-const ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-/// Random symbols per code.
-pub const RANDOM_SYMBOLS: usize = 11;
-/// Symbols per code including the check symbol.
-pub const SYMBOLS: usize = RANDOM_SYMBOLS + 1;
-
-/// Why typed text is not a code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum CodeFormatError {
-    #[error("a code has 12 letters and digits, like ABCD-2345-WXYZ")]
-    WrongLength,
-    #[error("a code uses only letters and digits")]
-    BadSymbol,
-    #[error("this code has a typo: check it and try again")]
-    BadCheckSymbol,
-}
 
 /// A well-formed code (normalised, check symbol verified). Its `Debug` is
 /// masked: plain codes must not reach logs.
@@ -45,77 +27,20 @@ impl std::fmt::Debug for PlainCode {
     }
 }
 
-fn value_of(symbol: u8) -> Option<u8> {
-    let upper = symbol.to_ascii_uppercase();
-    let upper = match upper {
-        b'O' => b'0',
-        b'I' | b'L' => b'1',
-        other => other,
-    };
-    ALPHABET
-        .iter()
-        .position(|&c| c == upper)
-        .and_then(|p| u8::try_from(p).ok())
-}
-
-/// Luhn mod 32 over symbol values: the value that makes the whole sum valid.
-fn check_value(values: &[u8]) -> u8 {
-    let mut sum = 0u32;
-    // Double every second value counting from the right of the payload.
-    for (i, &v) in values.iter().rev().enumerate() {
-        let mut addend = u32::from(v);
-        if i % 2 == 0 {
-            addend *= 2;
-            addend = addend / 32 + addend % 32;
-        }
-        sum += addend;
-    }
-    u8::try_from((32 - sum % 32) % 32).unwrap_or(0)
-}
-
 impl PlainCode {
     /// Draws a new code from the OS CSPRNG.
     pub fn generate() -> Self {
         let mut rng = rand::rngs::OsRng;
-        let values: Vec<u8> = (0..RANDOM_SYMBOLS)
-            .map(|_| rng.gen_range(0..32u8))
-            .collect();
-        Self::from_values(&values)
-    }
-
-    fn from_values(payload: &[u8]) -> Self {
-        let check = check_value(payload);
-        let text = payload
-            .iter()
-            .chain(std::iter::once(&check))
-            .map(|&v| ALPHABET[usize::from(v)] as char)
-            .collect();
-        Self(text)
+        let mut payload = [0u8; codeformat::PAYLOAD_SYMBOLS];
+        for value in &mut payload {
+            *value = rng.gen_range(0..32u8);
+        }
+        Self(codeformat::from_payload(&payload))
     }
 
     /// Parses what a person typed.
     pub fn parse(raw: &str) -> Result<Self, CodeFormatError> {
-        let mut values = Vec::with_capacity(SYMBOLS);
-        for b in raw.bytes() {
-            if b == b'-' || b.is_ascii_whitespace() {
-                continue;
-            }
-            if values.len() == SYMBOLS {
-                return Err(CodeFormatError::WrongLength);
-            }
-            values.push(value_of(b).ok_or(CodeFormatError::BadSymbol)?);
-        }
-        if !raw.is_ascii() {
-            return Err(CodeFormatError::BadSymbol);
-        }
-        if values.len() != SYMBOLS {
-            return Err(CodeFormatError::WrongLength);
-        }
-        let (payload, check) = values.split_at(RANDOM_SYMBOLS);
-        if check_value(payload) != check[0] {
-            return Err(CodeFormatError::BadCheckSymbol);
-        }
-        Ok(Self::from_values(payload))
+        codeformat::canonicalise(raw).map(Self)
     }
 
     /// The canonical 12 symbols, no separators (what is hashed).
@@ -125,13 +50,13 @@ impl PlainCode {
 
     /// Grouped for people: `ABCD-2345-WXYZ`.
     pub fn display(&self) -> String {
-        format!("{}-{}-{}", &self.0[..4], &self.0[4..8], &self.0[8..])
+        codeformat::display(&self.0)
     }
 
     /// What stays visible after the code was shown once: first two and last
     /// two symbols.
     pub fn hint(&self) -> String {
-        format!("{}…{}", &self.0[..2], &self.0[SYMBOLS - 2..])
+        codeformat::hint(&self.0)
     }
 }
 
@@ -211,99 +136,6 @@ mod tests {
             assert_eq!(PlainCode::parse(&shown).expect("valid"), code);
             assert!(!shown.contains(['I', 'L', 'O', 'U']), "{shown}");
         }
-    }
-
-    #[test]
-    fn typing_is_forgiven() {
-        let code = PlainCode::from_values(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
-        let shown = code.display();
-        let sloppy = format!(
-            "  {} ",
-            shown
-                .to_lowercase()
-                .replace('-', " ")
-                .replace('0', "o")
-                .replace('1', "l")
-        );
-        assert_eq!(PlainCode::parse(&sloppy).expect("forgiven"), code);
-        assert_eq!(
-            PlainCode::parse(&shown.replace('1', "I")).expect("forgiven"),
-            code
-        );
-    }
-
-    #[test]
-    fn every_single_symbol_typo_is_caught() {
-        let code = PlainCode::generate();
-        let canonical = code.canonical().as_bytes().to_vec();
-        for position in 0..SYMBOLS {
-            for &replacement in ALPHABET {
-                if replacement == canonical[position] {
-                    continue;
-                }
-                let mut typo = canonical.clone();
-                typo[position] = replacement;
-                let typo = String::from_utf8(typo).expect("ascii");
-                assert_eq!(
-                    PlainCode::parse(&typo),
-                    Err(CodeFormatError::BadCheckSymbol),
-                    "{typo} should fail its check"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn adjacent_swaps_are_mostly_caught() {
-        let mut caught = 0;
-        let mut swaps = 0;
-        for _ in 0..200 {
-            let canonical = PlainCode::generate().canonical().as_bytes().to_vec();
-            for i in 0..SYMBOLS - 1 {
-                if canonical[i] == canonical[i + 1] {
-                    continue;
-                }
-                let mut swapped = canonical.clone();
-                swapped.swap(i, i + 1);
-                swaps += 1;
-                if PlainCode::parse(std::str::from_utf8(&swapped).expect("ascii")).is_err() {
-                    caught += 1;
-                }
-            }
-        }
-        assert!(
-            caught * 100 >= swaps * 95,
-            "caught {caught} of {swaps} swaps"
-        );
-    }
-
-    #[test]
-    fn malformed_input_is_refused_with_a_reason() {
-        assert_eq!(PlainCode::parse(""), Err(CodeFormatError::WrongLength));
-        assert_eq!(
-            PlainCode::parse("ABCD-2345"),
-            Err(CodeFormatError::WrongLength)
-        );
-        assert_eq!(
-            PlainCode::parse("ABCD-2345-WXYZ-1"),
-            Err(CodeFormatError::WrongLength)
-        );
-        assert_eq!(
-            PlainCode::parse("ABCD-2345-WXY!"),
-            Err(CodeFormatError::BadSymbol)
-        );
-        assert_eq!(
-            PlainCode::parse("ABCD-2345-WXYU"),
-            Err(CodeFormatError::BadSymbol)
-        );
-        assert_eq!(
-            PlainCode::parse("ÄBCD-2345-WXYZ"),
-            Err(CodeFormatError::BadSymbol)
-        );
-        assert_eq!(
-            PlainCode::parse(&"A".repeat(10_000)),
-            Err(CodeFormatError::WrongLength)
-        );
     }
 
     #[test]

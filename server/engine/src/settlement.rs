@@ -238,6 +238,38 @@ pub async fn binding_of(
     .context("reading a learner's binding")
 }
 
+/// Every share `principal` holds a code of, in every tenant, most recently
+/// bound first ("My courses"). Bounded: nobody holds thousands of courses.
+pub async fn holdings_of(pool: &PgPool, principal: AccountId) -> anyhow::Result<Vec<Holding>> {
+    sqlx::query_as!(
+        Holding,
+        r#"SELECT s.slug, s.title, s.status, t.name AS tenant_name, c.hint,
+                  c.first_used_at AS "bound_at!", c.revoked_at IS NOT NULL AS "revoked!"
+           FROM auth_codes c
+           JOIN shares s ON s.tenant_id = c.tenant_id AND s.id = c.share_id
+           JOIN tenants t ON t.id = c.tenant_id
+           WHERE c.bound_principal = $1
+           ORDER BY c.first_used_at DESC
+           LIMIT 500"#,
+        principal.0,
+    )
+    .fetch_all(pool)
+    .await
+    .context("listing a learner's courses")
+}
+
+/// One share a learner holds a code of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holding {
+    pub slug: String,
+    pub title: String,
+    pub status: String,
+    pub tenant_name: String,
+    pub hint: String,
+    pub bound_at: OffsetDateTime,
+    pub revoked: bool,
+}
+
 /// A learner's binding in a share, as the learner sees it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct BindingView {

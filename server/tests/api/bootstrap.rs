@@ -119,9 +119,27 @@ async fn create_tenant_rejects_bad_input_and_changes_nothing(pool: PgPool) {
 
 #[sqlx::test(migrations = "../migrations")]
 async fn demo_seed_is_idempotent_and_its_credentials_work(pool: PgPool) {
-    let first = seed_demo(&pool).await.expect("seed");
-    let second = seed_demo(&pool).await.expect("seed again");
-    assert_eq!(first, second);
+    let settings = crate::helpers::test_settings(&crate::helpers::redis_url());
+    let storage = engine::storage::Storage::new(&settings.storage_config().expect("storage"))
+        .expect("storage");
+    let keyring = settings.keyring().expect("keyring");
+    let first = seed_demo(&pool, &storage, &keyring).await.expect("seed");
+    let second = seed_demo(&pool, &storage, &keyring)
+        .await
+        .expect("seed again");
+    assert_eq!(first.tenant, second.tenant);
+    assert_eq!(first.course_slug, second.course_slug);
+    // The learner holds no code yet: each run hands out a fresh one.
+    let (a, b) = (
+        first.learner_code.expect("a code"),
+        second.learner_code.expect("another code"),
+    );
+    assert_ne!(a, b);
+    let courses: i64 = sqlx::query_scalar("SELECT count(*) FROM shares WHERE slug = 'demo-course'")
+        .fetch_one(&pool)
+        .await
+        .expect("count");
+    assert_eq!(courses, 1, "one demo course however often it runs");
 
     for (email, password) in [
         (DEMO.admin_email, DEMO.admin_password),

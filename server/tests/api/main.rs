@@ -8,6 +8,7 @@ mod bootstrap;
 mod course;
 mod health;
 mod helpers;
+mod learner_pages;
 mod logs;
 mod pages;
 mod settlement;

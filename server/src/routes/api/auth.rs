@@ -6,7 +6,7 @@ use app::auth::{flows, guard};
 use axum::{
     Json,
     extract::{ConnectInfo, State, rejection::JsonRejection},
-    http::StatusCode,
+    http::{HeaderMap, StatusCode},
     response::IntoResponse,
 };
 use serde::Deserialize;
@@ -36,6 +36,7 @@ fn principal_json(p: &engine::accounts::Principal) -> serde_json::Value {
 pub async fn register(
     State(state): State<ServerState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     session: Session,
     body: Result<Json<RegisterBody>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
@@ -46,19 +47,32 @@ pub async fn register(
         password: body.password,
         password_confirm: None,
     };
-    let principal = flows::register(&state.app, &session, peer.ip(), form).await?;
+    let principal = flows::register(
+        &state.app,
+        &session,
+        guard::client_ip_of(&state.app, &peer, &headers),
+        form,
+    )
+    .await?;
     Ok((StatusCode::CREATED, Json(principal_json(&principal))))
 }
 
 pub async fn login(
     State(state): State<ServerState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     session: Session,
     body: Result<Json<LoginBody>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
-    let principal =
-        flows::login(&state.app, &session, peer.ip(), &body.email, body.password).await?;
+    let principal = flows::login(
+        &state.app,
+        &session,
+        guard::client_ip_of(&state.app, &peer, &headers),
+        &body.email,
+        body.password,
+    )
+    .await?;
     Ok(Json(principal_json(&principal)))
 }
 

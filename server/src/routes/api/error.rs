@@ -3,7 +3,9 @@
 //! and `Retry-After` where waiting helps. Bad input is always 4xx; 5xx
 //! means a real fault, whose cause chain goes to the log only.
 
-use app::error::AppError;
+use std::borrow::Cow;
+
+use app::{error::AppError, learner::flows::LearnerError};
 use axum::{
     Json,
     http::{HeaderValue, StatusCode, header},
@@ -15,17 +17,21 @@ use serde_json::json;
 #[derive(Debug)]
 pub struct ApiError {
     pub status: StatusCode,
-    pub code: &'static str,
+    pub code: Cow<'static, str>,
     pub message: String,
     pub field: Option<String>,
     pub retry_after: Option<u64>,
 }
 
 impl ApiError {
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(
+        status: StatusCode,
+        code: impl Into<Cow<'static, str>>,
+        message: impl Into<String>,
+    ) -> Self {
         Self {
             status,
-            code,
+            code: code.into(),
             message: message.into(),
             field: None,
             retry_after: None,
@@ -81,6 +87,7 @@ impl IntoResponse for ApiError {
 impl From<AppError> for ApiError {
     fn from(error: AppError) -> Self {
         let message = error.to_string();
+        let status = error.status();
         match error {
             AppError::Invalid { field, .. } => {
                 let e = Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_input", message);
@@ -108,6 +115,10 @@ impl From<AppError> for ApiError {
                 Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message)
                     .retry(retry_after_secs)
             }
+            AppError::Refused { reason, .. } => Self::new(status, reason, message),
+            AppError::TryAgain {
+                retry_after_secs, ..
+            } => Self::new(status, "unavailable", message).retry(retry_after_secs),
             AppError::Internal { .. } => {
                 Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
             }
@@ -173,6 +184,21 @@ impl From<SettlementError> for ApiError {
             E::Busy => Self::new(S::CONFLICT, "busy_retry", message).retry(1),
             E::Unavailable => Self::new(S::SERVICE_UNAVAILABLE, "unavailable", message).retry(2),
             E::Unexpected(e) => Self::unexpected(&e),
+        }
+    }
+}
+
+impl From<LearnerError> for ApiError {
+    fn from(error: LearnerError) -> Self {
+        match error {
+            LearnerError::Format(error) => Self::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_code",
+                error.to_string(),
+            )
+            .field("code"),
+            LearnerError::Settlement(error) => error.into(),
+            LearnerError::App(error) => error.into(),
         }
     }
 }

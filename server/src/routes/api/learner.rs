@@ -4,19 +4,20 @@
 
 use std::net::SocketAddr;
 
-use app::auth::guard;
+use app::{
+    auth::guard,
+    learner::flows::{self, CodeEntered},
+};
 use axum::{
     Json,
     body::Body,
     extract::{ConnectInfo, Path, Request, State, rejection::JsonRejection},
-    http::{HeaderName, HeaderValue, StatusCode, header},
+    http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
 use engine::{
     accounts::Principal,
-    codes::PlainCode,
-    coordination::ThrottleScope,
-    settlement::{self, RequestId, SettlementError, SettlementRequest},
+    settlement::{self, RequestId, SettlementError},
     shares::{self, Share, ShareId},
     storage::ByteRange,
 };
@@ -28,31 +29,14 @@ use uuid::Uuid;
 use super::error::{ApiError, rejection};
 use crate::startup::ServerState;
 
-/// The session key of a share's pending code (phase 2).
-pub fn pending_key(share: Uuid) -> String {
-    format!("pending:{share}")
-}
-
-/// A share learners may see (active, paused or outside its window: the
-/// page explains); drafts and archived shares do not exist for them.
 async fn visible_share(state: &ServerState, slug: &str) -> Result<Share, ApiError> {
-    match shares::find_by_slug(&state.app.pool, slug).await? {
-        Some(share) if share.status != "draft" && share.status != "archived" => Ok(share),
-        _ => Err(ApiError::not_found()),
-    }
+    Ok(flows::visible_share(&state.app, slug).await?)
 }
 
 async fn signed_in(state: &ServerState, session: &Session) -> Result<Principal, ApiError> {
     Ok(guard::principal_of(&state.app, session)
         .await?
         .ok_or(app::error::AppError::Unauthenticated)?)
-}
-
-async fn pending_code(session: &Session, share: Uuid) -> Result<Option<Uuid>, ApiError> {
-    session
-        .get::<Uuid>(&pending_key(share))
-        .await
-        .map_err(|e| ApiError::from(guard::session_error(e)))
 }
 
 pub async fn share(
@@ -67,11 +51,11 @@ pub async fn share(
         None => json!({ "signed_in": false }),
         Some(p) => {
             let binding = settlement::binding_of(&state.app.pool, &share, p.id).await?;
-            let pending = pending_code(&session, share.id).await?.is_some();
+            let pending = flows::pending_code(&session, share.id).await?.is_some();
             json!({ "signed_in": true, "email": p.email, "binding": binding, "pending": pending && binding.is_none() })
         }
     };
-    let unavailable = share.unavailable_because(time::OffsetDateTime::now_utc());
+    let unavailable = flows::unavailable_because(&share, time::OffsetDateTime::now_utc());
     Ok(Json(json!({
         "share": {
             "id": share.id, "slug": share.slug, "title": share.title,
@@ -94,61 +78,22 @@ pub async fn enter_code(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     session: Session,
     Path(slug): Path<String>,
+    headers: HeaderMap,
     body: Result<Json<CodeBody>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
     let principal = signed_in(&state, &session).await?;
     let share = visible_share(&state, &slug).await?;
-    // A typo is caught by the check symbol before any attempt is counted.
-    let code = PlainCode::parse(&body.code).map_err(|e| {
-        ApiError::new(
-            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_code",
-            e.to_string(),
-        )
-    })?;
-    let app = &state.app;
-    use app::auth::flows::throttle;
-    throttle(
-        app,
-        ThrottleScope::CodeAccount,
-        &principal.id.0.to_string(),
-        app.auth.code_per_account,
-        "code attempts",
-    )
-    .await?;
-    throttle(
-        app,
-        ThrottleScope::CodeIp,
-        &peer.ip().to_string(),
-        app.auth.code_per_ip,
-        "code attempts from your network",
-    )
-    .await?;
-    throttle(
-        app,
-        ThrottleScope::CodeShare,
-        &share.id.to_string(),
-        app.auth.code_per_share,
-        "code attempts for this course",
-    )
-    .await?;
-    let code_id =
-        settlement::validate(&app.pool, &app.keyring, &share, principal.id, &code).await?;
-    if settlement::binding_of(&app.pool, &share, principal.id)
-        .await?
-        .is_some()
-    {
-        return Ok(Json(json!({ "status": "bound" })));
-    }
-    session
-        .insert(&pending_key(share.id), code_id)
-        .await
-        .map_err(|e| ApiError::from(guard::session_error(e)))?;
-    Ok(Json(json!({
-        "status": "pending",
-        "message": "Code accepted. It will be bound to this account when you first open the course.",
-    })))
+    let ip = guard::client_ip_of(&state.app, &peer, &headers);
+    let entered =
+        flows::enter_code(&state.app, &session, &principal, ip, &share, &body.code).await?;
+    Ok(Json(match entered {
+        CodeEntered::AlreadyBound => json!({ "status": "bound" }),
+        CodeEntered::Pending => json!({
+            "status": "pending",
+            "message": "Code accepted. It will be bound to this account when you first open the course.",
+        }),
+    }))
 }
 
 /// The request id of this attempt: the caller's `Idempotency-Key`, or new.
@@ -173,45 +118,21 @@ pub async fn content(
     let principal = signed_in(&state, &session).await?;
     let share = visible_share(&state, &slug).await?;
     let resource_id = Uuid::parse_str(&resource_id).map_err(|_| ApiError::not_found())?;
-    let resource = shares::resource(
-        &state.app.pool,
-        share.tenant(),
-        ShareId(share.id),
-        resource_id,
-    )
-    .await?
-    .ok_or_else(ApiError::not_found)?;
     let request_id = request_id(&request)?;
-    // A first access binds a code for good, so it must come from this site:
-    // a cross-site navigation (which SameSite=Lax lets through with the
-    // cookie) may only reach content the learner already holds.
-    let cross_site = request
-        .headers()
-        .get("sec-fetch-site")
-        .is_some_and(|v| v.as_bytes() == b"cross-site");
-    let pending = if cross_site {
-        None
-    } else {
-        pending_code(&session, share.id).await?
-    };
-    let settle = SettlementRequest {
-        share: share.clone(),
-        principal: principal.id,
-        resource: resource.id,
-        pending_code: pending,
-        request_id,
-    };
-    let grant = state
-        .app
-        .settler
-        .settle(&state.app.pool, &state.app.redis, &settle)
-        .await?;
-    if pending.is_some() {
-        session
-            .remove::<Uuid>(&pending_key(share.id))
-            .await
-            .map_err(|e| ApiError::from(guard::session_error(e)))?;
-    }
+    let cross_site = flows::is_cross_site(request.headers());
+    let (resource, grant) = flows::open(
+        &state.app,
+        &session,
+        &principal,
+        flows::Opening {
+            share: &share,
+            resource: resource_id,
+            request_id,
+            cross_site,
+            patience: flows::Patience::AnswerAtOnce,
+        },
+    )
+    .await?;
     let range = request
         .headers()
         .get(header::RANGE)

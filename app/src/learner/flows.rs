@@ -1,0 +1,312 @@
+//! The learner's flows (ssr only), shared by the pages' server functions and
+//! the JSON API: one implementation of "which shares exist for learners",
+//! code entry (phases 1+2) and opening a resource (phase 3), whichever
+//! adapter the request came through. Each adapter maps [`LearnerError`] to
+//! its own representation.
+
+use std::net::IpAddr;
+
+use engine::{
+    accounts::Principal,
+    codes::{CodeFormatError, PlainCode},
+    coordination::ThrottleScope,
+    settlement::{self, Grant, RequestId, SettlementError, SettlementRequest},
+    shares::{self, Resource, Share, ShareId},
+};
+use time::OffsetDateTime;
+use tower_sessions::Session;
+use uuid::Uuid;
+
+use crate::{
+    auth::{flows::throttle, guard},
+    error::AppError,
+    state::AppState,
+};
+
+/// What went wrong in a learner flow: a settlement outcome (mapped by each
+/// adapter, since the JSON API keeps its own stable codes), or an error
+/// already in user terms (throttled, session trouble, not found).
+#[derive(Debug)]
+pub enum LearnerError {
+    /// The typed text is not a code (caught before anything is counted).
+    Format(CodeFormatError),
+    Settlement(SettlementError),
+    App(AppError),
+}
+
+impl From<SettlementError> for LearnerError {
+    fn from(error: SettlementError) -> Self {
+        Self::Settlement(error)
+    }
+}
+
+impl From<AppError> for LearnerError {
+    fn from(error: AppError) -> Self {
+        Self::App(error)
+    }
+}
+
+impl From<anyhow::Error> for LearnerError {
+    fn from(error: anyhow::Error) -> Self {
+        Self::Settlement(SettlementError::Unexpected(error))
+    }
+}
+
+impl From<LearnerError> for AppError {
+    fn from(error: LearnerError) -> Self {
+        match error {
+            LearnerError::App(error) => error,
+            LearnerError::Format(error) => AppError::invalid("code", error.to_string()),
+            LearnerError::Settlement(error) => settlement_error(error),
+        }
+    }
+}
+
+/// A settlement outcome as the pages show it.
+pub fn settlement_error(error: SettlementError) -> AppError {
+    use SettlementError as E;
+    let message = error.to_string();
+    match error {
+        E::InvalidCode => AppError::invalid("code", message),
+        E::CodeRequired => AppError::refused("code_required", message),
+        E::CodeBound => AppError::refused("code_bound", message),
+        E::CodeRevoked => AppError::refused("code_revoked", message),
+        E::WrongShare => AppError::refused("wrong_share", message),
+        E::AlreadyHasAccess => AppError::refused(
+            "already_has_access",
+            "You already have access to this course, so this code was not used: keep it for someone else.",
+        ),
+        E::ShareUnavailable(_) => AppError::refused("share_unavailable", message),
+        E::QuotaExhausted => AppError::refused("quota_exhausted", message),
+        E::LearnerLimitReached => AppError::refused("learner_limit_reached", message),
+        E::AccountDisabled => AppError::AccountDisabled,
+        E::ResourceNotFound => AppError::NotFound,
+        E::RequestIdReused | E::InvalidRequestId => AppError::Invalid {
+            field: None,
+            message,
+        },
+        E::Busy => AppError::TryAgain {
+            message,
+            retry_after_secs: 1,
+        },
+        E::Unavailable => AppError::TryAgain {
+            message,
+            retry_after_secs: 2,
+        },
+        E::Unexpected(error) => AppError::internal(&error),
+    }
+}
+
+/// The session key of a share's pending code (phase 2).
+pub fn pending_key(share: Uuid) -> String {
+    format!("pending:{share}")
+}
+
+/// A share learners may see (active, paused or outside its window: the
+/// page explains); drafts and archived shares do not exist for them.
+pub async fn visible_share(state: &AppState, slug: &str) -> Result<Share, AppError> {
+    let share = shares::find_by_slug(&state.pool, slug)
+        .await
+        .map_err(|e| AppError::internal(&e))?;
+    match share {
+        Some(share) if share.status != "draft" && share.status != "archived" => Ok(share),
+        _ => Err(AppError::NotFound),
+    }
+}
+
+/// Why nobody new can get in right now, if so: the share's own state, or
+/// its quota used up.
+pub fn unavailable_because(share: &Share, now: OffsetDateTime) -> Option<&'static str> {
+    share.unavailable_because(now).or_else(|| {
+        share
+            .quota
+            .is_some_and(|quota| share.quota_used >= quota)
+            .then_some("this course has reached its access limit")
+    })
+}
+
+/// The code id kept for `share` in this session (phase 2), if any.
+pub async fn pending_code(session: &Session, share: Uuid) -> Result<Option<Uuid>, AppError> {
+    session
+        .get::<Uuid>(&pending_key(share))
+        .await
+        .map_err(guard::session_error)
+}
+
+/// What entering a code did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CodeEntered {
+    /// Kept in the session; bound at the first opening.
+    Pending,
+    /// The learner typed the code already bound to them.
+    AlreadyBound,
+}
+
+/// Phases 1+2: checks a typed code for this learner and keeps it pending in
+/// the session. Binds nothing. A typo is refused by the check symbol before
+/// any attempt is counted.
+pub async fn enter_code(
+    state: &AppState,
+    session: &Session,
+    principal: &Principal,
+    ip: IpAddr,
+    share: &Share,
+    typed: &str,
+) -> Result<CodeEntered, LearnerError> {
+    let code = PlainCode::parse(typed).map_err(LearnerError::Format)?;
+    let policy = &state.auth;
+    throttle(
+        state,
+        ThrottleScope::CodeAccount,
+        &principal.id.0.to_string(),
+        policy.code_per_account,
+        "code attempts",
+    )
+    .await?;
+    throttle(
+        state,
+        ThrottleScope::CodeIp,
+        &ip.to_string(),
+        policy.code_per_ip,
+        "code attempts from your network",
+    )
+    .await?;
+    throttle(
+        state,
+        ThrottleScope::CodeShare,
+        &share.id.to_string(),
+        policy.code_per_share,
+        "code attempts for this course",
+    )
+    .await?;
+    let code_id =
+        settlement::validate(&state.pool, &state.keyring, share, principal.id, &code).await?;
+    if settlement::binding_of(&state.pool, share, principal.id)
+        .await?
+        .is_some()
+    {
+        return Ok(CodeEntered::AlreadyBound);
+    }
+    session
+        .insert(&pending_key(share.id), code_id)
+        .await
+        .map_err(guard::session_error)?;
+    Ok(CodeEntered::Pending)
+}
+
+/// One request to open a resource.
+#[derive(Debug)]
+pub struct Opening<'a> {
+    pub share: &'a Share,
+    pub resource: Uuid,
+    /// Random per logical attempt; an API client's retries reuse it.
+    pub request_id: RequestId,
+    /// From another site (`Sec-Fetch-Site: cross-site`): see [`open`].
+    pub cross_site: bool,
+    pub patience: Patience,
+}
+
+/// Phase 3: decides whether `principal` may open the resource now,
+/// binding the pending code on a first access. A cross-site request (a
+/// link on another site, which `SameSite=Lax` lets through with the
+/// cookie) may only reach what the learner already holds: it never binds.
+pub async fn open(
+    state: &AppState,
+    session: &Session,
+    principal: &Principal,
+    opening: Opening<'_>,
+) -> Result<(Resource, Grant), LearnerError> {
+    let Opening {
+        share,
+        resource: resource_id,
+        request_id,
+        cross_site,
+        patience,
+    } = opening;
+    let resource = shares::resource(&state.pool, share.tenant(), ShareId(share.id), resource_id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let pending = if cross_site {
+        None
+    } else {
+        pending_code(session, share.id).await?
+    };
+    let request = SettlementRequest {
+        share: share.clone(),
+        principal: principal.id,
+        resource: resource.id,
+        pending_code: pending,
+        request_id,
+    };
+    let grant = match patience {
+        Patience::WaitBriefly => settle_waiting_briefly(state, &request).await?,
+        Patience::AnswerAtOnce => {
+            state
+                .settler
+                .settle(&state.pool, &state.redis, &request)
+                .await?
+        }
+    };
+    if pending.is_some() {
+        // The access is decided (and maybe bound): a session hiccup now
+        // must not turn it into an error page. A stale pending id is
+        // harmless; the next settlement finds the binding first.
+        if let Err(error) = session.remove::<Uuid>(&pending_key(share.id)).await {
+            tracing::warn!(error = %error, "could not clear a pending code after settlement");
+        }
+    }
+    Ok((resource, grant))
+}
+
+/// What a settlement does when the code is held by another request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Patience {
+    /// A person clicked: wait a moment for a definite answer.
+    WaitBriefly,
+    /// An API client: answer `busy` now (it retries with its
+    /// `Idempotency-Key`), so a hot code's losers stay off PostgreSQL.
+    AnswerAtOnce,
+}
+
+/// How long a request waits, in total, for someone else's settlement of
+/// the same code (or the same learner's other request) to finish.
+const BUSY_WAITS_MS: [u64; 4] = [50, 100, 200, 400];
+
+/// Settles, waiting a moment while the code is held by a settlement in
+/// flight: it takes milliseconds, and its outcome turns "busy, try again"
+/// into a definite answer ("already used", or access through a replayed
+/// grant). Past the waits, `Busy` reaches the learner as retryable.
+async fn settle_waiting_briefly(
+    state: &AppState,
+    request: &SettlementRequest,
+) -> Result<Grant, SettlementError> {
+    for wait in BUSY_WAITS_MS {
+        match state
+            .settler
+            .settle(&state.pool, &state.redis, request)
+            .await
+        {
+            Err(SettlementError::Busy) => {
+                tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+            }
+            other => return other,
+        }
+    }
+    state
+        .settler
+        .settle(&state.pool, &state.redis, request)
+        .await
+}
+
+/// Whether the request came from another site (`Sec-Fetch-Site`).
+pub fn is_cross_site(headers: &http::HeaderMap) -> bool {
+    headers
+        .get("sec-fetch-site")
+        .is_some_and(|v| v.as_bytes() == b"cross-site")
+}
+
+/// A date as pages show it: `29 November 2026`.
+pub fn human_date(at: OffsetDateTime) -> String {
+    let format = time::macros::format_description!("[day padding:none] [month repr:long] [year]");
+    at.format(&format).unwrap_or_else(|_| at.date().to_string())
+}

@@ -1,0 +1,317 @@
+//! The learner's side in the browser: a share's page, code entry, opening
+//! a resource, and "My courses".
+//!
+//! Server functions here are thin adapters over [`flows`] (shared with the
+//! JSON API): they read the session, call the flow, and shape the answer
+//! for the pages. Each has a stable endpoint under `/api/learner/`.
+
+#[cfg(feature = "ssr")]
+pub mod flows;
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::error::AppError;
+
+/// A share's landing page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SharePage {
+    pub slug: String,
+    pub title: String,
+    pub description: String,
+    pub resources: Vec<ResourceItem>,
+    /// Why the course cannot be used now (paused, closed, full), if so.
+    pub unavailable: Option<String>,
+    pub me: LearnerState,
+}
+
+/// One resource of a share, as listed to learners.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceItem {
+    pub id: Uuid,
+    pub title: String,
+    /// `video`, `file` or `page`.
+    pub kind: String,
+    pub size_bytes: i64,
+}
+
+/// Where the visitor stands with a share.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LearnerState {
+    SignedOut,
+    /// Signed in, no code yet.
+    NeedsCode {
+        email: String,
+    },
+    /// A code was accepted and waits for the first opening.
+    Pending {
+        email: String,
+    },
+    /// A code is bound to this account.
+    HasAccess(Bound),
+    /// The bound code was revoked by the course provider.
+    Withdrawn {
+        email: String,
+        hint: String,
+    },
+}
+
+/// A binding as the learner sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bound {
+    pub email: String,
+    pub hint: String,
+    /// Human date of the first access.
+    pub since: String,
+}
+
+/// A resource the server has just decided this learner may open.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpenedResource {
+    pub share_slug: String,
+    pub share_title: String,
+    pub resource: ResourceItem,
+    /// Where the bytes are served (settled again on every request).
+    pub content_url: String,
+    pub bound: Bound,
+    /// This opening bound the code.
+    pub bound_now: bool,
+}
+
+/// One course in "My courses".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CourseItem {
+    pub slug: String,
+    pub title: String,
+    pub provider: String,
+    pub hint: String,
+    pub since: String,
+    /// Openable now from the learner's side (active share, code kept).
+    pub open: bool,
+    /// What to say when it is not.
+    pub note: Option<String>,
+}
+
+/// The URL of a resource's content (the JSON API route that streams it).
+pub fn content_url(slug: &str, resource: Uuid) -> String {
+    format!("/api/v1/s/{slug}/resources/{resource}/content")
+}
+
+/// A share's page: what it holds and where the visitor stands.
+#[server(endpoint = "learner/share", input = server_fn::codec::GetUrl)]
+pub async fn share_view(slug: String) -> Result<SharePage, AppError> {
+    use crate::auth::guard;
+    use engine::{settlement, shares};
+    let run = async {
+        let state = crate::state::AppState::from_context()?;
+        let share = flows::visible_share(&state, &slug).await?;
+        let resources = shares::resources(&state.pool, share.tenant(), shares::ShareId(share.id))
+            .await
+            .map_err(|e| AppError::internal(&e))?;
+        let session = guard::session().await?;
+        let me = match guard::principal_of(&state, &session).await? {
+            None => LearnerState::SignedOut,
+            Some(principal) => {
+                let email = principal.email.clone();
+                match settlement::binding_of(&state.pool, &share, principal.id)
+                    .await
+                    .map_err(|e| AppError::internal(&e))?
+                {
+                    Some(binding) if binding.revoked => LearnerState::Withdrawn {
+                        email,
+                        hint: binding.hint,
+                    },
+                    Some(binding) => LearnerState::HasAccess(Bound {
+                        email,
+                        hint: binding.hint,
+                        since: flows::human_date(binding.bound_at),
+                    }),
+                    None if flows::pending_code(&session, share.id).await?.is_some() => {
+                        LearnerState::Pending { email }
+                    }
+                    None => LearnerState::NeedsCode { email },
+                }
+            }
+        };
+        let unavailable =
+            flows::unavailable_because(&share, time::OffsetDateTime::now_utc()).map(capitalise);
+        Ok(SharePage {
+            slug: share.slug,
+            title: share.title,
+            description: share.description,
+            resources: resources.into_iter().map(item).collect(),
+            unavailable,
+            me,
+        })
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Phases 1+2: enters a code for a share. Binds nothing.
+#[server(endpoint = "learner/code")]
+pub async fn enter_code(slug: String, code: String) -> Result<CodeOutcome, AppError> {
+    use crate::auth::guard;
+    let run = async {
+        let state = crate::state::AppState::from_context()?;
+        let principal = guard::require_learner().await?;
+        let share = flows::visible_share(&state, &slug).await?;
+        let session = guard::session().await?;
+        let ip = guard::client_ip().await?;
+        let outcome = flows::enter_code(&state, &session, &principal, ip, &share, &code).await?;
+        Ok(match outcome {
+            flows::CodeEntered::Pending => CodeOutcome::Pending,
+            flows::CodeEntered::AlreadyBound => CodeOutcome::AlreadyBound,
+        })
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// What entering a code did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CodeOutcome {
+    Pending,
+    AlreadyBound,
+}
+
+impl CodeOutcome {
+    pub fn message(self) -> &'static str {
+        match self {
+            Self::Pending => {
+                "Code accepted. It will be bound to this account when you first open the course."
+            }
+            Self::AlreadyBound => "This code is already bound to your account.",
+        }
+    }
+}
+
+/// Phase 3: opens a resource, binding the pending code on a first access.
+#[server(endpoint = "learner/open")]
+pub async fn open_resource(slug: String, resource: String) -> Result<OpenedResource, AppError> {
+    use crate::auth::guard;
+    use engine::settlement::{self, RequestId};
+    let run = async {
+        let state = crate::state::AppState::from_context()?;
+        // Unknown shares are a 404 for everyone, signed in or not.
+        let share = flows::visible_share(&state, &slug).await?;
+        let resource_id = Uuid::parse_str(&resource).map_err(|_| AppError::NotFound)?;
+        let principal = guard::require_learner().await?;
+        let session = guard::session().await?;
+        let cross_site = use_context::<http::request::Parts>()
+            .is_some_and(|parts| flows::is_cross_site(&parts.headers));
+        let (resource, grant) = flows::open(
+            &state,
+            &session,
+            &principal,
+            flows::Opening {
+                share: &share,
+                resource: resource_id,
+                request_id: RequestId::generate(),
+                cross_site,
+                patience: flows::Patience::WaitBriefly,
+            },
+        )
+        .await?;
+        // Access is decided: from here on nothing may turn into an error
+        // page, so a failed read of the binding falls back to what the
+        // grant already says.
+        let binding = settlement::binding_of(&state.pool, &share, principal.id)
+            .await
+            .inspect_err(|e| tracing::warn!(error = format!("{e:#}"), "reading a binding"))
+            .ok()
+            .flatten();
+        let bound = match binding {
+            Some(b) => Bound {
+                email: principal.email.clone(),
+                hint: b.hint,
+                since: flows::human_date(b.bound_at),
+            },
+            None => Bound {
+                email: principal.email.clone(),
+                hint: String::new(),
+                since: flows::human_date(time::OffsetDateTime::now_utc()),
+            },
+        };
+        Ok(OpenedResource {
+            content_url: content_url(&share.slug, resource.id),
+            share_slug: share.slug,
+            share_title: share.title,
+            resource: item(resource),
+            bound,
+            bound_now: grant.bound_now,
+        })
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Every course the signed-in learner holds, in every tenant.
+#[server(endpoint = "learner/courses", input = server_fn::codec::GetUrl)]
+pub async fn my_courses() -> Result<Vec<CourseItem>, AppError> {
+    use crate::auth::guard;
+    let run = async {
+        let state = crate::state::AppState::from_context()?;
+        let principal = guard::require_learner().await?;
+        let holdings = engine::settlement::holdings_of(&state.pool, principal.id)
+            .await
+            .map_err(|e| AppError::internal(&e))?;
+        Ok(holdings
+            .into_iter()
+            .map(|h| {
+                let note = if h.revoked {
+                    Some("Your access was withdrawn by the course provider.")
+                } else {
+                    match h.status.as_str() {
+                        "active" => None,
+                        "paused" => Some("Paused by the course provider."),
+                        _ => Some("No longer offered."),
+                    }
+                };
+                CourseItem {
+                    open: note.is_none(),
+                    note: note.map(str::to_owned),
+                    slug: h.slug,
+                    title: h.title,
+                    provider: h.tenant_name,
+                    hint: h.hint,
+                    since: flows::human_date(h.bound_at),
+                }
+            })
+            .collect())
+    };
+    run.await.map_err(AppError::respond)
+}
+
+#[cfg(feature = "ssr")]
+fn item(resource: engine::shares::Resource) -> ResourceItem {
+    ResourceItem {
+        id: resource.id,
+        title: resource.title,
+        kind: resource.kind,
+        size_bytes: resource.size_bytes,
+    }
+}
+
+#[cfg(feature = "ssr")]
+fn capitalise(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => format!("{}{}.", first.to_uppercase(), chars.as_str()),
+        None => String::new(),
+    }
+}
+
+/// Bytes for people: `1.5 MB`.
+pub fn human_size(bytes: i64) -> String {
+    const UNITS: [&str; 4] = ["bytes", "KB", "MB", "GB"];
+    let mut value = bytes.max(0) as f64;
+    let mut unit = 0;
+    while value >= 1000.0 && unit < UNITS.len() - 1 {
+        value /= 1000.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} bytes")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}

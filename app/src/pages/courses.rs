@@ -1,0 +1,74 @@
+//! "My courses" (`/courses`): every share the learner holds a code of, in
+//! every tenant, so a returning learner needs neither the link nor the code.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::components::Redirect;
+
+use crate::{
+    error::AppError,
+    learner::{CourseItem, my_courses},
+};
+
+#[component]
+pub fn CoursesPage() -> impl IntoView {
+    let courses = Resource::new(|| (), |_| my_courses());
+    view! {
+        <Title text="My courses"/>
+        <Transition fallback=|| view! { <p>"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match courses.await {
+                    Ok(courses) => view! { <CourseList courses/> }.into_any(),
+                    Err(AppError::Unauthenticated) => view! { <Redirect path="/login?next=/courses"/> }.into_any(),
+                    Err(error) => view! { <div class="flash error" role="alert">{error.sentence()}</div> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn CourseList(courses: Vec<CourseItem>) -> impl IntoView {
+    view! {
+        <h1>"My courses"</h1>
+        {if courses.is_empty() {
+            view! {
+                <section class="card empty">
+                    <p>"You have no courses yet."</p>
+                    <p class="muted">
+                        "Open the link your course provider gave you and enter your access code. "
+                        "Once you open the course, it stays here on every device you sign in on."
+                    </p>
+                </section>
+            }
+            .into_any()
+        } else {
+            view! {
+                <ul class="course-list">
+                    {courses
+                        .into_iter()
+                        .map(|c| {
+                            let href = format!("/s/{}", c.slug);
+                            view! {
+                                <li class="card course" class:closed=!c.open>
+                                    <h2>
+                                        {if c.open {
+                                            view! { <a href=href>{c.title}</a> }.into_any()
+                                        } else {
+                                            view! { <span>{c.title}</span> }.into_any()
+                                        }}
+                                    </h2>
+                                    <p class="muted">
+                                        {c.provider}" · since "{c.since}" · code "<code>{c.hint}</code>
+                                    </p>
+                                    {c.note.map(|note| view! { <p class="note">{note}</p> })}
+                                </li>
+                            }
+                        })
+                        .collect_view()}
+                </ul>
+            }
+            .into_any()
+        }}
+    }
+}

@@ -1,0 +1,121 @@
+//! Opening one resource (`/s/{slug}/r/{id}`): phase 3. Rendering the page
+//! runs the settlement on the server (a first opening binds the pending
+//! code), so it works without JavaScript; the player then streams from the
+//! content route, which decides again on every request.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::{components::Redirect, hooks::use_params_map};
+
+use crate::{
+    error::AppError,
+    learner::{OpenedResource, human_size, open_resource},
+    pages::{login::urlencode, not_found::NotFound, share::BoundNote},
+};
+
+#[component]
+pub fn ResourcePage() -> impl IntoView {
+    let params = use_params_map();
+    let slug = move || params.read().get("slug").unwrap_or_default();
+    let resource = move || params.read().get("resource").unwrap_or_default();
+    let opened = Resource::new(
+        move || (slug(), resource()),
+        |(slug, resource)| open_resource(slug, resource),
+    );
+    view! {
+        <Transition fallback=|| view! { <p>"Opening…"</p> }>
+            {move || Suspend::new(async move {
+                let here = format!("/s/{}/r/{}", slug(), resource());
+                let share = format!("/s/{}", slug());
+                match opened.await {
+                    Ok(opened) => view! { <Opened opened/> }.into_any(),
+                    Err(AppError::NotFound) => view! { <NotFound/> }.into_any(),
+                    Err(AppError::Unauthenticated) => view! {
+                        <Redirect path=format!("/login?next={}", urlencode(&here))/>
+                    }.into_any(),
+                    Err(error) => view! { <Refused error here share/> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn Opened(opened: OpenedResource) -> impl IntoView {
+    let OpenedResource {
+        share_slug,
+        share_title,
+        resource,
+        content_url,
+        bound,
+        bound_now,
+    } = opened;
+    let title = resource.title.clone();
+    let content = match resource.kind.as_str() {
+        "video" => {
+            let fallback = content_url.clone();
+            view! {
+                <video class="player" controls=true preload="metadata" playsinline=true src=content_url>
+                    <a href=fallback>"Download the video"</a>
+                </video>
+            }
+            .into_any()
+        }
+        "page" => view! {
+            // The page is served sandboxed (no scripts, no same-origin).
+            <iframe class="page-frame" sandbox="" title=title.clone() src=content_url></iframe>
+        }
+        .into_any(),
+        _ => view! {
+            <p>
+                <a class="button" href=content_url download="">
+                    "Download " {title.clone()} " (" {human_size(resource.size_bytes)} ")"
+                </a>
+            </p>
+        }
+        .into_any(),
+    };
+    view! {
+        <Title text=format!("{} · {}", resource.title, share_title)/>
+        <nav class="breadcrumb" aria-label="Breadcrumb">
+            <a href=format!("/s/{share_slug}")>{share_title}</a>
+        </nav>
+        <article class="opened" data-kind=resource.kind.clone()>
+            <h1>{resource.title}</h1>
+            {bound_now.then(|| view! {
+                <div class="flash success" role="status">
+                    "Your code is now bound to this account. You will not need it again."
+                </div>
+            })}
+            {content}
+            <BoundNote bound/>
+        </article>
+    }
+}
+
+/// Why the resource did not open, with the way forward.
+#[component]
+fn Refused(error: AppError, here: String, share: String) -> impl IntoView {
+    let retry = error.is_retryable();
+    let reason = match &error {
+        AppError::Refused { reason, .. } => reason.clone(),
+        AppError::TryAgain { .. } | AppError::Unavailable { .. } => "busy".to_owned(),
+        _ => "error".to_owned(),
+    };
+    let heading = if retry {
+        "Not just now"
+    } else {
+        "This did not open"
+    };
+    view! {
+        <Title text=heading/>
+        <section class="error-page refused" data-reason=reason>
+            <h1>{heading}</h1>
+            <div class="flash error" role="alert">{error.sentence()}</div>
+            <p class="actions">
+                {retry.then(|| view! { <a class="button" href=here>"Try again"</a> })}
+                <a class=if retry { "button secondary" } else { "button" } href=share>"Back to the course"</a>
+            </p>
+        </section>
+    }
+}

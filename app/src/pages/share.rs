@@ -1,0 +1,270 @@
+//! A share's landing page (`/s/{slug}`): what the course holds, where the
+//! visitor stands with it, and the code entry form.
+//!
+//! Code entry works without JavaScript (a plain form post to the server
+//! function, which redirects back here); hydrated, the check symbol is
+//! verified in the browser first, so a typo never costs an attempt.
+
+use leptos::{ev::SubmitEvent, html, prelude::*};
+use leptos_meta::Title;
+use leptos_router::hooks::use_params_map;
+use server_fn::ServerFn as _;
+
+use crate::{
+    components::form::{FieldError, FormAlert, invalid},
+    error::AppError,
+    learner::{Bound, EnterCode, LearnerState, ResourceItem, SharePage, human_size, share_view},
+    pages::{login::urlencode, not_found::NotFound},
+};
+
+#[component]
+pub fn SharePageView() -> impl IntoView {
+    let params = use_params_map();
+    let slug = move || params.read().get("slug").unwrap_or_default();
+    let enter = ServerAction::<EnterCode>::new();
+    let page = Resource::new(
+        move || (slug(), enter.version().get()),
+        |(slug, _)| share_view(slug),
+    );
+    view! {
+        <Transition fallback=|| view! { <p>"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match page.await {
+                    Ok(page) => view! { <ShareBody page enter/> }.into_any(),
+                    Err(AppError::NotFound) => view! { <NotFound/> }.into_any(),
+                    Err(error) => view! {
+                        <Title text="Course"/>
+                        <div class="flash error" role="alert">{error.sentence()}</div>
+                    }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn ShareBody(page: SharePage, enter: ServerAction<EnterCode>) -> impl IntoView {
+    let SharePage {
+        slug,
+        title,
+        description,
+        resources,
+        unavailable,
+        me,
+    } = page;
+    let here = format!("/s/{slug}");
+    let can_open = unavailable.is_none()
+        && matches!(
+            me,
+            LearnerState::Pending { .. } | LearnerState::HasAccess(_)
+        );
+    let state = match (&unavailable, &me) {
+        (Some(_), LearnerState::HasAccess(_)) => "has-access",
+        (Some(_), _) => "unavailable",
+        (None, LearnerState::SignedOut) => "signed-out",
+        (None, LearnerState::NeedsCode { .. }) => "needs-code",
+        (None, LearnerState::Pending { .. }) => "pending",
+        (None, LearnerState::HasAccess(_)) => "has-access",
+        (None, LearnerState::Withdrawn { .. }) => "withdrawn",
+    };
+    view! {
+        <Title text=title.clone()/>
+        <article class="share" data-state=state>
+            <header class="share-header">
+                <p class="eyebrow">"Course"</p>
+                <h1>{title}</h1>
+                {(!description.is_empty()).then(|| view! { <p class="lead description">{description}</p> })}
+            </header>
+            {unavailable.map(|reason| view! {
+                <div class="flash warning state-banner" role="status">{reason}</div>
+            })}
+            <StateBanner me=me.clone() slug=slug.clone() here=here.clone() enter blocked=state == "unavailable"/>
+            <ResourceList slug resources can_open/>
+        </article>
+    }
+}
+
+#[component]
+fn StateBanner(
+    me: LearnerState,
+    slug: String,
+    here: String,
+    enter: ServerAction<EnterCode>,
+    blocked: bool,
+) -> impl IntoView {
+    match me {
+        LearnerState::SignedOut => {
+            let next = urlencode(&here);
+            view! {
+                <section class="card state-card">
+                    <h2>"Have an access code?"</h2>
+                    <p>"Sign in or create an account, then enter your code. You will come back to this page."</p>
+                    <p class="actions">
+                        <a class="button" href=format!("/login?next={next}")>"Sign in"</a>
+                        <a class="button secondary" href=format!("/register?next={next}")>"Create account"</a>
+                    </p>
+                </section>
+            }
+            .into_any()
+        }
+        LearnerState::NeedsCode { email } if !blocked => view! {
+            <section class="card state-card">
+                <h2>"Enter your access code"</h2>
+                <p>
+                    "Your code will be bound to this account ("<strong>{email}</strong>
+                    ") when you first open the course. Until then, entering it binds nothing."
+                </p>
+                <CodeForm slug enter/>
+            </section>
+        }
+        .into_any(),
+        LearnerState::NeedsCode { .. } => ().into_any(),
+        LearnerState::Pending { email } => view! {
+            <section class="card state-card accepted" role="status">
+                <h2>"Code accepted"</h2>
+                <p>
+                    "It will be bound to this account ("<strong>{email}</strong>
+                    ") when you first open the course. Open any item below to start."
+                </p>
+            </section>
+        }
+        .into_any(),
+        LearnerState::HasAccess(bound) => view! { <BoundNote bound/> }.into_any(),
+        LearnerState::Withdrawn { email, hint } => view! {
+            <section class="card state-card withdrawn" role="status">
+                <h2>"Access withdrawn"</h2>
+                <p>
+                    "The course provider revoked the code "<code>{hint}</code>" bound to "
+                    <strong>{email}</strong>". Contact them if you think this is a mistake."
+                </p>
+            </section>
+        }
+        .into_any(),
+    }
+}
+
+/// "Bound to … since …".
+#[component]
+pub fn BoundNote(bound: Bound) -> impl IntoView {
+    view! {
+        <section class="card state-card bound" role="status">
+            <h2>"You have access"</h2>
+            <p class="bound-note">
+                "Bound to "<strong>{bound.email}</strong>" since "{bound.since}
+                {(!bound.hint.is_empty()).then(|| view! { " (code "<code>{bound.hint}</code>")" })}
+                ". Sign in on any device to come back; you will not need the code again."
+            </p>
+        </section>
+    }
+}
+
+#[component]
+fn CodeForm(slug: String, enter: ServerAction<EnterCode>) -> impl IntoView {
+    let input = NodeRef::<html::Input>::new();
+    // A typo caught in the browser: shown like the server's own message.
+    let local_error = RwSignal::new(None::<AppError>);
+    let error = Signal::derive(move || {
+        local_error
+            .get()
+            .or_else(|| enter.value().get().and_then(Result::err))
+    });
+    // Errors are announced (role=alert); focus goes back to the field so
+    // the learner can correct it at once.
+    Effect::new(move |_| {
+        if error.get().is_some()
+            && let Some(field) = input.get()
+        {
+            let _ = field.focus();
+        }
+    });
+    let outcome = move || {
+        enter
+            .value()
+            .get()
+            .and_then(Result::ok)
+            .map(|outcome| outcome.message())
+    };
+    let form_slug = slug.clone();
+    let on_submit = move |ev: SubmitEvent| {
+        ev.prevent_default();
+        let typed = input.get().map(|i| i.value()).unwrap_or_default();
+        match codeformat::canonicalise(&typed) {
+            Err(problem) => local_error.set(Some(AppError::invalid("code", problem.to_string()))),
+            Ok(_) => {
+                local_error.set(None);
+                enter.dispatch(EnterCode {
+                    slug: form_slug.clone(),
+                    code: typed,
+                });
+            }
+        }
+    };
+    view! {
+        <form method="post" action=EnterCode::url() class="form code-form" on:submit=on_submit>
+            <input type="hidden" name="slug" value=slug/>
+            <FormAlert error/>
+            <div class="field">
+                <label for="code">"Access code"</label>
+                <input
+                    id="code"
+                    name="code"
+                    type="text"
+                    node_ref=input
+                    class="code-input"
+                    autocomplete="off"
+                    autocapitalize="characters"
+                    spellcheck="false"
+                    required=true
+                    maxlength=64
+                    placeholder="ABCD-2345-WXYZ"
+                    aria-invalid=invalid(error, "code")
+                    aria-describedby="code-hint code-error"
+                />
+                <p class="hint" id="code-hint">"12 letters and digits. Spaces, dashes and lower case are fine."</p>
+                <FieldError error field="code"/>
+            </div>
+            <p class="visually-hidden" role="status">{outcome}</p>
+            <button type="submit" class="button" disabled=move || enter.pending().get()>
+                {move || if enter.pending().get() { "Checking…" } else { "Use this code" }}
+            </button>
+        </form>
+    }
+}
+
+#[component]
+fn ResourceList(slug: String, resources: Vec<ResourceItem>, can_open: bool) -> impl IntoView {
+    if resources.is_empty() {
+        return view! { <p class="muted">"Nothing has been published in this course yet."</p> }
+            .into_any();
+    }
+    view! {
+        <section class="resources">
+            <h2>"In this course"</h2>
+            <ul class="resource-list">
+                {resources
+                    .into_iter()
+                    .map(|r| {
+                        let label = match r.kind.as_str() {
+                            "video" => "Video",
+                            "page" => "Page",
+                            _ => "File",
+                        };
+                        let href = format!("/s/{slug}/r/{}", r.id);
+                        view! {
+                            <li class="resource">
+                                <span class="tag">{label}</span>
+                                {if can_open {
+                                    view! { <a href=href class="resource-title">{r.title}</a> }.into_any()
+                                } else {
+                                    view! { <span class="resource-title">{r.title}</span> }.into_any()
+                                }}
+                                <span class="muted">{human_size(r.size_bytes)}</span>
+                            </li>
+                        }
+                    })
+                    .collect_view()}
+            </ul>
+        </section>
+    }
+    .into_any()
+}

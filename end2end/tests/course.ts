@@ -1,0 +1,185 @@
+// Course fixtures for the learner journeys: a share built through the admin
+// JSON API as the seeded demo admin, real uploads, real codes, and SQL
+// against the server's own (throwaway) database to check final states.
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import {
+  expect,
+  request,
+  type APIRequestContext,
+  type BrowserContext,
+  type Page,
+  type TestInfo,
+} from "@playwright/test";
+import { PASSWORD, uniqueEmail } from "./fixtures";
+
+const port = Number(process.env.E2E_PORT ?? 3100);
+export const baseURL = `http://127.0.0.1:${port}`;
+
+export const DEMO_ADMIN = { email: "admin@demo.admitone.test", password: "demo-admin-password" };
+export const VIDEO = readFileSync(join(__dirname, "..", "fixtures", "lesson.webm"));
+
+function serverInfo(): { databaseUrl: string } {
+  return JSON.parse(readFileSync(join(__dirname, "..", ".e2e-server.json"), "utf8"));
+}
+
+/** One SQL query against the server under test; rows as `a|b` lines. */
+export function sql(query: string): string {
+  return execFileSync("psql", ["-qtAX", "-v", "ON_ERROR_STOP=1", "-d", serverInfo().databaseUrl, "-c", query], {
+    encoding: "utf8",
+  }).trim();
+}
+
+/** An API client signed in as the demo tenant's admin. */
+export async function adminApi(): Promise<APIRequestContext> {
+  const api = await request.newContext({ baseURL });
+  const response = await api.post("/api/v1/auth/login", { data: DEMO_ADMIN });
+  expect(response.status(), await response.text()).toBe(200);
+  return api;
+}
+
+export interface Course {
+  id: string;
+  slug: string;
+  title: string;
+  video: string;
+  page: string;
+  codes: string[];
+  codeIds: string[];
+}
+
+export interface CourseOptions {
+  title?: string;
+  status?: "active" | "paused" | "draft" | "archived";
+  quota?: number;
+  validFrom?: Date;
+  validUntil?: Date;
+  codes?: number;
+}
+
+/** A share with a video and a page, `codes` codes, then `status`. */
+export async function createCourse(api: APIRequestContext, options: CourseOptions = {}): Promise<Course> {
+  const tenant = sql("SELECT id FROM tenants WHERE slug = 'demo'");
+  const slug = `course-${Date.now().toString(36)}-${Math.floor(Math.random() * 1e6).toString(36)}`;
+  const title = options.title ?? "Rust for the Curious";
+  const created = await api.post(`/api/v1/tenants/${tenant}/shares`, {
+    data: {
+      title,
+      slug,
+      description: "Eight short lessons, from ownership to async.",
+      status: "active",
+      quota: options.quota,
+      valid_from: options.validFrom?.toISOString(),
+      valid_until: options.validUntil?.toISOString(),
+    },
+  });
+  expect(created.status(), await created.text()).toBe(201);
+  const share = await created.json();
+  const upload = async (name: string, mimeType: string, buffer: Buffer, resourceTitle: string) => {
+    const response = await api.post(`/api/v1/shares/${share.id}/resources`, {
+      multipart: { title: resourceTitle, file: { name, mimeType, buffer } },
+    });
+    expect(response.status(), await response.text()).toBe(201);
+    return (await response.json()).id as string;
+  };
+  const video = await upload("lesson.webm", "video/webm", VIDEO, "Lesson 1: Ownership");
+  const page = await upload(
+    "welcome.html",
+    "text/html",
+    Buffer.from("<h1>Welcome</h1><p>Start with lesson 1.</p>"),
+    "Welcome notes",
+  );
+  const issued = await api.post(`/api/v1/shares/${share.id}/codes`, {
+    data: { count: options.codes ?? 3, label: "e2e" },
+  });
+  expect(issued.status(), await issued.text()).toBe(201);
+  const batch: { id: string; code: string }[] = (await issued.json()).codes;
+  const codes = batch.map((c) => c.code);
+  const codeIds = batch.map((c) => c.id);
+  if (options.status && options.status !== "active") {
+    const status = await api.post(`/api/v1/shares/${share.id}/status`, { data: { status: options.status } });
+    expect(status.status(), await status.text()).toBe(200);
+  }
+  return { id: share.id, slug, title, video, page, codes, codeIds };
+}
+
+/** Signs a new learner in, in `context` (its pages share the cookie). */
+export async function newLearner(context: BrowserContext, tag: string): Promise<string> {
+  const email = uniqueEmail(tag);
+  const response = await context.request.post("/api/v1/auth/register", {
+    data: { email, password: PASSWORD, display_name: `Learner ${tag}` },
+  });
+  expect(response.status(), await response.text()).toBe(201);
+  return email;
+}
+
+/** How a person might type `code`: lower case, spaces instead of dashes. */
+export function sloppy(code: string): string {
+  return ` ${code.toLowerCase().replaceAll("-", " ")} `;
+}
+
+const ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+
+/** A well-formed code (right check symbol) that was never issued. */
+export function unknownCode(): string {
+  const payload = Array.from({ length: 11 }, () => Math.floor(Math.random() * 32));
+  let sum = 0;
+  payload
+    .slice()
+    .reverse()
+    .forEach((v, i) => {
+      let addend = v;
+      if (i % 2 === 0) {
+        addend *= 2;
+        addend = Math.floor(addend / 32) + (addend % 32);
+      }
+      sum += addend;
+    });
+  const check = (32 - (sum % 32)) % 32;
+  const text = [...payload, check].map((v) => ALPHABET[v]).join("");
+  return `${text.slice(0, 4)}-${text.slice(4, 8)}-${text.slice(8)}`;
+}
+
+/** `code` with its check symbol changed: a typo. */
+export function typo(code: string): string {
+  const last = code[code.length - 1];
+  const replacement = ALPHABET[(ALPHABET.indexOf(last) + 1) % 32];
+  return code.slice(0, -1) + replacement;
+}
+
+/** Types a code into the share page's form and submits it. */
+export async function enterCode(page: Page, code: string) {
+  await page.getByLabel("Access code").fill(code);
+  await page.getByRole("button", { name: "Use this code" }).click();
+}
+
+/** The learner's state as the share page shows it. */
+export function shareState(page: Page) {
+  return page.locator("article.share");
+}
+
+/** Waits until a video element has really played for a while. */
+export async function expectVideoPlays(page: Page) {
+  const video = page.locator("video.player");
+  await expect(video).toBeVisible();
+  await video.evaluate((v: HTMLVideoElement) => {
+    v.muted = true;
+    return v.play();
+  });
+  await expect
+    .poll(() => video.evaluate((v: HTMLVideoElement) => v.currentTime), { timeout: 15_000 })
+    .toBeGreaterThan(0.5);
+}
+
+/** A full-page screenshot kept with the test's artifacts. */
+export async function snapshot(page: Page, testInfo: TestInfo, name: string) {
+  const path = testInfo.outputPath(`${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  await testInfo.attach(name, { path, contentType: "image/png" });
+}
+
+/** The account id of `email` in the server's database. */
+export function accountId(email: string): string {
+  return sql(`SELECT id FROM accounts WHERE email = '${email.replaceAll("'", "''")}'`);
+}

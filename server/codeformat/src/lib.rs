@@ -1,0 +1,229 @@
+//! The shape of an access code, and nothing else: no randomness, no keys,
+//! no I/O, so the same check runs natively in `engine` and as wasm in the
+//! learner's browser, and a typo is caught before a request is sent.
+//!
+//! A code is 11 payload symbols and one check symbol in Crockford's base32
+//! alphabet (no I, L, O, U), shown as `XXXX-XXXX-XXXX`. [`canonicalise`]
+//! forgives case, spaces, dashes and the look-alikes O→0 and I/L→1; the
+//! check symbol (Luhn mod 32) catches every single wrong symbol and almost
+//! every swap of two neighbours.
+
+/// Crockford's base32 alphabet: digits, then letters without I, L, O, U.
+pub const ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+/// Random symbols per code.
+pub const PAYLOAD_SYMBOLS: usize = 11;
+/// Symbols per code including the check symbol.
+pub const SYMBOLS: usize = PAYLOAD_SYMBOLS + 1;
+
+/// Why typed text is not a code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CodeFormatError {
+    #[error("a code has 12 letters and digits, like ABCD-2345-WXYZ")]
+    WrongLength,
+    #[error("a code uses only letters and digits")]
+    BadSymbol,
+    #[error("this code has a typo: check it and try again")]
+    BadCheckSymbol,
+}
+
+/// The value (0..32) of a typed symbol, forgiving case and look-alikes.
+fn value_of(symbol: u8) -> Option<u8> {
+    let upper = match symbol.to_ascii_uppercase() {
+        b'O' => b'0',
+        b'I' | b'L' => b'1',
+        other => other,
+    };
+    ALPHABET
+        .iter()
+        .position(|&c| c == upper)
+        .and_then(|p| u8::try_from(p).ok())
+}
+
+/// Luhn mod 32 over symbol values: the check value that makes the whole
+/// sum valid.
+pub fn check_value(payload: &[u8]) -> u8 {
+    let mut sum = 0u32;
+    // Double every second value counting from the right of the payload.
+    for (i, &v) in payload.iter().rev().enumerate() {
+        let mut addend = u32::from(v);
+        if i % 2 == 0 {
+            addend *= 2;
+            addend = addend / 32 + addend % 32;
+        }
+        sum += addend;
+    }
+    u8::try_from((32 - sum % 32) % 32).unwrap_or(0)
+}
+
+/// The canonical text (12 symbols, no separators) of a payload of symbol
+/// values (each below 32), with its check symbol appended.
+pub fn from_payload(payload: &[u8; PAYLOAD_SYMBOLS]) -> String {
+    let check = check_value(payload);
+    payload
+        .iter()
+        .chain(std::iter::once(&check))
+        .map(|&v| char::from(ALPHABET[usize::from(v & 31)]))
+        .collect()
+}
+
+/// Parses what a person typed into the canonical 12 symbols.
+pub fn canonicalise(raw: &str) -> Result<String, CodeFormatError> {
+    if !raw.is_ascii() {
+        return Err(CodeFormatError::BadSymbol);
+    }
+    let mut values = Vec::with_capacity(SYMBOLS);
+    for b in raw.bytes() {
+        if b == b'-' || b.is_ascii_whitespace() {
+            continue;
+        }
+        if values.len() == SYMBOLS {
+            return Err(CodeFormatError::WrongLength);
+        }
+        values.push(value_of(b).ok_or(CodeFormatError::BadSymbol)?);
+    }
+    if values.len() != SYMBOLS {
+        return Err(CodeFormatError::WrongLength);
+    }
+    let (payload, check) = values.split_at(PAYLOAD_SYMBOLS);
+    if check_value(payload) != check[0] {
+        return Err(CodeFormatError::BadCheckSymbol);
+    }
+    Ok(values
+        .iter()
+        .map(|&v| char::from(ALPHABET[usize::from(v)]))
+        .collect())
+}
+
+/// Grouped for people: `ABCD-2345-WXYZ` (from canonical text).
+pub fn display(canonical: &str) -> String {
+    match (canonical.get(..4), canonical.get(4..8), canonical.get(8..)) {
+        (Some(a), Some(b), Some(c)) => format!("{a}-{b}-{c}"),
+        _ => canonical.to_owned(),
+    }
+}
+
+/// What stays visible after a code was shown once: its first two and last
+/// two symbols (from canonical text).
+pub fn hint(canonical: &str) -> String {
+    let n = canonical.len();
+    match (canonical.get(..2), canonical.get(n.saturating_sub(2)..)) {
+        (Some(head), Some(tail)) if n >= 4 => format!("{head}…{tail}"),
+        _ => "…".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: [u8; PAYLOAD_SYMBOLS] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 31];
+
+    #[test]
+    fn a_payload_round_trips_through_typing_habits() {
+        let code = from_payload(&SAMPLE);
+        assert_eq!(code.len(), SYMBOLS);
+        let typed = display(&code).to_lowercase().replace('-', " ");
+        assert_eq!(canonicalise(&typed), Ok(code.clone()));
+        assert_eq!(canonicalise(&format!("  {code}\n")), Ok(code));
+    }
+
+    #[test]
+    fn look_alikes_are_read_as_digits() {
+        let code = from_payload(&[0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0]);
+        let typed: String = code
+            .chars()
+            .enumerate()
+            .map(|(i, c)| match (c, i % 3) {
+                ('0', 0) => 'O',
+                ('0', _) => 'o',
+                ('1', 0) => 'I',
+                ('1', 1) => 'l',
+                (other, _) => other,
+            })
+            .collect();
+        assert_ne!(typed, code);
+        assert_eq!(canonicalise(&typed), Ok(code));
+    }
+
+    #[test]
+    fn every_single_wrong_symbol_is_caught() {
+        let code = from_payload(&SAMPLE);
+        for position in 0..SYMBOLS {
+            for &replacement in ALPHABET {
+                let mut bytes = code.clone().into_bytes();
+                if bytes[position] == replacement {
+                    continue;
+                }
+                bytes[position] = replacement;
+                let typo = String::from_utf8(bytes).expect("ascii");
+                assert_eq!(
+                    canonicalise(&typo),
+                    Err(CodeFormatError::BadCheckSymbol),
+                    "{typo}"
+                );
+            }
+        }
+    }
+
+    /// Deterministic payloads (no randomness needed to check a format).
+    fn payloads(n: usize) -> impl Iterator<Item = [u8; PAYLOAD_SYMBOLS]> {
+        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+        (0..n).map(move |_| {
+            let mut payload = [0u8; PAYLOAD_SYMBOLS];
+            for value in &mut payload {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                *value = u8::try_from(state >> 59).expect("5 bits");
+            }
+            payload
+        })
+    }
+
+    #[test]
+    fn neighbour_swaps_are_mostly_caught() {
+        let (mut caught, mut swaps) = (0, 0);
+        for payload in payloads(500) {
+            let code = from_payload(&payload).into_bytes();
+            for i in 0..SYMBOLS - 1 {
+                if code[i] == code[i + 1] {
+                    continue;
+                }
+                let mut swapped = code.clone();
+                swapped.swap(i, i + 1);
+                swaps += 1;
+                if canonicalise(std::str::from_utf8(&swapped).expect("ascii")).is_err() {
+                    caught += 1;
+                }
+            }
+        }
+        assert!(caught * 100 >= swaps * 95, "caught {caught} of {swaps}");
+    }
+
+    #[test]
+    fn malformed_input_is_named() {
+        assert_eq!(canonicalise(""), Err(CodeFormatError::WrongLength));
+        assert_eq!(canonicalise("ABCD"), Err(CodeFormatError::WrongLength));
+        assert_eq!(
+            canonicalise("ABCD-2345-WXYU"),
+            Err(CodeFormatError::BadSymbol)
+        );
+        assert_eq!(
+            canonicalise("ÄBCD-2345-WXYZ"),
+            Err(CodeFormatError::BadSymbol)
+        );
+        assert_eq!(
+            canonicalise(&"A".repeat(10_000)),
+            Err(CodeFormatError::WrongLength)
+        );
+    }
+
+    #[test]
+    fn hint_and_display_show_only_their_part() {
+        let code = from_payload(&SAMPLE);
+        assert_eq!(display(&code).len(), SYMBOLS + 2);
+        let hint = hint(&code);
+        assert!(hint.starts_with(&code[..2]) && hint.ends_with(&code[10..]));
+        assert_eq!(hint.chars().count(), 5);
+    }
+}

@@ -1,0 +1,320 @@
+//! The learner's pages as a browser without JavaScript gets them: server
+//! rendered states, plain form posts redirected back, and the database's
+//! final state after each step.
+
+use reqwest::StatusCode;
+use serde_json::json;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::course::{Course, admin, course, enter_code, issue, learners, open, post_json};
+use crate::helpers::{TestApp, spawn_app};
+
+/// A plain HTML form post, as a browser without JavaScript sends it from
+/// the page at `from`.
+async fn post_page_form(
+    app: &TestApp,
+    client: &reqwest::Client,
+    from: &str,
+    path: &str,
+    form: &[(&str, &str)],
+) -> reqwest::Response {
+    client
+        .post(format!("{}{path}", app.address))
+        .header("accept", "text/html,application/xhtml+xml")
+        .header("referer", format!("{}{from}", app.address))
+        .header("origin", &app.address)
+        .form(form)
+        .send()
+        .await
+        .expect("request")
+}
+
+async fn page(app: &TestApp, client: &reqwest::Client, path: &str) -> (StatusCode, String) {
+    let response = app.get_page_as(client, path).await;
+    let status = response.status();
+    (status, response.text().await.expect("body"))
+}
+
+async fn bound_codes(app: &TestApp, share: Uuid) -> Vec<(Uuid, Uuid)> {
+    sqlx::query_as(
+        "SELECT id, bound_principal FROM auth_codes WHERE share_id = $1 AND bound_principal IS NOT NULL",
+    )
+    .bind(share)
+    .fetch_all(&app.pool)
+    .await
+    .expect("bound codes")
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_learner_goes_from_link_to_content_with_plain_forms(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(
+        &app,
+        &admin,
+        json!({ "title": "</title><script>alert('x')</script> Rust", "description": "Line one\n<b>two</b>" }),
+    )
+    .await;
+    let codes = issue(&app, &admin, course.share, 2).await;
+    let here = format!("/s/{}", course.slug);
+
+    // Signed out: the page explains and keeps the link for afterwards.
+    let (status, html) = page(&app, &crate::helpers::new_client(), &here).await;
+    assert_eq!(status, 200);
+    assert!(html.contains(r#"data-state="signed-out""#), "{html}");
+    assert!(html.contains(&format!("/login?next=/s/{}", course.slug)));
+    assert!(html.contains("Lesson 1"), "resources listed");
+    // Titles and descriptions are text, never markup.
+    assert!(!html.contains("<script>alert"), "title escaped: {html}");
+    assert!(
+        !html.contains("</title><script>"),
+        "the <title> is escaped too"
+    );
+    assert!(html.contains("&lt;script&gt;alert"), "{html}");
+    assert!(!html.contains("<b>two</b>"), "description escaped");
+
+    let (learner, client) = learners(&app, 1).await.remove(0);
+    let (_, html) = page(&app, &client, &here).await;
+    assert!(html.contains(r#"data-state="needs-code""#), "{html}");
+    assert!(
+        html.contains(r#"action="/api/learner/code""#),
+        "a plain form"
+    );
+
+    // Phase 1+2 without JavaScript: posted, redirected back, pending.
+    let typed = codes[0].1.to_lowercase().replace('-', " ");
+    let response = post_page_form(
+        &app,
+        &client,
+        &here,
+        "/api/learner/code",
+        &[("slug", course.slug.as_str()), ("code", typed.as_str())],
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::FOUND);
+    let location = response.headers()["location"].to_str().expect("location");
+    // (server_fn strips old error details from the Referer, leaving a `?`.)
+    assert_eq!(
+        location.trim_end_matches('?'),
+        format!("{}{here}", app.address)
+    );
+    let (_, html) = page(&app, &client, &here).await;
+    assert!(html.contains(r#"data-state="pending""#), "{html}");
+    assert!(html.contains("It will be bound to this account"));
+    assert!(
+        bound_codes(&app, course.share).await.is_empty(),
+        "entering binds nothing"
+    );
+
+    // Phase 3: the resource page settles while rendering.
+    let (status, html) = page(&app, &client, &format!("{here}/r/{}", course.resource)).await;
+    assert_eq!(status, 200, "{html}");
+    assert!(html.contains("now bound to this account"), "{html}");
+    assert!(html.contains("<video controls"), "{html}");
+    assert_eq!(
+        bound_codes(&app, course.share).await,
+        vec![(codes[0].0, learner)]
+    );
+
+    // Back on the share page: bound, no form; a reload binds nothing more.
+    let (_, html) = page(&app, &client, &here).await;
+    assert!(html.contains(r#"data-state="has-access""#), "{html}");
+    assert!(html.contains("Bound to "), "{html}");
+    assert!(!html.contains(r#"name="code""#), "no code asked");
+    let (status, html) = page(&app, &client, &format!("{here}/r/{}", course.resource)).await;
+    assert_eq!(status, 200);
+    assert!(!html.contains("now bound"), "bound once only");
+    assert_eq!(bound_codes(&app, course.share).await.len(), 1);
+    assert!(
+        codes.iter().all(|(_, code)| !html.contains(code.as_str())),
+        "plain codes never appear on pages"
+    );
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn form_errors_come_back_to_the_page_and_typos_are_not_counted(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    let codes = issue(&app, &admin, course.share, 1).await;
+    let (_, client) = learners(&app, 1).await.remove(0);
+    let here = format!("/s/{}", course.slug);
+
+    // A typo in the check symbol, 30 times: more than the attempt limit.
+    let mut typo = codes[0].1.clone();
+    let last = typo.pop().expect("symbol");
+    typo.push(if last == 'Z' { 'Y' } else { 'Z' });
+    for _ in 0..30 {
+        let response = post_page_form(
+            &app,
+            &client,
+            &here,
+            "/api/learner/code",
+            &[("slug", course.slug.as_str()), ("code", typo.as_str())],
+        )
+        .await;
+        assert_eq!(response.status(), StatusCode::FOUND);
+        let location = response.headers()["location"].to_str().expect("location");
+        assert!(location.contains("__err="), "{location}");
+        let back = location.trim_start_matches(&app.address).to_owned();
+        let (_, html) = page(&app, &client, &back).await;
+        assert!(html.contains("This code has a typo"), "{html}");
+    }
+    // None of them counted: the right code still goes through.
+    let response = enter_code(&app, &client, &course.slug, &codes[0].1).await;
+    assert_eq!(response.status(), 200, "{:?}", response.text().await);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn drafts_archived_and_unknown_shares_are_not_found(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let draft = course(&app, &admin, json!({ "status": "draft" })).await;
+    let archived = course(&app, &admin, json!({ "status": "archived" })).await;
+    let client = crate::helpers::new_client();
+    for path in [
+        format!("/s/{}", draft.slug),
+        format!("/s/{}", archived.slug),
+        "/s/no-such-course".to_owned(),
+        format!("/s/{}/r/{}", draft.slug, draft.resource),
+    ] {
+        let (status, html) = page(&app, &client, &path).await;
+        assert_eq!(status, 404, "{path}");
+        assert!(html.contains("Page not found"), "{path}: {html}");
+    }
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn opening_without_a_code_or_from_another_site_binds_nothing(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    let codes = issue(&app, &admin, course.share, 1).await;
+    let (_, client) = learners(&app, 1).await.remove(0);
+    let resource_page = format!("/s/{}/r/{}", course.slug, course.resource);
+
+    let (status, html) = page(&app, &client, &resource_page).await;
+    assert_eq!(status, 403);
+    assert!(html.contains(r#"data-reason="code_required""#), "{html}");
+    assert!(html.contains("Enter your access code first"), "{html}");
+
+    // A link on another site reaches the page with the cookie (SameSite=Lax)
+    // but must not spend the pending code.
+    assert_eq!(
+        enter_code(&app, &client, &course.slug, &codes[0].1)
+            .await
+            .status(),
+        200
+    );
+    let response = client
+        .get(format!("{}{resource_page}", app.address))
+        .header("accept", "text/html")
+        .header("sec-fetch-site", "cross-site")
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(response.status(), 403);
+    assert!(bound_codes(&app, course.share).await.is_empty());
+
+    // Signed out: sent to sign in, and back here afterwards.
+    let response = app
+        .get_page_as(&crate::helpers::new_client(), &resource_page)
+        .await;
+    assert_eq!(response.status(), StatusCode::FOUND);
+    let location = response.headers()["location"].to_str().expect("location");
+    assert!(location.starts_with("/login?next=/s/"), "{location}");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn my_courses_lists_every_binding_across_tenants(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let first_admin = admin(&app).await;
+    let second_admin = admin(&app).await;
+    let rust = course(&app, &first_admin, json!({ "title": "Rust" })).await;
+    let go = course(&app, &second_admin, json!({ "title": "Go" })).await;
+    let other = course(&app, &second_admin, json!({ "title": "Untouched" })).await;
+    let (_, client) = learners(&app, 1).await.remove(0);
+
+    let (_, html) = page(&app, &client, "/courses").await;
+    assert!(html.contains("You have no courses yet"), "{html}");
+
+    for (admin, course) in [(&first_admin, &rust), (&second_admin, &go)] {
+        let code = issue(&app, admin, course.share, 1).await.remove(0).1;
+        assert_eq!(
+            enter_code(&app, &client, &course.slug, &code)
+                .await
+                .status(),
+            200
+        );
+        assert_eq!(open(&app, &client, course, None).await.status(), 200);
+    }
+    // The provider pauses one: it stays listed, with a note.
+    let paused = post_json(
+        &app,
+        &second_admin.client,
+        &format!("/api/v1/shares/{}/status", go.share),
+        json!({ "status": "paused" }),
+    )
+    .await;
+    assert_eq!(paused.status(), 200);
+
+    let (status, html) = page(&app, &client, "/courses").await;
+    assert_eq!(status, 200);
+    assert!(
+        html.contains(&format!(r#"href="/s/{}""#, rust.slug)),
+        "{html}"
+    );
+    assert!(html.contains(">Go<"), "{html}");
+    assert!(html.contains("Paused by the course provider"), "{html}");
+    assert!(!html.contains("Untouched"), "{}", other.slug);
+
+    let response = app
+        .get_page_as(&crate::helpers::new_client(), "/courses")
+        .await;
+    assert_eq!(response.status(), StatusCode::FOUND);
+    assert_eq!(response.headers()["location"], "/login?next=/courses");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn each_unavailable_state_is_explained_on_the_share_page(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let now = time::OffsetDateTime::now_utc();
+    let rfc = |t: time::OffsetDateTime| {
+        t.format(&time::format_description::well_known::Rfc3339)
+            .expect("rfc3339")
+    };
+    let cases: Vec<(Course, &str)> = vec![
+        (
+            course(&app, &admin, json!({ "status": "paused" })).await,
+            "This course is paused by its provider.",
+        ),
+        (
+            course(
+                &app,
+                &admin,
+                json!({ "valid_from": rfc(now - time::Duration::days(3)), "valid_until": rfc(now - time::Duration::days(1)) }),
+            )
+            .await,
+            "This course has closed.",
+        ),
+        (
+            course(
+                &app,
+                &admin,
+                json!({ "valid_from": rfc(now + time::Duration::days(1)) }),
+            )
+            .await,
+            "This course is not open yet.",
+        ),
+    ];
+    let (_, client) = learners(&app, 1).await.remove(0);
+    for (course, message) in cases {
+        let (status, html) = page(&app, &client, &format!("/s/{}", course.slug)).await;
+        assert_eq!(status, 200);
+        assert!(html.contains(r#"data-state="unavailable""#), "{html}");
+        assert!(html.contains(message), "{message}: {html}");
+        assert!(!html.contains(r#"name="code""#), "no code form");
+    }
+}
