@@ -129,6 +129,11 @@ pub fn test_settings(redis_url: &str) -> Settings {
     // Tests check behaviour, not latency: a loaded CI machine must not turn
     // a slow Redis answer into a 503 (failures are injected explicitly).
     settings.redis.response_timeout_ms = 5_000;
+    // Uploads go to the system's temporary directory, never into the repo.
+    settings.storage.root = std::env::temp_dir()
+        .join("admitone-test-storage")
+        .to_string_lossy()
+        .into_owned();
     settings
 }
 
