@@ -25,7 +25,7 @@ test("two browsers open the same code at once: one gets the content, the other '
   const outcomes = await Promise.all(
     pages.map(async (page) => ((await page.locator("video.player").count()) > 0 ? "content" : "refused")),
   );
-  expect(outcomes.sort()).toEqual(["content", "refused"]);
+  expect([...outcomes].sort()).toEqual(["content", "refused"]);
   const loser = pages[outcomes.indexOf("refused")];
   await expect(loser.locator(".refused")).toHaveAttribute("data-reason", "code_bound");
   await expect(loser.getByRole("alert")).toContainText("already used by another account");

@@ -25,7 +25,7 @@ pub fn LoginPage() -> impl IntoView {
             <h1>"Sign in"</h1>
             <FormAlert error/>
             <ActionForm action=action attr:class="form">
-                <input type="hidden" name="next" prop:value=next/>
+                <input type="hidden" name="next" value=next/>
                 <Field name="email" label="Email" kind="email" autocomplete="username" error/>
                 <Field name="password" label="Password" kind="password" autocomplete="current-password" error/>
                 <button type="submit" class="button" disabled=move || action.pending().get()>"Sign in"</button>

@@ -26,7 +26,7 @@ pub fn RegisterPage() -> impl IntoView {
             <h1>"Create an account"</h1>
             <FormAlert error/>
             <ActionForm action=action attr:class="form">
-                <input type="hidden" name="next" prop:value=next/>
+                <input type="hidden" name="next" value=next/>
                 <Field name="email" label="Email" kind="email" autocomplete="email" error/>
                 <Field name="display_name" label="Your name" autocomplete="name" maxlength=80 error/>
                 <Field name="password" label="Password" kind="password" autocomplete="new-password"

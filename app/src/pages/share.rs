@@ -75,6 +75,9 @@ fn ShareBody(page: SharePage, enter: ServerAction<EnterCode>) -> impl IntoView {
                 <h1>{title}</h1>
                 {(!description.is_empty()).then(|| view! { <p class="lead description">{description}</p> })}
             </header>
+            // Outside the form: a refusal stays visible when the page's
+            // state changes under it (e.g. to "has access").
+            <FormAlert error=Signal::derive(move || enter.value().get().and_then(Result::err))/>
             {unavailable.map(|reason| view! {
                 <div class="flash warning state-banner" role="status">{reason}</div>
             })}
@@ -202,7 +205,6 @@ fn CodeForm(slug: String, enter: ServerAction<EnterCode>) -> impl IntoView {
     view! {
         <form method="post" action=EnterCode::url() class="form code-form" on:submit=on_submit>
             <input type="hidden" name="slug" value=slug/>
-            <FormAlert error/>
             <div class="field">
                 <label for="code">"Access code"</label>
                 <input
