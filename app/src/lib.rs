@@ -29,7 +29,11 @@ use crate::components::{
 };
 use crate::pages::{
     account::AccountPage,
-    admin::{ConsoleHome, TenantPage},
+    admin::ConsoleHome,
+    console::{
+        audit::AuditLogPage, codes::CodesPage, dashboard::DashboardPage, issued::IssuedPage,
+        share::ShareAdminPage,
+    },
     courses::CoursesPage,
     home::HomePage,
     login::LoginPage,
@@ -129,7 +133,11 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/s/:slug") view=SharePageView ssr=SsrMode::Async/>
                     <Route path=path!("/s/:slug/r/:resource") view=ResourcePage ssr=SsrMode::Async/>
                     <Route path=path!("/admin") view=ConsoleHome ssr=SsrMode::Async/>
-                    <Route path=path!("/admin/t/:tenant") view=TenantPage ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/t/:tenant") view=DashboardPage ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/t/:tenant/audit") view=AuditLogPage ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/t/:tenant/s/:share") view=ShareAdminPage ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/t/:tenant/s/:share/codes") view=CodesPage ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/t/:tenant/s/:share/batches/:batch") view=IssuedPage ssr=SsrMode::Async/>
                 </Routes>
             </main>
             <Footer/>

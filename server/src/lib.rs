@@ -2,6 +2,10 @@
 //! subcommands. `main.rs` only parses the command line and calls in here, so
 //! integration tests drive the very same code.
 
+// The router is one long type; its layers nest deeper than the default.
+#![recursion_limit = "256"]
+
+pub mod bad_input;
 pub mod bootstrap;
 pub mod config;
 pub mod csrf;

@@ -189,6 +189,16 @@ pub fn router(state: ServerState) -> Router {
         .route("/healthz", get(routes::health::healthz))
         .route("/readyz", get(routes::health::readyz))
         .merge(routes::api::router())
+        .route(
+            "/admin/t/{tenant}/s/{share}/upload",
+            // The storage layer enforces `storage.max_upload_bytes` while streaming.
+            axum::routing::post(routes::console::upload_form)
+                .layer(axum::extract::DefaultBodyLimit::disable()),
+        )
+        .route(
+            "/admin/t/{tenant}/s/{share}/batches/{batch}/codes.csv",
+            get(routes::console::codes_csv),
+        )
         .leptos_routes_with_context(&state, routes, context.clone(), move || {
             app::shell(leptos_options.clone())
         })
@@ -202,6 +212,9 @@ pub fn router(state: ServerState) -> Router {
                 .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
                 .layer(TraceLayer::new_for_http().make_span_with(RequestSpan))
                 .layer(PropagateRequestIdLayer::x_request_id())
+                .layer(axum::middleware::from_fn(
+                    crate::bad_input::server_fn_status,
+                ))
                 .layer(axum::middleware::from_fn_with_state(
                     same_origin,
                     csrf::same_origin,

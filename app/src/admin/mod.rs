@@ -63,3 +63,741 @@ pub async fn tenant_overview(tenant_id: Uuid) -> Result<TenantView, AppError> {
     };
     run.await.map_err(AppError::respond)
 }
+
+/// A tenant's dashboard: figures, daily activity and its shares.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DashboardView {
+    pub tenant: TenantView,
+    pub shares_count: i64,
+    pub issued: i64,
+    pub bound: i64,
+    pub revoked: i64,
+    pub accesses_7d: i64,
+    pub days: Vec<DayView>,
+    pub shares: Vec<ShareSummary>,
+}
+
+/// One day of the activity chart.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DayView {
+    /// `29 Nov`.
+    pub label: String,
+    pub bindings: i64,
+    pub accesses: i64,
+}
+
+/// A share in the dashboard's list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShareSummary {
+    pub id: Uuid,
+    pub slug: String,
+    pub title: String,
+    pub status: String,
+    pub issued: i64,
+    pub bound: i64,
+    pub revoked: i64,
+}
+
+/// A share as its editor shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShareEditor {
+    pub tenant_id: Uuid,
+    pub id: Uuid,
+    pub slug: String,
+    pub title: String,
+    pub description: String,
+    pub status: String,
+    /// `datetime-local` values (UTC), empty when unset.
+    pub valid_from: String,
+    pub valid_until: String,
+    pub per_learner_limit: String,
+    pub quota: String,
+    pub quota_used: i32,
+    pub resources: Vec<crate::learner::ResourceItem>,
+    pub batches: Vec<BatchView>,
+}
+
+/// A code batch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchView {
+    pub id: Uuid,
+    pub label: String,
+    pub count: i32,
+    pub created: String,
+}
+
+/// A batch's plain codes, the one time they are shown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssuedView {
+    pub share_title: String,
+    /// Absolute link learners open.
+    pub link: String,
+    /// `None` once shown (or for anyone but the issuing admin).
+    pub codes: Option<Vec<String>>,
+    pub csv_url: String,
+}
+
+/// One page of a share's code table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodeTable {
+    pub share_title: String,
+    pub codes: Vec<CodeRow>,
+    /// The keyset cursor of the next page, if there is one.
+    pub next_after: Option<Uuid>,
+    pub batches: Vec<BatchView>,
+}
+
+/// A code as admins see it: never the plain code.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodeRow {
+    pub id: Uuid,
+    pub hint: String,
+    pub state: String,
+    pub bound_email: Option<String>,
+    pub first_used: Option<String>,
+    pub access_count: i32,
+    pub batch: String,
+}
+
+/// One page of the audit log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditPage {
+    pub entries: Vec<AuditView>,
+    /// Cursor of the next (older) page.
+    pub next: Option<String>,
+}
+
+/// One audit entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditView {
+    pub when: String,
+    pub actor: String,
+    pub action: String,
+    pub target: String,
+    pub reason: Option<String>,
+    pub details: String,
+}
+
+/// Most codes one batch may hold.
+pub const MAX_BATCH: i64 = 100_000;
+
+#[cfg(feature = "ssr")]
+mod support {
+    //! Shared by the console's server functions (ssr only).
+    use engine::shares::{self, Share, ShareError, ShareId};
+    use time::OffsetDateTime;
+    use uuid::Uuid;
+
+    use crate::{auth::guard, error::AppError, state::AppState};
+
+    pub fn internal(error: anyhow::Error) -> AppError {
+        AppError::internal(&error)
+    }
+
+    /// A share domain error as the console shows it.
+    pub fn share_error(error: ShareError) -> AppError {
+        let message = error.to_string();
+        match error {
+            ShareError::InvalidTitle => AppError::invalid("title", message),
+            ShareError::InvalidSlug | ShareError::SlugTaken => AppError::invalid("slug", message),
+            ShareError::InvalidDescription => AppError::invalid("description", message),
+            ShareError::InvalidStatus => AppError::invalid("status", message),
+            ShareError::InvalidLimit => AppError::invalid("quota", message),
+            ShareError::InvalidWindow => AppError::invalid("valid_until", message),
+            ShareError::InvalidCount => AppError::invalid("count", message),
+            ShareError::InvalidLabel => AppError::invalid("label", message),
+            ShareError::InvalidReason => AppError::invalid("reason", message),
+            ShareError::InvalidCodeState => AppError::invalid("state", message),
+            ShareError::ShareNotFound | ShareError::CodeNotFound => AppError::NotFound,
+            ShareError::BatchAlreadyIssued { .. }
+            | ShareError::IdempotencyKeyReused
+            | ShareError::CodeNotBound => AppError::refused("conflict", message),
+            ShareError::Unexpected(e) => AppError::internal(&e),
+        }
+    }
+
+    /// The signed-in admin of `tenant` and its share `share` (404 for a
+    /// share of another tenant: ids are not secrets, but they stay apart).
+    pub async fn admin_share(
+        tenant: Uuid,
+        share: Uuid,
+    ) -> Result<(AppState, engine::accounts::Principal, Share), AppError> {
+        let state = AppState::from_context()?;
+        let admin = guard::require_admin(engine::tenants::TenantId(tenant)).await?;
+        let share = shares::get(&state.pool, ShareId(share))
+            .await
+            .map_err(internal)?
+            .filter(|s| s.tenant_id == tenant)
+            .ok_or(AppError::NotFound)?;
+        Ok((state, admin, share))
+    }
+
+    /// `2026-11-29 14:05 UTC`.
+    pub fn when(at: OffsetDateTime) -> String {
+        let format = time::macros::format_description!("[year]-[month]-[day] [hour]:[minute] UTC");
+        at.to_offset(time::UtcOffset::UTC)
+            .format(&format)
+            .unwrap_or_default()
+    }
+
+    /// A `datetime-local` value (UTC).
+    pub fn local_input(at: Option<OffsetDateTime>) -> String {
+        let format = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]");
+        at.map(|t| {
+            t.to_offset(time::UtcOffset::UTC)
+                .format(&format)
+                .unwrap_or_default()
+        })
+        .unwrap_or_default()
+    }
+
+    /// Parses a `datetime-local` value (taken as UTC); empty is unset.
+    pub fn parse_local(field: &str, raw: &str) -> Result<Option<OffsetDateTime>, AppError> {
+        let raw = raw.trim();
+        if raw.is_empty() {
+            return Ok(None);
+        }
+        let format = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]");
+        time::PrimitiveDateTime::parse(raw, &format)
+            .map(|t| Some(t.assume_utc()))
+            .map_err(|_| AppError::invalid(field, "a date and time like 2026-12-31T18:00"))
+    }
+
+    /// Parses an optional limit field (1 to 1,000,000,000); empty is unset.
+    pub fn parse_number(field: &str, raw: &str) -> Result<Option<i64>, AppError> {
+        let raw = raw.trim();
+        if raw.is_empty() {
+            return Ok(None);
+        }
+        raw.parse::<i64>()
+            .ok()
+            .filter(|n| (1..=1_000_000_000).contains(n))
+            .map(Some)
+            .ok_or_else(|| {
+                AppError::invalid(
+                    field,
+                    "a whole number from 1 to 1,000,000,000, or empty for no limit",
+                )
+            })
+    }
+}
+
+/// A tenant's dashboard.
+#[server(prefix = "/api/admin", endpoint = "dashboard", input = server_fn::codec::GetUrl)]
+pub async fn dashboard(tenant_id: Uuid) -> Result<DashboardView, AppError> {
+    use support::internal;
+    let run = async {
+        let state = crate::state::AppState::from_context()?;
+        let tenant = engine::tenants::TenantId(tenant_id);
+        crate::auth::guard::require_admin(tenant).await?;
+        let summary = engine::tenants::summary(&state.pool, tenant)
+            .await
+            .map_err(internal)?
+            .ok_or(AppError::NotFound)?;
+        let totals = engine::console::totals(&state.pool, tenant)
+            .await
+            .map_err(internal)?;
+        let days = engine::console::activity(&state.pool, tenant, 14)
+            .await
+            .map_err(internal)?;
+        let shares = engine::console::shares(&state.pool, tenant)
+            .await
+            .map_err(internal)?;
+        let label = time::macros::format_description!("[day padding:none] [month repr:short]");
+        Ok(DashboardView {
+            tenant: summary.into(),
+            shares_count: totals.shares,
+            issued: totals.codes_issued,
+            bound: totals.codes_bound,
+            revoked: totals.codes_revoked,
+            accesses_7d: totals.accesses_7d,
+            days: days
+                .into_iter()
+                .map(|d| DayView {
+                    label: d.day.format(&label).unwrap_or_default(),
+                    bindings: d.bindings,
+                    accesses: d.accesses,
+                })
+                .collect(),
+            shares: shares
+                .into_iter()
+                .map(|s| ShareSummary {
+                    id: s.id,
+                    slug: s.slug,
+                    title: s.title,
+                    status: s.status,
+                    issued: s.issued,
+                    bound: s.bound,
+                    revoked: s.revoked,
+                })
+                .collect(),
+        })
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Creates a share (as a draft unless `status` says otherwise) and opens
+/// its editor.
+#[server(prefix = "/api/admin", endpoint = "share/create")]
+pub async fn create_share(
+    tenant_id: Uuid,
+    title: String,
+    slug: Option<String>,
+    description: Option<String>,
+) -> Result<(), AppError> {
+    use engine::shares::{NewShare, ShareInput};
+    let run = async {
+        let state = crate::state::AppState::from_context()?;
+        let tenant = engine::tenants::TenantId(tenant_id);
+        let admin = crate::auth::guard::require_admin(tenant).await?;
+        let new = NewShare::parse(ShareInput {
+            title,
+            slug,
+            description,
+            status: None,
+            per_learner_limit: None,
+            quota: None,
+            valid_from: None,
+            valid_until: None,
+        })
+        .map_err(support::share_error)?;
+        let share = engine::shares::create_share(&state.pool, tenant, admin.id, new)
+            .await
+            .map_err(support::share_error)?;
+        leptos_axum::redirect(&format!("/admin/t/{tenant_id}/s/{}", share.id));
+        Ok(())
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// A share's editor: settings, resources, batches.
+#[server(prefix = "/api/admin", endpoint = "share", input = server_fn::codec::GetUrl)]
+pub async fn share_settings(tenant_id: Uuid, share_id: Uuid) -> Result<ShareEditor, AppError> {
+    use support::{internal, local_input, when};
+    let run = async {
+        let (state, _, share) = support::admin_share(tenant_id, share_id).await?;
+        let resources = engine::shares::resources(
+            &state.pool,
+            share.tenant(),
+            engine::shares::ShareId(share.id),
+        )
+        .await
+        .map_err(internal)?;
+        let batches = engine::console::batches(
+            &state.pool,
+            share.tenant(),
+            engine::shares::ShareId(share.id),
+        )
+        .await
+        .map_err(internal)?;
+        Ok(ShareEditor {
+            tenant_id,
+            id: share.id,
+            slug: share.slug,
+            title: share.title,
+            description: share.description,
+            status: share.status,
+            valid_from: local_input(share.valid_from),
+            valid_until: local_input(share.valid_until),
+            per_learner_limit: share
+                .per_learner_limit
+                .map(|n| n.to_string())
+                .unwrap_or_default(),
+            quota: share.quota.map(|n| n.to_string()).unwrap_or_default(),
+            quota_used: share.quota_used,
+            resources: resources
+                .into_iter()
+                .map(|r| crate::learner::ResourceItem {
+                    id: r.id,
+                    title: r.title,
+                    kind: r.kind,
+                    size_bytes: r.size_bytes,
+                })
+                .collect(),
+            batches: batches
+                .into_iter()
+                .map(|b| BatchView {
+                    id: b.id,
+                    label: b.label,
+                    count: b.count,
+                    created: when(b.created_at),
+                })
+                .collect(),
+        })
+    };
+    run.await.map_err(AppError::respond)
+}
+
+pub use settings_form::{UpdateShare, update_share};
+
+/// The settings form's server function: one argument per form field, so
+/// the form posts without JavaScript.
+mod settings_form {
+    #![expect(clippy::too_many_arguments, reason = "one argument per form field")]
+    use super::*;
+
+    /// Saves a share's settings (audited).
+    #[server(prefix = "/api/admin", endpoint = "share/update")]
+    pub async fn update_share(
+        tenant_id: Uuid,
+        share_id: Uuid,
+        title: String,
+        slug: String,
+        description: String,
+        status: String,
+        valid_from: String,
+        valid_until: String,
+        per_learner_limit: String,
+        quota: String,
+    ) -> Result<(), AppError> {
+        use engine::shares::{NewShare, ShareInput};
+        use support::{parse_local, parse_number, share_error};
+        let run = async {
+            let (state, admin, share) = support::admin_share(tenant_id, share_id).await?;
+            let new = NewShare::parse(ShareInput {
+                title,
+                slug: Some(slug),
+                description: Some(description),
+                status: Some(status),
+                per_learner_limit: parse_number("per_learner_limit", &per_learner_limit)?,
+                quota: parse_number("quota", &quota)?,
+                valid_from: parse_local("valid_from", &valid_from)?,
+                valid_until: parse_local("valid_until", &valid_until)?,
+            })
+            .map_err(share_error)?;
+            engine::shares::update_share(
+                &state.pool,
+                share.tenant(),
+                admin.id,
+                engine::shares::ShareId(share.id),
+                new,
+            )
+            .await
+            .map_err(share_error)?;
+            // Hydrated pages say "Saved." in place; a plain form gets a flash.
+            if crate::auth::guard::from_plain_form() {
+                crate::auth::guard::set_flash(&crate::auth::Flash {
+                    kind: crate::auth::FlashKind::Success,
+                    message: "Saved.".into(),
+                })
+                .await?;
+                leptos_axum::redirect(&format!("/admin/t/{tenant_id}/s/{share_id}"));
+            }
+            Ok(())
+        };
+        run.await.map_err(AppError::respond)
+    }
+}
+
+/// Issues `count` codes and opens the one-time result page.
+#[server(prefix = "/api/admin", endpoint = "codes/issue")]
+pub async fn issue_codes(
+    tenant_id: Uuid,
+    share_id: Uuid,
+    count: String,
+    label: String,
+) -> Result<(), AppError> {
+    use support::share_error;
+    let run = async {
+        let (state, admin, share) = support::admin_share(tenant_id, share_id).await?;
+        let count = count
+            .trim()
+            .parse::<i64>()
+            .ok()
+            .filter(|n| (1..=MAX_BATCH).contains(n))
+            .ok_or_else(|| AppError::invalid("count", "a number of codes from 1 to 100,000"))?;
+        let batch = engine::shares::issue_codes(
+            &state.pool,
+            &state.keyring,
+            share.tenant(),
+            admin.id,
+            &engine::shares::BatchRequest {
+                share: engine::shares::ShareId(share.id),
+                count,
+                label: &label,
+                idempotency_key: None,
+            },
+        )
+        .await
+        .map_err(share_error)?;
+        let codes: Vec<String> = batch.codes.iter().map(|(_, c)| c.display()).collect();
+        if let Err(error) =
+            engine::handover::park(&state.redis, admin.id, batch.batch_id, &codes).await
+        {
+            // Nobody will ever see these codes: they must not stay usable.
+            tracing::error!(error = format!("{error:#}"), "parking issued codes failed");
+            engine::shares::revoke_unused_of_batch(
+                &state.pool,
+                share.tenant(),
+                admin.id,
+                batch.batch_id,
+            )
+            .await
+            .map_err(share_error)?;
+            return Err(AppError::Unavailable {
+                retry_after_secs: 5,
+            });
+        }
+        drop(codes);
+        leptos_axum::redirect(&format!(
+            "/admin/t/{tenant_id}/s/{share_id}/batches/{}",
+            batch.batch_id
+        ));
+        Ok(())
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// The batch's plain codes, the one time they are shown.
+#[server(prefix = "/api/admin", endpoint = "codes/issued", input = server_fn::codec::GetUrl)]
+pub async fn issued_codes(
+    tenant_id: Uuid,
+    share_id: Uuid,
+    batch_id: Uuid,
+) -> Result<IssuedView, AppError> {
+    let run = async {
+        let (state, admin, share) = support::admin_share(tenant_id, share_id).await?;
+        let codes = engine::handover::take(
+            &state.redis,
+            admin.id,
+            batch_id,
+            engine::handover::Copy::Page,
+        )
+        .await
+        .map_err(support::internal)?;
+        Ok(IssuedView {
+            share_title: share.title,
+            link: format!("/s/{}", share.slug),
+            codes,
+            csv_url: format!("/admin/t/{tenant_id}/s/{share_id}/batches/{batch_id}/codes.csv"),
+        })
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// One page of a share's codes, filtered.
+#[server(prefix = "/api/admin", endpoint = "codes", input = server_fn::codec::GetUrl)]
+pub async fn list_code_page(
+    tenant_id: Uuid,
+    share_id: Uuid,
+    state: Option<String>,
+    batch: Option<Uuid>,
+    q: Option<String>,
+    after: Option<Uuid>,
+) -> Result<CodeTable, AppError> {
+    use engine::shares::{CodeFilter, CodeState, ShareId};
+    use support::{internal, share_error, when};
+    const PAGE: i64 = 50;
+    let run = async {
+        let (app, _, share) = support::admin_share(tenant_id, share_id).await?;
+        let filter = CodeFilter {
+            state: state
+                .as_deref()
+                .filter(|s| !s.is_empty())
+                .map(CodeState::parse)
+                .transpose()
+                .map_err(share_error)?,
+            batch,
+            search: q,
+        };
+        let codes = engine::shares::list_codes(
+            &app.pool,
+            share.tenant(),
+            ShareId(share.id),
+            &filter,
+            after,
+            PAGE,
+        )
+        .await
+        .map_err(internal)?;
+        let batches = engine::console::batches(&app.pool, share.tenant(), ShareId(share.id))
+            .await
+            .map_err(internal)?;
+        let label_of = |id: Uuid| {
+            batches
+                .iter()
+                .find(|b| b.id == id)
+                .map(|b| b.label.clone())
+                .unwrap_or_default()
+        };
+        let next_after = (codes.len() as i64 == PAGE)
+            .then(|| codes.last().map(|c| c.id))
+            .flatten();
+        Ok(CodeTable {
+            share_title: share.title,
+            codes: codes
+                .into_iter()
+                .map(|c| CodeRow {
+                    batch: label_of(c.batch_id),
+                    id: c.id,
+                    hint: c.hint,
+                    state: c.state,
+                    bound_email: c.bound_email,
+                    first_used: c.first_used_at.map(when),
+                    access_count: c.access_count,
+                })
+                .collect(),
+            next_after,
+            batches: batches
+                .into_iter()
+                .map(|b| BatchView {
+                    id: b.id,
+                    label: b.label,
+                    count: b.count,
+                    created: when(b.created_at),
+                })
+                .collect(),
+        })
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// The code `code_id` of `tenant_id`, for its admin.
+#[cfg(feature = "ssr")]
+async fn admin_code(
+    tenant_id: Uuid,
+    code_id: Uuid,
+) -> Result<(crate::state::AppState, engine::accounts::Principal), AppError> {
+    let state = crate::state::AppState::from_context()?;
+    let tenant = engine::tenants::TenantId(tenant_id);
+    let admin = crate::auth::guard::require_admin(tenant).await?;
+    match engine::shares::share_of_code(&state.pool, code_id)
+        .await
+        .map_err(support::internal)?
+    {
+        Some((owner, _)) if owner == tenant => Ok((state, admin)),
+        _ => Err(AppError::NotFound),
+    }
+}
+
+/// Revokes one code (a bound learner loses access).
+#[server(prefix = "/api/admin", endpoint = "codes/revoke")]
+pub async fn revoke_code(tenant_id: Uuid, code_id: Uuid) -> Result<(), AppError> {
+    let run = async {
+        let (state, admin) = admin_code(tenant_id, code_id).await?;
+        engine::shares::revoke_code(
+            &state.pool,
+            engine::tenants::TenantId(tenant_id),
+            admin.id,
+            code_id,
+        )
+        .await
+        .map_err(support::share_error)
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Unbinds a bound code with a reason; `after` is `usable` (the code can
+/// be used again) or `revoked`.
+#[server(prefix = "/api/admin", endpoint = "codes/unbind")]
+pub async fn unbind_code(
+    tenant_id: Uuid,
+    code_id: Uuid,
+    reason: String,
+    after: String,
+) -> Result<(), AppError> {
+    let run = async {
+        let (state, admin) = admin_code(tenant_id, code_id).await?;
+        let revoke = match after.as_str() {
+            "usable" => false,
+            "revoked" => true,
+            _ => {
+                return Err(AppError::invalid(
+                    "after",
+                    "choose whether the code stays usable or is revoked",
+                ));
+            }
+        };
+        engine::shares::unbind_code(
+            &state.pool,
+            engine::tenants::TenantId(tenant_id),
+            admin.id,
+            code_id,
+            &reason,
+            revoke,
+        )
+        .await
+        .map_err(support::share_error)?;
+        Ok(())
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Revokes every unused code of a batch.
+#[server(prefix = "/api/admin", endpoint = "batches/revoke-unused")]
+pub async fn revoke_unused(tenant_id: Uuid, batch_id: Uuid) -> Result<u64, AppError> {
+    let run = async {
+        let state = crate::state::AppState::from_context()?;
+        let tenant = engine::tenants::TenantId(tenant_id);
+        let admin = crate::auth::guard::require_admin(tenant).await?;
+        engine::shares::revoke_unused_of_batch(&state.pool, tenant, admin.id, batch_id)
+            .await
+            .map_err(support::share_error)
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// The tenant's audit log, newest first, optionally filtered by action.
+#[server(prefix = "/api/admin", endpoint = "audit", input = server_fn::codec::GetUrl)]
+pub async fn audit_log(
+    tenant_id: Uuid,
+    action: Option<String>,
+    before: Option<String>,
+) -> Result<AuditPage, AppError> {
+    use support::{internal, when};
+    const PAGE: i64 = 100;
+    let run = async {
+        let state = crate::state::AppState::from_context()?;
+        let tenant = engine::tenants::TenantId(tenant_id);
+        crate::auth::guard::require_admin(tenant).await?;
+        let before = match before.as_deref().filter(|b| !b.is_empty()) {
+            None => None,
+            Some(cursor) => Some(parse_cursor(cursor).ok_or_else(|| {
+                AppError::invalid(
+                    "before",
+                    "this page link is damaged; start from the first page",
+                )
+            })?),
+        };
+        let filter = engine::console::AuditFilter {
+            action: action.filter(|a| !a.trim().is_empty()),
+            target: None,
+            before,
+        };
+        let rows = engine::console::audit(&state.pool, tenant, &filter, PAGE)
+            .await
+            .map_err(internal)?;
+        let next = (rows.len() as i64 == PAGE)
+            .then(|| {
+                rows.last()
+                    .map(|r| format!("{}_{}", r.created_at.unix_timestamp_nanos(), r.id))
+            })
+            .flatten();
+        Ok(AuditPage {
+            entries: rows
+                .into_iter()
+                .map(|r| AuditView {
+                    when: when(r.created_at),
+                    actor: r.actor_email.unwrap_or_else(|| "system".into()),
+                    target: match r.target_id {
+                        Some(id) => format!("{} {}", r.target_type, &id.to_string()[..8]),
+                        None => r.target_type,
+                    },
+                    action: r.action,
+                    reason: r.reason,
+                    details: r.details,
+                })
+                .collect(),
+            next,
+        })
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Parses an audit page cursor (`<unix nanos>_<uuid>`).
+#[cfg(feature = "ssr")]
+fn parse_cursor(cursor: &str) -> Option<(time::OffsetDateTime, Uuid)> {
+    let (nanos, id) = cursor.split_once('_')?;
+    let at = time::OffsetDateTime::from_unix_timestamp_nanos(nanos.parse().ok()?).ok()?;
+    Some((at, id.parse().ok()?))
+}

@@ -151,10 +151,27 @@ pub async fn sign_out_session(session: &Session) -> Result<(), AppError> {
     session.flush().await.map_err(session_error)
 }
 
+/// Whether this request is a plain HTML form post (no JavaScript): its
+/// answer is a redirect, so a message must travel as a flash.
+pub fn from_plain_form() -> bool {
+    leptos::prelude::use_context::<http::request::Parts>().is_some_and(|parts| {
+        parts.method == http::Method::POST
+            && parts
+                .headers
+                .get(http::header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.contains("text/html"))
+    })
+}
+
 /// Leaves a one-time message for the next page.
 pub async fn set_flash(flash: &crate::auth::Flash) -> Result<(), AppError> {
-    session()
-        .await?
+    flash_into(&session().await?, flash).await
+}
+
+/// [`set_flash`] with an explicit session (axum handlers).
+pub async fn flash_into(session: &Session, flash: &crate::auth::Flash) -> Result<(), AppError> {
+    session
         .insert(FLASH_KEY, flash)
         .await
         .map_err(session_error)

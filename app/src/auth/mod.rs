@@ -33,6 +33,7 @@ pub struct Flash {
 pub enum FlashKind {
     Success,
     Info,
+    Error,
 }
 
 /// Where to go after signing in: a local path only (never another site).

@@ -27,8 +27,10 @@ pub fn FlashMessage() -> impl IntoView {
                     let class = match flash.kind {
                         FlashKind::Success => "flash success",
                         FlashKind::Info => "flash info",
+                        FlashKind::Error => "flash error",
                     };
-                    view! { <div class=class role="status">{flash.message}</div> }
+                    let role = if flash.kind == FlashKind::Error { "alert" } else { "status" };
+                    view! { <div class=class role=role>{flash.message}</div> }
                 })
             })}
         </Transition>

@@ -2,6 +2,7 @@
 
 pub mod account;
 pub mod admin;
+pub mod console;
 pub mod courses;
 pub mod home;
 pub mod login;

@@ -10,7 +10,9 @@
 //! * [`accounts`] and [`tenants`]: verified principals and tenant roles.
 //! * [`codes`]: code format, check symbol, HMAC keyring.
 //! * [`shares`]: shares, resources, code batches, revoke and the audited unbind.
+//! * [`console`]: what the admin console reads (figures, activity, audit log).
 //! * [`audit`]: audit log and outbox rows, written inside the action's transaction.
+//! * [`handover`]: a new batch's plain codes, shown once, downloaded once.
 //! * [`sessions`]: the tower-sessions store on Redis.
 //! * [`throttle`]: fixed-window attempt limits (one Lua script).
 //! * [`settlement`]: **the settlement transaction** and the three phases.
@@ -22,8 +24,10 @@
 pub mod accounts;
 pub mod audit;
 pub mod codes;
+pub mod console;
 pub mod coordination;
 pub mod db;
+pub mod handover;
 pub mod health;
 pub mod invariants;
 pub mod reservation;

@@ -32,6 +32,8 @@ pub enum ShareError {
     InvalidDescription,
     #[error("status is one of draft, active, paused, archived")]
     InvalidStatus,
+    #[error("a code's state is one of unused, bound, revoked")]
+    InvalidCodeState,
     #[error("limits are whole numbers from 1 to 1,000,000,000")]
     InvalidLimit,
     #[error("the validity window must end after it starts")]
@@ -294,6 +296,86 @@ pub async fn create_share(
     .await?;
     tx.commit().await.context("committing the share")?;
     Ok(share)
+}
+
+/// Changes a share's settings (audited with the fields that changed).
+pub async fn update_share(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    share: ShareId,
+    new: NewShare,
+) -> Result<Share, ShareError> {
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let before = sqlx::query_as!(
+        Share,
+        r#"SELECT tenant_id, id, slug, title, description, status, valid_from, valid_until,
+                  per_learner_limit, quota, quota_used
+           FROM shares WHERE tenant_id = $1 AND id = $2 FOR UPDATE"#,
+        tenant.0,
+        share.0,
+    )
+    .fetch_optional(&mut *tx)
+    .await
+    .context("locking a share")?
+    .ok_or(ShareError::ShareNotFound)?;
+    let updated = sqlx::query_as!(
+        Share,
+        r#"UPDATE shares
+           SET slug = $3, title = $4, description = $5, status = $6, valid_from = $7,
+               valid_until = $8, per_learner_limit = $9, quota = $10, updated_at = now()
+           WHERE tenant_id = $1 AND id = $2
+           RETURNING tenant_id, id, slug, title, description, status, valid_from, valid_until,
+                     per_learner_limit, quota, quota_used"#,
+        tenant.0,
+        share.0,
+        new.slug.as_str(),
+        new.title,
+        new.description,
+        new.status.as_str(),
+        new.valid_from,
+        new.valid_until,
+        new.per_learner_limit,
+        new.quota,
+    )
+    .fetch_one(&mut *tx)
+    .await;
+    let updated = match updated {
+        Ok(share) => share,
+        Err(e)
+            if e.as_database_error()
+                .is_some_and(|d| d.is_unique_violation()) =>
+        {
+            return Err(ShareError::SlugTaken);
+        }
+        Err(e) => return Err(anyhow::Error::new(e).context("updating a share").into()),
+    };
+    let mut changed = serde_json::Map::new();
+    let before_json = serde_json::to_value(&before).context("serialising a share")?;
+    let after_json = serde_json::to_value(&updated).context("serialising a share")?;
+    if let (Some(old), Some(new)) = (before_json.as_object(), after_json.as_object()) {
+        for (field, value) in new {
+            if old.get(field) != Some(value) {
+                changed.insert(
+                    field.clone(),
+                    json!({ "from": old.get(field), "to": value }),
+                );
+            }
+        }
+    }
+    if !changed.is_empty() {
+        audit::admin_action(
+            &mut tx,
+            tenant,
+            actor,
+            "share.updated",
+            ("share", share.0),
+            serde_json::Value::Object(changed),
+        )
+        .await?;
+    }
+    tx.commit().await.context("committing the share")?;
+    Ok(updated)
 }
 
 /// The share behind a public link.
@@ -631,15 +713,66 @@ pub struct CodeView {
     pub access_count: i32,
 }
 
+/// Which codes of a share to list.
+#[derive(Debug, Clone, Default)]
+pub struct CodeFilter {
+    /// `unused`, `bound` or `revoked`.
+    pub state: Option<CodeState>,
+    pub batch: Option<Uuid>,
+    /// Part of a hint (`AB…YZ`, `AB`, `YZ`) or of the bound learner's email.
+    pub search: Option<String>,
+}
+
+/// A code's state as admins filter by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CodeState {
+    Unused,
+    Bound,
+    Revoked,
+}
+
+impl CodeState {
+    pub fn parse(raw: &str) -> Result<Self, ShareError> {
+        match raw {
+            "unused" => Ok(Self::Unused),
+            "bound" => Ok(Self::Bound),
+            "revoked" => Ok(Self::Revoked),
+            _ => Err(ShareError::InvalidCodeState),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Unused => "unused",
+            Self::Bound => "bound",
+            Self::Revoked => "revoked",
+        }
+    }
+}
+
 /// A page of a share's codes in id order (keyset pagination: `after` is the
-/// last id of the previous page).
+/// last id of the previous page), so it stays fast at 100,000 codes.
 pub async fn list_codes(
     pool: &PgPool,
     tenant: TenantId,
     share: ShareId,
+    filter: &CodeFilter,
     after: Option<Uuid>,
     limit: i64,
 ) -> anyhow::Result<Vec<CodeView>> {
+    let search = filter
+        .search
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            // LIKE metacharacters are literal here.
+            let escaped = s
+                .replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_");
+            format!("%{escaped}%")
+        });
     sqlx::query_as!(
         CodeView,
         r#"SELECT c.id, c.batch_id, c.hint,
@@ -649,12 +782,21 @@ pub async fn list_codes(
                   a.email AS "bound_email?", c.first_used_at, c.access_count
            FROM auth_codes c LEFT JOIN accounts a ON a.id = c.bound_principal
            WHERE c.tenant_id = $1 AND c.share_id = $2 AND ($3::uuid IS NULL OR c.id > $3)
+             AND ($5::text IS NULL
+                  OR ($5 = 'revoked' AND c.revoked_at IS NOT NULL)
+                  OR ($5 = 'bound' AND c.revoked_at IS NULL AND c.bound_principal IS NOT NULL)
+                  OR ($5 = 'unused' AND c.revoked_at IS NULL AND c.bound_principal IS NULL))
+             AND ($6::uuid IS NULL OR c.batch_id = $6)
+             AND ($7::text IS NULL OR c.hint ILIKE $7 OR a.email ILIKE $7)
            ORDER BY c.id
            LIMIT $4"#,
         tenant.0,
         share.0,
         after,
         limit.clamp(1, 1_000),
+        filter.state.map(CodeState::as_str),
+        filter.batch,
+        search,
     )
     .fetch_all(pool)
     .await
@@ -732,6 +874,50 @@ pub async fn revoke_code(
     .await?;
     tx.commit().await.context("committing the revocation")?;
     Ok(())
+}
+
+/// Revokes every unused code of a batch (a batch handed to the wrong
+/// class, or never delivered); bound codes keep their learners. Audited;
+/// returns how many were revoked.
+pub async fn revoke_unused_of_batch(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    batch: Uuid,
+) -> Result<u64, ShareError> {
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let share = sqlx::query_scalar!(
+        "SELECT share_id FROM code_batches WHERE tenant_id = $1 AND id = $2",
+        tenant.0,
+        batch,
+    )
+    .fetch_optional(&mut *tx)
+    .await
+    .context("finding a batch")?
+    .ok_or(ShareError::CodeNotFound)?;
+    let revoked = sqlx::query!(
+        r#"UPDATE auth_codes SET revoked_at = now()
+           WHERE tenant_id = $1 AND batch_id = $2 AND revoked_at IS NULL AND bound_principal IS NULL"#,
+        tenant.0,
+        batch,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("revoking a batch's unused codes")?
+    .rows_affected();
+    audit::admin_action(
+        &mut tx,
+        tenant,
+        actor,
+        "batch.unused_revoked",
+        ("code_batch", batch),
+        json!({ "share_id": share, "revoked": revoked }),
+    )
+    .await?;
+    tx.commit()
+        .await
+        .context("committing the batch revocation")?;
+    Ok(revoked)
 }
 
 /// Unbinds a bound code (the learner changed account): the learner loses

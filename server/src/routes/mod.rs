@@ -1,4 +1,5 @@
 //! Plain axum routes that are not Leptos pages.
 
 pub mod api;
+pub mod console;
 pub mod health;

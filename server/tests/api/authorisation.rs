@@ -12,18 +12,86 @@ use crate::helpers::{TestApp, new_client, spawn_app};
 
 const PASSWORD: &str = "correct horse battery";
 
-/// Every admin server function with valid arguments for `tenant`. The test
-/// below fails when a registered `/api/admin/` endpoint is missing here, so
-/// new functions are covered as they are added.
-fn admin_calls(tenant: Uuid) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
-    vec![(
-        "/api/admin/tenant/overview",
-        vec![("tenant_id", tenant.to_string())],
-    )]
+/// What tenant B holds for the calls: a share, a batch, a bound code.
+#[derive(Clone, Copy)]
+struct Target {
+    tenant: Uuid,
+    share: Uuid,
+    batch: Uuid,
+    code: Uuid,
 }
 
-fn args_for(tenant: Uuid, path: &str) -> Vec<(&'static str, String)> {
-    admin_calls(tenant)
+/// Every admin server function with valid arguments for `t`. The test
+/// below fails when a registered `/api/admin/` endpoint is missing here, so
+/// new functions are covered as they are added.
+fn admin_calls(t: Target) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
+    let (tenant, share, batch, code) = (
+        ("tenant_id", t.tenant.to_string()),
+        ("share_id", t.share.to_string()),
+        ("batch_id", t.batch.to_string()),
+        ("code_id", t.code.to_string()),
+    );
+    let field = |name: &'static str, value: &str| (name, value.to_owned());
+    vec![
+        ("/api/admin/tenant/overview", vec![tenant.clone()]),
+        ("/api/admin/dashboard", vec![tenant.clone()]),
+        (
+            "/api/admin/share/create",
+            vec![tenant.clone(), field("title", "Another course")],
+        ),
+        ("/api/admin/share", vec![tenant.clone(), share.clone()]),
+        (
+            "/api/admin/share/update",
+            vec![
+                tenant.clone(),
+                share.clone(),
+                field("title", "Renamed"),
+                field("slug", "renamed-course"),
+                field("description", ""),
+                field("status", "active"),
+                field("valid_from", ""),
+                field("valid_until", ""),
+                field("per_learner_limit", ""),
+                field("quota", ""),
+            ],
+        ),
+        (
+            "/api/admin/codes/issue",
+            vec![
+                tenant.clone(),
+                share.clone(),
+                field("count", "2"),
+                field("label", "x"),
+            ],
+        ),
+        (
+            "/api/admin/codes/issued",
+            vec![tenant.clone(), share.clone(), batch.clone()],
+        ),
+        ("/api/admin/codes", vec![tenant.clone(), share.clone()]),
+        (
+            "/api/admin/codes/revoke",
+            vec![tenant.clone(), code.clone()],
+        ),
+        (
+            "/api/admin/codes/unbind",
+            vec![
+                tenant.clone(),
+                code,
+                field("reason", "test"),
+                field("after", "usable"),
+            ],
+        ),
+        (
+            "/api/admin/batches/revoke-unused",
+            vec![tenant.clone(), batch],
+        ),
+        ("/api/admin/audit", vec![tenant]),
+    ]
+}
+
+fn args_for(t: Target, path: &str) -> Vec<(&'static str, String)> {
+    admin_calls(t)
         .into_iter()
         .find(|(p, _)| *p == path)
         .map(|(_, a)| a)
@@ -52,7 +120,10 @@ async fn snapshot(pool: &PgPool) -> String {
         "SELECT concat_ws('|',
             (SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t::text), '')) FROM tenants t),
             (SELECT md5(coalesce(string_agg(a::text, ',' ORDER BY a::text), '')) FROM accounts a),
-            (SELECT md5(coalesce(string_agg(m::text, ',' ORDER BY m::text), '')) FROM tenant_members m))",
+            (SELECT md5(coalesce(string_agg(m::text, ',' ORDER BY m::text), '')) FROM tenant_members m),
+            (SELECT md5(coalesce(string_agg(s::text, ',' ORDER BY s::text), '')) FROM shares s),
+            (SELECT md5(coalesce(string_agg(c::text, ',' ORDER BY c::text), '')) FROM auth_codes c),
+            (SELECT md5(coalesce(string_agg(l::text, ',' ORDER BY l::text), '')) FROM audit_log l))",
     )
     .fetch_one(pool)
     .await
@@ -61,6 +132,7 @@ async fn snapshot(pool: &PgPool) -> String {
 
 struct World {
     tenant_b: Uuid,
+    target: Target,
     anonymous: reqwest::Client,
     learner: reqwest::Client,
     admin_a: reqwest::Client,
@@ -85,8 +157,59 @@ async fn world(app: &TestApp) -> World {
     let (tenant_b, _) = ensure_tenant_with_admin(&app.pool, &slug_b, &name_b, admin_b)
         .await
         .expect("tenant b");
+    // Tenant B's share, a batch of two codes, one bound to the learner.
+    let share = engine::shares::create_share(
+        &app.pool,
+        tenant_b,
+        admin_b,
+        engine::shares::NewShare::parse(engine::shares::ShareInput {
+            title: "Course B".into(),
+            slug: None,
+            description: None,
+            status: Some("active".into()),
+            per_learner_limit: None,
+            quota: None,
+            valid_from: None,
+            valid_until: None,
+        })
+        .expect("share"),
+    )
+    .await
+    .expect("share");
+    let keyring = crate::helpers::test_settings(&crate::helpers::redis_url())
+        .keyring()
+        .expect("keyring");
+    let batch = engine::shares::issue_codes(
+        &app.pool,
+        &keyring,
+        tenant_b,
+        admin_b,
+        &engine::shares::BatchRequest {
+            share: engine::shares::ShareId(share.id),
+            count: 2,
+            label: "b",
+            idempotency_key: None,
+        },
+    )
+    .await
+    .expect("batch");
+    let code = batch.codes[0].0;
+    sqlx::query(
+        "UPDATE auth_codes SET bound_principal = (SELECT id FROM accounts WHERE email = 'learner@example.com'),
+                first_used_at = now() WHERE id = $1",
+    )
+    .bind(code)
+    .execute(&app.pool)
+    .await
+    .expect("bind");
     let world = World {
         tenant_b: tenant_b.0,
+        target: Target {
+            tenant: tenant_b.0,
+            share: share.id,
+            batch: batch.batch_id,
+            code,
+        },
         anonymous: new_client(),
         learner: new_client(),
         admin_a: new_client(),
@@ -110,7 +233,7 @@ async fn every_admin_server_function_refuses_outsiders(pool: PgPool) {
         .filter(|(path, _)| path.starts_with("/api/admin/"))
         .map(|(path, method)| (path.to_owned(), method))
         .collect();
-    let listed: BTreeSet<&str> = admin_calls(w.tenant_b).iter().map(|(p, _)| *p).collect();
+    let listed: BTreeSet<&str> = admin_calls(w.target).iter().map(|(p, _)| *p).collect();
     let registered_paths: BTreeSet<&str> = registered.iter().map(|(p, _)| p.as_str()).collect();
     assert!(
         !registered_paths.is_empty(),
@@ -123,7 +246,7 @@ async fn every_admin_server_function_refuses_outsiders(pool: PgPool) {
 
     let before = snapshot(&app.pool).await;
     for (path, method) in &registered {
-        let args = args_for(w.tenant_b, path);
+        let args = args_for(w.target, path);
         assert_eq!(
             call(&app, &w.anonymous, method, path, &args).await,
             401,
@@ -168,7 +291,7 @@ async fn every_admin_server_function_refuses_outsiders(pool: PgPool) {
     // Control: the tenant's own admin gets through, so the refusals above
     // are authorisation, not broken calls.
     for (path, method) in &registered {
-        let args = args_for(w.tenant_b, path);
+        let args = args_for(w.target, path);
         let status = call(&app, &w.admin_b, method, path, &args).await;
         assert!((200..400).contains(&status), "own admin {path}: {status}");
     }

@@ -5,6 +5,7 @@
 mod auth;
 mod authorisation;
 mod bootstrap;
+mod console;
 mod course;
 mod health;
 mod helpers;

@@ -51,6 +51,12 @@ impl Keys {
         &self.prefix
     }
 
+    /// A freshly issued batch's plain codes, parked for one viewing
+    /// (`what` = `page` or `csv`) by the admin who issued it.
+    pub fn handover(&self, owner: Uuid, batch: Uuid, what: &str) -> String {
+        format!("{}:handover:{owner}:{batch}:{what}", self.prefix)
+    }
+
     /// A server-side session record (tower-sessions id).
     pub fn session(&self, id: &str) -> String {
         format!("{}:session:{id}", self.prefix)

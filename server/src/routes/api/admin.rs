@@ -90,12 +90,24 @@ pub async fn upload_resource(
     State(state): State<ServerState>,
     session: Session,
     Path(share_id): Path<String>,
-    mut multipart: Multipart,
+    multipart: Multipart,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (share, admin) = admin_of_share(&state, &session, &share_id).await?;
+    let resource = upload(&state, &session, &share_id, multipart).await?;
+    Ok((StatusCode::CREATED, Json(resource)))
+}
+
+/// Stores an uploaded file as a new resource of the share (its admins
+/// only); the bytes are removed again if anything fails.
+pub async fn upload(
+    state: &ServerState,
+    session: &Session,
+    share_id: &str,
+    mut multipart: Multipart,
+) -> Result<shares::Resource, ApiError> {
+    let (share, admin) = admin_of_share(state, session, share_id).await?;
     let resource_id = Uuid::now_v7();
     let key = Storage::key_for(share.tenant_id, share.id, resource_id);
-    let stored = store_upload(&state, &key, &mut multipart).await;
+    let stored = store_upload(state, &key, &mut multipart).await;
     let result = match stored {
         Ok((title, size, content_type)) => shares::add_resource(
             &state.app.pool,
@@ -113,7 +125,7 @@ pub async fn upload_resource(
         Err(error) => Err(error),
     };
     match result {
-        Ok(resource) => Ok((StatusCode::CREATED, Json(resource))),
+        Ok(resource) => Ok(resource),
         Err(error) => {
             // Nothing points at stored bytes of a failed upload: remove them.
             if let Err(cleanup) = state.app.storage.delete(&key).await {
@@ -245,6 +257,11 @@ pub async fn issue_codes(
 pub struct ListQuery {
     after: Option<Uuid>,
     limit: Option<i64>,
+    /// `unused`, `bound` or `revoked`.
+    state: Option<String>,
+    batch: Option<Uuid>,
+    /// Part of a hint or of a bound learner's email.
+    q: Option<String>,
 }
 
 pub async fn list_codes(
@@ -256,10 +273,20 @@ pub async fn list_codes(
     let (share, _) = admin_of_share(&state, &session, &share_id).await?;
     let Query(query) = query.map_err(|e| rejection(e, "invalid_query"))?;
     let limit = query.limit.unwrap_or(100).clamp(1, 1_000);
+    let filter = shares::CodeFilter {
+        state: query
+            .state
+            .as_deref()
+            .map(shares::CodeState::parse)
+            .transpose()?,
+        batch: query.batch,
+        search: query.q,
+    };
     let codes = shares::list_codes(
         &state.app.pool,
         share.tenant(),
         ShareId(share.id),
+        &filter,
         query.after,
         limit,
     )

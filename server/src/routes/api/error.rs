@@ -135,6 +135,7 @@ impl From<ShareError> for ApiError {
             ShareError::InvalidSlug => invalid("slug"),
             ShareError::InvalidDescription => invalid("description"),
             ShareError::InvalidStatus => invalid("status"),
+            ShareError::InvalidCodeState => invalid("state"),
             ShareError::InvalidLimit => invalid("quota"),
             ShareError::InvalidWindow => invalid("valid_until"),
             ShareError::InvalidCount => invalid("count"),

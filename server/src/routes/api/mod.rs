@@ -1,7 +1,7 @@
 //! The versioned JSON API (`/api/v1`), for API callers and tests: the same
 //! domain functions the pages use, with session-cookie authentication.
 
-mod admin;
+pub mod admin;
 mod auth;
 pub mod error;
 mod learner;

@@ -1,0 +1,54 @@
+//! The admin console: a tenant's dashboard, a share's editor, the one-time
+//! page of a new batch, the code table and the audit log. Every page is
+//! server rendered and works without JavaScript (forms post to server
+//! functions and come back); hydrated, forms update in place.
+
+pub mod audit;
+pub mod chart;
+pub mod codes;
+pub mod dashboard;
+pub mod issued;
+pub mod share;
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::{components::Redirect, hooks::use_params_map};
+use uuid::Uuid;
+
+use crate::error::AppError;
+
+/// A path parameter as a uuid (a malformed one is simply "not found").
+pub fn param_id(name: &'static str) -> impl Fn() -> Option<Uuid> + Copy + Send + Sync {
+    let params = use_params_map();
+    move || params.read().get(name).and_then(|v| v.parse().ok())
+}
+
+/// The console's tabs for one tenant.
+#[component]
+pub fn ConsoleNav(tenant: Uuid) -> impl IntoView {
+    view! {
+        <nav class="console-nav" aria-label="Console">
+            <a href=format!("/admin/t/{tenant}")>"Dashboard"</a>
+            <a href=format!("/admin/t/{tenant}/audit")>"Audit log"</a>
+            <a href="/admin">"All tenants"</a>
+        </nav>
+    }
+}
+
+/// What a console page shows when its data did not load.
+#[component]
+pub fn ConsoleError(error: AppError, here: String) -> impl IntoView {
+    match error {
+        AppError::Unauthenticated => view! {
+            <Redirect path=format!("/login?next={}", crate::pages::login::urlencode(&here))/>
+        }
+        .into_any(),
+        AppError::NotFound => view! { <crate::pages::not_found::NotFound/> }.into_any(),
+        error => view! {
+            <Title text="Not available"/>
+            <h1>"Not available"</h1>
+            <div class="flash error" role="alert">{error.sentence()}</div>
+        }
+        .into_any(),
+    }
+}

@@ -1,0 +1,204 @@
+//! What the admin console reads: a tenant's figures, daily activity, its
+//! shares with their code counts, batches, and the audit log.
+//!
+//! Read-only on purpose: every write lives with its concept (`shares`,
+//! `settlement`), so the console cannot grow a second path that changes a
+//! code. Every query is scoped by `tenant_id` first, so one tenant's admin
+//! can only ever read that tenant's rows.
+
+use anyhow::Context as _;
+use sqlx::PgPool;
+use time::{Date, OffsetDateTime};
+use uuid::Uuid;
+
+use crate::{shares::ShareId, tenants::TenantId};
+
+/// A tenant's headline figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Totals {
+    pub shares: i64,
+    pub codes_issued: i64,
+    pub codes_bound: i64,
+    pub codes_revoked: i64,
+    pub accesses_7d: i64,
+}
+
+pub async fn totals(pool: &PgPool, tenant: TenantId) -> anyhow::Result<Totals> {
+    let row = sqlx::query!(
+        r#"SELECT
+             (SELECT count(*) FROM shares WHERE tenant_id = $1) AS "shares!",
+             (SELECT count(*) FROM auth_codes WHERE tenant_id = $1) AS "issued!",
+             (SELECT count(*) FROM auth_codes WHERE tenant_id = $1 AND bound_principal IS NOT NULL) AS "bound!",
+             (SELECT count(*) FROM auth_codes WHERE tenant_id = $1 AND revoked_at IS NOT NULL) AS "revoked!",
+             (SELECT count(*) FROM access_records WHERE tenant_id = $1
+                AND granted_at > now() - interval '7 days') AS "accesses!""#,
+        tenant.0,
+    )
+    .fetch_one(pool)
+    .await
+    .context("reading a tenant's totals")?;
+    Ok(Totals {
+        shares: row.shares,
+        codes_issued: row.issued,
+        codes_bound: row.bound,
+        codes_revoked: row.revoked,
+        accesses_7d: row.accesses,
+    })
+}
+
+/// Bindings and counted accesses of one day (UTC).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DayActivity {
+    pub day: Date,
+    pub bindings: i64,
+    pub accesses: i64,
+}
+
+/// The last `days` days of activity, oldest first, one row per day (zeros
+/// included, so a chart has no gaps).
+pub async fn activity(
+    pool: &PgPool,
+    tenant: TenantId,
+    days: i32,
+) -> anyhow::Result<Vec<DayActivity>> {
+    let days = days.clamp(1, 366);
+    let rows = sqlx::query!(
+        r#"WITH span AS (
+             SELECT generate_series((now() AT TIME ZONE 'UTC')::date - ($2::int - 1),
+                                    (now() AT TIME ZONE 'UTC')::date, interval '1 day')::date AS day
+           )
+           SELECT span.day AS "day!",
+                  (SELECT count(*) FROM access_records r
+                    WHERE r.tenant_id = $1 AND r.bound_now
+                      AND (r.granted_at AT TIME ZONE 'UTC')::date = span.day) AS "bindings!",
+                  (SELECT count(*) FROM access_records r
+                    WHERE r.tenant_id = $1
+                      AND (r.granted_at AT TIME ZONE 'UTC')::date = span.day) AS "accesses!"
+           FROM span ORDER BY span.day"#,
+        tenant.0,
+        days,
+    )
+    .fetch_all(pool)
+    .await
+    .context("reading a tenant's daily activity")?;
+    Ok(rows
+        .into_iter()
+        .map(|r| DayActivity {
+            day: r.day,
+            bindings: r.bindings,
+            accesses: r.accesses,
+        })
+        .collect())
+}
+
+/// A share in the console's list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareRow {
+    pub id: Uuid,
+    pub slug: String,
+    pub title: String,
+    pub status: String,
+    pub issued: i64,
+    pub bound: i64,
+    pub revoked: i64,
+}
+
+pub async fn shares(pool: &PgPool, tenant: TenantId) -> anyhow::Result<Vec<ShareRow>> {
+    sqlx::query_as!(
+        ShareRow,
+        r#"SELECT s.id, s.slug, s.title, s.status,
+                  count(c.id) AS "issued!",
+                  count(c.bound_principal) AS "bound!",
+                  count(c.revoked_at) AS "revoked!"
+           FROM shares s LEFT JOIN auth_codes c ON c.tenant_id = s.tenant_id AND c.share_id = s.id
+           WHERE s.tenant_id = $1
+           GROUP BY s.tenant_id, s.id
+           ORDER BY s.created_at DESC
+           LIMIT 500"#,
+        tenant.0,
+    )
+    .fetch_all(pool)
+    .await
+    .context("listing a tenant's shares")
+}
+
+/// A code batch of a share.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchRow {
+    pub id: Uuid,
+    pub label: String,
+    pub count: i32,
+    pub created_at: OffsetDateTime,
+}
+
+pub async fn batches(
+    pool: &PgPool,
+    tenant: TenantId,
+    share: ShareId,
+) -> anyhow::Result<Vec<BatchRow>> {
+    sqlx::query_as!(
+        BatchRow,
+        r#"SELECT id, label, count, created_at FROM code_batches
+           WHERE tenant_id = $1 AND share_id = $2 ORDER BY created_at DESC LIMIT 1000"#,
+        tenant.0,
+        share.0,
+    )
+    .fetch_all(pool)
+    .await
+    .context("listing a share's batches")
+}
+
+/// One audit log entry as the console shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditRow {
+    pub id: Uuid,
+    pub created_at: OffsetDateTime,
+    pub actor_email: Option<String>,
+    pub action: String,
+    pub target_type: String,
+    pub target_id: Option<Uuid>,
+    pub reason: Option<String>,
+    pub details: String,
+}
+
+/// Which audit entries to show.
+#[derive(Debug, Clone, Default)]
+pub struct AuditFilter {
+    /// Actions starting with this (`code.` or `code.unbound`).
+    pub action: Option<String>,
+    /// Entries about this object (a share, a code, a batch).
+    pub target: Option<Uuid>,
+    /// Keyset: entries strictly older than this one.
+    pub before: Option<(OffsetDateTime, Uuid)>,
+}
+
+/// Newest first, `limit` at a time (keyset pagination on time and id).
+pub async fn audit(
+    pool: &PgPool,
+    tenant: TenantId,
+    filter: &AuditFilter,
+    limit: i64,
+) -> anyhow::Result<Vec<AuditRow>> {
+    let (before_at, before_id) = filter.before.unzip();
+    sqlx::query_as!(
+        AuditRow,
+        r#"SELECT l.id, l.created_at, a.email AS "actor_email?", l.action, l.target_type, l.target_id,
+                  l.reason, l.details::text AS "details!"
+           FROM audit_log l LEFT JOIN accounts a ON a.id = l.actor_id
+           WHERE l.tenant_id = $1
+             AND ($2::text IS NULL OR l.action LIKE $2 || '%')
+             AND ($3::uuid IS NULL OR l.target_id = $3 OR l.details->>'share_id' = $3::text)
+             AND ($4::timestamptz IS NULL OR (l.created_at, l.id) < ($4, $5))
+           ORDER BY l.created_at DESC, l.id DESC
+           LIMIT $6"#,
+        tenant.0,
+        filter.action.as_deref(),
+        filter.target,
+        before_at,
+        before_id,
+        limit.clamp(1, 500),
+    )
+    .fetch_all(pool)
+    .await
+    .context("reading the audit log")
+}

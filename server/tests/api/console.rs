@@ -1,0 +1,487 @@
+//! The admin console over HTTP as a browser without JavaScript uses it:
+//! one-time codes (page and CSV), the code table, unbinding, and bad input
+//! on every form refused with a field error and no change.
+
+use reqwest::StatusCode;
+use serde_json::json;
+use sqlx::PgPool;
+
+use crate::course::{Admin, admin, course, enter_code, issue, learners, open};
+use crate::helpers::{TestApp, spawn_app};
+use crate::logs::LoggedServer;
+
+/// A plain HTML form post to a server function, from the page `from`.
+async fn form(
+    address: &str,
+    client: &reqwest::Client,
+    from: &str,
+    path: &str,
+    fields: &[(&str, &str)],
+) -> reqwest::Response {
+    client
+        .post(format!("{address}{path}"))
+        .header("accept", "text/html")
+        .header("referer", format!("{address}{from}"))
+        .header("origin", address)
+        .form(fields)
+        .send()
+        .await
+        .expect("request")
+}
+
+async fn page(address: &str, client: &reqwest::Client, path: &str) -> (StatusCode, String) {
+    let response = client
+        .get(format!("{address}{path}"))
+        .header("accept", "text/html")
+        .send()
+        .await
+        .expect("request");
+    (response.status(), response.text().await.expect("body"))
+}
+
+/// Every plain code in `html` (the `XXXX-XXXX-XXXX` shape).
+fn codes_in(html: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (i, _) in html.match_indices("plain-code\">") {
+        let start = i + "plain-code\">".len();
+        if let Some(code) = html.get(start..start + 14) {
+            found.push(code.to_owned());
+        }
+    }
+    found
+}
+
+/// Everything the database holds, as text.
+async fn database_text(pool: &PgPool) -> String {
+    let mut text = String::new();
+    for table in [
+        "shares",
+        "code_batches",
+        "auth_codes",
+        "access_records",
+        "idempotency_records",
+        "outbox",
+        "audit_log",
+    ] {
+        let dump: Option<String> =
+            sqlx::query_scalar(&format!("SELECT string_agg(t::text, '\n') FROM {table} t"))
+                .fetch_one(pool)
+                .await
+                .expect("dump");
+        text.push_str(&dump.unwrap_or_default());
+    }
+    text
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn new_codes_are_shown_once_downloaded_once_and_stored_nowhere(pool: PgPool) {
+    let server = LoggedServer::start(&pool).await;
+    let address = server.address.clone();
+    // The fixtures drive the logged server (its address, the same pool).
+    let app = TestApp {
+        address: address.clone(),
+        ..spawn_app(pool.clone()).await
+    };
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({ "title": "Once" })).await;
+    let share_page = format!("/admin/t/{}/s/{}", admin.tenant, course.share);
+
+    let response = form(
+        &address,
+        &admin.client,
+        &share_page,
+        "/api/admin/codes/issue",
+        &[
+            ("tenant_id", &admin.tenant.to_string()),
+            ("share_id", &course.share.to_string()),
+            ("count", "5"),
+            ("label", "Class =A"),
+        ],
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::FOUND);
+    let result_page = response.headers()["location"]
+        .to_str()
+        .expect("location")
+        .to_owned();
+    assert!(result_page.contains("/batches/"), "{result_page}");
+
+    let (status, html) = page(&address, &admin.client, &result_page).await;
+    assert_eq!(status, 200);
+    let codes = codes_in(&html);
+    assert_eq!(codes.len(), 5, "{html}");
+    assert!(html.contains("shown only now"));
+
+    // The page is one-time.
+    let (_, again) = page(&address, &admin.client, &result_page).await;
+    assert!(codes_in(&again).is_empty(), "{again}");
+    assert!(again.contains("already shown once"));
+
+    // So is the CSV; another admin of the tenant cannot take it either.
+    let csv_url = format!("{result_page}/codes.csv");
+    let csv = admin
+        .client
+        .get(format!("{address}{csv_url}"))
+        .send()
+        .await
+        .expect("csv");
+    assert_eq!(csv.status(), 200);
+    assert_eq!(csv.headers()["content-type"], "text/csv; charset=utf-8");
+    assert!(
+        csv.headers()["content-disposition"]
+            .to_str()
+            .expect("disposition")
+            .starts_with("attachment")
+    );
+    let body = csv.text().await.expect("csv body");
+    let mut lines = body.lines();
+    assert_eq!(lines.next(), Some("code,link,batch_label"));
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 5);
+    for (row, code) in rows.iter().zip(&codes) {
+        assert!(row.starts_with(&format!("{code},")), "{row}");
+        assert!(row.contains(&format!("/s/{}", course.slug)), "{row}");
+        assert!(row.ends_with(",Class =A"), "{row}");
+    }
+    let second = admin
+        .client
+        .get(format!("{address}{csv_url}"))
+        .send()
+        .await
+        .expect("csv again");
+    assert_eq!(second.status(), StatusCode::GONE);
+
+    // The codes work (they are real), yet appear nowhere afterwards.
+    let (_, learner) = learners(&app, 1).await.remove(0);
+    assert_eq!(
+        enter_code(&app, &learner, &course.slug, &codes[0])
+            .await
+            .status(),
+        200
+    );
+    let mut later = String::new();
+    for path in [
+        share_page.clone(),
+        format!("{share_page}/codes"),
+        format!("/admin/t/{}", admin.tenant),
+        format!("/admin/t/{}/audit", admin.tenant),
+    ] {
+        let (status, html) = page(&address, &admin.client, &path).await;
+        assert_eq!(status, 200, "{path}");
+        later.push_str(&html);
+    }
+    let stored = database_text(&pool).await;
+    let logs = server.stop();
+    assert!(logs.contains("/api/admin/codes/issue"), "logs captured");
+    for code in &codes {
+        let canonical = code.replace('-', "");
+        for (place, text) in [
+            ("database", &stored),
+            ("logs", &logs),
+            ("later pages", &later),
+        ] {
+            assert!(
+                !text.contains(code.as_str()) && !text.contains(&canonical),
+                "a plain code reached the {place}"
+            );
+        }
+    }
+}
+
+/// A digest of every row an admin form could change.
+async fn snapshot(pool: &PgPool) -> String {
+    sqlx::query_scalar(
+        "SELECT concat_ws('|',
+            (SELECT md5(coalesce(string_agg(s::text, ',' ORDER BY s.id), '')) FROM shares s),
+            (SELECT md5(coalesce(string_agg(c::text, ',' ORDER BY c.id), '')) FROM auth_codes c),
+            (SELECT md5(coalesce(string_agg(b::text, ',' ORDER BY b.id), '')) FROM code_batches b),
+            (SELECT md5(coalesce(string_agg(l::text, ',' ORDER BY l.id), '')) FROM audit_log l))",
+    )
+    .fetch_one(pool)
+    .await
+    .expect("snapshot")
+}
+
+async fn call(app: &TestApp, admin: &Admin, path: &str, fields: &[(&str, &str)]) -> (u16, String) {
+    let response = admin
+        .client
+        .post(format!("{}{path}", app.address))
+        .form(fields)
+        .send()
+        .await
+        .expect("request");
+    let status = response.status().as_u16();
+    (status, response.text().await.expect("body"))
+}
+
+/// A server function, the fields sent, the field the error must name.
+type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, &'a str);
+
+#[sqlx::test(migrations = "../migrations")]
+async fn bad_input_on_every_console_form_gets_a_field_error_and_changes_nothing(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    let codes = issue(&app, &admin, course.share, 1).await;
+    let (tenant, share) = (admin.tenant.to_string(), course.share.to_string());
+    let code = codes[0].0.to_string();
+    let long = "x".repeat(201);
+    let update = |field: &'static str, value: &'static str| {
+        let mut fields = vec![
+            ("title", "Fine"),
+            ("slug", "fine-slug"),
+            ("description", ""),
+            ("status", "active"),
+            ("valid_from", ""),
+            ("valid_until", ""),
+            ("per_learner_limit", ""),
+            ("quota", ""),
+        ];
+        for f in &mut fields {
+            if f.0 == field {
+                f.1 = value;
+            }
+        }
+        fields
+    };
+    let before = snapshot(&app.pool).await;
+    let cases: Vec<Case> = vec![
+        ("/api/admin/share/create", vec![("title", "")], "title"),
+        ("/api/admin/share/create", vec![("title", &long)], "title"),
+        (
+            "/api/admin/share/create",
+            vec![("title", "Ok"), ("slug", "Bad Slug!")],
+            "slug",
+        ),
+        (
+            "/api/admin/share/create",
+            vec![("title", "Ok"), ("slug", &course.slug)],
+            "slug",
+        ),
+        ("/api/admin/share/update", update("title", "  "), "title"),
+        (
+            "/api/admin/share/update",
+            update("status", "deleted"),
+            "status",
+        ),
+        ("/api/admin/share/update", update("quota", "abc"), "quota"),
+        ("/api/admin/share/update", update("quota", "0"), "quota"),
+        (
+            "/api/admin/share/update",
+            update("per_learner_limit", "-1"),
+            "per_learner_limit",
+        ),
+        (
+            "/api/admin/share/update",
+            update("valid_from", "yesterday"),
+            "valid_from",
+        ),
+        (
+            "/api/admin/codes/issue",
+            vec![("count", "0"), ("label", "")],
+            "count",
+        ),
+        (
+            "/api/admin/codes/issue",
+            vec![("count", "100001"), ("label", "")],
+            "count",
+        ),
+        (
+            "/api/admin/codes/issue",
+            vec![("count", "many"), ("label", "")],
+            "count",
+        ),
+        (
+            "/api/admin/codes/issue",
+            vec![("count", "2"), ("label", &long)],
+            "label",
+        ),
+        (
+            "/api/admin/codes/unbind",
+            vec![("reason", "lost phone"), ("after", "maybe")],
+            "after",
+        ),
+    ];
+    for (path, fields, field) in cases {
+        let mut all: Vec<(&str, &str)> = vec![("tenant_id", &tenant)];
+        if path != "/api/admin/share/create" {
+            all.push(("share_id", &share));
+        }
+        if path == "/api/admin/codes/unbind" {
+            all.retain(|(k, _)| *k != "share_id");
+            all.push(("code_id", &code));
+        }
+        all.extend(fields.iter().copied());
+        let (status, body) = call(&app, &admin, path, &all).await;
+        assert_eq!(status, 422, "{path} {fields:?}: {body}");
+        let error: serde_json::Value = serde_json::from_str(&body).expect("json error");
+        assert_eq!(
+            error["Invalid"]["field"], field,
+            "{path} {fields:?}: {body}"
+        );
+    }
+    // Wrong types: not a uuid.
+    let (status, _) = call(
+        &app,
+        &admin,
+        "/api/admin/share/update",
+        &[("tenant_id", "nope"), ("share_id", "x")],
+    )
+    .await;
+    assert!((400..500).contains(&status), "{status}");
+    // Unbinding a code nobody holds is refused too.
+    let (status, _) = call(
+        &app,
+        &admin,
+        "/api/admin/codes/unbind",
+        &[
+            ("tenant_id", &tenant),
+            ("code_id", &code),
+            ("reason", "x"),
+            ("after", "usable"),
+        ],
+    )
+    .await;
+    assert!((400..500).contains(&status), "{status}");
+    assert_eq!(snapshot(&app.pool).await, before, "nothing changed");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn the_code_table_filters_searches_pages_and_unbinds(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    let codes = issue(&app, &admin, course.share, 120).await;
+    let (learner_id, learner) = learners(&app, 1).await.remove(0);
+    assert_eq!(
+        enter_code(&app, &learner, &course.slug, &codes[7].1)
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(open(&app, &learner, &course, None).await.status(), 200);
+    let email: String = sqlx::query_scalar("SELECT email FROM accounts WHERE id = $1")
+        .bind(learner_id)
+        .fetch_one(&app.pool)
+        .await
+        .expect("email");
+    let (tenant, share) = (admin.tenant.to_string(), course.share.to_string());
+    let (status, _) = call(
+        &app,
+        &admin,
+        "/api/admin/codes/revoke",
+        &[("tenant_id", &tenant), ("code_id", &codes[3].0.to_string())],
+    )
+    .await;
+    assert_eq!(status, 200);
+
+    let table = |query: Vec<(&'static str, String)>| {
+        let client = admin.client.clone();
+        let url = format!("{}/api/admin/codes", app.address);
+        let mut query = query;
+        query.push(("tenant_id", tenant.clone()));
+        query.push(("share_id", share.clone()));
+        async move {
+            let response = client.get(url).query(&query).send().await.expect("table");
+            assert_eq!(response.status(), 200);
+            response.json::<serde_json::Value>().await.expect("json")
+        }
+    };
+    let states = |page: &serde_json::Value| -> Vec<String> {
+        page["codes"]
+            .as_array()
+            .expect("codes")
+            .iter()
+            .map(|c| c["state"].as_str().expect("state").to_owned())
+            .collect()
+    };
+    let bound = table(vec![("state", "bound".into())]).await;
+    assert_eq!(states(&bound), vec!["bound"]);
+    assert_eq!(bound["codes"][0]["bound_email"], email.as_str());
+    assert_eq!(
+        states(&table(vec![("state", "revoked".into())]).await),
+        vec!["revoked"]
+    );
+    // Keyset pages of 50: 118 unused codes in three pages, no overlap.
+    let mut seen = std::collections::BTreeSet::new();
+    let mut after: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let mut query = vec![("state", "unused".to_owned())];
+        if let Some(a) = &after {
+            query.push(("after", a.clone()));
+        }
+        let page = table(query).await;
+        pages += 1;
+        for code in page["codes"].as_array().expect("codes") {
+            assert!(seen.insert(code["id"].as_str().expect("id").to_owned()));
+        }
+        match page["next_after"].as_str() {
+            Some(next) => after = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!((seen.len(), pages), (118, 3));
+    // Search by the learner's email and by a hint.
+    let by_email = table(vec![("q", email[..10].to_owned())]).await;
+    assert_eq!(states(&by_email), vec!["bound"]);
+    let hint: String = sqlx::query_scalar("SELECT hint FROM auth_codes WHERE id = $1")
+        .bind(codes[7].0)
+        .fetch_one(&app.pool)
+        .await
+        .expect("hint");
+    let by_hint = table(vec![("q", hint.clone())]).await;
+    assert!(
+        by_hint["codes"]
+            .as_array()
+            .expect("codes")
+            .iter()
+            .any(|c| c["hint"] == hint.as_str())
+    );
+    // A bad state filter is a field error.
+    let response = admin
+        .client
+        .get(format!("{}/api/admin/codes", app.address))
+        .query(&[
+            ("tenant_id", tenant.as_str()),
+            ("share_id", share.as_str()),
+            ("state", "lost"),
+        ])
+        .send()
+        .await
+        .expect("bad filter");
+    assert_eq!(response.status(), 422);
+
+    // Unbind with a reason: the learner loses access, the code is usable.
+    let (status, body) = call(
+        &app,
+        &admin,
+        "/api/admin/codes/unbind",
+        &[
+            ("tenant_id", &tenant),
+            ("code_id", &codes[7].0.to_string()),
+            ("reason", "learner asked to move to another account"),
+            ("after", "usable"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let response = open(&app, &learner, &course, None).await;
+    assert_eq!(response.status(), 403, "access ended");
+    let reason: String = sqlx::query_scalar(
+        "SELECT reason FROM audit_log WHERE action = 'code.unbound' AND target_id = $1",
+    )
+    .bind(codes[7].0)
+    .fetch_one(&app.pool)
+    .await
+    .expect("audited");
+    assert_eq!(reason, "learner asked to move to another account");
+    let (_, another) = learners(&app, 1).await.remove(0);
+    assert_eq!(
+        enter_code(&app, &another, &course.slug, &codes[7].1)
+            .await
+            .status(),
+        200,
+        "the code is usable again"
+    );
+}
