@@ -1,0 +1,97 @@
+// A course creator's whole day in the console, and a learner in between.
+import { readFileSync } from "node:fs";
+import { expect, test } from "@playwright/test";
+import { openHydrated, signIn } from "./fixtures";
+import { DEMO_ADMIN, enterCode, newLearner, shareState, snapshot, sql } from "./course";
+
+test("create, upload, issue, download once, revoke, learner binds, unbind, audit", async ({ page, browser }, testInfo) => {
+  test.setTimeout(90_000);
+  const title = `Console Course ${Date.now().toString(36)}`;
+
+  await openHydrated(page, "/login?next=/admin");
+  await signIn(page, DEMO_ADMIN.email, DEMO_ADMIN.password);
+  await page.getByRole("link", { name: "Demo Academy" }).click();
+  await expect(page.getByRole("heading", { level: 1, name: "Demo Academy" })).toBeVisible();
+  await snapshot(page, testInfo, "console-dashboard");
+
+  // Create the share, make it active.
+  await page.getByLabel("Title").fill(title);
+  await page.getByRole("button", { name: "Create share" }).click();
+  await expect(page.getByRole("heading", { level: 1, name: title })).toBeVisible();
+  await page.getByLabel("Status").selectOption("active");
+  await page.getByRole("button", { name: "Save" }).click();
+  await expect(page.locator(".saved")).toHaveText("Saved.");
+  const shareUrl = page.url();
+  const slug = (await page.locator("#share-link").textContent())!.replace("/s/", "");
+
+  // Upload a file (a plain multipart form).
+  await page.locator("#upload-title").fill("Lesson 1");
+  await page.locator("#upload-file").setInputFiles(testInfo.project.testDir + "/../fixtures/lesson.webm");
+  await page.getByRole("button", { name: "Upload" }).click();
+  await expect(page.getByRole("status").filter({ hasText: "Uploaded Lesson 1." })).toBeVisible();
+  await expect(page.locator(".resource-title", { hasText: "Lesson 1" })).toBeVisible();
+
+  // Issue 20 codes: shown once, downloaded once.
+  await page.locator("#count").fill("20");
+  await page.locator("#label").fill("e2e class");
+  await page.getByRole("button", { name: "Issue codes" }).click();
+  await expect(page.getByRole("heading", { name: `New codes for ${title}` })).toBeVisible();
+  const codes = await page.locator(".plain-code").allTextContents();
+  expect(codes).toHaveLength(20);
+  const resultUrl = page.url();
+  const [download] = await Promise.all([
+    page.waitForEvent("download"),
+    page.getByRole("link", { name: "Download CSV (once)" }).click(),
+  ]);
+  const csv = readFileSync(await download.path(), "utf8").trim().split(/\r?\n/);
+  expect(csv[0]).toBe("code,link,batch_label");
+  expect(csv.slice(1).map((line) => line.split(",")[0])).toEqual(codes);
+  expect(csv[1]).toContain(`/s/${slug},e2e class`);
+  const again = await page.request.get(new URL(await download.url()).pathname);
+  expect(again.status()).toBe(410);
+  await page.goto(resultUrl);
+  await expect(page.getByText("These codes were already shown once")).toBeVisible();
+  await expect(page.locator(".plain-code")).toHaveCount(0);
+
+  // The code table: 20 unused codes; revoke the first.
+  await page.goto(shareUrl + "/codes");
+  await expect(page.locator("tr[data-code]")).toHaveCount(20);
+  await snapshot(page, testInfo, "console-code-table");
+  const firstHint = await page.locator("tr[data-code] code").first().textContent();
+  await page.getByRole("button", { name: `Revoke code ${firstHint}` }).click();
+  await expect(page.locator("tr[data-code]").first()).toHaveAttribute("data-state", "revoked");
+
+  // A learner, in their own browser, redeems the second code.
+  const learnerContext = await browser.newContext();
+  const learner = await learnerContext.newPage();
+  const email = await newLearner(learnerContext, "console");
+  await openHydrated(learner, `/s/${slug}`);
+  await enterCode(learner, codes[1]);
+  await expect(shareState(learner)).toHaveAttribute("data-state", "pending");
+  await learner.getByRole("link", { name: "Lesson 1" }).click();
+  await expect(learner.locator(".bound-note")).toContainText(`Bound to ${email}`);
+
+  // The admin sees it bound, with the learner's email, and unbinds it.
+  await page.goto(shareUrl + "/codes?state=bound");
+  const row = page.locator("tr[data-state=bound]");
+  await expect(row).toHaveCount(1);
+  await expect(row).toContainText(email);
+  await row.getByText("Unbind…").click();
+  await row.getByLabel("Reason (the learner loses access)").fill("bought for a colleague");
+  await row.getByRole("button", { name: "Unbind" }).click();
+  await expect(page.locator("tr[data-state=bound]")).toHaveCount(0);
+  expect(sql(`SELECT count(*) FROM auth_codes c JOIN shares s ON s.id = c.share_id WHERE s.slug = '${slug}' AND c.bound_principal IS NOT NULL`)).toBe("0");
+
+  // The learner lost access.
+  await learner.reload();
+  await expect(learner.locator(".refused")).toHaveAttribute("data-reason", "code_required");
+  await learnerContext.close();
+
+  // The audit log tells the story.
+  await page.goto(shareUrl.replace(/\/s\/.*$/, "/audit"));
+  for (const action of ["share.created", "share.updated", "resource.uploaded", "batch.issued", "code.revoked", "code.unbound"]) {
+    await expect(page.locator(`tr[data-action="${action}"]`).first()).toBeVisible();
+  }
+  await expect(page.locator('tr[data-action="code.unbound"]').first()).toContainText("bought for a colleague");
+  await snapshot(page, testInfo, "console-audit-log");
+});
