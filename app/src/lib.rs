@@ -32,7 +32,7 @@ use crate::pages::{
     admin::ConsoleHome,
     console::{
         audit::AuditLogPage, codes::CodesPage, dashboard::DashboardPage, issued::IssuedPage,
-        share::ShareAdminPage,
+        learners::LearnersPage, share::ShareAdminPage,
     },
     courses::CoursesPage,
     home::HomePage,
@@ -137,6 +137,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/admin/t/:tenant/audit") view=AuditLogPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/s/:share") view=ShareAdminPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/s/:share/codes") view=CodesPage ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/t/:tenant/s/:share/learners") view=LearnersPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/s/:share/batches/:batch") view=IssuedPage ssr=SsrMode::Async/>
                 </Routes>
             </main>

@@ -199,6 +199,10 @@ pub fn router(state: ServerState) -> Router {
             "/admin/t/{tenant}/s/{share}/batches/{batch}/codes.csv",
             get(routes::console::codes_csv),
         )
+        .route(
+            "/admin/t/{tenant}/s/{share}/records.csv",
+            get(routes::console::records_csv),
+        )
         .leptos_routes_with_context(&state, routes, context.clone(), move || {
             app::shell(leptos_options.clone())
         })

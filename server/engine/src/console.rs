@@ -202,3 +202,120 @@ pub async fn audit(
     .await
     .context("reading the audit log")
 }
+
+/// A bound code other accounts keep trying: probably passed around.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeakRow {
+    pub share_id: Uuid,
+    pub share_title: String,
+    pub hint: String,
+    pub attempts: i32,
+    pub last_attempt: OffsetDateTime,
+}
+
+/// The most recently tried bound codes of a tenant.
+pub async fn leaks(pool: &PgPool, tenant: TenantId) -> anyhow::Result<Vec<LeakRow>> {
+    sqlx::query_as!(
+        LeakRow,
+        r#"SELECT c.share_id, s.title AS share_title, c.hint, c.foreign_attempts AS attempts,
+                  c.last_foreign_attempt_at AS "last_attempt!"
+           FROM auth_codes c JOIN shares s ON s.tenant_id = c.tenant_id AND s.id = c.share_id
+           WHERE c.tenant_id = $1 AND c.foreign_attempts > 0 AND c.last_foreign_attempt_at IS NOT NULL
+           ORDER BY c.last_foreign_attempt_at DESC
+           LIMIT 20"#,
+        tenant.0,
+    )
+    .fetch_all(pool)
+    .await
+    .context("reading the leak signal")
+}
+
+/// A learner bound in a share, with their use of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LearnerRow {
+    pub code_id: Uuid,
+    pub principal: Uuid,
+    pub email: String,
+    pub hint: String,
+    pub bound_at: OffsetDateTime,
+    pub accesses: i64,
+    pub last_access: Option<OffsetDateTime>,
+}
+
+/// The learners bound in a share, in code id order (keyset on `after`).
+pub async fn learners(
+    pool: &PgPool,
+    tenant: TenantId,
+    share: ShareId,
+    after: Option<Uuid>,
+    limit: i64,
+) -> anyhow::Result<Vec<LearnerRow>> {
+    sqlx::query_as!(
+        LearnerRow,
+        r#"SELECT c.id AS code_id, a.id AS principal, a.email, c.hint,
+                  c.first_used_at AS "bound_at!",
+                  (SELECT count(*) FROM access_records r
+                    WHERE r.tenant_id = c.tenant_id AND r.code_id = c.id) AS "accesses!",
+                  (SELECT max(r.granted_at) FROM access_records r
+                    WHERE r.tenant_id = c.tenant_id AND r.code_id = c.id) AS last_access
+           FROM auth_codes c JOIN accounts a ON a.id = c.bound_principal
+           WHERE c.tenant_id = $1 AND c.share_id = $2 AND c.bound_principal IS NOT NULL
+             AND ($3::uuid IS NULL OR c.id > $3)
+           ORDER BY c.id
+           LIMIT $4"#,
+        tenant.0,
+        share.0,
+        after,
+        limit.clamp(1, 500),
+    )
+    .fetch_all(pool)
+    .await
+    .context("listing a share's learners")
+}
+
+/// One counted access, for the records page and the CSV export.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordRow {
+    pub id: Uuid,
+    pub granted_at: OffsetDateTime,
+    pub email: String,
+    pub hint: String,
+    pub resource: String,
+    pub bound_now: bool,
+}
+
+/// A page of a share's access records, newest first, optionally of one
+/// learner; `before` is the last row of the previous page (keyset), so the
+/// CSV export streams page by page and never holds them all.
+pub async fn records(
+    pool: &PgPool,
+    tenant: TenantId,
+    share: ShareId,
+    learner: Option<Uuid>,
+    before: Option<(OffsetDateTime, Uuid)>,
+    limit: i64,
+) -> anyhow::Result<Vec<RecordRow>> {
+    let (before_at, before_id) = before.unzip();
+    sqlx::query_as!(
+        RecordRow,
+        r#"SELECT r.id, r.granted_at, a.email, c.hint,
+                  coalesce(res.title, '(deleted)') AS "resource!", r.bound_now
+           FROM access_records r
+           JOIN accounts a ON a.id = r.principal_id
+           JOIN auth_codes c ON c.id = r.code_id
+           LEFT JOIN resources res ON res.tenant_id = r.tenant_id AND res.id = r.resource_id
+           WHERE r.tenant_id = $1 AND r.share_id = $2 AND ($3::uuid IS NULL OR r.principal_id = $3)
+             AND ($4::timestamptz IS NULL OR (r.granted_at, r.id) < ($4, $5))
+           ORDER BY r.granted_at DESC, r.id DESC
+           LIMIT $6"#,
+        tenant.0,
+        share.0,
+        learner,
+        before_at,
+        before_id,
+        limit.clamp(1, 5_000),
+    )
+    .fetch_all(pool)
+    .await
+    .context("reading access records")
+}

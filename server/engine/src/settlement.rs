@@ -209,7 +209,20 @@ pub async fn validate(
     }
     match found.bound_principal {
         Some(p) if p == principal.0 => return Ok(found.id),
-        Some(_) => return Err(SettlementError::CodeBound),
+        Some(_) => {
+            // The leak signal: someone else holds this code's text.
+            sqlx::query!(
+                "UPDATE auth_codes SET foreign_attempts = foreign_attempts + 1,
+                        last_foreign_attempt_at = now()
+                 WHERE tenant_id = $1 AND id = $2",
+                found.tenant_id,
+                found.id,
+            )
+            .execute(pool)
+            .await
+            .context("counting an attempt on a bound code")?;
+            return Err(SettlementError::CodeBound);
+        }
         None => {}
     }
     if binding_of(pool, share, principal).await?.is_some() {

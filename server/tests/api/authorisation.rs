@@ -86,6 +86,7 @@ fn admin_calls(t: Target) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
             "/api/admin/batches/revoke-unused",
             vec![tenant.clone(), batch],
         ),
+        ("/api/admin/learners", vec![tenant.clone(), share.clone()]),
         ("/api/admin/audit", vec![tenant]),
     ]
 }

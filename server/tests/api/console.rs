@@ -485,3 +485,87 @@ async fn the_code_table_filters_searches_pages_and_unbinds(pool: PgPool) {
         "the code is usable again"
     );
 }
+
+#[sqlx::test(migrations = "../migrations")]
+async fn learners_records_csv_and_the_leak_signal(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({ "title": "Watched" })).await;
+    let codes = issue(&app, &admin, course.share, 2).await;
+    let mut clients = learners(&app, 3).await;
+    let (owner_id, owner) = clients.remove(0);
+    assert_eq!(
+        enter_code(&app, &owner, &course.slug, &codes[0].1)
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(open(&app, &owner, &course, None).await.status(), 200);
+    // Two other accounts try the bound code three times in all.
+    for (i, (_, other)) in clients.iter().enumerate() {
+        for _ in 0..=i {
+            let response = enter_code(&app, other, &course.slug, &codes[0].1).await;
+            assert_eq!(response.status(), 409);
+        }
+    }
+    let (attempts, last): (i32, Option<time::OffsetDateTime>) = sqlx::query_as(
+        "SELECT foreign_attempts, last_foreign_attempt_at FROM auth_codes WHERE id = $1",
+    )
+    .bind(codes[0].0)
+    .fetch_one(&app.pool)
+    .await
+    .expect("leak signal");
+    assert_eq!(attempts, 3);
+    assert!(last.is_some());
+    let (_, dashboard) = page(
+        &app.address,
+        &admin.client,
+        &format!("/admin/t/{}", admin.tenant),
+    )
+    .await;
+    assert!(
+        dashboard.contains("Codes other accounts keep trying"),
+        "{dashboard}"
+    );
+    assert!(dashboard.contains(r#"<tr class="leak">"#));
+
+    // The learners page lists the owner; their records are one click away.
+    let learners_page = format!("/admin/t/{}/s/{}/learners", admin.tenant, course.share);
+    let (status, html) = page(&app.address, &admin.client, &learners_page).await;
+    assert_eq!(status, 200);
+    assert!(html.contains(&format!("?learner={owner_id}")), "{html}");
+    let (_, records) = page(
+        &app.address,
+        &admin.client,
+        &format!("{learners_page}?learner={owner_id}"),
+    )
+    .await;
+    assert!(records.contains("first access: code bound"), "{records}");
+
+    // The CSV export: a header and one line per access record.
+    let csv = admin
+        .client
+        .get(format!(
+            "{}/admin/t/{}/s/{}/records.csv",
+            app.address, admin.tenant, course.share
+        ))
+        .send()
+        .await
+        .expect("csv");
+    assert_eq!(csv.status(), 200);
+    let body = csv.text().await.expect("body");
+    let lines: Vec<&str> = body.lines().collect();
+    assert_eq!(lines[0], "granted_at,email,code_hint,resource,bound_now");
+    assert_eq!(lines.len(), 2, "{body}");
+    assert!(lines[1].ends_with(",Lesson 1,true"), "{}", lines[1]);
+    // Learners cannot export.
+    let response = owner
+        .get(format!(
+            "{}/admin/t/{}/s/{}/records.csv",
+            app.address, admin.tenant, course.share
+        ))
+        .send()
+        .await
+        .expect("csv as learner");
+    assert_eq!(response.status(), 403);
+}

@@ -52,6 +52,27 @@ fn Dashboard(view: DashboardView) -> impl IntoView {
                 <li class="tile"><span class="tile-value">{n}</span><span class="tile-label">{label}</span></li>
             }).collect_view()}
         </ul>
+        {(!view.leaks.is_empty()).then(|| view! {
+            <section class="card leak-alert" role="status">
+                <h2>"Codes other accounts keep trying"</h2>
+                <p class="muted">"These codes are bound, yet other accounts enter them: they were probably passed around. The learner keeps access; consider contacting them, or unbind and revoke the code."</p>
+                <div class="table-wrap">
+                    <table class="data">
+                        <thead><tr><th>"Code"</th><th>"Share"</th><th>"Attempts"</th><th>"Last attempt"</th></tr></thead>
+                        <tbody>
+                            {view.leaks.iter().map(|l| view! {
+                                <tr class="leak">
+                                    <td><a href=format!("/admin/t/{tenant}/s/{}/codes?q={}", l.share_id, crate::pages::login::urlencode(&l.hint))><code>{l.hint.clone()}</code></a></td>
+                                    <td>{l.share_title.clone()}</td>
+                                    <td>{l.attempts}</td>
+                                    <td>{l.last_attempt.clone()}</td>
+                                </tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                </div>
+            </section>
+        })}
         <ActivityChart days=view.days/>
         <section class="card">
             <h2>"Shares"</h2>

@@ -8,6 +8,7 @@ pub mod chart;
 pub mod codes;
 pub mod dashboard;
 pub mod issued;
+pub mod learners;
 pub mod share;
 
 use leptos::prelude::*;

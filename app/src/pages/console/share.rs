@@ -68,6 +68,7 @@ fn Editor(
             "Learners' link: "<a href=link.clone() id="share-link">{link.clone()}</a>" "
             <CopyButton path=link/>
             " · "<a href=format!("/admin/t/{tenant}/s/{share}/codes")>"Code table"</a>
+            " · "<a href=format!("/admin/t/{tenant}/s/{share}/learners")>"Learners and records"</a>
         </p>
         <div class="console-grid">
             <Settings editor=editor.clone() action=update/>

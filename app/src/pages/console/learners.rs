@@ -1,0 +1,113 @@
+//! A share's learners and access records
+//! (`/admin/t/{tenant}/s/{share}/learners`): who is bound with which code,
+//! since when, how often they came; one learner's records with
+//! `?learner=`; every record as a streamed CSV.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+use uuid::Uuid;
+
+use super::{ConsoleError, ConsoleNav, param_id};
+use crate::{
+    admin::{LearnersPage as Page, share_learners},
+    error::AppError,
+};
+
+#[component]
+pub fn LearnersPage() -> impl IntoView {
+    let tenant = param_id("tenant");
+    let share = param_id("share");
+    let query = use_query_map();
+    let selection = move || {
+        let q = query.read();
+        (
+            q.get("learner").and_then(|l| l.parse::<Uuid>().ok()),
+            q.get("after").and_then(|a| a.parse::<Uuid>().ok()),
+        )
+    };
+    let data = Resource::new(
+        move || (tenant(), share(), selection()),
+        |(tenant, share, (learner, after))| async move {
+            match (tenant, share) {
+                (Some(t), Some(s)) => share_learners(t, s, learner, after).await,
+                _ => Err(AppError::NotFound),
+            }
+        },
+    );
+    view! {
+        <Transition fallback=|| view! { <p>"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                let (t, s) = (tenant(), share());
+                let here = format!(
+                    "/admin/t/{}/s/{}/learners",
+                    t.map(|t| t.to_string()).unwrap_or_default(),
+                    s.map(|s| s.to_string()).unwrap_or_default()
+                );
+                match (data.await, t, s) {
+                    (Ok(page), Some(tenant), Some(share)) => view! { <Learners page tenant share/> }.into_any(),
+                    (Ok(_), _, _) => view! { <crate::pages::not_found::NotFound/> }.into_any(),
+                    (Err(error), _, _) => view! { <ConsoleError error here/> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn Learners(page: Page, tenant: Uuid, share: Uuid) -> impl IntoView {
+    let base = format!("/admin/t/{tenant}/s/{share}/learners");
+    view! {
+        <Title text=format!("Learners · {}", page.share_title)/>
+        <ConsoleNav tenant/>
+        <h1>"Learners of " <a href=format!("/admin/t/{tenant}/s/{share}")>{page.share_title.clone()}</a></h1>
+        <p><a class="button secondary" href=format!("/admin/t/{tenant}/s/{share}/records.csv") download="">"Export every access record (CSV)"</a></p>
+        {page.records.map(|(email, records)| view! {
+            <section class="card">
+                <h2>"Access records of " {email}</h2>
+                {if records.is_empty() {
+                    view! { <p class="muted">"No access recorded."</p> }.into_any()
+                } else {
+                    view! {
+                        <table class="data records">
+                            <thead><tr><th>"When"</th><th>"Resource"</th><th>"Note"</th></tr></thead>
+                            <tbody>
+                                {records.into_iter().map(|r| view! {
+                                    <tr>
+                                        <td class="nowrap">{r.when}</td>
+                                        <td>{r.resource}</td>
+                                        <td>{r.bound_now.then_some("first access: code bound")}</td>
+                                    </tr>
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    }.into_any()
+                }}
+            </section>
+        })}
+        {if page.learners.is_empty() {
+            view! { <p class="muted">"Nobody is bound yet."</p> }.into_any()
+        } else {
+            let base = base.clone();
+            view! {
+                <div class="table-wrap">
+                    <table class="data learners">
+                        <thead><tr><th>"Learner"</th><th>"Code"</th><th>"Bound since"</th><th>"Accesses"</th><th>"Last access"</th></tr></thead>
+                        <tbody>
+                            {page.learners.into_iter().map(|l| view! {
+                                <tr>
+                                    <td><a href=format!("{base}?learner={}", l.principal)>{l.email}</a></td>
+                                    <td><code>{l.hint}</code></td>
+                                    <td class="nowrap">{l.bound_at}</td>
+                                    <td>{l.accesses}</td>
+                                    <td class="nowrap">{l.last_access.unwrap_or_default()}</td>
+                                </tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                </div>
+            }.into_any()
+        }}
+        {page.next_after.map(|after| view! { <p><a class="button secondary" href=format!("{base}?after={after}")>"Next page"</a></p> })}
+    }
+}
