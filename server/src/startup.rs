@@ -203,6 +203,10 @@ pub fn router(state: ServerState) -> Router {
             "/admin/t/{tenant}/s/{share}/records.csv",
             get(routes::console::records_csv),
         )
+        .route(
+            "/admin/t/{tenant}/s/{share}/r/{resource}/preview",
+            get(routes::console::preview),
+        )
         .leptos_routes_with_context(&state, routes, context.clone(), move || {
             app::shell(leptos_options.clone())
         })

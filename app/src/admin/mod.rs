@@ -249,7 +249,10 @@ mod support {
             ShareError::InvalidLabel => AppError::invalid("label", message),
             ShareError::InvalidReason => AppError::invalid("reason", message),
             ShareError::InvalidCodeState => AppError::invalid("state", message),
-            ShareError::ShareNotFound | ShareError::CodeNotFound => AppError::NotFound,
+            ShareError::ShareNotFound | ShareError::CodeNotFound | ShareError::ResourceNotFound => {
+                AppError::NotFound
+            }
+            ShareError::ResourceInUse { .. } => AppError::invalid("force", message),
             ShareError::BatchAlreadyIssued { .. }
             | ShareError::IdempotencyKeyReused
             | ShareError::CodeNotBound => AppError::refused("conflict", message),
@@ -610,6 +613,91 @@ mod settings_form {
         };
         run.await.map_err(AppError::respond)
     }
+}
+
+/// Renames a resource.
+#[server(prefix = "/api/admin", endpoint = "resources/rename")]
+pub async fn rename_resource(
+    tenant_id: Uuid,
+    share_id: Uuid,
+    resource_id: Uuid,
+    title: String,
+) -> Result<(), AppError> {
+    let run = async {
+        let (state, admin, share) = support::admin_share(tenant_id, share_id).await?;
+        engine::shares::rename_resource(
+            &state.pool,
+            share.tenant(),
+            admin.id,
+            engine::shares::ShareId(share.id),
+            resource_id,
+            &title,
+        )
+        .await
+        .map_err(support::share_error)
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Moves a resource up (`up`) or down (`down`) in the list.
+#[server(prefix = "/api/admin", endpoint = "resources/move")]
+pub async fn move_resource(
+    tenant_id: Uuid,
+    share_id: Uuid,
+    resource_id: Uuid,
+    direction: String,
+) -> Result<(), AppError> {
+    let run = async {
+        let step = match direction.as_str() {
+            "up" => -1,
+            "down" => 1,
+            _ => return Err(AppError::invalid("direction", "up or down")),
+        };
+        let (state, admin, share) = support::admin_share(tenant_id, share_id).await?;
+        engine::shares::move_resource(
+            &state.pool,
+            share.tenant(),
+            admin.id,
+            engine::shares::ShareId(share.id),
+            resource_id,
+            step,
+        )
+        .await
+        .map_err(support::share_error)
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Removes a resource; once learners opened it, only with `force=on`.
+#[server(prefix = "/api/admin", endpoint = "resources/delete")]
+pub async fn delete_resource(
+    tenant_id: Uuid,
+    share_id: Uuid,
+    resource_id: Uuid,
+    force: Option<String>,
+) -> Result<(), AppError> {
+    let run = async {
+        let (state, admin, share) = support::admin_share(tenant_id, share_id).await?;
+        let key = engine::shares::delete_resource(
+            &state.pool,
+            share.tenant(),
+            admin.id,
+            engine::shares::ShareId(share.id),
+            resource_id,
+            force.is_some_and(|f| f == "on" || f == "true"),
+        )
+        .await
+        .map_err(support::share_error)?;
+        // The row is gone for everyone; stray bytes are only disk space.
+        if let Err(error) = state.storage.delete(&key).await {
+            tracing::warn!(
+                error = format!("{error:#}"),
+                "removing a resource's bytes failed"
+            );
+        }
+        Ok(())
+    };
+    run.await.map_err(AppError::respond)
 }
 
 /// Issues `count` codes and opens the one-time result page.

@@ -560,7 +560,8 @@ impl Settler {
             return Err(SettlementError::ShareUnavailable(reason).into());
         }
         let resource_ok = sqlx::query_scalar!(
-            r#"SELECT EXISTS (SELECT 1 FROM resources WHERE tenant_id = $1 AND share_id = $2 AND id = $3) AS "ok!""#,
+            r#"SELECT EXISTS (SELECT 1 FROM resources
+                WHERE tenant_id = $1 AND share_id = $2 AND id = $3 AND deleted_at IS NULL) AS "ok!""#,
             tenant,
             share_id,
             request.resource,

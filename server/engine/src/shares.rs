@@ -34,6 +34,12 @@ pub enum ShareError {
     InvalidStatus,
     #[error("a code's state is one of unused, bound, revoked")]
     InvalidCodeState,
+    #[error("no such resource")]
+    ResourceNotFound,
+    #[error(
+        "learners have opened this resource {accesses} times; tick \"remove anyway\" to remove it"
+    )]
+    ResourceInUse { accesses: i64 },
     #[error("limits are whole numbers from 1 to 1,000,000,000")]
     InvalidLimit,
     #[error("the validity window must end after it starts")]
@@ -487,7 +493,8 @@ pub async fn add_resource(
         Resource,
         r#"INSERT INTO resources (tenant_id, id, share_id, kind, title, content_type, size_bytes, storage_key, position)
            SELECT $1, $2, $3, $4, $5, $6, $7, $8,
-                  coalesce((SELECT max(position) + 1 FROM resources WHERE tenant_id = $1 AND share_id = $3), 0)
+                  coalesce((SELECT max(position) + 1 FROM resources
+                            WHERE tenant_id = $1 AND share_id = $3 AND deleted_at IS NULL), 0)
            WHERE EXISTS (SELECT 1 FROM shares WHERE tenant_id = $1 AND id = $3)
            RETURNING id, share_id, kind, title, content_type, size_bytes, storage_key, position"#,
         tenant.0,
@@ -525,7 +532,8 @@ pub async fn resources(
     sqlx::query_as!(
         Resource,
         "SELECT id, share_id, kind, title, content_type, size_bytes, storage_key, position
-         FROM resources WHERE tenant_id = $1 AND share_id = $2 ORDER BY position, id",
+         FROM resources WHERE tenant_id = $1 AND share_id = $2 AND deleted_at IS NULL
+         ORDER BY position, id",
         tenant.0,
         share.0,
     )
@@ -544,7 +552,7 @@ pub async fn resource(
     sqlx::query_as!(
         Resource,
         "SELECT id, share_id, kind, title, content_type, size_bytes, storage_key, position
-         FROM resources WHERE tenant_id = $1 AND share_id = $2 AND id = $3",
+         FROM resources WHERE tenant_id = $1 AND share_id = $2 AND id = $3 AND deleted_at IS NULL",
         tenant.0,
         share.0,
         id,
@@ -552,6 +560,163 @@ pub async fn resource(
     .fetch_optional(pool)
     .await
     .context("reading a resource")
+}
+
+/// Renames a resource (audited).
+pub async fn rename_resource(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    share: ShareId,
+    resource: Uuid,
+    title: &str,
+) -> Result<(), ShareError> {
+    let title = title.trim();
+    if !(1..=200).contains(&title.chars().count()) || title.chars().any(char::is_control) {
+        return Err(ShareError::InvalidTitle);
+    }
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let updated = sqlx::query!(
+        "UPDATE resources SET title = $4
+         WHERE tenant_id = $1 AND share_id = $2 AND id = $3 AND deleted_at IS NULL",
+        tenant.0,
+        share.0,
+        resource,
+        title,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("renaming a resource")?;
+    if updated.rows_affected() == 0 {
+        return Err(ShareError::ResourceNotFound);
+    }
+    audit::admin_action(
+        &mut tx,
+        tenant,
+        actor,
+        "resource.renamed",
+        ("resource", resource),
+        json!({ "share_id": share.0, "title": title }),
+    )
+    .await?;
+    tx.commit().await.context("committing the rename")?;
+    Ok(())
+}
+
+/// Moves a resource one place up (`-1`) or down (`1`) in its share's list.
+pub async fn move_resource(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    share: ShareId,
+    resource: Uuid,
+    step: i32,
+) -> Result<(), ShareError> {
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    // Renumber in the current order, then swap with the neighbour: robust
+    // to gaps and ties left by older rows.
+    let order: Vec<Uuid> = sqlx::query_scalar!(
+        "SELECT id FROM resources WHERE tenant_id = $1 AND share_id = $2 AND deleted_at IS NULL
+         ORDER BY position, id FOR UPDATE",
+        tenant.0,
+        share.0,
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .context("locking a share's resources")?;
+    let from = order
+        .iter()
+        .position(|id| *id == resource)
+        .ok_or(ShareError::ResourceNotFound)?;
+    let to = match step {
+        -1 => from.checked_sub(1),
+        1 => Some(from + 1).filter(|to| *to < order.len()),
+        _ => None,
+    };
+    let Some(to) = to else {
+        return Ok(());
+    };
+    let mut order = order;
+    order.swap(from, to);
+    let positions: Vec<i32> = (0..i32::try_from(order.len()).unwrap_or(i32::MAX)).collect();
+    sqlx::query!(
+        "UPDATE resources r SET position = o.position
+         FROM UNNEST($3::uuid[], $4::int[]) AS o(id, position)
+         WHERE r.tenant_id = $1 AND r.share_id = $2 AND r.id = o.id",
+        tenant.0,
+        share.0,
+        &order,
+        &positions,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("reordering resources")?;
+    audit::admin_action(
+        &mut tx,
+        tenant,
+        actor,
+        "resource.moved",
+        ("resource", resource),
+        json!({ "share_id": share.0, "position": to }),
+    )
+    .await?;
+    tx.commit().await.context("committing the order")?;
+    Ok(())
+}
+
+/// Removes a resource from its share. Refused once learners have opened it
+/// unless `force`; its row stays (access records point at it), only the
+/// returned storage key's bytes may go once this has committed.
+pub async fn delete_resource(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    share: ShareId,
+    resource: Uuid,
+    force: bool,
+) -> Result<String, ShareError> {
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let row = sqlx::query!(
+        "SELECT storage_key, title FROM resources
+         WHERE tenant_id = $1 AND share_id = $2 AND id = $3 AND deleted_at IS NULL FOR UPDATE",
+        tenant.0,
+        share.0,
+        resource,
+    )
+    .fetch_optional(&mut *tx)
+    .await
+    .context("locking a resource")?
+    .ok_or(ShareError::ResourceNotFound)?;
+    let accesses = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM access_records WHERE tenant_id = $1 AND resource_id = $2"#,
+        tenant.0,
+        resource,
+    )
+    .fetch_one(&mut *tx)
+    .await
+    .context("counting a resource's accesses")?;
+    if accesses > 0 && !force {
+        return Err(ShareError::ResourceInUse { accesses });
+    }
+    sqlx::query!(
+        "UPDATE resources SET deleted_at = now() WHERE tenant_id = $1 AND id = $2",
+        tenant.0,
+        resource,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("removing a resource")?;
+    audit::admin_action(
+        &mut tx,
+        tenant,
+        actor,
+        "resource.deleted",
+        ("resource", resource),
+        json!({ "share_id": share.0, "title": row.title, "accesses": accesses, "forced": force }),
+    )
+    .await?;
+    tx.commit().await.context("committing the removal")?;
+    Ok(row.storage_key)
 }
 
 /// A freshly issued batch: the plain codes exist only in this value.

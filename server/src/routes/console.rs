@@ -158,6 +158,22 @@ pub async fn records_csv(
     Ok(response)
 }
 
+/// `GET /admin/t/{tenant}/s/{share}/r/{resource}/preview`: a resource as
+/// learners get it, for the share's admins (no code, no settlement, no
+/// record: previews are not accesses).
+pub async fn preview(
+    State(state): State<ServerState>,
+    session: Session,
+    Path((tenant, share, resource)): Path<(Uuid, Uuid, Uuid)>,
+    request_headers: axum::http::HeaderMap,
+) -> Result<Response, ApiError> {
+    guard::admin_of(&state.app, &session, TenantId(tenant)).await?;
+    let resource = shares::resource(&state.app.pool, TenantId(tenant), ShareId(share), resource)
+        .await?
+        .ok_or_else(ApiError::not_found)?;
+    super::api::learner::serve(&state, &resource, &request_headers).await
+}
+
 /// Rows fetched per query while streaming the records CSV.
 const RECORDS_PAGE: i64 = 1_000;
 

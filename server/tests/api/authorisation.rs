@@ -17,6 +17,9 @@ const PASSWORD: &str = "correct horse battery";
 struct Target {
     tenant: Uuid,
     share: Uuid,
+    resource: Uuid,
+    /// Removed by the control call (the others keep `resource`).
+    doomed: Uuid,
     batch: Uuid,
     code: Uuid,
 }
@@ -25,6 +28,7 @@ struct Target {
 /// below fails when a registered `/api/admin/` endpoint is missing here, so
 /// new functions are covered as they are added.
 fn admin_calls(t: Target) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
+    let resource = ("resource_id", t.resource.to_string());
     let (tenant, share, batch, code) = (
         ("tenant_id", t.tenant.to_string()),
         ("share_id", t.share.to_string()),
@@ -87,6 +91,32 @@ fn admin_calls(t: Target) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
             vec![tenant.clone(), batch],
         ),
         ("/api/admin/learners", vec![tenant.clone(), share.clone()]),
+        (
+            "/api/admin/resources/rename",
+            vec![
+                tenant.clone(),
+                share.clone(),
+                resource.clone(),
+                field("title", "New"),
+            ],
+        ),
+        (
+            "/api/admin/resources/move",
+            vec![
+                tenant.clone(),
+                share.clone(),
+                resource.clone(),
+                field("direction", "up"),
+            ],
+        ),
+        (
+            "/api/admin/resources/delete",
+            vec![
+                tenant.clone(),
+                share.clone(),
+                ("resource_id", t.doomed.to_string()),
+            ],
+        ),
         ("/api/admin/audit", vec![tenant]),
     ]
 }
@@ -124,6 +154,7 @@ async fn snapshot(pool: &PgPool) -> String {
             (SELECT md5(coalesce(string_agg(m::text, ',' ORDER BY m::text), '')) FROM tenant_members m),
             (SELECT md5(coalesce(string_agg(s::text, ',' ORDER BY s::text), '')) FROM shares s),
             (SELECT md5(coalesce(string_agg(c::text, ',' ORDER BY c::text), '')) FROM auth_codes c),
+            (SELECT md5(coalesce(string_agg(r::text, ',' ORDER BY r::text), '')) FROM resources r),
             (SELECT md5(coalesce(string_agg(l::text, ',' ORDER BY l::text), '')) FROM audit_log l))",
     )
     .fetch_one(pool)
@@ -195,6 +226,22 @@ async fn world(app: &TestApp) -> World {
     .await
     .expect("batch");
     let code = batch.codes[0].0;
+    let (resource, doomed) = (Uuid::now_v7(), Uuid::now_v7());
+    for id in [resource, doomed] {
+        engine::shares::add_resource(
+            &app.pool,
+            tenant_b,
+            admin_b,
+            engine::shares::ShareId(share.id),
+            id,
+            "Notes",
+            "text/html",
+            0,
+            "none",
+        )
+        .await
+        .expect("resource");
+    }
     sqlx::query(
         "UPDATE auth_codes SET bound_principal = (SELECT id FROM accounts WHERE email = 'learner@example.com'),
                 first_used_at = now() WHERE id = $1",
@@ -208,6 +255,8 @@ async fn world(app: &TestApp) -> World {
         target: Target {
             tenant: tenant_b.0,
             share: share.id,
+            resource,
+            doomed,
             batch: batch.batch_id,
             code,
         },

@@ -569,3 +569,143 @@ async fn learners_records_csv_and_the_leak_signal(pool: PgPool) {
         .expect("csv as learner");
     assert_eq!(response.status(), 403);
 }
+
+#[sqlx::test(migrations = "../migrations")]
+async fn resources_are_renamed_reordered_previewed_and_removed_without_losing_records(
+    pool: PgPool,
+) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    let second = crate::course::upload(
+        &app,
+        &admin,
+        course.share,
+        "Second",
+        "text/html",
+        b"<p>two</p>".to_vec(),
+    )
+    .await;
+    let (tenant, share) = (admin.tenant.to_string(), course.share.to_string());
+    let titles = |app: &TestApp| {
+        let pool = app.pool.clone();
+        let share = course.share;
+        async move {
+            sqlx::query_scalar::<_, String>(
+                "SELECT title FROM resources WHERE share_id = $1 AND deleted_at IS NULL ORDER BY position, id",
+            )
+            .bind(share)
+            .fetch_all(&pool)
+            .await
+            .expect("titles")
+        }
+    };
+    let first = course.resource.to_string();
+    let (status, _) = call(
+        &app,
+        &admin,
+        "/api/admin/resources/rename",
+        &[
+            ("tenant_id", &tenant),
+            ("share_id", &share),
+            ("resource_id", &first),
+            ("title", "Lesson one"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (status, _) = call(
+        &app,
+        &admin,
+        "/api/admin/resources/move",
+        &[
+            ("tenant_id", &tenant),
+            ("share_id", &share),
+            ("resource_id", &second.to_string()),
+            ("direction", "up"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(titles(&app).await, vec!["Second", "Lesson one"]);
+    let (status, body) = call(
+        &app,
+        &admin,
+        "/api/admin/resources/rename",
+        &[
+            ("tenant_id", &tenant),
+            ("share_id", &share),
+            ("resource_id", &first),
+            ("title", " "),
+        ],
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+
+    // Admins preview without a code; learners cannot use the preview.
+    let preview = format!(
+        "{}/admin/t/{tenant}/s/{share}/r/{second}/preview",
+        app.address
+    );
+    let response = admin.client.get(&preview).send().await.expect("preview");
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.text().await.expect("body"), "<p>two</p>");
+
+    // A learner opens the first resource: removing it now needs `force`.
+    let codes = issue(&app, &admin, course.share, 1).await;
+    let (_, learner) = learners(&app, 1).await.remove(0);
+    assert_eq!(
+        enter_code(&app, &learner, &course.slug, &codes[0].1)
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(open(&app, &learner, &course, None).await.status(), 200);
+    assert_eq!(
+        learner
+            .get(&preview)
+            .send()
+            .await
+            .expect("preview")
+            .status(),
+        403
+    );
+    let delete = |force: Option<&'static str>| {
+        let mut fields = vec![
+            ("tenant_id", tenant.clone()),
+            ("share_id", share.clone()),
+            ("resource_id", first.clone()),
+        ];
+        if let Some(force) = force {
+            fields.push(("force", force.to_owned()));
+        }
+        fields
+    };
+    let refused = delete(None);
+    let refused: Vec<(&str, &str)> = refused.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (status, body) = call(&app, &admin, "/api/admin/resources/delete", &refused).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(body.contains("remove anyway"), "{body}");
+    assert_eq!(titles(&app).await.len(), 2, "nothing removed");
+    let forced = delete(Some("on"));
+    let forced: Vec<(&str, &str)> = forced.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (status, _) = call(&app, &admin, "/api/admin/resources/delete", &forced).await;
+    assert_eq!(status, 200);
+    assert_eq!(titles(&app).await, vec!["Second"]);
+    // Its access record is kept; the learner cannot open it any more.
+    let records: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM access_records WHERE resource_id = $1")
+            .bind(course.resource)
+            .fetch_one(&app.pool)
+            .await
+            .expect("records");
+    assert_eq!(records, 1);
+    assert_eq!(open(&app, &learner, &course, None).await.status(), 404);
+    let audited: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM audit_log WHERE action IN ('resource.renamed', 'resource.moved', 'resource.deleted')",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .expect("audit");
+    assert_eq!(audited, 3);
+}

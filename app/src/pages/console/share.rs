@@ -6,7 +6,10 @@ use leptos_meta::Title;
 
 use super::{ConsoleError, ConsoleNav, dashboard::OptionalField, param_id};
 use crate::{
-    admin::{IssueCodes, RevokeUnused, ShareEditor, UpdateShare, share_settings},
+    admin::{
+        DeleteResource, IssueCodes, MoveResource, RenameResource, RevokeUnused, ShareEditor,
+        UpdateShare, share_settings,
+    },
     components::form::{FieldError, FormAlert},
     error::AppError,
     learner::human_size,
@@ -18,6 +21,11 @@ pub fn ShareAdminPage() -> impl IntoView {
     let share = param_id("share");
     let revoke = ServerAction::<RevokeUnused>::new();
     let update = ServerAction::<UpdateShare>::new();
+    let actions = ResourceActions {
+        rename: ServerAction::new(),
+        moves: ServerAction::new(),
+        delete: ServerAction::new(),
+    };
     let data = Resource::new(
         move || {
             (
@@ -25,9 +33,10 @@ pub fn ShareAdminPage() -> impl IntoView {
                 share(),
                 revoke.version().get(),
                 update.version().get(),
+                actions.versions(),
             )
         },
-        |(tenant, share, _, _)| async move {
+        |(tenant, share, _, _, _)| async move {
             match (tenant, share) {
                 (Some(t), Some(s)) => share_settings(t, s).await,
                 _ => Err(AppError::NotFound),
@@ -43,7 +52,7 @@ pub fn ShareAdminPage() -> impl IntoView {
                     share().map(|s| s.to_string()).unwrap_or_default()
                 );
                 match data.await {
-                    Ok(editor) => view! { <Editor editor revoke update/> }.into_any(),
+                    Ok(editor) => view! { <Editor editor revoke update actions/> }.into_any(),
                     Err(error) => view! { <ConsoleError error here/> }.into_any(),
                 }
             })}
@@ -56,6 +65,7 @@ fn Editor(
     editor: ShareEditor,
     revoke: ServerAction<RevokeUnused>,
     update: ServerAction<UpdateShare>,
+    actions: ResourceActions,
 ) -> impl IntoView {
     let tenant = editor.tenant_id;
     let share = editor.id;
@@ -73,7 +83,7 @@ fn Editor(
         <div class="console-grid">
             <Settings editor=editor.clone() action=update/>
             <div class="stack">
-                <Resources tenant share resources=editor.resources.clone()/>
+                <Resources tenant share resources=editor.resources.clone() actions/>
                 <Codes tenant share batches=editor.batches.clone() revoke/>
             </div>
         </div>
@@ -160,27 +170,98 @@ fn Settings(editor: ShareEditor, action: ServerAction<UpdateShare>) -> impl Into
 
 const QUOTA_HINT: &str = "Empty: unlimited. Counted once per learner per access window.";
 
+/// The resource list's actions (one of each per page, so the list
+/// refreshes after any of them).
+#[derive(Clone, Copy)]
+struct ResourceActions {
+    rename: ServerAction<RenameResource>,
+    moves: ServerAction<MoveResource>,
+    delete: ServerAction<DeleteResource>,
+}
+
+impl ResourceActions {
+    fn versions(&self) -> (usize, usize, usize) {
+        (
+            self.rename.version().get(),
+            self.moves.version().get(),
+            self.delete.version().get(),
+        )
+    }
+
+    fn error(&self) -> Option<AppError> {
+        self.delete
+            .value()
+            .get()
+            .and_then(Result::err)
+            .or_else(|| self.rename.value().get().and_then(Result::err))
+            .or_else(|| self.moves.value().get().and_then(Result::err))
+    }
+}
+
 #[component]
 fn Resources(
     tenant: uuid::Uuid,
     share: uuid::Uuid,
     resources: Vec<crate::learner::ResourceItem>,
+    actions: ResourceActions,
 ) -> impl IntoView {
+    let error = Signal::derive(move || actions.error());
+    let hidden = move |id: uuid::Uuid| {
+        view! {
+            <input type="hidden" name="tenant_id" value=tenant.to_string()/>
+            <input type="hidden" name="share_id" value=share.to_string()/>
+            <input type="hidden" name="resource_id" value=id.to_string()/>
+        }
+    };
     view! {
         <section class="card">
             <h2>"Resources"</h2>
+            <FormAlert error/>
+            <FieldError error field="force"/>
             {if resources.is_empty() {
                 view! { <p class="muted">"Nothing uploaded yet."</p> }.into_any()
             } else {
                 view! {
-                    <ul class="resource-list">
-                        {resources.into_iter().map(|r| view! {
-                            <li class="resource">
+                    <ul class="resource-list admin-resources">
+                        {resources.into_iter().map(|r| {
+                            let up = format!("Move {} up", r.title);
+                            let down = format!("Move {} down", r.title);
+                            view! {
+                            <li class="resource" data-resource=r.id.to_string()>
                                 <span class="tag">{r.kind.clone()}</span>
-                                <span class="resource-title">{r.title}</span>
+                                <a class="resource-title" href=format!("/admin/t/{tenant}/s/{share}/r/{}/preview", r.id) target="_blank">{r.title.clone()}</a>
                                 <span class="muted">{human_size(r.size_bytes)}</span>
+                                <span class="resource-actions">
+                                    <ActionForm action=actions.moves attr:class="inline-form">
+                                        {hidden(r.id)}
+                                        <input type="hidden" name="direction" value="up"/>
+                                        <button type="submit" class="link-button" aria-label=up>"↑"</button>
+                                    </ActionForm>
+                                    <ActionForm action=actions.moves attr:class="inline-form">
+                                        {hidden(r.id)}
+                                        <input type="hidden" name="direction" value="down"/>
+                                        <button type="submit" class="link-button" aria-label=down>"↓"</button>
+                                    </ActionForm>
+                                    <details class="resource-edit">
+                                        <summary>"Rename or remove"</summary>
+                                        <ActionForm action=actions.rename attr:class="form compact">
+                                            {hidden(r.id)}
+                                            <label for=format!("rename-{}", r.id)>"New title"</label>
+                                            <input id=format!("rename-{}", r.id) name="title" value=r.title.clone() required=true maxlength="200"/>
+                                            <button type="submit" class="button small secondary">"Rename"</button>
+                                        </ActionForm>
+                                        <ActionForm action=actions.delete attr:class="form compact">
+                                            {hidden(r.id)}
+                                            <label class="check">
+                                                <input type="checkbox" name="force" value="on"/>
+                                                " remove anyway, even if learners opened it"
+                                            </label>
+                                            <button type="submit" class="button small danger">"Remove"</button>
+                                        </ActionForm>
+                                    </details>
+                                </span>
                             </li>
-                        }).collect_view()}
+                        }}).collect_view()}
                     </ul>
                 }.into_any()
             }}

@@ -152,7 +152,12 @@ impl From<ShareError> for ApiError {
                 "idempotency_key_reused",
                 message,
             ),
-            ShareError::ShareNotFound | ShareError::CodeNotFound => Self::not_found(),
+            ShareError::ShareNotFound | ShareError::CodeNotFound | ShareError::ResourceNotFound => {
+                Self::not_found()
+            }
+            ShareError::ResourceInUse { .. } => {
+                Self::new(StatusCode::CONFLICT, "resource_in_use", message)
+            }
             ShareError::CodeNotBound => Self::new(StatusCode::CONFLICT, "code_not_bound", message),
             ShareError::Unexpected(e) => Self::unexpected(&e),
         }

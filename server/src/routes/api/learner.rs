@@ -133,8 +133,33 @@ pub async fn content(
         },
     )
     .await?;
-    let range = request
-        .headers()
+    let mut response = serve(&state, &resource, request.headers()).await?;
+    let headers = response.headers_mut();
+    let access = if grant.replayed {
+        "replayed"
+    } else if grant.bound_now {
+        "bound"
+    } else if grant.counted {
+        "counted"
+    } else {
+        "reused"
+    };
+    headers.insert(
+        HeaderName::from_static("x-admitone-access"),
+        HeaderValue::from_static(access),
+    );
+    Ok(response)
+}
+
+/// The bytes of `resource` with Range support and the headers every copy
+/// of learner content carries (no caching, no sniffing; pages sandboxed,
+/// files as downloads). Whoever calls this has decided access already.
+pub async fn serve(
+    state: &ServerState,
+    resource: &shares::Resource,
+    request_headers: &HeaderMap,
+) -> Result<Response, ApiError> {
+    let range = request_headers
         .get(header::RANGE)
         .and_then(|v| v.to_str().ok())
         .and_then(ByteRange::parse);
@@ -191,19 +216,7 @@ pub async fn content(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
-    let access = if grant.replayed {
-        "replayed"
-    } else if grant.bound_now {
-        "bound"
-    } else if grant.counted {
-        "counted"
-    } else {
-        "reused"
-    };
-    headers.insert(
-        HeaderName::from_static("x-admitone-access"),
-        HeaderValue::from_static(access),
-    );
+    let headers = response.headers_mut();
     match resource.kind.as_str() {
         // Uploaded pages run sandboxed: no scripts on our origin.
         "page" => {

@@ -4,7 +4,7 @@
 pub mod admin;
 mod auth;
 pub mod error;
-mod learner;
+pub mod learner;
 
 use axum::{
     Router,
