@@ -32,7 +32,7 @@ use crate::pages::{
     admin::ConsoleHome,
     console::{
         audit::AuditLogPage, codes::CodesPage, dashboard::DashboardPage, issued::IssuedPage,
-        learners::LearnersPage, share::ShareAdminPage,
+        learners::LearnersPage, share::ShareAdminPage, tokens::TokensPage,
     },
     courses::CoursesPage,
     home::HomePage,
@@ -135,6 +135,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/admin") view=ConsoleHome ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant") view=DashboardPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/audit") view=AuditLogPage ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/t/:tenant/tokens") view=TokensPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/s/:share") view=ShareAdminPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/s/:share/codes") view=CodesPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/s/:share/learners") view=LearnersPage ssr=SsrMode::Async/>

@@ -14,6 +14,7 @@
 //! * [`audit`]: audit log and outbox rows, written inside the action's transaction.
 //! * [`handover`]: a new batch's plain codes, shown once, downloaded once.
 //! * [`sessions`]: the tower-sessions store on Redis.
+//! * [`tokens`]: tenant API tokens (stored as digests, shown once).
 //! * [`throttle`]: fixed-window attempt limits (one Lua script).
 //! * [`settlement`]: **the settlement transaction** and the three phases.
 //! * [`storage`]: resource bytes on the local filesystem.
@@ -37,3 +38,4 @@ pub mod shares;
 pub mod storage;
 pub mod tenants;
 pub mod throttle;
+pub mod tokens;

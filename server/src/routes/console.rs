@@ -18,7 +18,10 @@ use engine::{
 use tower_sessions::Session;
 use uuid::Uuid;
 
-use super::api::{admin::upload, error::ApiError};
+use super::api::{
+    admin::{Caller, upload},
+    error::ApiError,
+};
 use crate::startup::ServerState;
 
 /// `POST /admin/t/{tenant}/s/{share}/upload`: stores the file, then back to
@@ -30,7 +33,8 @@ pub async fn upload_form(
     multipart: Multipart,
 ) -> Result<Response, ApiError> {
     let back = format!("/admin/t/{tenant}/s/{share}");
-    let flash = match upload(&state, &session, &share.to_string(), multipart).await {
+    let caller = Caller::Session(session.clone());
+    let flash = match upload(&state, &caller, &share.to_string(), multipart).await {
         Ok(resource) => Flash {
             kind: FlashKind::Success,
             message: format!("Uploaded {}.", resource.title),

@@ -20,6 +20,7 @@ struct Target {
     resource: Uuid,
     /// Removed by the control call (the others keep `resource`).
     doomed: Uuid,
+    token: Uuid,
     batch: Uuid,
     code: Uuid,
 }
@@ -117,6 +118,15 @@ fn admin_calls(t: Target) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
                 ("resource_id", t.doomed.to_string()),
             ],
         ),
+        ("/api/admin/tokens", vec![tenant.clone()]),
+        (
+            "/api/admin/tokens/create",
+            vec![tenant.clone(), field("name", "ci"), field("read", "on")],
+        ),
+        (
+            "/api/admin/tokens/revoke",
+            vec![tenant.clone(), ("token_id", t.token.to_string())],
+        ),
         ("/api/admin/audit", vec![tenant]),
     ]
 }
@@ -155,6 +165,7 @@ async fn snapshot(pool: &PgPool) -> String {
             (SELECT md5(coalesce(string_agg(s::text, ',' ORDER BY s::text), '')) FROM shares s),
             (SELECT md5(coalesce(string_agg(c::text, ',' ORDER BY c::text), '')) FROM auth_codes c),
             (SELECT md5(coalesce(string_agg(r::text, ',' ORDER BY r::text), '')) FROM resources r),
+            (SELECT md5(coalesce(string_agg(k::text, ',' ORDER BY k::text), '')) FROM api_tokens k),
             (SELECT md5(coalesce(string_agg(l::text, ',' ORDER BY l::text), '')) FROM audit_log l))",
     )
     .fetch_one(pool)
@@ -226,6 +237,15 @@ async fn world(app: &TestApp) -> World {
     .await
     .expect("batch");
     let code = batch.codes[0].0;
+    let (token, _) = engine::tokens::create(
+        &app.pool,
+        tenant_b,
+        admin_b,
+        "b's token",
+        &[engine::tokens::Scope::Read],
+    )
+    .await
+    .expect("token");
     let (resource, doomed) = (Uuid::now_v7(), Uuid::now_v7());
     for id in [resource, doomed] {
         engine::shares::add_resource(
@@ -257,6 +277,7 @@ async fn world(app: &TestApp) -> World {
             share: share.id,
             resource,
             doomed,
+            token,
             batch: batch.batch_id,
             code,
         },

@@ -13,3 +13,4 @@ mod learner_pages;
 mod logs;
 mod pages;
 mod settlement;
+mod tokens;

@@ -10,6 +10,7 @@ pub mod dashboard;
 pub mod issued;
 pub mod learners;
 pub mod share;
+pub mod tokens;
 
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -31,6 +32,8 @@ pub fn ConsoleNav(tenant: Uuid) -> impl IntoView {
         <nav class="console-nav" aria-label="Console">
             <a href=format!("/admin/t/{tenant}")>"Dashboard"</a>
             <a href=format!("/admin/t/{tenant}/audit")>"Audit log"</a>
+            <a href=format!("/admin/t/{tenant}/tokens")>"API tokens"</a>
+            <a href="/api/v1/docs">"API docs"</a>
             <a href="/admin">"All tenants"</a>
         </nav>
     }

@@ -14,6 +14,7 @@ use engine::{
     shares::{self, NewShare, Share, ShareId, ShareInput, ShareStatus},
     storage::Storage,
     tenants::TenantId,
+    tokens::{self, Scope, TokenCaller},
 };
 use serde::Deserialize;
 use serde_json::json;
@@ -27,34 +28,102 @@ fn parse_id(raw: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(raw).map_err(|_| ApiError::not_found())
 }
 
+/// Who calls an admin endpoint: a browser with an admin's session, or an
+/// integration with an API token (`Authorization: Bearer a1t_…`).
+pub enum Caller {
+    Session(Session),
+    Token(TokenCaller),
+}
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Caller
+where
+    ServerState: axum::extract::FromRef<S>,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        let state = <ServerState as axum::extract::FromRef<S>>::from_ref(state);
+        if let Some(value) = parts.headers.get(axum::http::header::AUTHORIZATION) {
+            let token = value
+                .to_str()
+                .ok()
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .ok_or(app::error::AppError::Unauthenticated)?;
+            let caller = tokens::authenticate(
+                &state.app.pool,
+                &secrecy::SecretString::from(token.trim().to_owned()),
+            )
+            .await?
+            .ok_or(app::error::AppError::Unauthenticated)?;
+            return Ok(Self::Token(caller));
+        }
+        let session = Session::from_request_parts(parts, &state)
+            .await
+            .map_err(|(_, message)| anyhow::anyhow!("session layer missing: {message}"))?;
+        Ok(Self::Session(session))
+    }
+}
+
+impl Caller {
+    /// The admin acting on `tenant` with `scope`, or 401/403.
+    pub async fn admin_of(
+        &self,
+        state: &ServerState,
+        tenant: TenantId,
+        scope: Scope,
+    ) -> Result<Principal, ApiError> {
+        match self {
+            Self::Session(session) => Ok(guard::admin_of(&state.app, session, tenant).await?),
+            Self::Token(token) if token.tenant == tenant && token.allows(scope) => {
+                Ok(token.principal.clone())
+            }
+            Self::Token(_) => Err(app::error::AppError::Forbidden.into()),
+        }
+    }
+
+    /// 401 for nobody, else 403: what an unknown object answers, so ids
+    /// cannot be probed.
+    async fn refuse(&self, state: &ServerState) -> ApiError {
+        match self {
+            Self::Session(session) => match guard::principal_of(&state.app, session).await {
+                Ok(Some(_)) => app::error::AppError::Forbidden.into(),
+                Ok(None) => app::error::AppError::Unauthenticated.into(),
+                Err(error) => error.into(),
+            },
+            Self::Token(_) => app::error::AppError::Forbidden.into(),
+        }
+    }
+}
+
 /// The share and its admin, or 401/403/404.
 async fn admin_of_share(
     state: &ServerState,
-    session: &Session,
+    caller: &Caller,
     share_id: &str,
+    scope: Scope,
 ) -> Result<(Share, Principal), ApiError> {
     let share = shares::get(&state.app.pool, ShareId(parse_id(share_id)?)).await?;
     // Authorise before revealing whether the share exists.
     let Some(share) = share else {
-        guard::principal_of(&state.app, session)
-            .await?
-            .ok_or(app::error::AppError::Unauthenticated)?;
-        return Err(app::error::AppError::Forbidden.into());
+        return Err(caller.refuse(state).await);
     };
-    let admin = guard::admin_of(&state.app, session, share.tenant()).await?;
+    let admin = caller.admin_of(state, share.tenant(), scope).await?;
     Ok((share, admin))
 }
 
 pub async fn create_share(
     State(state): State<ServerState>,
-    session: Session,
+    caller: Caller,
     Path(tenant_id): Path<String>,
     body: Result<Json<ShareInput>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
     let tenant = TenantId(
         parse_id(&tenant_id).map_err(|_| ApiError::from(app::error::AppError::Forbidden))?,
     );
-    let admin = guard::admin_of(&state.app, &session, tenant).await?;
+    let admin = caller.admin_of(&state, tenant, Scope::Write).await?;
     let Json(input) = body.map_err(|e| rejection(e, "invalid_json"))?;
     let new = NewShare::parse(input)?;
     let share = shares::create_share(&state.app.pool, tenant, admin.id, new).await?;
@@ -68,11 +137,11 @@ pub struct StatusBody {
 
 pub async fn set_status(
     State(state): State<ServerState>,
-    session: Session,
+    caller: Caller,
     Path(share_id): Path<String>,
     body: Result<Json<StatusBody>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (share, admin) = admin_of_share(&state, &session, &share_id).await?;
+    let (share, admin) = admin_of_share(&state, &caller, &share_id, Scope::Write).await?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
     let status = ShareStatus::parse(&body.status)?;
     shares::set_status(
@@ -88,11 +157,11 @@ pub async fn set_status(
 
 pub async fn upload_resource(
     State(state): State<ServerState>,
-    session: Session,
+    caller: Caller,
     Path(share_id): Path<String>,
     multipart: Multipart,
 ) -> Result<impl IntoResponse, ApiError> {
-    let resource = upload(&state, &session, &share_id, multipart).await?;
+    let resource = upload(&state, &caller, &share_id, multipart).await?;
     Ok((StatusCode::CREATED, Json(resource)))
 }
 
@@ -100,11 +169,11 @@ pub async fn upload_resource(
 /// only); the bytes are removed again if anything fails.
 pub async fn upload(
     state: &ServerState,
-    session: &Session,
+    caller: &Caller,
     share_id: &str,
     mut multipart: Multipart,
 ) -> Result<shares::Resource, ApiError> {
-    let (share, admin) = admin_of_share(state, session, share_id).await?;
+    let (share, admin) = admin_of_share(state, caller, share_id, Scope::Write).await?;
     let resource_id = Uuid::now_v7();
     let key = Storage::key_for(share.tenant_id, share.id, resource_id);
     let stored = store_upload(state, &key, &mut multipart).await;
@@ -212,12 +281,12 @@ pub struct IssueBody {
 
 pub async fn issue_codes(
     State(state): State<ServerState>,
-    session: Session,
+    caller: Caller,
     Path(share_id): Path<String>,
     headers: axum::http::HeaderMap,
     body: Result<Json<IssueBody>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (share, admin) = admin_of_share(&state, &session, &share_id).await?;
+    let (share, admin) = admin_of_share(&state, &caller, &share_id, Scope::Write).await?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
     let key = match headers.get("idempotency-key") {
         None => None,
@@ -266,11 +335,11 @@ pub struct ListQuery {
 
 pub async fn list_codes(
     State(state): State<ServerState>,
-    session: Session,
+    caller: Caller,
     Path(share_id): Path<String>,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (share, _) = admin_of_share(&state, &session, &share_id).await?;
+    let (share, _) = admin_of_share(&state, &caller, &share_id, Scope::Read).await?;
     let Query(query) = query.map_err(|e| rejection(e, "invalid_query"))?;
     let limit = query.limit.unwrap_or(100).clamp(1, 1_000);
     let filter = shares::CodeFilter {
@@ -300,26 +369,23 @@ pub async fn list_codes(
 /// The tenant of a code and its admin, or 401/403/404.
 async fn admin_of_code(
     state: &ServerState,
-    session: &Session,
+    caller: &Caller,
     code_id: &str,
 ) -> Result<(TenantId, Uuid, Principal), ApiError> {
     let code = parse_id(code_id)?;
     let Some((tenant, _share)) = shares::share_of_code(&state.app.pool, code).await? else {
-        guard::principal_of(&state.app, session)
-            .await?
-            .ok_or(app::error::AppError::Unauthenticated)?;
-        return Err(app::error::AppError::Forbidden.into());
+        return Err(caller.refuse(state).await);
     };
-    let admin = guard::admin_of(&state.app, session, tenant).await?;
+    let admin = caller.admin_of(state, tenant, Scope::Write).await?;
     Ok((tenant, code, admin))
 }
 
 pub async fn revoke_code(
     State(state): State<ServerState>,
-    session: Session,
+    caller: Caller,
     Path(code_id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (tenant, code, admin) = admin_of_code(&state, &session, &code_id).await?;
+    let (tenant, code, admin) = admin_of_code(&state, &caller, &code_id).await?;
     shares::revoke_code(&state.app.pool, tenant, admin.id, code).await?;
     Ok(Json(json!({ "id": code, "state": "revoked" })))
 }
@@ -333,11 +399,11 @@ pub struct UnbindBody {
 
 pub async fn unbind_code(
     State(state): State<ServerState>,
-    session: Session,
+    caller: Caller,
     Path(code_id): Path<String>,
     body: Result<Json<UnbindBody>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (tenant, code, admin) = admin_of_code(&state, &session, &code_id).await?;
+    let (tenant, code, admin) = admin_of_code(&state, &caller, &code_id).await?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
     shares::unbind_code(
         &state.app.pool,

@@ -1,0 +1,196 @@
+//! API tokens: created in the console (shown once), accepted as `Bearer` by
+//! every admin endpoint of `/api/v1` within their tenant and scopes, dead
+//! once revoked.
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+
+use crate::course::{Admin, admin, course};
+use crate::helpers::{TestApp, new_client, spawn_app};
+
+async fn create_token(app: &TestApp, admin: &Admin, scopes: &[&str]) -> String {
+    let mut form = vec![
+        ("tenant_id", admin.tenant.to_string()),
+        ("name", format!("token {scopes:?}")),
+    ];
+    for scope in scopes {
+        form.push((scope, "on".to_owned()));
+    }
+    let response = admin
+        .client
+        .post(format!("{}/api/admin/tokens/create", app.address))
+        .form(&form)
+        .send()
+        .await
+        .expect("create token");
+    assert_eq!(response.status(), 200);
+    let token: String = response.json().await.expect("token");
+    assert!(token.starts_with("a1t_"), "{token}");
+    token
+}
+
+async fn as_token(
+    app: &TestApp,
+    token: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let mut request = new_client()
+        .request(method, format!("{}{path}", app.address))
+        .bearer_auth(token);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.expect("request");
+    let status = response.status();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn tokens_act_within_their_tenant_and_scopes_until_revoked(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin_a = admin(&app).await;
+    let admin_b = admin(&app).await;
+    let other_share = course(&app, &admin_b, json!({})).await;
+    let writer = create_token(&app, &admin_a, &["read", "write"]).await;
+    let reader = create_token(&app, &admin_a, &["read"]).await;
+    let digest_stored: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM api_tokens WHERE convert_from(digest, 'LATIN1') LIKE '%a1t_%'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .expect("digests");
+    assert_eq!(digest_stored, 0, "only digests are stored");
+
+    // The writer creates a share, issues codes and lists them.
+    let (status, share) = as_token(
+        &app,
+        &writer,
+        reqwest::Method::POST,
+        &format!("/api/v1/tenants/{}/shares", admin_a.tenant),
+        Some(json!({ "title": "From the shop", "status": "active" })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{share}");
+    let share_id = share["id"].as_str().expect("id").to_owned();
+    let (status, batch) = as_token(
+        &app,
+        &writer,
+        reqwest::Method::POST,
+        &format!("/api/v1/shares/{share_id}/codes"),
+        Some(json!({ "count": 3 })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{batch}");
+    let (status, list) = as_token(
+        &app,
+        &reader,
+        reqwest::Method::GET,
+        &format!("/api/v1/shares/{share_id}/codes"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(list["codes"].as_array().expect("codes").len(), 3);
+    // Audited as the admin who made the token.
+    let actor: String = sqlx::query_scalar(
+        "SELECT a.email FROM audit_log l JOIN accounts a ON a.id = l.actor_id WHERE l.action = 'share.created' AND l.target_id = $1::uuid",
+    )
+    .bind(&share_id)
+    .fetch_one(&app.pool)
+    .await
+    .expect("audit");
+    assert!(actor.starts_with("admin-"), "{actor}");
+
+    // Read-only cannot write; no token reaches another tenant.
+    let (status, _) = as_token(
+        &app,
+        &reader,
+        reqwest::Method::POST,
+        &format!("/api/v1/shares/{share_id}/codes"),
+        Some(json!({ "count": 1 })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = as_token(
+        &app,
+        &writer,
+        reqwest::Method::GET,
+        &format!("/api/v1/shares/{}/codes", other_share.share),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = as_token(
+        &app,
+        "a1t_not-a-real-token",
+        reqwest::Method::GET,
+        &format!("/api/v1/shares/{share_id}/codes"),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let used: Option<time::OffsetDateTime> =
+        sqlx::query_scalar("SELECT max(last_used_at) FROM api_tokens WHERE tenant_id = $1")
+            .bind(admin_a.tenant)
+            .fetch_one(&app.pool)
+            .await
+            .expect("last used");
+    assert!(used.is_some(), "use is recorded");
+
+    // Revoked: refused at once.
+    let id: uuid::Uuid = sqlx::query_scalar(
+        "SELECT id FROM api_tokens WHERE tenant_id = $1 AND 'write' = ANY(scopes)",
+    )
+    .bind(admin_a.tenant)
+    .fetch_one(&app.pool)
+    .await
+    .expect("token id");
+    let response = admin_a
+        .client
+        .post(format!("{}/api/admin/tokens/revoke", app.address))
+        .form(&[
+            ("tenant_id", admin_a.tenant.to_string()),
+            ("token_id", id.to_string()),
+        ])
+        .send()
+        .await
+        .expect("revoke");
+    assert_eq!(response.status(), 200);
+    let (status, _) = as_token(
+        &app,
+        &writer,
+        reqwest::Method::GET,
+        &format!("/api/v1/shares/{share_id}/codes"),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    // Bad input: no scope, no name.
+    let response = admin_a
+        .client
+        .post(format!("{}/api/admin/tokens/create", app.address))
+        .form(&[
+            ("tenant_id", admin_a.tenant.to_string()),
+            ("name", "x".into()),
+        ])
+        .send()
+        .await
+        .expect("no scope");
+    assert_eq!(response.status(), 422);
+    let response = admin_a
+        .client
+        .post(format!("{}/api/admin/tokens/create", app.address))
+        .form(&[
+            ("tenant_id", admin_a.tenant.to_string()),
+            ("name", " ".into()),
+            ("read", "on".into()),
+        ])
+        .send()
+        .await
+        .expect("no name");
+    assert_eq!(response.status(), 422);
+}
