@@ -284,7 +284,7 @@ pub struct Holding {
 }
 
 /// A learner's binding in a share, as the learner sees it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct BindingView {
     pub code_id: Uuid,
     pub hint: String,

@@ -146,6 +146,7 @@ impl ShareSlug {
 /// What an admin sends to create a share (all optional but the title).
 #[derive(Debug, Clone, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
+#[derive(utoipa::ToSchema)]
 pub struct ShareInput {
     pub title: String,
     pub slug: Option<String>,
@@ -219,7 +220,7 @@ impl NewShare {
 }
 
 /// A share as stored.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct Share {
     pub tenant_id: Uuid,
     pub id: Uuid,
@@ -447,7 +448,7 @@ pub async fn set_status(
 }
 
 /// A resource of a share.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct Resource {
     pub id: Uuid,
     pub share_id: Uuid,
@@ -866,7 +867,7 @@ pub async fn issue_codes(
 }
 
 /// A code as admins see it (never the plain code).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct CodeView {
     pub id: Uuid,
     pub batch_id: Uuid,

@@ -17,11 +17,13 @@ use engine::{
     tokens::{self, Scope, TokenCaller},
 };
 use serde::Deserialize;
-use serde_json::json;
 use tower_sessions::Session;
 use uuid::Uuid;
 
-use super::error::{ApiError, rejection};
+use super::{
+    error::{ApiError, rejection},
+    schema::{CodePage, CodeState, ErrorBody, IssuedBatch, IssuedCode, StatusChanged, UploadForm},
+};
 use crate::startup::ServerState;
 
 fn parse_id(raw: &str) -> Result<Uuid, ApiError> {
@@ -114,6 +116,19 @@ async fn admin_of_share(
     Ok((share, admin))
 }
 
+/// Creates a share in a tenant.
+#[utoipa::path(post, path = "/api/v1/tenants/{tenant_id}/shares", tag = "admin",
+    params(("tenant_id" = Uuid, Path, description = "The tenant")),
+    request_body = ShareInput,
+    responses(
+        (status = 201, description = "Created", body = Share),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
+        (status = 409, description = "The link name is taken", body = ErrorBody),
+        (status = 422, description = "Invalid field", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
 pub async fn create_share(
     State(state): State<ServerState>,
     caller: Caller,
@@ -130,11 +145,25 @@ pub async fn create_share(
     Ok((StatusCode::CREATED, Json(share)))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 pub struct StatusBody {
+    /// `draft`, `active`, `paused` or `archived`.
     status: String,
 }
 
+/// Sets a share's status.
+#[utoipa::path(post, path = "/api/v1/shares/{share_id}/status", tag = "admin",
+    params(("share_id" = Uuid, Path, description = "The share")),
+    request_body = StatusBody,
+    responses(
+        (status = 200, description = "Changed", body = StatusChanged),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
+        (status = 404, description = "No such share", body = ErrorBody),
+        (status = 422, description = "Invalid status", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
 pub async fn set_status(
     State(state): State<ServerState>,
     caller: Caller,
@@ -152,9 +181,26 @@ pub async fn set_status(
         status,
     )
     .await?;
-    Ok(Json(json!({ "id": share.id, "status": status.as_str() })))
+    Ok(Json(StatusChanged {
+        id: share.id,
+        status: status.as_str().to_owned(),
+    }))
 }
 
+/// Uploads a file as a new resource of a share (streamed; size limited).
+#[utoipa::path(post, path = "/api/v1/shares/{share_id}/resources", tag = "admin",
+    params(("share_id" = Uuid, Path, description = "The share")),
+    request_body(content = UploadForm, content_type = "multipart/form-data"),
+    responses(
+        (status = 201, description = "Stored", body = engine::shares::Resource),
+        (status = 400, description = "Not a multipart body", body = ErrorBody),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
+        (status = 404, description = "No such share", body = ErrorBody),
+        (status = 413, description = "Larger than the configured limit", body = ErrorBody),
+        (status = 422, description = "Missing file or bad title", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
 pub async fn upload_resource(
     State(state): State<ServerState>,
     caller: Caller,
@@ -273,12 +319,30 @@ async fn store_upload(
     Ok((title, size, content_type))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 pub struct IssueBody {
+    /// 1 to 100,000.
     count: i64,
     label: Option<String>,
 }
 
+/// Issues a batch of codes; the plain codes are in this answer only.
+#[utoipa::path(post, path = "/api/v1/shares/{share_id}/codes", tag = "admin",
+    params(
+        ("share_id" = Uuid, Path, description = "The share"),
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key issues nothing new")
+    ),
+    request_body = IssueBody,
+    responses(
+        (status = 201, description = "Issued", body = IssuedBatch),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
+        (status = 404, description = "No such share", body = ErrorBody),
+        (status = 409, description = "This Idempotency-Key already issued a batch", body = ErrorBody),
+        (status = 422, description = "Invalid count or label", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
 pub async fn issue_codes(
     State(state): State<ServerState>,
     caller: Caller,
@@ -314,15 +378,23 @@ pub async fn issue_codes(
     let codes: Vec<_> = batch
         .codes
         .iter()
-        .map(|(id, code)| json!({ "id": id, "code": code.display() }))
+        .map(|(id, code)| IssuedCode {
+            id: *id,
+            code: code.display(),
+        })
         .collect();
     Ok((
         StatusCode::CREATED,
-        Json(json!({ "batch_id": batch.batch_id, "count": codes.len(), "codes": codes })),
+        Json(IssuedBatch {
+            batch_id: batch.batch_id,
+            count: codes.len(),
+            codes,
+        }),
     ))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
     after: Option<Uuid>,
     limit: Option<i64>,
@@ -333,6 +405,18 @@ pub struct ListQuery {
     q: Option<String>,
 }
 
+/// Lists a share's codes (keyset pages, filters).
+#[utoipa::path(get, path = "/api/v1/shares/{share_id}/codes", tag = "admin",
+    params(("share_id" = Uuid, Path, description = "The share"), ListQuery),
+    responses(
+        (status = 200, description = "A page", body = CodePage),
+        (status = 400, description = "Malformed query", body = ErrorBody),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
+        (status = 404, description = "No such share", body = ErrorBody),
+        (status = 422, description = "Invalid filter", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
 pub async fn list_codes(
     State(state): State<ServerState>,
     caller: Caller,
@@ -363,7 +447,7 @@ pub async fn list_codes(
     let next_after = (codes.len() as i64 == limit)
         .then(|| codes.last().map(|c| c.id))
         .flatten();
-    Ok(Json(json!({ "codes": codes, "next_after": next_after })))
+    Ok(Json(CodePage { codes, next_after }))
 }
 
 /// The tenant of a code and its admin, or 401/403/404.
@@ -380,6 +464,16 @@ async fn admin_of_code(
     Ok((tenant, code, admin))
 }
 
+/// Revokes a code; a learner bound to it loses access.
+#[utoipa::path(post, path = "/api/v1/codes/{code_id}/revoke", tag = "admin",
+    params(("code_id" = Uuid, Path, description = "The code")),
+    responses(
+        (status = 200, description = "Revoked", body = CodeState),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
+        (status = 404, description = "No such code", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
 pub async fn revoke_code(
     State(state): State<ServerState>,
     caller: Caller,
@@ -387,16 +481,33 @@ pub async fn revoke_code(
 ) -> Result<impl IntoResponse, ApiError> {
     let (tenant, code, admin) = admin_of_code(&state, &caller, &code_id).await?;
     shares::revoke_code(&state.app.pool, tenant, admin.id, code).await?;
-    Ok(Json(json!({ "id": code, "state": "revoked" })))
+    Ok(Json(CodeState {
+        id: code,
+        state: "revoked".into(),
+    }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 pub struct UnbindBody {
     reason: String,
     #[serde(default)]
     revoke: bool,
 }
 
+/// Unbinds a bound code (reason required, audited).
+#[utoipa::path(post, path = "/api/v1/codes/{code_id}/unbind", tag = "admin",
+    params(("code_id" = Uuid, Path, description = "The code")),
+    request_body = UnbindBody,
+    responses(
+        (status = 200, description = "Unbound", body = CodeState),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
+        (status = 404, description = "No such code", body = ErrorBody),
+        (status = 409, description = "The code is not bound", body = ErrorBody),
+        (status = 422, description = "Missing reason", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
 pub async fn unbind_code(
     State(state): State<ServerState>,
     caller: Caller,
@@ -415,5 +526,8 @@ pub async fn unbind_code(
     )
     .await?;
     let state_name = if body.revoke { "revoked" } else { "unused" };
-    Ok(Json(json!({ "id": code, "state": state_name })))
+    Ok(Json(CodeState {
+        id: code,
+        state: state_name.into(),
+    }))
 }

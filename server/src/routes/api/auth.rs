@@ -10,29 +10,44 @@ use axum::{
     response::IntoResponse,
 };
 use serde::Deserialize;
-use serde_json::json;
 use tower_sessions::Session;
 
-use super::error::{ApiError, rejection};
+use super::{
+    error::{ApiError, rejection},
+    schema::{AccountBody, ErrorBody},
+};
 use crate::startup::ServerState;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 pub struct RegisterBody {
     email: String,
     password: String,
     display_name: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 pub struct LoginBody {
     email: String,
     password: String,
 }
 
-fn principal_json(p: &engine::accounts::Principal) -> serde_json::Value {
-    json!({ "id": p.id.0, "email": p.email, "display_name": p.display_name })
+fn principal_json(p: &engine::accounts::Principal) -> AccountBody {
+    AccountBody {
+        id: p.id.0,
+        email: p.email.clone(),
+        display_name: p.display_name.clone(),
+    }
 }
 
+/// Creates an account and signs it in (session cookie).
+#[utoipa::path(post, path = "/api/v1/auth/register", tag = "accounts",
+    request_body = RegisterBody,
+    responses(
+        (status = 201, description = "Signed in", body = AccountBody),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 422, description = "Invalid field or email taken", body = ErrorBody),
+        (status = 429, description = "Too many registrations", body = ErrorBody),
+    ))]
 pub async fn register(
     State(state): State<ServerState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -57,6 +72,16 @@ pub async fn register(
     Ok((StatusCode::CREATED, Json(principal_json(&principal))))
 }
 
+/// Signs in (session cookie).
+#[utoipa::path(post, path = "/api/v1/auth/login", tag = "accounts",
+    request_body = LoginBody,
+    responses(
+        (status = 200, description = "Signed in", body = AccountBody),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Wrong email or password", body = ErrorBody),
+        (status = 403, description = "Account disabled", body = ErrorBody),
+        (status = 429, description = "Too many attempts", body = ErrorBody),
+    ))]
 pub async fn login(
     State(state): State<ServerState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -76,6 +101,9 @@ pub async fn login(
     Ok(Json(principal_json(&principal)))
 }
 
+/// Signs this session out.
+#[utoipa::path(post, path = "/api/v1/auth/logout", tag = "accounts",
+    responses((status = 204, description = "Signed out")))]
 pub async fn logout(session: Session) -> Result<StatusCode, ApiError> {
     guard::sign_out_session(&session).await?;
     Ok(StatusCode::NO_CONTENT)

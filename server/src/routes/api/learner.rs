@@ -22,11 +22,13 @@ use engine::{
     storage::ByteRange,
 };
 use serde::Deserialize;
-use serde_json::json;
 use tower_sessions::Session;
 use uuid::Uuid;
 
-use super::error::{ApiError, rejection};
+use super::{
+    error::{ApiError, rejection},
+    schema::{self, ErrorBody, Me, PublicShare, SharePage},
+};
 use crate::startup::ServerState;
 
 async fn visible_share(state: &ServerState, slug: &str) -> Result<Share, ApiError> {
@@ -39,6 +41,14 @@ async fn signed_in(state: &ServerState, session: &Session) -> Result<Principal, 
         .ok_or(app::error::AppError::Unauthenticated)?)
 }
 
+/// A share's page data and where the caller stands (drafts and archived
+/// shares do not exist for learners).
+#[utoipa::path(get, path = "/api/v1/s/{slug}", tag = "learner",
+    params(("slug" = String, Path, description = "The share's link name")),
+    responses(
+        (status = 200, description = "The share", body = SharePage),
+        (status = 404, description = "No such share", body = ErrorBody),
+    ))]
 pub async fn share(
     State(state): State<ServerState>,
     session: Session,
@@ -48,31 +58,62 @@ pub async fn share(
     let resources = shares::resources(&state.app.pool, share.tenant(), ShareId(share.id)).await?;
     let principal = guard::principal_of(&state.app, &session).await?;
     let me = match &principal {
-        None => json!({ "signed_in": false }),
+        None => Me {
+            signed_in: false,
+            email: None,
+            binding: None,
+            pending: false,
+        },
         Some(p) => {
             let binding = settlement::binding_of(&state.app.pool, &share, p.id).await?;
             let pending = flows::pending_code(&session, share.id).await?.is_some();
-            json!({ "signed_in": true, "email": p.email, "binding": binding, "pending": pending && binding.is_none() })
+            Me {
+                signed_in: true,
+                email: Some(p.email.clone()),
+                pending: pending && binding.is_none(),
+                binding,
+            }
         }
     };
     let unavailable = flows::unavailable_because(&share, time::OffsetDateTime::now_utc());
-    Ok(Json(json!({
-        "share": {
-            "id": share.id, "slug": share.slug, "title": share.title,
-            "description": share.description, "status": share.status,
+    Ok(Json(SharePage {
+        share: PublicShare {
+            id: share.id,
+            slug: share.slug,
+            title: share.title,
+            description: share.description,
+            status: share.status,
         },
-        "available": unavailable.is_none(),
-        "unavailable_reason": unavailable,
-        "resources": resources,
-        "me": me,
-    })))
+        available: unavailable.is_none(),
+        unavailable_reason: unavailable.map(str::to_owned),
+        resources,
+        me,
+    }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 pub struct CodeBody {
+    /// As typed: spaces, dashes, lower case and O/0, I/L/1 are forgiven.
     code: String,
 }
 
+/// Phases 1+2: checks a code and keeps it pending for this session. Binds
+/// nothing: the first opening of content does.
+#[utoipa::path(post, path = "/api/v1/s/{slug}/code", tag = "learner",
+    params(("slug" = String, Path, description = "The share's link name")),
+    request_body = CodeBody,
+    responses(
+        (status = 200, description = "Pending (or already yours)", body = schema::CodeEntered),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Not signed in", body = ErrorBody),
+        (status = 403, description = "The share is paused or closed", body = ErrorBody),
+        (status = 404, description = "No such share", body = ErrorBody),
+        (status = 409, description = "Used by another account, revoked, or you already have access", body = ErrorBody),
+        (status = 422, description = "Not a code (typo), or not this share's", body = ErrorBody),
+        (status = 429, description = "Too many attempts", body = ErrorBody),
+        (status = 503, description = "Degraded: retry", body = ErrorBody),
+    ),
+    security(("session" = [])))]
 pub async fn enter_code(
     State(state): State<ServerState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -88,11 +129,17 @@ pub async fn enter_code(
     let entered =
         flows::enter_code(&state.app, &session, &principal, ip, &share, &body.code).await?;
     Ok(Json(match entered {
-        CodeEntered::AlreadyBound => json!({ "status": "bound" }),
-        CodeEntered::Pending => json!({
-            "status": "pending",
-            "message": "Code accepted. It will be bound to this account when you first open the course.",
-        }),
+        CodeEntered::AlreadyBound => schema::CodeEntered {
+            status: "bound".into(),
+            message: None,
+        },
+        CodeEntered::Pending => schema::CodeEntered {
+            status: "pending".into(),
+            message: Some(
+                "Code accepted. It will be bound to this account when you first open the course."
+                    .into(),
+            ),
+        },
     }))
 }
 
@@ -109,6 +156,26 @@ fn request_id(request: &Request) -> Result<RequestId, ApiError> {
     }
 }
 
+/// Phase 3: opens a resource. A first opening binds the pending code for
+/// good; later ones reuse the binding. Supports `Range`.
+#[utoipa::path(get, path = "/api/v1/s/{slug}/resources/{resource_id}/content", tag = "learner",
+    params(
+        ("slug" = String, Path, description = "The share's link name"),
+        ("resource_id" = Uuid, Path, description = "The resource"),
+        ("Idempotency-Key" = Option<String>, Header, description = "Reuse for retries of one attempt"),
+    ),
+    responses(
+        (status = 200, description = "The bytes", content_type = "application/octet-stream"),
+        (status = 206, description = "A byte range", content_type = "application/octet-stream"),
+        (status = 401, description = "Not signed in", body = ErrorBody),
+        (status = 403, description = "No access: enter a code first, paused, limit reached", body = ErrorBody),
+        (status = 404, description = "No such share or resource", body = ErrorBody),
+        (status = 409, description = "Code used by another account, or busy: retry", body = ErrorBody),
+        (status = 416, description = "Range not satisfiable"),
+        (status = 422, description = "Bad Idempotency-Key", body = ErrorBody),
+        (status = 503, description = "Degraded: retry", body = ErrorBody),
+    ),
+    security(("session" = [])))]
 pub async fn content(
     State(state): State<ServerState>,
     session: Session,
