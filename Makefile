@@ -2,7 +2,7 @@
 # Each target is a thin wrapper over a script in scripts/ (read them).
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help run run-release test tools check lint fmt unit e2e stress bench sqlx-prepare clean-data
+.PHONY: help run run-release test tools check lint fmt unit e2e fuzz stress bench sqlx-prepare clean-data
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -30,6 +30,9 @@ unit: ## Unit + integration tests only (needs PostgreSQL and Redis; see scripts/
 
 e2e: ## Build the site and run Playwright only
 	@. scripts/env.sh && . scripts/services.sh && services_up && trap services_down EXIT && cargo leptos build && cd end2end && npx playwright test $(ARGS)
+
+fuzz: ## Fuzz /api/v1 against its OpenAPI document (schemathesis; SCHEMATHESIS_MAX_EXAMPLES=25)
+	@. scripts/env.sh && . scripts/services.sh && services_up && trap services_down EXIT && cargo build -p server --features app/ssr && scripts/schemathesis.sh
 
 sqlx-prepare: ## Regenerate .sqlx/ after changing a query or a migration
 	@scripts/sqlx-prepare.sh

@@ -69,4 +69,14 @@ if [ -f end2end/package-lock.json ]; then
     (cd end2end && npm ci --no-audit --no-fund)
   fi
 fi
+# schemathesis (PyPI), in its own virtualenv outside the clone: fuzzes the
+# JSON API against its OpenAPI document in `make test`.
+SCHEMATHESIS_VERSION=4.32.5
+venv="$HOME/.cache/admitone/schemathesis"
+if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
+  log "installing schemathesis $SCHEMATHESIS_VERSION (PyPI, once)"
+  command -v python3 >/dev/null || apt_install python3 python3-venv
+  python3 -m venv "$venv" 2>/dev/null || { apt_install python3-venv; python3 -m venv "$venv"; }
+  "$venv/bin/pip" install -q "schemathesis==$SCHEMATHESIS_VERSION"
+fi
 log "tools ready"

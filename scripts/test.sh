@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 #? `make test`: everything, in the order a failure is cheapest to find:
 #? formatting, clippy (server and wasm builds), unit and integration tests on
-#? real PostgreSQL and Redis, then Playwright in Debian's chromium.
+#? real PostgreSQL and Redis, then Playwright in Debian's chromium, then
+#? schemathesis against /api/v1/openapi.json.
 set -euo pipefail
 REPO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO_ROOT"
@@ -31,6 +32,10 @@ cargo leptos build
 step "end-to-end tests (Playwright, chromium)"
 cd end2end
 npx playwright test
+
+step "API fuzzing against its OpenAPI document (schemathesis)"
+cd "$REPO_ROOT"
+scripts/schemathesis.sh
 
 step "release build hydrates (cargo leptos build --release, shell spec)"
 cd "$REPO_ROOT"

@@ -30,8 +30,9 @@ pub async fn upload_form(
     State(state): State<ServerState>,
     session: Session,
     Path((tenant, share)): Path<(Uuid, Uuid)>,
-    multipart: Multipart,
+    multipart: Result<Multipart, axum::extract::multipart::MultipartRejection>,
 ) -> Result<Response, ApiError> {
+    let multipart = multipart.map_err(|e| super::api::error::rejection(e, "invalid_multipart"))?;
     let back = format!("/admin/t/{tenant}/s/{share}");
     let caller = Caller::Session(session.clone());
     let flash = match upload(&state, &caller, &share.to_string(), multipart).await {

@@ -205,8 +205,9 @@ pub async fn upload_resource(
     State(state): State<ServerState>,
     caller: Caller,
     Path(share_id): Path<String>,
-    multipart: Multipart,
+    multipart: Result<Multipart, axum::extract::multipart::MultipartRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
+    let multipart = multipart.map_err(|e| rejection(e, "invalid_multipart"))?;
     let resource = upload(&state, &caller, &share_id, multipart).await?;
     Ok((StatusCode::CREATED, Json(resource)))
 }
