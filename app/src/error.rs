@@ -63,7 +63,7 @@ impl AppError {
             Self::RateLimited { .. } => S::TOO_MANY_REQUESTS,
             Self::Unavailable { .. } | Self::TryAgain { .. } => S::SERVICE_UNAVAILABLE,
             Self::Refused { reason, .. } => match reason.as_str() {
-                "code_bound" | "code_revoked" | "already_has_access" => S::CONFLICT,
+                "code_bound" | "code_revoked" | "already_has_access" | "conflict" => S::CONFLICT,
                 _ => S::FORBIDDEN,
             },
             Self::Internal { .. } => S::INTERNAL_SERVER_ERROR,

@@ -28,6 +28,9 @@ pub struct AppState {
     pub storage: Storage,
     /// Largest accepted upload, in bytes.
     pub max_upload_bytes: u64,
+    /// Where learners reach this server (`https://courses.example.com`):
+    /// the base of links printed on code cards.
+    pub public_origin: Arc<str>,
 }
 
 /// Sign-in policy, from the server's configuration.

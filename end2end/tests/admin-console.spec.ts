@@ -2,7 +2,7 @@
 import { readFileSync } from "node:fs";
 import { expect, test } from "@playwright/test";
 import { openHydrated, signIn } from "./fixtures";
-import { DEMO_ADMIN, enterCode, newLearner, shareState, snapshot, sql } from "./course";
+import { DEMO_ADMIN, newLearner, shareState, snapshot, sql } from "./course";
 
 test("create, upload, issue, download once, revoke, learner binds, unbind, audit", async ({ page, browser }, testInfo) => {
   test.setTimeout(90_000);
@@ -38,6 +38,11 @@ test("create, upload, issue, download once, revoke, learner binds, unbind, audit
   await expect(page.getByRole("heading", { name: `New codes for ${title}` })).toBeVisible();
   const codes = await page.locator(".plain-code").allTextContents();
   expect(codes).toHaveLength(20);
+  // Printable cards: one per code, each with a QR code of the link.
+  await expect(page.locator(".code-card")).toHaveCount(20);
+  await expect(page.locator(".code-card").first().locator("svg")).toBeVisible();
+  await expect(page.locator(".code-card").first()).toContainText(codes[0]);
+  await snapshot(page, testInfo, "console-code-cards");
   const resultUrl = page.url();
   const [download] = await Promise.all([
     page.waitForEvent("download"),
@@ -65,8 +70,10 @@ test("create, upload, issue, download once, revoke, learner binds, unbind, audit
   const learnerContext = await browser.newContext();
   const learner = await learnerContext.newPage();
   const email = await newLearner(learnerContext, "console");
-  await openHydrated(learner, `/s/${slug}`);
-  await enterCode(learner, codes[1]);
+  // The QR code's link carries the code in its fragment: it is filled in.
+  await openHydrated(learner, `/s/${slug}#code=${codes[1]}`);
+  await expect(learner.getByLabel("Access code")).toHaveValue(codes[1]);
+  await learner.getByRole("button", { name: "Use this code" }).click();
   await expect(shareState(learner)).toHaveAttribute("data-state", "pending");
   await learner.getByRole("link", { name: "Lesson 1" }).click();
   await expect(learner.locator(".bound-note")).toContainText(`Bound to ${email}`);

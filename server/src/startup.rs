@@ -112,6 +112,7 @@ impl Application {
                 settler: engine::settlement::Settler::new(settlement),
                 storage: engine::storage::Storage::new(&settings.storage_config()?)?,
                 max_upload_bytes: settings.storage.max_upload_bytes,
+                public_origin: Arc::from(settings.public_origin()),
             },
             settings: Arc::new(settings),
         };

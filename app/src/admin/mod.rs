@@ -173,10 +173,27 @@ pub struct IssuedView {
     pub share_title: String,
     /// Absolute link learners open.
     pub link: String,
-    /// `None` once shown (or for anyone but the issuing admin).
-    pub codes: Option<Vec<String>>,
+    /// `None` once shown (or for anyone but the issuing admin). At most
+    /// [`SHOWN_ON_PAGE`]; the CSV has them all.
+    pub codes: Option<Vec<IssuedCard>>,
+    /// How many codes the batch has.
+    pub total: usize,
     pub csv_url: String,
 }
+
+/// One new code, with its printable QR code (small batches only).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssuedCard {
+    pub code: String,
+    /// An SVG QR code of the link with the code in its fragment (never
+    /// sent to the server, so never in a log).
+    pub qr_svg: Option<String>,
+}
+
+/// Most codes the one-time page lists (the CSV has every one).
+pub const SHOWN_ON_PAGE: usize = 1_000;
+/// Most codes that get printable cards with a QR code.
+pub const CARDS_UP_TO: usize = 200;
 
 /// One page of a share's code table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -255,7 +272,8 @@ mod support {
             ShareError::ResourceInUse { .. } => AppError::invalid("force", message),
             ShareError::BatchAlreadyIssued { .. }
             | ShareError::IdempotencyKeyReused
-            | ShareError::CodeNotBound => AppError::refused("conflict", message),
+            | ShareError::CodeNotBound
+            | ShareError::CodeNotReplaceable => AppError::refused("conflict", message),
             ShareError::Unexpected(e) => AppError::internal(&e),
         }
     }
@@ -274,6 +292,17 @@ mod support {
             .filter(|s| s.tenant_id == tenant)
             .ok_or(AppError::NotFound)?;
         Ok((state, admin, share))
+    }
+
+    /// A QR code of `text` as an SVG document (`None` if it does not fit).
+    pub fn qr_svg(text: &str) -> Option<String> {
+        let code = qrcode::QrCode::with_error_correction_level(text, qrcode::EcLevel::M).ok()?;
+        Some(
+            code.render::<qrcode::render::svg::Color<'_>>()
+                .min_dimensions(120, 120)
+                .quiet_zone(true)
+                .build(),
+        )
     }
 
     /// `2026-11-29 14:05 UTC`.
@@ -776,10 +805,25 @@ pub async fn issued_codes(
         )
         .await
         .map_err(support::internal)?;
+        let link = format!("{}/s/{}", state.public_origin, share.slug);
+        let total = codes.as_ref().map_or(0, Vec::len);
+        let cards = codes.map(|codes| {
+            codes
+                .into_iter()
+                .take(SHOWN_ON_PAGE)
+                .map(|code| IssuedCard {
+                    qr_svg: (total <= CARDS_UP_TO)
+                        .then(|| support::qr_svg(&format!("{link}#code={code}")))
+                        .flatten(),
+                    code,
+                })
+                .collect()
+        });
         Ok(IssuedView {
             share_title: share.title,
-            link: format!("/s/{}", share.slug),
-            codes,
+            link,
+            codes: cards,
+            total,
             csv_url: format!("/admin/t/{tenant_id}/s/{share_id}/batches/{batch_id}/codes.csv"),
         })
     };
@@ -894,6 +938,53 @@ pub async fn revoke_code(tenant_id: Uuid, code_id: Uuid) -> Result<(), AppError>
         )
         .await
         .map_err(support::share_error)
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Replaces a lost unused code (revoke + issue one, atomically) and opens
+/// the one-time page of the new code.
+#[server(prefix = "/api/admin", endpoint = "codes/replace")]
+pub async fn replace_code(tenant_id: Uuid, code_id: Uuid) -> Result<(), AppError> {
+    let run = async {
+        let (state, admin) = admin_code(tenant_id, code_id).await?;
+        let tenant = engine::tenants::TenantId(tenant_id);
+        let (share, (new_id, plain)) = {
+            let share = engine::shares::share_of_code(&state.pool, code_id)
+                .await
+                .map_err(support::internal)?
+                .ok_or(AppError::NotFound)?
+                .1;
+            let replaced = engine::shares::replace_code(
+                &state.pool,
+                &state.keyring,
+                tenant,
+                admin.id,
+                code_id,
+            )
+            .await
+            .map_err(support::share_error)?;
+            (share, replaced)
+        };
+        if let Err(error) =
+            engine::handover::park(&state.redis, admin.id, new_id, &[plain.display()]).await
+        {
+            tracing::error!(
+                error = format!("{error:#}"),
+                "parking a replacement code failed"
+            );
+            engine::shares::revoke_code(&state.pool, tenant, admin.id, new_id)
+                .await
+                .map_err(support::share_error)?;
+            return Err(AppError::Unavailable {
+                retry_after_secs: 5,
+            });
+        }
+        leptos_axum::redirect(&format!(
+            "/admin/t/{tenant_id}/s/{}/batches/{new_id}",
+            share.0
+        ));
+        Ok(())
     };
     run.await.map_err(AppError::respond)
 }

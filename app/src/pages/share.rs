@@ -171,6 +171,17 @@ fn CodeForm(slug: String, enter: ServerAction<EnterCode>) -> impl IntoView {
             .get()
             .or_else(|| enter.value().get().and_then(Result::err))
     });
+    // A QR code from a printed card opens the link with `#code=…` (a
+    // fragment: never sent to the server, never logged): fill it in.
+    Effect::new(move |_| {
+        #[cfg(feature = "hydrate")]
+        if let (Some(field), Ok(hash)) = (input.get(), leptos::prelude::window().location().hash())
+            && let Some(code) = hash.strip_prefix("#code=")
+            && field.value().is_empty()
+        {
+            field.set_value(code);
+        }
+    });
     // Errors are announced (role=alert); focus goes back to the field so
     // the learner can correct it at once.
     Effect::new(move |_| {

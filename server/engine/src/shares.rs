@@ -36,6 +36,8 @@ pub enum ShareError {
     InvalidCodeState,
     #[error("no such resource")]
     ResourceNotFound,
+    #[error("only an unused code can be replaced (unbind or revoke the others)")]
+    CodeNotReplaceable,
     #[error(
         "learners have opened this resource {accesses} times; tick \"remove anyway\" to remove it"
     )]
@@ -1040,6 +1042,68 @@ pub async fn revoke_code(
     .await?;
     tx.commit().await.context("committing the revocation")?;
     Ok(())
+}
+
+/// Replaces a lost, unused code: revokes it and issues one new code in the
+/// same batch, atomically (both or neither). Returns the new code, which
+/// exists in plain only in this value.
+pub async fn replace_code(
+    pool: &PgPool,
+    keyring: &Keyring,
+    tenant: TenantId,
+    actor: AccountId,
+    code: Uuid,
+) -> Result<(Uuid, PlainCode), ShareError> {
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let old = sqlx::query!(
+        "SELECT share_id, batch_id, bound_principal, revoked_at FROM auth_codes
+         WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
+        tenant.0,
+        code,
+    )
+    .fetch_optional(&mut *tx)
+    .await
+    .context("locking the code")?
+    .ok_or(ShareError::CodeNotFound)?;
+    if old.bound_principal.is_some() || old.revoked_at.is_some() {
+        return Err(ShareError::CodeNotReplaceable);
+    }
+    sqlx::query!(
+        "UPDATE auth_codes SET revoked_at = now() WHERE tenant_id = $1 AND id = $2",
+        tenant.0,
+        code,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("revoking the lost code")?;
+    let new_id = Uuid::now_v7();
+    let plain = PlainCode::generate();
+    let (version, digest) = keyring.digest(&plain);
+    sqlx::query!(
+        "INSERT INTO auth_codes (tenant_id, id, share_id, batch_id, digest, key_version, hint)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        tenant.0,
+        new_id,
+        old.share_id,
+        old.batch_id,
+        digest,
+        i16::try_from(version).context("key version above 32767")?,
+        plain.hint(),
+    )
+    .execute(&mut *tx)
+    .await
+    .context("inserting the replacement")?;
+    audit::admin_action(
+        &mut tx,
+        tenant,
+        actor,
+        "code.replaced",
+        ("code", code),
+        json!({ "share_id": old.share_id, "replacement": new_id }),
+    )
+    .await?;
+    tx.commit().await.context("committing the replacement")?;
+    Ok((new_id, plain))
 }
 
 /// Revokes every unused code of a batch (a batch handed to the wrong

@@ -64,8 +64,11 @@ pub async fn codes_csv(
         .await?
         .filter(|s| s.tenant_id == tenant)
         .ok_or_else(ApiError::not_found)?;
+    // A batch, or a single replacement code (labelled with its batch).
     let label = sqlx::query_scalar!(
-        "SELECT label FROM code_batches WHERE tenant_id = $1 AND share_id = $2 AND id = $3",
+        "SELECT label FROM code_batches
+         WHERE tenant_id = $1 AND share_id = $2
+           AND id = coalesce((SELECT batch_id FROM auth_codes WHERE tenant_id = $1 AND id = $3), $3)",
         tenant,
         share.id,
         batch,

@@ -21,6 +21,8 @@ struct Target {
     /// Removed by the control call (the others keep `resource`).
     doomed: Uuid,
     token: Uuid,
+    /// An unused code (replaced by the control call).
+    spare: Uuid,
     batch: Uuid,
     code: Uuid,
 }
@@ -74,6 +76,10 @@ fn admin_calls(t: Target) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
             vec![tenant.clone(), share.clone(), batch.clone()],
         ),
         ("/api/admin/codes", vec![tenant.clone(), share.clone()]),
+        (
+            "/api/admin/codes/replace",
+            vec![tenant.clone(), ("code_id", t.spare.to_string())],
+        ),
         (
             "/api/admin/codes/revoke",
             vec![tenant.clone(), code.clone()],
@@ -237,6 +243,23 @@ async fn world(app: &TestApp) -> World {
     .await
     .expect("batch");
     let code = batch.codes[0].0;
+    // In a batch of its own: `batches/revoke-unused` runs first.
+    let spare = engine::shares::issue_codes(
+        &app.pool,
+        &keyring,
+        tenant_b,
+        admin_b,
+        &engine::shares::BatchRequest {
+            share: engine::shares::ShareId(share.id),
+            count: 1,
+            label: "spare",
+            idempotency_key: None,
+        },
+    )
+    .await
+    .expect("spare")
+    .codes[0]
+        .0;
     let (token, _) = engine::tokens::create(
         &app.pool,
         tenant_b,
@@ -278,6 +301,7 @@ async fn world(app: &TestApp) -> World {
             resource,
             doomed,
             token,
+            spare,
             batch: batch.batch_id,
             code,
         },

@@ -709,3 +709,116 @@ async fn resources_are_renamed_reordered_previewed_and_removed_without_losing_re
     .expect("audit");
     assert_eq!(audited, 3);
 }
+
+#[sqlx::test(migrations = "../migrations")]
+async fn the_server_keeps_answering_while_a_large_batch_is_issued(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    let issuing = {
+        let client = admin.client.clone();
+        let url = format!("{}/api/v1/shares/{}/codes", app.address, course.share);
+        tokio::spawn(async move {
+            client
+                .post(url)
+                .json(&json!({ "count": 30_000, "label": "big" }))
+                .send()
+                .await
+                .expect("issue")
+        })
+    };
+    // Other requests are answered while the batch is being written.
+    let mut answered_meanwhile = 0;
+    while !issuing.is_finished() {
+        let response = app.get("/healthz").await;
+        assert_eq!(response.status(), 200);
+        let (status, _) = page(&app.address, &admin.client, &format!("/s/{}", course.slug)).await;
+        assert_eq!(status, 200);
+        if !issuing.is_finished() {
+            answered_meanwhile += 1;
+        }
+    }
+    let response = issuing.await.expect("join");
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let body: serde_json::Value = response.json().await.expect("json");
+    assert_eq!(body["count"], 30_000);
+    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM auth_codes WHERE share_id = $1")
+        .bind(course.share)
+        .fetch_one(&app.pool)
+        .await
+        .expect("count");
+    assert_eq!(stored, 30_000);
+    assert!(
+        answered_meanwhile >= 1,
+        "no other request was answered while issuing"
+    );
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_lost_code_is_replaced_atomically_and_the_new_one_shown_once(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    let codes = issue(&app, &admin, course.share, 2).await;
+    let codes_page = format!("/admin/t/{}/s/{}/codes", admin.tenant, course.share);
+    let response = form(
+        &app.address,
+        &admin.client,
+        &codes_page,
+        "/api/admin/codes/replace",
+        &[
+            ("tenant_id", &admin.tenant.to_string()),
+            ("code_id", &codes[0].0.to_string()),
+        ],
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::FOUND);
+    let one_time = response.headers()["location"]
+        .to_str()
+        .expect("location")
+        .to_owned();
+    let (_, html) = page(&app.address, &admin.client, &one_time).await;
+    let shown = codes_in(&html);
+    assert_eq!(shown.len(), 1, "{html}");
+    let (_, again) = page(&app.address, &admin.client, &one_time).await;
+    assert!(codes_in(&again).is_empty());
+    // The old code is revoked, the new one works, in the same batch.
+    let (_, learner) = learners(&app, 1).await.remove(0);
+    assert_eq!(
+        enter_code(&app, &learner, &course.slug, &codes[0].1)
+            .await
+            .status(),
+        409
+    );
+    assert_eq!(
+        enter_code(&app, &learner, &course.slug, &shown[0])
+            .await
+            .status(),
+        200
+    );
+    let batches: i64 =
+        sqlx::query_scalar("SELECT count(DISTINCT batch_id) FROM auth_codes WHERE share_id = $1")
+            .bind(course.share)
+            .fetch_one(&app.pool)
+            .await
+            .expect("batches");
+    assert_eq!(batches, 1);
+    // A revoked (or bound) code cannot be replaced: nothing changes.
+    let (status, _) = call(
+        &app,
+        &admin,
+        "/api/admin/codes/replace",
+        &[
+            ("tenant_id", &admin.tenant.to_string()),
+            ("code_id", &codes[0].0.to_string()),
+        ],
+    )
+    .await;
+    assert_eq!(status, 409);
+    let total: i64 = sqlx::query_scalar("SELECT count(*) FROM auth_codes WHERE share_id = $1")
+        .bind(course.share)
+        .fetch_one(&app.pool)
+        .await
+        .expect("codes");
+    assert_eq!(total, 3);
+}

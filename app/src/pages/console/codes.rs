@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
-    admin::{CodeRow, CodeTable, RevokeCode, UnbindCode, list_code_page},
+    admin::{CodeRow, CodeTable, ReplaceCode, RevokeCode, UnbindCode, list_code_page},
     components::form::FormAlert,
     error::AppError,
 };
@@ -38,6 +38,7 @@ pub fn CodesPage() -> impl IntoView {
     };
     let revoke = ServerAction::<RevokeCode>::new();
     let unbind = ServerAction::<UnbindCode>::new();
+    let replace = ServerAction::<ReplaceCode>::new();
     let data = Resource::new(
         move || {
             (
@@ -68,7 +69,7 @@ pub fn CodesPage() -> impl IntoView {
                 );
                 match (data.await, t, s) {
                     (Ok(table), Some(tenant), Some(share)) => view! {
-                        <Table table tenant share query=current() revoke unbind/>
+                        <Table table tenant share query=current() revoke unbind replace/>
                     }.into_any(),
                     (Ok(_), _, _) => view! { <crate::pages::not_found::NotFound/> }.into_any(),
                     (Err(error), _, _) => view! { <ConsoleError error here/> }.into_any(),
@@ -86,6 +87,7 @@ fn Table(
     query: Query,
     revoke: ServerAction<RevokeCode>,
     unbind: ServerAction<UnbindCode>,
+    replace: ServerAction<ReplaceCode>,
 ) -> impl IntoView {
     let base = format!("/admin/t/{tenant}/s/{share}/codes");
     let error = Signal::derive(move || {
@@ -94,6 +96,7 @@ fn Table(
             .get()
             .and_then(Result::err)
             .or_else(|| revoke.value().get().and_then(Result::err))
+            .or_else(|| replace.value().get().and_then(Result::err))
     });
     let next = table.next_after.map(|after| {
         let mut href = format!("{base}?after={after}");
@@ -151,7 +154,7 @@ fn Table(
                     <table class="data codes">
                         <thead><tr><th>"Hint"</th><th>"State"</th><th>"Learner"</th><th>"First access"</th><th>"Accesses"</th><th>"Batch"</th><th>"Actions"</th></tr></thead>
                         <tbody>
-                            {table.codes.into_iter().map(|code| view! { <Row code tenant revoke unbind/> }).collect_view()}
+                            {table.codes.into_iter().map(|code| view! { <Row code tenant revoke unbind replace/> }).collect_view()}
                         </tbody>
                     </table>
                 </div>
@@ -167,7 +170,11 @@ fn Row(
     tenant: Uuid,
     revoke: ServerAction<RevokeCode>,
     unbind: ServerAction<UnbindCode>,
+    replace: ServerAction<ReplaceCode>,
 ) -> impl IntoView {
+    let unused = code.state == "unused";
+    let revoke_label = format!("Revoke code {}", code.hint);
+    let replace_label = format!("Replace lost code {}", code.hint);
     let bound = code.state == "bound";
     let live = code.state != "revoked";
     let reason_id = format!("reason-{}", code.id);
@@ -186,7 +193,15 @@ fn Row(
                         <input type="hidden" name="tenant_id" value=tenant.to_string()/>
                         <input type="hidden" name="code_id" value=code.id.to_string()/>
                         <button type="submit" class="link-button danger-link"
-                            aria-label=format!("Revoke code {}", code.hint)>"Revoke"</button>
+                            aria-label=revoke_label>"Revoke"</button>
+                    </ActionForm>
+                })}
+                {unused.then(|| view! {
+                    <ActionForm action=replace attr:class="inline-form">
+                        <input type="hidden" name="tenant_id" value=tenant.to_string()/>
+                        <input type="hidden" name="code_id" value=code.id.to_string()/>
+                        <button type="submit" class="link-button"
+                            aria-label=replace_label>"Replace"</button>
                     </ActionForm>
                 })}
                 {bound.then(|| view! {

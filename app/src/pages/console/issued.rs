@@ -50,20 +50,44 @@ fn Issued(view: IssuedView, tenant: uuid::Uuid, back: String) -> impl IntoView {
         <ConsoleNav tenant/>
         <h1>"New codes for " {view.share_title.clone()}</h1>
         {match view.codes {
-            Some(codes) => view! {
+            Some(cards) => {
+                let shown = cards.len();
+                let printable = cards.iter().any(|c| c.qr_svg.is_some());
+                let title = view.share_title.clone();
+                let link = view.link.clone();
+                view! {
                 <div class="flash warning" role="status">
                     "These codes are shown only now. Download the CSV or copy them before you leave this page: "
                     "afterwards only their first and last two characters remain."
                 </div>
-                <p class="actions">
+                <p class="actions no-print">
                     <a class="button" href=view.csv_url.clone() download="">"Download CSV (once)"</a>
+                    {printable.then(|| view! { <PrintButton/> })}
                     <a class="button secondary" href=back.clone()>"Back to the share"</a>
                 </p>
-                <p class="muted">{format!("{} codes for ", codes.len())}<code>{view.link.clone()}</code></p>
-                <ol class="code-list">
-                    {codes.into_iter().map(|c| view! { <li><code class="plain-code">{c}</code></li> }).collect_view()}
+                <p class="muted no-print">{format!("{} codes for ", view.total)}<code>{view.link.clone()}</code>
+                    {(shown < view.total).then(|| format!(" (the first {shown} are listed; the CSV has all {})", view.total))}
+                </p>
+                <ol class="code-list no-print">
+                    {cards.iter().map(|c| view! { <li><code class="plain-code">{c.code.clone()}</code></li> }).collect_view()}
                 </ol>
-            }.into_any(),
+                {printable.then(|| view! {
+                    <section class="code-cards" aria-label="Printable code cards">
+                        <h2 class="no-print">"Cards to print"</h2>
+                        <p class="muted no-print">"One card per learner: the link, the code, and a QR code that opens the link with the code filled in."</p>
+                        {cards.into_iter().map(|c| view! {
+                            <article class="code-card">
+                                <h3>{title.clone()}</h3>
+                                <div class="qr" inner_html=c.qr_svg.unwrap_or_default()></div>
+                                <p class="card-link">{link.clone()}</p>
+                                <p class="card-code"><code>{c.code}</code></p>
+                                <p class="card-help">"Sign in, then enter the code once. It will be bound to your account."</p>
+                            </article>
+                        }).collect_view()}
+                    </section>
+                })}
+            }.into_any()
+            }
             None => view! {
                 <div class="flash info" role="status">
                     "These codes were already shown once. Plain codes are never stored: only their hints remain in the code table."
@@ -72,4 +96,17 @@ fn Issued(view: IssuedView, tenant: uuid::Uuid, back: String) -> impl IntoView {
             }.into_any(),
         }}
     }
+}
+
+/// Prints the page (its print style shows the cards only). Needs the
+/// hydrated page; without JavaScript the browser's own Print does the same.
+#[component]
+fn PrintButton() -> impl IntoView {
+    let print = move |_| {
+        #[cfg(feature = "hydrate")]
+        {
+            let _ = leptos::prelude::window().print();
+        }
+    };
+    view! { <button type="button" class="button secondary" on:click=print>"Print code cards"</button> }
 }

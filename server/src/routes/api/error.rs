@@ -159,6 +159,9 @@ impl From<ShareError> for ApiError {
                 Self::new(StatusCode::CONFLICT, "resource_in_use", message)
             }
             ShareError::CodeNotBound => Self::new(StatusCode::CONFLICT, "code_not_bound", message),
+            ShareError::CodeNotReplaceable => {
+                Self::new(StatusCode::CONFLICT, "code_not_replaceable", message)
+            }
             ShareError::Unexpected(e) => Self::unexpected(&e),
         }
     }
