@@ -95,6 +95,9 @@ pub struct SettlementSettings {
     /// How long one counted access lasts (Range requests and reloads of the
     /// resource within it are not counted again).
     pub grant_ttl_secs: u64,
+    /// How often `serve` checks every invariant (0: never; `server
+    /// reconcile` runs it by hand).
+    pub reconcile_interval_secs: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -260,6 +263,7 @@ impl Default for SettlementSettings {
             transaction_timeout_ms: 5_000,
             reservation_ttl_ms: 4_000,
             grant_ttl_secs: 6 * 3600,
+            reconcile_interval_secs: 600,
         }
     }
 }

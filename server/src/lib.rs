@@ -9,6 +9,7 @@ pub mod bad_input;
 pub mod bootstrap;
 pub mod config;
 pub mod csrf;
+pub mod reconcile;
 pub mod routes;
 pub mod startup;
 pub mod telemetry;

@@ -28,6 +28,12 @@ enum Command {
     Serve,
     /// Create the database if needed and apply pending migrations.
     Migrate,
+    /// Check every invariant in SQL; exits 1 if any is violated.
+    Reconcile {
+        /// Also fix counter drift (a share's used quota); never bindings.
+        #[arg(long)]
+        repair: bool,
+    },
     /// Operator tasks.
     Admin {
         #[command(subcommand)]
@@ -90,6 +96,11 @@ async fn run() -> anyhow::Result<()> {
     let database_url = settings.database.url.expose_secret().to_owned();
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => {
+            let every = settings.settlement.reconcile_interval_secs;
+            if every > 0 {
+                let pool = engine::db::connect_lazy(&database_url, &settings.db_options())?;
+                server::reconcile::spawn_periodic(pool, std::time::Duration::from_secs(every));
+            }
             let app = Application::build(settings).await?;
             tracing::info!(port = app.port(), "listening");
             app.run_until(shutdown_signal()).await
@@ -97,6 +108,27 @@ async fn run() -> anyhow::Result<()> {
         Command::Migrate => {
             engine::db::migrate(&database_url).await?;
             println!("migrations applied");
+            Ok(())
+        }
+        Command::Reconcile { repair } => {
+            let pool = engine::db::connect_lazy(&database_url, &settings.db_options())?;
+            let report = server::reconcile::reconcile(&pool, repair).await?;
+            for check in &report.checks {
+                let verdict = if check.violations == 0 {
+                    "ok".to_owned()
+                } else {
+                    format!("VIOLATED ({})", check.violations)
+                };
+                println!("{verdict:>14}  {}", check.name);
+            }
+            if report.repaired > 0 {
+                println!("repaired the used quota of {} share(s)", report.repaired);
+            }
+            anyhow::ensure!(
+                report.violations() == 0,
+                "{} invariant violation(s)",
+                report.violations()
+            );
             Ok(())
         }
         Command::Admin {

@@ -82,3 +82,23 @@ pub async fn violations(pool: &PgPool) -> anyhow::Result<Vec<Check>> {
         .filter(|c| c.violations != 0)
         .collect())
 }
+
+/// Repairs what is safely repairable: a share's used quota drifted from
+/// its counted access records (the records are the truth). Bindings are
+/// never touched: a binding problem needs a person. Returns the shares
+/// fixed.
+pub async fn repair_counters(pool: &PgPool) -> anyhow::Result<u64> {
+    let fixed = sqlx::query(
+        "UPDATE shares s SET quota_used = r.counted
+         FROM (SELECT s2.tenant_id, s2.id,
+                      (SELECT count(*) FROM access_records a
+                        WHERE a.tenant_id = s2.tenant_id AND a.share_id = s2.id)::int AS counted
+               FROM shares s2) r
+         WHERE s.tenant_id = r.tenant_id AND s.id = r.id AND s.quota_used <> r.counted",
+    )
+    .execute(pool)
+    .await
+    .context("repairing used quotas")?
+    .rows_affected();
+    Ok(fixed)
+}

@@ -12,5 +12,6 @@ mod helpers;
 mod learner_pages;
 mod logs;
 mod pages;
+mod reconcile;
 mod settlement;
 mod tokens;

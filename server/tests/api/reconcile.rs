@@ -1,0 +1,94 @@
+//! The reconciler finds violations planted behind the constraints' backs
+//! (in this test's own scratch database) and repairs counter drift, never
+//! bindings.
+
+use std::process::Command;
+
+use serde_json::json;
+use sqlx::PgPool;
+
+use crate::course::{admin, course, enter_code, issue, learners, open};
+use crate::helpers::{database_url_of, spawn_app};
+
+/// `server reconcile [args]`: exit success and standard output.
+fn reconcile(pool: &PgPool, args: &[&str]) -> (bool, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_server"))
+        .arg("reconcile")
+        .args(args)
+        .env("DATABASE_URL", database_url_of(pool))
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("run server reconcile");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn the_reconciler_reports_planted_violations_and_repairs_only_counters(pool: PgPool) {
+    let app = spawn_app(pool.clone()).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    let codes = issue(&app, &admin, course.share, 2).await;
+    let (learner_id, learner) = learners(&app, 1).await.remove(0);
+    assert_eq!(
+        enter_code(&app, &learner, &course.slug, &codes[0].1)
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(open(&app, &learner, &course, None).await.status(), 200);
+
+    let (clean, report) = reconcile(&pool, &[]);
+    assert!(clean, "{report}");
+    assert!(!report.contains("VIOLATED"), "{report}");
+
+    // Plant a second code for the same learner, the constraint dropped.
+    sqlx::query("DROP INDEX auth_codes_one_per_learner")
+        .execute(&pool)
+        .await
+        .expect("drop the constraint");
+    sqlx::query("UPDATE auth_codes SET bound_principal = $1, first_used_at = now() WHERE id = $2")
+        .bind(learner_id)
+        .bind(codes[1].0)
+        .execute(&pool)
+        .await
+        .expect("plant a double binding");
+    // And drift a counter.
+    sqlx::query("UPDATE shares SET quota_used = quota_used + 5 WHERE id = $1")
+        .bind(course.share)
+        .execute(&pool)
+        .await
+        .expect("drift");
+
+    let (clean, report) = reconcile(&pool, &[]);
+    assert!(!clean, "violations fail the command");
+    assert!(
+        report.contains("VIOLATED (1)  an account holds at most one code per share"),
+        "{report}"
+    );
+    assert!(
+        report.contains("VIOLATED (1)  a share's used quota equals its counted accesses"),
+        "{report}"
+    );
+
+    // Repair fixes the counter, never the bindings.
+    let (clean, report) = reconcile(&pool, &["--repair"]);
+    assert!(!clean, "the binding problem remains");
+    assert!(
+        report.contains("repaired the used quota of 1 share(s)"),
+        "{report}"
+    );
+    assert!(
+        !report.contains("VIOLATED (1)  a share's used quota"),
+        "{report}"
+    );
+    let bound: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM auth_codes WHERE bound_principal = $1")
+            .bind(learner_id)
+            .fetch_one(&pool)
+            .await
+            .expect("bindings");
+    assert_eq!(bound, 2, "bindings are left for a person to decide");
+}
