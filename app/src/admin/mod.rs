@@ -266,6 +266,11 @@ mod support {
             ShareError::InvalidLabel => AppError::invalid("label", message),
             ShareError::InvalidReason => AppError::invalid("reason", message),
             ShareError::InvalidCodeState => AppError::invalid("state", message),
+            ShareError::QuotaBelowUse { .. } => AppError::invalid("quota", message),
+            ShareError::LearnerLimitBelowUse { .. } => {
+                AppError::invalid("per_learner_limit", message)
+            }
+            ShareError::SlugLocked => AppError::invalid("slug", message),
             ShareError::ShareNotFound | ShareError::CodeNotFound | ShareError::ResourceNotFound => {
                 AppError::NotFound
             }
@@ -797,6 +802,18 @@ pub async fn issued_codes(
 ) -> Result<IssuedView, AppError> {
     let run = async {
         let (state, admin, share) = support::admin_share(tenant_id, share_id).await?;
+        // Only this share's batch (or replacement code), taken by its admin.
+        if !engine::console::handover_of_share(
+            &state.pool,
+            share.tenant(),
+            engine::shares::ShareId(share.id),
+            batch_id,
+        )
+        .await
+        .map_err(support::internal)?
+        {
+            return Err(AppError::NotFound);
+        }
         let codes = engine::handover::take(
             &state.redis,
             admin.id,

@@ -192,8 +192,8 @@ pub async fn take_flash() -> Result<Option<crate::auth::Flash>, AppError> {
     session.remove(FLASH_KEY).await.map_err(session_error)
 }
 
-/// The client's IP: the socket peer, or the first `X-Forwarded-For` hop
-/// when the deployment says a trusted proxy sets it.
+/// The client's IP: the socket peer, or the `X-Forwarded-For` hop a
+/// trusted proxy appended, when the deployment says there is one.
 pub async fn client_ip() -> Result<IpAddr, AppError> {
     let state = AppState::from_context()?;
     let parts = leptos::prelude::use_context::<http::request::Parts>()
@@ -206,14 +206,17 @@ pub async fn client_ip() -> Result<IpAddr, AppError> {
     Ok(client_ip_of(&state, &peer, &parts.headers))
 }
 
-/// The client's address: the TCP peer, or the first `X-Forwarded-For` hop
-/// when the server is configured to sit behind a trusted proxy.
+/// The client's address: the TCP peer, or the last `X-Forwarded-For` hop
+/// (the one the trusted proxy appended) when the server is configured to
+/// sit behind such a proxy.
 pub fn client_ip_of(state: &AppState, peer: &SocketAddr, headers: &http::HeaderMap) -> IpAddr {
     if state.auth.trust_forwarded_for
         && let Some(ip) = headers
             .get("x-forwarded-for")
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(',').next())
+            // The hop the trusted proxy appended is the last one; the
+            // ones before it are whatever the client claimed.
+            .and_then(|v| v.rsplit(',').next())
             .and_then(|v| v.trim().parse::<IpAddr>().ok())
     {
         return ip;

@@ -7,7 +7,7 @@
 use std::net::IpAddr;
 
 use engine::{
-    accounts::Principal,
+    accounts::{AccountId, Principal},
     codes::{CodeFormatError, PlainCode},
     coordination::ThrottleScope,
     settlement::{self, Grant, RequestId, SettlementError, SettlementRequest},
@@ -125,12 +125,29 @@ pub fn unavailable_because(share: &Share, now: OffsetDateTime) -> Option<&'stati
     })
 }
 
-/// The code id kept for `share` in this session (phase 2), if any.
-pub async fn pending_code(session: &Session, share: Uuid) -> Result<Option<Uuid>, AppError> {
-    session
-        .get::<Uuid>(&pending_key(share))
+/// A code accepted in phase 2, with the account that entered it: a
+/// session can outlive a sign-in (a shared computer), and a pending code
+/// must never be bound to anyone but the learner who typed it.
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+struct Pending {
+    principal: Uuid,
+    code: Uuid,
+}
+
+/// The code id `principal` entered for `share` in this session (phase 2),
+/// if any.
+pub async fn pending_code(
+    session: &Session,
+    share: Uuid,
+    principal: AccountId,
+) -> Result<Option<Uuid>, AppError> {
+    let pending = session
+        .get::<Pending>(&pending_key(share))
         .await
-        .map_err(guard::session_error)
+        .map_err(guard::session_error)?;
+    Ok(pending
+        .filter(|p| p.principal == principal.0)
+        .map(|p| p.code))
 }
 
 /// What entering a code did.
@@ -188,7 +205,13 @@ pub async fn enter_code(
         return Ok(CodeEntered::AlreadyBound);
     }
     session
-        .insert(&pending_key(share.id), code_id)
+        .insert(
+            &pending_key(share.id),
+            Pending {
+                principal: principal.id.0,
+                code: code_id,
+            },
+        )
         .await
         .map_err(guard::session_error)?;
     Ok(CodeEntered::Pending)
@@ -229,7 +252,7 @@ pub async fn open(
     let pending = if cross_site {
         None
     } else {
-        pending_code(session, share.id).await?
+        pending_code(session, share.id, principal.id).await?
     };
     let request = SettlementRequest {
         share: share.clone(),
@@ -251,7 +274,7 @@ pub async fn open(
         // The access is decided (and maybe bound): a session hiccup now
         // must not turn it into an error page. A stale pending id is
         // harmless; the next settlement finds the binding first.
-        if let Err(error) = session.remove::<Uuid>(&pending_key(share.id)).await {
+        if let Err(error) = session.remove::<Pending>(&pending_key(share.id)).await {
             tracing::warn!(error = %error, "could not clear a pending code after settlement");
         }
     }

@@ -127,7 +127,10 @@ pub async fn share_view(slug: String) -> Result<SharePage, AppError> {
                         hint: binding.hint,
                         since: flows::human_date(binding.bound_at),
                     }),
-                    None if flows::pending_code(&session, share.id).await?.is_some() => {
+                    None if flows::pending_code(&session, share.id, principal.id)
+                        .await?
+                        .is_some() =>
+                    {
                         LearnerState::Pending { email }
                     }
                     None => LearnerState::NeedsCode { email },

@@ -22,6 +22,23 @@ pub fn SharePageView() -> impl IntoView {
     let params = use_params_map();
     let slug = move || params.read().get("slug").unwrap_or_default();
     let enter = ServerAction::<EnterCode>::new();
+    // A card's `#code=…` survives the sign-in detour in this tab only.
+    Effect::new(move |_| {
+        #[cfg(feature = "hydrate")]
+        {
+            let window = leptos::prelude::window();
+            if let (Some(code), Some(storage)) = (
+                window
+                    .location()
+                    .hash()
+                    .ok()
+                    .and_then(|h| h.strip_prefix("#code=").map(str::to_owned)),
+                window.session_storage().ok().flatten(),
+            ) {
+                let _ = storage.set_item(&format!("admitone:code:{}", slug()), &code);
+            }
+        }
+    });
     let page = Resource::new(
         move || (slug(), enter.version().get()),
         |(slug, _)| share_view(slug),
@@ -172,15 +189,33 @@ fn CodeForm(slug: String, enter: ServerAction<EnterCode>) -> impl IntoView {
             .or_else(|| enter.value().get().and_then(Result::err))
     });
     // A QR code from a printed card opens the link with `#code=…` (a
-    // fragment: never sent to the server, never logged): fill it in.
+    // fragment: never sent to the server, never logged): fill it in, also
+    // after a detour through sign-in (kept in this tab's sessionStorage).
+    let storage_key = format!("admitone:code:{slug}");
     Effect::new(move |_| {
         #[cfg(feature = "hydrate")]
-        if let (Some(field), Ok(hash)) = (input.get(), leptos::prelude::window().location().hash())
-            && let Some(code) = hash.strip_prefix("#code=")
+        if let Some(field) = input.get()
             && field.value().is_empty()
         {
-            field.set_value(code);
+            let window = leptos::prelude::window();
+            let storage = window.session_storage().ok().flatten();
+            let from_link = window
+                .location()
+                .hash()
+                .ok()
+                .and_then(|h| h.strip_prefix("#code=").map(str::to_owned));
+            let kept = storage
+                .as_ref()
+                .and_then(|s| s.get_item(&storage_key).ok().flatten());
+            if let Some(code) = from_link.or(kept) {
+                field.set_value(&code);
+                if let Some(storage) = storage {
+                    let _ = storage.remove_item(&storage_key);
+                }
+            }
         }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = &storage_key;
     });
     // Errors are announced (role=alert); focus goes back to the field so
     // the learner can correct it at once.

@@ -66,15 +66,19 @@ pub async fn activity(
         r#"WITH span AS (
              SELECT generate_series((now() AT TIME ZONE 'UTC')::date - ($2::int - 1),
                                     (now() AT TIME ZONE 'UTC')::date, interval '1 day')::date AS day
+           ),
+           counted AS (
+             SELECT (granted_at AT TIME ZONE 'UTC')::date AS day,
+                    count(*) FILTER (WHERE bound_now) AS bindings, count(*) AS accesses
+             FROM access_records
+             WHERE tenant_id = $1
+               AND granted_at >= ((now() AT TIME ZONE 'UTC')::date - ($2::int - 1))::timestamp AT TIME ZONE 'UTC'
+             GROUP BY 1
            )
-           SELECT span.day AS "day!",
-                  (SELECT count(*) FROM access_records r
-                    WHERE r.tenant_id = $1 AND r.bound_now
-                      AND (r.granted_at AT TIME ZONE 'UTC')::date = span.day) AS "bindings!",
-                  (SELECT count(*) FROM access_records r
-                    WHERE r.tenant_id = $1
-                      AND (r.granted_at AT TIME ZONE 'UTC')::date = span.day) AS "accesses!"
-           FROM span ORDER BY span.day"#,
+           SELECT span.day AS "day!", coalesce(counted.bindings, 0) AS "bindings!",
+                  coalesce(counted.accesses, 0) AS "accesses!"
+           FROM span LEFT JOIN counted ON counted.day = span.day
+           ORDER BY span.day"#,
         tenant.0,
         days,
     )
@@ -221,6 +225,7 @@ pub async fn leaks(pool: &PgPool, tenant: TenantId) -> anyhow::Result<Vec<LeakRo
                   c.last_foreign_attempt_at AS "last_attempt!"
            FROM auth_codes c JOIN shares s ON s.tenant_id = c.tenant_id AND s.id = c.share_id
            WHERE c.tenant_id = $1 AND c.foreign_attempts > 0 AND c.last_foreign_attempt_at IS NOT NULL
+             AND c.bound_principal IS NOT NULL AND c.revoked_at IS NULL
            ORDER BY c.last_foreign_attempt_at DESC
            LIMIT 20"#,
         tenant.0,
@@ -318,4 +323,25 @@ pub async fn records(
     .fetch_all(pool)
     .await
     .context("reading access records")
+}
+
+/// Whether `id` is a batch of `share`, or a (replacement) code of it: what
+/// a one-time handover page may be opened for.
+pub async fn handover_of_share(
+    pool: &PgPool,
+    tenant: TenantId,
+    share: ShareId,
+    id: Uuid,
+) -> anyhow::Result<bool> {
+    sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM code_batches WHERE tenant_id = $1 AND share_id = $2 AND id = $3)
+               OR EXISTS (SELECT 1 FROM auth_codes WHERE tenant_id = $1 AND share_id = $2 AND id = $3)
+           AS "found!""#,
+        tenant.0,
+        share.0,
+        id,
+    )
+    .fetch_one(pool)
+    .await
+    .context("checking a handover's share")
 }

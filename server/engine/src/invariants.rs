@@ -43,9 +43,13 @@ const CHECKS: &[(&str, &str)] = &[
     ),
     (
         "every access record was announced in the outbox, once",
+        // One grouped pass over each table (a hash join), not a count per row.
         "SELECT count(*) FROM access_records a
-         WHERE (SELECT count(*) FROM outbox o WHERE o.tenant_id = a.tenant_id
-                  AND o.event_type = 'access.recorded' AND o.payload->>'access_id' = a.id::text) <> 1",
+         LEFT JOIN (SELECT tenant_id, payload->>'access_id' AS access_id, count(*) AS n
+                    FROM outbox WHERE event_type = 'access.recorded'
+                    GROUP BY tenant_id, payload->>'access_id') o
+           ON o.tenant_id = a.tenant_id AND o.access_id = a.id::text
+         WHERE coalesce(o.n, 0) <> 1",
     ),
     (
         "every first binding was announced in the outbox",
@@ -84,21 +88,55 @@ pub async fn violations(pool: &PgPool) -> anyhow::Result<Vec<Check>> {
 }
 
 /// Repairs what is safely repairable: a share's used quota drifted from
-/// its counted access records (the records are the truth). Bindings are
-/// never touched: a binding problem needs a person. Returns the shares
-/// fixed.
+/// its counted access records (the records are the truth). One share at a
+/// time, its row locked while it is counted, so a settlement committing
+/// meanwhile is never overwritten; a share whose records exceed its quota
+/// is left alone (that is a violation for a person, not drift). Bindings
+/// are never touched. Returns the shares fixed.
 pub async fn repair_counters(pool: &PgPool) -> anyhow::Result<u64> {
-    let fixed = sqlx::query(
-        "UPDATE shares s SET quota_used = r.counted
-         FROM (SELECT s2.tenant_id, s2.id,
-                      (SELECT count(*) FROM access_records a
-                        WHERE a.tenant_id = s2.tenant_id AND a.share_id = s2.id)::int AS counted
-               FROM shares s2) r
-         WHERE s.tenant_id = r.tenant_id AND s.id = r.id AND s.quota_used <> r.counted",
+    let drifted: Vec<(uuid::Uuid, uuid::Uuid)> = sqlx::query_as(
+        "SELECT s.tenant_id, s.id FROM shares s
+         WHERE s.quota_used <> (SELECT count(*) FROM access_records a
+                                WHERE a.tenant_id = s.tenant_id AND a.share_id = s.id)",
     )
-    .execute(pool)
+    .fetch_all(pool)
     .await
-    .context("repairing used quotas")?
-    .rows_affected();
+    .context("finding drifted quotas")?;
+    let mut fixed = 0;
+    for (tenant, share) in drifted {
+        let mut tx = pool.begin().await.context("starting a repair")?;
+        let quota: Option<Option<i32>> = sqlx::query_scalar(
+            "SELECT quota FROM shares WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
+        )
+        .bind(tenant)
+        .bind(share)
+        .fetch_optional(&mut *tx)
+        .await
+        .context("locking a drifted share")?;
+        let Some(quota) = quota else { continue };
+        let counted: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM access_records WHERE tenant_id = $1 AND share_id = $2",
+        )
+        .bind(tenant)
+        .bind(share)
+        .fetch_one(&mut *tx)
+        .await
+        .context("counting a share's records")?;
+        if quota.is_some_and(|q| counted > i64::from(q)) {
+            continue;
+        }
+        let updated = sqlx::query(
+            "UPDATE shares SET quota_used = $3 WHERE tenant_id = $1 AND id = $2 AND quota_used <> $3",
+        )
+        .bind(tenant)
+        .bind(share)
+        .bind(i32::try_from(counted).context("more records than fit a quota")?)
+        .execute(&mut *tx)
+        .await
+        .context("repairing a used quota")?
+        .rows_affected();
+        tx.commit().await.context("committing a repair")?;
+        fixed += updated;
+    }
     Ok(fixed)
 }

@@ -559,16 +559,20 @@ impl Settler {
         if let Some(reason) = current.unavailable_because(OffsetDateTime::now_utc()) {
             return Err(SettlementError::ShareUnavailable(reason).into());
         }
+        // FOR SHARE: a resource being removed is either gone before this
+        // access is counted, or removed only after it commits.
         let resource_ok = sqlx::query_scalar!(
-            r#"SELECT EXISTS (SELECT 1 FROM resources
-                WHERE tenant_id = $1 AND share_id = $2 AND id = $3 AND deleted_at IS NULL) AS "ok!""#,
+            r#"SELECT 1 AS "one!" FROM resources
+               WHERE tenant_id = $1 AND share_id = $2 AND id = $3 AND deleted_at IS NULL
+               FOR SHARE"#,
             tenant,
             share_id,
             request.resource,
         )
-        .fetch_one(&mut *tx)
+        .fetch_optional(&mut *tx)
         .await
-        .context("reading the resource")?;
+        .context("reading the resource")?
+        .is_some();
         if !resource_ok {
             return Err(SettlementError::ResourceNotFound.into());
         }

@@ -38,6 +38,14 @@ pub enum ShareError {
     ResourceNotFound,
     #[error("only an unused code can be replaced (unbind or revoke the others)")]
     CodeNotReplaceable,
+    #[error("{used} accesses are already counted: the total limit cannot be lower")]
+    QuotaBelowUse { used: i64 },
+    #[error("a learner already used {used} accesses: the per-learner limit cannot be lower")]
+    LearnerLimitBelowUse { used: i64 },
+    #[error(
+        "codes were issued with this link: it cannot change (printed cards and sent links would break)"
+    )]
+    SlugLocked,
     #[error(
         "learners have opened this resource {accesses} times; tick \"remove anyway\" to remove it"
     )]
@@ -328,6 +336,33 @@ pub async fn update_share(
     .await
     .context("locking a share")?
     .ok_or(ShareError::ShareNotFound)?;
+    // Limits cannot go below what is already used (the invariants would
+    // be broken for good), and a link handed out with codes stays valid.
+    if new.quota.is_some_and(|quota| quota < before.quota_used) {
+        return Err(ShareError::QuotaBelowUse {
+            used: i64::from(before.quota_used),
+        });
+    }
+    let usage = sqlx::query!(
+        r#"SELECT coalesce(max(access_count), 0) AS "most!", count(*) AS "codes!"
+           FROM auth_codes WHERE tenant_id = $1 AND share_id = $2"#,
+        tenant.0,
+        share.0,
+    )
+    .fetch_one(&mut *tx)
+    .await
+    .context("reading a share's use")?;
+    if new
+        .per_learner_limit
+        .is_some_and(|limit| limit < usage.most)
+    {
+        return Err(ShareError::LearnerLimitBelowUse {
+            used: i64::from(usage.most),
+        });
+    }
+    if new.slug.as_str() != before.slug && usage.codes > 0 {
+        return Err(ShareError::SlugLocked);
+    }
     let updated = sqlx::query_as!(
         Share,
         r#"UPDATE shares
@@ -1185,6 +1220,7 @@ pub async fn unbind_code(
     let revoked = sqlx::query_scalar!(
         r#"UPDATE auth_codes
            SET bound_principal = NULL, first_used_at = NULL, access_count = 0,
+               foreign_attempts = 0, last_foreign_attempt_at = NULL,
                revoked_at = CASE WHEN $3 THEN coalesce(revoked_at, now()) ELSE revoked_at END
            WHERE tenant_id = $1 AND id = $2
            RETURNING revoked_at IS NOT NULL AS "revoked!""#,

@@ -53,7 +53,8 @@ fn admin_calls(t: Target) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
                 tenant.clone(),
                 share.clone(),
                 field("title", "Renamed"),
-                field("slug", "renamed-course"),
+                // Codes exist: the link name stays.
+                field("slug", "course-b"),
                 field("description", ""),
                 field("status", "active"),
                 field("valid_from", ""),
@@ -213,7 +214,7 @@ async fn world(app: &TestApp) -> World {
         admin_b,
         engine::shares::NewShare::parse(engine::shares::ShareInput {
             title: "Course B".into(),
-            slug: None,
+            slug: Some("course-b".into()),
             description: None,
             status: Some("active".into()),
             per_learner_limit: None,

@@ -822,3 +822,60 @@ async fn a_lost_code_is_replaced_atomically_and_the_new_one_shown_once(pool: PgP
         .expect("codes");
     assert_eq!(total, 3);
 }
+
+#[sqlx::test(migrations = "../migrations")]
+async fn limits_never_go_below_use_and_links_stay_once_codes_exist(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({ "quota": 10 })).await;
+    let codes = issue(&app, &admin, course.share, 2).await;
+    for ((_, learner), (_, code)) in learners(&app, 2).await.iter().zip(&codes) {
+        assert_eq!(
+            enter_code(&app, learner, &course.slug, code).await.status(),
+            200
+        );
+        assert_eq!(open(&app, learner, &course, None).await.status(), 200);
+    }
+    let (tenant, share) = (admin.tenant.to_string(), course.share.to_string());
+    let update = |slug: &str, limit: &'static str, quota: &'static str| {
+        vec![
+            ("tenant_id", tenant.clone()),
+            ("share_id", share.clone()),
+            ("title", "Rust in Depth".to_owned()),
+            ("slug", slug.to_owned()),
+            ("description", String::new()),
+            ("status", "active".to_owned()),
+            ("valid_from", String::new()),
+            ("valid_until", String::new()),
+            ("per_learner_limit", limit.to_owned()),
+            ("quota", quota.to_owned()),
+        ]
+    };
+    for (fields, field) in [
+        (update(&course.slug, "", "1"), "quota"),
+        (update(&course.slug, "", ""), ""),
+        (update("another-link", "", ""), "slug"),
+    ] {
+        let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let (status, body) = call(&app, &admin, "/api/admin/share/update", &fields).await;
+        if field.is_empty() {
+            assert_eq!(status, 200, "{body}");
+            continue;
+        }
+        assert_eq!(status, 422, "{body}");
+        let error: serde_json::Value = serde_json::from_str(&body).expect("json");
+        assert_eq!(error["Invalid"]["field"], field, "{body}");
+    }
+    // A quota equal to what is used is allowed (below is not, above).
+    let ok: Vec<(&str, String)> = update(&course.slug, "1", "2");
+    let ok: Vec<(&str, &str)> = ok.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (status, body) = call(&app, &admin, "/api/admin/share/update", &ok).await;
+    assert_eq!(status, 200, "{body}");
+    let broken = engine::invariants::violations(&app.pool)
+        .await
+        .expect("checks");
+    assert!(
+        broken.is_empty(),
+        "no invariant broken by the edits: {broken:?}"
+    );
+}

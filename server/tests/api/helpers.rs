@@ -26,6 +26,9 @@ pub fn new_client() -> reqwest::Client {
     reqwest::Client::builder()
         .cookie_store(true)
         .redirect(reqwest::redirect::Policy::none())
+        // A stuck request fails its test with a message instead of
+        // hanging the whole run.
+        .timeout(std::time::Duration::from_secs(60))
         .build()
         .expect("client")
 }

@@ -318,3 +318,31 @@ async fn each_unavailable_state_is_explained_on_the_share_page(pool: PgPool) {
         assert!(!html.contains(r#"name="code""#), "no code form");
     }
 }
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_pending_code_is_never_bound_to_the_next_account_on_the_same_browser(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    let codes = issue(&app, &admin, course.share, 1).await;
+    // One browser (one cookie jar): A enters a code, then B signs in
+    // without A signing out, and opens the course.
+    let browser = crate::helpers::new_client();
+    let a = format!("a-{}@example.com", Uuid::new_v4());
+    let b = format!("b-{}@example.com", Uuid::new_v4());
+    app.create_account(&a, crate::course::PASSWORD).await;
+    app.create_account(&b, crate::course::PASSWORD).await;
+    app.login_as(&browser, &a, crate::course::PASSWORD).await;
+    assert_eq!(
+        enter_code(&app, &browser, &course.slug, &codes[0].1)
+            .await
+            .status(),
+        200
+    );
+    app.login_as(&browser, &b, crate::course::PASSWORD).await;
+    let response = open(&app, &browser, &course, None).await;
+    assert_eq!(response.status(), 403, "B has no code of their own");
+    let (_, html) = page(&app, &browser, &format!("/s/{}", course.slug)).await;
+    assert!(html.contains(r#"data-state="needs-code""#), "{html}");
+    assert!(bound_codes(&app, course.share).await.is_empty());
+}

@@ -132,7 +132,7 @@ fn Settings(editor: ShareEditor, action: ServerAction<UpdateShare>) -> impl Into
                 <input type="hidden" name="share_id" value=editor.id.to_string()/>
                 <OptionalField name="title" label="Title" value=editor.title.clone() error/>
                 <OptionalField name="slug" label="Link name" value=editor.slug.clone()
-                    hint="Changing it breaks links already handed out." error/>
+                    hint="Fixed once codes are issued: printed cards and sent links use it." error/>
                 <div class="field">
                     <label for="description">"Description"</label>
                     <textarea id="description" name="description" rows="4" maxlength="10000">{editor.description.clone()}</textarea>

@@ -159,6 +159,9 @@ impl From<ShareError> for ApiError {
                 Self::new(StatusCode::CONFLICT, "resource_in_use", message)
             }
             ShareError::CodeNotBound => Self::new(StatusCode::CONFLICT, "code_not_bound", message),
+            ShareError::QuotaBelowUse { .. } => invalid("quota"),
+            ShareError::LearnerLimitBelowUse { .. } => invalid("per_learner_limit"),
+            ShareError::SlugLocked => invalid("slug"),
             ShareError::CodeNotReplaceable => {
                 Self::new(StatusCode::CONFLICT, "code_not_replaceable", message)
             }

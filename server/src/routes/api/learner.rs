@@ -66,7 +66,9 @@ pub async fn share(
         },
         Some(p) => {
             let binding = settlement::binding_of(&state.app.pool, &share, p.id).await?;
-            let pending = flows::pending_code(&session, share.id).await?.is_some();
+            let pending = flows::pending_code(&session, share.id, p.id)
+                .await?
+                .is_some();
             Me {
                 signed_in: true,
                 email: Some(p.email.clone()),
