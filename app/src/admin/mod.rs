@@ -52,9 +52,7 @@ pub async fn my_tenants() -> Result<Vec<TenantView>, AppError> {
 #[server(prefix = "/api/admin", endpoint = "tenant/overview")]
 pub async fn tenant_overview(tenant_id: Uuid) -> Result<TenantView, AppError> {
     let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let tenant = engine::tenants::TenantId(tenant_id);
-        crate::auth::guard::require_admin(tenant).await?;
+        let (state, tenant, _) = support::admin_of_tenant(tenant_id).await?;
         engine::tenants::summary(&state.pool, tenant)
             .await
             .map_err(|e| AppError::internal(&e))?
@@ -225,6 +223,18 @@ pub struct AuditPage {
     pub next: Option<String>,
 }
 
+#[cfg(feature = "ssr")]
+impl From<engine::console::BatchRow> for BatchView {
+    fn from(b: engine::console::BatchRow) -> Self {
+        Self {
+            id: b.id,
+            label: b.label,
+            count: b.count,
+            created: support::when(b.created_at),
+        }
+    }
+}
+
 /// One audit entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditView {
@@ -281,6 +291,23 @@ mod support {
             | ShareError::CodeNotReplaceable => AppError::refused("conflict", message),
             ShareError::Unexpected(e) => AppError::internal(&e),
         }
+    }
+
+    /// The state, the tenant and its signed-in admin (401/403 otherwise).
+    pub async fn admin_of_tenant(
+        tenant: Uuid,
+    ) -> Result<
+        (
+            AppState,
+            engine::tenants::TenantId,
+            engine::accounts::Principal,
+        ),
+        AppError,
+    > {
+        let state = AppState::from_context()?;
+        let tenant = engine::tenants::TenantId(tenant);
+        let admin = guard::require_admin(tenant).await?;
+        Ok((state, tenant, admin))
     }
 
     /// The signed-in admin of `tenant` and its share `share` (404 for a
@@ -365,9 +392,7 @@ mod support {
 pub async fn dashboard(tenant_id: Uuid) -> Result<DashboardView, AppError> {
     use support::internal;
     let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let tenant = engine::tenants::TenantId(tenant_id);
-        crate::auth::guard::require_admin(tenant).await?;
+        let (state, tenant, _) = support::admin_of_tenant(tenant_id).await?;
         let summary = engine::tenants::summary(&state.pool, tenant)
             .await
             .map_err(internal)?
@@ -507,9 +532,7 @@ pub async fn create_share(
 ) -> Result<(), AppError> {
     use engine::shares::{NewShare, ShareInput};
     let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let tenant = engine::tenants::TenantId(tenant_id);
-        let admin = crate::auth::guard::require_admin(tenant).await?;
+        let (state, tenant, admin) = support::admin_of_tenant(tenant_id).await?;
         let new = NewShare::parse(ShareInput {
             title,
             slug,
@@ -533,7 +556,7 @@ pub async fn create_share(
 /// A share's editor: settings, resources, batches.
 #[server(prefix = "/api/admin", endpoint = "share", input = server_fn::codec::GetUrl)]
 pub async fn share_settings(tenant_id: Uuid, share_id: Uuid) -> Result<ShareEditor, AppError> {
-    use support::{internal, local_input, when};
+    use support::{internal, local_input};
     let run = async {
         let (state, _, share) = support::admin_share(tenant_id, share_id).await?;
         let resources = engine::shares::resources(
@@ -565,24 +588,8 @@ pub async fn share_settings(tenant_id: Uuid, share_id: Uuid) -> Result<ShareEdit
                 .unwrap_or_default(),
             quota: share.quota.map(|n| n.to_string()).unwrap_or_default(),
             quota_used: share.quota_used,
-            resources: resources
-                .into_iter()
-                .map(|r| crate::learner::ResourceItem {
-                    id: r.id,
-                    title: r.title,
-                    kind: r.kind,
-                    size_bytes: r.size_bytes,
-                })
-                .collect(),
-            batches: batches
-                .into_iter()
-                .map(|b| BatchView {
-                    id: b.id,
-                    label: b.label,
-                    count: b.count,
-                    created: when(b.created_at),
-                })
-                .collect(),
+            resources: resources.into_iter().map(crate::learner::item).collect(),
+            batches: batches.into_iter().map(BatchView::from).collect(),
         })
     };
     run.await.map_err(AppError::respond)
@@ -910,15 +917,7 @@ pub async fn list_code_page(
                 })
                 .collect(),
             next_after,
-            batches: batches
-                .into_iter()
-                .map(|b| BatchView {
-                    id: b.id,
-                    label: b.label,
-                    count: b.count,
-                    created: when(b.created_at),
-                })
-                .collect(),
+            batches: batches.into_iter().map(BatchView::from).collect(),
         })
     };
     run.await.map_err(AppError::respond)
@@ -1046,9 +1045,7 @@ pub async fn unbind_code(
 #[server(prefix = "/api/admin", endpoint = "batches/revoke-unused")]
 pub async fn revoke_unused(tenant_id: Uuid, batch_id: Uuid) -> Result<u64, AppError> {
     let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let tenant = engine::tenants::TenantId(tenant_id);
-        let admin = crate::auth::guard::require_admin(tenant).await?;
+        let (state, tenant, admin) = support::admin_of_tenant(tenant_id).await?;
         engine::shares::revoke_unused_of_batch(&state.pool, tenant, admin.id, batch_id)
             .await
             .map_err(support::share_error)
@@ -1066,9 +1063,7 @@ pub async fn audit_log(
     use support::{internal, when};
     const PAGE: i64 = 100;
     let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let tenant = engine::tenants::TenantId(tenant_id);
-        crate::auth::guard::require_admin(tenant).await?;
+        let (state, tenant, _) = support::admin_of_tenant(tenant_id).await?;
         let before = match before.as_deref().filter(|b| !b.is_empty()) {
             None => None,
             Some(cursor) => Some(parse_cursor(cursor).ok_or_else(|| {
@@ -1150,9 +1145,7 @@ fn token_error(error: engine::tokens::TokenError) -> AppError {
 pub async fn api_tokens(tenant_id: Uuid) -> Result<Vec<TokenRow>, AppError> {
     use support::when;
     let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let tenant = engine::tenants::TenantId(tenant_id);
-        crate::auth::guard::require_admin(tenant).await?;
+        let (state, tenant, _) = support::admin_of_tenant(tenant_id).await?;
         let tokens = engine::tokens::list(&state.pool, tenant)
             .await
             .map_err(support::internal)?;
@@ -1183,9 +1176,7 @@ pub async fn create_token(
     use engine::tokens::Scope;
     use secrecy::ExposeSecret as _;
     let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let tenant = engine::tenants::TenantId(tenant_id);
-        let admin = crate::auth::guard::require_admin(tenant).await?;
+        let (state, tenant, admin) = support::admin_of_tenant(tenant_id).await?;
         let mut scopes = Vec::new();
         if read.is_some() {
             scopes.push(Scope::Read);
@@ -1215,9 +1206,7 @@ pub async fn create_token(
 #[server(prefix = "/api/admin", endpoint = "tokens/revoke")]
 pub async fn revoke_token(tenant_id: Uuid, token_id: Uuid) -> Result<(), AppError> {
     let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let tenant = engine::tenants::TenantId(tenant_id);
-        let admin = crate::auth::guard::require_admin(tenant).await?;
+        let (state, tenant, admin) = support::admin_of_tenant(tenant_id).await?;
         engine::tokens::revoke(&state.pool, tenant, admin.id, token_id)
             .await
             .map_err(token_error)

@@ -284,8 +284,9 @@ pub async fn my_courses() -> Result<Vec<CourseItem>, AppError> {
     run.await.map_err(AppError::respond)
 }
 
+/// A resource as pages list it (learner pages and the console alike).
 #[cfg(feature = "ssr")]
-fn item(resource: engine::shares::Resource) -> ResourceItem {
+pub(crate) fn item(resource: engine::shares::Resource) -> ResourceItem {
     ResourceItem {
         id: resource.id,
         title: resource.title,
