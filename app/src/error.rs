@@ -70,18 +70,42 @@ impl AppError {
         }
     }
 
-    /// The message as a sentence for a page: capitalised, with a full stop.
-    pub fn sentence(&self) -> String {
-        let text = self.to_string();
-        let mut chars = text.chars();
-        let Some(first) = chars.next() else {
-            return text;
+    /// The message in the page's language. Messages carried by the error
+    /// were written in the request's language by the server; the fixed ones
+    /// are translated here. (`Display` stays English, for logs.)
+    pub fn text(&self) -> String {
+        use crate::i18n::t;
+        let fixed = match self {
+            Self::Unauthenticated => t("please sign in first", "请先登录"),
+            Self::InvalidCredentials => t("the email or the password is wrong", "邮箱或密码错误"),
+            Self::AccountDisabled => t(
+                "this account is disabled; contact the course provider",
+                "这个账号已被停用，请联系课程提供方",
+            ),
+            Self::Forbidden => t("you do not have access to this", "你没有权限访问这里"),
+            Self::NotFound => t("not found", "找不到这个页面"),
+            Self::Unavailable { .. } => t(
+                "the service is busy, please try again in a moment",
+                "服务繁忙，请稍后再试",
+            ),
+            Self::Internal { reference } => {
+                return crate::i18n::lang().pick(
+                    self.to_string(),
+                    format!("服务器出错了（参考编号 {reference}）"),
+                );
+            }
+            Self::Invalid { .. }
+            | Self::RateLimited { .. }
+            | Self::Refused { .. }
+            | Self::TryAgain { .. } => return self.to_string(),
         };
-        let mut sentence: String = first.to_uppercase().chain(chars).collect();
-        if !sentence.ends_with(['.', '!', '?', ')']) {
-            sentence.push('.');
-        }
-        sentence
+        fixed.to_owned()
+    }
+
+    /// The message as a sentence for a page: capitalised, with a full stop
+    /// (`。` after Chinese).
+    pub fn sentence(&self) -> String {
+        sentence(&self.text())
     }
 
     /// An expected refusal with a stable reason code.
@@ -172,6 +196,24 @@ impl AppError {
         tracing::error!(reference = %reference, error = format!("{error:#}"), "unexpected error");
         Self::Internal { reference }
     }
+}
+
+/// A message as a sentence: capitalised, ending in a full stop (`。` after
+/// Chinese text).
+pub fn sentence(text: &str) -> String {
+    let mut chars = text.chars();
+    let Some(first) = chars.next() else {
+        return String::new();
+    };
+    let mut sentence: String = first.to_uppercase().chain(chars).collect();
+    if !sentence.ends_with(['.', '!', '?', ')', '。', '！', '？', '）']) {
+        let chinese = sentence
+            .chars()
+            .last()
+            .is_some_and(|c| ('\u{4e00}'..='\u{9fff}').contains(&c));
+        sentence.push(if chinese { '。' } else { '.' });
+    }
+    sentence
 }
 
 impl server_fn::error::FromServerFnError for AppError {

@@ -9,6 +9,7 @@ pub mod admin;
 pub mod auth;
 pub mod components;
 pub mod error;
+pub mod i18n;
 pub mod learner;
 pub mod pages;
 #[cfg(feature = "ssr")]
@@ -47,7 +48,7 @@ use crate::pages::{
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     view! {
         <!DOCTYPE html>
-        <html lang="en">
+        <html lang=i18n::lang().tag()>
             <head>
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
@@ -109,6 +110,9 @@ mod tests {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
+    // Decided once per page, from the request (server) or `<html lang>`
+    // (browser), so every component renders in the same language.
+    provide_context(i18n::lang());
     components::hydration::mark_hydrated();
     // One sign-out action for the whole page, so the header and the flash
     // message refresh when it completes.

@@ -85,6 +85,10 @@ test("create, upload, issue, download once, revoke, learner binds, unbind, audit
   await expect(row).toContainText(email);
   await row.getByText("Unbind…").click();
   await row.getByLabel("Reason (the learner loses access)").fill("bought for a colleague");
+  // Without the confirmation tick the browser does not send the form.
+  await row.getByRole("button", { name: "Unbind" }).click();
+  await expect(page.locator("tr[data-state=bound]")).toHaveCount(1);
+  await row.getByLabel(`I understand that ${email} loses access to this course at once.`).check();
   await row.getByRole("button", { name: "Unbind" }).click();
   await expect(page.locator("tr[data-state=bound]")).toHaveCount(0);
   expect(sql(`SELECT count(*) FROM auth_codes c JOIN shares s ON s.id = c.share_id WHERE s.slug = '${slug}' AND c.bound_principal IS NOT NULL`)).toBe("0");

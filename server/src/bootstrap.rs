@@ -202,6 +202,7 @@ pub async fn seed_demo(
                 count: 1,
                 label: "demo",
                 idempotency_key: None,
+                progress: None,
             },
         )
         .await

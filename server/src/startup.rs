@@ -189,6 +189,7 @@ pub fn router(state: ServerState) -> Router {
     Router::new()
         .route("/healthz", get(routes::health::healthz))
         .route("/readyz", get(routes::health::readyz))
+        .route("/lang/{tag}", get(routes::lang::switch))
         .merge(routes::api::router())
         .route(
             "/admin/t/{tenant}/s/{share}/upload",

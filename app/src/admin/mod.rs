@@ -154,6 +154,8 @@ pub struct ShareEditor {
     pub quota_used: i32,
     pub resources: Vec<crate::learner::ResourceItem>,
     pub batches: Vec<BatchView>,
+    /// A fresh ticket for the issue form (see [`issue_codes`]).
+    pub issue_ticket: Uuid,
 }
 
 /// A code batch.
@@ -264,7 +266,7 @@ mod support {
 
     /// A share domain error as the console shows it.
     pub fn share_error(error: ShareError) -> AppError {
-        let message = error.to_string();
+        let message = crate::i18n::errors::message(&error);
         match error {
             ShareError::InvalidTitle => AppError::invalid("title", message),
             ShareError::InvalidSlug | ShareError::SlugTaken => AppError::invalid("slug", message),
@@ -365,7 +367,15 @@ mod support {
         let format = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]");
         time::PrimitiveDateTime::parse(raw, &format)
             .map(|t| Some(t.assume_utc()))
-            .map_err(|_| AppError::invalid(field, "a date and time like 2026-12-31T18:00"))
+            .map_err(|_| {
+                AppError::invalid(
+                    field,
+                    crate::i18n::t(
+                        "a date and time like 2026-12-31T18:00",
+                        "请输入日期和时间，例如 2026-12-31T18:00",
+                    ),
+                )
+            })
     }
 
     /// Parses an optional limit field (1 to 1,000,000,000); empty is unset.
@@ -381,7 +391,10 @@ mod support {
             .ok_or_else(|| {
                 AppError::invalid(
                     field,
-                    "a whole number from 1 to 1,000,000,000, or empty for no limit",
+                    crate::i18n::t(
+                        "a whole number from 1 to 1,000,000,000, or empty for no limit",
+                        "请输入 1 到 1,000,000,000 之间的整数，留空表示不限",
+                    ),
                 )
             })
     }
@@ -409,7 +422,14 @@ pub async fn dashboard(tenant_id: Uuid) -> Result<DashboardView, AppError> {
         let leaks = engine::console::leaks(&state.pool, tenant)
             .await
             .map_err(internal)?;
-        let label = time::macros::format_description!("[day padding:none] [month repr:short]");
+        let label = match crate::i18n::lang() {
+            crate::i18n::Lang::En => {
+                time::macros::format_description!("[day padding:none] [month repr:short]")
+            }
+            crate::i18n::Lang::Zh => {
+                time::macros::format_description!("[month padding:none]月[day padding:none]日")
+            }
+        };
         Ok(DashboardView {
             tenant: summary.into(),
             shares_count: totals.shares,
@@ -488,7 +508,7 @@ pub async fn share_learners(
                 let email = list
                     .first()
                     .map(|r| r.email.clone())
-                    .unwrap_or_else(|| "this learner".into());
+                    .unwrap_or_else(|| crate::i18n::t("this learner", "这位学员").into());
                 Some((
                     email,
                     list.into_iter()
@@ -590,6 +610,7 @@ pub async fn share_settings(tenant_id: Uuid, share_id: Uuid) -> Result<ShareEdit
             quota_used: share.quota_used,
             resources: resources.into_iter().map(crate::learner::item).collect(),
             batches: batches.into_iter().map(BatchView::from).collect(),
+            issue_ticket: Uuid::new_v4(),
         })
     };
     run.await.map_err(AppError::respond)
@@ -645,7 +666,7 @@ mod settings_form {
             if crate::auth::guard::from_plain_form() {
                 crate::auth::guard::set_flash(&crate::auth::Flash {
                     kind: crate::auth::FlashKind::Success,
-                    message: "Saved.".into(),
+                    message: crate::i18n::t("Saved.", "已保存。").into(),
                 })
                 .await?;
                 leptos_axum::redirect(&format!("/admin/t/{tenant_id}/s/{share_id}"));
@@ -692,7 +713,12 @@ pub async fn move_resource(
         let step = match direction.as_str() {
             "up" => -1,
             "down" => 1,
-            _ => return Err(AppError::invalid("direction", "up or down")),
+            _ => {
+                return Err(AppError::invalid(
+                    "direction",
+                    crate::i18n::t("up or down", "只能是上移或下移"),
+                ));
+            }
         };
         let (state, admin, share) = support::admin_share(tenant_id, share_id).await?;
         engine::shares::move_resource(
@@ -741,14 +767,20 @@ pub async fn delete_resource(
     run.await.map_err(AppError::respond)
 }
 
-/// Issues `count` codes and opens the one-time result page.
+/// Issues `count` codes and opens the one-time result page. `ticket`
+/// (chosen by the page) names the request: the page polls
+/// [`issue_progress`] with it, and a second submission of the same form
+/// (a double click, a retry) opens the first batch instead of issuing
+/// another.
 #[server(prefix = "/api/admin", endpoint = "codes/issue")]
 pub async fn issue_codes(
     tenant_id: Uuid,
     share_id: Uuid,
     count: String,
     label: String,
+    ticket: Option<Uuid>,
 ) -> Result<(), AppError> {
+    use engine::shares::ShareError;
     use support::share_error;
     let run = async {
         let (state, admin, share) = support::admin_share(tenant_id, share_id).await?;
@@ -757,8 +789,18 @@ pub async fn issue_codes(
             .parse::<i64>()
             .ok()
             .filter(|n| (1..=MAX_BATCH).contains(n))
-            .ok_or_else(|| AppError::invalid("count", "a number of codes from 1 to 100,000"))?;
-        let batch = engine::shares::issue_codes(
+            .ok_or_else(|| {
+                AppError::invalid(
+                    "count",
+                    crate::i18n::t(
+                        "a number of codes from 1 to 100,000",
+                        "兑换码数量为 1 到 100,000",
+                    ),
+                )
+            })?;
+        let idempotency_key = ticket.map(|t| format!("console-issue:{t}"));
+        let progress = ticket.map(|t| engine::progress::Progress::new(&state.redis, admin.id, t));
+        let issued = engine::shares::issue_codes(
             &state.pool,
             &state.keyring,
             share.tenant(),
@@ -767,11 +809,20 @@ pub async fn issue_codes(
                 share: engine::shares::ShareId(share.id),
                 count,
                 label: &label,
-                idempotency_key: None,
+                idempotency_key: idempotency_key.as_deref(),
+                progress: progress.as_ref(),
             },
         )
-        .await
-        .map_err(share_error)?;
+        .await;
+        let batch = match issued {
+            Err(ShareError::BatchAlreadyIssued { batch_id, .. }) => {
+                leptos_axum::redirect(&format!(
+                    "/admin/t/{tenant_id}/s/{share_id}/batches/{batch_id}"
+                ));
+                return Ok(());
+            }
+            other => other.map_err(share_error)?,
+        };
         let codes: Vec<String> = batch.codes.iter().map(|(_, c)| c.display()).collect();
         if let Err(error) =
             engine::handover::park(&state.redis, admin.id, batch.batch_id, &codes).await
@@ -796,6 +847,19 @@ pub async fn issue_codes(
             batch.batch_id
         ));
         Ok(())
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// How far issuing under `ticket` has got: `(done, total)` codes, `None`
+/// before the first report.
+#[server(prefix = "/api/admin", endpoint = "codes/progress", input = server_fn::codec::GetUrl)]
+pub async fn issue_progress(tenant_id: Uuid, ticket: Uuid) -> Result<Option<(u64, u64)>, AppError> {
+    let run = async {
+        let (state, _, admin) = support::admin_of_tenant(tenant_id).await?;
+        engine::progress::read(&state.redis, admin.id, ticket)
+            .await
+            .map_err(support::internal)
     };
     run.await.map_err(AppError::respond)
 }
@@ -1006,23 +1070,38 @@ pub async fn replace_code(tenant_id: Uuid, code_id: Uuid) -> Result<(), AppError
 }
 
 /// Unbinds a bound code with a reason; `after` is `usable` (the code can
-/// be used again) or `revoked`.
+/// be used again) or `revoked`; `confirm` must be `yes`.
 #[server(prefix = "/api/admin", endpoint = "codes/unbind")]
 pub async fn unbind_code(
     tenant_id: Uuid,
     code_id: Uuid,
     reason: String,
     after: String,
+    confirm: Option<String>,
 ) -> Result<(), AppError> {
     let run = async {
         let (state, admin) = admin_code(tenant_id, code_id).await?;
+        // Unbinding takes a course away from a person: the form asks for an
+        // explicit confirmation, not only a reason.
+        if confirm.as_deref() != Some("yes") {
+            return Err(AppError::invalid(
+                "confirm",
+                crate::i18n::t(
+                    "tick the box to confirm that the learner loses access",
+                    "请勾选确认：学员将失去访问权限",
+                ),
+            ));
+        }
         let revoke = match after.as_str() {
             "usable" => false,
             "revoked" => true,
             _ => {
                 return Err(AppError::invalid(
                     "after",
-                    "choose whether the code stays usable or is revoked",
+                    crate::i18n::t(
+                        "choose whether the code stays usable or is revoked",
+                        "请选择兑换码解绑后可再次使用还是作废",
+                    ),
                 ));
             }
         };
@@ -1069,7 +1148,10 @@ pub async fn audit_log(
             Some(cursor) => Some(parse_cursor(cursor).ok_or_else(|| {
                 AppError::invalid(
                     "before",
-                    "this page link is damaged; start from the first page",
+                    crate::i18n::t(
+                        "this page link is damaged; start from the first page",
+                        "这个分页链接已损坏，请从第一页开始",
+                    ),
                 )
             })?),
         };
@@ -1092,10 +1174,16 @@ pub async fn audit_log(
                 .into_iter()
                 .map(|r| AuditView {
                     when: when(r.created_at),
-                    actor: r.actor_email.unwrap_or_else(|| "system".into()),
+                    actor: r
+                        .actor_email
+                        .unwrap_or_else(|| crate::i18n::t("system", "系统").into()),
                     target: match r.target_id {
-                        Some(id) => format!("{} {}", r.target_type, &id.to_string()[..8]),
-                        None => r.target_type,
+                        Some(id) => format!(
+                            "{} {}",
+                            crate::i18n::target_type(&r.target_type),
+                            &id.to_string()[..8]
+                        ),
+                        None => crate::i18n::target_type(&r.target_type),
                     },
                     action: r.action,
                     reason: r.reason,
@@ -1131,7 +1219,7 @@ pub struct TokenRow {
 #[cfg(feature = "ssr")]
 fn token_error(error: engine::tokens::TokenError) -> AppError {
     use engine::tokens::TokenError;
-    let message = error.to_string();
+    let message = crate::i18n::errors::message(&error);
     match error {
         TokenError::InvalidName => AppError::invalid("name", message),
         TokenError::InvalidScope => AppError::invalid("scopes", message),
@@ -1154,7 +1242,12 @@ pub async fn api_tokens(tenant_id: Uuid) -> Result<Vec<TokenRow>, AppError> {
             .map(|t| TokenRow {
                 id: t.id,
                 name: t.name,
-                scopes: t.scopes.join(", "),
+                scopes: t
+                    .scopes
+                    .iter()
+                    .map(|s| crate::i18n::scope(s))
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 created_by: t.created_by,
                 created: when(t.created_at),
                 last_used: t.last_used_at.map(when),
@@ -1193,7 +1286,10 @@ pub async fn create_token(
         if crate::auth::guard::from_plain_form() {
             crate::auth::guard::set_flash(&crate::auth::Flash {
                 kind: crate::auth::FlashKind::Success,
-                message: format!("New token (shown once, copy it now): {token}"),
+                message: crate::i18n::lang().pick(
+                    format!("New token (shown once, copy it now): {token}"),
+                    format!("新令牌（只显示这一次，请立即复制）：{token}"),
+                ),
             })
             .await?;
         }

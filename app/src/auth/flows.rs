@@ -12,14 +12,21 @@ use engine::{
 use secrecy::SecretString;
 use tower_sessions::Session;
 
-use crate::{auth::guard, error::AppError, state::AppState};
+use crate::{
+    auth::guard,
+    error::AppError,
+    i18n::{Lang, t},
+    state::AppState,
+};
 
 pub fn account_error(error: AccountError) -> AppError {
+    let message = crate::i18n::errors::message(&error);
     match error {
-        AccountError::InvalidEmail => AppError::invalid("email", error.to_string()),
-        AccountError::InvalidPassword => AppError::invalid("password", error.to_string()),
-        AccountError::InvalidDisplayName => AppError::invalid("display_name", error.to_string()),
-        AccountError::EmailTaken => AppError::invalid("email", error.to_string()),
+        AccountError::InvalidEmail | AccountError::EmailTaken => {
+            AppError::invalid("email", message)
+        }
+        AccountError::InvalidPassword => AppError::invalid("password", message),
+        AccountError::InvalidDisplayName => AppError::invalid("display_name", message),
         AccountError::InvalidCredentials => AppError::InvalidCredentials,
         AccountError::Disabled => AppError::AccountDisabled,
         AccountError::Unexpected(e) => AppError::internal(&e),
@@ -27,6 +34,8 @@ pub fn account_error(error: AccountError) -> AppError {
 }
 
 /// Counts one attempt; refuses past the limit with the time to wait.
+/// `what` names the attempts in the current language ("sign-in attempts
+/// for this account").
 pub async fn throttle(
     state: &AppState,
     scope: ThrottleScope,
@@ -39,13 +48,15 @@ pub async fn throttle(
         Ok(Decision::Allowed { .. }) => Ok(()),
         Ok(Decision::Refused { retry_after }) => {
             let secs = retry_after.as_secs().max(1);
-            let wait = if secs >= 120 {
-                format!("{} minutes", secs.div_ceil(60))
-            } else {
-                format!("{secs} seconds")
+            let minutes = secs.div_ceil(60);
+            let message = match (crate::i18n::lang(), secs >= 120) {
+                (Lang::En, true) => format!("Too many {what}. Try again in {minutes} minutes."),
+                (Lang::En, false) => format!("Too many {what}. Try again in {secs} seconds."),
+                (Lang::Zh, true) => format!("{what}过于频繁，请 {minutes} 分钟后再试。"),
+                (Lang::Zh, false) => format!("{what}过于频繁，请 {secs} 秒后再试。"),
             };
             Err(AppError::RateLimited {
-                message: format!("Too many {what}. Try again in {wait}."),
+                message,
                 retry_after_secs: secs,
             })
         }
@@ -80,7 +91,7 @@ pub async fn register(
     if form.password_confirm.is_some_and(|c| c != form.password) {
         return Err(AppError::invalid(
             "password_confirm",
-            "the two passwords differ",
+            t("the two passwords differ", "两次输入的密码不一致"),
         ));
     }
     let password = Password::parse(SecretString::from(form.password)).map_err(account_error)?;
@@ -89,7 +100,7 @@ pub async fn register(
         ThrottleScope::RegisterIp,
         &ip.to_string(),
         state.auth.register_per_ip,
-        "registrations from your network",
+        t("registrations from your network", "来自你所在网络的注册"),
     )
     .await?;
     accounts::register(&state.pool, &email, &display_name, &password)
@@ -117,7 +128,10 @@ pub async fn login(
         ThrottleScope::SignInIp,
         &ip.to_string(),
         state.auth.sign_in_per_ip,
-        "sign-in attempts from your network",
+        t(
+            "sign-in attempts from your network",
+            "来自你所在网络的登录尝试",
+        ),
     )
     .await?;
     throttle(
@@ -125,7 +139,7 @@ pub async fn login(
         ThrottleScope::SignInEmail,
         email.as_str(),
         state.auth.sign_in_per_email,
-        "sign-in attempts for this account",
+        t("sign-in attempts for this account", "这个账号的登录尝试"),
     )
     .await?;
     // A password outside the policy cannot be anyone's: same answer as a

@@ -14,6 +14,8 @@ use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::error::AppError;
+#[cfg(feature = "ssr")]
+use crate::i18n::t;
 
 /// The signed-in account as pages show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,9 +75,12 @@ pub async fn register(
         let principal = flows::register(&state, &session, ip, form).await?;
         guard::set_flash(&Flash {
             kind: FlashKind::Success,
-            message: format!(
-                "Welcome, {}! Your account is ready.",
-                principal.display_name
+            message: crate::i18n::lang().pick(
+                format!(
+                    "Welcome, {}! Your account is ready.",
+                    principal.display_name
+                ),
+                format!("欢迎你，{}！账号已创建好。", principal.display_name),
             ),
         })
         .await?;
@@ -106,7 +111,7 @@ pub async fn logout() -> Result<(), AppError> {
         guard::sign_out().await?;
         guard::set_flash(&Flash {
             kind: FlashKind::Info,
-            message: "You have signed out.".into(),
+            message: t("You have signed out.", "你已退出登录。").into(),
         })
         .await?;
         leptos_axum::redirect("/");
@@ -127,13 +132,22 @@ pub async fn logout_all() -> Result<(), AppError> {
         guard::sign_out().await?;
         guard::set_flash(&Flash {
             kind: FlashKind::Info,
-            message: "You have signed out on every device.".into(),
+            message: t(
+                "You have signed out on every device.",
+                "你已在所有设备上退出登录。",
+            )
+            .into(),
         })
         .await?;
         leptos_axum::redirect("/");
         Ok(())
     };
     run.await.map_err(AppError::respond)
+}
+
+#[cfg(feature = "ssr")]
+fn wrong_password() -> &'static str {
+    t("the current password is wrong", "当前密码不正确")
 }
 
 /// Changes the password; every other session of the account ends.
@@ -151,25 +165,29 @@ pub async fn change_password(
         if new_password != new_password_confirm {
             return Err(AppError::invalid(
                 "new_password_confirm",
-                "the two new passwords differ",
+                t("the two new passwords differ", "两次输入的新密码不一致"),
             ));
         }
         let new = Password::parse(SecretString::from(new_password))
-            .map_err(|e| AppError::invalid("new_password", e.to_string()))?;
+            .map_err(|e| AppError::invalid("new_password", crate::i18n::errors::message(&e)))?;
         let current = Password::parse(SecretString::from(current_password))
-            .map_err(|_| AppError::invalid("current_password", "the current password is wrong"))?;
+            .map_err(|_| AppError::invalid("current_password", wrong_password()))?;
         let epoch = accounts::change_password(&state.pool, principal.id, &current, &new)
             .await
             .map_err(|e| match e {
                 AccountError::InvalidCredentials => {
-                    AppError::invalid("current_password", "the current password is wrong")
+                    AppError::invalid("current_password", wrong_password())
                 }
                 other => flows::account_error(other),
             })?;
         guard::restamp(principal.id, epoch).await?;
         guard::set_flash(&Flash {
             kind: FlashKind::Success,
-            message: "Password changed. Your other devices were signed out.".into(),
+            message: t(
+                "Password changed. Your other devices were signed out.",
+                "密码已修改，你的其他设备已退出登录。",
+            )
+            .into(),
         })
         .await?;
         leptos_axum::redirect("/account");

@@ -4,7 +4,7 @@
 
 use leptos::prelude::*;
 
-use crate::error::AppError;
+use crate::error::{AppError, sentence};
 
 /// The error of a whole form (not tied to one field), if any.
 #[component]
@@ -33,15 +33,6 @@ pub fn FieldError(
             .map(|message| sentence(&message))
             .map(|message| view! { <p class="field-error" id=id role="alert">{message}</p> })
     }
-}
-
-/// A field message as a sentence: capitalised, with a full stop.
-fn sentence(message: &str) -> String {
-    AppError::Invalid {
-        field: None,
-        message: message.to_owned(),
-    }
-    .sentence()
 }
 
 /// `aria-invalid` for field `field`.

@@ -4,6 +4,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_location;
 
 use crate::auth::{Logout, whoami};
+use crate::i18n::{Lang, lang, t};
 
 /// Site header. On narrow screens the navigation collapses behind a menu
 /// button (which needs the hydrated page; without JavaScript the menu is
@@ -23,7 +24,7 @@ pub fn Header() -> impl IntoView {
         open.set(false);
     });
     view! {
-        <a class="skip-link" href="#main">"Skip to content"</a>
+        <a class="skip-link" href="#main">{t("Skip to content", "跳到正文")}</a>
         <header class="site-header">
             <div class="container header-row">
                 <a class="brand" href="/">
@@ -37,33 +38,33 @@ pub fn Header() -> impl IntoView {
                     aria-expanded=move || open.get().to_string()
                     on:click=move |_| open.update(|o| *o = !*o)
                 >
-                    <span class="visually-hidden">"Menu"</span>
+                    <span class="visually-hidden">{t("Menu", "菜单")}</span>
                     <span aria-hidden="true">"☰"</span>
                 </button>
-                <nav id="site-nav" class="site-nav" class:open=move || open.get() aria-label="Main">
+                <nav id="site-nav" class="site-nav" class:open=move || open.get() aria-label=t("Main", "主导航")>
                     <ul>
-                        <li><a href="/">"Home"</a></li>
+                        <li><a href="/">{t("Home", "首页")}</a></li>
                         <Transition fallback=|| ()>
                             {move || Suspend::new(async move {
                                 match user.await.ok().flatten() {
                                     Some(user) => view! {
-                                        <li><a href="/courses">"My courses"</a></li>
-                                        <li><a href="/admin">"Console"</a></li>
+                                        <li><a href="/courses">{t("My courses", "我的课程")}</a></li>
+                                        <li><a href="/admin">{t("Console", "管理后台")}</a></li>
                                         <li>
                                             <a href="/account" class="account-link">
-                                                <span class="visually-hidden">"Signed in as "</span>
+                                                <span class="visually-hidden">{t("Signed in as ", "当前登录：")}</span>
                                                 {user.display_name}
                                             </a>
                                         </li>
                                         <li>
                                             <ActionForm action=logout attr:class="inline-form">
-                                                <button type="submit" class="link-button">"Sign out"</button>
+                                                <button type="submit" class="link-button">{t("Sign out", "退出登录")}</button>
                                             </ActionForm>
                                         </li>
                                     }.into_any(),
                                     None => view! {
-                                        <li><a href="/login">"Sign in"</a></li>
-                                        <li><a href="/register" class="button small">"Create account"</a></li>
+                                        <li><a href="/login">{t("Sign in", "登录")}</a></li>
+                                        <li><a href="/register" class="button small">{t("Create account", "注册账号")}</a></li>
                                     }.into_any(),
                                 }
                             })}
@@ -75,13 +76,53 @@ pub fn Header() -> impl IntoView {
     }
 }
 
+/// Site footer, with the language switcher: plain links to `/lang/{tag}`,
+/// which set the `lang` cookie and come back here, with or without
+/// JavaScript.
 #[component]
 pub fn Footer() -> impl IntoView {
+    let location = use_location();
+    let current = lang();
+    let back = move || {
+        let here = format!("{}{}", location.pathname.get(), location.search.get());
+        encode_query_value(&here)
+    };
     view! {
         <footer class="site-footer">
-            <div class="container">
-                <p>"AdmitOne: one person, one code."</p>
+            <div class="container footer-row">
+                <p>{t("AdmitOne: one person, one code.", "AdmitOne：一人一码。")}</p>
+                <nav class="lang-switch" aria-label=t("Language", "语言")>
+                    {Lang::ALL
+                        .into_iter()
+                        .map(|l| {
+                            let href = move || format!("/lang/{}?back={}", l.tag(), back());
+                            view! {
+                                <a
+                                    href=href
+                                    hreflang=l.tag()
+                                    lang=l.tag()
+                                    aria-current=(l == current).then_some("true")
+                                >
+                                    {l.name()}
+                                </a>
+                            }
+                        })
+                        .collect_view()}
+                </nav>
             </div>
         </footer>
     }
+}
+
+/// Percent-encodes a query value (everything but unreserved characters).
+fn encode_query_value(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }

@@ -56,7 +56,9 @@ impl From<LearnerError> for AppError {
     fn from(error: LearnerError) -> Self {
         match error {
             LearnerError::App(error) => error,
-            LearnerError::Format(error) => AppError::invalid("code", error.to_string()),
+            LearnerError::Format(error) => {
+                AppError::invalid("code", crate::i18n::code_format_error(&error))
+            }
             LearnerError::Settlement(error) => settlement_error(error),
         }
     }
@@ -65,7 +67,7 @@ impl From<LearnerError> for AppError {
 /// A settlement outcome as the pages show it.
 pub fn settlement_error(error: SettlementError) -> AppError {
     use SettlementError as E;
-    let message = error.to_string();
+    let message = crate::i18n::errors::message(&error);
     match error {
         E::InvalidCode => AppError::invalid("code", message),
         E::CodeRequired => AppError::refused("code_required", message),
@@ -74,7 +76,10 @@ pub fn settlement_error(error: SettlementError) -> AppError {
         E::WrongShare => AppError::refused("wrong_share", message),
         E::AlreadyHasAccess => AppError::refused(
             "already_has_access",
-            "You already have access to this course, so this code was not used: keep it for someone else.",
+            crate::i18n::t(
+                "You already have access to this course, so this code was not used: keep it for someone else.",
+                "你已经可以访问这门课程，这个兑换码没有被使用：请留给其他人。",
+            ),
         ),
         E::ShareUnavailable(_) => AppError::refused("share_unavailable", message),
         E::QuotaExhausted => AppError::refused("quota_exhausted", message),
@@ -177,7 +182,7 @@ pub async fn enter_code(
         ThrottleScope::CodeAccount,
         &principal.id.0.to_string(),
         policy.code_per_account,
-        "code attempts",
+        crate::i18n::t("code attempts", "兑换码尝试"),
     )
     .await?;
     throttle(
@@ -185,7 +190,10 @@ pub async fn enter_code(
         ThrottleScope::CodeIp,
         &ip.to_string(),
         policy.code_per_ip,
-        "code attempts from your network",
+        crate::i18n::t(
+            "code attempts from your network",
+            "来自你所在网络的兑换码尝试",
+        ),
     )
     .await?;
     throttle(
@@ -193,7 +201,7 @@ pub async fn enter_code(
         ThrottleScope::CodeShare,
         &share.id.to_string(),
         policy.code_per_share,
-        "code attempts for this course",
+        crate::i18n::t("code attempts for this course", "这门课程的兑换码尝试"),
     )
     .await?;
     let code_id =
@@ -330,6 +338,13 @@ pub fn is_cross_site(headers: &http::HeaderMap) -> bool {
 
 /// A date as pages show it: `29 November 2026`.
 pub fn human_date(at: OffsetDateTime) -> String {
-    let format = time::macros::format_description!("[day padding:none] [month repr:long] [year]");
+    let format = match crate::i18n::lang() {
+        crate::i18n::Lang::En => {
+            time::macros::format_description!("[day padding:none] [month repr:long] [year]")
+        }
+        crate::i18n::Lang::Zh => {
+            time::macros::format_description!("[year]年[month padding:none]月[day padding:none]日")
+        }
+    };
     at.format(&format).unwrap_or_else(|_| at.date().to_string())
 }

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::error::AppError;
+use crate::i18n::t;
 
 /// A share's landing page.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -138,7 +139,14 @@ pub async fn share_view(slug: String) -> Result<SharePage, AppError> {
             }
         };
         let unavailable =
-            flows::unavailable_because(&share, time::OffsetDateTime::now_utc()).map(capitalise);
+            flows::unavailable_because(&share, time::OffsetDateTime::now_utc()).map(|why| {
+                match crate::i18n::lang() {
+                    crate::i18n::Lang::En => capitalise(why),
+                    crate::i18n::Lang::Zh => {
+                        format!("{}。", crate::i18n::errors::share_unavailable(why))
+                    }
+                }
+            });
         Ok(SharePage {
             slug: share.slug,
             title: share.title,
@@ -180,10 +188,14 @@ pub enum CodeOutcome {
 impl CodeOutcome {
     pub fn message(self) -> &'static str {
         match self {
-            Self::Pending => {
-                "Code accepted. It will be bound to this account when you first open the course."
-            }
-            Self::AlreadyBound => "This code is already bound to your account.",
+            Self::Pending => t(
+                "Code accepted. It will be bound to this account when you first open the course.",
+                "兑换码已接受。你第一次打开课程时，它会绑定到这个账号。",
+            ),
+            Self::AlreadyBound => t(
+                "This code is already bound to your account.",
+                "这个兑换码已绑定到你的账号。",
+            ),
         }
     }
 }
@@ -261,12 +273,15 @@ pub async fn my_courses() -> Result<Vec<CourseItem>, AppError> {
             .into_iter()
             .map(|h| {
                 let note = if h.revoked {
-                    Some("Your access was withdrawn by the course provider.")
+                    Some(t(
+                        "Your access was withdrawn by the course provider.",
+                        "课程提供方已收回你的访问权限。",
+                    ))
                 } else {
                     match h.status.as_str() {
                         "active" => None,
-                        "paused" => Some("Paused by the course provider."),
-                        _ => Some("No longer offered."),
+                        "paused" => Some(t("Paused by the course provider.", "课程提供方已暂停。")),
+                        _ => Some(t("No longer offered.", "已不再提供。")),
                     }
                 };
                 CourseItem {
@@ -314,7 +329,7 @@ pub fn human_size(bytes: i64) -> String {
         unit += 1;
     }
     if unit == 0 {
-        format!("{bytes} bytes")
+        crate::i18n::lang().pick(format!("{bytes} bytes"), format!("{bytes} 字节"))
     } else {
         format!("{value:.1} {}", UNITS[unit])
     }

@@ -7,18 +7,19 @@ use leptos_router::components::Redirect;
 use crate::{
     auth::{ChangePassword, LogoutAll, whoami},
     components::form::{Field, FormAlert},
+    i18n::t,
 };
 
 #[component]
 pub fn AccountPage() -> impl IntoView {
     let user = Resource::new(|| (), |_| whoami());
     view! {
-        <Title text="Your account"/>
-        <Transition fallback=|| view! { <p>"Loading…"</p> }>
+        <Title text=t("Your account", "我的账号")/>
+        <Transition fallback=|| view! { <p>{t("Loading…", "加载中…")}</p> }>
             {move || Suspend::new(async move {
                 match user.await {
                     Ok(Some(user)) => view! {
-                        <h1>"Your account"</h1>
+                        <h1>{t("Your account", "我的账号")}</h1>
                         <p class="muted">{user.display_name}" · "{user.email}</p>
                         <div class="cards">
                             <ChangePasswordForm/>
@@ -26,7 +27,7 @@ pub fn AccountPage() -> impl IntoView {
                         </div>
                     }.into_any(),
                     Ok(None) => view! { <Redirect path="/login?next=/account"/> }.into_any(),
-                    Err(error) => view! { <div class="flash error" role="alert">{error.to_string()}</div> }.into_any(),
+                    Err(error) => view! { <div class="flash error" role="alert">{error.sentence()}</div> }.into_any(),
                 }
             })}
         </Transition>
@@ -39,18 +40,18 @@ fn ChangePasswordForm() -> impl IntoView {
     let error = Signal::derive(move || action.value().get().and_then(Result::err));
     view! {
         <section class="card">
-            <h2>"Change password"</h2>
+            <h2>{t("Change password", "修改密码")}</h2>
             <FormAlert error/>
             <ActionForm action=action attr:class="form">
-                <Field name="current_password" label="Current password" kind="password"
+                <Field name="current_password" label=t("Current password", "当前密码") kind="password"
                     autocomplete="current-password" error/>
-                <Field name="new_password" label="New password" kind="password" autocomplete="new-password"
-                    minlength=10 hint="At least 10 characters." error/>
-                <Field name="new_password_confirm" label="Repeat the new password" kind="password"
+                <Field name="new_password" label=t("New password", "新密码") kind="password" autocomplete="new-password"
+                    minlength=10 hint=t("At least 10 characters.", "至少 10 个字符。") error/>
+                <Field name="new_password_confirm" label=t("Repeat the new password", "再次输入新密码") kind="password"
                     autocomplete="new-password" error/>
-                <button type="submit" class="button" disabled=move || action.pending().get()>"Change password"</button>
+                <button type="submit" class="button" disabled=move || action.pending().get()>{t("Change password", "修改密码")}</button>
             </ActionForm>
-            <p class="hint">"Changing your password signs you out on your other devices."</p>
+            <p class="hint">{t("Changing your password signs you out on your other devices.", "修改密码后，你在其他设备上的登录将失效。")}</p>
         </section>
     }
 }
@@ -61,11 +62,11 @@ fn SignOutEverywhere() -> impl IntoView {
     let error = Signal::derive(move || action.value().get().and_then(Result::err));
     view! {
         <section class="card">
-            <h2>"Sign out everywhere"</h2>
-            <p>"Lost a device, or signed in on a shared computer? End every session of this account, this one included."</p>
+            <h2>{t("Sign out everywhere", "退出所有设备")}</h2>
+            <p>{t("Lost a device, or signed in on a shared computer? End every session of this account, this one included.", "设备丢失，或在公用电脑上登录过？可结束此账号的所有会话，包括当前会话。")}</p>
             <FormAlert error/>
             <ActionForm action=action>
-                <button type="submit" class="button danger" disabled=move || action.pending().get()>"Sign out everywhere"</button>
+                <button type="submit" class="button danger" disabled=move || action.pending().get()>{t("Sign out everywhere", "退出所有设备")}</button>
             </ActionForm>
         </section>
     }

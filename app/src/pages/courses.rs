@@ -7,6 +7,7 @@ use leptos_router::components::Redirect;
 
 use crate::{
     error::AppError,
+    i18n::t,
     learner::{CourseItem, my_courses},
 };
 
@@ -14,8 +15,8 @@ use crate::{
 pub fn CoursesPage() -> impl IntoView {
     let courses = Resource::new(|| (), |_| my_courses());
     view! {
-        <Title text="My courses"/>
-        <Transition fallback=|| view! { <p>"Loading…"</p> }>
+        <Title text=t("My courses", "我的课程")/>
+        <Transition fallback=|| view! { <p>{t("Loading…", "加载中…")}</p> }>
             {move || Suspend::new(async move {
                 match courses.await {
                     Ok(courses) => view! { <CourseList courses/> }.into_any(),
@@ -30,14 +31,18 @@ pub fn CoursesPage() -> impl IntoView {
 #[component]
 fn CourseList(courses: Vec<CourseItem>) -> impl IntoView {
     view! {
-        <h1>"My courses"</h1>
+        <h1>{t("My courses", "我的课程")}</h1>
         {if courses.is_empty() {
             view! {
                 <section class="card empty">
-                    <p>"You have no courses yet."</p>
+                    <p>{t("You have no courses yet.", "你还没有课程。")}</p>
                     <p class="muted">
-                        "Open the link your course provider gave you and enter your access code. "
-                        "Once you open the course, it stays here on every device you sign in on."
+                        {t(
+                            "Open the link your course provider gave you and enter your access code. \
+                             Once you open the course, it stays here on every device you sign in on.",
+                            "打开课程提供方给你的链接并输入兑换码。\
+                             打开课程后，它会一直显示在这里，在你登录的任何设备上都能看到。",
+                        )}
                     </p>
                 </section>
             }
@@ -59,7 +64,7 @@ fn CourseList(courses: Vec<CourseItem>) -> impl IntoView {
                                         }}
                                     </h2>
                                     <p class="muted">
-                                        {c.provider}" · since "{c.since}" · code "<code>{c.hint}</code>
+                                        {c.provider}{t(" · since ", " · 绑定于 ")}{c.since}{t(" · code ", " · 兑换码 ")}<code>{c.hint}</code>
                                     </p>
                                     {c.note.map(|note| view! { <p class="note">{note}</p> })}
                                 </li>

@@ -7,6 +7,7 @@ use leptos_router::hooks::use_query_map;
 use crate::{
     auth::Login,
     components::form::{Field, FormAlert},
+    i18n::t,
 };
 
 #[component]
@@ -20,17 +21,17 @@ pub fn LoginPage() -> impl IntoView {
     };
     let error = Signal::derive(move || action.value().get().and_then(Result::err));
     view! {
-        <Title text="Sign in"/>
+        <Title text=t("Sign in", "登录")/>
         <section class="auth card">
-            <h1>"Sign in"</h1>
+            <h1>{t("Sign in", "登录")}</h1>
             <FormAlert error/>
             <ActionForm action=action attr:class="form">
                 <input type="hidden" name="next" value=next/>
-                <Field name="email" label="Email" kind="email" autocomplete="username" error/>
-                <Field name="password" label="Password" kind="password" autocomplete="current-password" error/>
-                <button type="submit" class="button" disabled=move || action.pending().get()>"Sign in"</button>
+                <Field name="email" label=t("Email", "邮箱") kind="email" autocomplete="username" error/>
+                <Field name="password" label=t("Password", "密码") kind="password" autocomplete="current-password" error/>
+                <button type="submit" class="button" disabled=move || action.pending().get()>{t("Sign in", "登录")}</button>
             </ActionForm>
-            <p class="muted">"New here? " <a href=register_href>"Create an account"</a></p>
+            <p class="muted">{t("New here? ", "还没有账号？")} <a href=register_href>{t("Create an account", "注册账号")}</a></p>
         </section>
     }
 }

@@ -3,6 +3,8 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
+use crate::i18n::t;
+
 #[component]
 pub fn NotFound() -> impl IntoView {
     #[cfg(feature = "ssr")]
@@ -12,11 +14,11 @@ pub fn NotFound() -> impl IntoView {
         }
     }
     view! {
-        <Title text="Page not found"/>
+        <Title text=t("Page not found", "页面不存在")/>
         <section class="error-page">
-            <h1>"Page not found"</h1>
-            <p>"There is nothing at this address. Check the link you were given, or go back home."</p>
-            <p><a class="button" href="/">"Go to the home page"</a></p>
+            <h1>{t("Page not found", "页面不存在")}</h1>
+            <p>{t("There is nothing at this address. Check the link you were given, or go back home.", "这个地址没有内容。请检查你收到的链接，或返回首页。")}</p>
+            <p><a class="button" href="/">{t("Go to the home page", "返回首页")}</a></p>
         </section>
     }
 }

@@ -7,6 +7,7 @@ use leptos_router::hooks::use_query_map;
 use crate::{
     auth::Register,
     components::form::{Field, FormAlert},
+    i18n::t,
     pages::login::urlencode,
 };
 
@@ -21,21 +22,21 @@ pub fn RegisterPage() -> impl IntoView {
     };
     let error = Signal::derive(move || action.value().get().and_then(Result::err));
     view! {
-        <Title text="Create an account"/>
+        <Title text=t("Create an account", "注册账号")/>
         <section class="auth card">
-            <h1>"Create an account"</h1>
+            <h1>{t("Create an account", "注册账号")}</h1>
             <FormAlert error/>
             <ActionForm action=action attr:class="form">
                 <input type="hidden" name="next" value=next/>
-                <Field name="email" label="Email" kind="email" autocomplete="email" error/>
-                <Field name="display_name" label="Your name" autocomplete="name" maxlength=80 error/>
-                <Field name="password" label="Password" kind="password" autocomplete="new-password"
-                    minlength=10 hint="At least 10 characters." error/>
-                <Field name="password_confirm" label="Repeat the password" kind="password"
+                <Field name="email" label=t("Email", "邮箱") kind="email" autocomplete="email" error/>
+                <Field name="display_name" label=t("Your name", "你的名字") autocomplete="name" maxlength=80 error/>
+                <Field name="password" label=t("Password", "密码") kind="password" autocomplete="new-password"
+                    minlength=10 hint=t("At least 10 characters.", "至少 10 个字符。") error/>
+                <Field name="password_confirm" label=t("Repeat the password", "再次输入密码") kind="password"
                     autocomplete="new-password" error/>
-                <button type="submit" class="button" disabled=move || action.pending().get()>"Create account"</button>
+                <button type="submit" class="button" disabled=move || action.pending().get()>{t("Create account", "注册账号")}</button>
             </ActionForm>
-            <p class="muted">"Already registered? " <a href=login_href>"Sign in"</a></p>
+            <p class="muted">{t("Already registered? ", "已有账号？")} <a href=login_href>{t("Sign in", "登录")}</a></p>
         </section>
     }
 }

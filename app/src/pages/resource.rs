@@ -9,6 +9,7 @@ use leptos_router::{components::Redirect, hooks::use_params_map};
 
 use crate::{
     error::AppError,
+    i18n::t,
     learner::{OpenedResource, human_size, open_resource},
     pages::{login::urlencode, not_found::NotFound, share::BoundNote},
 };
@@ -23,7 +24,7 @@ pub fn ResourcePage() -> impl IntoView {
         |(slug, resource)| open_resource(slug, resource),
     );
     view! {
-        <Transition fallback=|| view! { <p>"Opening…"</p> }>
+        <Transition fallback=|| view! { <p>{t("Opening…", "正在打开…")}</p> }>
             {move || Suspend::new(async move {
                 let here = format!("/s/{}/r/{}", slug(), resource());
                 let share = format!("/s/{}", slug());
@@ -56,7 +57,7 @@ fn Opened(opened: OpenedResource) -> impl IntoView {
             let fallback = content_url.clone();
             view! {
                 <video class="player" controls=true preload="metadata" playsinline=true src=content_url>
-                    <a href=fallback>"Download the video"</a>
+                    <a href=fallback>{t("Download the video", "下载视频")}</a>
                 </video>
             }
             .into_any()
@@ -69,7 +70,7 @@ fn Opened(opened: OpenedResource) -> impl IntoView {
         _ => view! {
             <p>
                 <a class="button" href=content_url download="">
-                    "Download " {title.clone()} " (" {human_size(resource.size_bytes)} ")"
+                    {t("Download ", "下载 ")} {title.clone()} {t(" (", "（")} {human_size(resource.size_bytes)} {t(")", "）")}
                 </a>
             </p>
         }
@@ -77,14 +78,17 @@ fn Opened(opened: OpenedResource) -> impl IntoView {
     };
     view! {
         <Title text=format!("{} · {}", resource.title, share_title)/>
-        <nav class="breadcrumb" aria-label="Breadcrumb">
+        <nav class="breadcrumb" aria-label=t("Breadcrumb", "当前位置")>
             <a href=format!("/s/{share_slug}")>{share_title}</a>
         </nav>
         <article class="opened" data-kind=resource.kind.clone()>
             <h1>{resource.title}</h1>
             {bound_now.then(|| view! {
                 <div class="flash success" role="status">
-                    "Your code is now bound to this account. You will not need it again."
+                    {t(
+                        "Your code is now bound to this account. You will not need it again.",
+                        "你的兑换码已绑定到此账号，以后无需再次输入。",
+                    )}
                 </div>
             })}
             {content}
@@ -103,9 +107,9 @@ fn Refused(error: AppError, here: String, share: String) -> impl IntoView {
         _ => "error".to_owned(),
     };
     let heading = if retry {
-        "Not just now"
+        t("Not just now", "暂时无法打开")
     } else {
-        "This did not open"
+        t("This did not open", "无法打开")
     };
     view! {
         <Title text=heading/>
@@ -113,8 +117,8 @@ fn Refused(error: AppError, here: String, share: String) -> impl IntoView {
             <h1>{heading}</h1>
             <div class="flash error" role="alert">{error.sentence()}</div>
             <p class="actions">
-                {retry.then(|| view! { <a class="button" href=here>"Try again"</a> })}
-                <a class=if retry { "button secondary" } else { "button" } href=share>"Back to the course"</a>
+                {retry.then(|| view! { <a class="button" href=here>{t("Try again", "重试")}</a> })}
+                <a class=if retry { "button secondary" } else { "button" } href=share>{t("Back to the course", "返回课程")}</a>
             </p>
         </section>
     }

@@ -13,6 +13,7 @@ use server_fn::ServerFn as _;
 use crate::{
     components::form::{FieldError, FormAlert, invalid},
     error::AppError,
+    i18n::t,
     learner::{Bound, EnterCode, LearnerState, ResourceItem, SharePage, human_size, share_view},
     pages::{login::urlencode, not_found::NotFound},
 };
@@ -44,13 +45,13 @@ pub fn SharePageView() -> impl IntoView {
         |(slug, _)| share_view(slug),
     );
     view! {
-        <Transition fallback=|| view! { <p>"Loading…"</p> }>
+        <Transition fallback=|| view! { <p>{t("Loading…", "加载中…")}</p> }>
             {move || Suspend::new(async move {
                 match page.await {
                     Ok(page) => view! { <ShareBody page enter/> }.into_any(),
                     Err(AppError::NotFound) => view! { <NotFound/> }.into_any(),
                     Err(error) => view! {
-                        <Title text="Course"/>
+                        <Title text=t("Course", "课程")/>
                         <div class="flash error" role="alert">{error.sentence()}</div>
                     }.into_any(),
                 }
@@ -88,7 +89,7 @@ fn ShareBody(page: SharePage, enter: ServerAction<EnterCode>) -> impl IntoView {
         <Title text=title.clone()/>
         <article class="share" data-state=state>
             <header class="share-header">
-                <p class="eyebrow">"Course"</p>
+                <p class="eyebrow">{t("Course", "课程")}</p>
                 <h1>{title}</h1>
                 {(!description.is_empty()).then(|| view! { <p class="lead description">{description}</p> })}
             </header>
@@ -117,11 +118,11 @@ fn StateBanner(
             let next = urlencode(&here);
             view! {
                 <section class="card state-card">
-                    <h2>"Have an access code?"</h2>
-                    <p>"Sign in or create an account, then enter your code. You will come back to this page."</p>
+                    <h2>{t("Have an access code?", "有兑换码？")}</h2>
+                    <p>{t("Sign in or create an account, then enter your code. You will come back to this page.", "请先登录或注册账号，再输入兑换码。完成后会回到本页。")}</p>
                     <p class="actions">
-                        <a class="button" href=format!("/login?next={next}")>"Sign in"</a>
-                        <a class="button secondary" href=format!("/register?next={next}")>"Create account"</a>
+                        <a class="button" href=format!("/login?next={next}")>{t("Sign in", "登录")}</a>
+                        <a class="button secondary" href=format!("/register?next={next}")>{t("Create account", "注册账号")}</a>
                     </p>
                 </section>
             }
@@ -129,10 +130,14 @@ fn StateBanner(
         }
         LearnerState::NeedsCode { email } if !blocked => view! {
             <section class="card state-card">
-                <h2>"Enter your access code"</h2>
+                <h2>{t("Enter your access code", "输入兑换码")}</h2>
                 <p>
-                    "Your code will be bound to this account ("<strong>{email}</strong>
-                    ") when you first open the course. Until then, entering it binds nothing."
+                    {t("Your code will be bound to this account (", "你首次打开课程时，兑换码将绑定到此账号（")}
+                    <strong>{email}</strong>
+                    {t(
+                        ") when you first open the course. Until then, entering it binds nothing.",
+                        "）。在此之前，输入兑换码不会产生任何绑定。",
+                    )}
                 </p>
                 <CodeForm slug enter/>
             </section>
@@ -141,10 +146,14 @@ fn StateBanner(
         LearnerState::NeedsCode { .. } => ().into_any(),
         LearnerState::Pending { email } => view! {
             <section class="card state-card accepted" role="status">
-                <h2>"Code accepted"</h2>
+                <h2>{t("Code accepted", "兑换码有效")}</h2>
                 <p>
-                    "It will be bound to this account ("<strong>{email}</strong>
-                    ") when you first open the course. Open any item below to start."
+                    {t("It will be bound to this account (", "你首次打开课程时，它将绑定到此账号（")}
+                    <strong>{email}</strong>
+                    {t(
+                        ") when you first open the course. Open any item below to start.",
+                        "）。打开下方任意内容即可开始。",
+                    )}
                 </p>
             </section>
         }
@@ -152,10 +161,13 @@ fn StateBanner(
         LearnerState::HasAccess(bound) => view! { <BoundNote bound/> }.into_any(),
         LearnerState::Withdrawn { email, hint } => view! {
             <section class="card state-card withdrawn" role="status">
-                <h2>"Access withdrawn"</h2>
+                <h2>{t("Access withdrawn", "访问权限已收回")}</h2>
                 <p>
-                    "The course provider revoked the code "<code>{hint}</code>" bound to "
-                    <strong>{email}</strong>". Contact them if you think this is a mistake."
+                    {t("The course provider revoked the code ", "课程提供方已作废兑换码 ")}
+                    <code>{hint}</code>
+                    {t(" bound to ", "（绑定账号：")}
+                    <strong>{email}</strong>
+                    {t(". Contact them if you think this is a mistake.", "）。如认为有误，请联系课程提供方。")}
                 </p>
             </section>
         }
@@ -168,11 +180,18 @@ fn StateBanner(
 pub fn BoundNote(bound: Bound) -> impl IntoView {
     view! {
         <section class="card state-card bound" role="status">
-            <h2>"You have access"</h2>
+            <h2>{t("You have access", "你已获得访问权限")}</h2>
             <p class="bound-note">
-                "Bound to "<strong>{bound.email}</strong>" since "{bound.since}
-                {(!bound.hint.is_empty()).then(|| view! { " (code "<code>{bound.hint}</code>")" })}
-                ". Sign in on any device to come back; you will not need the code again."
+                {t("Bound to ", "已绑定到 ")}
+                <strong>{bound.email}</strong>
+                {t(" since ", "，绑定于 ")}
+                {bound.since}
+                {(!bound.hint.is_empty())
+                    .then(|| view! { {t(" (code ", "（兑换码 ")} <code>{bound.hint}</code> {t(")", "）")} })}
+                {t(
+                    ". Sign in on any device to come back; you will not need the code again.",
+                    "。在任何设备上登录即可回来，无需再次输入兑换码。",
+                )}
             </p>
         </section>
     }
@@ -238,7 +257,10 @@ fn CodeForm(slug: String, enter: ServerAction<EnterCode>) -> impl IntoView {
         ev.prevent_default();
         let typed = input.get().map(|i| i.value()).unwrap_or_default();
         match codeformat::canonicalise(&typed) {
-            Err(problem) => local_error.set(Some(AppError::invalid("code", problem.to_string()))),
+            Err(problem) => local_error.set(Some(AppError::invalid(
+                "code",
+                crate::i18n::code_format_error(&problem),
+            ))),
             Ok(_) => {
                 local_error.set(None);
                 enter.dispatch(EnterCode {
@@ -252,7 +274,7 @@ fn CodeForm(slug: String, enter: ServerAction<EnterCode>) -> impl IntoView {
         <form method="post" action=EnterCode::url() class="form code-form" on:submit=on_submit>
             <input type="hidden" name="slug" value=slug/>
             <div class="field">
-                <label for="code">"Access code"</label>
+                <label for="code">{t("Access code", "兑换码")}</label>
                 <input
                     id="code"
                     name="code"
@@ -268,12 +290,17 @@ fn CodeForm(slug: String, enter: ServerAction<EnterCode>) -> impl IntoView {
                     aria-invalid=invalid(error, "code")
                     aria-describedby="code-hint code-error"
                 />
-                <p class="hint" id="code-hint">"12 letters and digits. Spaces, dashes and lower case are fine."</p>
+                <p class="hint" id="code-hint">
+                    {t(
+                        "12 letters and digits. Spaces, dashes and lower case are fine.",
+                        "12 位字母和数字，可含空格和短横线，不区分大小写。",
+                    )}
+                </p>
                 <FieldError error field="code"/>
             </div>
             <p class="visually-hidden" role="status">{outcome}</p>
             <button type="submit" class="button" disabled=move || enter.pending().get()>
-                {move || if enter.pending().get() { "Checking…" } else { "Use this code" }}
+                {move || if enter.pending().get() { t("Checking…", "正在验证…") } else { t("Use this code", "使用此兑换码") }}
             </button>
         </form>
     }
@@ -282,21 +309,17 @@ fn CodeForm(slug: String, enter: ServerAction<EnterCode>) -> impl IntoView {
 #[component]
 fn ResourceList(slug: String, resources: Vec<ResourceItem>, can_open: bool) -> impl IntoView {
     if resources.is_empty() {
-        return view! { <p class="muted">"Nothing has been published in this course yet."</p> }
+        return view! { <p class="muted">{t("Nothing has been published in this course yet.", "此课程尚未发布任何内容。")}</p> }
             .into_any();
     }
     view! {
         <section class="resources">
-            <h2>"In this course"</h2>
+            <h2>{t("In this course", "课程内容")}</h2>
             <ul class="resource-list">
                 {resources
                     .into_iter()
                     .map(|r| {
-                        let label = match r.kind.as_str() {
-                            "video" => "Video",
-                            "page" => "Page",
-                            _ => "File",
-                        };
+                        let label = crate::i18n::resource_kind(&r.kind);
                         let href = format!("/s/{slug}/r/{}", r.id);
                         view! {
                             <li class="resource">

@@ -31,6 +31,7 @@ pub mod db;
 pub mod handover;
 pub mod health;
 pub mod invariants;
+pub mod progress;
 pub mod reservation;
 pub mod sessions;
 pub mod settlement;

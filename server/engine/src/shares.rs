@@ -15,6 +15,7 @@ use crate::{
     accounts::AccountId,
     audit::{self, AuditEntry},
     codes::{Keyring, PlainCode},
+    progress::Progress,
     tenants::TenantId,
 };
 
@@ -765,7 +766,7 @@ pub struct IssuedBatch {
 }
 
 /// Rows per INSERT statement when issuing codes.
-const INSERT_CHUNK: usize = 10_000;
+const INSERT_CHUNK: usize = 5_000;
 
 /// Issues `count` new codes for a share in one transaction: multi-row
 /// inserts (`UNNEST`) of digests, never the plain codes.
@@ -778,6 +779,8 @@ pub struct BatchRequest<'a> {
     /// The caller's `Idempotency-Key`: a retry of the same request issues
     /// nothing new (`BatchAlreadyIssued`).
     pub idempotency_key: Option<&'a str>,
+    /// Where to report how many codes are written so far (a page shows it).
+    pub progress: Option<&'a Progress>,
 }
 
 pub async fn issue_codes(
@@ -855,6 +858,8 @@ pub async fn issue_codes(
     if inserted.rows_affected() == 0 {
         return Err(ShareError::ShareNotFound);
     }
+    let total = codes.len() as u64;
+    let mut done = 0;
     for chunk in codes.chunks(INSERT_CHUNK) {
         let mut ids = Vec::with_capacity(chunk.len());
         let mut digests = Vec::with_capacity(chunk.len());
@@ -882,6 +887,12 @@ pub async fn issue_codes(
         .execute(&mut *tx)
         .await
         .context("inserting codes")?;
+        done += chunk.len() as u64;
+        if let Some(progress) = request.progress
+            && done < total
+        {
+            progress.report(done, total).await;
+        }
     }
     audit::admin_action(
         &mut tx,
@@ -900,6 +911,9 @@ pub async fn issue_codes(
     )
     .await?;
     tx.commit().await.context("committing the batch")?;
+    if let Some(progress) = request.progress {
+        progress.report(total, total).await;
+    }
     Ok(IssuedBatch { batch_id, codes })
 }
 

@@ -3,7 +3,11 @@
 //! the share's page, so it works without JavaScript) and the one-time CSV
 //! of a freshly issued batch (a file download).
 
-use app::auth::{Flash, FlashKind, guard};
+use app::{
+    auth::{Flash, FlashKind, guard},
+    i18n::Lang,
+    pages::console::share::upload_refusal,
+};
 use axum::{
     body::Body,
     extract::{Multipart, Path, State},
@@ -30,20 +34,25 @@ pub async fn upload_form(
     State(state): State<ServerState>,
     session: Session,
     Path((tenant, share)): Path<(Uuid, Uuid)>,
+    headers: axum::http::HeaderMap,
     multipart: Result<Multipart, axum::extract::multipart::MultipartRejection>,
 ) -> Result<Response, ApiError> {
+    let lang = Lang::from_headers(&headers);
     let multipart = multipart.map_err(|e| super::api::error::rejection(e, "invalid_multipart"))?;
     let back = format!("/admin/t/{tenant}/s/{share}");
     let caller = Caller::Session(session.clone());
     let flash = match upload(&state, &caller, &share.to_string(), multipart).await {
         Ok(resource) => Flash {
             kind: FlashKind::Success,
-            message: format!("Uploaded {}.", resource.title),
+            message: lang.pick(
+                format!("Uploaded {}.", resource.title),
+                format!("已上传 {}。", resource.title),
+            ),
         },
         Err(error) if error.status.is_client_error() && error.status != StatusCode::FORBIDDEN => {
             Flash {
                 kind: FlashKind::Error,
-                message: format!("Upload refused: {}", error.message),
+                message: upload_refusal(lang, &error.code, error.field.as_deref(), &error.message),
             }
         }
         Err(error) => return Err(error),

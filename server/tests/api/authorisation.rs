@@ -92,6 +92,7 @@ fn admin_calls(t: Target) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
                 code,
                 field("reason", "test"),
                 field("after", "usable"),
+                field("confirm", "yes"),
             ],
         ),
         (
@@ -239,6 +240,7 @@ async fn world(app: &TestApp) -> World {
             count: 2,
             label: "b",
             idempotency_key: None,
+            progress: None,
         },
     )
     .await
@@ -255,6 +257,7 @@ async fn world(app: &TestApp) -> World {
             count: 1,
             label: "spare",
             idempotency_key: None,
+            progress: None,
         },
     )
     .await

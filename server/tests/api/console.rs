@@ -298,8 +298,26 @@ async fn bad_input_on_every_console_form_gets_a_field_error_and_changes_nothing(
         ),
         (
             "/api/admin/codes/unbind",
-            vec![("reason", "lost phone"), ("after", "maybe")],
+            vec![
+                ("reason", "lost phone"),
+                ("after", "maybe"),
+                ("confirm", "yes"),
+            ],
             "after",
+        ),
+        (
+            "/api/admin/codes/unbind",
+            vec![("reason", "lost phone"), ("after", "usable")],
+            "confirm",
+        ),
+        (
+            "/api/admin/codes/unbind",
+            vec![
+                ("reason", "lost phone"),
+                ("after", "usable"),
+                ("confirm", "no"),
+            ],
+            "confirm",
         ),
     ];
     for (path, fields, field) in cases {
@@ -339,6 +357,7 @@ async fn bad_input_on_every_console_form_gets_a_field_error_and_changes_nothing(
             ("code_id", &code),
             ("reason", "x"),
             ("after", "usable"),
+            ("confirm", "yes"),
         ],
     )
     .await;
@@ -462,6 +481,7 @@ async fn the_code_table_filters_searches_pages_and_unbinds(pool: PgPool) {
             ("code_id", &codes[7].0.to_string()),
             ("reason", "learner asked to move to another account"),
             ("after", "usable"),
+            ("confirm", "yes"),
         ],
     )
     .await;
@@ -878,4 +898,194 @@ async fn limits_never_go_below_use_and_links_stay_once_codes_exist(pool: PgPool)
         broken.is_empty(),
         "no invariant broken by the edits: {broken:?}"
     );
+}
+
+/// The progress a console page polls while a batch is written.
+async fn progress_of(app: &TestApp, admin: &Admin, ticket: &str) -> serde_json::Value {
+    let response = admin
+        .client
+        .get(format!(
+            "{}/api/admin/codes/progress?tenant_id={}&ticket={ticket}",
+            app.address, admin.tenant
+        ))
+        .send()
+        .await
+        .expect("progress");
+    assert_eq!(response.status(), 200);
+    response.json().await.expect("json")
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn issuing_reports_progress_and_a_resubmitted_form_issues_nothing_new(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    let ticket = uuid::Uuid::new_v4().to_string();
+    let (tenant, share) = (admin.tenant.to_string(), course.share.to_string());
+    let fields = [
+        ("tenant_id", tenant.as_str()),
+        ("share_id", share.as_str()),
+        ("count", "40000"),
+        ("label", "progress"),
+        ("ticket", ticket.as_str()),
+    ];
+    assert_eq!(progress_of(&app, &admin, &ticket).await, json!(null));
+    let issuing = {
+        let client = admin.client.clone();
+        let url = format!("{}/api/admin/codes/issue", app.address);
+        let fields: Vec<(String, String)> = fields
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        tokio::spawn(async move { client.post(url).form(&fields).send().await.expect("issue") })
+    };
+    // Partial reports while the batch is written, then all of it.
+    let mut seen = Vec::new();
+    while !issuing.is_finished() {
+        let now = progress_of(&app, &admin, &ticket).await;
+        if let Some(done) = now[0].as_u64() {
+            assert_eq!(now[1], 40_000, "{now}");
+            assert!(
+                seen.last().is_none_or(|last| *last <= done),
+                "{seen:?} then {done}"
+            );
+            seen.push(done);
+        }
+    }
+    let response = issuing.await.expect("join");
+    assert_eq!(
+        response.status(),
+        200,
+        "{}",
+        response.text().await.unwrap_or_default()
+    );
+    assert_eq!(
+        progress_of(&app, &admin, &ticket).await,
+        json!([40_000, 40_000])
+    );
+    assert!(
+        seen.iter().any(|done| *done > 0 && *done < 40_000),
+        "no partial progress was seen: {seen:?}"
+    );
+    // Nobody else reads it.
+    let other = crate::course::admin(&app).await;
+    let response = other
+        .client
+        .get(format!(
+            "{}/api/admin/codes/progress?tenant_id={}&ticket={ticket}",
+            app.address, admin.tenant
+        ))
+        .send()
+        .await
+        .expect("progress");
+    assert_eq!(response.status(), 403);
+
+    // The same form again (a double click, a retry): the first batch.
+    let before = snapshot(&app.pool).await;
+    let response = form(
+        &app.address,
+        &admin.client,
+        &format!("/admin/t/{tenant}/s/{share}"),
+        "/api/admin/codes/issue",
+        &fields,
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::FOUND);
+    let first: uuid::Uuid = sqlx::query_scalar(
+        "SELECT id FROM code_batches WHERE share_id = $1 AND label = 'progress'",
+    )
+    .bind(course.share)
+    .fetch_one(&app.pool)
+    .await
+    .expect("one batch");
+    assert!(
+        response.headers()["location"]
+            .to_str()
+            .expect("location")
+            .ends_with(&format!("/batches/{first}")),
+        "{:?}",
+        response.headers()["location"]
+    );
+    assert_eq!(snapshot(&app.pool).await, before, "nothing new was issued");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn pages_and_form_errors_follow_the_language_choice(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({ "title": "语言" })).await;
+    let share_page = format!("/s/{}", course.slug);
+    let browser = crate::helpers::new_client();
+    let get = |lang: Option<&'static str>, cookie: Option<&'static str>| {
+        let mut request = browser
+            .get(format!("{}{share_page}", app.address))
+            .header("accept", "text/html");
+        if let Some(lang) = lang {
+            request = request.header("accept-language", lang);
+        }
+        if let Some(cookie) = cookie {
+            request = request.header("cookie", cookie);
+        }
+        async move {
+            request
+                .send()
+                .await
+                .expect("page")
+                .text()
+                .await
+                .expect("body")
+        }
+    };
+    let zh = get(Some("zh-CN,zh;q=0.9,en;q=0.5"), None).await;
+    assert!(zh.contains("<html lang=\"zh-CN\""), "{zh}");
+    assert!(zh.contains("登录"), "{zh}");
+    let en = get(Some("en-GB"), None).await;
+    assert!(en.contains("<html lang=\"en\""), "{en}");
+    assert!(en.contains("Sign in") && !en.contains("登录"), "{en}");
+    // The switcher's cookie wins over the header.
+    let chosen = get(Some("zh-CN"), Some("lang=en")).await;
+    assert!(chosen.contains("<html lang=\"en\""), "{chosen}");
+
+    // The switcher sets the cookie and returns to the page.
+    let response = browser
+        .get(format!("{}/lang/zh-CN?back={share_page}", app.address))
+        .send()
+        .await
+        .expect("switch");
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert_eq!(response.headers()["location"], share_page.as_str());
+    let cookie = response.headers()["set-cookie"].to_str().expect("cookie");
+    assert!(cookie.starts_with("lang=zh-CN;"), "{cookie}");
+
+    // A server function's error in the page's language, with its field.
+    let (tenant, share) = (admin.tenant.to_string(), course.share.to_string());
+    let response = admin
+        .client
+        .post(format!("{}/api/admin/codes/issue", app.address))
+        .header("accept-language", "zh-CN")
+        .form(&[
+            ("tenant_id", tenant.as_str()),
+            ("share_id", share.as_str()),
+            ("count", "0"),
+            ("label", ""),
+        ])
+        .send()
+        .await
+        .expect("issue");
+    assert_eq!(response.status(), 422);
+    let error: serde_json::Value = response.json().await.expect("json");
+    assert_eq!(error["Invalid"]["field"], "count");
+    assert_eq!(error["Invalid"]["message"], "兑换码数量为 1 到 100,000");
+    // The JSON API stays English for machines.
+    let response = admin
+        .client
+        .post(format!("{}/api/v1/shares/{share}/codes", app.address))
+        .header("accept-language", "zh-CN")
+        .json(&json!({ "count": 0 }))
+        .send()
+        .await
+        .expect("issue");
+    assert_eq!(response.status(), 422);
+    let error: serde_json::Value = response.json().await.expect("json");
+    assert_eq!(error["message"], "a batch has 1 to 100,000 codes");
 }

@@ -10,15 +10,16 @@ use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
     admin::{AuditPage, audit_log},
     error::AppError,
+    i18n::{audit_action, t},
 };
 
-const ACTIONS: [(&str, &str); 6] = [
-    ("", "Everything"),
-    ("share.", "Shares"),
-    ("resource.", "Resources"),
-    ("batch.", "Code batches"),
-    ("code.", "Codes (revoke, unbind)"),
-    ("code.unbound", "Unbinds only"),
+const ACTIONS: [(&str, &str, &str); 6] = [
+    ("", "Everything", "全部"),
+    ("share.", "Shares", "课程分享"),
+    ("resource.", "Resources", "资源"),
+    ("batch.", "Code batches", "兑换码批次"),
+    ("code.", "Codes (revoke, unbind)", "兑换码（作废、解绑）"),
+    ("code.unbound", "Unbinds only", "仅解绑"),
 ];
 
 #[component]
@@ -39,7 +40,7 @@ pub fn AuditLogPage() -> impl IntoView {
         },
     );
     view! {
-        <Transition fallback=|| view! { <p>"Loading…"</p> }>
+        <Transition fallback=|| view! { <p>{t("Loading…", "加载中…")}</p> }>
             {move || Suspend::new(async move {
                 let here = format!("/admin/t/{}/audit", tenant().map(|t| t.to_string()).unwrap_or_default());
                 match (data.await, tenant()) {
@@ -63,27 +64,27 @@ fn Log(page: AuditPage, tenant: Uuid, action: Option<String>) -> impl IntoView {
         href
     });
     view! {
-        <Title text="Audit log"/>
+        <Title text=t("Audit log", "审计日志")/>
         <ConsoleNav tenant/>
-        <h1>"Audit log"</h1>
+        <h1>{t("Audit log", "审计日志")}</h1>
         <form method="get" action=base class="filters">
             <div class="field">
-                <label for="action">"Show"</label>
+                <label for="action">{t("Show", "显示")}</label>
                 <select id="action" name="action">
-                    {ACTIONS.iter().map(|(value, label)| view! {
-                        <option value=*value selected=action.as_deref().unwrap_or("") == *value>{*label}</option>
+                    {ACTIONS.iter().map(|(value, en, zh)| view! {
+                        <option value=*value selected=action.as_deref().unwrap_or("") == *value>{t(en, zh)}</option>
                     }).collect_view()}
                 </select>
             </div>
-            <button type="submit" class="button secondary">"Filter"</button>
+            <button type="submit" class="button secondary">{t("Filter", "筛选")}</button>
         </form>
         {if page.entries.is_empty() {
-            view! { <p class="muted">"Nothing recorded yet."</p> }.into_any()
+            view! { <p class="muted">{t("Nothing recorded yet.", "暂无记录。")}</p> }.into_any()
         } else {
             view! {
                 <div class="table-wrap">
                     <table class="data audit">
-                        <thead><tr><th>"When"</th><th>"Who"</th><th>"What"</th><th>"On"</th><th>"Why"</th><th>"Details"</th></tr></thead>
+                        <thead><tr><th>{t("When", "时间")}</th><th>{t("Who", "操作人")}</th><th>{t("What", "操作")}</th><th>{t("On", "对象")}</th><th>{t("Why", "原因")}</th><th>{t("Details", "详情")}</th></tr></thead>
                         <tbody>
                             {page.entries.into_iter().map(|e| {
                                 let action = e.action.clone();
@@ -91,7 +92,7 @@ fn Log(page: AuditPage, tenant: Uuid, action: Option<String>) -> impl IntoView {
                                 <tr data-action=action>
                                     <td class="nowrap">{e.when}</td>
                                     <td>{e.actor}</td>
-                                    <td><code>{e.action}</code></td>
+                                    <td>{audit_action(&e.action)}</td>
                                     <td>{e.target}</td>
                                     <td>{e.reason.unwrap_or_default()}</td>
                                     <td class="details"><code>{e.details}</code></td>
@@ -102,6 +103,6 @@ fn Log(page: AuditPage, tenant: Uuid, action: Option<String>) -> impl IntoView {
                 </div>
             }.into_any()
         }}
-        {next.map(|href| view! { <p><a class="button secondary" href=href>"Older entries"</a></p> })}
+        {next.map(|href| view! { <p><a class="button secondary" href=href>{t("Older entries", "更早的记录")}</a></p> })}
     }
 }

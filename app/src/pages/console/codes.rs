@@ -10,8 +10,9 @@ use uuid::Uuid;
 use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
     admin::{CodeRow, CodeTable, ReplaceCode, RevokeCode, UnbindCode, list_code_page},
-    components::form::FormAlert,
+    components::form::{FieldError, FormAlert},
     error::AppError,
+    i18n::{code_state, lang, t},
 };
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,15 +60,15 @@ pub fn CodesPage() -> impl IntoView {
         },
     );
     view! {
-        <Transition fallback=|| view! { <p>"Loading…"</p> }>
+        <Transition fallback=|| view! { <p>{t("Loading…", "加载中…")}</p> }>
             {move || Suspend::new(async move {
-                let (t, s) = (tenant(), share());
+                let (tn, sh) = (tenant(), share());
                 let here = format!(
                     "/admin/t/{}/s/{}/codes",
-                    t.map(|t| t.to_string()).unwrap_or_default(),
-                    s.map(|s| s.to_string()).unwrap_or_default()
+                    tn.map(|id| id.to_string()).unwrap_or_default(),
+                    sh.map(|id| id.to_string()).unwrap_or_default()
                 );
-                match (data.await, t, s) {
+                match (data.await, tn, sh) {
                     (Ok(table), Some(tenant), Some(share)) => view! {
                         <Table table tenant share query=current() revoke unbind replace/>
                     }.into_any(),
@@ -111,28 +112,36 @@ fn Table(
         }
         href
     });
-    let state_option = |value: &'static str, label: &'static str| {
+    let state_option = |value: &'static str| {
         let selected = query.state.as_deref() == Some(value);
+        let label = if value.is_empty() {
+            t("Any", "全部").to_owned()
+        } else {
+            code_state(value)
+        };
         view! { <option value=value selected=selected>{label}</option> }
     };
     view! {
-        <Title text=format!("Codes · {}", table.share_title)/>
+        <Title text=lang().pick(
+            format!("Codes · {}", table.share_title),
+            format!("兑换码 · {}", table.share_title),
+        )/>
         <ConsoleNav tenant/>
-        <h1>"Codes of " <a href=format!("/admin/t/{tenant}/s/{share}")>{table.share_title.clone()}</a></h1>
+        <h1>{t("Codes of ", "兑换码：")}<a href=format!("/admin/t/{tenant}/s/{share}")>{table.share_title.clone()}</a></h1>
         <form method="get" action=base.clone() class="filters">
             <div class="field">
-                <label for="state">"State"</label>
+                <label for="state">{t("State", "状态")}</label>
                 <select id="state" name="state">
-                    {state_option("", "Any")}
-                    {state_option("unused", "Unused")}
-                    {state_option("bound", "Bound")}
-                    {state_option("revoked", "Revoked")}
+                    {state_option("")}
+                    {state_option("unused")}
+                    {state_option("bound")}
+                    {state_option("revoked")}
                 </select>
             </div>
             <div class="field">
-                <label for="batch">"Batch"</label>
+                <label for="batch">{t("Batch", "批次")}</label>
                 <select id="batch" name="batch">
-                    <option value="">"Any"</option>
+                    <option value="">{t("Any", "全部")}</option>
                     {table.batches.iter().map(|b| {
                         let label = if b.label.is_empty() { format!("{} ({})", b.created, b.count) } else { b.label.clone() };
                         view! { <option value=b.id.to_string() selected=query.batch == Some(b.id)>{label}</option> }
@@ -140,19 +149,30 @@ fn Table(
                 </select>
             </div>
             <div class="field">
-                <label for="q">"Hint or email"</label>
+                <label for="q">{t("Hint or email", "提示或邮箱")}</label>
                 <input id="q" name="q" type="search" value=query.q.clone().unwrap_or_default() placeholder="AB…YZ or ada@"/>
             </div>
-            <button type="submit" class="button secondary">"Filter"</button>
+            <button type="submit" class="button secondary">{t("Filter", "筛选")}</button>
         </form>
         <FormAlert error/>
+        <FieldError error field="reason"/>
+        <FieldError error field="after"/>
+        <FieldError error field="confirm"/>
         {if table.codes.is_empty() {
-            view! { <p class="muted">"No codes match."</p> }.into_any()
+            view! { <p class="muted">{t("No codes match.", "没有符合条件的兑换码。")}</p> }.into_any()
         } else {
             view! {
                 <div class="table-wrap">
                     <table class="data codes">
-                        <thead><tr><th>"Hint"</th><th>"State"</th><th>"Learner"</th><th>"First access"</th><th>"Accesses"</th><th>"Batch"</th><th>"Actions"</th></tr></thead>
+                        <thead><tr>
+                            <th>{t("Hint", "提示")}</th>
+                            <th>{t("State", "状态")}</th>
+                            <th>{t("Learner", "学员")}</th>
+                            <th>{t("First access", "首次访问")}</th>
+                            <th>{t("Accesses", "访问次数")}</th>
+                            <th>{t("Batch", "批次")}</th>
+                            <th>{t("Actions", "操作")}</th>
+                        </tr></thead>
                         <tbody>
                             {table.codes.into_iter().map(|code| view! { <Row code tenant revoke unbind replace/> }).collect_view()}
                         </tbody>
@@ -160,7 +180,7 @@ fn Table(
                 </div>
             }.into_any()
         }}
-        {next.map(|href| view! { <p><a class="button secondary" href=href>"Next page"</a></p> })}
+        {next.map(|href| view! { <p><a class="button secondary" href=href>{t("Next page", "下一页")}</a></p> })}
     }
 }
 
@@ -173,8 +193,20 @@ fn Row(
     replace: ServerAction<ReplaceCode>,
 ) -> impl IntoView {
     let unused = code.state == "unused";
-    let revoke_label = format!("Revoke code {}", code.hint);
-    let replace_label = format!("Replace lost code {}", code.hint);
+    let revoke_label = lang().pick(
+        format!("Revoke code {}", code.hint),
+        format!("作废兑换码 {}", code.hint),
+    );
+    let replace_label = lang().pick(
+        format!("Replace lost code {}", code.hint),
+        format!("补发丢失的兑换码 {}", code.hint),
+    );
+    let confirm_id = format!("confirm-{}", code.id);
+    let learner = code.bound_email.clone().unwrap_or_default();
+    let confirm_text = lang().pick(
+        format!("I understand that {learner} loses access to this course at once."),
+        format!("我明白 {learner} 会立即失去这门课程的访问权限。"),
+    );
     let bound = code.state == "bound";
     let live = code.state != "revoked";
     let reason_id = format!("reason-{}", code.id);
@@ -182,7 +214,7 @@ fn Row(
     view! {
         <tr data-code=code.id.to_string() data-state=code.state.clone()>
             <td><code>{code.hint.clone()}</code></td>
-            <td><span class=format!("status status-{}", code.state)>{code.state.clone()}</span></td>
+            <td><span class=format!("status status-{}", code.state)>{code_state(&code.state)}</span></td>
             <td>{code.bound_email.clone().unwrap_or_default()}</td>
             <td>{code.first_used.clone().unwrap_or_default()}</td>
             <td>{code.access_count}</td>
@@ -193,7 +225,7 @@ fn Row(
                         <input type="hidden" name="tenant_id" value=tenant.to_string()/>
                         <input type="hidden" name="code_id" value=code.id.to_string()/>
                         <button type="submit" class="link-button danger-link"
-                            aria-label=revoke_label>"Revoke"</button>
+                            aria-label=revoke_label>{t("Revoke", "作废")}</button>
                     </ActionForm>
                 })}
                 {unused.then(|| view! {
@@ -201,23 +233,27 @@ fn Row(
                         <input type="hidden" name="tenant_id" value=tenant.to_string()/>
                         <input type="hidden" name="code_id" value=code.id.to_string()/>
                         <button type="submit" class="link-button"
-                            aria-label=replace_label>"Replace"</button>
+                            aria-label=replace_label>{t("Replace", "补发")}</button>
                     </ActionForm>
                 })}
                 {bound.then(|| view! {
                     <details class="unbind">
-                        <summary>"Unbind…"</summary>
+                        <summary>{t("Unbind…", "解绑…")}</summary>
                         <ActionForm action=unbind attr:class="form compact">
                             <input type="hidden" name="tenant_id" value=tenant.to_string()/>
                             <input type="hidden" name="code_id" value=code.id.to_string()/>
-                            <label for=reason_id.clone()>"Reason (the learner loses access)"</label>
+                            <label for=reason_id.clone()>{t("Reason (the learner loses access)", "原因（学员将失去访问权限）")}</label>
                             <input id=reason_id name="reason" required=true maxlength="500"/>
-                            <label for=after_id.clone()>"Afterwards the code"</label>
+                            <label for=after_id.clone()>{t("Afterwards the code", "解绑后这个兑换码")}</label>
                             <select id=after_id name="after">
-                                <option value="usable">"can be used again"</option>
-                                <option value="revoked">"stays revoked"</option>
+                                <option value="usable">{t("can be used again", "可以再次使用")}</option>
+                                <option value="revoked">{t("stays revoked", "保持作废")}</option>
                             </select>
-                            <button type="submit" class="button small danger">"Unbind"</button>
+                            <label class="check">
+                                <input id=confirm_id type="checkbox" name="confirm" value="yes" required=true/>
+                                " "{confirm_text}
+                            </label>
+                            <button type="submit" class="button small danger">{t("Unbind", "解绑")}</button>
                         </ActionForm>
                     </details>
                 })}

@@ -9,6 +9,7 @@ use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
     admin::{IssuedView, issued_codes},
     error::AppError,
+    i18n::{lang, t},
 };
 
 #[component]
@@ -26,7 +27,7 @@ pub fn IssuedPage() -> impl IntoView {
         },
     );
     view! {
-        <Transition fallback=|| view! { <p>"Loading…"</p> }>
+        <Transition fallback=|| view! { <p>{t("Loading…", "加载中…")}</p> }>
             {move || Suspend::new(async move {
                 let here = format!(
                     "/admin/t/{}/s/{}",
@@ -46,9 +47,9 @@ pub fn IssuedPage() -> impl IntoView {
 #[component]
 fn Issued(view: IssuedView, tenant: uuid::Uuid, back: String) -> impl IntoView {
     view! {
-        <Title text="New codes"/>
+        <Title text=t("New codes", "新兑换码")/>
         <ConsoleNav tenant/>
-        <h1>"New codes for " {view.share_title.clone()}</h1>
+        <h1>{t("New codes for ", "新兑换码：")} {view.share_title.clone()}</h1>
         {match view.codes {
             Some(cards) => {
                 let shown = cards.len();
@@ -57,31 +58,31 @@ fn Issued(view: IssuedView, tenant: uuid::Uuid, back: String) -> impl IntoView {
                 let link = view.link.clone();
                 view! {
                 <div class="flash warning" role="status">
-                    "These codes are shown only now. Download the CSV or copy them before you leave this page: "
-                    "afterwards only their first and last two characters remain."
+                    {t("These codes are shown only now. Download the CSV or copy them before you leave this page: ", "这些兑换码只在此刻显示。离开本页前，请下载 CSV 或复制保存：")}
+                    {t("afterwards only their first and last two characters remain.", "之后每个码只保留首尾各两个字符。")}
                 </div>
                 <p class="actions no-print">
-                    <a class="button" href=view.csv_url.clone() download="">"Download CSV (once)"</a>
+                    <a class="button" href=view.csv_url.clone() download="">{t("Download CSV (once)", "下载 CSV（仅一次）")}</a>
                     {printable.then(|| view! { <PrintButton/> })}
-                    <a class="button secondary" href=back.clone()>"Back to the share"</a>
+                    <a class="button secondary" href=back.clone()>{t("Back to the share", "返回课程分享")}</a>
                 </p>
-                <p class="muted no-print">{format!("{} codes for ", view.total)}<code>{view.link.clone()}</code>
-                    {(shown < view.total).then(|| format!(" (the first {shown} are listed; the CSV has all {})", view.total))}
+                <p class="muted no-print">{lang().pick(format!("{} codes for ", view.total), format!("共 {} 个兑换码，链接 ", view.total))}<code>{view.link.clone()}</code>
+                    {(shown < view.total).then(|| lang().pick(format!(" (the first {shown} are listed; the CSV has all {})", view.total), format!("（此处列出前 {shown} 个，CSV 中有全部 {} 个）", view.total)))}
                 </p>
                 <ol class="code-list no-print">
                     {cards.iter().map(|c| view! { <li><code class="plain-code">{c.code.clone()}</code></li> }).collect_view()}
                 </ol>
                 {printable.then(|| view! {
-                    <section class="code-cards" aria-label="Printable code cards">
-                        <h2 class="no-print">"Cards to print"</h2>
-                        <p class="muted no-print">"One card per learner: the link, the code, and a QR code that opens the link with the code filled in."</p>
+                    <section class="code-cards" aria-label=t("Printable code cards", "可打印的兑换码卡片")>
+                        <h2 class="no-print">{t("Cards to print", "打印卡片")}</h2>
+                        <p class="muted no-print">{t("One card per learner: the link, the code, and a QR code that opens the link with the code filled in.", "每位学员一张卡片：链接、兑换码，以及一个二维码，扫码打开链接时会自动填好兑换码。")}</p>
                         {cards.into_iter().map(|c| view! {
                             <article class="code-card">
                                 <h3>{title.clone()}</h3>
                                 <div class="qr" inner_html=c.qr_svg.unwrap_or_default()></div>
                                 <p class="card-link">{link.clone()}</p>
                                 <p class="card-code"><code>{c.code}</code></p>
-                                <p class="card-help">"Sign in, then enter the code once. It will be bound to your account."</p>
+                                <p class="card-help">{t("Sign in, then enter the code once. It will be bound to your account.", "登录后输入一次兑换码，它就会绑定到你的账号。")}</p>
                             </article>
                         }).collect_view()}
                     </section>
@@ -90,9 +91,9 @@ fn Issued(view: IssuedView, tenant: uuid::Uuid, back: String) -> impl IntoView {
             }
             None => view! {
                 <div class="flash info" role="status">
-                    "These codes were already shown once. Plain codes are never stored: only their hints remain in the code table."
+                    {t("These codes were already shown once. Plain codes are never stored: only their hints remain in the code table.", "这些兑换码已经显示过一次。完整兑换码从不保存：兑换码列表中只保留其提示。")}
                 </div>
-                <p><a class="button" href=back>"Back to the share"</a></p>
+                <p><a class="button" href=back>{t("Back to the share", "返回课程分享")}</a></p>
             }.into_any(),
         }}
     }
@@ -108,5 +109,5 @@ fn PrintButton() -> impl IntoView {
             let _ = leptos::prelude::window().print();
         }
     };
-    view! { <button type="button" class="button secondary" on:click=print>"Print code cards"</button> }
+    view! { <button type="button" class="button secondary" on:click=print>{t("Print code cards", "打印兑换码卡片")}</button> }
 }

@@ -12,6 +12,7 @@ use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
     admin::{LearnersPage as Page, share_learners},
     error::AppError,
+    i18n::{lang, t},
 };
 
 #[component]
@@ -36,7 +37,7 @@ pub fn LearnersPage() -> impl IntoView {
         },
     );
     view! {
-        <Transition fallback=|| view! { <p>"Loading…"</p> }>
+        <Transition fallback=|| view! { <p>{t("Loading…", "加载中…")}</p> }>
             {move || Suspend::new(async move {
                 let (t, s) = (tenant(), share());
                 let here = format!(
@@ -58,25 +59,25 @@ pub fn LearnersPage() -> impl IntoView {
 fn Learners(page: Page, tenant: Uuid, share: Uuid) -> impl IntoView {
     let base = format!("/admin/t/{tenant}/s/{share}/learners");
     view! {
-        <Title text=format!("Learners · {}", page.share_title)/>
+        <Title text=lang().pick(format!("Learners · {}", page.share_title), format!("学员 · {}", page.share_title))/>
         <ConsoleNav tenant/>
-        <h1>"Learners of " <a href=format!("/admin/t/{tenant}/s/{share}")>{page.share_title.clone()}</a></h1>
-        <p><a class="button secondary" href=format!("/admin/t/{tenant}/s/{share}/records.csv") download="">"Export every access record (CSV)"</a></p>
+        <h1>{t("Learners of ", "学员：")} <a href=format!("/admin/t/{tenant}/s/{share}")>{page.share_title.clone()}</a></h1>
+        <p><a class="button secondary" href=format!("/admin/t/{tenant}/s/{share}/records.csv") download="">{t("Export every access record (CSV)", "导出全部访问记录（CSV）")}</a></p>
         {page.records.map(|(email, records)| view! {
             <section class="card">
-                <h2>"Access records of " {email}</h2>
+                <h2>{t("Access records of ", "访问记录：")} {email}</h2>
                 {if records.is_empty() {
-                    view! { <p class="muted">"No access recorded."</p> }.into_any()
+                    view! { <p class="muted">{t("No access recorded.", "暂无访问记录。")}</p> }.into_any()
                 } else {
                     view! {
                         <table class="data records">
-                            <thead><tr><th>"When"</th><th>"Resource"</th><th>"Note"</th></tr></thead>
+                            <thead><tr><th>{t("When", "时间")}</th><th>{t("Resource", "资源")}</th><th>{t("Note", "备注")}</th></tr></thead>
                             <tbody>
                                 {records.into_iter().map(|r| view! {
                                     <tr>
                                         <td class="nowrap">{r.when}</td>
                                         <td>{r.resource}</td>
-                                        <td>{r.bound_now.then_some("first access: code bound")}</td>
+                                        <td>{r.bound_now.then_some(t("first access: code bound", "首次访问：兑换码已绑定"))}</td>
                                     </tr>
                                 }).collect_view()}
                             </tbody>
@@ -86,13 +87,13 @@ fn Learners(page: Page, tenant: Uuid, share: Uuid) -> impl IntoView {
             </section>
         })}
         {if page.learners.is_empty() {
-            view! { <p class="muted">"Nobody is bound yet."</p> }.into_any()
+            view! { <p class="muted">{t("Nobody is bound yet.", "还没有学员绑定。")}</p> }.into_any()
         } else {
             let base = base.clone();
             view! {
                 <div class="table-wrap">
                     <table class="data learners">
-                        <thead><tr><th>"Learner"</th><th>"Code"</th><th>"Bound since"</th><th>"Accesses"</th><th>"Last access"</th></tr></thead>
+                        <thead><tr><th>{t("Learner", "学员")}</th><th>{t("Code", "兑换码")}</th><th>{t("Bound since", "绑定时间")}</th><th>{t("Accesses", "访问次数")}</th><th>{t("Last access", "最近访问")}</th></tr></thead>
                         <tbody>
                             {page.learners.into_iter().map(|l| view! {
                                 <tr>
@@ -108,6 +109,6 @@ fn Learners(page: Page, tenant: Uuid, share: Uuid) -> impl IntoView {
                 </div>
             }.into_any()
         }}
-        {page.next_after.map(|after| view! { <p><a class="button secondary" href=format!("{base}?after={after}")>"Next page"</a></p> })}
+        {page.next_after.map(|after| view! { <p><a class="button secondary" href=format!("{base}?after={after}")>{t("Next page", "下一页")}</a></p> })}
     }
 }

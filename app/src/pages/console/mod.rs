@@ -17,7 +17,7 @@ use leptos_meta::Title;
 use leptos_router::{components::Redirect, hooks::use_params_map};
 use uuid::Uuid;
 
-use crate::error::AppError;
+use crate::{error::AppError, i18n::t};
 
 /// A path parameter as a uuid (a malformed one is simply "not found").
 pub fn param_id(name: &'static str) -> impl Fn() -> Option<Uuid> + Copy + Send + Sync {
@@ -29,12 +29,12 @@ pub fn param_id(name: &'static str) -> impl Fn() -> Option<Uuid> + Copy + Send +
 #[component]
 pub fn ConsoleNav(tenant: Uuid) -> impl IntoView {
     view! {
-        <nav class="console-nav" aria-label="Console">
-            <a href=format!("/admin/t/{tenant}")>"Dashboard"</a>
-            <a href=format!("/admin/t/{tenant}/audit")>"Audit log"</a>
-            <a href=format!("/admin/t/{tenant}/tokens")>"API tokens"</a>
-            <a href="/api/v1/docs">"API docs"</a>
-            <a href="/admin">"All tenants"</a>
+        <nav class="console-nav" aria-label=t("Console", "管理后台")>
+            <a href=format!("/admin/t/{tenant}")>{t("Dashboard", "概览")}</a>
+            <a href=format!("/admin/t/{tenant}/audit")>{t("Audit log", "审计日志")}</a>
+            <a href=format!("/admin/t/{tenant}/tokens")>{t("API tokens", "API 令牌")}</a>
+            <a href="/api/v1/docs">{t("API docs", "API 文档")}</a>
+            <a href="/admin">{t("All tenants", "全部机构")}</a>
         </nav>
     }
 }
@@ -49,8 +49,8 @@ pub fn ConsoleError(error: AppError, here: String) -> impl IntoView {
         .into_any(),
         AppError::NotFound => view! { <crate::pages::not_found::NotFound/> }.into_any(),
         error => view! {
-            <Title text="Not available"/>
-            <h1>"Not available"</h1>
+            <Title text=t("Not available", "无法访问")/>
+            <h1>{t("Not available", "无法访问")}</h1>
             <div class="flash error" role="alert">{error.sentence()}</div>
         }
         .into_any(),

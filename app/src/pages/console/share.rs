@@ -3,6 +3,7 @@
 
 use leptos::prelude::*;
 use leptos_meta::Title;
+use uuid::Uuid;
 
 use super::{ConsoleError, ConsoleNav, dashboard::OptionalField, param_id};
 use crate::{
@@ -12,6 +13,7 @@ use crate::{
     },
     components::form::{FieldError, FormAlert},
     error::AppError,
+    i18n::{Lang, lang, resource_kind, t},
     learner::human_size,
 };
 
@@ -25,6 +27,7 @@ pub fn ShareAdminPage() -> impl IntoView {
         rename: ServerAction::new(),
         moves: ServerAction::new(),
         delete: ServerAction::new(),
+        uploaded: RwSignal::new(0),
     };
     let data = Resource::new(
         move || {
@@ -44,7 +47,7 @@ pub fn ShareAdminPage() -> impl IntoView {
         },
     );
     view! {
-        <Transition fallback=|| view! { <p>"Loading…"</p> }>
+        <Transition fallback=|| view! { <p>{t("Loading…", "加载中…")}</p> }>
             {move || Suspend::new(async move {
                 let here = format!(
                     "/admin/t/{}/s/{}",
@@ -75,16 +78,16 @@ fn Editor(
         <ConsoleNav tenant/>
         <h1>{editor.title.clone()}</h1>
         <p class="share-link">
-            "Learners' link: "<a href=link.clone() id="share-link">{link.clone()}</a>" "
+            {t("Learners' link: ", "学员链接：")}<a href=link.clone() id="share-link">{link.clone()}</a>" "
             <CopyButton path=link/>
-            " · "<a href=format!("/admin/t/{tenant}/s/{share}/codes")>"Code table"</a>
-            " · "<a href=format!("/admin/t/{tenant}/s/{share}/learners")>"Learners and records"</a>
+            " · "<a href=format!("/admin/t/{tenant}/s/{share}/codes")>{t("Code table", "兑换码列表")}</a>
+            " · "<a href=format!("/admin/t/{tenant}/s/{share}/learners")>{t("Learners and records", "学员与访问记录")}</a>
         </p>
         <div class="console-grid">
             <Settings editor=editor.clone() action=update/>
             <div class="stack">
                 <Resources tenant share resources=editor.resources.clone() actions/>
-                <Codes tenant share batches=editor.batches.clone() revoke/>
+                <Codes tenant share ticket=editor.issue_ticket batches=editor.batches.clone() revoke/>
             </div>
         </div>
     }
@@ -111,7 +114,7 @@ fn CopyButton(path: String) -> impl IntoView {
     };
     view! {
         <button type="button" class="link-button copy" on:click=copy>
-            {move || if copied.get() { "Copied" } else { "Copy link" }}
+            {move || if copied.get() { t("Copied", "已复制") } else { t("Copy link", "复制链接") }}
         </button>
     }
 }
@@ -125,50 +128,57 @@ fn Settings(editor: ShareEditor, action: ServerAction<UpdateShare>) -> impl Into
     };
     view! {
         <section class="card">
-            <h2>"Settings"</h2>
+            <h2>{t("Settings", "设置")}</h2>
             <FormAlert error/>
             <ActionForm action=action attr:class="form">
                 <input type="hidden" name="tenant_id" value=editor.tenant_id.to_string()/>
                 <input type="hidden" name="share_id" value=editor.id.to_string()/>
-                <OptionalField name="title" label="Title" value=editor.title.clone() error/>
-                <OptionalField name="slug" label="Link name" value=editor.slug.clone()
-                    hint="Fixed once codes are issued: printed cards and sent links use it." error/>
+                <OptionalField name="title" label=t("Title", "标题") value=editor.title.clone() error/>
+                <OptionalField name="slug" label=t("Link name", "链接名") value=editor.slug.clone()
+                    hint=t(
+                        "Fixed once codes are issued: printed cards and sent links use it.",
+                        "生成兑换码后不能再改：已打印的卡片和已发出的链接都用它。",
+                    ) error/>
                 <div class="field">
-                    <label for="description">"Description"</label>
+                    <label for="description">{t("Description", "简介")}</label>
                     <textarea id="description" name="description" rows="4" maxlength="10000">{editor.description.clone()}</textarea>
                     <FieldError error field="description"/>
                 </div>
                 <div class="field">
-                    <label for="status">"Status"</label>
+                    <label for="status">{t("Status", "状态")}</label>
                     <select id="status" name="status">
-                        {option("draft", "Draft: hidden from learners")}
-                        {option("active", "Active")}
-                        {option("paused", "Paused: nobody can open it")}
-                        {option("archived", "Archived: gone for learners")}
+                        {option("draft", t("Draft: hidden from learners", "草稿：学员看不到"))}
+                        {option("active", t("Active", "开放中"))}
+                        {option("paused", t("Paused: nobody can open it", "已暂停：谁都打不开"))}
+                        {option("archived", t("Archived: gone for learners", "已归档：对学员下架"))}
                     </select>
                     <FieldError error field="status"/>
                 </div>
                 <div class="field-row">
-                    <OptionalField name="valid_from" label="Opens (UTC)" kind="datetime-local" value=editor.valid_from.clone() error/>
-                    <OptionalField name="valid_until" label="Closes (UTC)" kind="datetime-local" value=editor.valid_until.clone() error/>
+                    <OptionalField name="valid_from" label=t("Opens (UTC)", "开放时间（UTC）") kind="datetime-local" value=editor.valid_from.clone() error/>
+                    <OptionalField name="valid_until" label=t("Closes (UTC)", "结束时间（UTC）") kind="datetime-local" value=editor.valid_until.clone() error/>
                 </div>
                 <div class="field-row">
-                    <OptionalField name="per_learner_limit" label="Accesses per learner" kind="number"
-                        value=editor.per_learner_limit.clone() hint="Empty: unlimited." error/>
-                    <OptionalField name="quota" label="Accesses in all" kind="number"
-                        value=editor.quota.clone() hint=QUOTA_HINT error/>
+                    <OptionalField name="per_learner_limit" label=t("Accesses per learner", "每位学员访问次数") kind="number"
+                        value=editor.per_learner_limit.clone() hint=t("Empty: unlimited.", "留空表示不限。") error/>
+                    <OptionalField name="quota" label=t("Accesses in all", "总访问次数") kind="number"
+                        value=editor.quota.clone() hint=t(
+                            "Empty: unlimited. Counted once per learner per access window.",
+                            "留空表示不限。每位学员在每个访问时段内计一次。",
+                        ) error/>
                 </div>
-                <p class="hint">{format!("{} accesses counted so far.", editor.quota_used)}</p>
-                <button type="submit" class="button" disabled=move || action.pending().get()>"Save"</button>
+                <p class="hint">{lang().pick(
+                    format!("{} accesses counted so far.", editor.quota_used),
+                    format!("目前已计入 {} 次访问。", editor.quota_used),
+                )}</p>
+                <button type="submit" class="button" disabled=move || action.pending().get()>{t("Save", "保存")}</button>
                 <p class="saved" role="status">
-                    {move || matches!(action.value().get(), Some(Ok(()))).then_some("Saved.")}
+                    {move || matches!(action.value().get(), Some(Ok(()))).then_some(t("Saved.", "已保存。"))}
                 </p>
             </ActionForm>
         </section>
     }
 }
-
-const QUOTA_HINT: &str = "Empty: unlimited. Counted once per learner per access window.";
 
 /// The resource list's actions (one of each per page, so the list
 /// refreshes after any of them).
@@ -177,14 +187,17 @@ struct ResourceActions {
     rename: ServerAction<RenameResource>,
     moves: ServerAction<MoveResource>,
     delete: ServerAction<DeleteResource>,
+    /// Bumped after each upload made in the page (with JavaScript).
+    uploaded: RwSignal<usize>,
 }
 
 impl ResourceActions {
-    fn versions(&self) -> (usize, usize, usize) {
+    fn versions(&self) -> (usize, usize, usize, usize) {
         (
             self.rename.version().get(),
             self.moves.version().get(),
             self.delete.version().get(),
+            self.uploaded.get(),
         )
     }
 
@@ -215,20 +228,20 @@ fn Resources(
     };
     view! {
         <section class="card">
-            <h2>"Resources"</h2>
+            <h2>{t("Resources", "资源")}</h2>
             <FormAlert error/>
             <FieldError error field="force"/>
             {if resources.is_empty() {
-                view! { <p class="muted">"Nothing uploaded yet."</p> }.into_any()
+                view! { <p class="muted">{t("Nothing uploaded yet.", "还没有上传任何内容。")}</p> }.into_any()
             } else {
                 view! {
                     <ul class="resource-list admin-resources">
                         {resources.into_iter().map(|r| {
-                            let up = format!("Move {} up", r.title);
-                            let down = format!("Move {} down", r.title);
+                            let up = lang().pick(format!("Move {} up", r.title), format!("上移 {}", r.title));
+                            let down = lang().pick(format!("Move {} down", r.title), format!("下移 {}", r.title));
                             view! {
                             <li class="resource" data-resource=r.id.to_string()>
-                                <span class="tag">{r.kind.clone()}</span>
+                                <span class="tag">{resource_kind(&r.kind)}</span>
                                 <a class="resource-title" href=format!("/admin/t/{tenant}/s/{share}/r/{}/preview", r.id) target="_blank">{r.title.clone()}</a>
                                 <span class="muted">{human_size(r.size_bytes)}</span>
                                 <span class="resource-actions">
@@ -243,20 +256,20 @@ fn Resources(
                                         <button type="submit" class="link-button" aria-label=down>"↓"</button>
                                     </ActionForm>
                                     <details class="resource-edit">
-                                        <summary>"Rename or remove"</summary>
+                                        <summary>{t("Rename or remove", "改名或删除")}</summary>
                                         <ActionForm action=actions.rename attr:class="form compact">
                                             {hidden(r.id)}
-                                            <label for=format!("rename-{}", r.id)>"New title"</label>
+                                            <label for=format!("rename-{}", r.id)>{t("New title", "新标题")}</label>
                                             <input id=format!("rename-{}", r.id) name="title" value=r.title.clone() required=true maxlength="200"/>
-                                            <button type="submit" class="button small secondary">"Rename"</button>
+                                            <button type="submit" class="button small secondary">{t("Rename", "改名")}</button>
                                         </ActionForm>
                                         <ActionForm action=actions.delete attr:class="form compact">
                                             {hidden(r.id)}
                                             <label class="check">
                                                 <input type="checkbox" name="force" value="on"/>
-                                                " remove anyway, even if learners opened it"
+                                                {t(" remove anyway, even if learners opened it", " 仍然删除，即使学员已打开过")}
                                             </label>
-                                            <button type="submit" class="button small danger">"Remove"</button>
+                                            <button type="submit" class="button small danger">{t("Remove", "删除")}</button>
                                         </ActionForm>
                                     </details>
                                 </span>
@@ -265,18 +278,7 @@ fn Resources(
                     </ul>
                 }.into_any()
             }}
-            <form method="post" enctype="multipart/form-data" class="form"
-                action=format!("/admin/t/{tenant}/s/{share}/upload")>
-                <div class="field">
-                    <label for="upload-title">"Title"</label>
-                    <input id="upload-title" name="title" maxlength="200" placeholder="From the file name when empty"/>
-                </div>
-                <div class="field">
-                    <label for="upload-file">"File (video, page or any file)"</label>
-                    <input id="upload-file" name="file" type="file" required=true/>
-                </div>
-                <button type="submit" class="button secondary">"Upload"</button>
-            </form>
+            <Upload tenant share uploaded=actions.uploaded/>
         </section>
     }
 }
@@ -285,47 +287,305 @@ fn Resources(
 fn Codes(
     tenant: uuid::Uuid,
     share: uuid::Uuid,
+    ticket: uuid::Uuid,
     batches: Vec<crate::admin::BatchView>,
     revoke: ServerAction<RevokeUnused>,
 ) -> impl IntoView {
     let issue = ServerAction::<IssueCodes>::new();
     let error = Signal::derive(move || issue.value().get().and_then(Result::err));
+    let progress = issue_progress_of(tenant, ticket, issue);
     let revoke_error = Signal::derive(move || revoke.value().get().and_then(Result::err));
     view! {
         <section class="card">
-            <h2>"Access codes"</h2>
+            <h2>{t("Access codes", "兑换码")}</h2>
             <FormAlert error/>
             <ActionForm action=issue attr:class="form">
                 <input type="hidden" name="tenant_id" value=tenant.to_string()/>
                 <input type="hidden" name="share_id" value=share.to_string()/>
+                <input type="hidden" name="ticket" value=ticket.to_string()/>
                 <div class="field-row">
-                    <OptionalField name="count" label="How many" kind="number" value="20" error/>
-                    <OptionalField name="label" label="Label" hint="E.g. the class or the shop order." error/>
+                    <OptionalField name="count" label=t("How many", "数量") kind="number" value="20" error/>
+                    <OptionalField name="label" label=t("Label", "批次名称") hint=t("E.g. the class or the shop order.", "例如班级或店铺订单号。") error/>
                 </div>
-                <p class="hint">"The codes are shown once, on the next page, with a CSV download. Afterwards only hints remain."</p>
+                <p class="hint">{t(
+                    "The codes are shown once, on the next page, with a CSV download. Afterwards only hints remain.",
+                    "兑换码只在下一页显示一次，并可下载一次 CSV。之后只保留提示（首尾各两位）。",
+                )}</p>
                 <button type="submit" class="button" disabled=move || issue.pending().get()>
-                    {move || if issue.pending().get() { "Issuing…" } else { "Issue codes" }}
+                    {move || if issue.pending().get() { t("Issuing…", "生成中…") } else { t("Issue codes", "生成兑换码") }}
                 </button>
+                {move || issue.pending().get().then(|| {
+                    let (done, total) = progress.get().unwrap_or((0, 0));
+                    let text = if total == 0 {
+                        t("Starting…", "准备中…").to_owned()
+                    } else {
+                        lang().pick(
+                            format!("{} of {} codes written…", number_u64(done), number_u64(total)),
+                            format!("已写入 {} / {} 个兑换码…", number_u64(done), number_u64(total)),
+                        )
+                    };
+                    view! {
+                        <div class="progress" role="status" data-testid="issue-progress">
+                            <progress max=total.max(1).to_string() value=done.to_string()></progress>
+                            <span>{text}</span>
+                        </div>
+                    }
+                })}
             </ActionForm>
             <FormAlert error=revoke_error/>
             {(!batches.is_empty()).then(|| view! {
-                <h3>"Batches"</h3>
+                <h3>{t("Batches", "批次")}</h3>
                 <ul class="batch-list">
                     {batches.into_iter().map(|b| view! {
                         <li>
                             <a href=format!("/admin/t/{tenant}/s/{share}/codes?batch={}", b.id)>
-                                {if b.label.is_empty() { "(no label)".to_owned() } else { b.label.clone() }}
+                                {if b.label.is_empty() { t("(no label)", "（未命名）").to_owned() } else { b.label.clone() }}
                             </a>
-                            <span class="muted">{format!(" · {} codes · {}", b.count, b.created)}</span>
+                            <span class="muted">{lang().pick(
+                                format!(" · {} codes · {}", b.count, b.created),
+                                format!(" · {} 个 · {}", b.count, b.created),
+                            )}</span>
                             <ActionForm action=revoke attr:class="inline-form">
                                 <input type="hidden" name="tenant_id" value=tenant.to_string()/>
                                 <input type="hidden" name="batch_id" value=b.id.to_string()/>
-                                <button type="submit" class="link-button danger-link">"Revoke unused"</button>
+                                <button type="submit" class="link-button danger-link">{t("Revoke unused", "作废未用的码")}</button>
                             </ActionForm>
                         </li>
                     }).collect_view()}
                 </ul>
             })}
         </section>
+    }
+}
+
+/// A number of codes with thousands separators.
+fn number_u64(n: u64) -> String {
+    crate::i18n::number(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+/// While `issue` runs, polls how many codes the server has written under
+/// `ticket` (in the browser only; a page without JavaScript just waits for
+/// the result page).
+fn issue_progress_of(
+    tenant: Uuid,
+    ticket: Uuid,
+    issue: ServerAction<IssueCodes>,
+) -> ReadSignal<Option<(u64, u64)>> {
+    let (progress, set_progress) = signal(None::<(u64, u64)>);
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |previous: Option<Option<IntervalHandle>>| {
+        if let Some(Some(handle)) = previous {
+            handle.clear();
+        }
+        if !issue.pending().get() {
+            set_progress.set(None);
+            return None;
+        }
+        set_interval_with_handle(
+            move || {
+                leptos::task::spawn_local(async move {
+                    if let Ok(Some(now)) = crate::admin::issue_progress(tenant, ticket).await
+                        && issue.pending().get_untracked()
+                    {
+                        set_progress.set(Some(now));
+                    }
+                });
+            },
+            std::time::Duration::from_millis(250),
+        )
+        .ok()
+    });
+    #[cfg(not(feature = "hydrate"))]
+    let _ = (tenant, ticket, issue, set_progress);
+    progress
+}
+
+/// What the upload form reports while it runs (with JavaScript).
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(
+    not(feature = "hydrate"),
+    expect(dead_code, reason = "only the browser's XHR upload moves past Idle")
+)]
+enum UploadState {
+    Idle,
+    /// Bytes sent of the whole request.
+    Sending {
+        sent: f64,
+        total: f64,
+    },
+    Done(String),
+    Failed(String),
+}
+
+/// The upload form. Without JavaScript it is a plain multipart post to
+/// `/admin/t/{tenant}/s/{share}/upload`, answered by a redirect back here
+/// with a message. With JavaScript it sends the same form to the JSON API
+/// by XHR, which reports upload progress, and shows a progress bar.
+#[component]
+fn Upload(tenant: Uuid, share: Uuid, uploaded: RwSignal<usize>) -> impl IntoView {
+    let state = RwSignal::new(UploadState::Idle);
+    let on_submit = move |ev: leptos::ev::SubmitEvent| {
+        #[cfg(feature = "hydrate")]
+        upload::send(ev, share, state, uploaded);
+        #[cfg(not(feature = "hydrate"))]
+        let _ = (ev, uploaded);
+    };
+    let sending = move || matches!(state.get(), UploadState::Sending { .. });
+    view! {
+        <form method="post" enctype="multipart/form-data" class="form"
+            action=format!("/admin/t/{tenant}/s/{share}/upload") on:submit=on_submit>
+            <div class="field">
+                <label for="upload-title">{t("Title", "标题")}</label>
+                <input id="upload-title" name="title" maxlength="200"
+                    placeholder=t("From the file name when empty", "留空则用文件名")/>
+            </div>
+            <div class="field">
+                <label for="upload-file">{t("File (video, page or any file)", "文件（视频、网页或任意文件）")}</label>
+                <input id="upload-file" name="file" type="file" required=true/>
+            </div>
+            <button type="submit" class="button secondary" disabled=sending>{t("Upload", "上传")}</button>
+            {move || match state.get() {
+                UploadState::Idle => ().into_any(),
+                UploadState::Sending { sent, total } => {
+                    let percent = if total > 0.0 { (sent / total * 100.0).floor() } else { 0.0 };
+                    view! {
+                        <div class="progress" role="status" data-testid="upload-progress">
+                            <progress max="100" value=percent.to_string()></progress>
+                            <span>{lang().pick(
+                                format!("Uploading… {percent}%"),
+                                format!("上传中… {percent}%"),
+                            )}</span>
+                        </div>
+                    }.into_any()
+                }
+                UploadState::Done(message) => view! {
+                    <p class="flash success" role="status">{message}</p>
+                }.into_any(),
+                UploadState::Failed(message) => view! {
+                    <p class="flash error" role="alert">{message}</p>
+                }.into_any(),
+            }}
+        </form>
+    }
+}
+
+/// Why an upload was refused, in `lang`, from the JSON API's error code,
+/// field and (English) message. Shared by the XHR upload and the plain
+/// form's redirect.
+pub fn upload_refusal(lang: Lang, code: &str, field: Option<&str>, message: &str) -> String {
+    let zh = match (code, field) {
+        ("too_large", _) => "文件超过了上传大小上限。",
+        (_, Some("title")) => "标题需要 1 到 200 个可见字符。",
+        (_, Some("file")) => "请选择要上传的文件。",
+        ("invalid_multipart", _) => "上传的数据不完整，请重试。",
+        ("unauthenticated", _) => "请先登录。",
+        ("forbidden", _) => "你没有权限上传到这里。",
+        ("not_found", _) => "找不到这个课程分享。",
+        _ => "上传失败，请稍后重试。",
+    };
+    lang.pick(
+        format!("Upload refused: {}", crate::error::sentence(message)),
+        format!("上传被拒绝：{zh}"),
+    )
+}
+
+#[cfg(feature = "hydrate")]
+mod upload {
+    //! The XHR upload (browser only): `fetch` cannot report upload
+    //! progress, `XMLHttpRequest` can.
+    use leptos::prelude::*;
+    use uuid::Uuid;
+    use wasm_bindgen::{JsCast as _, closure::Closure};
+
+    use super::UploadState;
+    use crate::i18n::{lang, t};
+
+    pub fn send(
+        ev: leptos::ev::SubmitEvent,
+        share: Uuid,
+        state: RwSignal<UploadState>,
+        uploaded: RwSignal<usize>,
+    ) {
+        let Some(form) = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::HtmlFormElement>().ok())
+        else {
+            return; // Let the browser post the form itself.
+        };
+        let (Ok(data), Ok(xhr)) = (
+            web_sys::FormData::new_with_form(&form),
+            web_sys::XmlHttpRequest::new(),
+        ) else {
+            return;
+        };
+        ev.prevent_default();
+        if xhr
+            .open("POST", &format!("/api/v1/shares/{share}/resources"))
+            .is_err()
+        {
+            state.set(UploadState::Failed(
+                t("Upload failed.", "上传失败。").into(),
+            ));
+            return;
+        }
+        let _ = xhr.set_request_header("Accept", "application/json");
+        let on_progress =
+            Closure::<dyn FnMut(web_sys::ProgressEvent)>::new(move |e: web_sys::ProgressEvent| {
+                if e.length_computable() {
+                    state.set(UploadState::Sending {
+                        sent: e.loaded(),
+                        total: e.total(),
+                    });
+                }
+            });
+        if let Ok(upload) = xhr.upload() {
+            upload.set_onprogress(Some(on_progress.as_ref().unchecked_ref()));
+        }
+        on_progress.forget();
+        let answered = xhr.clone();
+        let on_load = Closure::<dyn FnMut()>::new(move || {
+            let status = answered.status().unwrap_or(0);
+            let body = answered.response_text().ok().flatten().unwrap_or_default();
+            let json: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+            if status == 201 {
+                let title = json["title"].as_str().unwrap_or_default().to_owned();
+                state.set(UploadState::Done(
+                    lang().pick(format!("Uploaded {title}."), format!("已上传 {title}。")),
+                ));
+                form.reset();
+                uploaded.update(|n| *n += 1);
+            } else {
+                state.set(UploadState::Failed(super::upload_refusal(
+                    lang(),
+                    json["error"].as_str().unwrap_or_default(),
+                    json["field"].as_str(),
+                    json["message"]
+                        .as_str()
+                        .unwrap_or("the server refused the file"),
+                )));
+            }
+        });
+        xhr.set_onload(Some(on_load.as_ref().unchecked_ref()));
+        on_load.forget();
+        let on_error = Closure::<dyn FnMut()>::new(move || {
+            state.set(UploadState::Failed(
+                t(
+                    "Upload failed: the connection was lost. Try again.",
+                    "上传失败：连接中断，请重试。",
+                )
+                .into(),
+            ));
+        });
+        xhr.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+        on_error.forget();
+        state.set(UploadState::Sending {
+            sent: 0.0,
+            total: 0.0,
+        });
+        if xhr.send_with_opt_form_data(Some(&data)).is_err() {
+            state.set(UploadState::Failed(
+                t("Upload failed.", "上传失败。").into(),
+            ));
+        }
     }
 }

@@ -10,6 +10,7 @@ use crate::{
     admin::{CreateToken, RevokeToken, TokenRow, api_tokens},
     components::form::{Field, FieldError, FormAlert},
     error::AppError,
+    i18n::{lang, t},
 };
 
 #[component]
@@ -27,7 +28,7 @@ pub fn TokensPage() -> impl IntoView {
         },
     );
     view! {
-        <Transition fallback=|| view! { <p>"Loading…"</p> }>
+        <Transition fallback=|| view! { <p>{t("Loading…", "加载中…")}</p> }>
             {move || Suspend::new(async move {
                 let here = format!("/admin/t/{}/tokens", tenant().map(|t| t.to_string()).unwrap_or_default());
                 match (data.await, tenant()) {
@@ -50,55 +51,55 @@ fn Tokens(
     let error = Signal::derive(move || create.value().get().and_then(Result::err));
     let created = move || create.value().get().and_then(Result::ok);
     view! {
-        <Title text="API tokens"/>
+        <Title text=t("API tokens", "API 令牌")/>
         <ConsoleNav tenant/>
-        <h1>"API tokens"</h1>
+        <h1>{t("API tokens", "API 令牌")}</h1>
         <p class="muted">
-            "Tokens let scripts and shops call the "<a href="/api/v1/docs">"JSON API"</a>
-            " as you, for this tenant only: send "<code>"Authorization: Bearer <token>"</code>"."
+            {t("Tokens let scripts and shops call the ", "令牌让脚本和店铺以你的身份调用 ")}<a href="/api/v1/docs">"JSON API"</a>
+            {t(" as you, for this tenant only: send ", "，仅限本机构：请求时发送 ")}<code>"Authorization: Bearer <token>"</code>{t(".", "。")}
         </p>
         {move || created().map(|token| view! {
             <div class="flash success new-token" role="status">
-                "New token (shown once, copy it now): "<code class="token">{token}</code>
+                {t("New token (shown once, copy it now): ", "新令牌（只显示一次，请立即复制）：")}<code class="token">{token}</code>
             </div>
         })}
         <section class="card">
-            <h2>"New token"</h2>
+            <h2>{t("New token", "新建令牌")}</h2>
             <FormAlert error/>
             <ActionForm action=create attr:class="form narrow">
                 <input type="hidden" name="tenant_id" value=tenant.to_string()/>
-                <Field name="name" label="Name" hint="What uses it, e.g. \"shop sync\"." maxlength=80 error/>
+                <Field name="name" label=t("Name", "名称") hint=t("What uses it, e.g. \"shop sync\".", "用途，例如“店铺同步”。") maxlength=80 error/>
                 <fieldset class="scopes">
-                    <legend>"Scopes"</legend>
-                    <label class="check"><input type="checkbox" name="read" value="on" checked=true/>" read: shares and codes"</label>
-                    <label class="check"><input type="checkbox" name="write" value="on"/>" write: create shares, upload, issue, revoke, unbind"</label>
+                    <legend>{t("Scopes", "权限")}</legend>
+                    <label class="check"><input type="checkbox" name="read" value="on" checked=true/>{t(" read: shares and codes", " read：读取课程分享和兑换码")}</label>
+                    <label class="check"><input type="checkbox" name="write" value="on"/>{t(" write: create shares, upload, issue, revoke, unbind", " write：创建课程分享、上传资源、生成兑换码、作废、解绑")}</label>
                     <FieldError error field="scopes"/>
                 </fieldset>
-                <button type="submit" class="button" disabled=move || create.pending().get()>"Create token"</button>
+                <button type="submit" class="button" disabled=move || create.pending().get()>{t("Create token", "创建令牌")}</button>
             </ActionForm>
         </section>
         {if tokens.is_empty() {
-            view! { <p class="muted">"No tokens yet."</p> }.into_any()
+            view! { <p class="muted">{t("No tokens yet.", "还没有令牌。")}</p> }.into_any()
         } else {
             view! {
                 <div class="table-wrap">
                     <table class="data tokens">
-                        <thead><tr><th>"Name"</th><th>"Scopes"</th><th>"Created"</th><th>"Last used"</th><th>"State"</th></tr></thead>
+                        <thead><tr><th>{t("Name", "名称")}</th><th>{t("Scopes", "权限")}</th><th>{t("Created", "创建")}</th><th>{t("Last used", "最近使用")}</th><th>{t("State", "状态")}</th></tr></thead>
                         <tbody>
                             {tokens.into_iter().map(|t| view! {
                                 <tr data-token=t.id.to_string()>
                                     <td>{t.name.clone()}</td>
                                     <td>{t.scopes}</td>
                                     <td>{t.created}" · "{t.created_by}</td>
-                                    <td>{t.last_used.unwrap_or_else(|| "never".into())}</td>
+                                    <td>{t.last_used.unwrap_or_else(|| lang().pick("never", "从未使用").into())}</td>
                                     <td>{match t.revoked {
-                                        Some(when) => view! { <span class="status status-revoked">{format!("revoked {when}")}</span> }.into_any(),
+                                        Some(when) => view! { <span class="status status-revoked">{lang().pick(format!("revoked {when}"), format!("已于 {when} 吊销"))}</span> }.into_any(),
                                         None => view! {
                                             <ActionForm action=revoke attr:class="inline-form">
                                                 <input type="hidden" name="tenant_id" value=tenant.to_string()/>
                                                 <input type="hidden" name="token_id" value=t.id.to_string()/>
                                                 <button type="submit" class="link-button danger-link"
-                                                    aria-label=format!("Revoke token {}", t.name)>"Revoke"</button>
+                                                    aria-label=lang().pick(format!("Revoke token {}", t.name), format!("吊销令牌 {}", t.name))>{lang().pick("Revoke", "吊销")}</button>
                                             </ActionForm>
                                         }.into_any(),
                                     }}</td>

@@ -57,6 +57,11 @@ impl Keys {
         format!("{}:handover:{owner}:{batch}:{what}", self.prefix)
     }
 
+    /// How far `owner`'s operation `ticket` has got (issuing a batch).
+    pub fn progress(&self, owner: Uuid, ticket: Uuid) -> String {
+        format!("{}:progress:{owner}:{ticket}", self.prefix)
+    }
+
     /// A server-side session record (tower-sessions id).
     pub fn session(&self, id: &str) -> String {
         format!("{}:session:{id}", self.prefix)

@@ -367,6 +367,7 @@ pub async fn issue_codes(
         count: body.count,
         label: body.label.as_deref().unwrap_or(""),
         idempotency_key: key.as_ref().map(engine::settlement::RequestId::as_str),
+        progress: None,
     };
     let batch = shares::issue_codes(
         &state.app.pool,

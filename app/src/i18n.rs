@@ -1,0 +1,302 @@
+//! The two languages of the interface: English and Simplified Chinese.
+//!
+//! Many people who sell courses this way, and their learners, read Chinese
+//! first. Every string a person sees is written in both languages at the
+//! place it is used (`t("Sign in", "登录")`), so a page cannot gain an
+//! untranslated string without its author seeing the gap, and no key file
+//! can drift from the code.
+//!
+//! The language is chosen per request: the `lang` cookie set by the
+//! switcher (`/lang/{tag}`) wins, then `Accept-Language`, then English. The
+//! server writes it into `<html lang>`, and the browser reads it back from
+//! there when it hydrates, so both render the same words. The JSON API
+//! (`/api/v1`) always answers in English: machines match on stable codes.
+
+#[cfg(feature = "ssr")]
+pub mod errors;
+
+use serde::{Deserialize, Serialize};
+
+/// A language of the interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Lang {
+    #[default]
+    En,
+    Zh,
+}
+
+impl Lang {
+    /// The cookie the switcher sets.
+    pub const COOKIE: &'static str = "lang";
+    /// Every language, in the switcher's order.
+    pub const ALL: [Lang; 2] = [Lang::En, Lang::Zh];
+
+    /// The BCP 47 tag written into `<html lang>` and the switcher's links.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Self::En => "en",
+            Self::Zh => "zh-CN",
+        }
+    }
+
+    /// The language's own name, for the switcher.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::En => "English",
+            Self::Zh => "简体中文",
+        }
+    }
+
+    /// A language from a tag (`zh`, `zh-CN`, `zh-Hans`, `en-GB`, …); any
+    /// Chinese tag gets Simplified Chinese, the only Chinese we have.
+    pub fn parse(tag: &str) -> Option<Self> {
+        let primary = tag
+            .trim()
+            .split(['-', '_'])
+            .next()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        match primary.as_str() {
+            "en" => Some(Self::En),
+            "zh" => Some(Self::Zh),
+            _ => None,
+        }
+    }
+
+    /// The best language for an `Accept-Language` header: the supported
+    /// one with the highest quality (earliest on ties).
+    pub fn from_accept_language(header: &str) -> Option<Self> {
+        let mut best: Option<(Self, f32)> = None;
+        for item in header.split(',') {
+            let mut parts = item.split(';');
+            let Some(lang) = parts.next().and_then(Self::parse) else {
+                continue;
+            };
+            let quality = parts
+                .find_map(|p| p.trim().strip_prefix("q="))
+                .map_or(Some(1.0), |q| q.trim().parse::<f32>().ok())
+                .unwrap_or(0.0);
+            if quality > 0.0 && best.is_none_or(|(_, q)| quality > q) {
+                best = Some((lang, quality));
+            }
+        }
+        best.map(|(lang, _)| lang)
+    }
+
+    /// The language of a request: the switcher's cookie, then
+    /// `Accept-Language`, then English.
+    pub fn from_headers(headers: &http::HeaderMap) -> Self {
+        let cookie = headers
+            .get_all(http::header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .find_map(|pair| {
+                let (name, value) = pair.trim().split_once('=')?;
+                (name == Self::COOKIE).then(|| Self::parse(value)).flatten()
+            });
+        cookie
+            .or_else(|| {
+                headers
+                    .get(http::header::ACCEPT_LANGUAGE)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(Self::from_accept_language)
+            })
+            .unwrap_or_default()
+    }
+
+    /// `en` in English, `zh` in Chinese.
+    pub fn pick<T>(self, en: T, zh: T) -> T {
+        match self {
+            Self::En => en,
+            Self::Zh => zh,
+        }
+    }
+}
+
+/// The language of the page being rendered or the server function being
+/// served: provided by [`crate::App`]; on the server read from the request
+/// where no page provides it (server functions); in the browser read back
+/// from `<html lang>`.
+pub fn lang() -> Lang {
+    use leptos::prelude::use_context;
+    if let Some(lang) = use_context::<Lang>() {
+        return lang;
+    }
+    #[cfg(feature = "ssr")]
+    if let Some(parts) = use_context::<http::request::Parts>() {
+        return Lang::from_headers(&parts.headers);
+    }
+    #[cfg(feature = "hydrate")]
+    if let Some(tag) = leptos::prelude::document()
+        .document_element()
+        .and_then(|html| html.get_attribute("lang"))
+    {
+        return Lang::parse(&tag).unwrap_or_default();
+    }
+    Lang::En
+}
+
+/// `en` or `zh`, in the current language.
+pub fn t(en: &'static str, zh: &'static str) -> &'static str {
+    lang().pick(en, zh)
+}
+
+/// A number with thousands separators (`100,000`), the same in both
+/// languages.
+pub fn number(n: impl Into<i64>) -> String {
+    let n: i64 = n.into();
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
+    if n < 0 {
+        out.push('-');
+    }
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A share's status (`draft`, `active`, `paused`, `archived`) as a word.
+pub fn share_status(status: &str) -> String {
+    let word = match status {
+        "draft" => t("Draft", "草稿"),
+        "active" => t("Active", "开放中"),
+        "paused" => t("Paused", "已暂停"),
+        "archived" => t("Archived", "已归档"),
+        other => return other.to_owned(),
+    };
+    word.to_owned()
+}
+
+/// A code's state (`unused`, `pending`, `bound`, `revoked`) as a word.
+pub fn code_state(state: &str) -> String {
+    let word = match state {
+        "unused" => t("Unused", "未使用"),
+        "pending" => t("Pending", "待绑定"),
+        "bound" => t("Bound", "已绑定"),
+        "revoked" => t("Revoked", "已作废"),
+        other => return other.to_owned(),
+    };
+    word.to_owned()
+}
+
+/// An audit action (`code.revoked`, …) as a phrase.
+pub fn audit_action(action: &str) -> String {
+    let phrase = match action {
+        "share.created" => t("Share created", "创建课程分享"),
+        "share.updated" => t("Share edited", "修改课程分享"),
+        "share.status_changed" => t("Status changed", "状态变更"),
+        "resource.uploaded" => t("Resource uploaded", "上传资源"),
+        "resource.renamed" => t("Resource renamed", "资源改名"),
+        "resource.moved" => t("Resource moved", "资源排序"),
+        "resource.deleted" => t("Resource removed", "删除资源"),
+        "batch.issued" => t("Codes issued", "生成兑换码"),
+        "batch.unused_revoked" => t("Unused codes of a batch revoked", "作废批次中未用的码"),
+        "code.revoked" => t("Code revoked", "作废兑换码"),
+        "code.replaced" => t("Code replaced", "补发兑换码"),
+        "code.unbound" => t("Code unbound", "解绑兑换码"),
+        "code.bound" => t("Code bound", "兑换码绑定"),
+        "token.created" => t("API token created", "创建 API 令牌"),
+        "token.revoked" => t("API token revoked", "吊销 API 令牌"),
+        other => return other.to_owned(),
+    };
+    phrase.to_owned()
+}
+
+/// What is wrong with a typed code, in the current language (the browser
+/// checks codes before they are sent, so this is not server-only).
+pub fn code_format_error(error: &codeformat::CodeFormatError) -> String {
+    use codeformat::CodeFormatError as E;
+    match lang() {
+        Lang::En => error.to_string(),
+        Lang::Zh => match error {
+            E::WrongLength => "兑换码由 12 位字母和数字组成，例如 ABCD-2345-WXYZ",
+            E::BadSymbol => "兑换码只包含字母和数字",
+            E::BadCheckSymbol => "兑换码有输入错误，请核对后重试",
+        }
+        .to_owned(),
+    }
+}
+
+/// A resource's kind (`video`, `page`, `file`) as a word.
+pub fn resource_kind(kind: &str) -> &'static str {
+    match kind {
+        "video" => t("Video", "视频"),
+        "page" => t("Page", "页面"),
+        _ => t("File", "文件"),
+    }
+}
+
+/// What an audit entry is about (`share`, `code`, …) as a word.
+pub fn target_type(kind: &str) -> String {
+    let word = match kind {
+        "share" => t("share", "课程分享"),
+        "code" | "auth_code" => t("code", "兑换码"),
+        "code_batch" => t("batch", "批次"),
+        "resource" => t("resource", "资源"),
+        "api_token" => t("token", "令牌"),
+        "account" => t("account", "账号"),
+        other => return other.to_owned(),
+    };
+    word.to_owned()
+}
+
+/// An API token scope (`read`, `write`) as a word.
+pub fn scope(scope: &str) -> String {
+    let word = match scope {
+        "read" => t("read", "读取"),
+        "write" => t("write", "写入"),
+        other => return other.to_owned(),
+    };
+    word.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Lang;
+
+    #[test]
+    fn accept_language_picks_the_best_supported_language() {
+        assert_eq!(
+            Lang::from_accept_language("zh-CN,zh;q=0.9,en;q=0.8"),
+            Some(Lang::Zh)
+        );
+        assert_eq!(Lang::from_accept_language("en-US,en;q=0.9"), Some(Lang::En));
+        assert_eq!(
+            Lang::from_accept_language("fr-FR, en;q=0.5, zh;q=0.7"),
+            Some(Lang::Zh)
+        );
+        assert_eq!(Lang::from_accept_language("zh-Hant-TW"), Some(Lang::Zh));
+        assert_eq!(Lang::from_accept_language("de, fr;q=0.8"), None);
+        assert_eq!(
+            Lang::from_accept_language("zh;q=0, en;q=0.1"),
+            Some(Lang::En)
+        );
+        assert_eq!(Lang::from_accept_language(""), None);
+        assert_eq!(Lang::from_accept_language("zh;q=banana"), None);
+    }
+
+    #[test]
+    fn the_cookie_wins_over_accept_language() {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(http::header::ACCEPT_LANGUAGE, "zh-CN".parse().unwrap());
+        assert_eq!(Lang::from_headers(&headers), Lang::Zh);
+        headers.insert(http::header::COOKIE, "a=1; lang=en; b=2".parse().unwrap());
+        assert_eq!(Lang::from_headers(&headers), Lang::En);
+        headers.insert(http::header::COOKIE, "lang=xx".parse().unwrap());
+        assert_eq!(Lang::from_headers(&headers), Lang::Zh);
+        assert_eq!(Lang::from_headers(&http::HeaderMap::new()), Lang::En);
+    }
+
+    #[test]
+    fn numbers_get_thousands_separators() {
+        assert_eq!(super::number(0), "0");
+        assert_eq!(super::number(999), "999");
+        assert_eq!(super::number(100_000), "100,000");
+        assert_eq!(super::number(-1_234_567), "-1,234,567");
+    }
+}

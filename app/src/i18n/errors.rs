@@ -1,0 +1,162 @@
+//! The domain's error messages in Chinese (ssr only).
+//!
+//! The `engine` crate speaks English (its `Display` texts are what logs and
+//! the JSON API show). The pages translate each expected outcome here, by an
+//! exhaustive match, so a new variant cannot reach a Chinese page in
+//! English without the compiler pointing at this file.
+
+use engine::{
+    accounts::{AccountError, DisplayName, Password},
+    settlement::SettlementError,
+    shares::ShareError,
+    storage::StorageError,
+    tenants::TenantError,
+    tokens::TokenError,
+};
+
+use super::{Lang, lang};
+
+/// An error's message in the current language.
+pub fn message<E: Localized>(error: &E) -> String {
+    match lang() {
+        Lang::En => error.to_string(),
+        Lang::Zh => error.zh(),
+    }
+}
+
+/// An error with a Chinese message beside its English `Display`.
+pub trait Localized: std::fmt::Display {
+    fn zh(&self) -> String;
+}
+
+impl Localized for ShareError {
+    fn zh(&self) -> String {
+        match self {
+            Self::InvalidTitle => "标题需要 1 到 200 个可见字符".into(),
+            Self::InvalidSlug => {
+                "链接名为 1 到 64 个小写字母、数字或连字符，且不能以连字符开头或结尾".into()
+            }
+            Self::SlugTaken => "这个链接名已被占用，请换一个".into(),
+            Self::InvalidDescription => "简介最多 10,000 个字符".into(),
+            Self::InvalidStatus => "状态只能是草稿、开放中、已暂停或已归档".into(),
+            Self::InvalidCodeState => "兑换码状态只能是未使用、已绑定或已作废".into(),
+            Self::ResourceNotFound => "没有这个资源".into(),
+            Self::CodeNotReplaceable => "只有未使用的兑换码可以补发（其他的请先解绑或作废）".into(),
+            Self::QuotaBelowUse { used } => {
+                format!("已计入 {used} 次访问，总访问上限不能低于这个数")
+            }
+            Self::LearnerLimitBelowUse { used } => {
+                format!("已有学员使用了 {used} 次访问，每人访问上限不能低于这个数")
+            }
+            Self::SlugLocked => {
+                "已用此链接生成过兑换码，链接不能再改（已打印的卡片和已发出的链接会失效）".into()
+            }
+            Self::ResourceInUse { accesses } => {
+                format!("学员已打开这个资源 {accesses} 次；勾选“仍然删除”才能删除")
+            }
+            Self::InvalidLimit => "上限是 1 到 1,000,000,000 之间的整数".into(),
+            Self::InvalidWindow => "有效期的结束时间必须晚于开始时间".into(),
+            Self::InvalidCount => "每批可生成 1 到 100,000 个兑换码".into(),
+            Self::InvalidLabel => "批次名称最多 120 个字符".into(),
+            Self::InvalidReason => "必须填写原因（1 到 500 个字符）".into(),
+            Self::BatchAlreadyIssued { batch_id, count } => format!(
+                "这个批次已经生成过（{batch_id}，{count} 个兑换码）；兑换码只在生成时显示一次"
+            ),
+            Self::IdempotencyKeyReused => "这个 Idempotency-Key 已用于另一个请求".into(),
+            Self::ShareNotFound => "没有这个课程分享".into(),
+            Self::CodeNotFound => "没有这个兑换码".into(),
+            Self::CodeNotBound => "这个兑换码没有绑定任何人".into(),
+            Self::Unexpected(_) => "服务器出错了".into(),
+        }
+    }
+}
+
+impl Localized for TokenError {
+    fn zh(&self) -> String {
+        match self {
+            Self::InvalidName => "令牌名称为 1 到 80 个字符".into(),
+            Self::InvalidScope => "请至少选择一个权限：读取、写入".into(),
+            Self::NotFound => "没有这个令牌".into(),
+            Self::Unexpected(_) => "服务器出错了".into(),
+        }
+    }
+}
+
+impl Localized for AccountError {
+    fn zh(&self) -> String {
+        match self {
+            Self::InvalidEmail => "请输入有效的邮箱地址，例如 name@example.com".into(),
+            Self::InvalidPassword => format!(
+                "密码需要 {} 到 {} 个字符",
+                Password::MIN_CHARS,
+                Password::MAX_CHARS
+            ),
+            Self::InvalidDisplayName => {
+                format!("昵称需要 1 到 {} 个可见字符", DisplayName::MAX_CHARS)
+            }
+            Self::EmailTaken => "这个邮箱已注册，请直接登录".into(),
+            Self::InvalidCredentials => "邮箱或密码错误".into(),
+            Self::Disabled => "这个账号已被停用，请联系课程提供方".into(),
+            Self::Unexpected(_) => "服务器出错了".into(),
+        }
+    }
+}
+
+impl Localized for SettlementError {
+    fn zh(&self) -> String {
+        match self {
+            Self::CodeRequired => "请先输入兑换码".into(),
+            Self::CodeBound => "这个兑换码已被其他账号使用".into(),
+            Self::CodeRevoked => "这个兑换码已被课程提供方作废".into(),
+            Self::WrongShare => "这个兑换码不属于这门课程".into(),
+            Self::InvalidCode => "这个兑换码无效".into(),
+            Self::AlreadyHasAccess => "你已经可以访问这门课程".into(),
+            Self::ShareUnavailable(why) => share_unavailable(why),
+            Self::QuotaExhausted => "这门课程的访问次数已用完".into(),
+            Self::LearnerLimitReached => "你在这门课程的访问次数已用完".into(),
+            Self::AccountDisabled => "这个账号已被停用".into(),
+            Self::ResourceNotFound => "没有这个资源".into(),
+            Self::RequestIdReused => {
+                "这个请求编号已用于另一个请求，或其访问已结束；请换一个新的编号重试".into()
+            }
+            Self::InvalidRequestId => "请求编号为 1 到 200 个可见字符".into(),
+            Self::Busy => "有人正在使用这个兑换码，请稍后再试".into(),
+            Self::Unavailable => "服务暂时降级，请稍后再试".into(),
+            Self::Unexpected(_) => "服务器出错了".into(),
+        }
+    }
+}
+
+/// Why a share is closed to learners: the engine's fixed phrases
+/// (`Share::unavailable_because`) in Chinese.
+pub fn share_unavailable(why: &str) -> String {
+    match why {
+        "this course is paused by its provider" => "课程提供方已暂停这门课程",
+        "this course is not open yet" => "这门课程尚未开放",
+        "this course has closed" => "这门课程已结束",
+        "this course has reached its access limit" => "这门课程的访问次数已用完",
+        _ => "这门课程目前无法访问",
+    }
+    .into()
+}
+
+impl Localized for StorageError {
+    fn zh(&self) -> String {
+        match self {
+            Self::TooLarge { limit } => format!("文件超过了 {limit} 字节的上限"),
+            Self::Unexpected(_) => "服务器出错了".into(),
+        }
+    }
+}
+
+impl Localized for TenantError {
+    fn zh(&self) -> String {
+        match self {
+            Self::InvalidSlug => {
+                "机构标识为 1 到 48 个小写字母、数字或连字符，且不能以连字符开头或结尾".into()
+            }
+            Self::InvalidName => "机构名称需要 1 到 120 个可见字符".into(),
+            Self::Unexpected(_) => "服务器出错了".into(),
+        }
+    }
+}
