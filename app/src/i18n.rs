@@ -202,6 +202,9 @@ pub fn audit_action(action: &str) -> String {
         "code.bound" => t("Code bound", "兑换码绑定"),
         "token.created" => t("API token created", "创建 API 令牌"),
         "token.revoked" => t("API token revoked", "吊销 API 令牌"),
+        "webhook.created" => t("Webhook added", "添加 Webhook"),
+        "webhook.disabled" => t("Webhook disabled", "停用 Webhook"),
+        "webhook.redelivered" => t("Webhook delivery sent again", "重新投递 Webhook"),
         other => return other.to_owned(),
     };
     phrase.to_owned()
@@ -239,10 +242,24 @@ pub fn target_type(kind: &str) -> String {
         "code_batch" => t("batch", "批次"),
         "resource" => t("resource", "资源"),
         "api_token" => t("token", "令牌"),
+        "webhook_endpoint" => t("webhook", "Webhook"),
         "account" => t("account", "账号"),
         other => return other.to_owned(),
     };
     word.to_owned()
+}
+
+/// A webhook event (`code.bound`, …) as a phrase.
+pub fn event(event: &str) -> String {
+    let phrase = match event {
+        "code.bound" => t("code bound", "兑换码绑定"),
+        "code.unbound" => t("code unbound", "兑换码解绑"),
+        "code.revoked" => t("code revoked", "兑换码作废"),
+        "access.recorded" => t("access recorded", "访问记录"),
+        "batch.issued" => t("codes issued", "生成兑换码"),
+        other => return other.to_owned(),
+    };
+    phrase.to_owned()
 }
 
 /// An API token scope (`read`, `write`) as a word.

@@ -33,7 +33,7 @@ use crate::pages::{
     admin::ConsoleHome,
     console::{
         audit::AuditLogPage, codes::CodesPage, dashboard::DashboardPage, issued::IssuedPage,
-        learners::LearnersPage, share::ShareAdminPage, tokens::TokensPage,
+        learners::LearnersPage, share::ShareAdminPage, tokens::TokensPage, webhooks::WebhooksPage,
     },
     courses::CoursesPage,
     home::HomePage,
@@ -140,6 +140,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/admin/t/:tenant") view=DashboardPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/audit") view=AuditLogPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/tokens") view=TokensPage ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/t/:tenant/webhooks") view=WebhooksPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/s/:share") view=ShareAdminPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/s/:share/codes") view=CodesPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/s/:share/learners") view=LearnersPage ssr=SsrMode::Async/>

@@ -31,6 +31,47 @@ pub struct Settings {
     pub settlement: SettlementSettings,
     pub storage: StorageSettings,
     pub log: LogSettings,
+    pub metrics: MetricsSettings,
+    pub webhooks: WebhookSettings,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsSettings {
+    /// `GET /metrics` answers only `Authorization: Bearer <token>`; without
+    /// a token configured it is not served at all (404).
+    pub token: Option<SecretString>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebhookSettings {
+    /// Run the outbox relay in `serve` (every instance may: rows are
+    /// claimed with `FOR UPDATE SKIP LOCKED`).
+    pub relay: bool,
+    /// Pause between relay rounds when there was nothing to do.
+    pub poll_interval_ms: u64,
+    /// How long one delivery may take before it counts as failed.
+    pub timeout_ms: u64,
+    /// Attempts before a delivery is dead-lettered.
+    pub max_attempts: i32,
+    /// First retry delay; doubled per attempt, with jitter, up to
+    /// `backoff_max_secs`.
+    pub backoff_base_ms: u64,
+    pub backoff_max_secs: u64,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        Self {
+            relay: true,
+            poll_interval_ms: 1_000,
+            timeout_ms: 5_000,
+            max_attempts: 8,
+            backoff_base_ms: 2_000,
+            backoff_max_secs: 3_600,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -10,6 +10,7 @@ pub mod bootstrap;
 pub mod config;
 pub mod csrf;
 pub mod reconcile;
+pub mod relay;
 pub mod routes;
 pub mod startup;
 pub mod telemetry;

@@ -101,6 +101,12 @@ async fn run() -> anyhow::Result<()> {
                 let pool = engine::db::connect_lazy(&database_url, &settings.db_options())?;
                 server::reconcile::spawn_periodic(pool, std::time::Duration::from_secs(every));
             }
+            if settings.webhooks.relay {
+                let pool = engine::db::connect_lazy(&database_url, &settings.db_options())?;
+                server::relay::Relay::new(pool, &settings.webhooks)?.spawn(
+                    std::time::Duration::from_millis(settings.webhooks.poll_interval_ms.max(10)),
+                );
+            }
             let app = Application::build(settings).await?;
             tracing::info!(port = app.port(), "listening");
             app.run_until(shutdown_signal()).await

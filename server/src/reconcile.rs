@@ -32,6 +32,13 @@ pub async fn reconcile(pool: &PgPool, repair: bool) -> anyhow::Result<Report> {
         0
     };
     let checks = invariants::check_all(pool).await?;
+    for check in &checks {
+        engine::measures::invariant_violations(
+            check.name,
+            usize::try_from(check.violations).unwrap_or(usize::MAX),
+        );
+    }
+    engine::measures::counter_drift_repaired(repaired);
     for check in checks.iter().filter(|c| c.violations != 0) {
         tracing::error!(
             invariant = check.name,

@@ -84,6 +84,8 @@ impl Application {
         redis: Redis,
         settlement: engine::settlement::SettlementOptions,
     ) -> anyhow::Result<Self> {
+        // Installs the process's metrics recorder (once).
+        let _ = routes::metrics::handle();
         let addr = settings.listen_addr()?;
         let listener = TcpListener::bind(addr)
             .await
@@ -190,6 +192,7 @@ pub fn router(state: ServerState) -> Router {
         .route("/healthz", get(routes::health::healthz))
         .route("/readyz", get(routes::health::readyz))
         .route("/lang/{tag}", get(routes::lang::switch))
+        .route("/metrics", get(routes::metrics::scrape))
         .merge(routes::api::router())
         .route(
             "/admin/t/{tenant}/s/{share}/upload",
@@ -217,6 +220,8 @@ pub fn router(state: ServerState) -> Router {
             _,
         >(context, app::shell))
         .with_state(state)
+        // Inside the router (`route_layer`), so the matched route is known.
+        .route_layer(axum::middleware::from_fn(routes::metrics::track))
         .layer(
             tower::ServiceBuilder::new()
                 .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))

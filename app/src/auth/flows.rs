@@ -47,6 +47,7 @@ pub async fn throttle(
     match state.throttle.hit(&state.redis, &key, limit).await {
         Ok(Decision::Allowed { .. }) => Ok(()),
         Ok(Decision::Refused { retry_after }) => {
+            engine::measures::throttled(scope.as_str());
             let secs = retry_after.as_secs().max(1);
             let minutes = secs.div_ceil(60);
             let message = match (crate::i18n::lang(), secs >= 120) {

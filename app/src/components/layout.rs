@@ -97,8 +97,12 @@ pub fn Footer() -> impl IntoView {
                         .map(|l| {
                             let href = move || format!("/lang/{}?back={}", l.tag(), back());
                             view! {
+                                // `rel=external`: a full page load (the
+                                // server sets the cookie and redirects),
+                                // not the router's client-side navigation.
                                 <a
                                     href=href
+                                    rel="external"
                                     hreflang=l.tag()
                                     lang=l.tag()
                                     aria-current=(l == current).then_some("true")

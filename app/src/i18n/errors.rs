@@ -12,6 +12,7 @@ use engine::{
     storage::StorageError,
     tenants::TenantError,
     tokens::TokenError,
+    webhooks::WebhookError,
 };
 
 use super::{Lang, lang};
@@ -156,6 +157,20 @@ impl Localized for TenantError {
                 "机构标识为 1 到 48 个小写字母、数字或连字符，且不能以连字符开头或结尾".into()
             }
             Self::InvalidName => "机构名称需要 1 到 120 个可见字符".into(),
+            Self::Unexpected(_) => "服务器出错了".into(),
+        }
+    }
+}
+
+impl Localized for WebhookError {
+    fn zh(&self) -> String {
+        match self {
+            Self::InvalidUrl => {
+                "接收地址须为 http:// 或 https:// 开头、最多 2,000 个字符的网址".into()
+            }
+            Self::InvalidEvents => "请至少选择一个事件".into(),
+            Self::EndpointNotFound => "没有这个接收地址".into(),
+            Self::DeliveryNotFound => "没有这条投递记录，或它并未进入死信".into(),
             Self::Unexpected(_) => "服务器出错了".into(),
         }
     }

@@ -33,6 +33,7 @@ use anyhow::Context as _;
 use serde_json::json;
 use sqlx::{PgPool, Postgres, Transaction};
 use time::OffsetDateTime;
+use tracing::Instrument as _;
 use uuid::Uuid;
 
 use crate::{
@@ -221,6 +222,7 @@ pub async fn validate(
             .execute(pool)
             .await
             .context("counting an attempt on a bound code")?;
+            crate::measures::leak_signal();
             return Err(SettlementError::CodeBound);
         }
         None => {}
@@ -370,6 +372,35 @@ impl Settler {
         redis: &Redis,
         request: &SettlementRequest,
     ) -> Result<Grant, SettlementError> {
+        let span = tracing::info_span!(
+            "settle",
+            tenant = %request.share.tenant_id,
+            share = %request.share.id,
+            principal = %request.principal.0,
+            outcome = tracing::field::Empty,
+        );
+        let result = self
+            .settle_unmeasured(pool, redis, request)
+            .instrument(span.clone())
+            .await;
+        crate::measures::settlement(result.as_ref().map(|g| (g.bound_now, g.replayed)));
+        span.record(
+            "outcome",
+            match &result {
+                Ok(grant) if grant.bound_now => "bound",
+                Ok(_) => "granted",
+                Err(_) => "refused",
+            },
+        );
+        result
+    }
+
+    async fn settle_unmeasured(
+        &self,
+        pool: &PgPool,
+        redis: &Redis,
+        request: &SettlementRequest,
+    ) -> Result<Grant, SettlementError> {
         let share = &request.share;
         if let Some(reason) = share.unavailable_because(OffsetDateTime::now_utc()) {
             return Err(SettlementError::ShareUnavailable(reason));
@@ -457,11 +488,14 @@ impl Settler {
         request: &SettlementRequest,
     ) -> Result<Grant, SettlementError> {
         for _ in 0..3 {
+            let started = std::time::Instant::now();
             let attempt = tokio::time::timeout(
                 self.options.transaction_timeout,
-                self.transaction(pool, request),
+                self.transaction(pool, request)
+                    .instrument(tracing::debug_span!("settlement transaction")),
             )
             .await;
+            crate::measures::settlement_transaction(started.elapsed());
             match attempt {
                 Err(_elapsed) => {
                     tracing::warn!("settlement transaction timed out (rolled back)");

@@ -4,3 +4,4 @@ pub mod api;
 pub mod console;
 pub mod health;
 pub mod lang;
+pub mod metrics;

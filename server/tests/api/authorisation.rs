@@ -25,6 +25,11 @@ struct Target {
     spare: Uuid,
     batch: Uuid,
     code: Uuid,
+    /// A webhook endpoint with a dead-lettered delivery of `dead_event`.
+    hook: Uuid,
+    dead_event: Uuid,
+    /// A webhook endpoint the control call disables.
+    doomed_hook: Uuid,
 }
 
 /// Every admin server function with valid arguments for `t`. The test
@@ -135,6 +140,31 @@ fn admin_calls(t: Target) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
             "/api/admin/tokens/revoke",
             vec![tenant.clone(), ("token_id", t.token.to_string())],
         ),
+        (
+            "/api/admin/codes/progress",
+            vec![tenant.clone(), ("ticket", Uuid::new_v4().to_string())],
+        ),
+        ("/api/admin/webhooks", vec![tenant.clone()]),
+        (
+            "/api/admin/webhooks/create",
+            vec![
+                tenant.clone(),
+                field("url", "https://hooks.example.com/b"),
+                field("code_bound", "on"),
+            ],
+        ),
+        (
+            "/api/admin/webhooks/disable",
+            vec![tenant.clone(), ("endpoint_id", t.doomed_hook.to_string())],
+        ),
+        (
+            "/api/admin/webhooks/redeliver",
+            vec![
+                tenant.clone(),
+                ("endpoint_id", t.hook.to_string()),
+                ("event_id", t.dead_event.to_string()),
+            ],
+        ),
         ("/api/admin/audit", vec![tenant]),
     ]
 }
@@ -174,6 +204,8 @@ async fn snapshot(pool: &PgPool) -> String {
             (SELECT md5(coalesce(string_agg(c::text, ',' ORDER BY c::text), '')) FROM auth_codes c),
             (SELECT md5(coalesce(string_agg(r::text, ',' ORDER BY r::text), '')) FROM resources r),
             (SELECT md5(coalesce(string_agg(k::text, ',' ORDER BY k::text), '')) FROM api_tokens k),
+            (SELECT md5(coalesce(string_agg(w::text, ',' ORDER BY w::text), '')) FROM webhook_endpoints w),
+            (SELECT md5(coalesce(string_agg(d::text, ',' ORDER BY d::text), '')) FROM webhook_deliveries d),
             (SELECT md5(coalesce(string_agg(l::text, ',' ORDER BY l::text), '')) FROM audit_log l))",
     )
     .fetch_one(pool)
@@ -289,6 +321,31 @@ async fn world(app: &TestApp) -> World {
         .await
         .expect("resource");
     }
+    let mut hooks = Vec::new();
+    for path in ["/live", "/doomed"] {
+        let url = engine::webhooks::EndpointUrl::parse(&format!("https://hooks.example.com{path}"))
+            .expect("url");
+        let (id, _) = engine::webhooks::create_endpoint(
+            &app.pool,
+            tenant_b,
+            admin_b,
+            &url,
+            &["batch.issued".to_owned()],
+        )
+        .await
+        .expect("endpoint");
+        hooks.push(id);
+    }
+    let dead_event: Uuid = sqlx::query_scalar(
+        "INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, attempts, dead_at, last_error)
+         SELECT tenant_id, $2, id, 8, now(), 'answered 500' FROM outbox WHERE tenant_id = $1 LIMIT 1
+         RETURNING event_id",
+    )
+    .bind(tenant_b.0)
+    .bind(hooks[0])
+    .fetch_one(&app.pool)
+    .await
+    .expect("dead delivery");
     sqlx::query(
         "UPDATE auth_codes SET bound_principal = (SELECT id FROM accounts WHERE email = 'learner@example.com'),
                 first_used_at = now() WHERE id = $1",
@@ -308,6 +365,9 @@ async fn world(app: &TestApp) -> World {
             spare,
             batch: batch.batch_id,
             code,
+            hook: hooks[0],
+            dead_event,
+            doomed_hook: hooks[1],
         },
         anonymous: new_client(),
         learner: new_client(),

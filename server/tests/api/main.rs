@@ -15,3 +15,4 @@ mod pages;
 mod reconcile;
 mod settlement;
 mod tokens;
+mod webhooks;

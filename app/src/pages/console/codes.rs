@@ -150,7 +150,7 @@ fn Table(
             </div>
             <div class="field">
                 <label for="q">{t("Hint or email", "提示或邮箱")}</label>
-                <input id="q" name="q" type="search" value=query.q.clone().unwrap_or_default() placeholder="AB…YZ or ada@"/>
+                <input id="q" name="q" type="search" value=query.q.clone().unwrap_or_default() placeholder=t("AB…YZ or ada@", "AB…YZ 或 ada@")/>
             </div>
             <button type="submit" class="button secondary">{t("Filter", "筛选")}</button>
         </form>

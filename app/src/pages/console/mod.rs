@@ -11,6 +11,7 @@ pub mod issued;
 pub mod learners;
 pub mod share;
 pub mod tokens;
+pub mod webhooks;
 
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -33,6 +34,7 @@ pub fn ConsoleNav(tenant: Uuid) -> impl IntoView {
             <a href=format!("/admin/t/{tenant}")>{t("Dashboard", "概览")}</a>
             <a href=format!("/admin/t/{tenant}/audit")>{t("Audit log", "审计日志")}</a>
             <a href=format!("/admin/t/{tenant}/tokens")>{t("API tokens", "API 令牌")}</a>
+            <a href=format!("/admin/t/{tenant}/webhooks")>{t("Webhooks", "Webhook")}</a>
             <a href="/api/v1/docs">{t("API docs", "API 文档")}</a>
             <a href="/admin">{t("All tenants", "全部机构")}</a>
         </nav>

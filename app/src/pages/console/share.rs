@@ -28,6 +28,7 @@ pub fn ShareAdminPage() -> impl IntoView {
         moves: ServerAction::new(),
         delete: ServerAction::new(),
         uploaded: RwSignal::new(0),
+        upload: RwSignal::new(UploadState::Idle),
     };
     let data = Resource::new(
         move || {
@@ -189,6 +190,9 @@ struct ResourceActions {
     delete: ServerAction<DeleteResource>,
     /// Bumped after each upload made in the page (with JavaScript).
     uploaded: RwSignal<usize>,
+    /// The upload form's progress and result; kept here, above the list,
+    /// so the message survives the list's refresh.
+    upload: RwSignal<UploadState>,
 }
 
 impl ResourceActions {
@@ -278,7 +282,7 @@ fn Resources(
                     </ul>
                 }.into_any()
             }}
-            <Upload tenant share uploaded=actions.uploaded/>
+            <Upload tenant share uploaded=actions.uploaded state=actions.upload/>
         </section>
     }
 }
@@ -422,8 +426,12 @@ enum UploadState {
 /// with a message. With JavaScript it sends the same form to the JSON API
 /// by XHR, which reports upload progress, and shows a progress bar.
 #[component]
-fn Upload(tenant: Uuid, share: Uuid, uploaded: RwSignal<usize>) -> impl IntoView {
-    let state = RwSignal::new(UploadState::Idle);
+fn Upload(
+    tenant: Uuid,
+    share: Uuid,
+    uploaded: RwSignal<usize>,
+    state: RwSignal<UploadState>,
+) -> impl IntoView {
     let on_submit = move |ev: leptos::ev::SubmitEvent| {
         #[cfg(feature = "hydrate")]
         upload::send(ev, share, state, uploaded);

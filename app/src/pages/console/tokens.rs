@@ -56,7 +56,7 @@ fn Tokens(
         <h1>{t("API tokens", "API 令牌")}</h1>
         <p class="muted">
             {t("Tokens let scripts and shops call the ", "令牌让脚本和店铺以你的身份调用 ")}<a href="/api/v1/docs">"JSON API"</a>
-            {t(" as you, for this tenant only: send ", "，仅限本机构：请求时发送 ")}<code>"Authorization: Bearer <token>"</code>{t(".", "。")}
+            {t(" as you, for this tenant only: send ", "，仅限本机构：请求时发送 ")}<code>{"Authorization: Bearer <token>"}</code>{t(".", "。")}
         </p>
         {move || created().map(|token| view! {
             <div class="flash success new-token" role="status">

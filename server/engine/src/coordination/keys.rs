@@ -22,7 +22,7 @@ pub enum ThrottleScope {
 }
 
 impl ThrottleScope {
-    fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Self::SignInEmail => "signin-email",
             Self::SignInIp => "signin-ip",

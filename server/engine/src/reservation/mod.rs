@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use redis::Script;
+use tracing::Instrument as _;
 
 use crate::coordination::Redis;
 
@@ -70,16 +71,26 @@ impl Reserver {
         ttl: Duration,
     ) -> Result<Reservation, ReservationError> {
         let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
-        let reply: redis::Value = self
-            .reserve
-            .key(&keys.code)
-            .key(&keys.user)
-            .arg(owner)
-            .arg(ttl_ms)
-            .invoke_async(&mut redis.conn())
-            .await
-            .context("running reserve.lua")?;
-        Ok(parse_reserve(&reply)?)
+        let started = std::time::Instant::now();
+        let answer = async {
+            let reply: redis::Value = self
+                .reserve
+                .key(&keys.code)
+                .key(&keys.user)
+                .arg(owner)
+                .arg(ttl_ms)
+                .invoke_async(&mut redis.conn())
+                .await
+                .context("running reserve.lua")?;
+            parse_reserve(&reply)
+        }
+        .instrument(tracing::debug_span!("reserve.lua"))
+        .await;
+        crate::measures::reservation(
+            answer.as_ref().map(|r| *r).map_err(|_| ()),
+            started.elapsed(),
+        );
+        Ok(answer?)
     }
 
     /// Deletes whichever of the keys `owner` still holds; returns how many.

@@ -1,0 +1,239 @@
+//! The tenant's webhooks (`/admin/t/{tenant}/webhooks`): endpoints that
+//! receive signed events, the signing secret shown once, and the deliveries
+//! that need a look (retrying, or dead-lettered with a "redeliver" button).
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use uuid::Uuid;
+
+use super::{ConsoleError, ConsoleNav, param_id};
+use crate::{
+    admin::{
+        CreateWebhook, DeliveryRow, DisableWebhook, Redeliver, WebhookRow, WebhooksView, webhooks,
+    },
+    components::form::{Field, FieldError, FormAlert},
+    error::AppError,
+    i18n::{event, lang, t},
+};
+
+#[component]
+pub fn WebhooksPage() -> impl IntoView {
+    let tenant = param_id("tenant");
+    let create = ServerAction::<CreateWebhook>::new();
+    let disable = ServerAction::<DisableWebhook>::new();
+    let redeliver = ServerAction::<Redeliver>::new();
+    let data = Resource::new(
+        move || {
+            (
+                tenant(),
+                create.version().get(),
+                disable.version().get(),
+                redeliver.version().get(),
+            )
+        },
+        |(tenant, _, _, _)| async move {
+            match tenant {
+                Some(t) => webhooks(t).await,
+                None => Err(AppError::NotFound),
+            }
+        },
+    );
+    view! {
+        <Transition fallback=|| view! { <p>{t("Loading…", "加载中…")}</p> }>
+            {move || Suspend::new(async move {
+                let here = format!(
+                    "/admin/t/{}/webhooks",
+                    tenant().map(|id| id.to_string()).unwrap_or_default()
+                );
+                match (data.await, tenant()) {
+                    (Ok(view), Some(tenant)) => {
+                        view! { <Webhooks view tenant create disable redeliver/> }.into_any()
+                    }
+                    (Ok(_), None) => view! { <crate::pages::not_found::NotFound/> }.into_any(),
+                    (Err(error), _) => view! { <ConsoleError error here/> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+/// The events an endpoint can tick, with their form field names.
+const EVENTS: [(&str, &str); 5] = [
+    ("code_bound", "code.bound"),
+    ("code_unbound", "code.unbound"),
+    ("code_revoked", "code.revoked"),
+    ("access_recorded", "access.recorded"),
+    ("batch_issued", "batch.issued"),
+];
+
+#[component]
+fn Webhooks(
+    view: WebhooksView,
+    tenant: Uuid,
+    create: ServerAction<CreateWebhook>,
+    disable: ServerAction<DisableWebhook>,
+    redeliver: ServerAction<Redeliver>,
+) -> impl IntoView {
+    let error = Signal::derive(move || create.value().get().and_then(Result::err));
+    let action_error = Signal::derive(move || {
+        redeliver
+            .value()
+            .get()
+            .and_then(Result::err)
+            .or_else(|| disable.value().get().and_then(Result::err))
+    });
+    let created = move || create.value().get().and_then(Result::ok);
+    view! {
+        <Title text=t("Webhooks", "Webhook")/>
+        <ConsoleNav tenant/>
+        <h1>{t("Webhooks", "Webhook")}</h1>
+        <p class="muted">
+            {t(
+                "AdmitOne posts each event to your endpoints as JSON, signed with HMAC-SHA256 in the AdmitOne-Signature header, and retries with backoff until your endpoint answers 2xx. Deliveries that keep failing wait below for you to send them again.",
+                "AdmitOne 会把每个事件以 JSON 形式发送到你的接收地址，并在 AdmitOne-Signature 请求头中附上 HMAC-SHA256 签名；接收地址返回 2xx 之前会按退避策略重试。多次失败的投递会停在下方，等你重新投递。",
+            )}
+        </p>
+        {move || created().map(|new| view! {
+            <div class="flash success new-token" role="status">
+                {t("Endpoint added. Its signing secret (shown once, copy it now): ", "已添加接收地址。签名密钥（只显示这一次，请立即复制）：")}
+                <code class="token">{new.secret}</code>
+            </div>
+        })}
+        <section class="card">
+            <h2>{t("New endpoint", "新接收地址")}</h2>
+            <FormAlert error/>
+            <ActionForm action=create attr:class="form narrow">
+                <input type="hidden" name="tenant_id" value=tenant.to_string()/>
+                <Field name="url" label=t("Endpoint URL", "接收地址") kind="url"
+                    hint=t("https://… on your server.", "你服务器上的 https://… 地址。") maxlength=2000 error/>
+                <fieldset class="scopes">
+                    <legend>{t("Events", "事件")}</legend>
+                    {EVENTS.into_iter().map(|(field, name)| view! {
+                        <label class="check">
+                            <input type="checkbox" name=field value="on" checked=true/>
+                            " "{event(name)}" "<code>{name}</code>
+                        </label>
+                    }).collect_view()}
+                    <FieldError error field="events"/>
+                </fieldset>
+                <button type="submit" class="button" disabled=move || create.pending().get()>
+                    {t("Add endpoint", "添加接收地址")}
+                </button>
+            </ActionForm>
+        </section>
+        <FormAlert error=action_error/>
+        <Endpoints endpoints=view.endpoints tenant disable/>
+        <Deliveries deliveries=view.deliveries tenant redeliver/>
+    }
+}
+
+#[component]
+fn Endpoints(
+    endpoints: Vec<WebhookRow>,
+    tenant: Uuid,
+    disable: ServerAction<DisableWebhook>,
+) -> impl IntoView {
+    if endpoints.is_empty() {
+        return view! { <p class="muted">{t("No endpoints yet.", "还没有接收地址。")}</p> }
+            .into_any();
+    }
+    view! {
+        <div class="table-wrap">
+            <table class="data webhooks">
+                <thead><tr>
+                    <th>{t("Endpoint", "接收地址")}</th>
+                    <th>{t("Events", "事件")}</th>
+                    <th>{t("Delivered", "已投递")}</th>
+                    <th>{t("Dead letters", "死信")}</th>
+                    <th>{t("State", "状态")}</th>
+                </tr></thead>
+                <tbody>
+                    {endpoints.into_iter().map(|e| {
+                        let events = e.events.iter().map(|name| event(name)).collect::<Vec<_>>().join(lang().pick(", ", "、"));
+                        let url = e.url.clone();
+                        view! {
+                            <tr data-endpoint=e.id.to_string()>
+                                <td><code>{e.url.clone()}</code></td>
+                                <td>{events}</td>
+                                <td>{e.delivered}</td>
+                                <td>{e.dead}</td>
+                                <td>{match e.disabled {
+                                    Some(when) => view! {
+                                        <span class="status status-revoked">
+                                            {lang().pick(format!("disabled {when}"), format!("已于 {when} 停用"))}
+                                        </span>
+                                    }.into_any(),
+                                    None => view! {
+                                        <ActionForm action=disable attr:class="inline-form">
+                                            <input type="hidden" name="tenant_id" value=tenant.to_string()/>
+                                            <input type="hidden" name="endpoint_id" value=e.id.to_string()/>
+                                            <button type="submit" class="link-button danger-link"
+                                                aria-label=lang().pick(format!("Disable {url}"), format!("停用 {url}"))>
+                                                {t("Disable", "停用")}
+                                            </button>
+                                        </ActionForm>
+                                    }.into_any(),
+                                }}</td>
+                            </tr>
+                        }
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+    .into_any()
+}
+
+#[component]
+fn Deliveries(
+    deliveries: Vec<DeliveryRow>,
+    tenant: Uuid,
+    redeliver: ServerAction<Redeliver>,
+) -> impl IntoView {
+    view! {
+        <h2>{t("Deliveries that need a look", "需要处理的投递")}</h2>
+        {if deliveries.is_empty() {
+            view! { <p class="muted">{t("Every event was delivered.", "所有事件都已投递。")}</p> }.into_any()
+        } else {
+            view! {
+                <div class="table-wrap">
+                    <table class="data deliveries">
+                        <thead><tr>
+                            <th>{t("Event", "事件")}</th>
+                            <th>{t("Endpoint", "接收地址")}</th>
+                            <th>{t("Attempts", "尝试次数")}</th>
+                            <th>{t("Last error", "最近错误")}</th>
+                            <th>{t("State", "状态")}</th>
+                        </tr></thead>
+                        <tbody>
+                            {deliveries.into_iter().map(|d| view! {
+                                <tr data-event=d.event_id.to_string() data-dead=d.dead.to_string()>
+                                    <td>{event(&d.event_type)}" · "{d.happened.clone()}</td>
+                                    <td><code>{d.url.clone()}</code></td>
+                                    <td>{d.attempts}</td>
+                                    <td>{d.last_error.clone().unwrap_or_default()}</td>
+                                    <td>{if d.dead {
+                                        view! {
+                                            <ActionForm action=redeliver attr:class="inline-form">
+                                                <input type="hidden" name="tenant_id" value=tenant.to_string()/>
+                                                <input type="hidden" name="endpoint_id" value=d.endpoint_id.to_string()/>
+                                                <input type="hidden" name="event_id" value=d.event_id.to_string()/>
+                                                <button type="submit" class="button small secondary">{t("Redeliver", "重新投递")}</button>
+                                            </ActionForm>
+                                        }.into_any()
+                                    } else {
+                                        view! {
+                                            <span class="muted">
+                                                {lang().pick(format!("retrying at {}", d.next_attempt), format!("将于 {} 重试", d.next_attempt))}
+                                            </span>
+                                        }.into_any()
+                                    }}</td>
+                                </tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                </div>
+            }.into_any()
+        }}
+    }
+}

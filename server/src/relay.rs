@@ -1,0 +1,159 @@
+//! The outbox relay: a background task in every instance that hands the
+//! outbox's events to the tenants' webhook endpoints (the claiming, leasing
+//! and retry bookkeeping live in `engine::webhooks`; this is the HTTP side).
+//!
+//! Each round fans new events out into deliveries, leases the due ones, and
+//! sends them concurrently, each signed with its endpoint's secret. Several
+//! instances can run it at once: rows are claimed with
+//! `FOR UPDATE SKIP LOCKED`, and an attempt is recorded only while its lease
+//! is still the caller's.
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use engine::webhooks::{self, Attempted, Due, Recorded, RetryPolicy};
+use futures::StreamExt as _;
+use sqlx::PgPool;
+
+use crate::config::WebhookSettings;
+
+/// How many events one round fans out, and deliveries it leases.
+const BATCH: i64 = 64;
+/// Deliveries in flight at once per instance.
+const CONCURRENCY: usize = 8;
+
+/// One relay instance.
+#[derive(Debug, Clone)]
+pub struct Relay {
+    pool: PgPool,
+    client: reqwest::Client,
+    policy: RetryPolicy,
+    /// How long a leased delivery stays ours: the request timeout plus a
+    /// margin, so a lease never ends while its request can still succeed.
+    lease: Duration,
+}
+
+/// What one round did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Round {
+    pub fanned_out: usize,
+    pub delivered: usize,
+    pub failed: usize,
+    pub dead: usize,
+}
+
+impl Round {
+    pub fn is_idle(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+impl Relay {
+    pub fn new(pool: PgPool, settings: &WebhookSettings) -> anyhow::Result<Self> {
+        let timeout = Duration::from_millis(settings.timeout_ms.max(1));
+        let client = reqwest::Client::builder()
+            .timeout(timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent("AdmitOne-Webhooks/1")
+            .build()
+            .context("building the webhook HTTP client")?;
+        Ok(Self {
+            pool,
+            client,
+            policy: RetryPolicy {
+                max_attempts: settings.max_attempts.max(1),
+                base: Duration::from_millis(settings.backoff_base_ms),
+                max: Duration::from_secs(settings.backoff_max_secs),
+            },
+            lease: timeout * 2 + Duration::from_secs(5),
+        })
+    }
+
+    /// One round: fan out, lease, deliver, record.
+    pub async fn round(&self) -> anyhow::Result<Round> {
+        let mut round = Round {
+            fanned_out: webhooks::fan_out(&self.pool, BATCH).await?,
+            ..Round::default()
+        };
+        let due = webhooks::claim_due(&self.pool, BATCH, self.lease).await?;
+        let outcomes: Vec<anyhow::Result<Recorded>> = futures::stream::iter(due)
+            .map(|due| async move {
+                let outcome = self.send(&due).await;
+                webhooks::record(&self.pool, &due, &outcome, &self.policy).await
+            })
+            .buffer_unordered(CONCURRENCY)
+            .collect()
+            .await;
+        for outcome in outcomes {
+            match outcome? {
+                Recorded::Delivered => {
+                    round.delivered += 1;
+                    engine::measures::webhook_delivery("delivered");
+                }
+                Recorded::WillRetry => {
+                    round.failed += 1;
+                    engine::measures::webhook_delivery("failed");
+                }
+                Recorded::Dead => {
+                    round.dead += 1;
+                    engine::measures::webhook_delivery("dead");
+                }
+                Recorded::LeaseLost => {}
+            }
+        }
+        Ok(round)
+    }
+
+    /// One signed POST.
+    async fn send(&self, due: &Due) -> Attempted {
+        let timestamp = time::OffsetDateTime::now_utc().unix_timestamp();
+        let signature = webhooks::sign(&due.secret, timestamp, &due.body);
+        let sent = self
+            .client
+            .post(&due.url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(webhooks::SIGNATURE_HEADER, signature)
+            .header(webhooks::EVENT_ID_HEADER, due.event_id.to_string())
+            .header(webhooks::EVENT_TYPE_HEADER, &due.event_type)
+            .body(due.body.clone())
+            .send()
+            .await;
+        match sent {
+            Ok(response) if response.status().is_success() => Attempted::Delivered {
+                status: response.status().as_u16(),
+            },
+            Ok(response) => Attempted::Failed {
+                status: Some(response.status().as_u16()),
+                error: format!("answered {}", response.status()),
+            },
+            Err(error) => Attempted::Failed {
+                status: None,
+                error: if error.is_timeout() {
+                    "timed out".to_owned()
+                } else {
+                    format!("{error}")
+                },
+            },
+        }
+    }
+
+    /// Runs rounds until the process ends: straight on while there is
+    /// work, pausing `idle` when a round found none (or failed).
+    pub fn spawn(self, idle: Duration) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            loop {
+                match self.round().await {
+                    Ok(round) if !round.is_idle() => {
+                        tracing::debug!(?round, "relay round");
+                        continue;
+                    }
+                    Ok(_) => {}
+                    Err(error) => {
+                        tracing::warn!(error = format!("{error:#}"), "relay round failed");
+                    }
+                }
+                tokio::time::sleep(idle).await;
+            }
+        })
+    }
+}

@@ -1,0 +1,460 @@
+//! The outbox relay against real receivers: signed deliveries, retries
+//! through 500s and timeouts, exactly one acceptance per event, two relays
+//! sharing the work, dead letters and redelivery.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use axum::{
+    body::Bytes,
+    extract::State,
+    http::{HeaderMap, StatusCode},
+    routing::post,
+};
+use serde_json::json;
+use server::{config::WebhookSettings, relay::Relay};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::course::{admin, course, enter_code, issue, learners, open};
+use crate::helpers::{TestApp, spawn_app};
+
+/// What a test receiver answers to the `n`th attempt (1-based) of an event.
+type Script = fn(u32) -> Answer;
+
+#[derive(Clone, Copy)]
+enum Answer {
+    Accept,
+    Fail,
+    /// Answer only after the relay's timeout (the relay gives up first).
+    Hang,
+}
+
+#[derive(Default)]
+struct Seen {
+    /// Attempts per event id.
+    attempts: HashMap<String, u32>,
+    /// Events accepted (answered 2xx in time), with their type.
+    accepted: Vec<(String, String)>,
+    bad_signatures: u32,
+}
+
+#[derive(Clone)]
+struct Receiver {
+    secret: Arc<Mutex<String>>,
+    seen: Arc<Mutex<Seen>>,
+    script: Script,
+}
+
+async fn receive(State(receiver): State<Receiver>, headers: HeaderMap, body: Bytes) -> StatusCode {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let event_id = header("admitone-event-id");
+    let event_type = header("admitone-event-type");
+    // Verify the way the README tells integrators to.
+    let signature = header("admitone-signature");
+    let timestamp: i64 = signature
+        .split(',')
+        .find_map(|p| p.strip_prefix("t="))
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_default();
+    let secret = receiver.secret.lock().expect("lock").clone();
+    let expected = engine::webhooks::sign(&secret, timestamp, &body);
+    let fresh = (time::OffsetDateTime::now_utc().unix_timestamp() - timestamp).abs() < 300;
+    let body: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    let attempt = {
+        let mut seen = receiver.seen.lock().expect("lock");
+        if signature != expected || !fresh || body["id"] != event_id.as_str() {
+            seen.bad_signatures += 1;
+            return StatusCode::UNAUTHORIZED;
+        }
+        let n = seen.attempts.entry(event_id.clone()).or_default();
+        *n += 1;
+        *n
+    };
+    match (receiver.script)(attempt) {
+        Answer::Accept => {
+            receiver
+                .seen
+                .lock()
+                .expect("lock")
+                .accepted
+                .push((event_id, event_type));
+            StatusCode::OK
+        }
+        Answer::Fail => StatusCode::INTERNAL_SERVER_ERROR,
+        Answer::Hang => {
+            tokio::time::sleep(Duration::from_millis(1_500)).await;
+            StatusCode::OK
+        }
+    }
+}
+
+/// Starts a receiver on port 0; returns its URL and handle.
+async fn receiver(script: Script) -> (String, Receiver) {
+    let receiver = Receiver {
+        secret: Arc::default(),
+        seen: Arc::default(),
+        script,
+    };
+    let app = axum::Router::new()
+        .route("/hook", post(receive))
+        .with_state(receiver.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/hook", listener.local_addr().expect("addr"));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, receiver)
+}
+
+/// Fast retries, a short timeout.
+fn relay_settings(max_attempts: i32) -> WebhookSettings {
+    WebhookSettings {
+        relay: true,
+        poll_interval_ms: 10,
+        timeout_ms: 400,
+        max_attempts,
+        backoff_base_ms: 20,
+        backoff_max_secs: 1,
+    }
+}
+
+/// An endpoint for every event, made through the console's server
+/// function; returns its id and secret.
+async fn subscribe(app: &TestApp, admin: &crate::course::Admin, url: &str) -> (Uuid, String) {
+    let tenant = admin.tenant.to_string();
+    let mut fields = vec![("tenant_id", tenant.as_str()), ("url", url)];
+    for event in [
+        "code_bound",
+        "code_unbound",
+        "code_revoked",
+        "access_recorded",
+        "batch_issued",
+    ] {
+        fields.push((event, "on"));
+    }
+    let response = admin
+        .client
+        .post(format!("{}/api/admin/webhooks/create", app.address))
+        .form(&fields)
+        .send()
+        .await
+        .expect("create");
+    assert_eq!(
+        response.status(),
+        200,
+        "{}",
+        response.text().await.unwrap_or_default()
+    );
+    let created: serde_json::Value = response.json().await.expect("json");
+    (
+        created["id"].as_str().expect("id").parse().expect("uuid"),
+        created["secret"].as_str().expect("secret").to_owned(),
+    )
+}
+
+/// Makes one event of each type happen; returns how many events exist.
+async fn every_kind_of_event(app: &TestApp, admin: &crate::course::Admin) -> i64 {
+    let course = course(app, admin, json!({})).await;
+    let codes = issue(app, admin, course.share, 3).await;
+    let (_, learner) = learners(app, 1).await.remove(0);
+    assert_eq!(
+        enter_code(app, &learner, &course.slug, &codes[0].1)
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(open(app, &learner, &course, None).await.status(), 200);
+    let unbind = admin
+        .client
+        .post(format!(
+            "{}/api/v1/codes/{}/unbind",
+            app.address, codes[0].0
+        ))
+        .json(&json!({ "reason": "moved", "revoke": false }))
+        .send()
+        .await
+        .expect("unbind");
+    assert_eq!(
+        unbind.status(),
+        200,
+        "{}",
+        unbind.text().await.unwrap_or_default()
+    );
+    let revoke = admin
+        .client
+        .post(format!(
+            "{}/api/v1/codes/{}/revoke",
+            app.address, codes[1].0
+        ))
+        .send()
+        .await
+        .expect("revoke");
+    assert!(
+        revoke.status().is_success(),
+        "{}",
+        revoke.text().await.unwrap_or_default()
+    );
+    let types: Vec<String> =
+        sqlx::query_scalar("SELECT DISTINCT event_type FROM outbox ORDER BY event_type")
+            .fetch_all(&app.pool)
+            .await
+            .expect("types");
+    assert_eq!(
+        types,
+        [
+            "access.recorded",
+            "batch.issued",
+            "code.bound",
+            "code.revoked",
+            "code.unbound"
+        ],
+        "one event of each kind"
+    );
+    sqlx::query_scalar("SELECT count(*) FROM outbox")
+        .fetch_one(&app.pool)
+        .await
+        .expect("count")
+}
+
+/// Runs relay rounds until `done` or 30 s pass.
+async fn relay_until(relay: &Relay, mut done: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the relay did not finish in time"
+        );
+        let round = relay.round().await.expect("round");
+        if round.is_idle() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn each_event_is_accepted_once_through_500s_and_timeouts(pool: PgPool) {
+    let app = spawn_app(pool.clone()).await;
+    let admin = admin(&app).await;
+    // First attempt: 500. Second: too slow. Third: accepted.
+    let (url, receiver) = receiver(|attempt| match attempt {
+        1 => Answer::Fail,
+        2 => Answer::Hang,
+        _ => Answer::Accept,
+    })
+    .await;
+    let (_, secret) = subscribe(&app, &admin, &url).await;
+    assert!(secret.starts_with("whsec_"), "{secret}");
+    *receiver.secret.lock().expect("lock") = secret;
+    let events = every_kind_of_event(&app, &admin).await;
+
+    let relay = Relay::new(pool.clone(), &relay_settings(8)).expect("relay");
+    let seen = receiver.seen.clone();
+    relay_until(&relay, || {
+        seen.lock().expect("lock").accepted.len() >= usize::try_from(events).unwrap_or(0)
+    })
+    .await;
+    // A few more rounds: nothing is sent again.
+    for _ in 0..5 {
+        relay.round().await.expect("round");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    {
+        let seen = receiver.seen.lock().expect("lock");
+        assert_eq!(seen.bad_signatures, 0);
+        assert_eq!(seen.accepted.len() as i64, events, "{:?}", seen.accepted);
+        let mut ids: Vec<&String> = seen.accepted.iter().map(|(id, _)| id).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len() as i64, events, "an event was accepted twice");
+        assert!(
+            seen.attempts.values().all(|n| *n == 3),
+            "{:?}",
+            seen.attempts
+        );
+    }
+    let (delivered, pending): (i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE delivered_at IS NOT NULL),
+                count(*) FILTER (WHERE delivered_at IS NULL)
+         FROM webhook_deliveries",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("deliveries");
+    assert_eq!((delivered, pending), (events, 0));
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn two_relays_deliver_each_event_once(pool: PgPool) {
+    let app = spawn_app(pool.clone()).await;
+    let admin = admin(&app).await;
+    let (url, receiver) = receiver(|_| Answer::Accept).await;
+    let (_, secret) = subscribe(&app, &admin, &url).await;
+    *receiver.secret.lock().expect("lock") = secret;
+    // Several rounds' worth of events.
+    let mut events = 0;
+    for _ in 0..4 {
+        events = every_kind_of_event(&app, &admin).await;
+    }
+    let settings = relay_settings(8);
+    let (first, second) = (
+        Relay::new(pool.clone(), &settings).expect("relay"),
+        Relay::new(pool.clone(), &settings).expect("relay"),
+    );
+    let target = usize::try_from(events).unwrap_or(0);
+    let run = |relay: Relay, seen: Arc<Mutex<Seen>>| async move {
+        relay_until(&relay, || {
+            seen.lock().expect("lock").accepted.len() >= target
+        })
+        .await;
+    };
+    tokio::join!(
+        run(first, receiver.seen.clone()),
+        run(second, receiver.seen.clone())
+    );
+    let seen = receiver.seen.lock().expect("lock");
+    assert_eq!(seen.accepted.len(), target, "an event was delivered twice");
+    assert!(
+        seen.attempts.values().all(|n| *n == 1),
+        "{:?}",
+        seen.attempts
+    );
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn failing_deliveries_are_dead_lettered_then_redelivered_from_the_console(pool: PgPool) {
+    let app = spawn_app(pool.clone()).await;
+    let admin = admin(&app).await;
+    let (url, receiver) = receiver(|attempt| {
+        if attempt <= 2 {
+            Answer::Fail
+        } else {
+            Answer::Accept
+        }
+    })
+    .await;
+    let (endpoint, secret) = subscribe(&app, &admin, &url).await;
+    *receiver.secret.lock().expect("lock") = secret;
+    let course = course(&app, &admin, json!({})).await;
+    issue(&app, &admin, course.share, 1).await;
+
+    // Two attempts allowed: both fail, the delivery is dead.
+    let relay = Relay::new(pool.clone(), &relay_settings(2)).expect("relay");
+    let dead = || async {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM webhook_deliveries WHERE dead_at IS NOT NULL AND delivered_at IS NULL",
+        )
+        .fetch_one(&pool)
+        .await
+        .expect("dead")
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while dead().await == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never dead-lettered"
+        );
+        relay.round().await.expect("round");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The console lists it; a dead letter stays put.
+    let page = admin
+        .client
+        .get(format!(
+            "{}/api/admin/webhooks?tenant_id={}",
+            app.address, admin.tenant
+        ))
+        .send()
+        .await
+        .expect("list");
+    assert_eq!(page.status(), 200);
+    let page: serde_json::Value = page.json().await.expect("json");
+    let troubled = page["deliveries"].as_array().expect("deliveries");
+    assert_eq!(troubled.len(), 1, "{page}");
+    assert_eq!(troubled[0]["event_type"], "batch.issued");
+    assert_eq!(troubled[0]["dead"], true);
+    let event = troubled[0]["event_id"].as_str().expect("event").to_owned();
+    for _ in 0..3 {
+        relay.round().await.expect("round");
+    }
+    assert!(receiver.seen.lock().expect("lock").accepted.is_empty());
+
+    // Bad input changes nothing; a real redelivery goes out.
+    let endpoint = endpoint.to_string();
+    let tenant = admin.tenant.to_string();
+    let redeliver = |event: String| {
+        let client = admin.client.clone();
+        let (endpoint, tenant) = (endpoint.clone(), tenant.clone());
+        let url = format!("{}/api/admin/webhooks/redeliver", app.address);
+        async move {
+            client
+                .post(url)
+                .form(&[
+                    ("tenant_id", tenant.as_str()),
+                    ("endpoint_id", endpoint.as_str()),
+                    ("event_id", event.as_str()),
+                ])
+                .send()
+                .await
+                .expect("redeliver")
+                .status()
+        }
+    };
+    assert_eq!(redeliver(Uuid::new_v4().to_string()).await, 404);
+    assert_eq!(dead().await, 1);
+    assert_eq!(redeliver(event.clone()).await, 200);
+    assert_eq!(dead().await, 0);
+    let seen = receiver.seen.clone();
+    relay_until(&relay, || !seen.lock().expect("lock").accepted.is_empty()).await;
+    assert_eq!(receiver.seen.lock().expect("lock").accepted.len(), 1);
+    let audited: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE action = 'webhook.redelivered'")
+            .fetch_one(&pool)
+            .await
+            .expect("audit");
+    assert_eq!(audited, 1);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn bad_webhook_input_gets_a_field_error_and_changes_nothing(pool: PgPool) {
+    let app = spawn_app(pool.clone()).await;
+    let admin = admin(&app).await;
+    let tenant = admin.tenant.to_string();
+    let count = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM webhook_endpoints")
+            .fetch_one(&pool)
+            .await
+            .expect("count")
+    };
+    let long = format!("https://example.com/{}", "a".repeat(2_100));
+    let cases: [(&[(&str, &str)], &str); 4] = [
+        (&[("url", ""), ("code_bound", "on")], "url"),
+        (&[("url", "ftp://example.com"), ("code_bound", "on")], "url"),
+        (&[("url", &long), ("code_bound", "on")], "url"),
+        (&[("url", "https://example.com/hook")], "events"),
+    ];
+    for (fields, field) in cases {
+        let mut all = vec![("tenant_id", tenant.as_str())];
+        all.extend_from_slice(fields);
+        let response = admin
+            .client
+            .post(format!("{}/api/admin/webhooks/create", app.address))
+            .form(&all)
+            .send()
+            .await
+            .expect("create");
+        assert_eq!(response.status(), 422, "{fields:?}");
+        let error: serde_json::Value = response.json().await.expect("json");
+        assert_eq!(error["Invalid"]["field"], field, "{fields:?}: {error}");
+    }
+    assert_eq!(count().await, 0);
+}
