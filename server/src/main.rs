@@ -99,7 +99,12 @@ async fn run() -> anyhow::Result<()> {
             let every = settings.settlement.reconcile_interval_secs;
             if every > 0 {
                 let pool = engine::db::connect_lazy(&database_url, &settings.db_options())?;
-                server::reconcile::spawn_periodic(pool, std::time::Duration::from_secs(every));
+                let reservations = reservation_audit(&settings).await;
+                server::reconcile::spawn_periodic(
+                    pool,
+                    reservations,
+                    std::time::Duration::from_secs(every),
+                );
             }
             if settings.webhooks.relay {
                 let pool = engine::db::connect_lazy(&database_url, &settings.db_options())?;
@@ -118,7 +123,8 @@ async fn run() -> anyhow::Result<()> {
         }
         Command::Reconcile { repair } => {
             let pool = engine::db::connect_lazy(&database_url, &settings.db_options())?;
-            let report = server::reconcile::reconcile(&pool, repair).await?;
+            let reservations = reservation_audit(&settings).await;
+            let report = server::reconcile::reconcile(&pool, reservations.as_ref(), repair).await?;
             for check in &report.checks {
                 let verdict = if check.violations == 0 {
                     "ok".to_owned()
@@ -126,6 +132,12 @@ async fn run() -> anyhow::Result<()> {
                     format!("VIOLATED ({})", check.violations)
                 };
                 println!("{verdict:>14}  {}", check.name);
+            }
+            if report.reservations_removed > 0 {
+                println!(
+                    "removed {} stale Redis reservation(s)",
+                    report.reservations_removed
+                );
             }
             if report.repaired > 0 {
                 println!("repaired the used quota of {} share(s)", report.repaired);
@@ -211,6 +223,24 @@ async fn run() -> anyhow::Result<()> {
                 None => println!("  the demo learner already holds the course"),
             }
             Ok(())
+        }
+    }
+}
+
+/// The reconciler's view of Redis, if it can be reached: reservations may
+/// live at most the configured TTL.
+async fn reservation_audit(settings: &Settings) -> Option<server::reconcile::Reservations> {
+    match engine::coordination::Redis::connect(&settings.redis_options()).await {
+        Ok(redis) => Some(server::reconcile::Reservations {
+            redis,
+            ttl: settings.settlement_options().reservation_ttl,
+        }),
+        Err(error) => {
+            tracing::warn!(
+                error = format!("{error:#}"),
+                "Redis unreachable: reservations not audited"
+            );
+            None
         }
     }
 }

@@ -6,7 +6,10 @@
 
 use std::time::Duration;
 
-use engine::invariants::{self, Check};
+use engine::{
+    coordination::Redis,
+    invariants::{self, Check},
+};
 use sqlx::PgPool;
 
 /// What one reconciliation found and did.
@@ -15,7 +18,18 @@ pub struct Report {
     pub checks: Vec<Check>,
     /// Shares whose used quota was corrected.
     pub repaired: u64,
+    /// Stale Redis reservations removed.
+    pub reservations_removed: u64,
 }
+
+/// Redis to audit: its reservation keys may live at most `ttl`.
+#[derive(Debug, Clone)]
+pub struct Reservations {
+    pub redis: Redis,
+    pub ttl: Duration,
+}
+
+const RESERVATIONS_CHECK: &str = "every Redis reservation expires within its TTL";
 
 impl Report {
     pub fn violations(&self) -> i64 {
@@ -25,13 +39,41 @@ impl Report {
 
 /// Checks every invariant; with `repair`, fixes counter drift first and
 /// checks again.
-pub async fn reconcile(pool: &PgPool, repair: bool) -> anyhow::Result<Report> {
+pub async fn reconcile(
+    pool: &PgPool,
+    reservations: Option<&Reservations>,
+    repair: bool,
+) -> anyhow::Result<Report> {
     let repaired = if repair {
         invariants::repair_counters(pool).await?
     } else {
         0
     };
-    let checks = invariants::check_all(pool).await?;
+    let mut checks = invariants::check_all(pool).await?;
+    let mut reservations_removed = 0;
+    if let Some(audit) = reservations {
+        // Redis trouble is logged, not a violation: the database checks
+        // above stand on their own.
+        match engine::reservation::stale(&audit.redis, audit.ttl).await {
+            Ok(Some(mut stale)) => {
+                if repair && !stale.is_empty() {
+                    reservations_removed =
+                        engine::reservation::remove(&audit.redis, &stale).await?;
+                    stale = engine::reservation::stale(&audit.redis, audit.ttl)
+                        .await?
+                        .unwrap_or_default();
+                }
+                checks.push(Check {
+                    name: RESERVATIONS_CHECK,
+                    violations: i64::try_from(stale.len()).unwrap_or(i64::MAX),
+                });
+            }
+            Ok(None) => tracing::debug!("reservation audit skipped (Redis Cluster)"),
+            Err(error) => {
+                tracing::warn!(error = format!("{error:#}"), "reservation audit failed");
+            }
+        }
+    }
     for check in &checks {
         engine::measures::invariant_violations(
             check.name,
@@ -49,12 +91,26 @@ pub async fn reconcile(pool: &PgPool, repair: bool) -> anyhow::Result<Report> {
     if repaired > 0 {
         tracing::warn!(shares = repaired, "repaired used quotas that drifted");
     }
-    Ok(Report { checks, repaired })
+    if reservations_removed > 0 {
+        tracing::warn!(
+            keys = reservations_removed,
+            "removed stale Redis reservations"
+        );
+    }
+    Ok(Report {
+        checks,
+        repaired,
+        reservations_removed,
+    })
 }
 
 /// Runs [`reconcile`] every `every` (repairing counters) until the
 /// process ends; a failed run is logged and retried next time.
-pub fn spawn_periodic(pool: PgPool, every: Duration) -> tokio::task::JoinHandle<()> {
+pub fn spawn_periodic(
+    pool: PgPool,
+    reservations: Option<Reservations>,
+    every: Duration,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut ticker = tokio::time::interval(every);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -62,7 +118,7 @@ pub fn spawn_periodic(pool: PgPool, every: Duration) -> tokio::task::JoinHandle<
         ticker.tick().await;
         loop {
             ticker.tick().await;
-            match reconcile(&pool, true).await {
+            match reconcile(&pool, reservations.as_ref(), true).await {
                 Ok(report) => tracing::info!(
                     violations = report.violations(),
                     repaired = report.repaired,

@@ -43,11 +43,16 @@ impl<B> MakeSpan<B> for RequestSpan {
             .get::<RequestId>()
             .and_then(|id| id.header_value().to_str().ok())
             .unwrap_or("-");
+        // `principal` and `tenant` are filled in once the request is
+        // authenticated (`app::auth::guard`); settlement spans inside add
+        // the share.
         tracing::info_span!(
             "request",
             method = %request.method(),
             path = %request.uri().path(),
             request_id = %request_id,
+            principal = tracing::field::Empty,
+            tenant = tracing::field::Empty,
         )
     }
 }

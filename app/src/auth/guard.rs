@@ -75,8 +75,12 @@ pub async fn principal_of(
             .await
             .map_err(|e| AppError::internal(&e))?
     };
-    if principal.is_none() {
-        session.flush().await.map_err(session_error)?;
+    match &principal {
+        // The request's span names who is acting (an id, never an email).
+        Some(p) => {
+            tracing::Span::current().record("principal", tracing::field::display(p.id.0));
+        }
+        None => session.flush().await.map_err(session_error)?,
     }
     Ok(principal)
 }
@@ -107,6 +111,7 @@ pub async fn admin_of(
         .await
         .map_err(|e| AppError::internal(&e))?
     {
+        tracing::Span::current().record("tenant", tracing::field::display(tenant.0));
         Ok(principal)
     } else {
         Err(AppError::Forbidden)

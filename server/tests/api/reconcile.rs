@@ -10,12 +10,15 @@ use sqlx::PgPool;
 use crate::course::{admin, course, enter_code, issue, learners, open};
 use crate::helpers::{database_url_of, spawn_app};
 
-/// `server reconcile [args]`: exit success and standard output.
-fn reconcile(pool: &PgPool, args: &[&str]) -> (bool, String) {
+/// `server reconcile [args]` with the test's Redis prefix: exit success
+/// and standard output.
+fn reconcile_with(pool: &PgPool, prefix: &str, args: &[&str]) -> (bool, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_server"))
         .arg("reconcile")
         .args(args)
         .env("DATABASE_URL", database_url_of(pool))
+        .env("REDIS_URL", crate::helpers::redis_url())
+        .env("APP_REDIS__KEY_PREFIX", prefix)
         .env("RUST_LOG", "off")
         .output()
         .expect("run server reconcile");
@@ -28,6 +31,8 @@ fn reconcile(pool: &PgPool, args: &[&str]) -> (bool, String) {
 #[sqlx::test(migrations = "../migrations")]
 async fn the_reconciler_reports_planted_violations_and_repairs_only_counters(pool: PgPool) {
     let app = spawn_app(pool.clone()).await;
+    let prefix = app.redis.keys().prefix().to_owned();
+    let reconcile = |pool: &PgPool, args: &[&str]| reconcile_with(pool, &prefix, args);
     let admin = admin(&app).await;
     let course = course(&app, &admin, json!({})).await;
     let codes = issue(&app, &admin, course.share, 2).await;
@@ -43,6 +48,41 @@ async fn the_reconciler_reports_planted_violations_and_repairs_only_counters(poo
     let (clean, report) = reconcile(&pool, &[]);
     assert!(clean, "{report}");
     assert!(!report.contains("VIOLATED"), "{report}");
+    assert!(
+        report.contains("ok  every Redis reservation expires within its TTL"),
+        "{report}"
+    );
+
+    // A reservation that would never expire (no script writes one): found,
+    // then removed by the repair.
+    let stuck = app
+        .redis
+        .keys()
+        .reservation_code(admin.tenant, course.share, codes[1].0);
+    let _: () = redis::cmd("SET")
+        .arg(&stuck)
+        .arg("someone")
+        .query_async(&mut app.redis.conn())
+        .await
+        .expect("plant a reservation");
+    let (clean, report) = reconcile(&pool, &[]);
+    assert!(!clean, "{report}");
+    assert!(
+        report.contains("VIOLATED (1)  every Redis reservation expires within its TTL"),
+        "{report}"
+    );
+    let (clean, report) = reconcile(&pool, &["--repair"]);
+    assert!(clean, "{report}");
+    assert!(
+        report.contains("removed 1 stale Redis reservation(s)"),
+        "{report}"
+    );
+    let left: i64 = redis::cmd("EXISTS")
+        .arg(&stuck)
+        .query_async(&mut app.redis.conn())
+        .await
+        .expect("exists");
+    assert_eq!(left, 0);
 
     // Plant a second code for the same learner, the constraint dropped.
     sqlx::query("DROP INDEX auth_codes_one_per_learner")

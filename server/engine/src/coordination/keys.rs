@@ -82,6 +82,11 @@ impl Keys {
         )
     }
 
+    /// A `SCAN` pattern matching every reservation key of this prefix.
+    pub fn reservations_pattern(&self) -> String {
+        format!("{}:res:*", self.prefix)
+    }
+
     /// The fixed-window counter of `subject` in `scope`.
     pub fn throttle(&self, scope: ThrottleScope, subject: &str) -> String {
         format!(

@@ -108,6 +108,34 @@ impl Redis {
         RedisConn(self.conn.clone())
     }
 
+    /// Every key matching `pattern`, by `SCAN` (never `KEYS`, which blocks
+    /// the server). `None` against a cluster: its keys live on several
+    /// nodes, and the reservation audit that uses this is standalone only.
+    pub async fn scan(&self, pattern: &str) -> anyhow::Result<Option<Vec<String>>> {
+        let Conn::Single(manager) = &self.conn else {
+            return Ok(None);
+        };
+        let mut conn = manager.clone();
+        let mut cursor: u64 = 0;
+        let mut keys = Vec::new();
+        loop {
+            let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(pattern)
+                .arg("COUNT")
+                .arg(1_000)
+                .query_async(&mut conn)
+                .await
+                .context("SCAN")?;
+            keys.extend(batch);
+            if next == 0 {
+                return Ok(Some(keys));
+            }
+            cursor = next;
+        }
+    }
+
     /// `PING`, for readiness.
     pub async fn ping(&self) -> anyhow::Result<()> {
         let pong: String = redis::cmd("PING")

@@ -112,6 +112,48 @@ impl Reserver {
     }
 }
 
+/// Reservation keys that outlive what `reserve.lua` allows: no expiry at
+/// all, or more time to live than `bound` (the configured reservation
+/// TTL). Neither can come from the script; either would block a code or a
+/// learner for good. `None` against a cluster (not audited there).
+pub async fn stale(redis: &Redis, bound: Duration) -> anyhow::Result<Option<Vec<String>>> {
+    let Some(keys) = redis.scan(&redis.keys().reservations_pattern()).await? else {
+        return Ok(None);
+    };
+    let bound_ms = i64::try_from(bound.as_millis()).unwrap_or(i64::MAX);
+    let mut stale = Vec::new();
+    for key in keys {
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(&key)
+            .query_async(&mut redis.conn())
+            .await
+            .context("PTTL of a reservation")?;
+        // -2: gone meanwhile (fine); -1: no expiry.
+        if ttl == -1 || ttl > bound_ms {
+            stale.push(key);
+        }
+    }
+    Ok(Some(stale))
+}
+
+/// Removes stale reservation keys (see [`stale`]). Safe: a reservation
+/// only turns losers away early; PostgreSQL still decides every binding.
+pub async fn remove(redis: &Redis, keys: &[String]) -> anyhow::Result<u64> {
+    if keys.is_empty() {
+        return Ok(0);
+    }
+    let mut removed = 0;
+    // One key per DEL: in a cluster, keys of different slots cannot share one.
+    for key in keys {
+        removed += redis::cmd("DEL")
+            .arg(key)
+            .query_async::<u64>(&mut redis.conn())
+            .await
+            .context("removing a stale reservation")?;
+    }
+    Ok(removed)
+}
+
 fn parse_reserve(reply: &redis::Value) -> anyhow::Result<Reservation> {
     match reply {
         redis::Value::Int(0) => Ok(Reservation::Reserved),
