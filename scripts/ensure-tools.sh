@@ -51,6 +51,11 @@ if [ "$want_browser" = 1 ] && [ ! -x /usr/bin/chromium ]; then
   log "installing Debian chromium"
   apt_install chromium
 fi
+# A CJK font, so the Chinese pages' screenshots show characters, not boxes.
+if [ "$want_browser" = 1 ] && ! fc-list 2>/dev/null | grep -qi "wenquanyi\|noto sans cjk"; then
+  log "installing a CJK font (fonts-wqy-microhei)"
+  apt_install fonts-wqy-microhei fontconfig
+fi
 
 if [ "$want_services" = 1 ]; then
   if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
