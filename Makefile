@@ -2,7 +2,7 @@
 # Each target is a thin wrapper over a script in scripts/ (read them).
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help run run-release test tools check lint fmt unit e2e fuzz stress bench sqlx-prepare clean-data
+.PHONY: help run run-release test tools check lint fmt unit e2e fuzz stress faults bench sqlx-prepare clean-data
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -42,6 +42,9 @@ clean-data: ## Delete the private PostgreSQL/Redis data under .data/
 
 stress: ## The settlement concurrency suite repeated 200 times per case (STRESS_REPEAT to change)
 	@. scripts/env.sh && . scripts/services.sh && services_up && trap services_down EXIT && use_test_database && STRESS_REPEAT=$${STRESS_REPEAT:-200} cargo test -p server --test api settlement:: -- --test-threads=1
+
+faults: ## Fault injection: Redis Cluster failover, Redis down, PostgreSQL restart, kill -9, SIGSTOP (FAULTS_LEARNERS=300)
+	@scripts/faults.sh
 
 bench: ## Release build + benchmark table (settlement vs raw pgbench, hot code, 100k codes, RSS)
 	@scripts/bench.sh

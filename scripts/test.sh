@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 #? `make test`: everything, in the order a failure is cheapest to find:
 #? formatting, clippy (server and wasm builds), unit and integration tests on
-#? real PostgreSQL and Redis, then Playwright in Debian's chromium, then
-#? schemathesis against /api/v1/openapi.json.
+#? real PostgreSQL and Redis (then the Redis-facing suites again on a
+#? 6-node Redis Cluster, then the fault-injection suite at a smaller size),
+#? Playwright in Debian's chromium, then schemathesis against
+#? /api/v1/openapi.json.
 set -euo pipefail
 REPO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO_ROOT"
@@ -25,6 +27,20 @@ cargo clippy -p frontend --target wasm32-unknown-unknown -- -D warnings
 
 step "unit and integration tests (PostgreSQL + Redis)"
 cargo test --workspace --exclude frontend --features app/ssr
+
+step "the concurrency suite again, on a 6-node Redis Cluster (3 primaries, 3 replicas)"
+. scripts/redis-cluster.sh
+trap 'cluster_down; services_down' EXIT
+cluster_up
+# Settlement races, sessions and rate limits, tokens, the console's one-time
+# codes: everything that talks to Redis. (The reconciler's reservation audit
+# is standalone-only and stays in the run above.)
+REDIS_CLUSTER_NODES="$REDIS_CLUSTER_NODES" \
+  cargo test -p server --features app/ssr --test api -- settlement:: auth:: tokens:: console::
+cluster_down
+
+step "fault injection, smaller form (make faults runs it at full size)"
+FAULTS_LEARNERS=${FAULTS_LEARNERS:-60} scripts/faults.sh
 
 step "build the site (cargo leptos build)"
 cargo leptos build

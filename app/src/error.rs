@@ -188,9 +188,17 @@ impl AppError {
     }
 
     /// Logs an unexpected error with its whole chain and returns what the
-    /// user may see: a reference to the log line.
+    /// user may see: a reference to the log line. A momentary outage
+    /// (PostgreSQL restarting, Redis away) is `Unavailable` instead: the
+    /// request is worth retrying, and nothing is wrong with the code.
     #[cfg(feature = "ssr")]
     pub fn internal(error: &anyhow::Error) -> Self {
+        if engine::db::is_transient(error) {
+            tracing::warn!(error = format!("{error:#}"), "dependency unavailable");
+            return Self::Unavailable {
+                retry_after_secs: 2,
+            };
+        }
         // Short, unique enough to grep for in the logs; not a secret.
         let reference = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
         tracing::error!(reference = %reference, error = format!("{error:#}"), "unexpected error");

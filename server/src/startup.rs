@@ -234,6 +234,10 @@ pub fn router(state: ServerState) -> Router {
                     same_origin,
                     csrf::same_origin,
                 ))
+                // Around the session layer: its save failures become 503.
+                .layer(axum::middleware::from_fn(
+                    crate::outage::session_store_failures,
+                ))
                 .layer(sessions),
         )
 }

@@ -41,8 +41,17 @@ fn now_unix() -> i64 {
     time::OffsetDateTime::now_utc().unix_timestamp()
 }
 
+/// Sessions live in Redis: when it cannot answer, the request is refused
+/// as a momentary outage (503 with `Retry-After`), like every other Redis
+/// failure, never as a bug on our side.
 pub fn session_error(error: tower_sessions::session::Error) -> AppError {
-    AppError::internal(&anyhow::Error::new(error).context("session store"))
+    tracing::warn!(
+        error = format!("{:#}", anyhow::Error::new(error)),
+        "session store unavailable"
+    );
+    AppError::Unavailable {
+        retry_after_secs: 2,
+    }
 }
 
 /// The signed-in principal of this request, if any (leptos context).

@@ -103,3 +103,34 @@ pub async fn migrate(url: &str) -> anyhow::Result<()> {
     pool.close().await;
     Ok(())
 }
+
+/// Whether `error` is a momentary outage rather than a bug: PostgreSQL
+/// unreachable, restarting or shedding load (connection lost, pool timed
+/// out, admin or crash shutdown, statement or lock timeout, serialisation
+/// failure), or Redis unreachable or timing out. Callers answer these with
+/// 503 and `Retry-After`; everything else is an internal error.
+pub fn is_transient(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        if let Some(db) = cause.downcast_ref::<sqlx::Error>() {
+            return match db {
+                sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => true,
+                sqlx::Error::Database(e) => e.code().is_some_and(|code| {
+                    // 08: connection exceptions; 57P0x: shutdown / cannot
+                    // connect now; 57014 statement timeout; 55P03 lock
+                    // timeout; 40001 / 40P01 serialisation / deadlock.
+                    code.starts_with("08")
+                        || code.starts_with("57P0")
+                        || matches!(code.as_ref(), "57014" | "55P03" | "40001" | "40P01")
+                }),
+                _ => false,
+            };
+        }
+        cause.downcast_ref::<redis::RedisError>().is_some_and(|e| {
+            e.is_io_error()
+                || e.is_timeout()
+                || e.is_connection_dropped()
+                || e.is_connection_refusal()
+                || e.is_cluster_error()
+        })
+    })
+}

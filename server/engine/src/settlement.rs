@@ -316,19 +316,7 @@ impl From<anyhow::Error> for Attempt {
 
 /// Connection loss and timeouts are "unavailable" (retryable), not bugs.
 fn classify(error: anyhow::Error) -> SettlementError {
-    let transient = error.chain().any(|cause| {
-        matches!(
-            cause.downcast_ref::<sqlx::Error>(),
-            Some(sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed)
-        ) || cause
-            .downcast_ref::<sqlx::Error>()
-            .and_then(|e| e.as_database_error())
-            .and_then(|e| e.code())
-            .is_some_and(|code| {
-                code == "57014" || code == "55P03" || code == "40001" || code == "40P01"
-            })
-    });
-    if transient {
+    if crate::db::is_transient(&error) {
         tracing::warn!(
             error = format!("{error:#}"),
             "settlement could not reach PostgreSQL in time"

@@ -609,7 +609,7 @@ mod tests {
             "https:///path",
             "https://exa mple.com",
             "javascript:alert(1)",
-            "https://example.com/\n",
+            "https://example.com/a\u{7}b",
         ] {
             assert!(EndpointUrl::parse(bad).is_err(), "{bad:?}");
         }

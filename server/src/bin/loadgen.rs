@@ -9,8 +9,12 @@
 
 use std::time::{Duration, Instant};
 
+#[path = "drive/mod.rs"]
+mod drive;
+
 use anyhow::Context as _;
 use clap::Parser;
+use drive::{Share, issue, new_share, post};
 use futures::{StreamExt as _, stream};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -33,132 +37,6 @@ struct Args {
     /// Claims in the hot-code stampede.
     #[arg(long, default_value_t = 1_000)]
     hot_claims: usize,
-}
-
-const PASSWORD: &str = "bench password 1234";
-
-fn client() -> anyhow::Result<reqwest::Client> {
-    Ok(reqwest::Client::builder()
-        .cookie_store(true)
-        .redirect(reqwest::redirect::Policy::none())
-        .pool_max_idle_per_host(4)
-        .build()?)
-}
-
-async fn post(client: &reqwest::Client, url: String, body: Value) -> anyhow::Result<Value> {
-    let response = client
-        .post(&url)
-        .json(&body)
-        .send()
-        .await
-        .with_context(|| format!("POST {url}"))?;
-    let status = response.status();
-    let body: Value = response.json().await.unwrap_or(Value::Null);
-    anyhow::ensure!(status.is_success(), "POST {url}: {status} {body}");
-    Ok(body)
-}
-
-struct Share {
-    slug: String,
-    resource: Uuid,
-    id: Uuid,
-}
-
-async fn new_share(
-    admin: &reqwest::Client,
-    base: &str,
-    tenant: Uuid,
-    title: &str,
-) -> anyhow::Result<Share> {
-    let share = post(
-        admin,
-        format!("{base}/api/v1/tenants/{tenant}/shares"),
-        json!({ "title": title, "status": "active" }),
-    )
-    .await?;
-    let id: Uuid = share["id"].as_str().context("share id")?.parse()?;
-    let part = reqwest::multipart::Part::bytes(vec![7u8; 4096])
-        .file_name("lesson.mp4")
-        .mime_str("video/mp4")?;
-    let form = reqwest::multipart::Form::new()
-        .text("title", "Lesson")
-        .part("file", part);
-    let resource: Value = admin
-        .post(format!("{base}/api/v1/shares/{id}/resources"))
-        .multipart(form)
-        .send()
-        .await?
-        .json()
-        .await?;
-    Ok(Share {
-        slug: share["slug"].as_str().context("slug")?.to_owned(),
-        resource: resource["id"].as_str().context("resource id")?.parse()?,
-        id,
-    })
-}
-
-async fn issue(
-    admin: &reqwest::Client,
-    base: &str,
-    share: Uuid,
-    count: usize,
-) -> anyhow::Result<Vec<String>> {
-    let body = post(
-        admin,
-        format!("{base}/api/v1/shares/{share}/codes"),
-        json!({ "count": count }),
-    )
-    .await?;
-    Ok(body["codes"]
-        .as_array()
-        .context("codes")?
-        .iter()
-        .filter_map(|c| c["code"].as_str().map(str::to_owned))
-        .collect())
-}
-
-/// `n` signed-in learners.
-async fn learners(
-    args: &Args,
-    pool: &sqlx::PgPool,
-    n: usize,
-) -> anyhow::Result<Vec<reqwest::Client>> {
-    use engine::accounts::{Password, hash_password};
-    let hash = hash_password(&Password::parse(secrecy::SecretString::from(PASSWORD))?).await?;
-    let ids: Vec<Uuid> = (0..n).map(|_| Uuid::now_v7()).collect();
-    let emails: Vec<String> = ids
-        .iter()
-        .map(|id| format!("bench-{id}@example.com"))
-        .collect();
-    sqlx::query(
-        "INSERT INTO accounts (id, email, display_name, password_hash)
-         SELECT id, email, 'Bench', $3 FROM UNNEST($1::uuid[], $2::text[]) AS l(id, email)",
-    )
-    .bind(&ids)
-    .bind(&emails)
-    .bind(&hash)
-    .execute(pool)
-    .await?;
-    let base = args.base_url.clone();
-    stream::iter(emails)
-        .map(|email| {
-            let base = base.clone();
-            async move {
-                let c = client()?;
-                post(
-                    &c,
-                    format!("{base}/api/v1/auth/login"),
-                    json!({ "email": email, "password": PASSWORD }),
-                )
-                .await?;
-                anyhow::Ok(c)
-            }
-        })
-        .buffer_unordered(16)
-        .collect::<Vec<_>>()
-        .await
-        .into_iter()
-        .collect()
 }
 
 /// Latencies of one run and its wall time.
@@ -193,10 +71,7 @@ async fn open_all(
     clients: &[reqwest::Client],
     concurrency: usize,
 ) -> Run {
-    let url = format!(
-        "{base}/api/v1/s/{}/resources/{}/content",
-        share.slug, share.resource
-    );
+    let url = share.content_url(base);
     let started = Instant::now();
     let results: Vec<(Duration, String)> = stream::iter(clients)
         .map(|c| {
@@ -261,13 +136,7 @@ async fn main() -> anyhow::Result<()> {
         .connect(&args.database_url)
         .await
         .context("connecting to the bench database")?;
-    let admin = client()?;
-    post(
-        &admin,
-        format!("{base}/api/v1/auth/login"),
-        json!({ "email": args.admin_email, "password": args.admin_password }),
-    )
-    .await?;
+    let admin = drive::admin(&base, &args.admin_email, &args.admin_password).await?;
 
     // (f) Issuing 100,000 codes in one request.
     let big = new_share(&admin, &base, args.tenant_id, "Issuing").await?;
@@ -277,7 +146,15 @@ async fn main() -> anyhow::Result<()> {
     eprintln!("issued {issued} codes in {issue_secs:.2} s");
 
     let n = args.first_accesses;
-    let crowd = learners(&args, &pool, (2 * n).max(args.hot_claims)).await?;
+    let crowd: Vec<reqwest::Client> = drive::learners(
+        std::slice::from_ref(&base),
+        &pool,
+        (2 * n).max(args.hot_claims),
+    )
+    .await?
+    .into_iter()
+    .map(|(_, client)| client)
+    .collect();
     eprintln!("{} learners signed in", crowd.len());
 
     // (c) First accesses at 16 and 64 concurrent clients: each learner binds its own code.

@@ -122,12 +122,20 @@ pub fn redis_url() -> String {
     std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
 }
 
-/// Settings for a test server: port 0, a fresh Redis key prefix.
+/// Settings for a test server: port 0, a fresh Redis key prefix. With
+/// `REDIS_CLUSTER_NODES` set (`make test` does, for the concurrency suite's
+/// second run), every test server uses that Redis Cluster instead.
 pub fn test_settings(redis_url: &str) -> Settings {
     let mut settings = Settings::default();
     settings.server.port = 0;
     settings.server.shutdown_grace_secs = 1;
     settings.redis.url = SecretString::from(redis_url.to_owned());
+    if let Ok(nodes) = std::env::var("REDIS_CLUSTER_NODES")
+        && !nodes.is_empty()
+    {
+        settings.redis.url = SecretString::from(nodes);
+        settings.redis.cluster = true;
+    }
     settings.redis.key_prefix = format!("test:{}", uuid::Uuid::new_v4());
     // Tests check behaviour, not latency: a loaded CI machine must not turn
     // a slow Redis answer into a 503 (failures are injected explicitly).
@@ -167,6 +175,10 @@ pub async fn spawn_app_with_settlement(
     let redis = Redis::connect(&settings.redis_options())
         .await
         .expect("Redis handle");
+    if settings.redis.cluster {
+        // The cluster run must really be one (see `test_settings`).
+        assert!(format!("{redis:?}").contains("cluster"), "{redis:?}");
+    }
     let app = Application::build_with_settlement(settings, pool.clone(), redis.clone(), settlement)
         .await
         .expect("build app");

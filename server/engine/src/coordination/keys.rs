@@ -52,9 +52,11 @@ impl Keys {
     }
 
     /// A freshly issued batch's plain codes, parked for one viewing
-    /// (`what` = `page` or `csv`) by the admin who issued it.
+    /// (`what` = `page` or `csv`) by the admin who issued it. Both copies
+    /// share the `{h:<owner>:<batch>}` hash tag: they are written in one
+    /// MULTI, which Redis Cluster allows within one slot only.
     pub fn handover(&self, owner: Uuid, batch: Uuid, what: &str) -> String {
-        format!("{}:handover:{owner}:{batch}:{what}", self.prefix)
+        format!("{}:handover:{{h:{owner}:{batch}}}:{what}", self.prefix)
     }
 
     /// How far `owner`'s operation `ticket` has got (issuing a batch).
@@ -168,6 +170,19 @@ mod tests {
             let code = keys.reservation_code(t, s, Uuid::new_v4());
             let user = keys.reservation_user(t, s, Uuid::new_v4());
             assert_eq!(slot(&code), slot(&user), "{code} / {user}");
+        }
+    }
+
+    /// Every group of keys one script or MULTI touches together: one slot
+    /// each, so all of them run on Redis Cluster.
+    #[test]
+    fn keys_used_together_share_one_slot() {
+        let keys = Keys::new("p");
+        for _ in 0..100 {
+            let (owner, batch) = (Uuid::new_v4(), Uuid::new_v4());
+            let page = keys.handover(owner, batch, "page");
+            let csv = keys.handover(owner, batch, "csv");
+            assert_eq!(slot(&page), slot(&csv), "{page} / {csv}");
         }
     }
 

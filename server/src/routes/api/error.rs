@@ -63,7 +63,8 @@ impl ApiError {
                 "internal",
                 format!("something went wrong on our side (reference {reference})"),
             ),
-            _ => unreachable!("AppError::internal returns Internal"),
+            // A momentary outage (see `engine::db::is_transient`).
+            other => Self::from(other),
         }
     }
 }

@@ -1,0 +1,164 @@
+//! Driving a running server through its public JSON API the way admins and
+//! learners do, shared by the `loadgen` (bench) and `faults` binaries:
+//! signing in, creating a share with a resource, issuing codes, and many
+//! learners (inserted straight into the database with one real argon2
+//! hash, so that the drivers measure settlement, not account creation).
+
+use anyhow::Context as _;
+use futures::{StreamExt as _, stream};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+pub const PASSWORD: &str = "bench password 1234";
+
+/// A client that keeps its cookies (one browser) and never follows
+/// redirects.
+pub fn client() -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .pool_max_idle_per_host(4)
+        .timeout(std::time::Duration::from_secs(30))
+        .build()?)
+}
+
+/// POSTs JSON; anything but a 2xx is an error.
+pub async fn post(client: &reqwest::Client, url: String, body: Value) -> anyhow::Result<Value> {
+    let response = client
+        .post(&url)
+        .json(&body)
+        .send()
+        .await
+        .with_context(|| format!("POST {url}"))?;
+    let status = response.status();
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    anyhow::ensure!(status.is_success(), "POST {url}: {status} {body}");
+    Ok(body)
+}
+
+/// An admin client signed in at `base`.
+pub async fn admin(base: &str, email: &str, password: &str) -> anyhow::Result<reqwest::Client> {
+    let admin = client()?;
+    post(
+        &admin,
+        format!("{base}/api/v1/auth/login"),
+        json!({ "email": email, "password": password }),
+    )
+    .await?;
+    Ok(admin)
+}
+
+pub struct Share {
+    pub slug: String,
+    pub resource: Uuid,
+    pub id: Uuid,
+}
+
+impl Share {
+    /// The URL a learner opens (phase 3).
+    pub fn content_url(&self, base: &str) -> String {
+        format!(
+            "{base}/api/v1/s/{}/resources/{}/content",
+            self.slug, self.resource
+        )
+    }
+}
+
+/// An active share with one small video.
+pub async fn new_share(
+    admin: &reqwest::Client,
+    base: &str,
+    tenant: Uuid,
+    title: &str,
+) -> anyhow::Result<Share> {
+    let share = post(
+        admin,
+        format!("{base}/api/v1/tenants/{tenant}/shares"),
+        json!({ "title": title, "status": "active" }),
+    )
+    .await?;
+    let id: Uuid = share["id"].as_str().context("share id")?.parse()?;
+    let part = reqwest::multipart::Part::bytes(vec![7u8; 4096])
+        .file_name("lesson.mp4")
+        .mime_str("video/mp4")?;
+    let form = reqwest::multipart::Form::new()
+        .text("title", "Lesson")
+        .part("file", part);
+    let resource: Value = admin
+        .post(format!("{base}/api/v1/shares/{id}/resources"))
+        .multipart(form)
+        .send()
+        .await?
+        .json()
+        .await?;
+    Ok(Share {
+        slug: share["slug"].as_str().context("slug")?.to_owned(),
+        resource: resource["id"].as_str().context("resource id")?.parse()?,
+        id,
+    })
+}
+
+/// Issues `count` codes; the plain codes.
+pub async fn issue(
+    admin: &reqwest::Client,
+    base: &str,
+    share: Uuid,
+    count: usize,
+) -> anyhow::Result<Vec<String>> {
+    let body = post(
+        admin,
+        format!("{base}/api/v1/shares/{share}/codes"),
+        json!({ "count": count }),
+    )
+    .await?;
+    Ok(body["codes"]
+        .as_array()
+        .context("codes")?
+        .iter()
+        .filter_map(|c| c["code"].as_str().map(str::to_owned))
+        .collect())
+}
+
+/// `n` learners, each signed in with its own client (`bases[i % len]`
+/// signs learner `i` in: sessions are shared by every instance).
+pub async fn learners(
+    bases: &[String],
+    pool: &sqlx::PgPool,
+    n: usize,
+) -> anyhow::Result<Vec<(Uuid, reqwest::Client)>> {
+    use engine::accounts::{Password, hash_password};
+    let hash = hash_password(&Password::parse(secrecy::SecretString::from(PASSWORD))?).await?;
+    let ids: Vec<Uuid> = (0..n).map(|_| Uuid::now_v7()).collect();
+    let emails: Vec<String> = ids
+        .iter()
+        .map(|id| format!("learner-{id}@example.com"))
+        .collect();
+    sqlx::query(
+        "INSERT INTO accounts (id, email, display_name, password_hash)
+         SELECT id, email, 'Learner', $3 FROM UNNEST($1::uuid[], $2::text[]) AS l(id, email)",
+    )
+    .bind(&ids)
+    .bind(&emails)
+    .bind(&hash)
+    .execute(pool)
+    .await?;
+    stream::iter(ids.into_iter().zip(emails).enumerate())
+        .map(|(i, (id, email))| {
+            let base = bases[i % bases.len()].clone();
+            async move {
+                let c = client()?;
+                post(
+                    &c,
+                    format!("{base}/api/v1/auth/login"),
+                    json!({ "email": email, "password": PASSWORD }),
+                )
+                .await?;
+                anyhow::Ok((id, c))
+            }
+        })
+        .buffer_unordered(16)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect()
+}
