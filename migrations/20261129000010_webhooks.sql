@@ -1,4 +1,5 @@
--- Webhooks: tenants name HTTPS endpoints that receive the outbox's events,
+-- Webhooks: tenants name HTTP(S) endpoints (public addresses only, checked
+-- by the relay) that receive the outbox's events,
 -- signed with a per-endpoint secret. The relay fans each outbox event out
 -- into one delivery per matching endpoint (marking the event relayed), then
 -- delivers with retries; a delivery that keeps failing is dead-lettered and

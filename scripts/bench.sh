@@ -51,6 +51,9 @@ tenant=$("$bin/server" admin create-tenant --slug bench --name Bench \
   --admin-email admin@bench.example --admin-password-file "$OUT/admin-password")
 
 echo "==> server on :$PORT"
+# glibc malloc as the systemd unit configures it (server/deploy): two arenas
+# and a fixed mmap threshold, so argon2's 19 MiB blocks go back to the OS.
+MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=1048576 \
 APP_SERVER__PORT=$PORT APP_REDIS__KEY_PREFIX=$prefix APP_DATABASE__MAX_CONNECTIONS=$POOL \
 APP_STORAGE__ROOT="$OUT/storage" APP_SERVER__ENVIRONMENT=development \
 APP_THROTTLE__SIGN_IN_PER_EMAIL=1000000 APP_THROTTLE__SIGN_IN_PER_IP=1000000 \

@@ -28,6 +28,9 @@ cargo clippy -p frontend --target wasm32-unknown-unknown -- -D warnings
 step "unit and integration tests (PostgreSQL + Redis)"
 cargo test --workspace --exclude frontend --features app/ssr
 
+step "OpenTelemetry export (the optional otlp feature)"
+cargo test -p server --features app/ssr,otlp --test otlp
+
 step "the concurrency suite again, on a 6-node Redis Cluster (3 primaries, 3 replicas)"
 . scripts/redis-cluster.sh
 trap 'cluster_down; services_down' EXIT

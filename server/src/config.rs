@@ -59,6 +59,9 @@ pub struct WebhookSettings {
     /// `backoff_max_secs`.
     pub backoff_base_ms: u64,
     pub backoff_max_secs: u64,
+    /// Deliver to loopback, private and link-local addresses too. Off in
+    /// production: a tenant's endpoint must not reach the internal network.
+    pub allow_private_targets: bool,
 }
 
 impl Default for WebhookSettings {
@@ -70,6 +73,7 @@ impl Default for WebhookSettings {
             max_attempts: 8,
             backoff_base_ms: 2_000,
             backoff_max_secs: 3_600,
+            allow_private_targets: false,
         }
     }
 }
@@ -224,6 +228,9 @@ pub struct LogSettings {
     pub format: LogFormat,
     /// A `tracing_subscriber::EnvFilter` directive; `RUST_LOG` overrides it.
     pub filter: String,
+    /// Where to export traces over OTLP/HTTP (`http://collector:4318`);
+    /// empty: no export. Needs a build with the `otlp` feature.
+    pub otlp_endpoint: String,
 }
 
 impl Default for ServerSettings {
@@ -330,6 +337,7 @@ impl Default for LogSettings {
         Self {
             format: LogFormat::Pretty,
             filter: "info,server=info,engine=info,app=info,sqlx=warn".into(),
+            otlp_endpoint: String::new(),
         }
     }
 }

@@ -92,7 +92,8 @@ async fn main() -> std::process::ExitCode {
 async fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let settings = Settings::load(cli.config.as_deref())?;
-    telemetry::init(&settings.log)?;
+    // Flushes queued traces when `run` returns.
+    let _telemetry = telemetry::init(&settings.log)?;
     let database_url = settings.database.url.expose_secret().to_owned();
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => {

@@ -57,18 +57,27 @@ pub async fn reconcile(
         match engine::reservation::stale(&audit.redis, audit.ttl).await {
             Ok(Some(mut stale)) => {
                 if repair && !stale.is_empty() {
-                    reservations_removed =
-                        engine::reservation::remove(&audit.redis, &stale).await?;
-                    stale = engine::reservation::stale(&audit.redis, audit.ttl)
-                        .await?
-                        .unwrap_or_default();
+                    match engine::reservation::remove(&audit.redis, &stale).await {
+                        Ok(removed) => reservations_removed = removed,
+                        Err(error) => tracing::warn!(
+                            error = format!("{error:#}"),
+                            "removing stale reservations failed"
+                        ),
+                    }
+                    match engine::reservation::stale(&audit.redis, audit.ttl).await {
+                        Ok(left) => stale = left.unwrap_or_default(),
+                        Err(error) => tracing::warn!(
+                            error = format!("{error:#}"),
+                            "re-auditing reservations failed"
+                        ),
+                    }
                 }
                 checks.push(Check {
                     name: RESERVATIONS_CHECK,
                     violations: i64::try_from(stale.len()).unwrap_or(i64::MAX),
                 });
             }
-            Ok(None) => tracing::debug!("reservation audit skipped (Redis Cluster)"),
+            Ok(None) => tracing::info!("reservation audit skipped: Redis Cluster is not scanned"),
             Err(error) => {
                 tracing::warn!(error = format!("{error:#}"), "reservation audit failed");
             }

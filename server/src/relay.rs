@@ -17,9 +17,10 @@ use sqlx::PgPool;
 
 use crate::config::WebhookSettings;
 
-/// How many events one round fans out, and deliveries it leases.
+/// How many events one round fans out.
 const BATCH: i64 = 64;
-/// Deliveries in flight at once per instance.
+/// Deliveries one round leases and sends, all at once: every one of them
+/// starts right away, so each lease outlives its request.
 const CONCURRENCY: usize = 8;
 
 /// One relay instance.
@@ -31,6 +32,8 @@ pub struct Relay {
     /// How long a leased delivery stays ours: the request timeout plus a
     /// margin, so a lease never ends while its request can still succeed.
     lease: Duration,
+    /// Deliver to non-public addresses too (tests; never production).
+    allow_private: bool,
 }
 
 /// What one round did.
@@ -51,12 +54,16 @@ impl Round {
 impl Relay {
     pub fn new(pool: PgPool, settings: &WebhookSettings) -> anyhow::Result<Self> {
         let timeout = Duration::from_millis(settings.timeout_ms.max(1));
-        let client = reqwest::Client::builder()
+        let mut client = reqwest::Client::builder()
             .timeout(timeout)
             .redirect(reqwest::redirect::Policy::none())
-            .user_agent("AdmitOne-Webhooks/1")
-            .build()
-            .context("building the webhook HTTP client")?;
+            .user_agent("AdmitOne-Webhooks/1");
+        if !settings.allow_private_targets {
+            // Names resolve to public addresses only, checked at connect
+            // time (no DNS rebinding); IP literals are checked in `send`.
+            client = client.dns_resolver(std::sync::Arc::new(PublicOnly));
+        }
+        let client = client.build().context("building the webhook HTTP client")?;
         Ok(Self {
             pool,
             client,
@@ -66,6 +73,7 @@ impl Relay {
                 max: Duration::from_secs(settings.backoff_max_secs),
             },
             lease: timeout * 2 + Duration::from_secs(5),
+            allow_private: settings.allow_private_targets,
         })
     }
 
@@ -75,7 +83,7 @@ impl Relay {
             fanned_out: webhooks::fan_out(&self.pool, BATCH).await?,
             ..Round::default()
         };
-        let due = webhooks::claim_due(&self.pool, BATCH, self.lease).await?;
+        let due = webhooks::claim_due(&self.pool, CONCURRENCY as i64, self.lease).await?;
         let outcomes: Vec<anyhow::Result<Recorded>> = futures::stream::iter(due)
             .map(|due| async move {
                 let outcome = self.send(&due).await;
@@ -104,8 +112,15 @@ impl Relay {
         Ok(round)
     }
 
-    /// One signed POST.
+    /// One signed POST. What goes wrong is recorded in coarse words only
+    /// (the tenant reads it): never the text of a network error.
     async fn send(&self, due: &Due) -> Attempted {
+        if !self.allow_private && !literal_is_public(&due.url) {
+            return Attempted::Failed {
+                status: None,
+                error: "refused: the endpoint's address is not public".to_owned(),
+            };
+        }
         let timestamp = time::OffsetDateTime::now_utc().unix_timestamp();
         let signature = webhooks::sign(&due.secret, timestamp, &due.body);
         let sent = self
@@ -129,10 +144,13 @@ impl Relay {
             Err(error) => Attempted::Failed {
                 status: None,
                 error: if error.is_timeout() {
-                    "timed out".to_owned()
+                    "timed out"
+                } else if error.is_connect() {
+                    "could not connect (or the address is not public)"
                 } else {
-                    format!("{error}")
-                },
+                    "the request failed"
+                }
+                .to_owned(),
             },
         }
     }
@@ -154,6 +172,44 @@ impl Relay {
                 }
                 tokio::time::sleep(idle).await;
             }
+        })
+    }
+}
+
+/// False when `url`'s host is an IP address that is not public (names are
+/// checked by [`PublicOnly`] when they resolve).
+fn literal_is_public(url: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => webhooks::is_public(ip),
+        Err(_) => !host.eq_ignore_ascii_case("localhost"),
+    }
+}
+
+/// A resolver that keeps public addresses only, so a name that points at
+/// the internal network (or is re-pointed there later) is never connected
+/// to.
+struct PublicOnly;
+
+impl reqwest::dns::Resolve for PublicOnly {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let public: Vec<std::net::SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
+                .await?
+                .filter(|addr| webhooks::is_public(addr.ip()))
+                .collect();
+            if public.is_empty() {
+                return Err("no public address".into());
+            }
+            let addrs: reqwest::dns::Addrs = Box::new(public.into_iter());
+            Ok(addrs)
         })
     }
 }

@@ -84,8 +84,10 @@ impl Application {
         redis: Redis,
         settlement: engine::settlement::SettlementOptions,
     ) -> anyhow::Result<Self> {
-        // Installs the process's metrics recorder (once).
-        let _ = routes::metrics::handle();
+        // Installs the process's metrics recorder (once), if it is scraped.
+        if settings.metrics.token.is_some() {
+            let _ = routes::metrics::handle();
+        }
         let addr = settings.listen_addr()?;
         let listener = TcpListener::bind(addr)
             .await

@@ -11,13 +11,34 @@ use tracing_subscriber::{EnvFilter, fmt, prelude::*};
 
 use crate::config::{LogFormat, LogSettings};
 
+/// Keeps the trace exporter running; dropping it flushes what is queued.
+#[derive(Debug, Default)]
+pub struct Telemetry {
+    #[cfg(feature = "otlp")]
+    provider: Option<opentelemetry_sdk::trace::SdkTracerProvider>,
+}
+
+impl Drop for Telemetry {
+    fn drop(&mut self) {
+        #[cfg(feature = "otlp")]
+        if let Some(provider) = self.provider.take()
+            && let Err(error) = provider.shutdown()
+        {
+            eprintln!("flushing traces failed: {error}");
+        }
+    }
+}
+
 /// Installs the global subscriber (`RUST_LOG` overrides the configured
-/// filter). Returns an error if one is already installed.
-pub fn init(settings: &LogSettings) -> anyhow::Result<()> {
+/// filter), with an OTLP trace exporter when `log.otlp_endpoint` is set.
+/// Returns an error if a subscriber is already installed, or if an
+/// endpoint is set in a build without the `otlp` feature.
+pub fn init(settings: &LogSettings) -> anyhow::Result<Telemetry> {
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(&settings.filter))
         .map_err(|error| anyhow::anyhow!("invalid log filter: {error}"))?;
-    let registry = tracing_subscriber::registry().with(filter);
+    let (otlp, telemetry) = otlp_layer(&settings.otlp_endpoint)?;
+    let registry = tracing_subscriber::registry().with(otlp).with(filter);
     match settings.format {
         LogFormat::Json => registry
             .with(
@@ -29,7 +50,51 @@ pub fn init(settings: &LogSettings) -> anyhow::Result<()> {
             .try_init()?,
         LogFormat::Pretty => registry.with(fmt::layer().compact()).try_init()?,
     }
-    Ok(())
+    Ok(telemetry)
+}
+
+type OtlpLayer =
+    Option<Box<dyn tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync>>;
+
+#[cfg(feature = "otlp")]
+fn otlp_layer(endpoint: &str) -> anyhow::Result<(OtlpLayer, Telemetry)> {
+    use opentelemetry::trace::TracerProvider as _;
+    use opentelemetry_otlp::{Protocol, WithExportConfig as _};
+    if endpoint.is_empty() {
+        return Ok((None, Telemetry::default()));
+    }
+    let base = endpoint.trim_end_matches('/');
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_protocol(Protocol::HttpBinary)
+        .with_endpoint(format!("{base}/v1/traces"))
+        .build()
+        .map_err(|error| anyhow::anyhow!("building the OTLP exporter: {error}"))?;
+    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(
+            opentelemetry_sdk::Resource::builder()
+                .with_service_name("admitone")
+                .build(),
+        )
+        .build();
+    let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("admitone"));
+    Ok((
+        Some(Box::new(layer)),
+        Telemetry {
+            provider: Some(provider),
+        },
+    ))
+}
+
+#[cfg(not(feature = "otlp"))]
+fn otlp_layer(endpoint: &str) -> anyhow::Result<(OtlpLayer, Telemetry)> {
+    anyhow::ensure!(
+        endpoint.is_empty(),
+        "log.otlp_endpoint is set, but this server was built without the `otlp` feature \
+         (cargo build --release -p server --features otlp)"
+    );
+    Ok((None, Telemetry::default()))
 }
 
 /// Opens the span of one HTTP request.

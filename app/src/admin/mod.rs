@@ -837,6 +837,12 @@ pub async fn issue_codes(
             )
             .await
             .map_err(share_error)?;
+            // The "try again" must issue anew, not open the revoked batch.
+            if let Some(key) = &idempotency_key {
+                engine::shares::release_issue_key(&state.pool, share.tenant(), key)
+                    .await
+                    .map_err(support::internal)?;
+            }
             return Err(AppError::Unavailable {
                 retry_after_secs: 5,
             });

@@ -45,12 +45,18 @@ fn now_unix() -> i64 {
 /// as a momentary outage (503 with `Retry-After`), like every other Redis
 /// failure, never as a bug on our side.
 pub fn session_error(error: tower_sessions::session::Error) -> AppError {
-    tracing::warn!(
-        error = format!("{:#}", anyhow::Error::new(error)),
-        "session store unavailable"
-    );
-    AppError::Unavailable {
-        retry_after_secs: 2,
+    match error {
+        tower_sessions::session::Error::Store(_) => {
+            tracing::warn!(
+                error = format!("{:#}", anyhow::Error::new(error)),
+                "session store unavailable"
+            );
+            AppError::Unavailable {
+                retry_after_secs: 2,
+            }
+        }
+        // A record we cannot read is a bug, not an outage: no "retry".
+        other => AppError::internal(&anyhow::Error::new(other).context("session record")),
     }
 }
 

@@ -131,6 +131,18 @@ pub fn is_transient(error: &anyhow::Error) -> bool {
                 || e.is_connection_dropped()
                 || e.is_connection_refusal()
                 || e.is_cluster_error()
+                // A failover or a restart in progress: READONLY replica,
+                // MASTERDOWN, LOADING its data, TRYAGAIN.
+                || matches!(
+                    e.kind(),
+                    redis::ErrorKind::Server(
+                        redis::ServerErrorKind::ReadOnly
+                            | redis::ServerErrorKind::MasterDown
+                            | redis::ServerErrorKind::BusyLoading
+                            | redis::ServerErrorKind::TryAgain
+                            | redis::ServerErrorKind::ClusterDown
+                    )
+                )
         })
     })
 }

@@ -13,6 +13,9 @@ use uuid::Uuid;
 
 use crate::{accounts::AccountId, coordination::Redis};
 
+/// The longest one progress report may wait for Redis.
+pub const REPORT_WAIT: Duration = Duration::from_millis(200);
+
 /// How long a progress report is kept after its last update.
 pub const PROGRESS_TTL: Duration = Duration::from_secs(10 * 60);
 
@@ -32,17 +35,22 @@ impl Progress {
         }
     }
 
-    /// Records that `done` of `total` steps are done.
+    /// Records that `done` of `total` steps are done. Called inside the
+    /// issuing transaction, so it waits [`REPORT_WAIT`] at most: a slow
+    /// Redis must not hold the transaction's locks.
     pub async fn report(&self, done: u64, total: u64) {
-        let result = redis::cmd("SET")
+        let mut command = redis::cmd("SET");
+        command
             .arg(&self.key)
             .arg(format!("{done}/{total}"))
             .arg("EX")
-            .arg(PROGRESS_TTL.as_secs())
-            .query_async::<()>(&mut self.redis.conn())
-            .await;
-        if let Err(error) = result {
-            tracing::warn!(%error, "reporting progress failed");
+            .arg(PROGRESS_TTL.as_secs());
+        let mut conn = self.redis.conn();
+        let set = command.query_async::<()>(&mut conn);
+        match tokio::time::timeout(REPORT_WAIT, set).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::warn!(%error, "reporting progress failed"),
+            Err(_) => tracing::warn!("reporting progress timed out"),
         }
     }
 }

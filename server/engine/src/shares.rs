@@ -805,7 +805,8 @@ pub async fn issue_codes(
     let batch_id = Uuid::now_v7();
     let mut tx = pool.begin().await.context("starting a transaction")?;
     if let Some(key) = request.idempotency_key {
-        let response = json!({ "batch_id": batch_id, "count": count, "share_id": share.0 });
+        let response =
+            json!({ "batch_id": batch_id, "count": count, "share_id": share.0, "label": label });
         let claimed = sqlx::query_scalar!(
             "INSERT INTO idempotency_records (tenant_id, key, principal_id, operation, response)
              VALUES ($1, $2, $3, 'issue_codes', $4)
@@ -828,9 +829,13 @@ pub async fn issue_codes(
             .fetch_one(pool)
             .await
             .context("reading the earlier request")?;
+            // The same request: same admin, share, count and label (a key
+            // sent again with other values is a different request).
             let same = earlier.principal_id == actor.0
                 && earlier.operation == "issue_codes"
-                && earlier.response["share_id"] == json!(share.0);
+                && earlier.response["share_id"] == json!(share.0)
+                && earlier.response["count"] == json!(count)
+                && earlier.response["label"] == json!(label);
             if !same {
                 return Err(ShareError::IdempotencyKeyReused);
             }
@@ -915,6 +920,21 @@ pub async fn issue_codes(
         progress.report(total, total).await;
     }
     Ok(IssuedBatch { batch_id, codes })
+}
+
+/// Frees an issuing request's idempotency key after its batch was revoked
+/// unseen (the codes could not be handed over): a retry with the same key
+/// then issues a new batch instead of pointing at the revoked one.
+pub async fn release_issue_key(pool: &PgPool, tenant: TenantId, key: &str) -> anyhow::Result<()> {
+    sqlx::query!(
+        "DELETE FROM idempotency_records WHERE tenant_id = $1 AND key = $2 AND operation = 'issue_codes'",
+        tenant.0,
+        key,
+    )
+    .execute(pool)
+    .await
+    .context("releasing an idempotency key")?;
+    Ok(())
 }
 
 /// A code as admins see it (never the plain code).

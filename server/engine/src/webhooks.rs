@@ -76,9 +76,11 @@ impl EndpointUrl {
             .or_else(|| url.strip_prefix("http://"))
             .ok_or(WebhookError::InvalidUrl)?;
         let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        // No `user:password@`: it hides the real host from people reading it.
         let valid = url.len() <= 2_000
             && !host.is_empty()
-            && !host.starts_with(['.', ':', '@'])
+            && !host.contains('@')
+            && !host.starts_with(['.', ':'])
             && !url.chars().any(|c| c.is_whitespace() || c.is_control());
         if valid {
             Ok(Self(url.to_owned()))
@@ -89,6 +91,40 @@ impl EndpointUrl {
 
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+/// Whether `ip` is on the public internet: not loopback, private,
+/// link-local (cloud metadata lives there), shared, documentation,
+/// multicast or unspecified. Tenants' endpoints must be public, so that a
+/// webhook cannot be aimed at the network AdmitOne runs in.
+pub fn is_public(ip: std::net::IpAddr) -> bool {
+    use std::net::IpAddr;
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            !(v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_documentation()
+                || v4.is_multicast()
+                || a == 0
+                || (a == 100 && (64..128).contains(&b))
+                || (a == 198 && (18..20).contains(&b)))
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_public(IpAddr::V4(v4));
+            }
+            let first = v6.segments()[0];
+            !(v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80)
+        }
     }
 }
 
@@ -436,7 +472,7 @@ pub async fn claim_due(pool: &PgPool, limit: i64, lease: Duration) -> anyhow::Re
                next_attempt_at = now() + make_interval(secs => $2)
            FROM due, webhook_endpoints e, outbox o
            WHERE d.tenant_id = due.tenant_id AND d.endpoint_id = due.endpoint_id AND d.event_id = due.event_id
-             AND e.tenant_id = d.tenant_id AND e.id = d.endpoint_id
+             AND e.tenant_id = d.tenant_id AND e.id = d.endpoint_id AND e.disabled_at IS NULL
              AND o.tenant_id = d.tenant_id AND o.id = d.event_id
            RETURNING d.tenant_id, d.endpoint_id, d.event_id, d.attempts, e.url, e.secret,
                      o.event_type, o.payload, o.created_at"#,
@@ -528,7 +564,7 @@ pub async fn record(
             let changed = sqlx::query!(
                 "UPDATE webhook_deliveries SET delivered_at = now(), last_status = $4, last_error = NULL
                  WHERE tenant_id = $1 AND endpoint_id = $2 AND event_id = $3 AND attempts = $5
-                   AND delivered_at IS NULL",
+                   AND delivered_at IS NULL AND dead_at IS NULL",
                 due.tenant_id,
                 due.endpoint_id,
                 due.event_id,
@@ -614,6 +650,29 @@ mod tests {
             assert!(EndpointUrl::parse(bad).is_err(), "{bad:?}");
         }
         assert!(EndpointUrl::parse(&format!("https://e.com/{}", "a".repeat(2_000))).is_err());
+    }
+
+    #[test]
+    fn only_public_addresses_are_delivered_to() {
+        for private in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "::1",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+        ] {
+            assert!(!is_public(private.parse().expect("ip")), "{private}");
+        }
+        for public in ["93.184.216.34", "1.1.1.1", "2606:4700:4700::1111"] {
+            assert!(is_public(public.parse().expect("ip")), "{public}");
+        }
+        assert!(EndpointUrl::parse("https://user:pw@example.com/hook").is_err());
     }
 
     #[test]

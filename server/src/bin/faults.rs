@@ -1,6 +1,6 @@
 //! `faults`: the fault-injection suite behind `make faults` (see
 //! `scripts/faults.sh`, which provides a private PostgreSQL it may restart,
-//! a Redis Cluster, and the release binaries).
+//! a Redis Cluster, and the (debug) `server` binary).
 //!
 //! For each fault it starts its own app instances (the real `server`
 //! binary, on loopback ports) against a fresh database, signs learners in,
@@ -9,6 +9,8 @@
 //! time is up. Then it checks what matters:
 //!
 //! - the reconciler's SQL invariants find nothing;
+//! - every learner got in, and some were still on their way in when the
+//!   fault began;
 //! - every learner who was answered 200 holds a binding and an access
 //!   record (no success that did not commit);
 //! - clients saw only documented errors (503 with `Retry-After`, 409
@@ -97,9 +99,14 @@ struct Outcome {
     undocumented: usize,
     learners_in: usize,
     learners: usize,
+    /// Learners not yet in when the fault began (must be > 0: the fault
+    /// has to meet first accesses, not only returning ones).
+    pending_at_fault: usize,
     violations: i64,
     lost_successes: usize,
     recovery_ms: Option<u128>,
+    /// From the end of the fault until the last learner was in.
+    all_in_ms: u128,
 }
 
 impl Outcome {
@@ -108,6 +115,8 @@ impl Outcome {
             && self.lost_successes == 0
             && self.undocumented == 0
             && self.recovery_ms.is_some()
+            && self.learners_in == self.learners
+            && self.pending_at_fault > 0
     }
 }
 
@@ -284,8 +293,9 @@ fn classify(result: &Result<reqwest::Response, reqwest::Error>) -> String {
 struct Log {
     /// (when, outcome) of every request.
     requests: Vec<(Instant, String)>,
-    /// Learners answered 200 on their resource.
+    /// Learners answered 200 on their resource, and when.
     granted: Vec<Uuid>,
+    granted_at: Vec<Instant>,
 }
 
 /// Every learner enters its code and opens the resource, retrying (with
@@ -354,6 +364,7 @@ async fn drive_load(
                         log.requests.push((Instant::now(), outcome));
                         if ok && entered && !inside {
                             log.granted.push(id);
+                            log.granted_at.push(Instant::now());
                         }
                     }
                     if ok && !entered {
@@ -420,8 +431,8 @@ async fn main() -> anyhow::Result<()> {
         outcomes.push(outcome);
     }
     let mut md = vec![
-        "| fault | requests | successes | client-visible errors | learners in | invariant violations | successes lost | recovery after the fault |".to_owned(),
-        "| --- | --- | --- | --- | --- | --- | --- | --- |".to_owned(),
+        "| fault | requests | successes | client-visible errors | learners in (not yet in at the fault) | invariant violations | successes lost | first success after the fault | everyone in after the fault |".to_owned(),
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |".to_owned(),
     ];
     for o in &outcomes {
         let errors = if o.errors.is_empty() {
@@ -434,19 +445,21 @@ async fn main() -> anyhow::Result<()> {
                 .join(", ")
         };
         md.push(format!(
-            "| {} | {} | {} | {} | {}/{} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {}/{} ({}) | {} | {} | {} | {:.1} s |",
             o.fault,
             o.requests,
             o.successes,
             errors,
             o.learners_in,
             o.learners,
+            o.pending_at_fault,
             o.violations,
             o.lost_successes,
             o.recovery_ms.map_or_else(
                 || "never".to_owned(),
                 |ms| format!("{:.1} s", ms as f64 / 1000.0)
             ),
+            o.all_in_ms as f64 / 1000.0,
         ));
     }
     let table = md.join("\n");
@@ -583,8 +596,15 @@ async fn run_fault(args: &Args, key: &str, name: &str) -> anyhow::Result<Outcome
             .await?
     };
 
-    // Let the load run, then the fault.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Let the load run until about a third of the learners are in, so the
+    // fault meets first accesses in flight (returning ones too).
+    let started = Instant::now();
+    while log.lock().expect("lock").granted.len() < args.learners / 3
+        && started.elapsed() < Duration::from_secs(10)
+    {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let pending_at_fault = args.learners - log.lock().expect("lock").granted.len();
     let fault = Duration::from_millis(args.fault_ms);
     let mut killed_node: Option<(u16, String)> = None;
     match scenario.key {
@@ -649,6 +669,7 @@ async fn run_fault(args: &Args, key: &str, name: &str) -> anyhow::Result<Outcome
         requests: log.requests.len(),
         learners: args.learners,
         learners_in: log.granted.len(),
+        pending_at_fault,
         ..Outcome::default()
     };
     for (_, kind) in &log.requests {
@@ -670,6 +691,12 @@ async fn run_fault(args: &Args, key: &str, name: &str) -> anyhow::Result<Outcome
         .filter(|(at, kind)| *at >= fault_ended && kind == "ok")
         .map(|(at, _)| at.duration_since(fault_ended).as_millis())
         .min();
+    outcome.all_in_ms = log
+        .granted_at
+        .iter()
+        .map(|at| at.saturating_duration_since(fault_ended).as_millis())
+        .max()
+        .unwrap_or_default();
     outcome.violations = violations(&pool).await?;
     outcome.lost_successes = lost(&pool, share_id, &log.granted).await?;
     pool.close().await;

@@ -22,7 +22,8 @@ use crate::startup::ServerState;
 
 /// The process's recorder. The `metrics` facade is process-wide by design,
 /// so the recorder is installed once and every app built in this process
-/// (tests build many) renders from it.
+/// (tests build many) renders from it. Installed only when `/metrics` is
+/// served (a token is configured): otherwise nothing is recorded at all.
 pub fn handle() -> PrometheusHandle {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
     HANDLE
@@ -43,6 +44,16 @@ pub fn handle() -> PrometheusHandle {
                 }
             };
             engine::measures::describe();
+            // Histograms keep their samples until upkeep folds them in:
+            // without it, memory grows with every request.
+            let upkeep = handle.clone();
+            tokio::spawn(async move {
+                let mut every = tokio::time::interval(std::time::Duration::from_secs(5));
+                loop {
+                    every.tick().await;
+                    upkeep.run_upkeep();
+                }
+            });
             handle
         })
         .clone()
@@ -90,7 +101,18 @@ pub async fn track(request: Request, next: Next) -> Response {
         .extensions()
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
-    let method = request.method().as_str().to_owned();
+    // A closed set: made-up methods must not mint new series.
+    let method = match *request.method() {
+        axum::http::Method::GET => "GET",
+        axum::http::Method::POST => "POST",
+        axum::http::Method::HEAD => "HEAD",
+        axum::http::Method::PUT => "PUT",
+        axum::http::Method::DELETE => "DELETE",
+        axum::http::Method::PATCH => "PATCH",
+        axum::http::Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    }
+    .to_owned();
     let started = Instant::now();
     let response = next.run(request).await;
     engine::measures::http_request(route, method, response.status().as_u16(), started.elapsed());

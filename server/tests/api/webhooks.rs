@@ -125,6 +125,8 @@ fn relay_settings(max_attempts: i32) -> WebhookSettings {
         max_attempts,
         backoff_base_ms: 20,
         backoff_max_secs: 1,
+        // The receivers listen on loopback.
+        allow_private_targets: true,
     }
 }
 
@@ -457,4 +459,52 @@ async fn bad_webhook_input_gets_a_field_error_and_changes_nothing(pool: PgPool) 
         assert_eq!(error["Invalid"]["field"], field, "{fields:?}: {error}");
     }
     assert_eq!(count().await, 0);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn endpoints_on_the_internal_network_are_never_called(pool: PgPool) {
+    let app = spawn_app(pool.clone()).await;
+    let admin = admin(&app).await;
+    let (url, receiver) = receiver(|_| Answer::Accept).await;
+    subscribe(&app, &admin, &url).await;
+    // The same receiver by a name that resolves to loopback.
+    let by_name = url.replace("127.0.0.1", "localhost");
+    subscribe(&app, &admin, &by_name).await;
+    let course = course(&app, &admin, json!({})).await;
+    issue(&app, &admin, course.share, 1).await;
+
+    let relay = Relay::new(
+        pool.clone(),
+        &WebhookSettings {
+            allow_private_targets: false,
+            ..relay_settings(1)
+        },
+    )
+    .expect("relay");
+    for _ in 0..5 {
+        relay.round().await.expect("round");
+    }
+    assert_eq!(
+        receiver.seen.lock().expect("lock").attempts.len(),
+        0,
+        "nothing reached the loopback receiver"
+    );
+    let errors: Vec<Option<String>> = sqlx::query_scalar(
+        "SELECT last_error FROM webhook_deliveries WHERE dead_at IS NOT NULL ORDER BY endpoint_id",
+    )
+    .fetch_all(&pool)
+    .await
+    .expect("deliveries");
+    assert_eq!(
+        errors.len(),
+        2,
+        "both were refused and dead-lettered: {errors:?}"
+    );
+    for error in errors {
+        let error = error.unwrap_or_default();
+        assert!(
+            error.contains("not public"),
+            "a coarse reason, no network detail: {error}"
+        );
+    }
 }
