@@ -57,7 +57,7 @@ pub async fn reconcile(
         match engine::reservation::stale(&audit.redis, audit.ttl).await {
             Ok(Some(mut stale)) => {
                 if repair && !stale.is_empty() {
-                    match engine::reservation::remove(&audit.redis, &stale).await {
+                    match engine::reservation::remove(&audit.redis, &stale, audit.ttl).await {
                         Ok(removed) => reservations_removed = removed,
                         Err(error) => tracing::warn!(
                             error = format!("{error:#}"),

@@ -967,7 +967,37 @@ async fn issuing_reports_progress_and_a_resubmitted_form_issues_nothing_new(pool
         seen.iter().any(|done| *done > 0 && *done < 40_000),
         "no partial progress was seen: {seen:?}"
     );
-    // Nobody else reads it.
+    // Nobody else reads it: not another admin of the same tenant (the
+    // ticket is the issuing admin's), nor an admin of another tenant.
+    let colleague = {
+        use engine::tenants::{TenantName, TenantSlug, ensure_tenant_with_admin};
+        let email = format!("colleague-{}@example.com", uuid::Uuid::new_v4());
+        let id = app.create_account(&email, crate::course::PASSWORD).await;
+        let slug: String = sqlx::query_scalar("SELECT slug FROM tenants WHERE id = $1")
+            .bind(admin.tenant)
+            .fetch_one(&app.pool)
+            .await
+            .expect("slug");
+        ensure_tenant_with_admin(
+            &app.pool,
+            &TenantSlug::parse(&slug).expect("slug"),
+            &TenantName::parse("Course Co").expect("name"),
+            id,
+        )
+        .await
+        .expect("second admin");
+        let client = crate::helpers::new_client();
+        app.login_as(&client, &email, crate::course::PASSWORD).await;
+        Admin {
+            client,
+            tenant: admin.tenant,
+        }
+    };
+    assert_eq!(
+        progress_of(&app, &colleague, &ticket).await,
+        json!(null),
+        "another admin's ticket reads as nothing"
+    );
     let other = crate::course::admin(&app).await;
     let response = other
         .client

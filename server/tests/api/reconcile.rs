@@ -71,12 +71,31 @@ async fn the_reconciler_reports_planted_violations_and_repairs_only_counters(poo
         report.contains("VIOLATED (1)  every Redis reservation expires within its TTL"),
         "{report}"
     );
+    // A live reservation (within the 4 s TTL) is neither reported nor removed.
+    let live = app
+        .redis
+        .keys()
+        .reservation_user(admin.tenant, course.share, uuid::Uuid::new_v4());
+    let _: () = redis::cmd("SET")
+        .arg(&live)
+        .arg("someone else")
+        .arg("PX")
+        .arg(3_900)
+        .query_async(&mut app.redis.conn())
+        .await
+        .expect("a live reservation");
     let (clean, report) = reconcile(&pool, &["--repair"]);
     assert!(clean, "{report}");
     assert!(
         report.contains("removed 1 stale Redis reservation(s)"),
         "{report}"
     );
+    let kept: i64 = redis::cmd("EXISTS")
+        .arg(&live)
+        .query_async(&mut app.redis.conn())
+        .await
+        .expect("exists");
+    assert_eq!(kept, 1, "the live reservation stays");
     let left: i64 = redis::cmd("EXISTS")
         .arg(&stuck)
         .query_async(&mut app.redis.conn())

@@ -136,20 +136,22 @@ pub async fn stale(redis: &Redis, bound: Duration) -> anyhow::Result<Option<Vec<
     Ok(Some(stale))
 }
 
-/// Removes stale reservation keys (see [`stale`]). Safe: a reservation
-/// only turns losers away early; PostgreSQL still decides every binding.
-pub async fn remove(redis: &Redis, keys: &[String]) -> anyhow::Result<u64> {
-    if keys.is_empty() {
-        return Ok(0);
-    }
+/// Removes stale reservation keys (see [`stale`]), each only if it is
+/// still stale when `remove_stale.lua` looks (a key re-taken meanwhile
+/// stays). Safe: a reservation only turns losers away early; PostgreSQL
+/// still decides every binding.
+pub async fn remove(redis: &Redis, keys: &[String], bound: Duration) -> anyhow::Result<u64> {
+    let script = Script::new(include_str!("remove_stale.lua"));
+    let bound_ms = u64::try_from(bound.as_millis()).unwrap_or(u64::MAX);
     let mut removed = 0;
-    // One key per DEL: in a cluster, keys of different slots cannot share one.
+    // One key per call: in a cluster, keys of different slots cannot share one.
     for key in keys {
-        removed += redis::cmd("DEL")
-            .arg(key)
-            .query_async::<u64>(&mut redis.conn())
+        removed += script
+            .key(key)
+            .arg(bound_ms)
+            .invoke_async::<u64>(&mut redis.conn())
             .await
-            .context("removing a stale reservation")?;
+            .context("running remove_stale.lua")?;
     }
     Ok(removed)
 }
