@@ -26,7 +26,12 @@ step "clippy (frontend, hydrate, wasm32)"
 cargo clippy -p frontend --target wasm32-unknown-unknown -- -D warnings
 
 step "unit and integration tests (PostgreSQL + Redis)"
-cargo test --workspace --exclude frontend --features app/ssr
+# One test at a time. With several tests in parallel, each serving its own
+# Leptos app from this one process, a server-rendered page was left
+# unanswered about once in ten full runs (an open bug, see the issue
+# notes); one at a time it has not happened, and a deployed server runs
+# one app per process.
+cargo test --workspace --exclude frontend --features app/ssr -- --test-threads=1
 
 step "OpenTelemetry export (the optional otlp feature)"
 cargo test -p server --features app/ssr,otlp --test otlp
@@ -39,7 +44,7 @@ cluster_up
 # codes: everything that talks to Redis. (The reconciler's reservation audit
 # is standalone-only and stays in the run above.)
 REDIS_CLUSTER_NODES="$REDIS_CLUSTER_NODES" \
-  cargo test -p server --features app/ssr --test api -- settlement:: auth:: tokens:: console::
+  cargo test -p server --features app/ssr --test api -- settlement:: auth:: tokens:: console:: --test-threads=1
 cluster_down
 
 step "fault injection, smaller form (make faults runs it at full size)"
