@@ -2,7 +2,7 @@
 # Each target is a thin wrapper over a script in scripts/ (read them).
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help run run-release test tools check lint fmt unit e2e fuzz stress faults bench sqlx-prepare clean-data
+.PHONY: help run run-release test tools check lint fmt unit e2e fuzz stress faults soak mutants bench sqlx-prepare clean-data
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -45,6 +45,12 @@ stress: ## The settlement concurrency suite repeated 200 times per case (STRESS_
 
 faults: ## Fault injection: Redis Cluster failover, Redis down, PostgreSQL restart, kill -9, SIGSTOP (FAULTS_LEARNERS=300)
 	@scripts/faults.sh
+
+soak: ## A real server, 64 parallel clients over every page kind (SOAK_SECS=60): 0 unanswered, 0 5xx
+	@scripts/soak.sh
+
+mutants: ## cargo-mutants over settlement, reservation, throttle, codes, sessions (hours; not in make test)
+	@scripts/mutants.sh
 
 bench: ## Release build + benchmark table (settlement vs raw pgbench, hot code, 100k codes, RSS)
 	@scripts/bench.sh

@@ -62,11 +62,12 @@ fn with_timeouts(connect: PgConnectOptions, options: &DbOptions) -> PgConnectOpt
 /// database as down) even when PostgreSQL is not reachable yet.
 pub fn connect_lazy(url: &str, options: &DbOptions) -> anyhow::Result<PgPool> {
     let connect: PgConnectOptions = url.parse().context("parsing the database URL")?;
-    Ok(pool_options(options).connect_lazy_with(with_timeouts(connect, options)))
+    Ok(pool_with_timeouts(connect, options))
 }
 
-/// Applies the pool's session settings to an existing connect options value
-/// (the test harness gets its options from `#[sqlx::test]`).
+/// The one pool constructor: `serve` (through [`connect_lazy`]) and the
+/// test harness (with options from `#[sqlx::test]`) both build their pools
+/// here, so tests run under production's timeouts.
 pub fn pool_with_timeouts(connect: PgConnectOptions, options: &DbOptions) -> PgPool {
     pool_options(options).connect_lazy_with(with_timeouts(connect, options))
 }

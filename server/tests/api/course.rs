@@ -18,7 +18,7 @@ pub fn load_settings() -> server::config::Settings {
     settings.throttle.code_per_account = 1_000_000;
     settings.throttle.code_per_ip = 1_000_000;
     settings.throttle.code_per_share = 1_000_000;
-    settings.database.max_connections = 30;
+    settings.database.max_connections = 20;
     settings
 }
 

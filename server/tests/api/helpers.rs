@@ -12,12 +12,38 @@ use server::{config::Settings, startup::Application};
 use sqlx::PgPool;
 
 /// A running server and what a test needs to talk to it and check it.
+///
+/// The server runs as production runs it: on its own multi-thread Tokio
+/// runtime (its own OS threads), with its own PostgreSQL pool built by the
+/// same constructor as `serve` (production's statement, lock and
+/// idle-in-transaction timeouts) and its own Redis connection. The test's
+/// `pool` and `redis` live on the test's runtime and are for setting up and
+/// checking state. Dropping the `TestApp` stops the server and waits for
+/// its runtime to end, so no connection outlives the test's database.
 pub struct TestApp {
     pub address: String,
     pub pool: PgPool,
     pub redis: Redis,
     /// Keeps cookies between requests, like a browser.
     pub client: reqwest::Client,
+    pub _server: ServerThread,
+}
+
+/// The thread that owns a test server's runtime; stopped on drop.
+pub struct ServerThread {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for ServerThread {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// A client that keeps its own cookies (one browser) and does not follow
@@ -137,6 +163,10 @@ pub fn test_settings(redis_url: &str) -> Settings {
         settings.redis.cluster = true;
     }
     settings.redis.key_prefix = format!("test:{}", uuid::Uuid::new_v4());
+    // Each test server has its own pool (production's constructor and
+    // timeouts); small, so that tests running in parallel stay well under
+    // PostgreSQL's connection limit.
+    settings.database.max_connections = 10;
     // Tests check behaviour, not latency: a loaded CI machine must not turn
     // a slow Redis answer into a 503 (failures are injected explicitly).
     settings.redis.response_timeout_ms = 5_000;
@@ -172,6 +202,7 @@ pub async fn spawn_app_with_settlement(
             .display()
             .to_string();
     }
+    // The test's own handle, on the test's runtime (setup and checks).
     let redis = Redis::connect(&settings.redis_options())
         .await
         .expect("Redis handle");
@@ -179,24 +210,61 @@ pub async fn spawn_app_with_settlement(
         // The cluster run must really be one (see `test_settings`).
         assert!(format!("{redis:?}").contains("cluster"), "{redis:?}");
     }
-    let app = Application::build_with_settlement(settings, pool.clone(), redis.clone(), settlement)
-        .await
-        .expect("build app");
-    let address = format!("http://127.0.0.1:{}", app.port());
-    tokio::spawn(app.run_until(std::future::pending()));
+    let connect = (*pool.connect_options()).clone();
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name("test-server".into())
+        .spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("test-server-worker")
+                .enable_all()
+                .build()
+                .expect("the test server's runtime");
+            runtime.block_on(async move {
+                // The same pool constructor and settings as `serve`.
+                let pool = engine::db::pool_with_timeouts(connect, &settings.db_options());
+                let redis = Redis::connect(&settings.redis_options())
+                    .await
+                    .expect("the server's Redis handle");
+                let app = Application::build_with_settlement(settings, pool, redis, settlement)
+                    .await
+                    .expect("build app");
+                let _ = ready_tx.send(app.port());
+                let stopped = async {
+                    let _ = stop_rx.await;
+                };
+                if let Err(error) = app.run_until(stopped).await {
+                    eprintln!("test server ended with an error: {error:#}");
+                }
+            });
+            // Whatever is still running (slow handlers, background loops)
+            // gets a moment, then its connections are dropped with it.
+            runtime.shutdown_timeout(Duration::from_secs(2));
+        })
+        .expect("spawn the test server's thread");
+    let port = ready_rx.await.expect("the test server started");
     TestApp {
-        address,
+        address: format!("http://127.0.0.1:{port}"),
         pool,
         redis,
         client: new_client(),
+        _server: ServerThread {
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        },
     }
 }
 
-/// `TEST_LOG=1 cargo test …` shows the server's logs.
+/// `TEST_LOG=1 cargo test …` shows the server's logs (`RUST_LOG` chooses
+/// which, default `info,sqlx=warn`).
 fn init_test_logs() {
     if std::env::var_os("TEST_LOG").is_some() {
+        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
         let _ = tracing_subscriber::fmt()
-            .with_env_filter("info,sqlx=warn")
+            .with_env_filter(filter)
             .with_test_writer()
             .try_init();
     }

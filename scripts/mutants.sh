@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+#? `make mutants`: cargo-mutants over the core modules (settlement,
+#? reservation, throttle, codes, sessions). Each mutant is built and the
+#? tests that guard it run against real PostgreSQL and Redis: the engine's
+#? unit tests and the server's integration suite (`--test api`, the
+#? concurrency suite included). A mutant that no test catches is a
+#? "survivor": README "Mutation testing" lists them per module. Not part of
+#? `make test`: it rebuilds once per mutant and takes hours on two cores.
+#?
+#?   MUTANTS_FILES  space-separated source files (default: the five modules)
+#?   MUTANTS_ARGS   extra cargo-mutants arguments (e.g. --shard 0/4)
+set -euo pipefail
+REPO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$REPO_ROOT"
+. scripts/env.sh
+scripts/ensure-tools.sh --no-browser
+CARGO_MUTANTS_VERSION=27.1.0
+if ! cargo mutants --version 2>/dev/null | grep -q "$CARGO_MUTANTS_VERSION"; then
+  echo "[tools] installing cargo-mutants $CARGO_MUTANTS_VERSION (crates.io, once)"
+  cargo install cargo-mutants --version "$CARGO_MUTANTS_VERSION" --locked
+fi
+. scripts/services.sh
+services_up
+trap services_down EXIT
+use_test_database
+
+files=${MUTANTS_FILES:-"server/engine/src/settlement.rs server/engine/src/reservation/mod.rs server/engine/src/throttle/mod.rs server/engine/src/codes.rs server/engine/src/sessions.rs"}
+file_args=()
+for f in $files; do file_args+=(--file "$f"); done
+out="$CARGO_TARGET_DIR/mutants"
+mkdir -p "$out"
+# The integration suite runs one test at a time (see scripts/test.sh).
+cargo mutants --package engine "${file_args[@]}" \
+  --test-package engine --test-package server \
+  --output "$out" ${MUTANTS_ARGS:-} \
+  -- --features app/ssr -- --test-threads=1 || status=$?
+echo "==> survivors (also $out/mutants.out/missed.txt):"
+cat "$out/mutants.out/missed.txt" 2>/dev/null || true
+exit "${status:-0}"

@@ -1,0 +1,264 @@
+//! `soak`: many parallel clients over every page kind of a real server
+//! process, for a bounded time (see `scripts/soak.sh`, `make soak`).
+//!
+//! Why: a server-rendered page once went unanswered only when several apps
+//! shared one test process; the integration tests now run in parallel
+//! again, and this binary checks the same thing where it matters, on the
+//! real binary. Clients are signed out, learners holding a course, and
+//! admins, each page asked for in English and in Chinese. The run fails
+//! (exit 1) on any unanswered request (timeout or dropped connection) or
+//! any 5xx; it prints one JSON object of counts per page kind.
+
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+#[path = "drive/mod.rs"]
+mod drive;
+
+use anyhow::Context as _;
+use clap::Parser;
+use futures::future::join_all;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+#[derive(Parser)]
+struct Args {
+    #[arg(long)]
+    base_url: String,
+    #[arg(long, env = "DATABASE_URL")]
+    database_url: String,
+    #[arg(long)]
+    admin_email: String,
+    #[arg(long)]
+    admin_password: String,
+    #[arg(long)]
+    tenant_id: Uuid,
+    /// Parallel clients.
+    #[arg(long, default_value_t = 64)]
+    clients: usize,
+    /// How long the load lasts.
+    #[arg(long, default_value_t = 60)]
+    secs: u64,
+    /// A client gives up on one request after this long (then counted as
+    /// unanswered).
+    #[arg(long, default_value_t = 30)]
+    request_timeout_secs: u64,
+}
+
+/// Who a client is, and so which pages it asks for.
+#[derive(Clone, Copy, Debug)]
+enum Role {
+    SignedOut,
+    Learner,
+    Admin,
+}
+
+/// What one page kind got.
+#[derive(Default, Debug)]
+struct Tally {
+    answered: BTreeMap<u16, u64>,
+    unanswered: u64,
+    /// The first failure's description, to start an investigation from.
+    first_failure: Option<String>,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let base = args.base_url.trim_end_matches('/').to_owned();
+    let pool = sqlx::PgPool::connect(&args.database_url)
+        .await
+        .context("connecting to PostgreSQL")?;
+
+    // A course, learners who hold it, and a signed-in admin.
+    let admin = drive::admin(&base, &args.admin_email, &args.admin_password).await?;
+    let share = drive::new_share(&admin, &base, args.tenant_id, "Soak course").await?;
+    let learner_count = args.clients.div_ceil(3).max(1);
+    let codes = drive::issue(&admin, &base, share.id, learner_count).await?;
+    let learners = drive::learners(std::slice::from_ref(&base), &pool, learner_count).await?;
+    for ((_, learner), code) in learners.iter().zip(&codes) {
+        drive::post(
+            learner,
+            format!("{base}/api/v1/s/{}/code", share.slug),
+            json!({ "code": code }),
+        )
+        .await?;
+        let opened = learner
+            .get(share.content_url(&base))
+            .send()
+            .await
+            .context("first access")?;
+        anyhow::ensure!(
+            opened.status().is_success(),
+            "first access: {}",
+            opened.status()
+        );
+    }
+
+    // A code refused by the form (a typo in its check symbol) comes back to
+    // the page as `?__err=…`: the page kind that once went unanswered.
+    let mut typo = codes.first().context("a code")?.clone();
+    let last = typo.pop().context("a check symbol")?;
+    typo.push(if last == 'Z' { 'Y' } else { 'Z' });
+    let refused = learners[0]
+        .1
+        .post(format!("{base}/api/learner/code"))
+        .header("accept", "text/html,application/xhtml+xml")
+        .header("referer", format!("{base}/s/{}", share.slug))
+        .header("origin", &base)
+        .form(&[("slug", share.slug.as_str()), ("code", typo.as_str())])
+        .send()
+        .await
+        .context("a refused code by form")?;
+    let form_error = refused
+        .headers()
+        .get("location")
+        .and_then(|l| l.to_str().ok())
+        .map(|l| l.trim_start_matches(&base).to_owned())
+        .filter(|l| l.contains("__err="))
+        .with_context(|| format!("a form error redirect, got {}", refused.status()))?;
+
+    let pages = |role: Role| -> Vec<(&'static str, String)> {
+        let t = args.tenant_id;
+        let s = &share;
+        match role {
+            Role::SignedOut => vec![
+                ("home", "/".to_owned()),
+                ("login", "/login".to_owned()),
+                ("register", "/register".to_owned()),
+                ("share (signed out)", format!("/s/{}", s.slug)),
+                ("not found", format!("/nope/{}", Uuid::new_v4())),
+                ("share JSON", format!("/api/v1/s/{}", s.slug)),
+            ],
+            Role::Learner => vec![
+                ("share (learner)", format!("/s/{}", s.slug)),
+                ("share with a form error", form_error.clone()),
+                ("my courses", "/courses".to_owned()),
+                ("account", "/account".to_owned()),
+                ("resource page", format!("/s/{}/r/{}", s.slug, s.resource)),
+            ],
+            Role::Admin => vec![
+                ("console home", "/admin".to_owned()),
+                ("dashboard", format!("/admin/t/{t}")),
+                ("share editor", format!("/admin/t/{t}/s/{}", s.id)),
+                ("codes", format!("/admin/t/{t}/s/{}/codes", s.id)),
+                ("learners", format!("/admin/t/{t}/s/{}/learners", s.id)),
+                ("audit log", format!("/admin/t/{t}/audit")),
+                ("tokens", format!("/admin/t/{t}/tokens")),
+                ("webhooks", format!("/admin/t/{t}/webhooks")),
+            ],
+        }
+    };
+
+    let tallies: Arc<Mutex<BTreeMap<String, Tally>>> = Arc::default();
+    let deadline = Instant::now() + Duration::from_secs(args.secs);
+    let timeout = Duration::from_secs(args.request_timeout_secs);
+    let workers = (0..args.clients).map(|i| {
+        let role = match i % 3 {
+            0 => Role::SignedOut,
+            1 => Role::Learner,
+            _ => Role::Admin,
+        };
+        let client = match role {
+            Role::SignedOut => drive::client(),
+            Role::Learner => Ok(learners[(i / 3) % learners.len()].1.clone()),
+            Role::Admin => Ok(admin.clone()),
+        };
+        let pages = pages(role);
+        let tallies = Arc::clone(&tallies);
+        let base = base.clone();
+        async move {
+            let client = client?;
+            let mut n = i;
+            while Instant::now() < deadline {
+                let (kind, path) = &pages[n % pages.len()];
+                let language = if (n / pages.len()) % 2 == 0 {
+                    "en"
+                } else {
+                    "zh-CN"
+                };
+                n += 1;
+                let request = client
+                    .get(format!("{base}{path}"))
+                    .header("accept", "text/html,application/xhtml+xml")
+                    .header("accept-language", language)
+                    .timeout(timeout);
+                let outcome = match request.send().await {
+                    Ok(response) => {
+                        let status = response.status().as_u16();
+                        // The whole body must arrive, not only the head.
+                        match response.bytes().await {
+                            Ok(_) => Ok(status),
+                            Err(error) => Err(format!("{path} ({language}): body: {error}")),
+                        }
+                    }
+                    Err(error) => Err(format!("{path} ({language}): {error}")),
+                };
+                let mut tallies = tallies.lock().expect("tally lock");
+                let tally = tallies.entry(format!("{kind} [{language}]")).or_default();
+                match outcome {
+                    Ok(status) => {
+                        *tally.answered.entry(status).or_default() += 1;
+                        if status >= 500 && tally.first_failure.is_none() {
+                            tally.first_failure = Some(format!("{path} ({language}): {status}"));
+                        }
+                    }
+                    Err(failure) => {
+                        tally.unanswered += 1;
+                        tally.first_failure.get_or_insert(failure);
+                    }
+                }
+            }
+            anyhow::Ok(())
+        }
+    });
+    let started = Instant::now();
+    for worker in join_all(workers).await {
+        worker?;
+    }
+    let wall = started.elapsed();
+
+    let tallies = tallies.lock().expect("tally lock");
+    let mut total = 0u64;
+    let mut unanswered = 0u64;
+    let mut server_errors = 0u64;
+    let mut kinds = serde_json::Map::new();
+    for (kind, tally) in tallies.iter() {
+        let answered: u64 = tally.answered.values().sum();
+        let errors: u64 = tally
+            .answered
+            .iter()
+            .filter(|(status, _)| **status >= 500)
+            .map(|(_, n)| n)
+            .sum();
+        total += answered + tally.unanswered;
+        unanswered += tally.unanswered;
+        server_errors += errors;
+        kinds.insert(
+            kind.clone(),
+            json!({
+                "statuses": tally.answered.iter().map(|(s, n)| (s.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+                "unanswered": tally.unanswered,
+                "first_failure": tally.first_failure,
+            }),
+        );
+    }
+    let report: Value = json!({
+        "clients": args.clients,
+        "secs": wall.as_secs_f64(),
+        "requests": total,
+        "per_second": total as f64 / wall.as_secs_f64(),
+        "unanswered": unanswered,
+        "server_errors": server_errors,
+        "pages": kinds,
+    });
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    anyhow::ensure!(
+        total > 0 && unanswered == 0 && server_errors == 0,
+        "soak failed: {unanswered} unanswered and {server_errors} 5xx of {total} requests"
+    );
+    Ok(())
+}
