@@ -1,15 +1,22 @@
 //! The holes of issue 14 ("security holes found by reading"), each shown by
 //! a test against the real server, PostgreSQL and Redis.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use engine::{
     coordination::ThrottleScope,
+    sessions::RedisSessionStore,
     throttle::{Decision, FixedWindow, Limit},
 };
+use redis::AsyncCommands as _;
+use serde_json::Value;
 use sqlx::PgPool;
+use tower_sessions::{
+    Session, SessionStore as _,
+    session::{Id, Record},
+};
 
-use crate::helpers::{TestApp, spawn_app};
+use crate::helpers::{TestApp, new_client, spawn_app, spawn_app_with, test_settings};
 
 const PASSWORD: &str = "correct horse battery";
 
@@ -83,4 +90,171 @@ async fn a_throttle_window_ending_within_a_second_still_decides(pool: PgPool) {
         .await;
     assert_eq!(response.status(), 429);
     assert_eq!(response.headers()["retry-after"], "1");
+}
+
+/// The signed session cookie a client holds (`admitone_session=…`).
+fn session_cookie_of(response: &reqwest::Response) -> Option<String> {
+    response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("admitone_session="))
+        .and_then(|v| v.split(';').next())
+        .map(str::to_owned)
+}
+
+/// Who the given raw cookie is signed in as (a client without a jar).
+async fn whoami_with_cookie(app: &TestApp, cookie: &str) -> Option<String> {
+    let response = new_client()
+        .get(format!("{}/api/auth/whoami", app.address))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .expect("whoami");
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.expect("json");
+    body.get("email")
+        .and_then(|e| e.as_str())
+        .map(str::to_owned)
+}
+
+/// The ids of every session record of this test.
+async fn session_ids(app: &TestApp) -> Vec<Id> {
+    let prefix = format!("{}:session:", app.redis.keys().prefix());
+    let keys: Vec<String> = app
+        .redis
+        .conn()
+        .keys(format!("{prefix}*"))
+        .await
+        .expect("keys");
+    keys.iter()
+        .map(|k| k[prefix.len()..].parse().expect("session id"))
+        .collect()
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn the_session_store_never_recreates_a_deleted_session(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let store = RedisSessionStore::new(app.redis.clone());
+    let expiry = time::OffsetDateTime::now_utc() + time::Duration::hours(1);
+    let mut record = Record {
+        id: Id::default(),
+        data: Default::default(),
+        expiry_date: expiry,
+    };
+    store.create(&mut record).await.expect("create");
+    record.data.insert("n".into(), Value::from(1));
+    store.save(&record).await.expect("save an existing record");
+    let loaded = store.load(&record.id).await.expect("load").expect("exists");
+    assert_eq!(loaded.data["n"], 1, "a save updates");
+
+    store.delete(&record.id).await.expect("delete");
+    record.data.insert("n".into(), Value::from(2));
+    store.save(&record).await.expect("a late save is no error");
+    assert!(
+        store.load(&record.id).await.expect("load").is_none(),
+        "a save after delete does not bring the session back"
+    );
+    let exists: bool = app
+        .redis
+        .conn()
+        .exists(app.redis.keys().session(&record.id.to_string()))
+        .await
+        .expect("exists");
+    assert!(!exists);
+
+    // A session's first save still creates it (tower-sessions calls
+    // `create` for a session without a stored record).
+    let session = Session::new(None, Arc::new(store.clone()), None);
+    session.insert("n", 3).await.expect("insert");
+    session.save().await.expect("first save");
+    let id = session.id().expect("an id after the first save");
+    let loaded = store.load(&id).await.expect("load").expect("created");
+    assert_eq!(loaded.data["n"], 3);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_request_in_flight_during_sign_out_does_not_undo_it(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    app.create_account("ada@example.com", PASSWORD).await;
+    let login = app
+        .post_form(
+            "/api/auth/login",
+            &[("email", "ada@example.com"), ("password", PASSWORD)],
+        )
+        .await;
+    let cookie = session_cookie_of(&login).expect("session cookie");
+    let ids = session_ids(&app).await;
+    let [id] = ids[..] else {
+        panic!("one session record");
+    };
+
+    // A request of this session is in flight: it has read the record…
+    let in_flight = Session::new(
+        Some(id),
+        Arc::new(RedisSessionStore::new(app.redis.clone())),
+        None,
+    );
+    assert!(
+        in_flight
+            .get::<Value>("auth")
+            .await
+            .expect("load")
+            .is_some()
+    );
+    // …the user signs out meanwhile…
+    let response = app.post_form("/api/auth/logout", &[]).await;
+    assert!(response.status().is_success(), "{}", response.status());
+    assert_eq!(whoami_with_cookie(&app, &cookie).await, None);
+    // …and the request finishes, saving what it changed.
+    in_flight.insert("flash", "late").await.expect("insert");
+    in_flight.save().await.expect("save");
+
+    assert_eq!(
+        whoami_with_cookie(&app, &cookie).await,
+        None,
+        "the old cookie stays signed out"
+    );
+}
+
+/// The same over HTTP only: a request that changes the session (taking the
+/// welcome message) races the sign-out, round after round.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_session_change_racing_sign_out_never_revives_the_session(pool: PgPool) {
+    let mut settings = test_settings(&crate::helpers::redis_url());
+    settings.throttle.register_per_ip = 1_000;
+    let app = spawn_app_with(pool, settings).await;
+    let mut revived = Vec::new();
+    for round in 0..20 {
+        let client = new_client();
+        let email = format!("racer{round}@example.com");
+        let registered = app
+            .post_form_as(
+                &client,
+                "/api/auth/register",
+                &[
+                    ("email", &email),
+                    ("display_name", "Racer"),
+                    ("password", PASSWORD),
+                    ("password_confirm", PASSWORD),
+                ],
+            )
+            .await;
+        assert!(registered.status().is_success() || registered.status().is_redirection());
+        let cookie = session_cookie_of(&registered).expect("cookie");
+        let (taken, out) = tokio::join!(
+            app.post_form_as(&client, "/api/flash/take", &[]),
+            app.post_form_as(&client, "/api/auth/logout", &[]),
+        );
+        assert!(taken.status().is_success(), "{}", taken.status());
+        assert!(out.status().is_success(), "{}", out.status());
+        if whoami_with_cookie(&app, &cookie).await.is_some() {
+            revived.push(round);
+        }
+    }
+    assert!(
+        revived.is_empty(),
+        "signed in again after sign-out: {revived:?}"
+    );
 }
