@@ -92,6 +92,53 @@ async fn a_throttle_window_ending_within_a_second_still_decides(pool: PgPool) {
     assert_eq!(response.headers()["retry-after"], "1");
 }
 
+/// A login attempt as it arrives through proxies: one `X-Forwarded-For`
+/// line per entry of `forwarded_for`, in order.
+async fn login_through_proxy(app: &TestApp, forwarded_for: &[&str]) -> reqwest::Response {
+    let mut request = new_client()
+        .post(format!("{}/api/auth/login", app.address))
+        .form(&[("email", "nobody@example.com"), ("password", PASSWORD)]);
+    for line in forwarded_for {
+        request = request.header("x-forwarded-for", *line);
+    }
+    request.send().await.expect("request")
+}
+
+fn behind_one_proxy(sign_in_per_ip: u32) -> server::config::Settings {
+    let mut settings = test_settings(&crate::helpers::redis_url());
+    settings.server.trusted_proxy_hops = 1;
+    settings.throttle.sign_in_per_ip = sign_in_per_ip;
+    settings
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn behind_one_proxy_the_proxy_appended_address_is_throttled(pool: PgPool) {
+    let app = spawn_app_with(pool, behind_one_proxy(2)).await;
+    // The client forges a first line (a new address each time); the proxy
+    // appends its own line with the address it saw.
+    for attempt in 0..3 {
+        let forged = format!("198.51.100.{attempt}");
+        let response = login_through_proxy(&app, &[&forged, "203.0.113.7"]).await;
+        let expected = if attempt < 2 { 401 } else { 429 };
+        assert_eq!(response.status(), expected, "attempt {attempt}");
+    }
+    let keys = app.redis.keys();
+    let counted: Option<i64> = app
+        .redis
+        .conn()
+        .get(keys.throttle(ThrottleScope::SignInIp, "203.0.113.7"))
+        .await
+        .expect("get");
+    assert_eq!(counted, Some(3), "counted against the proxy-seen address");
+    let forged: bool = app
+        .redis
+        .conn()
+        .exists(keys.throttle(ThrottleScope::SignInIp, "198.51.100.0"))
+        .await
+        .expect("exists");
+    assert!(!forged, "a forged address is never counted");
+}
+
 /// The signed session cookie a client holds (`admitone_session=…`).
 fn session_cookie_of(response: &reqwest::Response) -> Option<String> {
     response
