@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use engine::{
     accounts::{self, AccountError, DisplayName, Email, Password, Principal},
     coordination::ThrottleScope,
-    throttle::{Decision, Limit},
+    throttle::{Decision, Limit, ip_subject},
 };
 use secrecy::SecretString;
 use tower_sessions::Session;
@@ -99,7 +99,7 @@ pub async fn register(
     throttle(
         state,
         ThrottleScope::RegisterIp,
-        &ip.to_string(),
+        &ip_subject(ip),
         state.auth.register_per_ip,
         t("registrations from your network", "来自你所在网络的注册"),
     )
@@ -127,7 +127,7 @@ pub async fn login(
     throttle(
         state,
         ThrottleScope::SignInIp,
-        &ip.to_string(),
+        &ip_subject(ip),
         state.auth.sign_in_per_ip,
         t(
             "sign-in attempts from your network",

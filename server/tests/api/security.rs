@@ -139,6 +139,48 @@ async fn behind_one_proxy_the_proxy_appended_address_is_throttled(pool: PgPool) 
     assert!(!forged, "a forged address is never counted");
 }
 
+/// The answers to one login attempt from each address, in turn.
+async fn statuses(app: &TestApp, addresses: &[&str]) -> Vec<u16> {
+    let mut statuses = Vec::new();
+    for address in addresses {
+        statuses.push(
+            login_through_proxy(app, &[*address])
+                .await
+                .status()
+                .as_u16(),
+        );
+    }
+    statuses
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn addresses_in_one_ipv6_64_share_a_limit(pool: PgPool) {
+    let app = spawn_app_with(pool, behind_one_proxy(2)).await;
+    assert_eq!(
+        statuses(
+            &app,
+            &[
+                "2001:db8:aa:bb::1",
+                "2001:db8:aa:bb:1234:5678:9abc:def0",
+                "2001:db8:aa:bb::ffff",
+            ]
+        )
+        .await,
+        [401, 401, 429],
+        "one /64 is one subscriber"
+    );
+    assert_eq!(
+        statuses(&app, &["2001:db8:aa:cc::1"]).await,
+        [401],
+        "the next /64 is someone else"
+    );
+    assert_eq!(
+        statuses(&app, &["::ffff:192.0.2.9", "192.0.2.9", "192.0.2.9"]).await,
+        [401, 401, 429],
+        "an IPv4-mapped address is its IPv4 address"
+    );
+}
+
 /// The signed session cookie a client holds (`admitone_session=…`).
 fn session_cookie_of(response: &reqwest::Response) -> Option<String> {
     response

@@ -5,12 +5,35 @@
 //! telling the caller how long to wait. Counting happens *before* the
 //! expensive or revealing work, so concurrent bursts cannot slip past.
 
-use std::time::Duration;
+use std::{
+    net::{IpAddr, Ipv6Addr},
+    time::Duration,
+};
 
 use anyhow::Context as _;
 use redis::Script;
 
 use crate::coordination::Redis;
+
+/// The throttle subject of a client address: an IPv4 address as itself (an
+/// IPv4-mapped IPv6 address too, so a dual-stack listener counts the same
+/// client once), an IPv6 address as its /64.
+///
+/// Why the /64: one subscriber (a home, a phone, a virtual machine) is
+/// routinely given a whole /64 and may use any address in it; per-address
+/// limits would hand them 2^64 fresh windows.
+pub fn ip_subject(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let [a, b, c, d, ..] = v6.segments();
+                format!("{}/64", Ipv6Addr::new(a, b, c, d, 0, 0, 0, 0))
+            }
+        },
+    }
+}
 
 /// A limit: at most `max` attempts per `window`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,6 +169,21 @@ mod tests {
         ] {
             assert!(parse_reply(&bad).is_err(), "{bad:?} must be refused");
         }
+    }
+
+    #[test]
+    fn ipv6_addresses_count_by_their_64_and_mapped_ipv4_as_ipv4() {
+        let subject = |s: &str| ip_subject(s.parse().expect("ip"));
+        assert_eq!(subject("192.0.2.9"), "192.0.2.9");
+        assert_eq!(subject("::ffff:192.0.2.9"), "192.0.2.9");
+        assert_eq!(subject("2001:db8:aa:bb::1"), "2001:db8:aa:bb::/64");
+        assert_eq!(
+            subject("2001:db8:aa:bb:1234:5678:9abc:def0"),
+            subject("2001:db8:aa:bb::1")
+        );
+        assert_ne!(subject("2001:db8:aa:cc::1"), subject("2001:db8:aa:bb::1"));
+        assert_ne!(subject("192.0.2.9"), subject("192.0.2.10"));
+        assert_eq!(subject("::1"), "::/64");
     }
 
     #[test]
