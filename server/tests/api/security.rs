@@ -181,6 +181,71 @@ async fn addresses_in_one_ipv6_64_share_a_limit(pool: PgPool) {
     );
 }
 
+async fn change_password(app: &TestApp, current: &str) -> reqwest::Response {
+    app.post_form(
+        "/api/auth/change-password",
+        &[
+            ("current_password", current),
+            ("new_password", "a brand new password"),
+            ("new_password_confirm", "a brand new password"),
+        ],
+    )
+    .await
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn change_password_is_throttled_per_account_and_the_password_stays(pool: PgPool) {
+    let mut settings = test_settings(&crate::helpers::redis_url());
+    settings.throttle.sign_in_per_email = 3;
+    let app = spawn_app_with(pool, settings).await;
+    app.create_account("ada@example.com", PASSWORD).await;
+    app.login_as(&app.client, "ada@example.com", PASSWORD).await;
+
+    for i in 0..3 {
+        assert_eq!(
+            change_password(&app, "not the password").await.status(),
+            422,
+            "{i}"
+        );
+    }
+    // The 4th attempt is refused before any password work, even the right one.
+    let refused = change_password(&app, PASSWORD).await;
+    assert_eq!(refused.status(), 429);
+    let retry_after: u64 = refused.headers()["retry-after"]
+        .to_str()
+        .expect("ascii")
+        .parse()
+        .expect("seconds");
+    assert!(retry_after >= 1, "{retry_after}");
+    let body: Value = refused.json().await.expect("json");
+    assert!(
+        body["RateLimited"]["message"]
+            .as_str()
+            .expect("message")
+            .contains("Try again in"),
+        "{body}"
+    );
+
+    // Nothing changed: the old password still signs in, the new one does not.
+    let fresh = new_client();
+    let new = app
+        .post_form_as(
+            &fresh,
+            "/api/auth/login",
+            &[
+                ("email", "ada@example.com"),
+                ("password", "a brand new password"),
+            ],
+        )
+        .await;
+    assert_eq!(new.status(), 401);
+    app.login_as(&fresh, "ada@example.com", PASSWORD).await;
+    assert!(
+        app.whoami_as(&app.client).await.is_some(),
+        "still signed in"
+    );
+}
+
 /// The signed session cookie a client holds (`admitone_session=…`).
 fn session_cookie_of(response: &reqwest::Response) -> Option<String> {
     response
