@@ -41,8 +41,9 @@ pub struct AuthPolicy {
     pub register_per_ip: Limit,
     /// A session ends this long after sign-in, however active.
     pub absolute_session: Duration,
-    /// Read the client IP from `X-Forwarded-For` (behind a trusted proxy).
-    pub trust_forwarded_for: bool,
+    /// How many trusted proxies append to `X-Forwarded-For` (0: ignore it);
+    /// see [`crate::auth::guard::forwarded_client`].
+    pub trusted_proxy_hops: u8,
     /// Code entry attempts per account, per client IP and per share.
     pub code_per_account: Limit,
     pub code_per_ip: Limit,

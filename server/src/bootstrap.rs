@@ -4,6 +4,11 @@
 //! `server dev seed-demo` gives `make run` a demo tenant with an admin and a
 //! learner whose (public, printed) credentials work. Both are idempotent, so
 //! running them again is harmless.
+//!
+//! `create-tenant` never makes a stranger admin: if the admin email already
+//! has an account that the operator did not vouch for (it administers no
+//! tenant; see [`accounts::is_trusted`]), someone may have registered the
+//! owner's address first, and the command refuses without writing anything.
 
 use anyhow::Context as _;
 use engine::{
@@ -68,9 +73,28 @@ pub struct CreatedTenant {
     pub admin_created: bool,
 }
 
+/// Why [`create_tenant`] refused.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateTenantError {
+    #[error(
+        "refusing to make {email} admin: an account with this email already exists and \
+         administers no tenant, so anyone may have registered it (email addresses are not \
+         verified); nothing was created. Use another --admin-email, or an account that already \
+         administers a tenant"
+    )]
+    UntrustedAccount { email: String },
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
+
 /// Creates the tenant and its admin, or finds them (idempotent on slug and
-/// email; an existing admin keeps their password).
-pub async fn create_tenant(pool: &PgPool, new: &NewTenant) -> anyhow::Result<CreatedTenant> {
+/// email; an existing admin keeps their password). An existing account that
+/// is not trusted ([`accounts::is_trusted`]) is refused before anything is
+/// written.
+pub async fn create_tenant(
+    pool: &PgPool,
+    new: &NewTenant,
+) -> Result<CreatedTenant, CreateTenantError> {
     let (admin_id, admin_created) = accounts::ensure_account(
         pool,
         &new.admin_email,
@@ -80,6 +104,17 @@ pub async fn create_tenant(pool: &PgPool, new: &NewTenant) -> anyhow::Result<Cre
     )
     .await
     .context("creating the admin account")?;
+    // `ensure_account` wrote nothing for an existing account (`Keep`), so a
+    // refusal here leaves the database as it was.
+    if !admin_created
+        && !accounts::is_trusted(pool, admin_id)
+            .await
+            .context("checking the existing admin account")?
+    {
+        return Err(CreateTenantError::UntrustedAccount {
+            email: new.admin_email.as_str().to_owned(),
+        });
+    }
     let (tenant_id, tenant_created) =
         tenants::ensure_tenant_with_admin(pool, &new.slug, &new.name, admin_id)
             .await

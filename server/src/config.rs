@@ -98,9 +98,15 @@ pub struct ServerSettings {
     /// The address people use; its origin is accepted for state-changing
     /// requests, and `https` makes session cookies `Secure`.
     pub public_url: String,
-    /// Take the client IP (for throttling) from `X-Forwarded-For`: only
-    /// behind a proxy that sets it.
-    pub trust_forwarded_for: bool,
+    /// How many reverse proxies in front of the server append the address
+    /// they saw to `X-Forwarded-For`. The client IP (for throttling) is the
+    /// Nth address from the right across every `X-Forwarded-For` line, in
+    /// order: the ones further left are whatever the client claimed. 0
+    /// ignores the header (the TCP peer is the client).
+    pub trusted_proxy_hops: u8,
+    /// The old spelling, still read: `true` is `trusted_proxy_hops = 1`.
+    /// Refused together with `trusted_proxy_hops`.
+    pub trust_forwarded_for: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -242,7 +248,8 @@ impl Default for ServerSettings {
             site_root: "target/site".into(),
             shutdown_grace_secs: 20,
             public_url: "http://127.0.0.1:3000".into(),
-            trust_forwarded_for: false,
+            trusted_proxy_hops: 0,
+            trust_forwarded_for: None,
         }
     }
 }
@@ -440,6 +447,12 @@ impl Settings {
             });
         }
         self.storage_config()?;
+        if self.server.trust_forwarded_for.is_some() && self.server.trusted_proxy_hops != 0 {
+            return Err(ConfigError::Invalid {
+                key: "server.trust_forwarded_for",
+                message: "replaced by server.trusted_proxy_hops: set only that one".into(),
+            });
+        }
         if !(self.server.public_url.starts_with("http://")
             || self.server.public_url.starts_with("https://"))
         {
@@ -540,6 +553,15 @@ impl Settings {
         Ok(keys)
     }
 
+    /// The number of trusted proxies, from `server.trusted_proxy_hops` or
+    /// the old `server.trust_forwarded_for` (`true`: one).
+    pub fn trusted_proxy_hops(&self) -> u8 {
+        match self.server.trust_forwarded_for {
+            Some(true) if self.server.trusted_proxy_hops == 0 => 1,
+            _ => self.server.trusted_proxy_hops,
+        }
+    }
+
     pub fn is_production(&self) -> bool {
         self.server.environment == Environment::Production
     }
@@ -572,7 +594,7 @@ impl Settings {
             sign_in_per_ip: Limit::new(t.sign_in_per_ip, t.window_secs),
             register_per_ip: Limit::new(t.register_per_ip, t.window_secs),
             absolute_session: Duration::from_secs(self.sessions.absolute_timeout_hours * 3600),
-            trust_forwarded_for: self.server.trust_forwarded_for,
+            trusted_proxy_hops: self.trusted_proxy_hops(),
             code_per_account: Limit::new(t.code_per_account, t.window_secs),
             code_per_ip: Limit::new(t.code_per_ip, t.window_secs),
             code_per_share: Limit::new(t.code_per_share, t.window_secs),
@@ -772,6 +794,40 @@ mod tests {
         assert!(
             Settings::load(Some(&dir.join("missing.toml"))).is_err(),
             "a named file must exist"
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn proxy_hops_are_explicit_and_the_old_bool_still_reads() {
+        let dir = std::env::temp_dir().join(format!("admitone-hops-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let load = |name: &str, body: &str| {
+            let file = dir.join(name);
+            std::fs::write(&file, body).expect("write");
+            Settings::load(Some(&file))
+        };
+        assert_eq!(
+            Settings::default().trusted_proxy_hops(),
+            0,
+            "off by default"
+        );
+        let two = load("two.toml", "[server]\ntrusted_proxy_hops = 2\n").expect("loads");
+        assert_eq!(two.trusted_proxy_hops(), 2);
+        assert_eq!(two.auth_policy().trusted_proxy_hops, 2);
+        let old = load("old.toml", "[server]\ntrust_forwarded_for = true\n").expect("loads");
+        assert_eq!(old.trusted_proxy_hops(), 1, "the old bool means one proxy");
+        let off = load("off.toml", "[server]\ntrust_forwarded_for = false\n").expect("loads");
+        assert_eq!(off.trusted_proxy_hops(), 0);
+        let both = load(
+            "both.toml",
+            "[server]\ntrust_forwarded_for = true\ntrusted_proxy_hops = 2\n",
+        );
+        let error = format!("{:#}", both.expect_err("ambiguous"));
+        assert!(error.contains("trusted_proxy_hops"), "{error}");
+        assert!(
+            load("big.toml", "[server]\ntrusted_proxy_hops = 300\n").is_err(),
+            "out of range"
         );
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use engine::{
     accounts::{self, AccountError, DisplayName, Email, Password, Principal},
     coordination::ThrottleScope,
-    throttle::{Decision, Limit},
+    throttle::{Decision, Limit, ip_subject},
 };
 use secrecy::SecretString;
 use tower_sessions::Session;
@@ -99,7 +99,7 @@ pub async fn register(
     throttle(
         state,
         ThrottleScope::RegisterIp,
-        &ip.to_string(),
+        &ip_subject(ip),
         state.auth.register_per_ip,
         t("registrations from your network", "来自你所在网络的注册"),
     )
@@ -127,7 +127,7 @@ pub async fn login(
     throttle(
         state,
         ThrottleScope::SignInIp,
-        &ip.to_string(),
+        &ip_subject(ip),
         state.auth.sign_in_per_ip,
         t(
             "sign-in attempts from your network",
@@ -154,4 +154,66 @@ pub async fn login(
     // Answer from what authentication read: if a concurrent "sign out
     // everywhere" just revoked this session, the next request says so.
     Ok(signed_in.principal)
+}
+
+fn wrong_password() -> &'static str {
+    t("the current password is wrong", "当前密码不正确")
+}
+
+/// What a password change form carries.
+#[derive(Debug)]
+pub struct PasswordChange {
+    pub current_password: String,
+    pub new_password: String,
+    pub new_password_confirm: String,
+}
+
+/// Changes `principal`'s password and returns the account's new session
+/// epoch. Throttled per account and per IP with the sign-in limits: every
+/// attempt costs an argon2 verification, and it is a guess at the current
+/// password by whoever holds the session. Malformed input is refused
+/// before anything is counted.
+pub async fn change_password(
+    state: &AppState,
+    principal: &Principal,
+    ip: IpAddr,
+    form: PasswordChange,
+) -> Result<i64, AppError> {
+    if form.new_password != form.new_password_confirm {
+        return Err(AppError::invalid(
+            "new_password_confirm",
+            t("the two new passwords differ", "两次输入的新密码不一致"),
+        ));
+    }
+    let new = Password::parse(SecretString::from(form.new_password))
+        .map_err(|e| AppError::invalid("new_password", crate::i18n::errors::message(&e)))?;
+    throttle(
+        state,
+        ThrottleScope::PasswordChangeAccount,
+        &principal.id.0.to_string(),
+        state.auth.sign_in_per_email,
+        t("password change attempts", "修改密码的尝试"),
+    )
+    .await?;
+    throttle(
+        state,
+        ThrottleScope::PasswordChangeIp,
+        &ip_subject(ip),
+        state.auth.sign_in_per_ip,
+        t(
+            "password change attempts from your network",
+            "来自你所在网络的修改密码尝试",
+        ),
+    )
+    .await?;
+    let current = Password::parse(SecretString::from(form.current_password))
+        .map_err(|_| AppError::invalid("current_password", wrong_password()))?;
+    accounts::change_password(&state.pool, principal.id, &current, &new)
+        .await
+        .map_err(|e| match e {
+            AccountError::InvalidCredentials => {
+                AppError::invalid("current_password", wrong_password())
+            }
+            other => account_error(other),
+        })
 }

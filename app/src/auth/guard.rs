@@ -226,20 +226,86 @@ pub async fn client_ip() -> Result<IpAddr, AppError> {
     Ok(client_ip_of(&state, &peer, &parts.headers))
 }
 
-/// The client's address: the TCP peer, or the last `X-Forwarded-For` hop
-/// (the one the trusted proxy appended) when the server is configured to
-/// sit behind such a proxy.
+/// The client's address: the one the trusted proxies vouch for
+/// ([`forwarded_client`]), else the TCP peer.
 pub fn client_ip_of(state: &AppState, peer: &SocketAddr, headers: &http::HeaderMap) -> IpAddr {
-    if state.auth.trust_forwarded_for
-        && let Some(ip) = headers
-            .get("x-forwarded-for")
-            .and_then(|v| v.to_str().ok())
-            // The hop the trusted proxy appended is the last one; the
-            // ones before it are whatever the client claimed.
-            .and_then(|v| v.rsplit(',').next())
-            .and_then(|v| v.trim().parse::<IpAddr>().ok())
-    {
-        return ip;
+    forwarded_client(state.auth.trusted_proxy_hops, headers).unwrap_or_else(|| peer.ip())
+}
+
+/// The client address behind `hops` trusted proxies: the `hops`-th entry
+/// from the right of every `X-Forwarded-For` line joined in order.
+///
+/// Each proxy appends the address it saw, either to the existing line or
+/// as a line of its own; both read the same once joined. The rightmost
+/// `hops` entries were written by our proxies, so the `hops`-th from the
+/// right is the address the outermost one saw; everything left of it is
+/// the client's claim. With fewer entries, every one was written by a
+/// proxy and the leftmost is the client. `None` (use the TCP peer) when
+/// `hops` is 0, there is no entry, or the chosen one is not an address.
+pub fn forwarded_client(hops: u8, headers: &http::HeaderMap) -> Option<IpAddr> {
+    if hops == 0 {
+        return None;
     }
-    peer.ip()
+    let lines: Vec<String> = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        // Lossy, not skipped: a line with a stray byte from the client may
+        // also carry our proxy's entry at its end.
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .collect();
+    let entries: Vec<&str> = lines
+        .iter()
+        .flat_map(|line| line.split(','))
+        .map(str::trim)
+        .filter(|entry| !entry.is_empty())
+        .collect();
+    let chosen = entries
+        .len()
+        .checked_sub(usize::from(hops))
+        .map_or_else(|| entries.first(), |at| entries.get(at))?;
+    chosen
+        .parse::<IpAddr>()
+        .or_else(|_| chosen.parse::<SocketAddr>().map(|s| s.ip()))
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::forwarded_client;
+
+    fn headers(lines: &[&str]) -> http::HeaderMap {
+        let mut headers = http::HeaderMap::new();
+        for line in lines {
+            headers.append("x-forwarded-for", line.parse().expect("header value"));
+        }
+        headers
+    }
+
+    fn ip(s: &str) -> Option<std::net::IpAddr> {
+        Some(s.parse().expect("ip"))
+    }
+
+    #[test]
+    fn the_nth_address_from_the_right_across_all_lines() {
+        let forged_then_proxy = headers(&["6.6.6.6", "203.0.113.7"]);
+        assert_eq!(forwarded_client(0, &forged_then_proxy), None, "0: ignored");
+        assert_eq!(forwarded_client(1, &forged_then_proxy), ip("203.0.113.7"));
+        let one_line = headers(&["6.6.6.6, 7.7.7.7,203.0.113.7 , 10.0.0.2"]);
+        assert_eq!(forwarded_client(1, &one_line), ip("10.0.0.2"));
+        assert_eq!(forwarded_client(2, &one_line), ip("203.0.113.7"));
+        let mixed = headers(&["6.6.6.6, 203.0.113.7", "10.0.0.2"]);
+        assert_eq!(forwarded_client(2, &mixed), ip("203.0.113.7"));
+        assert_eq!(
+            forwarded_client(3, &headers(&["203.0.113.7"])),
+            ip("203.0.113.7"),
+            "a shorter chain: all written by proxies, the leftmost is the client"
+        );
+        assert_eq!(
+            forwarded_client(1, &headers(&["6.6.6.6", "[2001:db8::1]:443"])),
+            ip("2001:db8::1")
+        );
+        assert_eq!(forwarded_client(1, &headers(&[])), None, "no header");
+        assert_eq!(forwarded_client(1, &headers(&["unknown"])), None);
+        assert_eq!(forwarded_client(1, &headers(&[" , "])), None);
+    }
 }

@@ -145,41 +145,24 @@ pub async fn logout_all() -> Result<(), AppError> {
     run.await.map_err(AppError::respond)
 }
 
-#[cfg(feature = "ssr")]
-fn wrong_password() -> &'static str {
-    t("the current password is wrong", "当前密码不正确")
-}
-
-/// Changes the password; every other session of the account ends.
+/// Changes the password (throttled like sign-in); every other session of
+/// the account ends.
 #[server(endpoint = "auth/change-password")]
 pub async fn change_password(
     current_password: String,
     new_password: String,
     new_password_confirm: String,
 ) -> Result<(), AppError> {
-    use engine::accounts::{self, AccountError, Password};
-    use secrecy::SecretString;
     let run = async {
         let state = crate::state::AppState::from_context()?;
         let principal = guard::require_learner().await?;
-        if new_password != new_password_confirm {
-            return Err(AppError::invalid(
-                "new_password_confirm",
-                t("the two new passwords differ", "两次输入的新密码不一致"),
-            ));
-        }
-        let new = Password::parse(SecretString::from(new_password))
-            .map_err(|e| AppError::invalid("new_password", crate::i18n::errors::message(&e)))?;
-        let current = Password::parse(SecretString::from(current_password))
-            .map_err(|_| AppError::invalid("current_password", wrong_password()))?;
-        let epoch = accounts::change_password(&state.pool, principal.id, &current, &new)
-            .await
-            .map_err(|e| match e {
-                AccountError::InvalidCredentials => {
-                    AppError::invalid("current_password", wrong_password())
-                }
-                other => flows::account_error(other),
-            })?;
+        let ip = guard::client_ip().await?;
+        let form = flows::PasswordChange {
+            current_password,
+            new_password,
+            new_password_confirm,
+        };
+        let epoch = flows::change_password(&state, &principal, ip, form).await?;
         guard::restamp(principal.id, epoch).await?;
         guard::set_flash(&Flash {
             kind: FlashKind::Success,

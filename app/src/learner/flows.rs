@@ -188,7 +188,7 @@ pub async fn enter_code(
     throttle(
         state,
         ThrottleScope::CodeIp,
-        &ip.to_string(),
+        &engine::throttle::ip_subject(ip),
         policy.code_per_ip,
         crate::i18n::t(
             "code attempts from your network",

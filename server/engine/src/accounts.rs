@@ -358,6 +358,21 @@ pub async fn disable(pool: &PgPool, account: AccountId) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Whether the operator may hand `account` a tenant (`server admin
+/// create-tenant` naming an email that already has an account).
+///
+/// Anyone can register any email address, and addresses are not verified
+/// yet, so an existing account proves nothing about who holds it: only an
+/// account the operator already made admin of some tenant is trusted. This
+/// is the seam for email verification (a verified account will be trusted
+/// too), so that the bootstrap's rule lives in one place.
+pub async fn is_trusted(pool: &PgPool, account: AccountId) -> anyhow::Result<bool> {
+    let administered = crate::tenants::administered_by(pool, account)
+        .await
+        .context("checking whether an account is trusted")?;
+    Ok(!administered.is_empty())
+}
+
 /// What [`ensure_account`] does when the email already has an account.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExistingPassword {

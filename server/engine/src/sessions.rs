@@ -6,8 +6,19 @@
 //! settlement. Why our own store: tower-sessions-redis-store speaks through
 //! the `fred` client; we already hold a redis-rs connection (standalone or
 //! cluster), so a second client would double the connections and the
-//! failure modes. Each operation is one native command (SET NX / SET / GET /
-//! DEL), atomic on its own, so no script is needed.
+//! failure modes. Each operation is one native command (SET NX / SET XX /
+//! GET / DEL), atomic on its own and on one key, so no script is needed and
+//! all of them work on Redis Cluster.
+//!
+//! Why `save` is `SET XX`: tower-sessions calls `save` only for a session
+//! whose record it loaded at the start of the request (a new or cycled
+//! session goes through `create`, which is `SET NX`). If the record is gone
+//! by the time the request finishes, the session ended meanwhile: signed
+//! out, or expired. An unconditional SET would write the old record back
+//! and undo the sign-out; `XX` writes only over a record that still
+//! exists, so a late save of an ended session is dropped (and is no error:
+//! the request itself succeeded, its session just ended under it). For
+//! that, a deleted id must never come back: `create` always picks a new id.
 //!
 //! Revocation does not live here: "sign out everywhere" bumps the account's
 //! `session_epoch` in PostgreSQL (see [`crate::accounts`]), which every
@@ -40,22 +51,34 @@ impl RedisSessionStore {
         self.redis.keys().session(&id.to_string())
     }
 
-    async fn write(&self, record: &Record, only_if_new: bool) -> anyhow::Result<bool> {
+    /// Writes `record`; `false` when the condition (`NX`: absent, `XX`:
+    /// present) did not hold and nothing was written.
+    async fn write(&self, record: &Record, condition: Condition) -> anyhow::Result<bool> {
         let body = serde_json::to_vec(record).context("encoding a session record")?;
         let mut cmd = redis::cmd("SET");
         cmd.arg(self.key(&record.id))
             .arg(body)
             .arg("EXAT")
             .arg(record.expiry_date.unix_timestamp().max(1));
-        if only_if_new {
-            cmd.arg("NX");
-        }
+        cmd.arg(match condition {
+            Condition::Absent => "NX",
+            Condition::Present => "XX",
+        });
         let reply: Option<String> = cmd
             .query_async(&mut self.redis.conn())
             .await
             .context("writing a session record")?;
         Ok(reply.is_some())
     }
+}
+
+/// When [`RedisSessionStore::write`] may write.
+#[derive(Debug, Clone, Copy)]
+enum Condition {
+    /// Only a new record (`NX`): never overwrite someone's session.
+    Absent,
+    /// Only over an existing record (`XX`): never revive an ended session.
+    Present,
 }
 
 fn store_error(error: anyhow::Error) -> session_store::Error {
@@ -65,13 +88,24 @@ fn store_error(error: anyhow::Error) -> session_store::Error {
 #[async_trait]
 impl SessionStore for RedisSessionStore {
     async fn create(&self, record: &mut Record) -> session_store::Result<()> {
-        // A 128-bit random id practically never collides, but if it does we
-        // pick another instead of overwriting someone's session.
+        // Always a fresh id, never the one the record carries: after a
+        // flush (sign-out), tower-sessions keeps the cleared record, old id
+        // included, for the next write (the "signed out" message). Reusing
+        // that id would recreate the deleted key, and a request still in
+        // flight with the old session would then overwrite it (`SET XX`
+        // finds a record) and sign the old cookie back in. An id is
+        // therefore used once. A 128-bit random id practically never
+        // collides, but if it does we pick another instead of overwriting
+        // someone's session.
         for _ in 0..8 {
-            if self.write(record, true).await.map_err(store_error)? {
+            record.id = Id::default();
+            if self
+                .write(record, Condition::Absent)
+                .await
+                .map_err(store_error)?
+            {
                 return Ok(());
             }
-            record.id = Id::default();
         }
         Err(store_error(anyhow::anyhow!(
             "could not find a free session id"
@@ -79,10 +113,16 @@ impl SessionStore for RedisSessionStore {
     }
 
     async fn save(&self, record: &Record) -> session_store::Result<()> {
-        self.write(record, false)
+        let written = self
+            .write(record, Condition::Present)
             .await
-            .map(|_| ())
-            .map_err(store_error)
+            .map_err(store_error)?;
+        if !written {
+            // Deleted since this request loaded it (sign-out, expiry):
+            // leave it deleted.
+            tracing::debug!("not saving a session that ended during the request");
+        }
+        Ok(())
     }
 
     async fn load(&self, id: &Id) -> session_store::Result<Option<Record>> {

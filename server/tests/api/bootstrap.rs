@@ -163,3 +163,112 @@ async fn demo_seed_is_idempotent_and_its_credentials_work(pool: PgPool) {
     .expect("count");
     assert_eq!(admins, 1);
 }
+
+/// Anyone can register the owner's email before the operator runs
+/// `create-tenant`: such an account must not become the tenant's admin.
+#[sqlx::test(migrations = "../migrations")]
+async fn create_tenant_refuses_a_self_registered_account_and_creates_nothing(pool: PgPool) {
+    use engine::accounts::{DisplayName, register};
+    let squatter = register(
+        &pool,
+        &Email::parse("owner@acme.example").expect("email"),
+        &DisplayName::parse("Not The Owner").expect("name"),
+        &Password::parse(SecretString::from("the squatter's password")).expect("password"),
+    )
+    .await
+    .expect("register");
+    let hash_before: String =
+        sqlx::query_scalar("SELECT password_hash FROM accounts WHERE id = $1")
+            .bind(squatter.0)
+            .fetch_one(&pool)
+            .await
+            .expect("hash");
+
+    let dir = std::env::temp_dir().join(format!("admitone-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    let password_file = dir.join("password");
+    std::fs::write(&password_file, "the operator's password\n").expect("write");
+    let out = run_server(
+        &pool,
+        &[
+            "admin",
+            "create-tenant",
+            "--slug",
+            "acme",
+            "--name",
+            "Acme Courses",
+            "--admin-email",
+            "owner@acme.example",
+            "--admin-password-file",
+            password_file.to_str().expect("utf-8"),
+        ],
+    );
+    assert!(!out.status.success(), "must refuse");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("owner@acme.example") && stderr.contains("already exists"),
+        "the refusal names the account and why: {stderr}"
+    );
+    assert!(out.stdout.is_empty(), "no tenant id printed");
+
+    let (tenants, members, accounts): (i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM tenants), (SELECT count(*) FROM tenant_members),
+                (SELECT count(*) FROM accounts)",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("count");
+    assert_eq!(
+        (tenants, members, accounts),
+        (0, 0, 1),
+        "nothing was created"
+    );
+    let hash_after: String = sqlx::query_scalar("SELECT password_hash FROM accounts WHERE id = $1")
+        .bind(squatter.0)
+        .fetch_one(&pool)
+        .await
+        .expect("hash");
+    assert_eq!(hash_before, hash_after, "the account is untouched");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// An account that already administers a tenant is the operator's own: it
+/// may be made admin of another one.
+#[sqlx::test(migrations = "../migrations")]
+async fn create_tenant_accepts_an_existing_admin_for_a_second_tenant(pool: PgPool) {
+    let dir = std::env::temp_dir().join(format!("admitone-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    let password_file = dir.join("password");
+    std::fs::write(&password_file, "a long enough password\n").expect("write");
+    for slug in ["acme", "beta"] {
+        let out = run_server(
+            &pool,
+            &[
+                "admin",
+                "create-tenant",
+                "--slug",
+                slug,
+                "--name",
+                "Courses",
+                "--admin-email",
+                "owner@acme.example",
+                "--admin-password-file",
+                password_file.to_str().expect("utf-8"),
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{slug}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let admins: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM tenant_members m JOIN accounts a ON a.id = m.account_id
+          WHERE a.email = 'owner@acme.example' AND m.role = 'admin'",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("count");
+    assert_eq!(admins, 2);
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -19,6 +19,8 @@ pub enum ThrottleScope {
     CodeAccount,
     CodeIp,
     CodeShare,
+    PasswordChangeAccount,
+    PasswordChangeIp,
 }
 
 impl ThrottleScope {
@@ -30,6 +32,8 @@ impl ThrottleScope {
             Self::CodeAccount => "code-account",
             Self::CodeIp => "code-ip",
             Self::CodeShare => "code-share",
+            Self::PasswordChangeAccount => "password-account",
+            Self::PasswordChangeIp => "password-ip",
         }
     }
 }

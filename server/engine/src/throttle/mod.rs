@@ -5,12 +5,35 @@
 //! telling the caller how long to wait. Counting happens *before* the
 //! expensive or revealing work, so concurrent bursts cannot slip past.
 
-use std::time::Duration;
+use std::{
+    net::{IpAddr, Ipv6Addr},
+    time::Duration,
+};
 
 use anyhow::Context as _;
 use redis::Script;
 
 use crate::coordination::Redis;
+
+/// The throttle subject of a client address: an IPv4 address as itself (an
+/// IPv4-mapped IPv6 address too, so a dual-stack listener counts the same
+/// client once), an IPv6 address as its /64.
+///
+/// Why the /64: one subscriber (a home, a phone, a virtual machine) is
+/// routinely given a whole /64 and may use any address in it; per-address
+/// limits would hand them 2^64 fresh windows.
+pub fn ip_subject(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let [a, b, c, d, ..] = v6.segments();
+                format!("{}/64", Ipv6Addr::new(a, b, c, d, 0, 0, 0, 0))
+            }
+        },
+    }
+}
 
 /// A limit: at most `max` attempts per `window`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,7 +57,9 @@ pub enum Decision {
     Allowed {
         count: u32,
     },
-    /// Over the limit: retry after this long (the rest of the window).
+    /// Over the limit: retry after this long (the rest of the window,
+    /// rounded up to whole seconds, at least one: a `Retry-After` of 0
+    /// would invite an immediate retry into the same window).
     Refused {
         retry_after: Duration,
     },
@@ -80,10 +105,10 @@ impl FixedWindow {
             .invoke_async(&mut redis.conn())
             .await
             .context("running fixed_window.lua")?;
-        let (count, ttl) = parse_reply(&reply)?;
+        let (count, pttl_ms) = parse_reply(&reply)?;
         Ok(if count > i64::from(limit.max) {
             Decision::Refused {
-                retry_after: Duration::from_secs(u64::try_from(ttl.max(1)).unwrap_or(1)),
+                retry_after: retry_after(pttl_ms),
             }
         } else {
             Decision::Allowed {
@@ -93,13 +118,21 @@ impl FixedWindow {
     }
 }
 
-/// The script returns exactly two integers, the count (>= 1) and the TTL
-/// (>= 1); anything else is an error, never a pass.
+/// The rest of a window (`pttl_ms` milliseconds) in whole seconds, rounded
+/// up, at least one.
+fn retry_after(pttl_ms: i64) -> Duration {
+    let ms = u64::try_from(pttl_ms).unwrap_or(0);
+    Duration::from_secs(ms.div_ceil(1000).max(1))
+}
+
+/// The script returns exactly two integers, the count (>= 1) and the
+/// milliseconds left in the window (>= 0: a window in its last millisecond
+/// is still a window); anything else is an error, never a pass.
 fn parse_reply(reply: &redis::Value) -> anyhow::Result<(i64, i64)> {
     match reply {
         redis::Value::Array(items) => match items.as_slice() {
-            [redis::Value::Int(count), redis::Value::Int(ttl)] if *count >= 1 && *ttl >= 1 => {
-                Ok((*count, *ttl))
+            [redis::Value::Int(count), redis::Value::Int(pttl)] if *count >= 1 && *pttl >= 0 => {
+                Ok((*count, *pttl))
             }
             _ => anyhow::bail!("fixed_window.lua: unexpected reply {reply:?}"),
         },
@@ -115,9 +148,16 @@ mod tests {
     #[test]
     fn replies_are_parsed_strictly() {
         assert_eq!(
-            parse_reply(&Value::Array(vec![Value::Int(3), Value::Int(60)])).expect("valid"),
-            (3, 60)
+            parse_reply(&Value::Array(vec![Value::Int(3), Value::Int(60_000)])).expect("valid"),
+            (3, 60_000)
         );
+        // The window's last moments (`TTL` would say 0 here) are valid.
+        for pttl in [0, 1, 499] {
+            assert_eq!(
+                parse_reply(&Value::Array(vec![Value::Int(1), Value::Int(pttl)])).expect("valid"),
+                (1, pttl)
+            );
+        }
         for bad in [
             Value::Nil,
             Value::Int(1),
@@ -128,6 +168,39 @@ mod tests {
             Value::Array(vec![Value::SimpleString("1".into()), Value::Int(60)]),
         ] {
             assert!(parse_reply(&bad).is_err(), "{bad:?} must be refused");
+        }
+    }
+
+    #[test]
+    fn ipv6_addresses_count_by_their_64_and_mapped_ipv4_as_ipv4() {
+        let subject = |s: &str| ip_subject(s.parse().expect("ip"));
+        assert_eq!(subject("192.0.2.9"), "192.0.2.9");
+        assert_eq!(subject("::ffff:192.0.2.9"), "192.0.2.9");
+        assert_eq!(subject("2001:db8:aa:bb::1"), "2001:db8:aa:bb::/64");
+        assert_eq!(
+            subject("2001:db8:aa:bb:1234:5678:9abc:def0"),
+            subject("2001:db8:aa:bb::1")
+        );
+        assert_ne!(subject("2001:db8:aa:cc::1"), subject("2001:db8:aa:bb::1"));
+        assert_ne!(subject("192.0.2.9"), subject("192.0.2.10"));
+        assert_eq!(subject("::1"), "::/64");
+    }
+
+    #[test]
+    fn retry_after_rounds_up_to_whole_seconds_never_zero() {
+        for (pttl_ms, secs) in [
+            (0, 1),
+            (1, 1),
+            (300, 1),
+            (1_000, 1),
+            (1_001, 2),
+            (59_999, 60),
+        ] {
+            assert_eq!(
+                retry_after(pttl_ms),
+                Duration::from_secs(secs),
+                "{pttl_ms} ms"
+            );
         }
     }
 }
