@@ -229,6 +229,7 @@ pub fn router(state: ServerState) -> Router {
                 .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
                 .layer(TraceLayer::new_for_http().make_span_with(RequestSpan))
                 .layer(PropagateRequestIdLayer::x_request_id())
+                .layer(axum::middleware::from_fn(crate::headers::no_store))
                 .layer(axum::middleware::from_fn(
                     crate::bad_input::server_fn_status,
                 ))

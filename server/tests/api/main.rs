@@ -13,6 +13,7 @@ mod learner_pages;
 mod logs;
 mod pages;
 mod reconcile;
+mod security;
 mod settlement;
 mod tokens;
 mod webhooks;
