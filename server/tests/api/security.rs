@@ -1,4 +1,5 @@
-//! Response headers that keep plain codes and secrets out of caches.
+//! Response headers that keep secrets out of caches and pages out of
+//! other sites' frames.
 
 use reqwest::StatusCode;
 use serde_json::json;
@@ -161,4 +162,123 @@ async fn every_answer_showing_plain_codes_or_secrets_is_no_store(pool: PgPool) {
     let shown = html_page(&app.address, &admin.client, &hooks_page).await;
     assert_no_store(&shown, "webhooks page with the new secret");
     assert!(shown.text().await.expect("html").contains("whsec_"));
+}
+
+/// The `'nonce-…'` of a CSP's `script-src`.
+fn script_nonce(csp: &str) -> String {
+    let script_src = csp
+        .split(';')
+        .map(str::trim)
+        .find(|d| d.starts_with("script-src "))
+        .unwrap_or_else(|| panic!("no script-src: {csp}"));
+    let start = script_src
+        .find("'nonce-")
+        .unwrap_or_else(|| panic!("no nonce: {csp}"))
+        + "'nonce-".len();
+    let end = script_src[start..].find('\'').expect("closing quote") + start;
+    script_src[start..end].to_owned()
+}
+
+/// Checks the headers of one page; returns its HTML and CSP.
+async fn assert_page_headers(
+    response: reqwest::Response,
+    what: &str,
+    https: bool,
+) -> (String, String) {
+    let headers = response.headers().clone();
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .map(|v| v.to_str().expect("ascii").to_owned())
+    };
+    assert_eq!(header("x-frame-options").as_deref(), Some("DENY"), "{what}");
+    assert_eq!(
+        header("x-content-type-options").as_deref(),
+        Some("nosniff"),
+        "{what}"
+    );
+    assert_eq!(
+        header("referrer-policy").as_deref(),
+        Some("strict-origin-when-cross-origin"),
+        "{what}"
+    );
+    match header("strict-transport-security") {
+        Some(hsts) => {
+            assert!(https, "{what}: HSTS over plain HTTP");
+            assert!(hsts.starts_with("max-age="), "{what}: {hsts}");
+        }
+        None => assert!(!https, "{what}: no HSTS"),
+    }
+    let csp = header("content-security-policy").unwrap_or_else(|| panic!("{what}: no CSP"));
+    assert!(csp.contains("frame-ancestors 'none'"), "{what}: {csp}");
+    assert!(csp.contains("object-src 'none'"), "{what}: {csp}");
+    assert!(!csp.contains("unsafe-inline"), "{what}: {csp}");
+    let html = response.text().await.expect("html");
+    (html, csp)
+}
+
+/// Every `<script` tag of `html` carries `nonce="{nonce}"`; there is at
+/// least one (the hydration script).
+fn assert_scripts_carry(html: &str, nonce: &str, what: &str) {
+    let mut seen = 0;
+    for (at, _) in html.match_indices("<script") {
+        let tag_end = html[at..].find('>').expect("tag end") + at;
+        let tag = &html[at..=tag_end];
+        assert!(
+            tag.contains(&format!("nonce=\"{nonce}\"")),
+            "{what}: a script without the CSP's nonce {nonce}: {tag}"
+        );
+        seen += 1;
+    }
+    assert!(seen > 0, "{what}: no script at all: {html}");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn every_page_carries_the_security_headers_and_its_scripts_the_nonce(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    let pages = [
+        ("home", "/".to_owned()),
+        ("login", "/login".to_owned()),
+        ("share page", format!("/s/{}", course.slug)),
+        ("console", format!("/admin/t/{}", admin.tenant)),
+        ("404", "/no/such/page".to_owned()),
+    ];
+    let mut nonces = Vec::new();
+    for (what, path) in &pages {
+        let response = html_page(&app.address, &admin.client, path).await;
+        if *what == "404" {
+            assert_eq!(response.status(), 404);
+        } else {
+            assert_eq!(response.status(), 200, "{what}");
+        }
+        let (html, csp) = assert_page_headers(response, what, false).await;
+        let nonce = script_nonce(&csp);
+        assert!(nonce.len() >= 16, "{what}: weak nonce {nonce}");
+        assert_scripts_carry(&html, &nonce, what);
+        nonces.push(nonce);
+    }
+    // A fresh nonce per answer.
+    let mut unique = nonces.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), nonces.len(), "{nonces:?}");
+
+    // Answers that are not pages get the headers too (a CSP without scripts).
+    let api = app.get("/api/v1/openapi.json").await;
+    assert_eq!(api.status(), 200);
+    let (_, csp) = assert_page_headers(api, "openapi.json", false).await;
+    assert!(csp.contains("default-src 'none'"), "{csp}");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn hsts_only_when_the_public_url_is_https(pool: PgPool) {
+    let mut settings = crate::helpers::test_settings(&crate::helpers::redis_url());
+    settings.server.public_url = "https://courses.example.com".into();
+    let app = crate::helpers::spawn_app_with(pool, settings).await;
+    let response = html_page(&app.address, &app.client, "/").await;
+    assert_eq!(response.status(), 200);
+    let (html, csp) = assert_page_headers(response, "home over https", true).await;
+    assert_scripts_carry(&html, &script_nonce(&csp), "home over https");
 }
