@@ -13,7 +13,7 @@ mod learner_pages;
 mod logs;
 mod pages;
 mod reconcile;
-mod security;
+mod headers;
 mod settlement;
 mod tokens;
 mod webhooks;
