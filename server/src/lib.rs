@@ -9,6 +9,7 @@ pub mod bad_input;
 pub mod bootstrap;
 pub mod config;
 pub mod csrf;
+pub mod headers;
 pub mod outage;
 pub mod reconcile;
 pub mod relay;

@@ -126,6 +126,10 @@ async fn run() -> anyhow::Result<()> {
             let pool = engine::db::connect_lazy(&database_url, &settings.db_options())?;
             let reservations = reservation_audit(&settings).await;
             let report = server::reconcile::reconcile(&pool, reservations.as_ref(), repair).await?;
+            if report.skipped {
+                println!("skipped: another reconciler is running");
+                return Ok(());
+            }
             for check in &report.checks {
                 let verdict = if check.violations == 0 {
                     "ok".to_owned()

@@ -3,6 +3,13 @@
 //! periodically inside `server serve`. Violations are logged as errors (one
 //! line each, with the invariant's name) so alerting can key on them; with
 //! repair on, counter drift is fixed. Bindings are never changed here.
+//!
+//! Every instance runs the periodic reconciler, but one run at a time is
+//! enough and several would only multiply the load: a run first takes
+//! PostgreSQL's advisory lock ([`invariants::Exclusive`]); when another
+//! instance (or a `server reconcile`) holds it, the run is skipped and says
+//! so. The checks themselves walk the tables in bounded batches, so a run
+//! over millions of codes stays within the statement timeout.
 
 use std::time::Duration;
 
@@ -15,6 +22,8 @@ use sqlx::PgPool;
 /// What one reconciliation found and did.
 #[derive(Debug)]
 pub struct Report {
+    /// Another reconciler was running: nothing was checked.
+    pub skipped: bool,
     pub checks: Vec<Check>,
     /// Shares whose used quota was corrected.
     pub repaired: u64,
@@ -38,8 +47,32 @@ impl Report {
 }
 
 /// Checks every invariant; with `repair`, fixes counter drift first and
-/// checks again.
+/// checks again. Skipped (and reported so) while another reconciler runs.
 pub async fn reconcile(
+    pool: &PgPool,
+    reservations: Option<&Reservations>,
+    repair: bool,
+) -> anyhow::Result<Report> {
+    let Some(lock) = invariants::Exclusive::try_acquire(pool).await? else {
+        tracing::info!("reconciliation skipped: another reconciler is running");
+        return Ok(Report {
+            skipped: true,
+            checks: Vec::new(),
+            repaired: 0,
+            reservations_removed: 0,
+        });
+    };
+    let report = reconcile_exclusively(pool, reservations, repair).await;
+    if let Err(error) = lock.release().await {
+        tracing::warn!(
+            error = format!("{error:#}"),
+            "releasing the reconciler's lock failed (its connection is closed)"
+        );
+    }
+    report
+}
+
+async fn reconcile_exclusively(
     pool: &PgPool,
     reservations: Option<&Reservations>,
     repair: bool,
@@ -107,6 +140,7 @@ pub async fn reconcile(
         );
     }
     Ok(Report {
+        skipped: false,
         checks,
         repaired,
         reservations_removed,
@@ -128,6 +162,7 @@ pub fn spawn_periodic(
         loop {
             ticker.tick().await;
             match reconcile(&pool, reservations.as_ref(), true).await {
+                Ok(report) if report.skipped => {}
                 Ok(report) => tracing::info!(
                     violations = report.violations(),
                     repaired = report.repaired,

@@ -54,16 +54,7 @@ impl Round {
 impl Relay {
     pub fn new(pool: PgPool, settings: &WebhookSettings) -> anyhow::Result<Self> {
         let timeout = Duration::from_millis(settings.timeout_ms.max(1));
-        let mut client = reqwest::Client::builder()
-            .timeout(timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent("AdmitOne-Webhooks/1");
-        if !settings.allow_private_targets {
-            // Names resolve to public addresses only, checked at connect
-            // time (no DNS rebinding); IP literals are checked in `send`.
-            client = client.dns_resolver(std::sync::Arc::new(PublicOnly));
-        }
-        let client = client.build().context("building the webhook HTTP client")?;
+        let client = delivery_client(settings)?;
         Ok(Self {
             pool,
             client,
@@ -176,6 +167,25 @@ impl Relay {
     }
 }
 
+/// The HTTP client deliveries go out with.
+pub fn delivery_client(settings: &WebhookSettings) -> anyhow::Result<reqwest::Client> {
+    let timeout = Duration::from_millis(settings.timeout_ms.max(1));
+    let mut client = reqwest::Client::builder()
+        .timeout(timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent("AdmitOne-Webhooks/1")
+        // Never through a proxy from the environment (`HTTP(S)_PROXY`): it
+        // would see every tenant's payload and connect to addresses that
+        // `PublicOnly` never checked.
+        .no_proxy();
+    if !settings.allow_private_targets {
+        // Names resolve to public addresses only, checked at connect
+        // time (no DNS rebinding); IP literals are checked in `send`.
+        client = client.dns_resolver(std::sync::Arc::new(PublicOnly));
+    }
+    client.build().context("building the webhook HTTP client")
+}
+
 /// False when `url`'s host is an IP address that is not public (names are
 /// checked by [`PublicOnly`] when they resolve).
 fn literal_is_public(url: &str) -> bool {
@@ -211,5 +221,87 @@ impl reqwest::dns::Resolve for PublicOnly {
             let addrs: reqwest::dns::Addrs = Box::new(public.into_iter());
             Ok(addrs)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{io::Read as _, net::TcpListener, process::Command, time::Duration};
+
+    use super::delivery_client;
+    use crate::config::WebhookSettings;
+
+    /// Set by [`deliveries_never_go_through_a_proxy`] for its child.
+    const CHILD: &str = "ADMITONE_RELAY_PROXY_CHILD";
+
+    /// A proxy from the environment would see (and could redirect) every
+    /// tenant's delivery, and would connect to addresses the resolver
+    /// never checked. The proxy variables are read once per process, so
+    /// the client is built in a child process that has them set.
+    #[test]
+    fn deliveries_never_go_through_a_proxy() {
+        let proxy = TcpListener::bind("127.0.0.1:0").expect("bind");
+        proxy.set_nonblocking(true).expect("nonblocking");
+        let proxy_url = format!("http://{}", proxy.local_addr().expect("addr"));
+        let exe = std::env::current_exe().expect("test binary");
+        let output = Command::new(exe)
+            .args([
+                "relay::tests::delivery_in_a_child_process",
+                "--exact",
+                "--nocapture",
+            ])
+            .env(CHILD, "1")
+            .env("HTTP_PROXY", &proxy_url)
+            .env("HTTPS_PROXY", &proxy_url)
+            .env("ALL_PROXY", &proxy_url)
+            .env("http_proxy", &proxy_url)
+            .env("https_proxy", &proxy_url)
+            .env("all_proxy", &proxy_url)
+            .env_remove("NO_PROXY")
+            .env_remove("no_proxy")
+            .output()
+            .expect("child");
+        let log = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{log}");
+        assert!(log.contains("delivery attempted"), "{log}");
+        match proxy.accept() {
+            Ok((mut stream, _)) => {
+                let mut seen = [0u8; 256];
+                let n = stream.read(&mut seen).unwrap_or(0);
+                panic!(
+                    "a delivery went to the proxy: {}",
+                    String::from_utf8_lossy(&seen[..n])
+                );
+            }
+            Err(error) => assert_eq!(error.kind(), std::io::ErrorKind::WouldBlock),
+        }
+    }
+
+    /// The child's half of [`deliveries_never_go_through_a_proxy`] (does
+    /// nothing in a normal run).
+    #[tokio::test]
+    async fn delivery_in_a_child_process() {
+        if std::env::var_os(CHILD).is_none() {
+            return;
+        }
+        for private in [false, true] {
+            let settings = WebhookSettings {
+                timeout_ms: 2_000,
+                allow_private_targets: private,
+                ..WebhookSettings::default()
+            };
+            let client = delivery_client(&settings).expect("client");
+            for url in [
+                "http://webhook.invalid/hook",
+                "https://webhook.invalid/hook",
+            ] {
+                // Fails without a proxy (the name does not resolve); a
+                // proxy would have been asked for it.
+                let _ = client.post(url).body("{}").send().await;
+            }
+        }
+        // Let a (wrong) proxy connection be accepted by the parent's backlog.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        println!("delivery attempted");
     }
 }

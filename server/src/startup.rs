@@ -187,6 +187,9 @@ pub fn router(state: ServerState) -> Router {
     .with_signed(Key::from(&Sha512::digest(
         settings.session_key().expose_secret().as_bytes(),
     )));
+    let security = crate::headers::Security {
+        https: settings.server.public_url.starts_with("https://"),
+    };
     let same_origin = csrf::SameOrigin {
         public_origin: Arc::from(settings.public_origin()),
     };
@@ -229,6 +232,11 @@ pub fn router(state: ServerState) -> Router {
                 .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
                 .layer(TraceLayer::new_for_http().make_span_with(RequestSpan))
                 .layer(PropagateRequestIdLayer::x_request_id())
+                .layer(axum::middleware::from_fn(crate::headers::no_store))
+                .layer(axum::middleware::from_fn_with_state(
+                    security,
+                    crate::headers::security,
+                ))
                 .layer(axum::middleware::from_fn(
                     crate::bad_input::server_fn_status,
                 ))

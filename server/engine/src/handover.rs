@@ -2,10 +2,18 @@
 //!
 //! The database never holds a plain code, so the only moment codes exist in
 //! full is right after issuing. They are parked in Redis under two keys
-//! (one for the result page, one for the CSV download), each readable once
-//! (`GETDEL`) by the issuing admin only and gone after [`HANDOVER_TTL`]
-//! anyway. If parking fails, the caller revokes the batch: codes nobody
-//! ever saw must not stay usable.
+//! (one for the result page, one for the CSV download), readable by the
+//! issuing admin only and gone after [`HANDOVER_TTL`] anyway. If parking
+//! fails, the caller revokes the batch: codes nobody ever saw must not stay
+//! usable.
+//!
+//! The page copy is taken in one step (`GETDEL`): a page is small and
+//! rendered whole. The CSV copy can be megabytes streamed over a slow
+//! link, so it is read with [`peek`] and deleted with [`discard`] only
+//! once the whole body has been handed to the connection: a download that
+//! breaks midway (client gone, network cut) leaves the codes parked, and
+//! the admin can download them again, in full, until [`HANDOVER_TTL`]
+//! runs out. There is no second chance after a completed download.
 
 use std::time::Duration;
 
@@ -79,4 +87,35 @@ pub async fn take(
         .context("taking issued codes from Redis")?;
     body.map(|b| serde_json::from_str(&b).context("decoding parked codes"))
         .transpose()
+}
+
+/// Reads a copy without removing it (the CSV download, which removes it
+/// with [`discard`] once its body is fully sent).
+pub async fn peek(
+    redis: &Redis,
+    owner: AccountId,
+    batch: Uuid,
+    copy: Copy,
+) -> anyhow::Result<Option<Vec<String>>> {
+    let body: Option<String> = redis::cmd("GET")
+        .arg(redis.keys().handover(owner.0, batch, copy.as_str()))
+        .query_async(&mut redis.conn())
+        .await
+        .context("reading issued codes from Redis")?;
+    body.map(|b| serde_json::from_str(&b).context("decoding parked codes"))
+        .transpose()
+}
+
+/// Removes a copy for good (after a completed download).
+pub async fn discard(
+    redis: &Redis,
+    owner: AccountId,
+    batch: Uuid,
+    copy: Copy,
+) -> anyhow::Result<()> {
+    redis::cmd("DEL")
+        .arg(redis.keys().handover(owner.0, batch, copy.as_str()))
+        .query_async::<()>(&mut redis.conn())
+        .await
+        .context("removing issued codes from Redis")
 }

@@ -2,11 +2,24 @@
 //!
 //! Constraints make most of them impossible to break; these queries prove
 //! it after the fact (the concurrency suite runs them after every round, and
-//! the reconciler can run them in production). Each check returns the
-//! number of rows that violate it.
+//! the reconciler runs them in production). Each check returns the number
+//! of rows that violate it.
+//!
+//! A production database holds millions of codes and every statement runs
+//! under the pool's statement timeout, so no check reads a whole table in
+//! one statement: each walks its table in keyset batches of [`BATCH`] rows
+//! (or groups) along an index, and adds up the violations. The findings are
+//! those of one query over everything, except that rows changing while the
+//! walk goes on may be seen in either state (as with any online check).
+//! A share's own counters are still compared with all of that share's
+//! access records in one statement (an index range per share).
+//!
+//! Only one reconciler runs at a time across all instances: [`Exclusive`]
+//! is a PostgreSQL advisory lock held on a connection of its own.
 
 use anyhow::Context as _;
-use sqlx::PgPool;
+use sqlx::{Connection as _, PgConnection, PgPool};
+use uuid::Uuid;
 
 /// One invariant and how many rows break it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,67 +28,240 @@ pub struct Check {
     pub violations: i64,
 }
 
-const CHECKS: &[(&str, &str)] = &[
-    (
-        "an account holds at most one code per share",
-        "SELECT count(*) FROM (
-             SELECT 1 FROM auth_codes WHERE bound_principal IS NOT NULL
-             GROUP BY tenant_id, share_id, bound_principal HAVING count(*) > 1) v",
-    ),
-    (
-        "a bound code has its first-use time, an unbound one has none",
-        "SELECT count(*) FROM auth_codes WHERE (bound_principal IS NULL) <> (first_used_at IS NULL)",
-    ),
-    (
-        "a share's used quota equals its counted accesses",
-        "SELECT count(*) FROM shares s
-         WHERE s.quota_used <> (SELECT count(*) FROM access_records a
-                                WHERE a.tenant_id = s.tenant_id AND a.share_id = s.id)",
-    ),
-    (
-        "a share never uses more than its quota",
-        "SELECT count(*) FROM shares WHERE quota IS NOT NULL AND quota_used > quota",
-    ),
-    (
-        "a code never counts more accesses than the share's per-learner limit",
-        "SELECT count(*) FROM auth_codes c JOIN shares s ON s.tenant_id = c.tenant_id AND s.id = c.share_id
-         WHERE s.per_learner_limit IS NOT NULL AND c.access_count > s.per_learner_limit",
-    ),
-    (
-        "every access record was announced in the outbox, once",
-        // One grouped pass over each table (a hash join), not a count per row.
-        "SELECT count(*) FROM access_records a
-         LEFT JOIN (SELECT tenant_id, payload->>'access_id' AS access_id, count(*) AS n
-                    FROM outbox WHERE event_type = 'access.recorded'
-                    GROUP BY tenant_id, payload->>'access_id') o
-           ON o.tenant_id = a.tenant_id AND o.access_id = a.id::text
-         WHERE coalesce(o.n, 0) <> 1",
-    ),
-    (
-        "every first binding was announced in the outbox",
-        "SELECT abs((SELECT count(*) FROM access_records WHERE bound_now)
-                  - (SELECT count(*) FROM outbox WHERE event_type = 'code.bound'))",
-    ),
-    (
-        "an access record names the learner its code was bound to, unless an audited unbind moved it",
-        "SELECT count(*) FROM access_records a JOIN auth_codes c ON c.tenant_id = a.tenant_id AND c.id = a.code_id
-         WHERE c.bound_principal IS DISTINCT FROM a.principal_id
-           AND NOT EXISTS (SELECT 1 FROM audit_log l WHERE l.tenant_id = a.tenant_id
-                             AND l.action = 'code.unbound' AND l.target_id = a.code_id)",
-    ),
-];
+/// Rows (or groups) one statement of a check reads.
+pub const BATCH: i64 = 10_000;
+
+/// Shares one statement of the per-share checks reads (each share's
+/// records are counted through an index).
+const SHARES_BATCH: i64 = 200;
+
+/// The advisory lock key of the reconciler ("AdmitOne" in ASCII).
+pub const RECONCILE_LOCK: i64 = 0x4164_6d69_744f_6e65;
+
+/// One batched walk. `sql` reads the batch after the cursor `$1` (a
+/// `uuid[]` of the key columns) of at most `$2` rows, and answers
+/// `(hits bigint, rows bigint, last uuid[])`: the batch's violations (or
+/// counted rows), its size and its last key.
+struct Walk {
+    sql: &'static str,
+    key_len: usize,
+    limit: i64,
+}
+
+/// A check: violations summed over one walk, or (for an equality of two
+/// counts) the difference of two walks' sums.
+enum Plan {
+    Sum(Walk),
+    Difference(Walk, Walk),
+}
+
+/// `(tenant_id, id)`-keyed batch of `table` after the cursor.
+macro_rules! batch2 {
+    ($cols:literal, $table:literal) => {
+        concat!(
+            "WITH batch AS (SELECT ",
+            $cols,
+            " FROM ",
+            $table,
+            " t
+                 WHERE (t.tenant_id, t.id) > ($1[1], $1[2])
+                 ORDER BY t.tenant_id, t.id LIMIT $2)"
+        )
+    };
+}
+
+fn checks() -> Vec<(&'static str, Plan)> {
+    let walk2 = |sql: &'static str| Walk {
+        sql,
+        key_len: 2,
+        limit: BATCH,
+    };
+    let shares = |sql: &'static str| Walk {
+        sql,
+        key_len: 2,
+        limit: SHARES_BATCH,
+    };
+    vec![
+        (
+            "an account holds at most one code per share",
+            // Grouped along auth_codes_one_per_learner: a batch is whole
+            // groups, so a double binding is never split between batches.
+            Plan::Sum(Walk {
+                sql: "WITH batch AS (
+                          SELECT tenant_id, share_id, bound_principal, count(*) AS n FROM auth_codes
+                          WHERE bound_principal IS NOT NULL
+                            AND (tenant_id, share_id, bound_principal) > ($1[1], $1[2], $1[3])
+                          GROUP BY tenant_id, share_id, bound_principal
+                          ORDER BY tenant_id, share_id, bound_principal LIMIT $2)
+                      SELECT count(*) FILTER (WHERE n > 1), count(*),
+                             (SELECT ARRAY[tenant_id, share_id, bound_principal] FROM batch
+                              ORDER BY tenant_id DESC, share_id DESC, bound_principal DESC LIMIT 1)
+                      FROM batch",
+                key_len: 3,
+                limit: BATCH,
+            }),
+        ),
+        (
+            "a bound code has its first-use time, an unbound one has none",
+            Plan::Sum(walk2(concat!(
+                batch2!("tenant_id, id, bound_principal, first_used_at", "auth_codes"),
+                " SELECT count(*) FILTER (WHERE (bound_principal IS NULL) <> (first_used_at IS NULL)),
+                         count(*), ",
+                "(SELECT ARRAY[tenant_id, id] FROM batch ORDER BY tenant_id DESC, id DESC LIMIT 1)",
+                " FROM batch"
+            ))),
+        ),
+        (
+            "a share's used quota equals its counted accesses",
+            Plan::Sum(shares(concat!(
+                batch2!("tenant_id, id, quota_used", "shares"),
+                " SELECT count(*) FILTER (WHERE quota_used <> (SELECT count(*) FROM access_records a
+                                          WHERE a.tenant_id = batch.tenant_id AND a.share_id = batch.id)),
+                         count(*), ",
+                "(SELECT ARRAY[tenant_id, id] FROM batch ORDER BY tenant_id DESC, id DESC LIMIT 1)",
+                " FROM batch"
+            ))),
+        ),
+        (
+            "a share never uses more than its quota",
+            Plan::Sum(shares(concat!(
+                batch2!("tenant_id, id, quota, quota_used", "shares"),
+                " SELECT count(*) FILTER (WHERE quota IS NOT NULL AND quota_used > quota), count(*), ",
+                "(SELECT ARRAY[tenant_id, id] FROM batch ORDER BY tenant_id DESC, id DESC LIMIT 1)",
+                " FROM batch"
+            ))),
+        ),
+        (
+            "a code never counts more accesses than the share's per-learner limit",
+            Plan::Sum(walk2(concat!(
+                batch2!("tenant_id, id, share_id, access_count", "auth_codes"),
+                " SELECT count(*) FILTER (WHERE s.per_learner_limit IS NOT NULL
+                                            AND batch.access_count > s.per_learner_limit),
+                         count(*), ",
+                "(SELECT ARRAY[tenant_id, id] FROM batch ORDER BY tenant_id DESC, id DESC LIMIT 1)",
+                " FROM batch JOIN shares s ON s.tenant_id = batch.tenant_id AND s.id = batch.share_id"
+            ))),
+        ),
+        (
+            "every access record was announced in the outbox, once",
+            // Each record's announcements through outbox_access_announcements.
+            Plan::Sum(walk2(concat!(
+                batch2!("tenant_id, id", "access_records"),
+                " SELECT count(*) FILTER (WHERE (SELECT count(*) FROM outbox o
+                                                 WHERE o.event_type = 'access.recorded'
+                                                   AND o.tenant_id = batch.tenant_id
+                                                   AND o.payload->>'access_id' = batch.id::text) <> 1),
+                         count(*), ",
+                "(SELECT ARRAY[tenant_id, id] FROM batch ORDER BY tenant_id DESC, id DESC LIMIT 1)",
+                " FROM batch"
+            ))),
+        ),
+        (
+            "every first binding was announced in the outbox",
+            Plan::Difference(
+                walk2(concat!(
+                    batch2!("tenant_id, id, bound_now", "access_records"),
+                    " SELECT count(*) FILTER (WHERE bound_now), count(*), ",
+                    "(SELECT ARRAY[tenant_id, id] FROM batch ORDER BY tenant_id DESC, id DESC LIMIT 1)",
+                    " FROM batch"
+                )),
+                walk2(concat!(
+                    batch2!("tenant_id, id, event_type", "outbox"),
+                    " SELECT count(*) FILTER (WHERE event_type = 'code.bound'), count(*), ",
+                    "(SELECT ARRAY[tenant_id, id] FROM batch ORDER BY tenant_id DESC, id DESC LIMIT 1)",
+                    " FROM batch"
+                )),
+            ),
+        ),
+        (
+            "an access record names the learner its code was bound to, unless an audited unbind moved it",
+            Plan::Sum(walk2(concat!(
+                batch2!("tenant_id, id, code_id, principal_id", "access_records"),
+                " SELECT count(*) FILTER (WHERE c.bound_principal IS DISTINCT FROM batch.principal_id
+                           AND NOT EXISTS (SELECT 1 FROM audit_log l WHERE l.tenant_id = batch.tenant_id
+                                             AND l.action = 'code.unbound' AND l.target_id = batch.code_id)),
+                         count(*), ",
+                "(SELECT ARRAY[tenant_id, id] FROM batch ORDER BY tenant_id DESC, id DESC LIMIT 1)",
+                " FROM batch JOIN auth_codes c ON c.tenant_id = batch.tenant_id AND c.id = batch.code_id"
+            ))),
+        ),
+    ]
+}
+
+/// Sums a walk's hits, one bounded statement per batch.
+async fn walk(pool: &PgPool, name: &str, walk: &Walk) -> anyhow::Result<i64> {
+    let mut cursor = vec![Uuid::nil(); walk.key_len];
+    let mut total = 0_i64;
+    loop {
+        let (hits, rows, last): (Option<i64>, Option<i64>, Option<Vec<Uuid>>) =
+            sqlx::query_as(walk.sql)
+                .bind(&cursor)
+                .bind(walk.limit)
+                .fetch_one(pool)
+                .await
+                .with_context(|| format!("checking: {name}"))?;
+        total += hits.unwrap_or(0);
+        match last {
+            Some(last) if rows.unwrap_or(0) >= walk.limit => cursor = last,
+            _ => return Ok(total),
+        }
+    }
+}
 
 /// Runs every check.
 pub async fn check_all(pool: &PgPool) -> anyhow::Result<Vec<Check>> {
-    let mut checks = Vec::with_capacity(CHECKS.len());
-    for (name, sql) in CHECKS {
-        let violations: i64 = sqlx::query_scalar(sql)
-            .fetch_one(pool)
-            .await
-            .with_context(|| format!("checking: {name}"))?;
+    let plans = checks();
+    let mut checks = Vec::with_capacity(plans.len());
+    for (name, plan) in &plans {
+        let violations = match plan {
+            Plan::Sum(w) => walk(pool, name, w).await?,
+            Plan::Difference(a, b) => {
+                (walk(pool, name, a).await? - walk(pool, name, b).await?).abs()
+            }
+        };
         checks.push(Check { name, violations });
     }
     Ok(checks)
+}
+
+/// The reconciler's lock, held until [`Exclusive::release`] (or until its
+/// connection ends, should the process die). A connection of its own, not
+/// the pool's: a session lock on a pooled connection would outlive the run.
+pub struct Exclusive {
+    conn: PgConnection,
+}
+
+impl Exclusive {
+    /// The lock, or `None` when another reconciler holds it.
+    pub async fn try_acquire(pool: &PgPool) -> anyhow::Result<Option<Self>> {
+        let mut conn = PgConnection::connect_with(&pool.connect_options())
+            .await
+            .context("connecting for the reconciler's lock")?;
+        let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+            .bind(RECONCILE_LOCK)
+            .fetch_one(&mut conn)
+            .await
+            .context("taking the reconciler's lock")?;
+        if locked {
+            Ok(Some(Self { conn }))
+        } else {
+            conn.close().await.context("closing the lock connection")?;
+            Ok(None)
+        }
+    }
+
+    /// Releases the lock (ending its session releases it too).
+    pub async fn release(mut self) -> anyhow::Result<()> {
+        sqlx::query("SELECT pg_advisory_unlock($1)")
+            .bind(RECONCILE_LOCK)
+            .execute(&mut self.conn)
+            .await
+            .context("releasing the reconciler's lock")?;
+        self.conn
+            .close()
+            .await
+            .context("closing the lock connection")
+    }
 }
 
 /// The checks that found violations.
@@ -94,14 +280,32 @@ pub async fn violations(pool: &PgPool) -> anyhow::Result<Vec<Check>> {
 /// is left alone (that is a violation for a person, not drift). Bindings
 /// are never touched. Returns the shares fixed.
 pub async fn repair_counters(pool: &PgPool) -> anyhow::Result<u64> {
-    let drifted: Vec<(uuid::Uuid, uuid::Uuid)> = sqlx::query_as(
-        "SELECT s.tenant_id, s.id FROM shares s
-         WHERE s.quota_used <> (SELECT count(*) FROM access_records a
-                                WHERE a.tenant_id = s.tenant_id AND a.share_id = s.id)",
-    )
-    .fetch_all(pool)
-    .await
-    .context("finding drifted quotas")?;
+    // Found a batch of shares at a time, like the checks.
+    let mut drifted: Vec<(Uuid, Uuid)> = Vec::new();
+    let mut cursor = (Uuid::nil(), Uuid::nil());
+    loop {
+        let batch: Vec<(Uuid, Uuid, bool)> = sqlx::query_as(
+            "SELECT s.tenant_id, s.id,
+                    s.quota_used <> (SELECT count(*) FROM access_records a
+                                     WHERE a.tenant_id = s.tenant_id AND a.share_id = s.id)
+             FROM shares s WHERE (s.tenant_id, s.id) > ($1, $2)
+             ORDER BY s.tenant_id, s.id LIMIT $3",
+        )
+        .bind(cursor.0)
+        .bind(cursor.1)
+        .bind(SHARES_BATCH)
+        .fetch_all(pool)
+        .await
+        .context("finding drifted quotas")?;
+        let full = batch.len() as i64 >= SHARES_BATCH;
+        if let Some((tenant, id, _)) = batch.last() {
+            cursor = (*tenant, *id);
+        }
+        drifted.extend(batch.into_iter().filter(|b| b.2).map(|(t, s, _)| (t, s)));
+        if !full {
+            break;
+        }
+    }
     let mut fixed = 0;
     for (tenant, share) in drifted {
         let mut tx = pool.begin().await.context("starting a repair")?;

@@ -62,7 +62,8 @@ pub async fn upload_form(
 }
 
 /// `GET /admin/t/{tenant}/s/{share}/batches/{batch}/codes.csv`: the batch's
-/// plain codes as CSV, once, for the admin who issued them.
+/// plain codes as CSV, once (a download that breaks midway can be
+/// repeated), for the admin who issued them.
 pub async fn codes_csv(
     State(state): State<ServerState>,
     session: Session,
@@ -86,7 +87,10 @@ pub async fn codes_csv(
     .await
     .map_err(anyhow::Error::new)?
     .ok_or_else(ApiError::not_found)?;
-    let Some(codes) = handover::take(&state.app.redis, admin.id, batch, Copy::Csv).await? else {
+    // Read, not taken: the copy is removed only once the whole body has
+    // been sent (see `engine::handover`), so a broken download can be
+    // repeated.
+    let Some(codes) = handover::peek(&state.app.redis, admin.id, batch, Copy::Csv).await? else {
         return Err(ApiError::new(
             StatusCode::GONE,
             "already_downloaded",
@@ -94,17 +98,17 @@ pub async fn codes_csv(
         ));
     };
     let link = format!("{}/s/{}", state.settings.public_origin(), share.slug);
-    let mut csv = String::with_capacity(codes.len() * (link.len() + label.len() + 20) + 32);
-    csv.push_str("code,link,batch_label\r\n");
-    for code in &codes {
-        csv.push_str(code);
-        csv.push(',');
-        csv.push_str(&csv_field(&link));
-        csv.push(',');
-        csv.push_str(&csv_field(&label));
-        csv.push_str("\r\n");
-    }
-    let mut response = Response::new(Body::from(csv));
+    let csv = codes_csv_body(CodesCsv {
+        redis: state.app.redis.clone(),
+        owner: admin.id,
+        batch,
+        codes,
+        next: 0,
+        header_sent: false,
+        link: csv_field(&link),
+        label: csv_field(&label),
+    });
+    let mut response = Response::new(Body::from_stream(csv));
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,
@@ -121,6 +125,64 @@ pub async fn codes_csv(
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(response)
+}
+
+/// Rows per chunk of the codes CSV.
+const CSV_ROWS_PER_CHUNK: usize = 1_000;
+
+/// Where a codes CSV download has got to.
+struct CodesCsv {
+    redis: engine::coordination::Redis,
+    owner: engine::accounts::AccountId,
+    batch: Uuid,
+    codes: Vec<String>,
+    next: usize,
+    header_sent: bool,
+    link: String,
+    label: String,
+}
+
+/// The codes CSV, a chunk at a time. The stream is asked for its end only
+/// after hyper has accepted every chunk before it; that is when the parked
+/// copy is discarded. A client that goes away midway drops the stream
+/// before that, and the codes stay parked for another try.
+fn codes_csv_body(
+    start: CodesCsv,
+) -> impl futures::Stream<Item = Result<bytes::Bytes, std::io::Error>> {
+    futures::stream::unfold(Some(start), |state| async move {
+        let mut csv = state?;
+        if csv.header_sent && csv.next >= csv.codes.len() {
+            if let Err(error) = handover::discard(&csv.redis, csv.owner, csv.batch, Copy::Csv).await
+            {
+                // They expire with the handover TTL anyway.
+                tracing::error!(
+                    error = format!("{error:#}"),
+                    "discarding downloaded codes failed"
+                );
+            }
+            return None;
+        }
+        let end = (csv.next + CSV_ROWS_PER_CHUNK).min(csv.codes.len());
+        let mut chunk =
+            String::with_capacity((end - csv.next) * (csv.link.len() + csv.label.len() + 20) + 32);
+        if !csv.header_sent {
+            chunk.push_str("code,link,batch_label\r\n");
+            csv.header_sent = true;
+        }
+        for code in &csv.codes[csv.next..end] {
+            chunk.push_str(code);
+            chunk.push(',');
+            chunk.push_str(&csv.link);
+            chunk.push(',');
+            chunk.push_str(&csv.label);
+            chunk.push_str("\r\n");
+        }
+        csv.next = end;
+        Some((
+            Ok::<_, std::io::Error>(bytes::Bytes::from(chunk)),
+            Some(csv),
+        ))
+    })
 }
 
 /// A CSV field, quoted when it must be, and never read as a formula by a

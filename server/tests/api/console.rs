@@ -51,6 +51,95 @@ fn codes_in(html: &str) -> Vec<String> {
     found
 }
 
+/// Issues a small batch through the console form; returns the result
+/// page's path and the batch id.
+async fn issue_by_form(
+    address: &str,
+    admin: &Admin,
+    share: uuid::Uuid,
+    count: &str,
+) -> (String, uuid::Uuid) {
+    let share_page = format!("/admin/t/{}/s/{share}", admin.tenant);
+    let response = form(
+        address,
+        &admin.client,
+        &share_page,
+        "/api/admin/codes/issue",
+        &[
+            ("tenant_id", &admin.tenant.to_string()),
+            ("share_id", &share.to_string()),
+            ("count", count),
+            ("label", "Big"),
+        ],
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::FOUND);
+    let result_page = response.headers()["location"]
+        .to_str()
+        .expect("location")
+        .to_owned();
+    let batch = result_page
+        .rsplit('/')
+        .next()
+        .expect("batch")
+        .parse()
+        .expect("batch id");
+    (result_page, batch)
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn an_aborted_codes_download_can_be_downloaded_again_in_full(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    let (result_page, batch) = issue_by_form(&app.address, &admin, course.share, "3").await;
+    // A CSV far larger than every buffer between server and client (socket
+    // buffers, hyper's), so that a client that stops reading really stops
+    // the download midway: the parked copy is replaced by many codes.
+    let owner: uuid::Uuid = sqlx::query_scalar("SELECT created_by FROM code_batches WHERE id = $1")
+        .bind(batch)
+        .fetch_one(&app.pool)
+        .await
+        .expect("owner");
+    const MANY: usize = 400_000;
+    let many: Vec<String> = (0..MANY)
+        .map(|i| format!("TEST-{:04}-{:04}", i / 10_000, i % 10_000))
+        .collect();
+    engine::handover::park(&app.redis, engine::accounts::AccountId(owner), batch, &many)
+        .await
+        .expect("park");
+    let csv_url = format!("{}{result_page}/codes.csv", app.address);
+
+    // The first download breaks after its first chunk.
+    let mut aborted = admin.client.get(&csv_url).send().await.expect("csv");
+    assert_eq!(aborted.status(), 200);
+    let first = aborted
+        .chunk()
+        .await
+        .expect("first chunk")
+        .expect("some bytes");
+    assert!(first.starts_with(b"code,link,batch_label"));
+    drop(aborted);
+
+    // The codes are still there, all of them.
+    let again = admin.client.get(&csv_url).send().await.expect("csv again");
+    assert_eq!(again.status(), 200, "an aborted download lost the codes");
+    assert_eq!(again.headers()["cache-control"], "no-store");
+    let body = again.text().await.expect("body");
+    let rows: Vec<&str> = body.lines().skip(1).collect();
+    assert_eq!(rows.len(), MANY);
+    assert!(rows[0].starts_with("TEST-0000-0000,"), "{}", rows[0]);
+    assert!(
+        rows[MANY - 1].starts_with("TEST-0039-9999,"),
+        "{}",
+        rows[MANY - 1]
+    );
+
+    // A completed download was the last one.
+    let after = admin.client.get(&csv_url).send().await.expect("csv after");
+    assert_eq!(after.status(), StatusCode::GONE);
+}
+
 /// Everything the database holds, as text.
 async fn database_text(pool: &PgPool) -> String {
     let mut text = String::new();

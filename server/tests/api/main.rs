@@ -7,6 +7,7 @@ mod authorisation;
 mod bootstrap;
 mod console;
 mod course;
+mod headers;
 mod health;
 mod helpers;
 mod learner_pages;

@@ -151,3 +151,41 @@ async fn the_reconciler_reports_planted_violations_and_repairs_only_counters(poo
             .expect("bindings");
     assert_eq!(bound, 2, "bindings are left for a person to decide");
 }
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_second_reconciler_skips_while_one_runs(pool: PgPool) {
+    let app = spawn_app(pool.clone()).await;
+    let prefix = app.redis.keys().prefix().to_owned();
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    issue(&app, &admin, course.share, 2).await;
+
+    // Another reconciler is running: it holds the reconciler's advisory
+    // lock (`engine::invariants::RECONCILE_LOCK`) on its own connection.
+    use sqlx::Connection as _;
+    let mut running = sqlx::PgConnection::connect(&database_url_of(&pool))
+        .await
+        .expect("connect");
+    sqlx::query("SELECT pg_advisory_lock($1)")
+        .bind(0x4164_6d69_744f_6e65_i64)
+        .execute(&mut running)
+        .await
+        .expect("lock");
+    let (clean, report) = reconcile_with(&pool, &prefix, &[]);
+    assert!(clean, "{report}");
+    assert!(
+        report.contains("skipped: another reconciler is running"),
+        "{report}"
+    );
+    assert!(!report.contains("ok  "), "it checked anyway: {report}");
+
+    // Once that one is done, the next run checks everything.
+    running.close().await.expect("close");
+    let (clean, report) = reconcile_with(&pool, &prefix, &[]);
+    assert!(clean, "{report}");
+    assert!(!report.contains("skipped"), "{report}");
+    assert!(
+        report.contains("ok  a share never uses more than its quota"),
+        "{report}"
+    );
+}

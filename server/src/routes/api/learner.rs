@@ -287,13 +287,18 @@ pub async fn serve(
     );
     let headers = response.headers_mut();
     match resource.kind.as_str() {
-        // Uploaded pages run sandboxed: no scripts on our origin.
+        // Uploaded pages run sandboxed: no scripts on our origin. Framed
+        // by our own resource page only.
         "page" => {
             headers.insert(
                 header::CONTENT_SECURITY_POLICY,
                 HeaderValue::from_static(
-                    "sandbox; default-src 'none'; img-src 'self'; style-src 'unsafe-inline'",
+                    "sandbox; default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; frame-ancestors 'self'",
                 ),
+            );
+            headers.insert(
+                header::X_FRAME_OPTIONS,
+                HeaderValue::from_static("SAMEORIGIN"),
             );
         }
         "file" => {
