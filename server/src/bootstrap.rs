@@ -77,10 +77,11 @@ pub struct CreatedTenant {
 #[derive(Debug, thiserror::Error)]
 pub enum CreateTenantError {
     #[error(
-        "refusing to make {email} admin: an account with this email already exists and \
-         administers no tenant, so anyone may have registered it (email addresses are not \
-         verified); nothing was created. Use another --admin-email, or an account that already \
-         administers a tenant"
+        "refusing to make {email} admin: an account with this email already exists, \
+         administers no tenant and has another password than --admin-password-file, so anyone \
+         may have registered it (email addresses are not verified); nothing was created. Use \
+         another --admin-email, an account that already administers a tenant, or that \
+         account's own password"
     )]
     UntrustedAccount { email: String },
     #[error(transparent)]
@@ -89,8 +90,8 @@ pub enum CreateTenantError {
 
 /// Creates the tenant and its admin, or finds them (idempotent on slug and
 /// email; an existing admin keeps their password). An existing account that
-/// is not trusted ([`accounts::is_trusted`]) is refused before anything is
-/// written.
+/// is not trusted ([`accounts::is_trusted`]) and whose password is not the
+/// given one is refused before anything is written.
 pub async fn create_tenant(
     pool: &PgPool,
     new: &NewTenant,
@@ -105,11 +106,16 @@ pub async fn create_tenant(
     .await
     .context("creating the admin account")?;
     // `ensure_account` wrote nothing for an existing account (`Keep`), so a
-    // refusal here leaves the database as it was.
+    // refusal here leaves the database as it was. An existing account is
+    // accepted when it is trusted, or when the operator proves it is theirs
+    // by knowing its password: the account of an earlier run of this
+    // command that failed before its tenant was written (the command must
+    // stay safe to run again), never one a stranger registered first.
     if !admin_created
         && !accounts::is_trusted(pool, admin_id)
             .await
             .context("checking the existing admin account")?
+        && !operator_knows_password(pool, new).await?
     {
         return Err(CreateTenantError::UntrustedAccount {
             email: new.admin_email.as_str().to_owned(),
@@ -125,6 +131,17 @@ pub async fn create_tenant(
         admin_id,
         admin_created,
     })
+}
+
+/// Whether `--admin-password-file` holds the existing account's password.
+async fn operator_knows_password(pool: &PgPool, new: &NewTenant) -> anyhow::Result<bool> {
+    match accounts::authenticate(pool, &new.admin_email, &new.admin_password).await {
+        Ok(_) => Ok(true),
+        Err(accounts::AccountError::InvalidCredentials | accounts::AccountError::Disabled) => {
+            Ok(false)
+        }
+        Err(error) => Err(anyhow::Error::new(error).context("checking the existing admin account")),
+    }
 }
 
 /// The demo tenant's public credentials (development only).

@@ -212,8 +212,8 @@ pub async fn take_flash() -> Result<Option<crate::auth::Flash>, AppError> {
     session.remove(FLASH_KEY).await.map_err(session_error)
 }
 
-/// The client's IP: the socket peer, or the `X-Forwarded-For` hop a
-/// trusted proxy appended, when the deployment says there is one.
+/// The client's IP: the socket peer, or the `X-Forwarded-For` entry the
+/// outermost of `server.trusted_proxy_hops` proxies appended.
 pub async fn client_ip() -> Result<IpAddr, AppError> {
     let state = AppState::from_context()?;
     let parts = leptos::prelude::use_context::<http::request::Parts>()
@@ -239,9 +239,11 @@ pub fn client_ip_of(state: &AppState, peer: &SocketAddr, headers: &http::HeaderM
 /// as a line of its own; both read the same once joined. The rightmost
 /// `hops` entries were written by our proxies, so the `hops`-th from the
 /// right is the address the outermost one saw; everything left of it is
-/// the client's claim. With fewer entries, every one was written by a
-/// proxy and the leftmost is the client. `None` (use the TCP peer) when
-/// `hops` is 0, there is no entry, or the chosen one is not an address.
+/// the client's claim. Fewer entries than `hops` mean the request did not
+/// come through every proxy (one was bypassed), so no entry can be
+/// trusted: the leftmost may be the client's own invention. `None` (use
+/// the TCP peer) when `hops` is 0, the chain is shorter than `hops`, or the
+/// chosen entry is not an address.
 pub fn forwarded_client(hops: u8, headers: &http::HeaderMap) -> Option<IpAddr> {
     if hops == 0 {
         return None;
@@ -259,10 +261,16 @@ pub fn forwarded_client(hops: u8, headers: &http::HeaderMap) -> Option<IpAddr> {
         .map(str::trim)
         .filter(|entry| !entry.is_empty())
         .collect();
-    let chosen = entries
-        .len()
-        .checked_sub(usize::from(hops))
-        .map_or_else(|| entries.first(), |at| entries.get(at))?;
+    let Some(at) = entries.len().checked_sub(usize::from(hops)) else {
+        tracing::warn!(
+            entries = entries.len(),
+            trusted_proxy_hops = hops,
+            "X-Forwarded-For is shorter than server.trusted_proxy_hops: a proxy was bypassed \
+             or the setting is too high; using the TCP peer"
+        );
+        return None;
+    };
+    let chosen = entries.get(at)?;
     chosen
         .parse::<IpAddr>()
         .or_else(|_| chosen.parse::<SocketAddr>().map(|s| s.ip()))
@@ -296,9 +304,14 @@ mod tests {
         let mixed = headers(&["6.6.6.6, 203.0.113.7", "10.0.0.2"]);
         assert_eq!(forwarded_client(2, &mixed), ip("203.0.113.7"));
         assert_eq!(
-            forwarded_client(3, &headers(&["203.0.113.7"])),
-            ip("203.0.113.7"),
-            "a shorter chain: all written by proxies, the leftmost is the client"
+            forwarded_client(3, &headers(&["6.6.6.6", "203.0.113.7"])),
+            None,
+            "a shorter chain: a proxy was bypassed, no entry is trusted"
+        );
+        assert_eq!(
+            forwarded_client(2, &headers(&["6.6.6.6", "203.0.113.7"])),
+            ip("6.6.6.6"),
+            "exactly as many entries as hops: the leftmost is what the outermost saw"
         );
         assert_eq!(
             forwarded_client(1, &headers(&["6.6.6.6", "[2001:db8::1]:443"])),

@@ -272,3 +272,53 @@ async fn create_tenant_accepts_an_existing_admin_for_a_second_tenant(pool: PgPoo
     assert_eq!(admins, 2);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A first `create-tenant` that failed after creating its account (a
+/// timeout, Ctrl-C) can be run again: the operator proves the account is
+/// theirs with its password, and the tenant is created.
+#[sqlx::test(migrations = "../migrations")]
+async fn create_tenant_can_be_rerun_after_a_first_run_left_only_the_account(pool: PgPool) {
+    use engine::accounts::{DisplayName, register};
+    // What the failed first run left behind: the account, no tenant.
+    let account = register(
+        &pool,
+        &Email::parse("owner@acme.example").expect("email"),
+        &DisplayName::parse("Owner").expect("name"),
+        &Password::parse(SecretString::from("the operator's password")).expect("password"),
+    )
+    .await
+    .expect("register");
+    let dir = std::env::temp_dir().join(format!("admitone-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    let password_file = dir.join("password");
+    std::fs::write(&password_file, "the operator's password\n").expect("write");
+    let out = run_server(
+        &pool,
+        &[
+            "admin",
+            "create-tenant",
+            "--slug",
+            "acme",
+            "--name",
+            "Acme Courses",
+            "--admin-email",
+            "owner@acme.example",
+            "--admin-password-file",
+            password_file.to_str().expect("utf-8"),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "the rerun succeeds: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let admins: Vec<uuid::Uuid> = sqlx::query_scalar(
+        "SELECT m.account_id FROM tenant_members m JOIN tenants t ON t.id = m.tenant_id
+          WHERE t.slug = 'acme' AND m.role = 'admin'",
+    )
+    .fetch_all(&pool)
+    .await
+    .expect("admins");
+    assert_eq!(admins, vec![account.0], "the existing account is the admin");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -20,16 +20,39 @@ use crate::helpers::{TestApp, new_client, spawn_app, spawn_app_with, test_settin
 
 const PASSWORD: &str = "correct horse battery";
 
-/// A throttle counter that ends in 300 ms: Redis `TTL` says 0 there.
+/// A throttle counter that ends in 450 ms: Redis `TTL` says 0 there.
 async fn counter_ending_soon(app: &TestApp, key: &str, count: u32) {
     let _: () = redis::cmd("SET")
         .arg(key)
         .arg(count)
         .arg("PX")
-        .arg(300)
+        .arg(450)
         .query_async(&mut app.redis.conn())
         .await
         .expect("SET PX");
+}
+
+/// Sets a counter ending soon and hits it. On a loaded machine the counter
+/// may expire before the hit arrives (the hit then starts a new window,
+/// count 1): that attempt proves nothing and is made again.
+async fn hit_at_the_edge(
+    app: &TestApp,
+    throttle: &FixedWindow,
+    key: &str,
+    count: u32,
+    limit: Limit,
+) -> Decision {
+    for _ in 0..5 {
+        counter_ending_soon(app, key, count).await;
+        let decision = throttle
+            .hit(&app.redis, key, limit)
+            .await
+            .expect("the window's last 500 ms are no error");
+        if decision != (Decision::Allowed { count: 1 }) {
+            return decision;
+        }
+    }
+    panic!("the counter expired before every one of 5 hits");
 }
 
 #[sqlx::test(migrations = "../migrations")]
@@ -43,11 +66,7 @@ async fn a_throttle_window_ending_within_a_second_still_decides(pool: PgPool) {
         .redis
         .keys()
         .throttle(ThrottleScope::SignInEmail, "under@example.com");
-    counter_ending_soon(&app, &under, 1).await;
-    let decision = throttle
-        .hit(&app.redis, &under, limit)
-        .await
-        .expect("the window's last 500 ms are no error");
+    let decision = hit_at_the_edge(&app, &throttle, &under, 1, limit).await;
     assert_eq!(decision, Decision::Allowed { count: 2 });
 
     // Over the limit at the edge: refused for a whole second, never 0 s.
@@ -55,11 +74,7 @@ async fn a_throttle_window_ending_within_a_second_still_decides(pool: PgPool) {
         .redis
         .keys()
         .throttle(ThrottleScope::SignInEmail, "over@example.com");
-    counter_ending_soon(&app, &over, 3).await;
-    let decision = throttle
-        .hit(&app.redis, &over, limit)
-        .await
-        .expect("the window's last 500 ms are no error");
+    let decision = hit_at_the_edge(&app, &throttle, &over, 3, limit).await;
     assert_eq!(
         decision,
         Decision::Refused {
@@ -72,22 +87,31 @@ async fn a_throttle_window_ending_within_a_second_still_decides(pool: PgPool) {
         .await
         .expect("PTTL");
     assert!(
-        (1..=300).contains(&pttl),
-        "the window was not extended: {pttl}"
+        (-2..=450).contains(&pttl) && pttl != -1,
+        "the window was not extended (or made endless): {pttl}"
     );
 
-    // Through the sign-in form: 429 with Retry-After: 1, not 503.
+    // Through the sign-in form: 429 with Retry-After: 1, not 503. A 401
+    // means the counter expired before the request (a new window): again.
     let key = app
         .redis
         .keys()
         .throttle(ThrottleScope::SignInEmail, "edge@example.com");
-    counter_ending_soon(&app, &key, 10).await;
-    let response = app
-        .post_form(
-            "/api/auth/login",
-            &[("email", "edge@example.com"), ("password", PASSWORD)],
-        )
-        .await;
+    let mut refused = None;
+    for _ in 0..5 {
+        counter_ending_soon(&app, &key, 10).await;
+        let response = app
+            .post_form(
+                "/api/auth/login",
+                &[("email", "edge@example.com"), ("password", PASSWORD)],
+            )
+            .await;
+        if response.status() != 401 {
+            refused = Some(response);
+            break;
+        }
+    }
+    let response = refused.expect("the counter expired before every one of 5 requests");
     assert_eq!(response.status(), 429);
     assert_eq!(response.headers()["retry-after"], "1");
 }
