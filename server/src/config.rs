@@ -612,6 +612,7 @@ impl Settings {
             transaction_timeout: Duration::from_millis(self.settlement.transaction_timeout_ms),
             grant_ttl: Duration::from_secs(self.settlement.grant_ttl_secs),
             fault: None,
+            probe: None,
         }
     }
 

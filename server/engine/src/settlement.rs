@@ -79,6 +79,32 @@ pub struct SettlementOptions {
     /// How long one counted access lasts (see the module doc).
     pub grant_ttl: Duration,
     pub fault: Option<FaultPoint>,
+    /// Counts what reached the settlement transaction (never set by
+    /// configuration; tests read it to know PostgreSQL was contended).
+    pub probe: Option<std::sync::Arc<SettlementProbe>>,
+}
+
+/// What reached PostgreSQL, counted for tests (see [`SettlementOptions::probe`]).
+#[derive(Debug, Default)]
+pub struct SettlementProbe {
+    /// Settlement transactions begun.
+    pub transactions: std::sync::atomic::AtomicU64,
+    /// Transactions that found no binding and tried to bind a code.
+    pub bind_attempts: std::sync::atomic::AtomicU64,
+    /// Transactions rolled back on a unique violation and started over.
+    pub start_overs: std::sync::atomic::AtomicU64,
+}
+
+impl SettlementProbe {
+    /// (transactions, bind attempts, start-overs) so far.
+    pub fn counts(&self) -> (u64, u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (
+            self.transactions.load(Relaxed),
+            self.bind_attempts.load(Relaxed),
+            self.start_overs.load(Relaxed),
+        )
+    }
 }
 
 impl Default for SettlementOptions {
@@ -89,6 +115,7 @@ impl Default for SettlementOptions {
             transaction_timeout: Duration::from_secs(5),
             grant_ttl: Duration::from_secs(6 * 3600),
             fault: None,
+            probe: None,
         }
     }
 }
@@ -491,10 +518,16 @@ impl Settler {
                 }
                 Ok(Ok(grant)) => return Ok(grant),
                 Ok(Err(Attempt::Failed(error))) => return Err(error),
-                Ok(Err(Attempt::StartOver)) => {}
+                Ok(Err(Attempt::StartOver)) => self.count(|p| &p.start_overs),
             }
         }
         Err(SettlementError::Busy)
+    }
+
+    fn count(&self, which: impl Fn(&SettlementProbe) -> &std::sync::atomic::AtomicU64) {
+        if let Some(probe) = &self.options.probe {
+            which(probe).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     fn fault(&self, point: FaultPoint) -> Result<(), Attempt> {
@@ -517,6 +550,7 @@ impl Settler {
         let (tenant, share_id, principal) = (share.tenant_id, share.id, request.principal.0);
         let mut tx: Transaction<'_, Postgres> =
             pool.begin().await.context("starting the settlement")?;
+        self.count(|p| &p.transactions);
 
         // A retry of an attempt that committed gets its first result, but
         // only while that result still holds: the grant is live, the code is
@@ -629,6 +663,7 @@ impl Settler {
             Some(row) => (row.id, false),
             None => {
                 let code = request.pending_code.ok_or(SettlementError::CodeRequired)?;
+                self.count(|p| &p.bind_attempts);
                 let bound = sqlx::query_scalar!(
                     "UPDATE auth_codes SET bound_principal = $4, first_used_at = now()
                      WHERE tenant_id = $1 AND share_id = $2 AND id = $3

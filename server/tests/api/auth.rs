@@ -446,6 +446,97 @@ async fn a_login_racing_logout_all_never_survives_it(pool: PgPool) {
     }
     // Both outcomes are legitimate; report the mix.
     eprintln!("race: {survivors} logins came after the revocation, {revoked} before");
+
+    // The interleaving that matters, pinned: logout-all is in flight (its
+    // revocation waits on a row lock this test holds) while a login
+    // completes. Once logout-all has answered, that login's session is
+    // signed out, whatever it was stamped with.
+    for round in 0..5 {
+        let revoker = new_client();
+        app.login_as(&revoker, "race@example.com", PASSWORD).await;
+        let mut lock = app.pool.begin().await.expect("begin");
+        sqlx::query("SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE")
+            .bind(account.0)
+            .execute(&mut *lock)
+            .await
+            .expect("lock the account");
+        let logout_all = tokio::spawn({
+            let (revoker, url) = (
+                revoker.clone(),
+                format!("{}/api/auth/logout-all", app.address),
+            );
+            async move {
+                revoker
+                    .post(url)
+                    .form(&Vec::<(String, String)>::new())
+                    .send()
+                    .await
+            }
+        });
+        wait_for_lock_waiter(&app.pool, "UPDATE accounts SET session_epoch").await;
+
+        let racer = new_client();
+        app.login_as(&racer, "race@example.com", PASSWORD).await;
+        assert_eq!(
+            app.whoami_as(&racer).await.as_deref(),
+            Some("race@example.com"),
+            "round {round}: the racing login completed while logout-all was in flight"
+        );
+        lock.rollback().await.expect("unlock");
+        let response = logout_all
+            .await
+            .expect("logout-all task")
+            .expect("logout-all");
+        assert!(
+            response.status().is_success(),
+            "round {round}: {}",
+            response.status()
+        );
+        assert_eq!(
+            app.whoami_as(&racer).await,
+            None,
+            "round {round}: a login that completed during logout-all does not survive it"
+        );
+        assert_eq!(
+            app.whoami_as(&revoker).await,
+            None,
+            "round {round}: the revoker is out"
+        );
+        // A login after logout-all answered stays signed in: the racer was
+        // signed out by the revocation, not by a broken sign-in.
+        let after = new_client();
+        app.login_as(&after, "race@example.com", PASSWORD).await;
+        assert_eq!(
+            app.whoami_as(&after).await.as_deref(),
+            Some("race@example.com"),
+            "round {round}: a later login is valid"
+        );
+    }
+}
+
+/// Waits until a statement starting with `statement` waits for a lock in
+/// this test's database.
+async fn wait_for_lock_waiter(pool: &PgPool, statement: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE datname = current_database() AND wait_event_type = 'Lock'
+               AND starts_with(ltrim(query), $1)",
+        )
+        .bind(statement)
+        .fetch_one(pool)
+        .await
+        .expect("pg_stat_activity");
+        if waiting > 0 {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no statement {statement:?} ever waited for the lock"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
 }
 
 /// The epoch stamped in the one signed-in session record of this round.

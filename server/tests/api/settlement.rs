@@ -1,7 +1,7 @@
 //! The concurrency suite: real parallel HTTP requests through the running
 //! app, then the final state checked with SQL.
 
-use engine::settlement::{FailurePolicy, FaultPoint};
+use engine::settlement::{FailurePolicy, FaultPoint, SettlementProbe};
 use futures::future::join_all;
 use serde_json::json;
 use sqlx::PgPool;
@@ -25,8 +25,49 @@ async fn a_hundred_learners_claiming_one_code_bind_it_once(pool: PgPool) {
 #[sqlx::test(migrations = "../migrations")]
 async fn one_learner_with_a_hundred_pending_codes_binds_exactly_one(pool: PgPool) {
     let app = spawn_app_with(pool, load_settings()).await;
-    let admin = admin(&app).await;
-    let (learner, _) = learners(&app, 1).await.remove(0);
+    one_learner_with_many_codes(&app, false, false, "case 2").await;
+}
+
+/// Case 2 with the reservation failing (`db-only`): every attempt reaches
+/// PostgreSQL, and the partial unique index (one code per learner and
+/// share) alone keeps the learner to one code.
+#[sqlx::test(migrations = "../migrations")]
+async fn one_learner_with_a_hundred_pending_codes_binds_exactly_one_with_the_reservation_failing(
+    pool: PgPool,
+) {
+    let probe = std::sync::Arc::new(SettlementProbe::default());
+    let options = engine::settlement::SettlementOptions {
+        failure_policy: FailurePolicy::DbOnly,
+        probe: Some(probe.clone()),
+        ..load_settings().settlement_options()
+    };
+    let app = spawn_app_with_settlement(pool, load_settings(), options).await;
+    one_learner_with_many_codes(&app, true, true, "case 2 db-only").await;
+    let (transactions, binds, start_overs) = probe.counts();
+    eprintln!(
+        "case 2 db-only: {transactions} transactions, {binds} binds, {start_overs} start-overs"
+    );
+    let rounds = u64::try_from(repeats()).expect("small");
+    assert!(
+        transactions >= 100 * rounds,
+        "every request reached PostgreSQL: {transactions}"
+    );
+}
+
+/// One learner, 100 sessions, each with its own pending code, opens content
+/// at once, `repeats()` times; `poison_learner`: the learner's reservation key
+/// makes `reserve.lua` fail. `may_time_out`: with the reservation out of
+/// the way, the learner's settlements queue on its binding's row lock in
+/// PostgreSQL; on a loaded machine some exceed the transaction timeout and
+/// get the documented retryable 503 (`unavailable`, with Retry-After).
+async fn one_learner_with_many_codes(
+    app: &crate::helpers::TestApp,
+    poison_learner: bool,
+    may_time_out: bool,
+    context: &str,
+) {
+    let admin = admin(app).await;
+    let (learner, _) = learners(app, 1).await.remove(0);
     let email = format!("learner-{learner}@example.com");
     let sessions: Vec<reqwest::Client> = (0..100).map(|_| crate::helpers::new_client()).collect();
     join_all(
@@ -36,35 +77,49 @@ async fn one_learner_with_a_hundred_pending_codes_binds_exactly_one(pool: PgPool
     )
     .await;
     for round in 0..repeats() {
-        let course = course::course(&app, &admin, json!({})).await;
-        let codes = issue(&app, &admin, course.share, 100).await;
+        let course = course::course(app, &admin, json!({})).await;
+        let codes = issue(app, &admin, course.share, 100).await;
         let entered = join_all(
             sessions
                 .iter()
                 .zip(&codes)
-                .map(|(c, (_, code))| enter_code(&app, c, &course.slug, code)),
+                .map(|(c, (_, code))| enter_code(app, c, &course.slug, code)),
         )
         .await;
         assert!(
             entered.iter().all(|r| r.status() == 200),
-            "round {round}: all pending"
+            "{context} round {round}: all pending"
         );
+        if poison_learner {
+            poison(
+                app,
+                &app.redis
+                    .keys()
+                    .reservation_user(admin.tenant, course.share, learner),
+            )
+            .await;
+        }
 
-        let opened = join_all(sessions.iter().map(|c| open(&app, c, &course, None))).await;
+        let opened = join_all(sessions.iter().map(|c| open(app, c, &course, None))).await;
         let mut granted = 0;
         for response in opened {
             if response.status() == 200 {
                 granted += 1;
             } else {
+                let retry_after = response.headers().contains_key("retry-after");
                 let (status, error) = error_of(response).await;
+                if may_time_out && (status, error.as_str()) == (503, "unavailable") {
+                    assert!(retry_after, "{context} round {round}: 503 with Retry-After");
+                    continue;
+                }
                 assert_eq!(
                     (status, error.as_str()),
                     (409, "busy_retry"),
-                    "round {round}"
+                    "{context} round {round}"
                 );
             }
         }
-        assert!(granted >= 1, "round {round}: the learner got in");
+        assert!(granted >= 1, "{context} round {round}: the learner got in");
         let bound: Vec<(Uuid, Uuid)> = sqlx::query_as(
             "SELECT id, bound_principal FROM auth_codes WHERE share_id = $1 AND bound_principal IS NOT NULL",
         )
@@ -72,16 +127,20 @@ async fn one_learner_with_a_hundred_pending_codes_binds_exactly_one(pool: PgPool
         .fetch_all(&app.pool)
         .await
         .expect("bound");
-        assert_eq!(bound.len(), 1, "round {round}: exactly one code bound");
+        assert_eq!(
+            bound.len(),
+            1,
+            "{context} round {round}: exactly one code bound"
+        );
         assert_eq!(bound[0].1, learner);
-        let state = state_of(&app, course.share).await;
+        let state = state_of(app, course.share).await;
         assert_eq!(
             (state.quota_used, state.records),
             (1, 1),
-            "round {round}: one access counted"
+            "{context} round {round}: one access counted"
         );
     }
-    assert_invariants(&app, "after case 2").await;
+    assert_invariants(app, context).await;
 }
 
 /// Case 3: a bound learner requests content 100 times, half retries of one
@@ -337,36 +396,58 @@ async fn with_the_reservation_failing_fail_closed_refuses_and_binds_nothing(pool
 /// Case 5c: reservation keys deleted while requests are in flight.
 #[sqlx::test(migrations = "../migrations")]
 async fn with_reservation_keys_deleted_mid_flight_the_code_is_bound_once(pool: PgPool) {
-    let app = spawn_app_with(pool, load_settings()).await;
+    let probe = std::sync::Arc::new(SettlementProbe::default());
+    let options = engine::settlement::SettlementOptions {
+        probe: Some(probe.clone()),
+        ..load_settings().settlement_options()
+    };
+    let app = spawn_app_with_settlement(pool, load_settings(), options).await;
     let admin = admin(&app).await;
     let crowd = learners(&app, 50).await;
-    for round in 0..repeats().min(10) {
+    let rounds = repeats().min(10);
+    let mut deleted = 0;
+    for round in 0..rounds {
         let course = course::course(&app, &admin, json!({})).await;
-        let code = issue(&app, &admin, course.share, 1).await.remove(0).1;
+        let (code_id, code) = issue(&app, &admin, course.share, 1).await.remove(0);
         join_all(
             crowd
                 .iter()
                 .map(|(_, c)| enter_code(&app, c, &course.slug, &code)),
         )
         .await;
-        let pattern = format!("{}:res:*", app.redis.keys().prefix());
+        // The code's reservation key (every attempt of this round takes it),
+        // deleted over and over until every request has been answered.
+        let key = app
+            .redis
+            .keys()
+            .reservation_code(admin.tenant, course.share, code_id);
         let redis = app.redis.clone();
-        let deleter = tokio::spawn(async move {
-            use redis::AsyncCommands as _;
-            for _ in 0..50 {
-                let keys: Vec<String> = redis.conn().keys(&pattern).await.unwrap_or_default();
-                for key in keys {
-                    let _: Result<i64, _> = redis.conn().del(key).await;
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let deleter = tokio::spawn({
+            let done = done.clone();
+            async move {
+                use redis::AsyncCommands as _;
+                let mut deleted: u64 = 0;
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    let n: u64 = redis.conn().del(&key).await.expect("DEL of a reservation");
+                    deleted += n;
+                    tokio::task::yield_now().await;
                 }
-                tokio::task::yield_now().await;
+                deleted
             }
         });
         let opened = join_all(crowd.iter().map(|(_, c)| open(&app, c, &course, None))).await;
-        deleter.await.expect("deleter");
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        deleted += deleter.await.expect("deleter");
         let winners = opened.iter().filter(|r| r.status() == 200).count();
         assert_eq!(winners, 1, "round {round}");
         assert_eq!(state_of(&app, course.share).await.bound, 1, "round {round}");
     }
+    let (transactions, binds, start_overs) = probe.counts();
+    eprintln!(
+        "keys deleted: {deleted} deletions, {transactions} transactions, {binds} binds, {start_overs} start-overs"
+    );
+    assert!(deleted > 0, "the deleter deleted a reservation in flight");
     assert_invariants(&app, "keys deleted").await;
 }
 
@@ -1227,4 +1308,156 @@ async fn issuing_a_batch_is_idempotent_per_key(pool: PgPool) {
         issue_with("batch-2", 3).await.expect("request").status(),
         201
     );
+}
+
+/// Code entry is throttled per client IP: past the limit, a right code from
+/// yet another account is refused (429), whichever course it is for.
+#[sqlx::test(migrations = "../migrations")]
+async fn code_entry_is_throttled_per_ip(pool: PgPool) {
+    let mut settings = load_settings();
+    settings.throttle.code_per_ip = 3;
+    let app = spawn_app_with(pool, settings).await;
+    let admin = admin(&app).await;
+    let first = course::course(&app, &admin, json!({})).await;
+    let second = course::course(&app, &admin, json!({})).await;
+    let codes = issue(&app, &admin, first.share, 2).await;
+    let more = issue(&app, &admin, second.share, 2).await;
+    let people = learners(&app, 4).await;
+    // Three attempts from one IP, by three accounts, over two courses.
+    for ((_, client), (slug, code)) in people.iter().zip([
+        (&first.slug, &codes[0].1),
+        (&first.slug, &codes[1].1),
+        (&second.slug, &more[0].1),
+    ]) {
+        assert_eq!(enter_code(&app, client, slug, code).await.status(), 200);
+    }
+    let refused = enter_code(&app, &people[3].1, &second.slug, &more[1].1).await;
+    assert!(refused.headers().contains_key("retry-after"));
+    let status = refused.status().as_u16();
+    let body: serde_json::Value = refused.json().await.expect("json");
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (429, Some("rate_limited")),
+        "{body}"
+    );
+    assert!(
+        body.to_string().contains("from your network"),
+        "the per-IP limit refused: {body}"
+    );
+    assert_eq!(
+        error_of(open(&app, &people[3].1, &second, None).await).await,
+        (403, "code_required".into()),
+        "the refused code is not pending"
+    );
+}
+
+/// Code entry is throttled per course: past the limit, that course refuses
+/// every further attempt (429) while another course still accepts codes.
+#[sqlx::test(migrations = "../migrations")]
+async fn code_entry_is_throttled_per_share(pool: PgPool) {
+    let mut settings = load_settings();
+    settings.throttle.code_per_share = 3;
+    let app = spawn_app_with(pool, settings).await;
+    let admin = admin(&app).await;
+    let hot = course::course(&app, &admin, json!({})).await;
+    let calm = course::course(&app, &admin, json!({})).await;
+    let codes = issue(&app, &admin, hot.share, 4).await;
+    let other = issue(&app, &admin, calm.share, 1).await;
+    let people = learners(&app, 5).await;
+    for ((_, client), (_, code)) in people.iter().zip(&codes).take(3) {
+        assert_eq!(
+            enter_code(&app, client, &hot.slug, code).await.status(),
+            200
+        );
+    }
+    let refused = enter_code(&app, &people[3].1, &hot.slug, &codes[3].1).await;
+    assert!(refused.headers().contains_key("retry-after"));
+    let status = refused.status().as_u16();
+    let body: serde_json::Value = refused.json().await.expect("json");
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (429, Some("rate_limited")),
+        "{body}"
+    );
+    assert!(
+        body.to_string().contains("for this course"),
+        "the per-course limit refused: {body}"
+    );
+    assert_eq!(
+        enter_code(&app, &people[4].1, &calm.slug, &other[0].1)
+            .await
+            .status(),
+        200,
+        "another course is not throttled"
+    );
+}
+
+/// Key rotation: codes issued under key 1 still redeem on an instance whose
+/// current key is 2 (and that still knows key 1); codes it issues are under
+/// key 2, unknown to an instance that has key 1 only.
+#[sqlx::test(migrations = "../migrations")]
+async fn codes_issued_under_an_old_key_redeem_after_rotation(pool: PgPool) {
+    use secrecy::SecretString;
+    const OLD: &str = "1:rotation-test-old-key-0123456789";
+    const NEW: &str = "2:rotation-test-new-key-9876543210";
+    let mut before = load_settings();
+    before.secrets.code_keys = Some(SecretString::from(OLD));
+    before.secrets.code_key_current = 1;
+    let old_app = spawn_app_with(pool.clone(), before.clone()).await;
+    let admin = admin(&old_app).await;
+    let course = course::course(&old_app, &admin, json!({})).await;
+    let old_codes = issue(&old_app, &admin, course.share, 2).await;
+    let version_of = |id: Uuid| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i16>("SELECT key_version FROM auth_codes WHERE id = $1")
+                .bind(id)
+                .fetch_one(&pool)
+                .await
+                .expect("key version")
+        }
+    };
+    assert_eq!(version_of(old_codes[0].0).await, 1);
+
+    // The same deployment restarted with key 2 current (same Redis prefix
+    // and session key: signed-in browsers stay signed in).
+    let mut after = before;
+    after.secrets.code_keys = Some(SecretString::from(format!("{NEW},{OLD}")));
+    after.secrets.code_key_current = 2;
+    let app = spawn_app_with(pool.clone(), after).await;
+    let people = learners(&app, 2).await;
+    assert_eq!(
+        enter_code(&app, &people[0].1, &course.slug, &old_codes[0].1)
+            .await
+            .status(),
+        200,
+        "a code under key 1 is found with key 2 current"
+    );
+    let opened = open(&app, &people[0].1, &course, None).await;
+    assert_eq!(opened.status(), 200);
+    assert_eq!(opened.headers()["x-admitone-access"], "bound");
+
+    let new_code = issue(&app, &admin, course.share, 1).await.remove(0);
+    assert_eq!(version_of(new_code.0).await, 2, "new codes are under key 2");
+    assert_eq!(
+        error_of(enter_code(&old_app, &people[1].1, &course.slug, &new_code.1).await).await,
+        (422, "invalid_code".into()),
+        "key 1 alone does not know a code made under key 2"
+    );
+    assert_eq!(
+        enter_code(&app, &people[1].1, &course.slug, &new_code.1)
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(open(&app, &people[1].1, &course, None).await.status(), 200);
+    assert_eq!(
+        state_of(&app, course.share).await,
+        ShareState {
+            bound: 2,
+            quota_used: 2,
+            records: 2
+        }
+    );
+    assert_invariants(&app, "rotation").await;
 }

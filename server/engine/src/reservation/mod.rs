@@ -205,4 +205,234 @@ mod tests {
             assert!(parse_release(&bad).is_err(), "{bad:?}");
         }
     }
+
+    // The scripts themselves, against the machine's Redis (`REDIS_URL`),
+    // each test under its own key prefix.
+
+    use crate::coordination::RedisOptions;
+    use redis::AsyncCommands as _;
+
+    const TTL: Duration = Duration::from_secs(30);
+
+    async fn connect() -> Redis {
+        let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+        Redis::connect(&RedisOptions {
+            urls: vec![url],
+            cluster: false,
+            key_prefix: format!("test:{}", uuid::Uuid::new_v4()),
+            response_timeout: Duration::from_secs(5),
+        })
+        .await
+        .expect("Redis handle")
+    }
+
+    fn keys_of(redis: &Redis) -> ReservationKeys {
+        let (tenant, share) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
+        ReservationKeys {
+            code: redis
+                .keys()
+                .reservation_code(tenant, share, uuid::Uuid::new_v4()),
+            user: redis
+                .keys()
+                .reservation_user(tenant, share, uuid::Uuid::new_v4()),
+        }
+    }
+
+    async fn get(redis: &Redis, key: &str) -> Option<String> {
+        redis.conn().get(key).await.expect("GET")
+    }
+
+    async fn pttl(redis: &Redis, key: &str) -> i64 {
+        redis::cmd("PTTL")
+            .arg(key)
+            .query_async(&mut redis.conn())
+            .await
+            .expect("PTTL")
+    }
+
+    async fn clean(redis: &Redis, keys: &ReservationKeys) {
+        let _: i64 = redis
+            .conn()
+            .del(&[&keys.code, &keys.user])
+            .await
+            .expect("DEL");
+    }
+
+    #[tokio::test]
+    async fn reserve_sets_both_keys_with_the_ttl_and_the_owner_retakes_its_own() {
+        let redis = connect().await;
+        let reserver = Reserver::new();
+        let keys = keys_of(&redis);
+        let answer = reserver
+            .reserve(&redis, &keys, "owner-a", TTL)
+            .await
+            .expect("reserve");
+        assert_eq!(answer, Reservation::Reserved);
+        for key in [&keys.code, &keys.user] {
+            assert_eq!(get(&redis, key).await.as_deref(), Some("owner-a"), "{key}");
+            let ttl = pttl(&redis, key).await;
+            assert!(
+                ttl > 0 && ttl <= TTL.as_millis() as i64,
+                "{key}: PTTL {ttl} must be set and within the configured {TTL:?}"
+            );
+        }
+
+        // Let the TTL run down a little, then the same owner re-takes its
+        // reservation: accepted, and the TTL is refreshed.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let before = pttl(&redis, &keys.code).await;
+        let again = reserver
+            .reserve(&redis, &keys, "owner-a", TTL)
+            .await
+            .expect("reserve again");
+        assert_eq!(again, Reservation::Reserved, "the owner re-takes its own");
+        for key in [&keys.code, &keys.user] {
+            assert_eq!(get(&redis, key).await.as_deref(), Some("owner-a"), "{key}");
+            let ttl = pttl(&redis, key).await;
+            assert!(
+                ttl > before && ttl <= TTL.as_millis() as i64,
+                "{key}: PTTL {ttl} refreshed (was {before})"
+            );
+        }
+
+        // Others are turned away, and nothing they tried is written.
+        let learner_busy = ReservationKeys {
+            code: keys.code.replace(":code:", ":code:x"),
+            user: keys.user.clone(),
+        };
+        assert_eq!(
+            reserver
+                .reserve(&redis, &learner_busy, "owner-b", TTL)
+                .await
+                .expect("reserve"),
+            Reservation::UserBusy
+        );
+        assert_eq!(
+            get(&redis, &learner_busy.code).await,
+            None,
+            "no half reservation"
+        );
+        let code_held = ReservationKeys {
+            code: keys.code.clone(),
+            user: keys.user.replace(":user:", ":user:x"),
+        };
+        assert_eq!(
+            reserver
+                .reserve(&redis, &code_held, "owner-b", TTL)
+                .await
+                .expect("reserve"),
+            Reservation::CodeHeld
+        );
+        assert_eq!(
+            get(&redis, &code_held.user).await,
+            None,
+            "no half reservation"
+        );
+        assert_eq!(get(&redis, &keys.code).await.as_deref(), Some("owner-a"));
+        clean(&redis, &keys).await;
+    }
+
+    #[tokio::test]
+    async fn release_deletes_only_what_the_owner_still_holds() {
+        let redis = connect().await;
+        let reserver = Reserver::new();
+
+        // Another owner's release leaves the reservation alone.
+        let keys = keys_of(&redis);
+        reserver
+            .reserve(&redis, &keys, "owner-a", TTL)
+            .await
+            .expect("reserve");
+        let released = reserver
+            .release(&redis, &keys, "owner-b")
+            .await
+            .expect("release");
+        assert_eq!(released, 0, "not owner-b's to release");
+        for key in [&keys.code, &keys.user] {
+            assert_eq!(get(&redis, key).await.as_deref(), Some("owner-a"), "{key}");
+        }
+
+        // The owner's release deletes both.
+        let released = reserver
+            .release(&redis, &keys, "owner-a")
+            .await
+            .expect("release");
+        assert_eq!(released, 2);
+        for key in [&keys.code, &keys.user] {
+            assert_eq!(get(&redis, key).await, None, "{key} deleted");
+        }
+        // Nothing left to release.
+        assert_eq!(
+            reserver
+                .release(&redis, &keys, "owner-a")
+                .await
+                .expect("release"),
+            0
+        );
+
+        // A key that expired and was re-taken by another attempt stays.
+        reserver
+            .reserve(&redis, &keys, "owner-a", TTL)
+            .await
+            .expect("reserve");
+        let _: () = redis.conn().set(&keys.code, "owner-c").await.expect("SET");
+        let released = reserver
+            .release(&redis, &keys, "owner-a")
+            .await
+            .expect("release");
+        assert_eq!(released, 1, "only the learner's key was still owner-a's");
+        assert_eq!(get(&redis, &keys.code).await.as_deref(), Some("owner-c"));
+        assert_eq!(get(&redis, &keys.user).await, None);
+        clean(&redis, &keys).await;
+    }
+
+    #[tokio::test]
+    async fn remove_stale_keeps_a_live_reservation_and_removes_stale_ones() {
+        let redis = connect().await;
+        let reserver = Reserver::new();
+        let live = keys_of(&redis);
+        reserver
+            .reserve(&redis, &live, "owner-a", TTL)
+            .await
+            .expect("reserve");
+        // No expiry at all, and more time to live than the bound: stale.
+        let stale = keys_of(&redis);
+        let _: () = redis.conn().set(&stale.code, "lost").await.expect("SET");
+        let _: () = redis
+            .conn()
+            .set_ex(&stale.user, "lost", 3_600)
+            .await
+            .expect("SET EX");
+
+        let found = super::stale(&redis, TTL)
+            .await
+            .expect("stale")
+            .expect("standalone");
+        let mut found_sorted = found.clone();
+        found_sorted.sort();
+        let mut expected = vec![stale.code.clone(), stale.user.clone()];
+        expected.sort();
+        assert_eq!(found_sorted, expected, "only the stale keys are reported");
+
+        // Asked to remove every key, remove_stale.lua still keeps the live ones.
+        let all = vec![
+            live.code.clone(),
+            live.user.clone(),
+            stale.code.clone(),
+            stale.user.clone(),
+        ];
+        let removed = super::remove(&redis, &all, TTL).await.expect("remove");
+        assert_eq!(removed, 2);
+        for key in [&live.code, &live.user] {
+            assert_eq!(
+                get(&redis, key).await.as_deref(),
+                Some("owner-a"),
+                "{key} kept"
+            );
+        }
+        for key in [&stale.code, &stale.user] {
+            assert_eq!(get(&redis, key).await, None, "{key} removed");
+        }
+        clean(&redis, &live).await;
+    }
 }
