@@ -12,6 +12,9 @@ use server::{
     telemetry,
 };
 
+/// `server reconcile`'s exit status when another reconciler holds the lock.
+const RECONCILE_SKIPPED: i32 = 3;
+
 #[derive(Parser)]
 #[command(name = "server", version, about = "AdmitOne: one person, one code.")]
 struct Cli {
@@ -28,7 +31,9 @@ enum Command {
     Serve,
     /// Create the database if needed and apply pending migrations.
     Migrate,
-    /// Check every invariant in SQL; exits 1 if any is violated.
+    /// Check every invariant in SQL. Exit status: 0 all hold, 1 a violation
+    /// (or an error), 3 skipped: another reconciler is running, nothing was
+    /// checked.
     Reconcile {
         /// Also fix counter drift (a share's used quota); never bindings.
         #[arg(long)]
@@ -128,7 +133,8 @@ async fn run() -> anyhow::Result<()> {
             let report = server::reconcile::reconcile(&pool, reservations.as_ref(), repair).await?;
             if report.skipped {
                 println!("skipped: another reconciler is running");
-                return Ok(());
+                // Not a pass: nothing was checked (a cron must not read "ok").
+                std::process::exit(RECONCILE_SKIPPED);
             }
             for check in &report.checks {
                 let verdict = if check.violations == 0 {

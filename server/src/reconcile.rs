@@ -53,6 +53,16 @@ pub async fn reconcile(
     reservations: Option<&Reservations>,
     repair: bool,
 ) -> anyhow::Result<Report> {
+    reconcile_with(pool, reservations, repair, &invariants::Options::default()).await
+}
+
+/// [`reconcile`] with the checks' batch sizes given (tests make them small).
+pub async fn reconcile_with(
+    pool: &PgPool,
+    reservations: Option<&Reservations>,
+    repair: bool,
+    options: &invariants::Options<'_>,
+) -> anyhow::Result<Report> {
     let Some(lock) = invariants::Exclusive::try_acquire(pool).await? else {
         tracing::info!("reconciliation skipped: another reconciler is running");
         return Ok(Report {
@@ -62,7 +72,7 @@ pub async fn reconcile(
             reservations_removed: 0,
         });
     };
-    let report = reconcile_exclusively(pool, reservations, repair).await;
+    let report = reconcile_exclusively(pool, reservations, repair, options).await;
     if let Err(error) = lock.release().await {
         tracing::warn!(
             error = format!("{error:#}"),
@@ -76,13 +86,14 @@ async fn reconcile_exclusively(
     pool: &PgPool,
     reservations: Option<&Reservations>,
     repair: bool,
+    options: &invariants::Options<'_>,
 ) -> anyhow::Result<Report> {
     let repaired = if repair {
-        invariants::repair_counters(pool).await?
+        invariants::repair_counters(pool, options).await?
     } else {
         0
     };
-    let mut checks = invariants::check_all(pool).await?;
+    let mut checks = invariants::check_all_with(pool, options).await?;
     let mut reservations_removed = 0;
     if let Some(audit) = reservations {
         // Redis trouble is logged, not a violation: the database checks

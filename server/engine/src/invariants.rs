@@ -7,15 +7,25 @@
 //!
 //! A production database holds millions of codes and every statement runs
 //! under the pool's statement timeout, so no check reads a whole table in
-//! one statement: each walks its table in keyset batches of [`BATCH`] rows
-//! (or groups) along an index, and adds up the violations. The findings are
-//! those of one query over everything, except that rows changing while the
-//! walk goes on may be seen in either state (as with any online check).
+//! one statement: each walks its table in keyset batches of
+//! [`Options::batch`] rows (or groups) along an index, and adds up the
+//! violations. Every statement of every check runs in one
+//! `REPEATABLE READ READ ONLY` transaction, so all of them see the same
+//! snapshot: the findings are those of one query over the database as it
+//! was when the run began, however long the walk takes and whatever
+//! commits meanwhile. That matters for the checks that compare two walks
+//! (first bindings against their announcements): a binding committed
+//! between the two walks would otherwise be counted by one and not the
+//! other. The walk never sits idle inside that transaction, so the
+//! pool's idle-in-transaction timeout does not end it; each statement
+//! still runs under the statement timeout.
 //! A share's own counters are still compared with all of that share's
 //! access records in one statement (an index range per share).
 //!
 //! Only one reconciler runs at a time across all instances: [`Exclusive`]
 //! is a PostgreSQL advisory lock held on a connection of its own.
+
+use std::{future::Future, pin::Pin};
 
 use anyhow::Context as _;
 use sqlx::{Connection as _, PgConnection, PgPool};
@@ -33,7 +43,45 @@ pub const BATCH: i64 = 10_000;
 
 /// Shares one statement of the per-share checks reads (each share's
 /// records are counted through an index).
-const SHARES_BATCH: i64 = 200;
+pub const SHARES_BATCH: i64 = 200;
+
+/// Called before each walk of a check with the check's name and the walk's
+/// number (0, or 1 for the second walk of a comparison): lets a test commit
+/// something mid-run.
+pub type Hook<'a> =
+    dyn Fn(&'static str, usize) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> + Send + Sync + 'a;
+
+/// How a run reads: batch sizes ([`BATCH`] and [`SHARES_BATCH`] by
+/// default; tests make them small to cross batch boundaries).
+#[derive(Clone, Copy)]
+pub struct Options<'a> {
+    /// Rows (or groups) one statement reads.
+    pub batch: i64,
+    /// Shares one statement of the per-share checks and the repair reads.
+    pub shares_batch: i64,
+    /// Tests only.
+    pub hook: Option<&'a Hook<'a>>,
+}
+
+impl Default for Options<'_> {
+    fn default() -> Self {
+        Self {
+            batch: BATCH,
+            shares_batch: SHARES_BATCH,
+            hook: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Options<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("batch", &self.batch)
+            .field("shares_batch", &self.shares_batch)
+            .field("hook", &self.hook.is_some())
+            .finish()
+    }
+}
 
 /// The advisory lock key of the reconciler ("AdmitOne" in ASCII).
 pub const RECONCILE_LOCK: i64 = 0x4164_6d69_744f_6e65;
@@ -41,11 +89,12 @@ pub const RECONCILE_LOCK: i64 = 0x4164_6d69_744f_6e65;
 /// One batched walk. `sql` reads the batch after the cursor `$1` (a
 /// `uuid[]` of the key columns) of at most `$2` rows, and answers
 /// `(hits bigint, rows bigint, last uuid[])`: the batch's violations (or
-/// counted rows), its size and its last key.
+/// counted rows), its size (counted in the batch itself, never after a
+/// join) and its last key.
 struct Walk {
     sql: &'static str,
     key_len: usize,
-    limit: i64,
+    shares: bool,
 }
 
 /// A check: violations summed over one walk, or (for an equality of two
@@ -74,12 +123,12 @@ fn checks() -> Vec<(&'static str, Plan)> {
     let walk2 = |sql: &'static str| Walk {
         sql,
         key_len: 2,
-        limit: BATCH,
+        shares: false,
     };
     let shares = |sql: &'static str| Walk {
         sql,
         key_len: 2,
-        limit: SHARES_BATCH,
+        shares: true,
     };
     vec![
         (
@@ -93,12 +142,12 @@ fn checks() -> Vec<(&'static str, Plan)> {
                             AND (tenant_id, share_id, bound_principal) > ($1[1], $1[2], $1[3])
                           GROUP BY tenant_id, share_id, bound_principal
                           ORDER BY tenant_id, share_id, bound_principal LIMIT $2)
-                      SELECT count(*) FILTER (WHERE n > 1), count(*),
+                      SELECT count(*) FILTER (WHERE n > 1), (SELECT count(*) FROM batch),
                              (SELECT ARRAY[tenant_id, share_id, bound_principal] FROM batch
                               ORDER BY tenant_id DESC, share_id DESC, bound_principal DESC LIMIT 1)
                       FROM batch",
                 key_len: 3,
-                limit: BATCH,
+                shares: false,
             }),
         ),
         (
@@ -106,7 +155,7 @@ fn checks() -> Vec<(&'static str, Plan)> {
             Plan::Sum(walk2(concat!(
                 batch2!("tenant_id, id, bound_principal, first_used_at", "auth_codes"),
                 " SELECT count(*) FILTER (WHERE (bound_principal IS NULL) <> (first_used_at IS NULL)),
-                         count(*), ",
+                         (SELECT count(*) FROM batch), ",
                 "(SELECT ARRAY[tenant_id, id] FROM batch ORDER BY tenant_id DESC, id DESC LIMIT 1)",
                 " FROM batch"
             ))),
@@ -117,7 +166,7 @@ fn checks() -> Vec<(&'static str, Plan)> {
                 batch2!("tenant_id, id, quota_used", "shares"),
                 " SELECT count(*) FILTER (WHERE quota_used <> (SELECT count(*) FROM access_records a
                                           WHERE a.tenant_id = batch.tenant_id AND a.share_id = batch.id)),
-                         count(*), ",
+                         (SELECT count(*) FROM batch), ",
                 "(SELECT ARRAY[tenant_id, id] FROM batch ORDER BY tenant_id DESC, id DESC LIMIT 1)",
                 " FROM batch"
             ))),
@@ -126,7 +175,7 @@ fn checks() -> Vec<(&'static str, Plan)> {
             "a share never uses more than its quota",
             Plan::Sum(shares(concat!(
                 batch2!("tenant_id, id, quota, quota_used", "shares"),
-                " SELECT count(*) FILTER (WHERE quota IS NOT NULL AND quota_used > quota), count(*), ",
+                " SELECT count(*) FILTER (WHERE quota IS NOT NULL AND quota_used > quota), (SELECT count(*) FROM batch), ",
                 "(SELECT ARRAY[tenant_id, id] FROM batch ORDER BY tenant_id DESC, id DESC LIMIT 1)",
                 " FROM batch"
             ))),
@@ -137,7 +186,7 @@ fn checks() -> Vec<(&'static str, Plan)> {
                 batch2!("tenant_id, id, share_id, access_count", "auth_codes"),
                 " SELECT count(*) FILTER (WHERE s.per_learner_limit IS NOT NULL
                                             AND batch.access_count > s.per_learner_limit),
-                         count(*), ",
+                         (SELECT count(*) FROM batch), ",
                 "(SELECT ARRAY[tenant_id, id] FROM batch ORDER BY tenant_id DESC, id DESC LIMIT 1)",
                 " FROM batch JOIN shares s ON s.tenant_id = batch.tenant_id AND s.id = batch.share_id"
             ))),
@@ -151,7 +200,7 @@ fn checks() -> Vec<(&'static str, Plan)> {
                                                  WHERE o.event_type = 'access.recorded'
                                                    AND o.tenant_id = batch.tenant_id
                                                    AND o.payload->>'access_id' = batch.id::text) <> 1),
-                         count(*), ",
+                         (SELECT count(*) FROM batch), ",
                 "(SELECT ARRAY[tenant_id, id] FROM batch ORDER BY tenant_id DESC, id DESC LIMIT 1)",
                 " FROM batch"
             ))),
@@ -161,13 +210,13 @@ fn checks() -> Vec<(&'static str, Plan)> {
             Plan::Difference(
                 walk2(concat!(
                     batch2!("tenant_id, id, bound_now", "access_records"),
-                    " SELECT count(*) FILTER (WHERE bound_now), count(*), ",
+                    " SELECT count(*) FILTER (WHERE bound_now), (SELECT count(*) FROM batch), ",
                     "(SELECT ARRAY[tenant_id, id] FROM batch ORDER BY tenant_id DESC, id DESC LIMIT 1)",
                     " FROM batch"
                 )),
                 walk2(concat!(
                     batch2!("tenant_id, id, event_type", "outbox"),
-                    " SELECT count(*) FILTER (WHERE event_type = 'code.bound'), count(*), ",
+                    " SELECT count(*) FILTER (WHERE event_type = 'code.bound'), (SELECT count(*) FROM batch), ",
                     "(SELECT ARRAY[tenant_id, id] FROM batch ORDER BY tenant_id DESC, id DESC LIMIT 1)",
                     " FROM batch"
                 )),
@@ -180,7 +229,7 @@ fn checks() -> Vec<(&'static str, Plan)> {
                 " SELECT count(*) FILTER (WHERE c.bound_principal IS DISTINCT FROM batch.principal_id
                            AND NOT EXISTS (SELECT 1 FROM audit_log l WHERE l.tenant_id = batch.tenant_id
                                              AND l.action = 'code.unbound' AND l.target_id = batch.code_id)),
-                         count(*), ",
+                         (SELECT count(*) FROM batch), ",
                 "(SELECT ARRAY[tenant_id, id] FROM batch ORDER BY tenant_id DESC, id DESC LIMIT 1)",
                 " FROM batch JOIN auth_codes c ON c.tenant_id = batch.tenant_id AND c.id = batch.code_id"
             ))),
@@ -188,39 +237,79 @@ fn checks() -> Vec<(&'static str, Plan)> {
     ]
 }
 
-/// Sums a walk's hits, one bounded statement per batch.
-async fn walk(pool: &PgPool, name: &str, walk: &Walk) -> anyhow::Result<i64> {
+/// Sums a walk's hits, one bounded statement per batch, in the run's
+/// transaction.
+async fn walk(
+    conn: &mut PgConnection,
+    options: &Options<'_>,
+    name: &str,
+    walk: &Walk,
+) -> anyhow::Result<i64> {
+    let limit = if walk.shares {
+        options.shares_batch
+    } else {
+        options.batch
+    };
+    anyhow::ensure!(limit > 0, "a batch holds at least one row");
     let mut cursor = vec![Uuid::nil(); walk.key_len];
     let mut total = 0_i64;
     loop {
         let (hits, rows, last): (Option<i64>, Option<i64>, Option<Vec<Uuid>>) =
             sqlx::query_as(walk.sql)
                 .bind(&cursor)
-                .bind(walk.limit)
-                .fetch_one(pool)
+                .bind(limit)
+                .fetch_one(&mut *conn)
                 .await
                 .with_context(|| format!("checking: {name}"))?;
         total += hits.unwrap_or(0);
         match last {
-            Some(last) if rows.unwrap_or(0) >= walk.limit => cursor = last,
+            Some(last) if rows.unwrap_or(0) >= limit => cursor = last,
             _ => return Ok(total),
         }
     }
 }
 
-/// Runs every check.
+/// Runs every check with the default batch sizes.
 pub async fn check_all(pool: &PgPool) -> anyhow::Result<Vec<Check>> {
+    check_all_with(pool, &Options::default()).await
+}
+
+/// Runs every check, all in one `REPEATABLE READ READ ONLY` transaction
+/// (one snapshot for every statement).
+pub async fn check_all_with(pool: &PgPool, options: &Options<'_>) -> anyhow::Result<Vec<Check>> {
     let plans = checks();
     let mut checks = Vec::with_capacity(plans.len());
+    let mut tx = pool.begin().await.context("starting the checks")?;
+    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        .execute(&mut *tx)
+        .await
+        .context("taking the checks' snapshot")?;
+    let hook = |name: &'static str, walk: usize| options.hook.map(|hook| hook(name, walk));
     for (name, plan) in &plans {
         let violations = match plan {
-            Plan::Sum(w) => walk(pool, name, w).await?,
+            Plan::Sum(w) => {
+                if let Some(run) = hook(name, 0) {
+                    run.await;
+                }
+                walk(&mut tx, options, name, w).await?
+            }
             Plan::Difference(a, b) => {
-                (walk(pool, name, a).await? - walk(pool, name, b).await?).abs()
+                if let Some(run) = hook(name, 0) {
+                    run.await;
+                }
+                let a = walk(&mut tx, options, name, a).await?;
+                if let Some(run) = hook(name, 1) {
+                    run.await;
+                }
+                let b = walk(&mut tx, options, name, b).await?;
+                // Both sums are of the same snapshot: every first binding
+                // is announced in the same transaction, so they are equal.
+                (a - b).abs()
             }
         };
         checks.push(Check { name, violations });
     }
+    tx.rollback().await.context("ending the checks")?;
     Ok(checks)
 }
 
@@ -279,7 +368,7 @@ pub async fn violations(pool: &PgPool) -> anyhow::Result<Vec<Check>> {
 /// meanwhile is never overwritten; a share whose records exceed its quota
 /// is left alone (that is a violation for a person, not drift). Bindings
 /// are never touched. Returns the shares fixed.
-pub async fn repair_counters(pool: &PgPool) -> anyhow::Result<u64> {
+pub async fn repair_counters(pool: &PgPool, options: &Options<'_>) -> anyhow::Result<u64> {
     // Found a batch of shares at a time, like the checks.
     let mut drifted: Vec<(Uuid, Uuid)> = Vec::new();
     let mut cursor = (Uuid::nil(), Uuid::nil());
@@ -293,11 +382,11 @@ pub async fn repair_counters(pool: &PgPool) -> anyhow::Result<u64> {
         )
         .bind(cursor.0)
         .bind(cursor.1)
-        .bind(SHARES_BATCH)
+        .bind(options.shares_batch)
         .fetch_all(pool)
         .await
         .context("finding drifted quotas")?;
-        let full = batch.len() as i64 >= SHARES_BATCH;
+        let full = batch.len() as i64 >= options.shares_batch;
         if let Some((tenant, id, _)) = batch.last() {
             cursor = (*tenant, *id);
         }
