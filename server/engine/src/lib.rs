@@ -12,7 +12,8 @@
 //! * [`shares`]: shares, resources, code batches, revoke and the audited unbind.
 //! * [`console`]: what the admin console reads (figures, activity, audit log).
 //! * [`audit`]: audit log and outbox rows, written inside the action's transaction.
-//! * [`handover`]: a new batch's plain codes, shown once, downloaded once.
+//! * [`handover`]: a new batch's plain codes, shown once, downloaded once
+//!   (one download at a time, under a Redis lease: `release.lua`, `renew.lua`).
 //! * [`sessions`]: the tower-sessions store on Redis.
 //! * [`tokens`]: tenant API tokens (stored as digests, shown once).
 //! * [`throttle`]: fixed-window attempt limits (one Lua script).

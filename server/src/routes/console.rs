@@ -15,7 +15,7 @@ use axum::{
     response::{IntoResponse, Redirect, Response},
 };
 use engine::{
-    handover::{self, Copy},
+    handover::{self, Download, DownloadLease},
     shares::{self, ShareId},
     tenants::TenantId,
 };
@@ -62,8 +62,9 @@ pub async fn upload_form(
 }
 
 /// `GET /admin/t/{tenant}/s/{share}/batches/{batch}/codes.csv`: the batch's
-/// plain codes as CSV, once (a download that breaks midway can be
-/// repeated), for the admin who issued them.
+/// plain codes as CSV, once (a download that breaks before its whole body
+/// was sent can be retried), for the admin who issued them; `409
+/// download_in_progress` while another download of them is in flight.
 pub async fn codes_csv(
     State(state): State<ServerState>,
     session: Session,
@@ -87,21 +88,29 @@ pub async fn codes_csv(
     .await
     .map_err(anyhow::Error::new)?
     .ok_or_else(ApiError::not_found)?;
-    // Read, not taken: the copy is removed only once the whole body has
-    // been sent (see `engine::handover`), so a broken download can be
-    // repeated.
-    let Some(codes) = handover::peek(&state.app.redis, admin.id, batch, Copy::Csv).await? else {
-        return Err(ApiError::new(
-            StatusCode::GONE,
-            "already_downloaded",
-            "these codes were downloaded once already (or 15 minutes passed); only their hints remain",
-        ));
+    // One download at a time; the codes are removed only once the whole
+    // body has been sent (see `engine::handover`), so a broken download can
+    // be repeated.
+    let (codes, lease) = match handover::start_download(&state.app.redis, admin.id, batch).await? {
+        Download::Ready(codes, lease) => (codes, lease),
+        Download::InProgress => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "download_in_progress",
+                "this batch's codes are being downloaded right now; try again in a minute",
+            ));
+        }
+        Download::Gone => {
+            return Err(ApiError::new(
+                StatusCode::GONE,
+                "already_downloaded",
+                "these codes were downloaded once already (or 15 minutes passed); only their hints remain",
+            ));
+        }
     };
     let link = format!("{}/s/{}", state.settings.public_origin(), share.slug);
     let csv = codes_csv_body(CodesCsv {
-        redis: state.app.redis.clone(),
-        owner: admin.id,
-        batch,
+        lease: Some(lease),
         codes,
         next: 0,
         header_sent: false,
@@ -132,9 +141,8 @@ const CSV_ROWS_PER_CHUNK: usize = 1_000;
 
 /// Where a codes CSV download has got to.
 struct CodesCsv {
-    redis: engine::coordination::Redis,
-    owner: engine::accounts::AccountId,
-    batch: Uuid,
+    /// Held until the end (`None` after).
+    lease: Option<DownloadLease>,
     codes: Vec<String>,
     next: usize,
     header_sent: bool,
@@ -143,16 +151,35 @@ struct CodesCsv {
 }
 
 /// The codes CSV, a chunk at a time. The stream is asked for its end only
-/// after hyper has accepted every chunk before it; that is when the parked
-/// copy is discarded. A client that goes away midway drops the stream
-/// before that, and the codes stay parked for another try.
+/// after hyper has accepted every chunk before it; that is when the codes
+/// and the download's lease are removed. A client that goes away midway
+/// drops the stream before that: the lease is released and the codes stay
+/// parked for another try. A download whose lease was lost (see
+/// [`DownloadLease::keep_alive`]) stops with an error.
 fn codes_csv_body(
     start: CodesCsv,
 ) -> impl futures::Stream<Item = Result<bytes::Bytes, std::io::Error>> {
     futures::stream::unfold(Some(start), |state| async move {
         let mut csv = state?;
+        let lease = csv.lease.as_mut()?;
+        match lease.keep_alive().await {
+            Ok(true) => {}
+            outcome => {
+                if let Err(error) = outcome {
+                    tracing::error!(
+                        error = format!("{error:#}"),
+                        "renewing a codes download's lease failed"
+                    );
+                }
+                return Some((
+                    Err(std::io::Error::other("codes download lease lost")),
+                    None,
+                ));
+            }
+        }
         if csv.header_sent && csv.next >= csv.codes.len() {
-            if let Err(error) = handover::discard(&csv.redis, csv.owner, csv.batch, Copy::Csv).await
+            if let Some(lease) = csv.lease.take()
+                && let Err(error) = lease.finish().await
             {
                 // They expire with the handover TTL anyway.
                 tracing::error!(

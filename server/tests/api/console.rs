@@ -87,45 +87,65 @@ async fn issue_by_form(
     (result_page, batch)
 }
 
-#[sqlx::test(migrations = "../migrations")]
-async fn an_aborted_codes_download_can_be_downloaded_again_in_full(pool: PgPool) {
-    let app = spawn_app(pool).await;
-    let admin = admin(&app).await;
-    let course = course(&app, &admin, json!({})).await;
-    let (result_page, batch) = issue_by_form(&app.address, &admin, course.share, "3").await;
-    // A CSV far larger than every buffer between server and client (socket
-    // buffers, hyper's), so that a client that stops reading really stops
-    // the download midway: the parked copy is replaced by many codes.
+const MANY: usize = 400_000;
+
+/// Issues a batch, then parks `MANY` codes in place of its copies: a CSV
+/// far larger than every buffer between server and client (socket
+/// buffers, hyper's), so that a client that stops reading really stops
+/// the download midway. Returns the CSV's address, the owner and the batch.
+async fn big_download(app: &TestApp, admin: &Admin) -> (String, uuid::Uuid, uuid::Uuid) {
+    let course = course(app, admin, json!({})).await;
+    let (result_page, batch) = issue_by_form(&app.address, admin, course.share, "3").await;
     let owner: uuid::Uuid = sqlx::query_scalar("SELECT created_by FROM code_batches WHERE id = $1")
         .bind(batch)
         .fetch_one(&app.pool)
         .await
         .expect("owner");
-    const MANY: usize = 400_000;
     let many: Vec<String> = (0..MANY)
         .map(|i| format!("TEST-{:04}-{:04}", i / 10_000, i % 10_000))
         .collect();
     engine::handover::park(&app.redis, engine::accounts::AccountId(owner), batch, &many)
         .await
         .expect("park");
-    let csv_url = format!("{}{result_page}/codes.csv", app.address);
+    (
+        format!("{}{result_page}/codes.csv", app.address),
+        owner,
+        batch,
+    )
+}
 
-    // The first download breaks after its first chunk.
-    let mut aborted = admin.client.get(&csv_url).send().await.expect("csv");
-    assert_eq!(aborted.status(), 200);
-    let first = aborted
+/// Starts a download and reads only its first chunk: the download stays
+/// open, midway. Returns it and the bytes read so far.
+async fn start_and_hold(admin: &Admin, csv_url: &str) -> (reqwest::Response, Vec<u8>) {
+    let mut held = admin.client.get(csv_url).send().await.expect("csv");
+    assert_eq!(held.status(), 200);
+    let first = held
         .chunk()
         .await
         .expect("first chunk")
         .expect("some bytes");
     assert!(first.starts_with(b"code,link,batch_label"));
-    drop(aborted);
+    (held, first.to_vec())
+}
 
-    // The codes are still there, all of them.
-    let again = admin.client.get(&csv_url).send().await.expect("csv again");
-    assert_eq!(again.status(), 200, "an aborted download lost the codes");
-    assert_eq!(again.headers()["cache-control"], "no-store");
-    let body = again.text().await.expect("body");
+/// A second download while one is in flight: refused, with the stable error.
+async fn assert_in_progress(admin: &Admin, csv_url: &str) {
+    let second = admin.client.get(csv_url).send().await.expect("second");
+    assert_eq!(
+        second.status(),
+        StatusCode::CONFLICT,
+        "a second download ran while the first was in flight"
+    );
+    let error: serde_json::Value = second.json().await.expect("error body");
+    assert_eq!(error["error"], "download_in_progress", "{error}");
+    assert_eq!(
+        error["message"],
+        "this batch's codes are being downloaded right now; try again in a minute"
+    );
+}
+
+/// Every row of the parked list, in order.
+fn assert_full_list(body: &str) {
     let rows: Vec<&str> = body.lines().skip(1).collect();
     assert_eq!(rows.len(), MANY);
     assert!(rows[0].starts_with("TEST-0000-0000,"), "{}", rows[0]);
@@ -134,10 +154,98 @@ async fn an_aborted_codes_download_can_be_downloaded_again_in_full(pool: PgPool)
         "{}",
         rows[MANY - 1]
     );
+}
+
+/// Finishes a held download; returns its whole body.
+async fn finish(held: reqwest::Response, mut body: Vec<u8>) -> String {
+    body.extend_from_slice(&held.bytes().await.expect("rest of the body"));
+    String::from_utf8(body).expect("utf-8")
+}
+
+/// The handover keys of a batch still in Redis, but the page's copy.
+async fn csv_keys_left(app: &TestApp, owner: uuid::Uuid, batch: uuid::Uuid) -> Vec<String> {
+    let pattern = app.redis.keys().handover(owner, batch, "*");
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(&pattern)
+        .query_async(&mut app.redis.conn())
+        .await
+        .expect("KEYS");
+    keys.into_iter().filter(|k| !k.ends_with(":page")).collect()
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn only_one_codes_download_runs_at_a_time(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let (csv_url, _, _) = big_download(&app, &admin).await;
+
+    let (held, first) = start_and_hold(&admin, &csv_url).await;
+    assert_in_progress(&admin, &csv_url).await;
+    assert_in_progress(&admin, &csv_url).await;
+
+    // The refused ones did not disturb the one in flight.
+    assert_full_list(&finish(held, first).await);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn an_aborted_codes_download_can_be_downloaded_again_in_full(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let (csv_url, _, _) = big_download(&app, &admin).await;
+
+    // The first download breaks after its first chunk; while it was in
+    // flight, nobody else got the codes.
+    let (aborted, _) = start_and_hold(&admin, &csv_url).await;
+    assert_in_progress(&admin, &csv_url).await;
+    drop(aborted);
+
+    // The codes are still there, all of them, as soon as the server has
+    // seen the connection go (its lease is released then, long before it
+    // would expire).
+    let started = std::time::Instant::now();
+    let again = loop {
+        let again = admin.client.get(&csv_url).send().await.expect("csv again");
+        if again.status() != StatusCode::CONFLICT {
+            break again;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "the aborted download still holds its lease"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(again.status(), 200, "an aborted download lost the codes");
+    assert_eq!(again.headers()["cache-control"], "no-store");
+    let body = again.text().await.expect("body");
+    assert_full_list(&body);
 
     // A completed download was the last one.
     let after = admin.client.get(&csv_url).send().await.expect("csv after");
     assert_eq!(after.status(), StatusCode::GONE);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn after_a_completed_codes_download_every_request_is_gone(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let (csv_url, owner, batch) = big_download(&app, &admin).await;
+
+    // A request made while the download was in flight got nothing.
+    let (held, first) = start_and_hold(&admin, &csv_url).await;
+    assert_in_progress(&admin, &csv_url).await;
+    assert_full_list(&finish(held, first).await);
+
+    // Completed: gone for good, and no copy or lease is left behind.
+    for _ in 0..2 {
+        let after = admin.client.get(&csv_url).send().await.expect("csv after");
+        assert_eq!(after.status(), StatusCode::GONE);
+        let error: serde_json::Value = after.json().await.expect("error body");
+        assert_eq!(error["error"], "already_downloaded", "{error}");
+    }
+    assert_eq!(
+        csv_keys_left(&app, owner, batch).await,
+        Vec::<String>::new()
+    );
 }
 
 /// Everything the database holds, as text.

@@ -63,6 +63,14 @@ impl Keys {
         format!("{}:handover:{{h:{owner}:{batch}}}:{what}", self.prefix)
     }
 
+    /// The lease of the one CSV download of a batch in flight (a random
+    /// token, with a TTL; see `handover`). It shares the handover keys'
+    /// `{h:<owner>:<batch>}` hash tag: `release.lua` deletes it together
+    /// with the CSV copy.
+    pub fn handover_lease(&self, owner: Uuid, batch: Uuid) -> String {
+        format!("{}:handover:{{h:{owner}:{batch}}}:csv-lease", self.prefix)
+    }
+
     /// How far `owner`'s operation `ticket` has got (issuing a batch).
     pub fn progress(&self, owner: Uuid, ticket: Uuid) -> String {
         format!("{}:progress:{owner}:{ticket}", self.prefix)
@@ -186,7 +194,9 @@ mod tests {
             let (owner, batch) = (Uuid::new_v4(), Uuid::new_v4());
             let page = keys.handover(owner, batch, "page");
             let csv = keys.handover(owner, batch, "csv");
+            let lease = keys.handover_lease(owner, batch);
             assert_eq!(slot(&page), slot(&csv), "{page} / {csv}");
+            assert_eq!(slot(&csv), slot(&lease), "{csv} / {lease}");
         }
     }
 

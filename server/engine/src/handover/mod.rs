@@ -1,0 +1,278 @@
+//! Handing a batch's plain codes to the admin who issued it, once.
+//!
+//! The database never holds a plain code, so the only moment codes exist in
+//! full is right after issuing. They are parked in Redis under two keys
+//! (one for the result page, one for the CSV download), readable by the
+//! issuing admin only and gone after [`HANDOVER_TTL`] anyway. If parking
+//! fails, the caller revokes the batch: codes nobody ever saw must not stay
+//! usable.
+//!
+//! The page copy is taken in one step (`GETDEL`): a page is small and
+//! rendered whole. The CSV copy can be megabytes streamed over a slow
+//! link, so it is deleted only once the server has handed the whole body
+//! to the connection ([`DownloadLease::finish`]). A download that breaks
+//! before that (client gone, network cut) leaves the codes parked and can
+//! be retried, in full, until [`HANDOVER_TTL`] runs out; after a completed
+//! one every request gets nothing. HTTP cannot tell whether the client
+//! stored the file: "completed" means the server sent it all, no more.
+//!
+//! Only one download runs at a time, so that nobody gets the codes while
+//! the admin's download is in flight (or unnoticed, by breaking off
+//! downloads of their own). [`start_download`] takes a lease in Redis
+//! (`SET NX PX`, a random token) before reading the codes; while it is
+//! held every other download is refused ([`Download::InProgress`]). The
+//! lease lives [`DOWNLOAD_LEASE`] and is renewed while the body keeps
+//! flowing ([`DownloadLease::keep_alive`], `renew.lua`); it ends with the
+//! codes when the download completes, is released (`release.lua`, only
+//! while it still holds this download's token) when the body is dropped
+//! before that, and otherwise expires: a download whose server side
+//! vanished blocks retries for [`DOWNLOAD_LEASE`] at most.
+
+use std::{
+    sync::LazyLock,
+    time::{Duration, Instant},
+};
+
+use anyhow::Context as _;
+use redis::Script;
+use uuid::Uuid;
+
+use crate::{accounts::AccountId, coordination::Redis};
+
+/// How long plain codes wait for their one viewing.
+pub const HANDOVER_TTL: Duration = Duration::from_secs(15 * 60);
+
+/// Which one-time copy to take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Copy {
+    /// The result page right after issuing.
+    Page,
+    /// The CSV download.
+    Csv,
+}
+
+impl Copy {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Page => "page",
+            Self::Csv => "csv",
+        }
+    }
+}
+
+/// Parks `codes` (display form) for one viewing of each copy.
+pub async fn park(
+    redis: &Redis,
+    owner: AccountId,
+    batch: Uuid,
+    codes: &[String],
+) -> anyhow::Result<()> {
+    let body = serde_json::to_string(codes).context("encoding codes")?;
+    let ttl = HANDOVER_TTL.as_secs();
+    let keys = redis.keys();
+    redis::pipe()
+        .atomic()
+        .cmd("SET")
+        .arg(keys.handover(owner.0, batch, Copy::Page.as_str()))
+        .arg(&body)
+        .arg("EX")
+        .arg(ttl)
+        .ignore()
+        .cmd("SET")
+        .arg(keys.handover(owner.0, batch, Copy::Csv.as_str()))
+        .arg(&body)
+        .arg("EX")
+        .arg(ttl)
+        .ignore()
+        .query_async::<()>(&mut redis.conn())
+        .await
+        .context("parking issued codes in Redis")
+}
+
+/// Takes one copy: the codes the first time, `None` ever after (or for
+/// anyone but the issuing admin).
+pub async fn take(
+    redis: &Redis,
+    owner: AccountId,
+    batch: Uuid,
+    copy: Copy,
+) -> anyhow::Result<Option<Vec<String>>> {
+    let body: Option<String> = redis::cmd("GETDEL")
+        .arg(redis.keys().handover(owner.0, batch, copy.as_str()))
+        .query_async(&mut redis.conn())
+        .await
+        .context("taking issued codes from Redis")?;
+    body.map(|b| serde_json::from_str(&b).context("decoding parked codes"))
+        .transpose()
+}
+
+/// Reads a copy without removing it.
+async fn peek(
+    redis: &Redis,
+    owner: AccountId,
+    batch: Uuid,
+    copy: Copy,
+) -> anyhow::Result<Option<Vec<String>>> {
+    let body: Option<String> = redis::cmd("GET")
+        .arg(redis.keys().handover(owner.0, batch, copy.as_str()))
+        .query_async(&mut redis.conn())
+        .await
+        .context("reading issued codes from Redis")?;
+    body.map(|b| serde_json::from_str(&b).context("decoding parked codes"))
+        .transpose()
+}
+
+/// How long a CSV download's lease lives without being renewed: the most
+/// a download whose server side vanished (crash, lost Redis reply) blocks
+/// a retry. A download in progress renews it every third of that.
+pub const DOWNLOAD_LEASE: Duration = Duration::from_secs(60);
+
+static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("release.lua")));
+static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("renew.lua")));
+
+fn lease_ms() -> u64 {
+    u64::try_from(DOWNLOAD_LEASE.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// What a request for the CSV download gets.
+#[derive(Debug)]
+pub enum Download {
+    /// The codes, and the lease this download holds until it ends.
+    Ready(Vec<String>, DownloadLease),
+    /// Another download of the batch is in flight.
+    InProgress,
+    /// Downloaded already, expired, or not this admin's.
+    Gone,
+}
+
+/// Starts a CSV download of `owner`'s `batch`: takes the batch's download
+/// lease, then reads the codes (without removing them).
+pub async fn start_download(
+    redis: &Redis,
+    owner: AccountId,
+    batch: Uuid,
+) -> anyhow::Result<Download> {
+    let token = Uuid::new_v4().simple().to_string();
+    let taken: Option<String> = redis::cmd("SET")
+        .arg(redis.keys().handover_lease(owner.0, batch))
+        .arg(&token)
+        .arg("NX")
+        .arg("PX")
+        .arg(lease_ms())
+        .query_async(&mut redis.conn())
+        .await
+        .context("taking a codes download lease")?;
+    if taken.is_none() {
+        return Ok(Download::InProgress);
+    }
+    let lease = DownloadLease {
+        redis: Some(redis.clone()),
+        owner,
+        batch,
+        token,
+        renewed: Instant::now(),
+    };
+    // On an error the lease is dropped, which releases it.
+    match peek(redis, owner, batch, Copy::Csv).await? {
+        Some(codes) => Ok(Download::Ready(codes, lease)),
+        None => {
+            lease.release().await?;
+            Ok(Download::Gone)
+        }
+    }
+}
+
+/// A CSV download's hold on its batch. Dropped before [`Self::finish`] (the
+/// body stream dropped midway), it is released in the background.
+#[derive(Debug)]
+pub struct DownloadLease {
+    /// `None` once ended.
+    redis: Option<Redis>,
+    owner: AccountId,
+    batch: Uuid,
+    token: String,
+    renewed: Instant,
+}
+
+impl DownloadLease {
+    /// Renews the lease if a third of [`DOWNLOAD_LEASE`] has passed since it
+    /// was last; `false` if it is no longer this download's (it expired,
+    /// and another may have started): the download must stop.
+    pub async fn keep_alive(&mut self) -> anyhow::Result<bool> {
+        let Some(redis) = &self.redis else {
+            return Ok(false);
+        };
+        if self.renewed.elapsed() < DOWNLOAD_LEASE / 3 {
+            return Ok(true);
+        }
+        let renewed: u8 = RENEW
+            .key(redis.keys().handover_lease(self.owner.0, self.batch))
+            .arg(&self.token)
+            .arg(lease_ms())
+            .invoke_async(&mut redis.conn())
+            .await
+            .context("running renew.lua")?;
+        self.renewed = Instant::now();
+        Ok(renewed == 1)
+    }
+
+    /// The whole body has been handed to the connection: deletes the codes
+    /// (for good) and the lease.
+    pub async fn finish(mut self) -> anyhow::Result<()> {
+        let Some(redis) = self.redis.take() else {
+            return Ok(());
+        };
+        end(&redis, self.owner, self.batch, &self.token, true).await
+    }
+
+    /// Gives the lease up, leaving the codes parked.
+    pub async fn release(mut self) -> anyhow::Result<()> {
+        let Some(redis) = self.redis.take() else {
+            return Ok(());
+        };
+        end(&redis, self.owner, self.batch, &self.token, false).await
+    }
+}
+
+impl Drop for DownloadLease {
+    fn drop(&mut self) {
+        let Some(redis) = self.redis.take() else {
+            return;
+        };
+        // Without a runtime (shutting down) the lease simply expires.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (owner, batch, token) = (self.owner, self.batch, std::mem::take(&mut self.token));
+        runtime.spawn(async move {
+            if let Err(error) = end(&redis, owner, batch, &token, false).await {
+                tracing::warn!(
+                    error = format!("{error:#}"),
+                    "releasing a broken codes download's lease failed; it expires"
+                );
+            }
+        });
+    }
+}
+
+/// Runs `release.lua`: the lease goes if still `token`'s; with `discard`,
+/// the parked CSV codes go too.
+async fn end(
+    redis: &Redis,
+    owner: AccountId,
+    batch: Uuid,
+    token: &str,
+    discard: bool,
+) -> anyhow::Result<()> {
+    let keys = redis.keys();
+    let mut invocation = RELEASE.key(keys.handover_lease(owner.0, batch));
+    if discard {
+        invocation.key(keys.handover(owner.0, batch, Copy::Csv.as_str()));
+    }
+    let _released: u8 = invocation
+        .arg(token)
+        .invoke_async(&mut redis.conn())
+        .await
+        .context("running release.lua")?;
+    Ok(())
+}
