@@ -46,8 +46,8 @@ impl Report {
     }
 }
 
-/// Checks every invariant; with `repair`, fixes counter drift first and
-/// checks again. Skipped (and reported so) while another reconciler runs.
+/// Checks every invariant; with `repair`, fixes counter drift first, then
+/// checks. Skipped (and reported so) while another reconciler runs.
 pub async fn reconcile(
     pool: &PgPool,
     reservations: Option<&Reservations>,

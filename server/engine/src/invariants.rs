@@ -12,8 +12,12 @@
 //! violations. Every statement of every check runs in one
 //! `REPEATABLE READ READ ONLY` transaction, so all of them see the same
 //! snapshot: the findings are those of one query over the database as it
-//! was when the run began, however long the walk takes and whatever
-//! commits meanwhile. That matters for the checks that compare two walks
+//! was at the run's first check statement (after `--repair`'s repairs),
+//! however long the walk takes and whatever commits meanwhile. The cost:
+//! while that snapshot is open, PostgreSQL cannot prune row versions newer
+//! than it (a busy share's counter row grows a chain of versions); running
+//! it on one instance and in bounded batches keeps the run short, and a
+//! per-record form of the comparison below would remove the need. That matters for the checks that compare two walks
 //! (first bindings against their announcements): a binding committed
 //! between the two walks would otherwise be counted by one and not the
 //! other. The walk never sits idle inside that transaction, so the

@@ -17,8 +17,12 @@
 //! stored the file: "completed" means the server sent it all, no more.
 //!
 //! Only one download runs at a time, so that nobody gets the codes while
-//! the admin's download is in flight (or unnoticed, by breaking off
-//! downloads of their own). [`start_download`] takes a lease in Redis
+//! the admin's download is in flight. It does not stop someone holding
+//! the admin's session from taking them by breaking off a download of
+//! their own near its end (the copy stays parked for the admin's
+//! download, which then succeeds as usual): recording broken-off
+//! downloads and showing them on the batch page is still to do.
+//! [`start_download`] takes a lease in Redis
 //! (`SET NX PX`, a random token) before reading the codes; while it is
 //! held every other download is refused ([`Download::InProgress`]). The
 //! lease lives [`DOWNLOAD_LEASE`] and is renewed while the body keeps
