@@ -1,10 +1,14 @@
 //! The one error type users see.
 //!
-//! Server functions map every domain error to an [`AppError`]: an expected
-//! outcome keeps its meaning and message; anything unexpected becomes
-//! `Internal` with a reference, and its full cause chain goes to the log
-//! only, never to the browser.
+//! Server functions map every domain error to an [`AppError`] through
+//! [`AppError::outcome`], which reads the error's kind, code and field from
+//! `engine::outcome` (the same answers the JSON API serves), so a page and
+//! the API give one status for one outcome. An expected outcome keeps its
+//! meaning and message; anything unexpected becomes `Internal` with a
+//! reference, and its full cause chain goes to the log only, never to the
+//! browser.
 
+pub use model::ErrorKind;
 use serde::{Deserialize, Serialize};
 use server_fn::codec::JsonEncoding;
 
@@ -34,14 +38,23 @@ pub enum AppError {
     },
     #[error("the service is busy, please try again in a moment")]
     Unavailable { retry_after_secs: u64 },
-    /// An expected refusal with its own message; `reason` is a stable code
-    /// (`code_bound`, `share_unavailable`, …) pages and tests can rely on.
+    /// An expected refusal with its own message; `reason` is its stable
+    /// code (`code_bound`, `share_unavailable`, …, the JSON API's `error`)
+    /// that pages and tests can rely on, `kind` what sort of refusal it is
+    /// (and so its status), `field` the form field it belongs beside.
     #[error("{message}")]
-    Refused { reason: String, message: String },
+    Refused {
+        kind: ErrorKind,
+        reason: String,
+        message: String,
+        field: Option<String>,
+    },
     /// A momentary refusal worth retrying (someone else holds the code,
-    /// the database is slow): the page offers to try again.
+    /// the database is slow): the page offers to try again. `kind` is
+    /// `Busy` or `Unavailable`.
     #[error("{message}")]
     TryAgain {
+        kind: ErrorKind,
         message: String,
         retry_after_secs: u64,
     },
@@ -51,23 +64,23 @@ pub enum AppError {
 }
 
 impl AppError {
-    /// The HTTP status the error is served with.
-    pub fn status(&self) -> http::StatusCode {
-        use http::StatusCode as S;
+    /// What kind of outcome this is (the one taxonomy, see `model`).
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            Self::Invalid { .. } => S::UNPROCESSABLE_ENTITY,
-            Self::Unauthenticated | Self::InvalidCredentials => S::UNAUTHORIZED,
-            Self::AccountDisabled => S::FORBIDDEN,
-            Self::Forbidden => S::FORBIDDEN,
-            Self::NotFound => S::NOT_FOUND,
-            Self::RateLimited { .. } => S::TOO_MANY_REQUESTS,
-            Self::Unavailable { .. } | Self::TryAgain { .. } => S::SERVICE_UNAVAILABLE,
-            Self::Refused { reason, .. } => match reason.as_str() {
-                "code_bound" | "code_revoked" | "already_has_access" | "conflict" => S::CONFLICT,
-                _ => S::FORBIDDEN,
-            },
-            Self::Internal { .. } => S::INTERNAL_SERVER_ERROR,
+            Self::Invalid { .. } => ErrorKind::Invalid,
+            Self::Unauthenticated | Self::InvalidCredentials => ErrorKind::Unauthenticated,
+            Self::AccountDisabled | Self::Forbidden => ErrorKind::Forbidden,
+            Self::NotFound => ErrorKind::NotFound,
+            Self::RateLimited { .. } => ErrorKind::RateLimited,
+            Self::Unavailable { .. } => ErrorKind::Unavailable,
+            Self::Refused { kind, .. } | Self::TryAgain { kind, .. } => *kind,
+            Self::Internal { .. } => ErrorKind::Internal,
         }
+    }
+
+    /// The HTTP status the error is served with: its kind's.
+    pub fn status(&self) -> http::StatusCode {
+        self.kind().status()
     }
 
     /// The message in the page's language. Messages carried by the error
@@ -108,14 +121,6 @@ impl AppError {
         sentence(&self.text())
     }
 
-    /// An expected refusal with a stable reason code.
-    pub fn refused(reason: &str, message: impl Into<String>) -> Self {
-        Self::Refused {
-            reason: reason.to_owned(),
-            message: message.into(),
-        }
-    }
-
     /// Whether trying again in a moment may succeed.
     pub fn is_retryable(&self) -> bool {
         matches!(
@@ -138,6 +143,11 @@ impl AppError {
             Self::Invalid {
                 field: Some(f),
                 message,
+            }
+            | Self::Refused {
+                field: Some(f),
+                message,
+                ..
             } if f == field => Some(message.clone()),
             _ => None,
         }
@@ -146,7 +156,10 @@ impl AppError {
     /// Whether the error belongs to one form field (shown next to it) rather
     /// than to the whole form.
     pub fn is_field_error(&self) -> bool {
-        matches!(self, Self::Invalid { field: Some(_), .. })
+        matches!(
+            self,
+            Self::Invalid { field: Some(_), .. } | Self::Refused { field: Some(_), .. }
+        )
     }
 
     /// Sets the response status (and `Retry-After`) for API callers. A plain
@@ -185,6 +198,39 @@ impl AppError {
             }
         }
         self
+    }
+
+    /// A domain error as the pages show it: its kind, code and field come
+    /// from `engine::outcome` (as for the JSON API), its message in the
+    /// page's language from `i18n::errors`.
+    #[cfg(feature = "ssr")]
+    pub fn outcome<E>(error: E) -> Self
+    where
+        E: engine::outcome::Outcome + crate::i18n::errors::Localized,
+    {
+        if let Some(unexpected) = error.unexpected() {
+            return Self::internal(unexpected);
+        }
+        let message = crate::i18n::errors::message(&error);
+        let field = error.field().map(str::to_owned);
+        match (error.kind(), error.code()) {
+            // Pages show bad input beside its field whatever its code.
+            (ErrorKind::Invalid, _) => Self::Invalid { field, message },
+            (ErrorKind::NotFound, _) => Self::NotFound,
+            (ErrorKind::Unauthenticated, _) => Self::InvalidCredentials,
+            (ErrorKind::Forbidden, "account_disabled") => Self::AccountDisabled,
+            (kind @ (ErrorKind::Busy | ErrorKind::Unavailable), _) => Self::TryAgain {
+                kind,
+                message,
+                retry_after_secs: kind.retry_after_secs().unwrap_or(1),
+            },
+            (kind, code) => Self::Refused {
+                kind,
+                reason: code.to_owned(),
+                message,
+                field,
+            },
+        }
     }
 
     /// Logs an unexpected error with its whole chain and returns what the

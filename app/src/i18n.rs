@@ -213,15 +213,19 @@ pub fn audit_action(action: &str) -> String {
 /// What is wrong with a typed code, in the current language (the browser
 /// checks codes before they are sent, so this is not server-only).
 pub fn code_format_error(error: &codeformat::CodeFormatError) -> String {
-    use codeformat::CodeFormatError as E;
     match lang() {
         Lang::En => error.to_string(),
-        Lang::Zh => match error {
-            E::WrongLength => "兑换码由 12 位字母和数字组成，例如 ABCD-2345-WXYZ",
-            E::BadSymbol => "兑换码只包含字母和数字",
-            E::BadCheckSymbol => "兑换码有输入错误，请核对后重试",
-        }
-        .to_owned(),
+        Lang::Zh => code_format_error_zh(error).to_owned(),
+    }
+}
+
+/// A code format problem in Chinese.
+pub fn code_format_error_zh(error: &codeformat::CodeFormatError) -> &'static str {
+    use codeformat::CodeFormatError as E;
+    match error {
+        E::WrongLength => "兑换码由 12 位字母和数字组成，例如 ABCD-2345-WXYZ",
+        E::BadSymbol => "兑换码只包含字母和数字",
+        E::BadCheckSymbol => "兑换码有输入错误，请核对后重试",
     }
 }
 

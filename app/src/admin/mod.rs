@@ -266,33 +266,7 @@ mod support {
 
     /// A share domain error as the console shows it.
     pub fn share_error(error: ShareError) -> AppError {
-        let message = crate::i18n::errors::message(&error);
-        match error {
-            ShareError::InvalidTitle => AppError::invalid("title", message),
-            ShareError::InvalidSlug | ShareError::SlugTaken => AppError::invalid("slug", message),
-            ShareError::InvalidDescription => AppError::invalid("description", message),
-            ShareError::InvalidStatus => AppError::invalid("status", message),
-            ShareError::InvalidLimit => AppError::invalid("quota", message),
-            ShareError::InvalidWindow => AppError::invalid("valid_until", message),
-            ShareError::InvalidCount => AppError::invalid("count", message),
-            ShareError::InvalidLabel => AppError::invalid("label", message),
-            ShareError::InvalidReason => AppError::invalid("reason", message),
-            ShareError::InvalidCodeState => AppError::invalid("state", message),
-            ShareError::QuotaBelowUse { .. } => AppError::invalid("quota", message),
-            ShareError::LearnerLimitBelowUse { .. } => {
-                AppError::invalid("per_learner_limit", message)
-            }
-            ShareError::SlugLocked => AppError::invalid("slug", message),
-            ShareError::ShareNotFound | ShareError::CodeNotFound | ShareError::ResourceNotFound => {
-                AppError::NotFound
-            }
-            ShareError::ResourceInUse { .. } => AppError::invalid("force", message),
-            ShareError::BatchAlreadyIssued { .. }
-            | ShareError::IdempotencyKeyReused
-            | ShareError::CodeNotBound
-            | ShareError::CodeNotReplaceable => AppError::refused("conflict", message),
-            ShareError::Unexpected(e) => AppError::internal(&e),
-        }
+        AppError::outcome(error)
     }
 
     /// The state, the tenant and its signed-in admin (401/403 otherwise).
@@ -1224,14 +1198,7 @@ pub struct TokenRow {
 
 #[cfg(feature = "ssr")]
 fn token_error(error: engine::tokens::TokenError) -> AppError {
-    use engine::tokens::TokenError;
-    let message = crate::i18n::errors::message(&error);
-    match error {
-        TokenError::InvalidName => AppError::invalid("name", message),
-        TokenError::InvalidScope => AppError::invalid("scopes", message),
-        TokenError::NotFound => AppError::NotFound,
-        TokenError::Unexpected(e) => AppError::internal(&e),
-    }
+    AppError::outcome(error)
 }
 
 /// The tenant's API tokens.
@@ -1359,14 +1326,7 @@ pub struct NewWebhook {
 
 #[cfg(feature = "ssr")]
 fn webhook_error(error: engine::webhooks::WebhookError) -> AppError {
-    use engine::webhooks::WebhookError as E;
-    let message = crate::i18n::errors::message(&error);
-    match error {
-        E::InvalidUrl => AppError::invalid("url", message),
-        E::InvalidEvents => AppError::invalid("events", message),
-        E::EndpointNotFound | E::DeliveryNotFound => AppError::NotFound,
-        E::Unexpected(e) => AppError::internal(&e),
-    }
+    AppError::outcome(error)
 }
 
 /// The tenant's webhook endpoints and its troubled deliveries.

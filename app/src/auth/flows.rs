@@ -19,18 +19,9 @@ use crate::{
     state::AppState,
 };
 
+/// An account outcome as the pages show it.
 pub fn account_error(error: AccountError) -> AppError {
-    let message = crate::i18n::errors::message(&error);
-    match error {
-        AccountError::InvalidEmail | AccountError::EmailTaken => {
-            AppError::invalid("email", message)
-        }
-        AccountError::InvalidPassword => AppError::invalid("password", message),
-        AccountError::InvalidDisplayName => AppError::invalid("display_name", message),
-        AccountError::InvalidCredentials => AppError::InvalidCredentials,
-        AccountError::Disabled => AppError::AccountDisabled,
-        AccountError::Unexpected(e) => AppError::internal(&e),
-    }
+    AppError::outcome(error)
 }
 
 /// Counts one attempt; refuses past the limit with the time to wait.

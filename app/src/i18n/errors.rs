@@ -175,3 +175,10 @@ impl Localized for WebhookError {
         }
     }
 }
+
+impl Localized for engine::codes::CodeFormatError {
+    fn zh(&self) -> String {
+        // One translation, shared with the browser's own check (`i18n.rs`).
+        super::code_format_error_zh(self).to_owned()
+    }
+}

@@ -56,49 +56,28 @@ impl From<LearnerError> for AppError {
     fn from(error: LearnerError) -> Self {
         match error {
             LearnerError::App(error) => error,
-            LearnerError::Format(error) => {
-                AppError::invalid("code", crate::i18n::code_format_error(&error))
-            }
+            LearnerError::Format(error) => AppError::outcome(error),
             LearnerError::Settlement(error) => settlement_error(error),
         }
     }
 }
 
-/// A settlement outcome as the pages show it.
+/// A settlement outcome as the pages show it (kind, code and field from
+/// `engine::outcome`, like the JSON API).
 pub fn settlement_error(error: SettlementError) -> AppError {
-    use SettlementError as E;
-    let message = crate::i18n::errors::message(&error);
     match error {
-        E::InvalidCode => AppError::invalid("code", message),
-        E::CodeRequired => AppError::refused("code_required", message),
-        E::CodeBound => AppError::refused("code_bound", message),
-        E::CodeRevoked => AppError::refused("code_revoked", message),
-        E::WrongShare => AppError::refused("wrong_share", message),
-        E::AlreadyHasAccess => AppError::refused(
-            "already_has_access",
-            crate::i18n::t(
+        // The page says what to do with the unused code.
+        SettlementError::AlreadyHasAccess => AppError::Refused {
+            kind: engine::outcome::Outcome::kind(&error),
+            reason: engine::outcome::Outcome::code(&error).to_owned(),
+            message: crate::i18n::t(
                 "You already have access to this course, so this code was not used: keep it for someone else.",
                 "你已经可以访问这门课程，这个兑换码没有被使用：请留给其他人。",
-            ),
-        ),
-        E::ShareUnavailable(_) => AppError::refused("share_unavailable", message),
-        E::QuotaExhausted => AppError::refused("quota_exhausted", message),
-        E::LearnerLimitReached => AppError::refused("learner_limit_reached", message),
-        E::AccountDisabled => AppError::AccountDisabled,
-        E::ResourceNotFound => AppError::NotFound,
-        E::RequestIdReused | E::InvalidRequestId => AppError::Invalid {
+            )
+            .to_owned(),
             field: None,
-            message,
         },
-        E::Busy => AppError::TryAgain {
-            message,
-            retry_after_secs: 1,
-        },
-        E::Unavailable => AppError::TryAgain {
-            message,
-            retry_after_secs: 2,
-        },
-        E::Unexpected(error) => AppError::internal(&error),
+        error => AppError::outcome(error),
     }
 }
 

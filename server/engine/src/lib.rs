@@ -22,6 +22,8 @@
 //! * [`reservation`]: the Redis dual reservation (`reserve.lua`, `release.lua`).
 //! * [`invariants`]: every invariant as an SQL check (suite and reconciler).
 //! * [`health`]: what `/readyz` asks of the dependencies.
+//! * [`outcome`]: each domain error's kind, stable code and field: what
+//!   every adapter serves it as.
 
 pub mod accounts;
 pub mod audit;
@@ -33,6 +35,7 @@ pub mod handover;
 pub mod health;
 pub mod invariants;
 pub mod measures;
+pub mod outcome;
 pub mod progress;
 pub mod reservation;
 pub mod sessions;

@@ -49,7 +49,9 @@ pub async fn upload_form(
                 format!("已上传 {}。", resource.title),
             ),
         },
-        Err(error) if error.status.is_client_error() && error.status != StatusCode::FORBIDDEN => {
+        Err(error)
+            if error.status().is_client_error() && error.status() != StatusCode::FORBIDDEN =>
+        {
             Flash {
                 kind: FlashKind::Error,
                 message: upload_refusal(lang, &error.code, error.field.as_deref(), &error.message),
@@ -95,14 +97,14 @@ pub async fn codes_csv(
         Download::Ready(codes, lease) => (codes, lease),
         Download::InProgress => {
             return Err(ApiError::new(
-                StatusCode::CONFLICT,
+                engine::outcome::ErrorKind::Conflict,
                 "download_in_progress",
                 "this batch's codes are being downloaded right now; try again in a minute",
             ));
         }
         Download::Gone => {
             return Err(ApiError::new(
-                StatusCode::GONE,
+                engine::outcome::ErrorKind::Gone,
                 "already_downloaded",
                 "these codes were downloaded once already (or 15 minutes passed); only their hints remain",
             ));

@@ -125,8 +125,7 @@ async fn admin_of_share(
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
         (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
-        (status = 409, description = "The link name is taken", body = ErrorBody),
-        (status = 422, description = "Invalid field", body = ErrorBody),
+        (status = 422, description = "Invalid field, or the link name is taken (`slug_taken`)", body = ErrorBody),
     ),
     security(("bearer" = []), ("session" = [])))]
 pub async fn create_share(

@@ -2,6 +2,11 @@
 //! "<for people>", "field"?: "<input field>"}` with the status of its kind
 //! and `Retry-After` where waiting helps. Bad input is always 4xx; 5xx
 //! means a real fault, whose cause chain goes to the log only.
+//!
+//! Every status comes from an [`ErrorKind`] (`model`): a domain error's
+//! kind, code and field from `engine::outcome`, the pages' [`AppError`]
+//! from its own `kind()`. The pages' adapter reads the same answers, so
+//! the two agree for every variant (tested below).
 
 use std::borrow::Cow;
 
@@ -11,12 +16,22 @@ use axum::{
     http::{HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
-use engine::{settlement::SettlementError, shares::ShareError, storage::StorageError};
+use engine::{
+    accounts::AccountError,
+    codes::CodeFormatError,
+    outcome::{ErrorKind, INVALID_INPUT, Outcome},
+    settlement::SettlementError,
+    shares::ShareError,
+    storage::StorageError,
+    tenants::TenantError,
+    tokens::TokenError,
+    webhooks::WebhookError,
+};
 use serde_json::json;
 
 #[derive(Debug)]
 pub struct ApiError {
-    pub status: StatusCode,
+    pub kind: ErrorKind,
     pub code: Cow<'static, str>,
     pub message: String,
     pub field: Option<String>,
@@ -24,18 +39,25 @@ pub struct ApiError {
 }
 
 impl ApiError {
+    /// An error of `kind` (its status, and its `Retry-After` if waiting is
+    /// the remedy) with a stable `code`.
     pub fn new(
-        status: StatusCode,
+        kind: ErrorKind,
         code: impl Into<Cow<'static, str>>,
         message: impl Into<String>,
     ) -> Self {
         Self {
-            status,
+            kind,
             code: code.into(),
             message: message.into(),
             field: None,
-            retry_after: None,
+            retry_after: kind.retry_after_secs(),
         }
+    }
+
+    /// The HTTP status: the kind's, the one mapping.
+    pub fn status(&self) -> StatusCode {
+        self.kind.status()
     }
 
     fn field(mut self, field: &str) -> Self {
@@ -49,17 +71,32 @@ impl ApiError {
     }
 
     pub fn invalid(field: &str, message: impl Into<String>) -> Self {
-        Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_input", message).field(field)
+        Self::new(ErrorKind::Invalid, INVALID_INPUT, message).field(field)
     }
 
     pub fn not_found() -> Self {
-        Self::new(StatusCode::NOT_FOUND, "not_found", "not found")
+        Self::new(ErrorKind::NotFound, "not_found", "not found")
+    }
+
+    /// A domain error, served by its kind, code and field.
+    pub fn outcome(error: &impl Outcome) -> Self {
+        if let Some(unexpected) = error.unexpected() {
+            return Self::unexpected(unexpected);
+        }
+        if error.kind() == ErrorKind::NotFound {
+            return Self::not_found();
+        }
+        let api = Self::new(error.kind(), error.code(), error.to_string());
+        match error.field() {
+            Some(field) => api.field(field),
+            None => api,
+        }
     }
 
     fn unexpected(error: &anyhow::Error) -> Self {
         match AppError::internal(error) {
             AppError::Internal { reference } => Self::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
+                ErrorKind::Internal,
                 "internal",
                 format!("something went wrong on our side (reference {reference})"),
             ),
@@ -75,7 +112,7 @@ impl IntoResponse for ApiError {
         if let Some(field) = &self.field {
             body["field"] = json!(field);
         }
-        let mut response = (self.status, Json(body)).into_response();
+        let mut response = (self.status(), Json(body)).into_response();
         if let Some(secs) = self.retry_after {
             response
                 .headers_mut()
@@ -88,144 +125,76 @@ impl IntoResponse for ApiError {
 impl From<AppError> for ApiError {
     fn from(error: AppError) -> Self {
         let message = error.to_string();
-        let status = error.status();
+        let kind = error.kind();
         match error {
             AppError::Invalid { field, .. } => {
-                let e = Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_input", message);
+                let e = Self::new(kind, INVALID_INPUT, message);
                 match field {
                     Some(f) => e.field(&f),
                     None => e,
                 }
             }
-            AppError::Unauthenticated => {
-                Self::new(StatusCode::UNAUTHORIZED, "unauthenticated", message)
-            }
-            AppError::InvalidCredentials => {
-                Self::new(StatusCode::UNAUTHORIZED, "invalid_credentials", message)
-            }
-            AppError::AccountDisabled => {
-                Self::new(StatusCode::FORBIDDEN, "account_disabled", message)
-            }
-            AppError::Forbidden => Self::new(StatusCode::FORBIDDEN, "forbidden", message),
+            AppError::Unauthenticated => Self::new(kind, "unauthenticated", message),
+            AppError::InvalidCredentials => Self::new(kind, "invalid_credentials", message),
+            AppError::AccountDisabled => Self::new(kind, "account_disabled", message),
+            AppError::Forbidden => Self::new(kind, "forbidden", message),
             AppError::NotFound => Self::not_found(),
             AppError::RateLimited {
                 retry_after_secs, ..
-            } => Self::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message)
-                .retry(retry_after_secs),
+            } => Self::new(kind, "rate_limited", message).retry(retry_after_secs),
             AppError::Unavailable { retry_after_secs } => {
-                Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message)
-                    .retry(retry_after_secs)
+                Self::new(kind, "unavailable", message).retry(retry_after_secs)
             }
-            AppError::Refused { reason, .. } => Self::new(status, reason, message),
+            AppError::Refused { reason, field, .. } => {
+                let e = Self::new(kind, reason, message);
+                match field {
+                    Some(f) => e.field(&f),
+                    None => e,
+                }
+            }
             AppError::TryAgain {
                 retry_after_secs, ..
-            } => Self::new(status, "unavailable", message).retry(retry_after_secs),
-            AppError::Internal { .. } => {
-                Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+            } => {
+                let code = if kind == ErrorKind::Busy {
+                    "busy_retry"
+                } else {
+                    "unavailable"
+                };
+                Self::new(kind, code, message).retry(retry_after_secs)
             }
+            AppError::Internal { .. } => Self::new(kind, "internal", message),
         }
     }
 }
 
-impl From<ShareError> for ApiError {
-    fn from(error: ShareError) -> Self {
-        let message = error.to_string();
-        let invalid = |field: &str| Self::invalid(field, message.clone());
-        match error {
-            ShareError::InvalidTitle => invalid("title"),
-            ShareError::InvalidSlug => invalid("slug"),
-            ShareError::InvalidDescription => invalid("description"),
-            ShareError::InvalidStatus => invalid("status"),
-            ShareError::InvalidCodeState => invalid("state"),
-            ShareError::InvalidLimit => invalid("quota"),
-            ShareError::InvalidWindow => invalid("valid_until"),
-            ShareError::InvalidCount => invalid("count"),
-            ShareError::InvalidLabel => invalid("label"),
-            ShareError::InvalidReason => invalid("reason"),
-            ShareError::SlugTaken => {
-                Self::new(StatusCode::CONFLICT, "slug_taken", message).field("slug")
+/// The domain errors the API serves, each through [`ApiError::outcome`].
+macro_rules! from_outcome {
+    ($($error:ty),* $(,)?) => {$(
+        impl From<$error> for ApiError {
+            fn from(error: $error) -> Self {
+                Self::outcome(&error)
             }
-            ShareError::BatchAlreadyIssued { .. } => {
-                Self::new(StatusCode::CONFLICT, "batch_already_issued", message)
-            }
-            ShareError::IdempotencyKeyReused => Self::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "idempotency_key_reused",
-                message,
-            ),
-            ShareError::ShareNotFound | ShareError::CodeNotFound | ShareError::ResourceNotFound => {
-                Self::not_found()
-            }
-            ShareError::ResourceInUse { .. } => {
-                Self::new(StatusCode::CONFLICT, "resource_in_use", message)
-            }
-            ShareError::CodeNotBound => Self::new(StatusCode::CONFLICT, "code_not_bound", message),
-            ShareError::QuotaBelowUse { .. } => invalid("quota"),
-            ShareError::LearnerLimitBelowUse { .. } => invalid("per_learner_limit"),
-            ShareError::SlugLocked => invalid("slug"),
-            ShareError::CodeNotReplaceable => {
-                Self::new(StatusCode::CONFLICT, "code_not_replaceable", message)
-            }
-            ShareError::Unexpected(e) => Self::unexpected(&e),
         }
-    }
+    )*};
 }
 
-impl From<SettlementError> for ApiError {
-    fn from(error: SettlementError) -> Self {
-        use SettlementError as E;
-        use StatusCode as S;
-        let message = error.to_string();
-        match error {
-            E::CodeRequired => Self::new(S::FORBIDDEN, "code_required", message),
-            E::CodeBound => Self::new(S::CONFLICT, "code_bound", message),
-            E::CodeRevoked => Self::new(S::CONFLICT, "code_revoked", message),
-            E::WrongShare => Self::new(S::UNPROCESSABLE_ENTITY, "wrong_share", message),
-            E::InvalidCode => {
-                Self::new(S::UNPROCESSABLE_ENTITY, "invalid_code", message).field("code")
-            }
-            E::AlreadyHasAccess => Self::new(S::CONFLICT, "already_has_access", message),
-            E::ShareUnavailable(_) => Self::new(S::FORBIDDEN, "share_unavailable", message),
-            E::QuotaExhausted => Self::new(S::FORBIDDEN, "quota_exhausted", message),
-            E::LearnerLimitReached => Self::new(S::FORBIDDEN, "learner_limit_reached", message),
-            E::AccountDisabled => Self::new(S::FORBIDDEN, "account_disabled", message),
-            E::ResourceNotFound => Self::not_found(),
-            E::RequestIdReused => {
-                Self::new(S::UNPROCESSABLE_ENTITY, "idempotency_key_reused", message)
-            }
-            E::InvalidRequestId => Self::invalid("Idempotency-Key", message),
-            E::Busy => Self::new(S::CONFLICT, "busy_retry", message).retry(1),
-            E::Unavailable => Self::new(S::SERVICE_UNAVAILABLE, "unavailable", message).retry(2),
-            E::Unexpected(e) => Self::unexpected(&e),
-        }
-    }
-}
+from_outcome!(
+    SettlementError,
+    ShareError,
+    StorageError,
+    AccountError,
+    TenantError,
+    TokenError,
+    WebhookError,
+    CodeFormatError,
+);
 
 impl From<LearnerError> for ApiError {
     fn from(error: LearnerError) -> Self {
         match error {
-            LearnerError::Format(error) => Self::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid_code",
-                error.to_string(),
-            )
-            .field("code"),
+            LearnerError::Format(error) => error.into(),
             LearnerError::Settlement(error) => error.into(),
             LearnerError::App(error) => error.into(),
-        }
-    }
-}
-
-impl From<StorageError> for ApiError {
-    fn from(error: StorageError) -> Self {
-        match error {
-            StorageError::TooLarge { .. } => Self::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "too_large",
-                error.to_string(),
-            )
-            .field("file"),
-            StorageError::Unexpected(e) => Self::unexpected(&e),
         }
     }
 }
@@ -238,5 +207,309 @@ impl From<anyhow::Error> for ApiError {
 
 /// Maps a body/path/query extractor's rejection to a clear 4xx.
 pub fn rejection(error: impl std::fmt::Display, code: &'static str) -> ApiError {
-    ApiError::new(StatusCode::BAD_REQUEST, code, error.to_string())
+    ApiError::new(ErrorKind::Malformed, code, error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    //! The two adapters agree on every domain error variant: same status,
+    //! same code wherever the page carries one, same field.
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    /// What the pages' adapter shows: (status, reason code if any, field).
+    fn page(error: AppError) -> (StatusCode, Option<String>, Option<String>) {
+        let status = error.status();
+        match error {
+            AppError::Refused { reason, field, .. } => (status, Some(reason), field),
+            // A page shows bad input beside its field, whatever its code.
+            AppError::Invalid { field, .. } => (status, None, field),
+            AppError::TryAgain { kind, .. } => (
+                status,
+                Some(
+                    if kind == ErrorKind::Busy {
+                        "busy_retry"
+                    } else {
+                        "unavailable"
+                    }
+                    .to_owned(),
+                ),
+                None,
+            ),
+            _ => (status, None, None),
+        }
+    }
+
+    fn api(error: ApiError) -> (StatusCode, String, Option<String>) {
+        (error.status(), error.code.into_owned(), error.field)
+    }
+
+    /// Checks every sample `all()` makes through both adapters (twice made:
+    /// the errors hold an `anyhow::Error`, which does not clone).
+    fn agree<E: Outcome + Into<ApiError>>(all: fn() -> Vec<E>, to_page: impl Fn(E) -> AppError) {
+        for ((for_page, for_api), error) in all().into_iter().zip(all()).zip(all()) {
+            let name = format!("{error:?}");
+            let (page_status, page_code, page_field) = page(to_page(for_page));
+            let (api_status, api_code, api_field) = api(for_api.into());
+            assert_eq!(page_status, api_status, "{name}: page vs JSON status");
+            assert_eq!(
+                api_status,
+                error.kind().status(),
+                "{name}: JSON vs its kind"
+            );
+            if let Some(page_code) = page_code {
+                assert_eq!(page_code, api_code, "{name}: page reason vs JSON code");
+            }
+            if page_status == StatusCode::UNPROCESSABLE_ENTITY || page_field.is_some() {
+                assert_eq!(page_field, api_field, "{name}: page vs JSON field");
+            }
+        }
+    }
+
+    /// `index` is an exhaustive match (a new variant does not compile until
+    /// it has an arm); the samples must cover every arm.
+    fn covers<E>(samples: &[E], arms: usize, index: impl Fn(&E) -> usize) {
+        let seen: BTreeSet<usize> = samples.iter().map(index).collect();
+        assert_eq!(seen, (0..arms).collect(), "a variant has no sample");
+    }
+
+    fn boom() -> anyhow::Error {
+        anyhow::anyhow!("a fault only the log sees")
+    }
+
+    fn settlement_errors() -> Vec<SettlementError> {
+        use SettlementError as E;
+        let all = vec![
+            E::CodeRequired,
+            E::CodeBound,
+            E::CodeRevoked,
+            E::WrongShare,
+            E::InvalidCode,
+            E::AlreadyHasAccess,
+            E::ShareUnavailable("this course is paused"),
+            E::QuotaExhausted,
+            E::LearnerLimitReached,
+            E::AccountDisabled,
+            E::ResourceNotFound,
+            E::RequestIdReused,
+            E::InvalidRequestId,
+            E::Busy,
+            E::Unavailable,
+            E::Unexpected(boom()),
+        ];
+        covers(&all, 16, |e| match e {
+            E::CodeRequired => 0,
+            E::CodeBound => 1,
+            E::CodeRevoked => 2,
+            E::WrongShare => 3,
+            E::InvalidCode => 4,
+            E::AlreadyHasAccess => 5,
+            E::ShareUnavailable(_) => 6,
+            E::QuotaExhausted => 7,
+            E::LearnerLimitReached => 8,
+            E::AccountDisabled => 9,
+            E::ResourceNotFound => 10,
+            E::RequestIdReused => 11,
+            E::InvalidRequestId => 12,
+            E::Busy => 13,
+            E::Unavailable => 14,
+            E::Unexpected(_) => 15,
+        });
+        all
+    }
+
+    #[test]
+    fn settlement_errors_get_one_status_from_both_adapters() {
+        agree(settlement_errors, app::learner::flows::settlement_error);
+    }
+    fn share_errors() -> Vec<ShareError> {
+        use ShareError as E;
+        let all = vec![
+            E::InvalidTitle,
+            E::InvalidSlug,
+            E::SlugTaken,
+            E::InvalidDescription,
+            E::InvalidStatus,
+            E::InvalidCodeState,
+            E::ResourceNotFound,
+            E::CodeNotReplaceable,
+            E::QuotaBelowUse { used: 3 },
+            E::LearnerLimitBelowUse { used: 2 },
+            E::SlugLocked,
+            E::ResourceInUse { accesses: 4 },
+            E::InvalidLimit,
+            E::InvalidWindow,
+            E::InvalidCount,
+            E::InvalidLabel,
+            E::InvalidReason,
+            E::BatchAlreadyIssued {
+                batch_id: uuid::Uuid::nil(),
+                count: 10,
+            },
+            E::IdempotencyKeyReused,
+            E::ShareNotFound,
+            E::CodeNotFound,
+            E::CodeNotBound,
+            E::Unexpected(boom()),
+        ];
+        covers(&all, 23, |e| match e {
+            E::InvalidTitle => 0,
+            E::InvalidSlug => 1,
+            E::SlugTaken => 2,
+            E::InvalidDescription => 3,
+            E::InvalidStatus => 4,
+            E::InvalidCodeState => 5,
+            E::ResourceNotFound => 6,
+            E::CodeNotReplaceable => 7,
+            E::QuotaBelowUse { .. } => 8,
+            E::LearnerLimitBelowUse { .. } => 9,
+            E::SlugLocked => 10,
+            E::ResourceInUse { .. } => 11,
+            E::InvalidLimit => 12,
+            E::InvalidWindow => 13,
+            E::InvalidCount => 14,
+            E::InvalidLabel => 15,
+            E::InvalidReason => 16,
+            E::BatchAlreadyIssued { .. } => 17,
+            E::IdempotencyKeyReused => 18,
+            E::ShareNotFound => 19,
+            E::CodeNotFound => 20,
+            E::CodeNotBound => 21,
+            E::Unexpected(_) => 22,
+        });
+        all
+    }
+
+    fn account_errors() -> Vec<AccountError> {
+        use AccountError as E;
+        let all = vec![
+            E::InvalidEmail,
+            E::InvalidPassword,
+            E::InvalidDisplayName,
+            E::EmailTaken,
+            E::InvalidCredentials,
+            E::Disabled,
+            E::Unexpected(boom()),
+        ];
+        covers(&all, 7, |e| match e {
+            E::InvalidEmail => 0,
+            E::InvalidPassword => 1,
+            E::InvalidDisplayName => 2,
+            E::EmailTaken => 3,
+            E::InvalidCredentials => 4,
+            E::Disabled => 5,
+            E::Unexpected(_) => 6,
+        });
+        all
+    }
+
+    fn storage_errors() -> Vec<StorageError> {
+        use StorageError as E;
+        let all = vec![E::TooLarge { limit: 10 }, E::Unexpected(boom())];
+        covers(&all, 2, |e| match e {
+            E::TooLarge { .. } => 0,
+            E::Unexpected(_) => 1,
+        });
+        all
+    }
+
+    fn tenant_errors() -> Vec<TenantError> {
+        use TenantError as E;
+        let all = vec![E::InvalidSlug, E::InvalidName, E::Unexpected(boom())];
+        covers(&all, 3, |e| match e {
+            E::InvalidSlug => 0,
+            E::InvalidName => 1,
+            E::Unexpected(_) => 2,
+        });
+        all
+    }
+
+    fn token_errors() -> Vec<TokenError> {
+        use TokenError as E;
+        let all = vec![
+            E::InvalidName,
+            E::InvalidScope,
+            E::NotFound,
+            E::Unexpected(boom()),
+        ];
+        covers(&all, 4, |e| match e {
+            E::InvalidName => 0,
+            E::InvalidScope => 1,
+            E::NotFound => 2,
+            E::Unexpected(_) => 3,
+        });
+        all
+    }
+
+    fn webhook_errors() -> Vec<WebhookError> {
+        use WebhookError as E;
+        let all = vec![
+            E::InvalidUrl,
+            E::InvalidEvents,
+            E::EndpointNotFound,
+            E::DeliveryNotFound,
+            E::Unexpected(boom()),
+        ];
+        covers(&all, 5, |e| match e {
+            E::InvalidUrl => 0,
+            E::InvalidEvents => 1,
+            E::EndpointNotFound => 2,
+            E::DeliveryNotFound => 3,
+            E::Unexpected(_) => 4,
+        });
+        all
+    }
+
+    fn code_format_errors() -> Vec<CodeFormatError> {
+        use CodeFormatError as E;
+        let all = vec![E::WrongLength, E::BadSymbol, E::BadCheckSymbol];
+        covers(&all, 3, |e| match e {
+            E::WrongLength => 0,
+            E::BadSymbol => 1,
+            E::BadCheckSymbol => 2,
+        });
+        all
+    }
+
+    #[test]
+    fn console_and_account_errors_get_one_status_from_both_adapters() {
+        agree(share_errors, AppError::outcome);
+        agree(account_errors, app::auth::flows::account_error);
+        agree(storage_errors, AppError::outcome);
+        agree(tenant_errors, AppError::outcome);
+        agree(token_errors, AppError::outcome);
+        agree(webhook_errors, AppError::outcome);
+        agree(code_format_errors, |e| {
+            AppError::from(LearnerError::Format(e))
+        });
+    }
+
+    /// The JSON API's statuses that clients were promised (README
+    /// "Errors"): a change here is a breaking change, not a refactor.
+    #[test]
+    fn the_promised_statuses_hold() {
+        let cases: [(ApiError, u16, &str); 8] = [
+            (SettlementError::Busy.into(), 409, "busy_retry"),
+            (SettlementError::WrongShare.into(), 422, "wrong_share"),
+            (SettlementError::CodeRequired.into(), 403, "code_required"),
+            (SettlementError::Unavailable.into(), 503, "unavailable"),
+            (ShareError::SlugTaken.into(), 422, "slug_taken"),
+            (
+                ShareError::IdempotencyKeyReused.into(),
+                422,
+                "idempotency_key_reused",
+            ),
+            (StorageError::TooLarge { limit: 1 }.into(), 413, "too_large"),
+            (rejection("not JSON", "invalid_json"), 400, "invalid_json"),
+        ];
+        for (error, status, code) in cases {
+            assert_eq!(
+                (error.status().as_u16(), error.code.as_ref()),
+                (status, code)
+            );
+        }
+        let busy = ApiError::from(SettlementError::Busy);
+        assert_eq!(busy.retry_after, Some(1));
+    }
 }

@@ -1,0 +1,379 @@
+//! What each domain error *is*, for whoever asked: its [`ErrorKind`], a
+//! stable machine-readable code and the input field it is about.
+//!
+//! The engine's errors name what happened (`CodeBound`, `SlugTaken`); the
+//! adapters (the pages' server functions in `app`, the JSON API in `server`)
+//! must serve each one the same way. They used to map every enum on their
+//! own and disagreed (`SlugTaken` was 422 on a page and 409 in the API).
+//! Now each error answers three questions here, by an exhaustive `match`
+//! per enum, and both adapters build their response from the answers: the
+//! status from [`ErrorKind::status`], the code as the JSON `error` and the
+//! page's `data-reason`, the field to put the message beside. A new variant
+//! does not compile until it has a kind.
+//!
+//! The codes are API: clients and pages rely on them, so they never change.
+//! Messages stay in each error's `Display` (English) and in
+//! `app::i18n::errors` (Chinese); nothing here is UI text.
+
+pub use model::ErrorKind;
+
+use crate::{
+    accounts::AccountError, codes::CodeFormatError, settlement::SettlementError,
+    shares::ShareError, storage::StorageError, tenants::TenantError, tokens::TokenError,
+    webhooks::WebhookError,
+};
+
+/// A domain error as an outcome an adapter can serve.
+pub trait Outcome: std::error::Error {
+    /// What kind of outcome this is (and so its HTTP status).
+    fn kind(&self) -> ErrorKind;
+    /// The stable code: the JSON API's `error`, a page's `data-reason`.
+    fn code(&self) -> &'static str;
+    /// The input field the error is about, if one.
+    fn field(&self) -> Option<&'static str> {
+        None
+    }
+    /// The unexpected fault inside, if this is one (kind `Internal`): the
+    /// adapters log its whole chain and show only a reference.
+    fn unexpected(&self) -> Option<&anyhow::Error>;
+}
+
+/// The code of a plain input error (the field says which input).
+pub const INVALID_INPUT: &str = "invalid_input";
+
+impl Outcome for SettlementError {
+    fn kind(&self) -> ErrorKind {
+        use ErrorKind as K;
+        match self {
+            Self::CodeRequired
+            | Self::ShareUnavailable(_)
+            | Self::QuotaExhausted
+            | Self::LearnerLimitReached
+            | Self::AccountDisabled => K::Forbidden,
+            Self::CodeBound | Self::CodeRevoked | Self::AlreadyHasAccess => K::Conflict,
+            Self::WrongShare
+            | Self::InvalidCode
+            | Self::RequestIdReused
+            | Self::InvalidRequestId => K::Invalid,
+            Self::ResourceNotFound => K::NotFound,
+            Self::Busy => K::Busy,
+            Self::Unavailable => K::Unavailable,
+            Self::Unexpected(_) => K::Internal,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            Self::CodeRequired => "code_required",
+            Self::CodeBound => "code_bound",
+            Self::CodeRevoked => "code_revoked",
+            Self::WrongShare => "wrong_share",
+            Self::InvalidCode => "invalid_code",
+            Self::AlreadyHasAccess => "already_has_access",
+            Self::ShareUnavailable(_) => "share_unavailable",
+            Self::QuotaExhausted => "quota_exhausted",
+            Self::LearnerLimitReached => "learner_limit_reached",
+            Self::AccountDisabled => "account_disabled",
+            Self::ResourceNotFound => "not_found",
+            Self::RequestIdReused => "idempotency_key_reused",
+            Self::InvalidRequestId => INVALID_INPUT,
+            Self::Busy => "busy_retry",
+            Self::Unavailable => "unavailable",
+            Self::Unexpected(_) => "internal",
+        }
+    }
+
+    fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::InvalidCode => Some("code"),
+            Self::InvalidRequestId => Some("Idempotency-Key"),
+            _ => None,
+        }
+    }
+
+    fn unexpected(&self) -> Option<&anyhow::Error> {
+        match self {
+            Self::Unexpected(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl Outcome for ShareError {
+    fn kind(&self) -> ErrorKind {
+        use ErrorKind as K;
+        match self {
+            Self::InvalidTitle
+            | Self::InvalidSlug
+            | Self::InvalidDescription
+            | Self::InvalidStatus
+            | Self::InvalidCodeState
+            | Self::InvalidLimit
+            | Self::InvalidWindow
+            | Self::InvalidCount
+            | Self::InvalidLabel
+            | Self::InvalidReason
+            | Self::QuotaBelowUse { .. }
+            | Self::LearnerLimitBelowUse { .. }
+            | Self::SlugLocked
+            // Fixed by ticking "remove anyway": a missing input.
+            | Self::ResourceInUse { .. }
+            // Fixed by choosing another link name, like a malformed one.
+            | Self::SlugTaken
+            | Self::IdempotencyKeyReused => K::Invalid,
+            Self::BatchAlreadyIssued { .. }
+            | Self::CodeNotBound
+            | Self::CodeNotReplaceable => K::Conflict,
+            Self::ShareNotFound | Self::CodeNotFound | Self::ResourceNotFound => K::NotFound,
+            Self::Unexpected(_) => K::Internal,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidTitle
+            | Self::InvalidSlug
+            | Self::InvalidDescription
+            | Self::InvalidStatus
+            | Self::InvalidCodeState
+            | Self::InvalidLimit
+            | Self::InvalidWindow
+            | Self::InvalidCount
+            | Self::InvalidLabel
+            | Self::InvalidReason
+            | Self::QuotaBelowUse { .. }
+            | Self::LearnerLimitBelowUse { .. }
+            | Self::SlugLocked => INVALID_INPUT,
+            Self::ResourceInUse { .. } => "resource_in_use",
+            Self::IdempotencyKeyReused => "idempotency_key_reused",
+            Self::SlugTaken => "slug_taken",
+            Self::BatchAlreadyIssued { .. } => "batch_already_issued",
+            Self::CodeNotBound => "code_not_bound",
+            Self::CodeNotReplaceable => "code_not_replaceable",
+            Self::ShareNotFound | Self::CodeNotFound | Self::ResourceNotFound => "not_found",
+            Self::Unexpected(_) => "internal",
+        }
+    }
+
+    fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::InvalidTitle => Some("title"),
+            Self::InvalidSlug | Self::SlugTaken | Self::SlugLocked => Some("slug"),
+            Self::InvalidDescription => Some("description"),
+            Self::InvalidStatus => Some("status"),
+            Self::InvalidCodeState => Some("state"),
+            Self::InvalidLimit | Self::QuotaBelowUse { .. } => Some("quota"),
+            Self::LearnerLimitBelowUse { .. } => Some("per_learner_limit"),
+            Self::InvalidWindow => Some("valid_until"),
+            Self::InvalidCount => Some("count"),
+            Self::InvalidLabel => Some("label"),
+            Self::InvalidReason => Some("reason"),
+            Self::ResourceInUse { .. } => Some("force"),
+            Self::ResourceNotFound
+            | Self::CodeNotReplaceable
+            | Self::BatchAlreadyIssued { .. }
+            | Self::IdempotencyKeyReused
+            | Self::ShareNotFound
+            | Self::CodeNotFound
+            | Self::CodeNotBound
+            | Self::Unexpected(_) => None,
+        }
+    }
+
+    fn unexpected(&self) -> Option<&anyhow::Error> {
+        match self {
+            Self::Unexpected(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl Outcome for StorageError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            Self::TooLarge { .. } => ErrorKind::TooLarge,
+            Self::Unexpected(_) => ErrorKind::Internal,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            Self::TooLarge { .. } => "too_large",
+            Self::Unexpected(_) => "internal",
+        }
+    }
+
+    fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::TooLarge { .. } => Some("file"),
+            Self::Unexpected(_) => None,
+        }
+    }
+
+    fn unexpected(&self) -> Option<&anyhow::Error> {
+        match self {
+            Self::Unexpected(e) => Some(e),
+            Self::TooLarge { .. } => None,
+        }
+    }
+}
+
+impl Outcome for AccountError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            // "Taken" stays an input error: the form asks for another email.
+            Self::InvalidEmail
+            | Self::InvalidPassword
+            | Self::InvalidDisplayName
+            | Self::EmailTaken => ErrorKind::Invalid,
+            Self::InvalidCredentials => ErrorKind::Unauthenticated,
+            Self::Disabled => ErrorKind::Forbidden,
+            Self::Unexpected(_) => ErrorKind::Internal,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            // Taken or malformed, the email field needs another value.
+            Self::InvalidEmail
+            | Self::InvalidPassword
+            | Self::InvalidDisplayName
+            | Self::EmailTaken => INVALID_INPUT,
+            Self::InvalidCredentials => "invalid_credentials",
+            Self::Disabled => "account_disabled",
+            Self::Unexpected(_) => "internal",
+        }
+    }
+
+    fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::InvalidEmail | Self::EmailTaken => Some("email"),
+            Self::InvalidPassword => Some("password"),
+            Self::InvalidDisplayName => Some("display_name"),
+            Self::InvalidCredentials | Self::Disabled | Self::Unexpected(_) => None,
+        }
+    }
+
+    fn unexpected(&self) -> Option<&anyhow::Error> {
+        match self {
+            Self::Unexpected(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl Outcome for TenantError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            Self::InvalidSlug | Self::InvalidName => ErrorKind::Invalid,
+            Self::Unexpected(_) => ErrorKind::Internal,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidSlug | Self::InvalidName => INVALID_INPUT,
+            Self::Unexpected(_) => "internal",
+        }
+    }
+
+    fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::InvalidSlug => Some("slug"),
+            Self::InvalidName => Some("name"),
+            Self::Unexpected(_) => None,
+        }
+    }
+
+    fn unexpected(&self) -> Option<&anyhow::Error> {
+        match self {
+            Self::Unexpected(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl Outcome for TokenError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            Self::InvalidName | Self::InvalidScope => ErrorKind::Invalid,
+            Self::NotFound => ErrorKind::NotFound,
+            Self::Unexpected(_) => ErrorKind::Internal,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidName | Self::InvalidScope => INVALID_INPUT,
+            Self::NotFound => "not_found",
+            Self::Unexpected(_) => "internal",
+        }
+    }
+
+    fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::InvalidName => Some("name"),
+            Self::InvalidScope => Some("scopes"),
+            Self::NotFound | Self::Unexpected(_) => None,
+        }
+    }
+
+    fn unexpected(&self) -> Option<&anyhow::Error> {
+        match self {
+            Self::Unexpected(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl Outcome for WebhookError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            Self::InvalidUrl | Self::InvalidEvents => ErrorKind::Invalid,
+            Self::EndpointNotFound | Self::DeliveryNotFound => ErrorKind::NotFound,
+            Self::Unexpected(_) => ErrorKind::Internal,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidUrl | Self::InvalidEvents => INVALID_INPUT,
+            Self::EndpointNotFound | Self::DeliveryNotFound => "not_found",
+            Self::Unexpected(_) => "internal",
+        }
+    }
+
+    fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::InvalidUrl => Some("url"),
+            Self::InvalidEvents => Some("events"),
+            Self::EndpointNotFound | Self::DeliveryNotFound | Self::Unexpected(_) => None,
+        }
+    }
+
+    fn unexpected(&self) -> Option<&anyhow::Error> {
+        match self {
+            Self::Unexpected(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// A typed code that is not a code (caught before anything is counted).
+impl Outcome for CodeFormatError {
+    fn kind(&self) -> ErrorKind {
+        ErrorKind::Invalid
+    }
+
+    fn code(&self) -> &'static str {
+        "invalid_code"
+    }
+
+    fn field(&self) -> Option<&'static str> {
+        Some("code")
+    }
+
+    fn unexpected(&self) -> Option<&anyhow::Error> {
+        None
+    }
+}

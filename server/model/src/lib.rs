@@ -1,0 +1,138 @@
+//! The vocabulary both sides of the wire share.
+//!
+//! The engine's errors say *what happened* (`SlugTaken`, `CodeBound`); this
+//! crate says *what kind of thing* that is for whoever asked (a conflict, bad
+//! input, a reason to wait and retry) and how each kind is served. Every
+//! adapter (the pages' server functions, the JSON API) turns a domain error
+//! into a response through [`ErrorKind`], so a page and the API can never
+//! disagree on a status again; the table lives in one `match` below and in
+//! README ("Errors").
+//!
+//! No I/O and no heavy dependencies: the wasm build links this too, because
+//! the pages' error type carries a kind across the wire.
+
+use http::StatusCode;
+use serde::{Deserialize, Serialize};
+
+/// What kind of outcome an error is, for the person or program that asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The request is not what the endpoint reads (not JSON, a broken
+    /// multipart body, a query that does not parse). Nothing changed.
+    Malformed,
+    /// The input does not parse or breaks a rule about its own shape; a
+    /// field names the input when there is one. Nothing changed.
+    Invalid,
+    /// Nobody is signed in (or the credentials are wrong).
+    Unauthenticated,
+    /// Signed in, but this is not theirs to do or see, or a rule of the
+    /// course says no (no code yet, the course is closed, the limit is used).
+    Forbidden,
+    /// No such thing (or not one the caller may know exists).
+    NotFound,
+    /// The request is well formed but clashes with the current state (the
+    /// code is bound to someone else, the link name is taken).
+    Conflict,
+    /// It existed and is gone for good (a one-time download taken).
+    Gone,
+    /// An upload over its limit.
+    TooLarge,
+    /// Too many attempts; `Retry-After` says when to come back.
+    RateLimited,
+    /// Someone else holds what this needs right now; retrying in a moment
+    /// succeeds or gives a final answer.
+    Busy,
+    /// A dependency cannot serve now (Redis down, PostgreSQL restarting).
+    Unavailable,
+    /// A fault on our side; the details are in the log under a reference.
+    Internal,
+}
+
+impl ErrorKind {
+    /// Every kind, for tables and tests.
+    pub const ALL: [ErrorKind; 12] = [
+        Self::Malformed,
+        Self::Invalid,
+        Self::Unauthenticated,
+        Self::Forbidden,
+        Self::NotFound,
+        Self::Conflict,
+        Self::Gone,
+        Self::TooLarge,
+        Self::RateLimited,
+        Self::Busy,
+        Self::Unavailable,
+        Self::Internal,
+    ];
+
+    /// The HTTP status every adapter serves this kind with.
+    pub fn status(self) -> StatusCode {
+        match self {
+            Self::Malformed => StatusCode::BAD_REQUEST,
+            Self::Invalid => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::Unauthenticated => StatusCode::UNAUTHORIZED,
+            Self::Forbidden => StatusCode::FORBIDDEN,
+            Self::NotFound => StatusCode::NOT_FOUND,
+            // A busy code is a conflict that ends by itself: same status, and
+            // `Retry-After` tells the caller to come back.
+            Self::Conflict | Self::Busy => StatusCode::CONFLICT,
+            Self::Gone => StatusCode::GONE,
+            Self::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+            Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// Seconds to wait before retrying, where waiting is the whole remedy.
+    /// (Rate limits carry their own, from the throttle window.)
+    pub fn retry_after_secs(self) -> Option<u64> {
+        match self {
+            Self::Busy => Some(1),
+            Self::Unavailable => Some(2),
+            _ => None,
+        }
+    }
+
+    /// Whether trying the same request again may succeed.
+    pub fn is_retryable(self) -> bool {
+        matches!(
+            self,
+            Self::Busy | Self::Unavailable | Self::RateLimited | Self::Internal
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_has_a_distinct_client_or_server_status() {
+        for kind in ErrorKind::ALL {
+            let status = kind.status();
+            assert!(
+                status.is_client_error() || status.is_server_error(),
+                "{kind:?} → {status}"
+            );
+            // Only faults and outages are 5xx: bad input is never a 5xx.
+            assert_eq!(
+                status.is_server_error(),
+                matches!(kind, ErrorKind::Unavailable | ErrorKind::Internal),
+                "{kind:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_waiting_kinds_carry_a_retry_after() {
+        assert_eq!(ErrorKind::Busy.retry_after_secs(), Some(1));
+        assert_eq!(ErrorKind::Unavailable.retry_after_secs(), Some(2));
+        for kind in ErrorKind::ALL {
+            if !matches!(kind, ErrorKind::Busy | ErrorKind::Unavailable) {
+                assert_eq!(kind.retry_after_secs(), None, "{kind:?}");
+            }
+        }
+    }
+}
