@@ -33,16 +33,48 @@ pub struct TestApp {
 pub struct ServerThread {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// For a task dump when a test fails (see [`dump_tasks`]).
+    #[cfg_attr(
+        not(tokio_taskdump),
+        expect(dead_code, reason = "read by taskdump builds only")
+    )]
+    runtime: tokio::runtime::Handle,
 }
 
 impl Drop for ServerThread {
     fn drop(&mut self) {
+        #[cfg(tokio_taskdump)]
+        if std::thread::panicking() {
+            dump_tasks(&self.runtime);
+        }
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+/// Prints where every task of a failed test's server is waiting: built
+/// with `RUSTFLAGS="--cfg tokio_unstable --cfg tokio_taskdump"`, a request
+/// that never gets an answer fails its test (the client's timeout) and the
+/// dump shows the future that never woke up.
+#[cfg(tokio_taskdump)]
+fn dump_tasks(runtime: &tokio::runtime::Handle) {
+    let runtime = runtime.clone();
+    let dump = std::thread::spawn(move || {
+        runtime
+            .block_on(async { tokio::time::timeout(Duration::from_secs(20), runtime.dump()).await })
+    })
+    .join();
+    match dump {
+        Ok(Ok(dump)) => {
+            for (i, task) in dump.tasks().iter().enumerate() {
+                eprintln!("=== server task {i} ===\n{}", task.trace());
+            }
+        }
+        _ => eprintln!("=== no task dump (timed out or panicked) ==="),
     }
 }
 
@@ -212,6 +244,7 @@ pub async fn spawn_app_with_settlement(
     }
     let connect = (*pool.connect_options()).clone();
     let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+    let (handle_tx, handle_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let thread = std::thread::Builder::new()
         .name("test-server".into())
@@ -222,6 +255,7 @@ pub async fn spawn_app_with_settlement(
                 .enable_all()
                 .build()
                 .expect("the test server's runtime");
+            let _ = handle_tx.send(runtime.handle().clone());
             runtime.block_on(async move {
                 // The same pool constructor and settings as `serve`.
                 let pool = engine::db::pool_with_timeouts(connect, &settings.db_options());
@@ -253,6 +287,7 @@ pub async fn spawn_app_with_settlement(
         _server: ServerThread {
             stop: Some(stop_tx),
             thread: Some(thread),
+            runtime: handle_rx.recv().expect("the test server's runtime handle"),
         },
     }
 }
