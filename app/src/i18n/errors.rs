@@ -112,7 +112,7 @@ impl Localized for SettlementError {
             Self::WrongShare => "这个兑换码不属于这门课程".into(),
             Self::InvalidCode => "这个兑换码无效".into(),
             Self::AlreadyHasAccess => "你已经可以访问这门课程".into(),
-            Self::ShareUnavailable(why) => share_unavailable(why),
+            Self::ShareUnavailable(why) => share_unavailable(*why).into(),
             Self::QuotaExhausted => "这门课程的访问次数已用完".into(),
             Self::LearnerLimitReached => "你在这门课程的访问次数已用完".into(),
             Self::AccountDisabled => "这个账号已被停用".into(),
@@ -128,17 +128,16 @@ impl Localized for SettlementError {
     }
 }
 
-/// Why a share is closed to learners: the engine's fixed phrases
-/// (`Share::unavailable_because`) in Chinese.
-pub fn share_unavailable(why: &str) -> String {
+/// Why a share is closed to learners, in Chinese.
+pub fn share_unavailable(why: engine::shares::Unavailability) -> &'static str {
+    use engine::shares::Unavailability as U;
     match why {
-        "this course is paused by its provider" => "课程提供方已暂停这门课程",
-        "this course is not open yet" => "这门课程尚未开放",
-        "this course has closed" => "这门课程已结束",
-        "this course has reached its access limit" => "这门课程的访问次数已用完",
-        _ => "这门课程目前无法访问",
+        U::Paused => "课程提供方已暂停这门课程",
+        U::NotOpenYet => "这门课程尚未开放",
+        U::Closed => "这门课程已结束",
+        U::LimitReached => "这门课程的访问次数已用完",
+        U::NotAvailable => "这门课程目前无法访问",
     }
-    .into()
 }
 
 impl Localized for StorageError {

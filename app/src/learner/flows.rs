@@ -100,13 +100,8 @@ pub async fn visible_share(state: &AppState, slug: &str) -> Result<Share, AppErr
 
 /// Why nobody new can get in right now, if so: the share's own state, or
 /// its quota used up.
-pub fn unavailable_because(share: &Share, now: OffsetDateTime) -> Option<&'static str> {
-    share.unavailable_because(now).or_else(|| {
-        share
-            .quota
-            .is_some_and(|quota| share.quota_used >= quota)
-            .then_some("this course has reached its access limit")
-    })
+pub fn unavailable_because(share: &Share, now: OffsetDateTime) -> Option<shares::Unavailability> {
+    share.unavailable_to_newcomers(now)
 }
 
 /// A code accepted in phase 2, with the account that entered it: a

@@ -141,7 +141,7 @@ pub async fn share_view(slug: String) -> Result<SharePage, AppError> {
         let unavailable =
             flows::unavailable_because(&share, time::OffsetDateTime::now_utc()).map(|why| {
                 match crate::i18n::lang() {
-                    crate::i18n::Lang::En => capitalise(why),
+                    crate::i18n::Lang::En => capitalise(&why.to_string()),
                     crate::i18n::Lang::Zh => {
                         format!("{}。", crate::i18n::errors::share_unavailable(why))
                     }

@@ -180,7 +180,7 @@ pub enum SettlementError {
     #[error("you already have access to this course")]
     AlreadyHasAccess,
     #[error("{0}")]
-    ShareUnavailable(&'static str),
+    ShareUnavailable(crate::shares::Unavailability),
     #[error("this course has reached its access limit")]
     QuotaExhausted,
     #[error("you have used all your accesses to this course")]
@@ -605,7 +605,7 @@ impl Settler {
         .fetch_optional(&mut *tx)
         .await
         .context("reading the share")?
-        .ok_or(SettlementError::ShareUnavailable("this course is not available"))?;
+        .ok_or(SettlementError::ShareUnavailable(crate::shares::Unavailability::NotAvailable))?;
         let current = Share {
             status: policy.status,
             valid_from: policy.valid_from,

@@ -6,6 +6,7 @@
 //! authorised for.
 
 use anyhow::Context as _;
+pub use model::Unavailability;
 use serde_json::json;
 use sqlx::PgPool;
 use time::OffsetDateTime;
@@ -253,21 +254,32 @@ impl Share {
         TenantId(self.tenant_id)
     }
 
-    /// Why learners cannot use the share now, if they cannot.
-    pub fn unavailable_because(&self, now: OffsetDateTime) -> Option<&'static str> {
+    /// Why learners cannot use the share now, if they cannot (its state
+    /// and window; the quota is `unavailable_to_newcomers`).
+    pub fn unavailable_because(&self, now: OffsetDateTime) -> Option<Unavailability> {
         if self.status != "active" {
             return Some(match self.status.as_str() {
-                "paused" => "this course is paused by its provider",
-                _ => "this course is not available",
+                "paused" => Unavailability::Paused,
+                _ => Unavailability::NotAvailable,
             });
         }
         if self.valid_from.is_some_and(|from| now < from) {
-            return Some("this course is not open yet");
+            return Some(Unavailability::NotOpenYet);
         }
         if self.valid_until.is_some_and(|until| now >= until) {
-            return Some("this course has closed");
+            return Some(Unavailability::Closed);
         }
         None
+    }
+
+    /// Why nobody new can get in right now, if so: the share's own state,
+    /// or its quota used up.
+    pub fn unavailable_to_newcomers(&self, now: OffsetDateTime) -> Option<Unavailability> {
+        self.unavailable_because(now).or_else(|| {
+            self.quota
+                .is_some_and(|quota| self.quota_used >= quota)
+                .then_some(Unavailability::LimitReached)
+        })
     }
 }
 

@@ -8,6 +8,10 @@
 //! disagree on a status again; the table lives in one `match` below and in
 //! README ("Errors").
 //!
+//! The read models pages match on live here too, as types instead of
+//! English sentences: [`Unavailability`] says why a course is closed to
+//! learners, and each language translates the variant, never the text.
+//!
 //! No I/O and no heavy dependencies: the wasm build links this too, because
 //! the pages' error type carries a kind across the wire.
 
@@ -101,6 +105,48 @@ impl ErrorKind {
             self,
             Self::Busy | Self::Unavailable | Self::RateLimited | Self::Internal
         )
+    }
+}
+
+/// Why nobody new can get into a course right now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unavailability {
+    /// Its provider paused it.
+    Paused,
+    /// A draft, archived, or gone: not a course learners can use.
+    NotAvailable,
+    /// Its validity window has not started.
+    NotOpenYet,
+    /// Its validity window has ended.
+    Closed,
+    /// Its total access limit is used up.
+    LimitReached,
+}
+
+impl Unavailability {
+    /// The stable machine-readable name (the JSON API's `unavailable_code`).
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::Paused => "paused",
+            Self::NotAvailable => "not_available",
+            Self::NotOpenYet => "not_open_yet",
+            Self::Closed => "closed",
+            Self::LimitReached => "limit_reached",
+        }
+    }
+}
+
+/// English, for logs and the JSON API (pages translate the variant).
+impl std::fmt::Display for Unavailability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Paused => "this course is paused by its provider",
+            Self::NotAvailable => "this course is not available",
+            Self::NotOpenYet => "this course is not open yet",
+            Self::Closed => "this course has closed",
+            Self::LimitReached => "this course has reached its access limit",
+        })
     }
 }
 

@@ -310,12 +310,30 @@ async fn each_unavailable_state_is_explained_on_the_share_page(pool: PgPool) {
         ),
     ];
     let (_, client) = learners(&app, 1).await.remove(0);
-    for (course, message) in cases {
+    // Each reason in Chinese too: pages translate the reason itself
+    // (`Unavailability`), not its English sentence.
+    let chinese = [
+        "课程提供方已暂停这门课程。",
+        "这门课程已结束。",
+        "这门课程尚未开放。",
+    ];
+    for ((course, message), chinese) in cases.into_iter().zip(chinese) {
         let (status, html) = page(&app, &client, &format!("/s/{}", course.slug)).await;
         assert_eq!(status, 200);
         assert!(html.contains(r#"data-state="unavailable""#), "{html}");
         assert!(html.contains(message), "{message}: {html}");
         assert!(!html.contains(r#"name="code""#), "no code form");
+        let html = client
+            .get(format!("{}/s/{}", app.address, course.slug))
+            .header("accept", "text/html")
+            .header("accept-language", "zh-CN")
+            .send()
+            .await
+            .expect("page")
+            .text()
+            .await
+            .expect("html");
+        assert!(html.contains(chinese), "{chinese}: {html}");
     }
 }
 

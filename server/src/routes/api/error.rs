@@ -287,7 +287,7 @@ mod tests {
             E::WrongShare,
             E::InvalidCode,
             E::AlreadyHasAccess,
-            E::ShareUnavailable("this course is paused"),
+            E::ShareUnavailable(engine::shares::Unavailability::Paused),
             E::QuotaExhausted,
             E::LearnerLimitReached,
             E::AccountDisabled,

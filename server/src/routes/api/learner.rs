@@ -87,7 +87,7 @@ pub async fn share(
             status: share.status,
         },
         available: unavailable.is_none(),
-        unavailable_reason: unavailable.map(str::to_owned),
+        unavailable_reason: unavailable.map(|why| why.to_string()),
         resources,
         me,
     }))
