@@ -199,6 +199,98 @@ async fn a_bound_learner_never_spends_a_second_code(pool: PgPool) {
     assert_invariants(&app, "after case 3").await;
 }
 
+/// Seed test 3: 100 concurrent *first* accesses with one request id (a
+/// client retrying an attempt that is still in flight). They all get past
+/// Redis (one owner re-takes its own reservation), race into PostgreSQL
+/// while the code is still unbound, and queue on the code's row: one binds
+/// and counts, every other one answers from that attempt (its record) or
+/// its live grant. Nothing is counted twice.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_hundred_first_accesses_with_one_request_id_bind_and_count_once(pool: PgPool) {
+    let probe = std::sync::Arc::new(SettlementProbe::default());
+    let options = engine::settlement::SettlementOptions {
+        probe: Some(probe.clone()),
+        ..load_settings().settlement_options()
+    };
+    let app = spawn_app_with_settlement(pool, load_settings(), options).await;
+    let admin = admin(&app).await;
+    let (learner, client) = learners(&app, 1).await.remove(0);
+    let rounds = repeats();
+    for round in 0..rounds {
+        let course = course::course(&app, &admin, json!({})).await;
+        let code = issue(&app, &admin, course.share, 1).await.remove(0).1;
+        assert_eq!(
+            enter_code(&app, &client, &course.slug, &code)
+                .await
+                .status(),
+            200
+        );
+        let key = Uuid::new_v4().to_string();
+        let opened = join_all((0..100).map(|_| open(&app, &client, &course, Some(&key)))).await;
+        let mut answers = std::collections::BTreeMap::<String, usize>::new();
+        for response in opened {
+            let answer = if response.status() == 200 {
+                response.headers()["x-admitone-access"]
+                    .to_str()
+                    .expect("ascii")
+                    .to_owned()
+            } else {
+                // Only the documented retryable answer of a loaded machine.
+                assert!(response.headers().contains_key("retry-after"));
+                let (status, error) = error_of(response).await;
+                assert_eq!(
+                    (status, error.as_str()),
+                    (503, "unavailable"),
+                    "round {round}"
+                );
+                "unavailable".to_owned()
+            };
+            *answers.entry(answer).or_default() += 1;
+        }
+        let bound_answers = answers.get("bound").copied().unwrap_or(0);
+        assert!(bound_answers <= 1, "round {round}: {answers:?}");
+        assert!(
+            answers
+                .keys()
+                .all(|a| ["bound", "replayed", "reused", "unavailable"].contains(&a.as_str())),
+            "round {round}: nothing else, never a second count: {answers:?}"
+        );
+        assert!(
+            answers.get("unavailable").copied().unwrap_or(0) < 100,
+            "round {round}: someone got in: {answers:?}"
+        );
+        // Once they are all answered, the same id replays the first result.
+        let again = open(&app, &client, &course, Some(&key)).await;
+        assert_eq!(again.status(), 200, "round {round}");
+        assert_eq!(again.headers()["x-admitone-access"], "replayed");
+        assert_eq!(
+            state_of(&app, course.share).await,
+            ShareState {
+                bound: 1,
+                quota_used: 1,
+                records: 1
+            },
+            "round {round}: one binding, one access counted, one record: {answers:?}"
+        );
+        let owner: Uuid = sqlx::query_scalar(
+            "SELECT bound_principal FROM auth_codes WHERE share_id = $1 AND bound_principal IS NOT NULL",
+        )
+        .bind(course.share)
+        .fetch_one(&app.pool)
+        .await
+        .expect("owner");
+        assert_eq!(owner, learner);
+    }
+    let (transactions, binds, start_overs) = probe.counts();
+    eprintln!("seed test 3: {transactions} transactions, {binds} binds, {start_overs} start-overs");
+    let rounds = u64::try_from(rounds).expect("small");
+    // The duplicates were not turned away by Redis: they reached
+    // PostgreSQL, and more than one tried to bind the still-unbound code.
+    assert!(transactions > 100 * rounds / 2, "{transactions}");
+    assert!(binds > rounds, "in-flight duplicates contended: {binds}");
+    assert_invariants(&app, "after seed test 3").await;
+}
+
 /// Case 4: a failure inside the settlement transaction leaves nothing,
 /// for 100 concurrent first accesses at each fault point.
 #[sqlx::test(migrations = "../migrations")]
