@@ -54,6 +54,38 @@ async fn one_learner_with_a_hundred_pending_codes_binds_exactly_one_with_the_res
     );
 }
 
+/// Case 2 with reservations that expire at once (TTL 1 ms): Redis turns
+/// almost nobody away, so the learner's attempts with different codes
+/// reach PostgreSQL together and the partial unique index (one code per
+/// learner and share) is what keeps the learner to one code.
+#[sqlx::test(migrations = "../migrations")]
+async fn one_learner_with_a_hundred_pending_codes_binds_exactly_one_with_reservations_expiring_instantly(
+    pool: PgPool,
+) {
+    let probe = std::sync::Arc::new(SettlementProbe::default());
+    let options = engine::settlement::SettlementOptions {
+        reservation_ttl: std::time::Duration::from_millis(1),
+        probe: Some(probe.clone()),
+        ..load_settings().settlement_options()
+    };
+    let app = spawn_app_with_settlement(pool, load_settings(), options).await;
+    one_learner_with_many_codes(&app, false, true, "case 2 ttl 1ms").await;
+    let (transactions, binds, start_overs) = probe.counts();
+    eprintln!(
+        "case 2 ttl 1ms: {transactions} transactions, {binds} binds, {start_overs} start-overs"
+    );
+    let rounds = u64::try_from(repeats()).expect("small");
+    assert!(
+        binds > rounds,
+        "more than one attempt a round got past Redis to bind: {binds}"
+    );
+    // A second code's bind hit the partial unique index and started over.
+    assert!(
+        start_overs > 0,
+        "the unique index was contended: {start_overs}"
+    );
+}
+
 /// One learner, 100 sessions, each with its own pending code, opens content
 /// at once, `repeats()` times; `poison_learner`: the learner's reservation key
 /// makes `reserve.lua` fail. `may_time_out`: with the reservation out of
@@ -363,12 +395,21 @@ async fn a_failure_inside_the_transaction_leaves_nothing(pool: PgPool) {
 /// PostgreSQL still binds the code once.
 #[sqlx::test(migrations = "../migrations")]
 async fn with_reservations_expiring_instantly_the_code_is_still_bound_once(pool: PgPool) {
+    let probe = std::sync::Arc::new(SettlementProbe::default());
     let options = engine::settlement::SettlementOptions {
         reservation_ttl: std::time::Duration::from_millis(1),
+        probe: Some(probe.clone()),
         ..load_settings().settlement_options()
     };
     let app = spawn_app_with_settlement(pool, load_settings(), options).await;
     race_for_one_code(&app, 100, repeats(), "ttl 1ms").await;
+    let (transactions, binds, start_overs) = probe.counts();
+    eprintln!("case 5a: {transactions} transactions, {binds} binds, {start_overs} start-overs");
+    let rounds = u64::try_from(repeats()).expect("small");
+    assert!(
+        binds > rounds,
+        "more than one attempt a round got past Redis to bind: {binds}"
+    );
 }
 
 /// Makes every use of `key` fail in Redis (a hash where a string is
