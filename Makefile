@@ -41,7 +41,7 @@ clean-data: ## Delete the private PostgreSQL/Redis data under .data/
 	@rm -rf .data
 
 stress: ## The settlement concurrency suite repeated 200 times per case (STRESS_REPEAT to change)
-	@. scripts/env.sh && . scripts/services.sh && services_up && trap services_down EXIT && use_test_database && STRESS_REPEAT=$${STRESS_REPEAT:-200} cargo test -p server --test api settlement:: -- --test-threads=1
+	@. scripts/env.sh && . scripts/services.sh && services_up && trap services_down EXIT && use_test_database && STRESS_REPEAT=$${STRESS_REPEAT:-200} cargo test -p server --features app/ssr --test api settlement::
 
 faults: ## Fault injection: Redis Cluster failover, Redis down, PostgreSQL restart, kill -9, SIGSTOP (FAULTS_LEARNERS=300)
 	@scripts/faults.sh

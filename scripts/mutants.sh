@@ -29,11 +29,11 @@ file_args=()
 for f in $files; do file_args+=(--file "$f"); done
 out="$CARGO_TARGET_DIR/mutants"
 mkdir -p "$out"
-# The integration suite runs one test at a time (see scripts/test.sh).
+# The integration suite runs in parallel, one test per core.
 cargo mutants --package engine "${file_args[@]}" \
   --test-package engine --test-package server \
   --output "$out" ${MUTANTS_ARGS:-} \
-  -- --features app/ssr -- --test-threads=1 || status=$?
+  -- --features app/ssr || status=$?
 echo "==> survivors (also $out/mutants.out/missed.txt):"
 cat "$out/mutants.out/missed.txt" 2>/dev/null || true
 exit "${status:-0}"

@@ -27,11 +27,10 @@ step "clippy (frontend, hydrate, wasm32)"
 cargo clippy -p frontend --target wasm32-unknown-unknown -- -D warnings
 
 step "unit and integration tests (PostgreSQL + Redis)"
-# One test at a time: with several test servers in this one process, a
-# server-rendered page is still, rarely, never answered (an open bug; README
-# "Running one test" has what is known). Each test server runs on its own
-# multi-thread runtime, as production does.
-cargo test --workspace --exclude frontend --features app/ssr -- --test-threads=1
+# In parallel (one test per core): each test server runs on its own
+# multi-thread runtime, as production does, with its own database and Redis
+# key prefix.
+cargo test --workspace --exclude frontend --features app/ssr
 
 step "OpenTelemetry export (the optional otlp feature)"
 cargo test -p server --features app/ssr,otlp --test otlp
@@ -44,7 +43,7 @@ cluster_up
 # codes: everything that talks to Redis. (The reconciler's reservation audit
 # is standalone-only and stays in the run above.)
 REDIS_CLUSTER_NODES="$REDIS_CLUSTER_NODES" \
-  cargo test -p server --features app/ssr --test api -- settlement:: auth:: tokens:: console:: --test-threads=1
+  cargo test -p server --features app/ssr --test api -- settlement:: auth:: tokens:: console::
 cluster_down
 
 step "fault injection, smaller form (make faults runs it at full size)"

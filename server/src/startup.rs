@@ -169,7 +169,7 @@ impl Application {
 /// The whole router: health endpoints, Leptos pages and server functions,
 /// static files, request ids and tracing.
 pub fn router(state: ServerState) -> Router {
-    let routes = generate_route_list(app::App);
+    let routes = page_routes();
     let app_state = state.app.clone();
     let leptos_options = state.leptos_options.clone();
     let context = move || provide_context(app_state.clone());
@@ -250,6 +250,22 @@ pub fn router(state: ServerState) -> Router {
                 ))
                 .layer(sessions),
         )
+}
+
+/// The pages' routes, generated once per process.
+///
+/// Leptos generates the list by rendering the app with resource loading
+/// suppressed, and the suppression is a process-wide flag
+/// (`leptos::server::SuppressResourceLoad`): while it is set, every
+/// `Resource` created anywhere in the process waits forever. A page
+/// rendered by a server that is already serving while another one builds
+/// its router (tests run several in one process) never answered. Generated
+/// once, before the first server in the process serves, no render can ever
+/// overlap it. (Test: `pages_always_answer_while_many_render_at_once`.)
+fn page_routes() -> Vec<leptos_axum::AxumRouteListing> {
+    static ROUTES: std::sync::OnceLock<Vec<leptos_axum::AxumRouteListing>> =
+        std::sync::OnceLock::new();
+    ROUTES.get_or_init(|| generate_route_list(app::App)).clone()
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM.
