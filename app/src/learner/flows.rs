@@ -242,16 +242,12 @@ pub async fn open(
         resource: resource.id,
         pending_code: pending,
         request_id,
+        patience,
     };
-    let grant = match patience {
-        Patience::WaitBriefly => settle_waiting_briefly(state, &request).await?,
-        Patience::AnswerAtOnce => {
-            state
-                .settler
-                .settle(&state.pool, &state.redis, &request)
-                .await?
-        }
-    };
+    let grant = state
+        .settler
+        .settle(&state.pool, &state.redis, &request)
+        .await?;
     if pending.is_some() {
         // The access is decided (and maybe bound): a session hiccup now
         // must not turn it into an error page. A stale pending id is
@@ -263,45 +259,7 @@ pub async fn open(
     Ok((resource, grant))
 }
 
-/// What a settlement does when the code is held by another request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Patience {
-    /// A person clicked: wait a moment for a definite answer.
-    WaitBriefly,
-    /// An API client: answer `busy` now (it retries with its
-    /// `Idempotency-Key`), so a hot code's losers stay off PostgreSQL.
-    AnswerAtOnce,
-}
-
-/// How long a request waits, in total, for someone else's settlement of
-/// the same code (or the same learner's other request) to finish.
-const BUSY_WAITS_MS: [u64; 4] = [50, 100, 200, 400];
-
-/// Settles, waiting a moment while the code is held by a settlement in
-/// flight: it takes milliseconds, and its outcome turns "busy, try again"
-/// into a definite answer ("already used", or access through a replayed
-/// grant). Past the waits, `Busy` reaches the learner as retryable.
-async fn settle_waiting_briefly(
-    state: &AppState,
-    request: &SettlementRequest,
-) -> Result<Grant, SettlementError> {
-    for wait in BUSY_WAITS_MS {
-        match state
-            .settler
-            .settle(&state.pool, &state.redis, request)
-            .await
-        {
-            Err(SettlementError::Busy) => {
-                tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
-            }
-            other => return other,
-        }
-    }
-    state
-        .settler
-        .settle(&state.pool, &state.redis, request)
-        .await
-}
+pub use engine::settlement::Patience;
 
 /// Whether the request came from another site (`Sec-Fetch-Site`).
 pub fn is_cross_site(headers: &http::HeaderMap) -> bool {

@@ -93,6 +93,8 @@ pub struct SettlementProbe {
     pub bind_attempts: std::sync::atomic::AtomicU64,
     /// Transactions rolled back on a unique violation and started over.
     pub start_overs: std::sync::atomic::AtomicU64,
+    /// Reservations asked of Redis (a request that waits asks again).
+    pub reservations: std::sync::atomic::AtomicU64,
 }
 
 impl SettlementProbe {
@@ -104,6 +106,11 @@ impl SettlementProbe {
             self.bind_attempts.load(Relaxed),
             self.start_overs.load(Relaxed),
         )
+    }
+
+    /// Reservations asked of Redis so far.
+    pub fn reservations(&self) -> u64 {
+        self.reservations.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -130,7 +137,26 @@ pub struct SettlementRequest {
     pub pending_code: Option<Uuid>,
     /// Random per logical attempt, reused by its retries.
     pub request_id: RequestId,
+    /// What to do while someone else's attempt holds the code.
+    pub patience: Patience,
 }
+
+/// What a settlement does while another attempt holds the code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Patience {
+    /// A person clicked: wait a moment for a definite answer.
+    WaitBriefly,
+    /// An API client: answer `busy` now (it retries with its
+    /// `Idempotency-Key`), so a hot code's losers stay off PostgreSQL.
+    AnswerAtOnce,
+}
+
+/// The one wait schedule of a settlement that finds what it needs held by
+/// another attempt (the learner's own other request, or, with
+/// [`Patience::WaitBriefly`], someone else's attempt at the code): about
+/// 0.75 s in all, then `Busy`. Attempts take milliseconds, so the waits
+/// usually end in a definite answer.
+const BUSY_WAITS_MS: [u64; 5] = [25, 50, 100, 200, 375];
 
 /// A request id: 1 to 200 visible ASCII characters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -440,18 +466,47 @@ impl Settler {
         // so that two learners picking the same id never share a reservation.
         let owner = format!("{}:{}", request.principal.0, request.request_id.as_str());
         let owner = owner.as_str();
-        let mut answer = self
-            .reserver
-            .reserve(redis, &keys, owner, self.options.reservation_ttl)
-            .await;
-        // The same learner's parallel requests (a video player's Range
-        // requests) wait briefly for the first one instead of failing; once
-        // it commits they take the returning-learner path.
-        for wait_ms in [25, 50, 100, 200] {
-            if !matches!(answer, Ok(Reservation::UserBusy)) {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(wait_ms)).await;
+        // One wait schedule for every kind of "busy", owned here: a
+        // request never waits inside another wait.
+        let mut waits = BUSY_WAITS_MS.iter();
+        let reserved = loop {
+            self.count(|p| &p.reservations);
+            let answer = self
+                .reserver
+                .reserve(redis, &keys, owner, self.options.reservation_ttl)
+                .await;
+            let worth_waiting = match answer {
+                Ok(Reservation::Reserved) => break true,
+                // The learner's own other request (a video player's Range
+                // requests): it takes milliseconds, then this one takes the
+                // returning-learner path.
+                Ok(Reservation::UserBusy) => true,
+                // Someone else's attempt at this code: a person waits for
+                // the definite answer ("already used"); an API client
+                // hears "busy" at once and retries with its request id, so
+                // a hot code's losers stay off PostgreSQL.
+                Ok(Reservation::CodeHeld) => request.patience == Patience::WaitBriefly,
+                Err(error) => match self.options.failure_policy {
+                    FailurePolicy::FailClosed => {
+                        tracing::warn!(
+                            error = format!("{error:#}"),
+                            "reservation failed; refusing (fail-closed)"
+                        );
+                        return Err(SettlementError::Unavailable);
+                    }
+                    FailurePolicy::DbOnly => {
+                        tracing::warn!(
+                            error = format!("{error:#}"),
+                            "reservation failed; settling in PostgreSQL alone"
+                        );
+                        break false;
+                    }
+                },
+            };
+            let Some(wait) = waits.next().filter(|_| worth_waiting) else {
+                return Err(SettlementError::Busy);
+            };
+            tokio::time::sleep(Duration::from_millis(*wait)).await;
             if binding_of(pool, share, request.principal)
                 .await
                 .map_err(classify)?
@@ -459,30 +514,6 @@ impl Settler {
             {
                 return self.run_transaction(pool, request).await;
             }
-            answer = self
-                .reserver
-                .reserve(redis, &keys, owner, self.options.reservation_ttl)
-                .await;
-        }
-        let reserved = match answer {
-            Ok(Reservation::Reserved) => true,
-            Ok(Reservation::CodeHeld | Reservation::UserBusy) => return Err(SettlementError::Busy),
-            Err(error) => match self.options.failure_policy {
-                FailurePolicy::FailClosed => {
-                    tracing::warn!(
-                        error = format!("{error:#}"),
-                        "reservation failed; refusing (fail-closed)"
-                    );
-                    return Err(SettlementError::Unavailable);
-                }
-                FailurePolicy::DbOnly => {
-                    tracing::warn!(
-                        error = format!("{error:#}"),
-                        "reservation failed; settling in PostgreSQL alone"
-                    );
-                    false
-                }
-            },
         };
         let result = self.run_transaction(pool, request).await;
         if reserved && let Err(error) = self.reserver.release(redis, &keys, owner).await {

@@ -323,6 +323,69 @@ async fn a_hundred_first_accesses_with_one_request_id_bind_and_count_once(pool: 
     assert_invariants(&app, "after seed test 3").await;
 }
 
+/// A person opening a course while another request of theirs holds the
+/// reservation waits one schedule (about 0.75 s in all), then hears "busy,
+/// try again": not a wait inside a wait (the page used to retry the whole
+/// settlement five times, each retry waiting its own four rounds: 25
+/// reservations and ~2.6 s).
+#[sqlx::test(migrations = "../migrations")]
+async fn a_busy_learner_waits_one_schedule_not_nested_ones(pool: PgPool) {
+    let probe = std::sync::Arc::new(SettlementProbe::default());
+    let options = engine::settlement::SettlementOptions {
+        probe: Some(probe.clone()),
+        ..load_settings().settlement_options()
+    };
+    let app = spawn_app_with_settlement(pool, load_settings(), options).await;
+    let admin = admin(&app).await;
+    let (learner, client) = learners(&app, 1).await.remove(0);
+    let course = course::course(&app, &admin, json!({})).await;
+    let code = issue(&app, &admin, course.share, 1).await.remove(0).1;
+    assert_eq!(
+        enter_code(&app, &client, &course.slug, &code)
+            .await
+            .status(),
+        200
+    );
+    // Another request of this learner holds the learner's reservation.
+    let key = app
+        .redis
+        .keys()
+        .reservation_user(admin.tenant, course.share, learner);
+    let _: () = redis::cmd("SET")
+        .arg(&key)
+        .arg("another-request")
+        .arg("PX")
+        .arg(30_000)
+        .query_async(&mut app.redis.conn())
+        .await
+        .expect("hold the learner's reservation");
+    let page = client
+        .get(format!(
+            "{}/s/{}/r/{}",
+            app.address, course.slug, course.resource
+        ))
+        .header("accept", "text/html")
+        .send()
+        .await
+        .expect("page");
+    let html = page.text().await.expect("html");
+    assert!(html.contains(r#"data-reason="busy""#), "{html}");
+    let reservations = probe.reservations();
+    assert!(
+        (2..=6).contains(&reservations),
+        "one first try and one schedule of retries: {reservations}"
+    );
+    assert_eq!(
+        state_of(&app, course.share).await,
+        ShareState {
+            bound: 0,
+            quota_used: 0,
+            records: 0
+        },
+        "nothing bound while busy"
+    );
+}
+
 /// Case 4: a failure inside the settlement transaction leaves nothing,
 /// for 100 concurrent first accesses at each fault point.
 #[sqlx::test(migrations = "../migrations")]
