@@ -44,6 +44,8 @@ pub enum AppError {
     /// (and so its status), `field` the form field it belongs beside.
     #[error("{message}")]
     Refused {
+        // A redirect written by an older server has no kind: a refusal.
+        #[serde(default = "forbidden")]
         kind: ErrorKind,
         reason: String,
         message: String,
@@ -54,6 +56,7 @@ pub enum AppError {
     /// `Busy` or `Unavailable`.
     #[error("{message}")]
     TryAgain {
+        #[serde(default = "busy")]
         kind: ErrorKind,
         message: String,
         retry_after_secs: u64,
@@ -61,6 +64,14 @@ pub enum AppError {
     /// Something went wrong on our side; `reference` finds it in the logs.
     #[error("something went wrong on our side (reference {reference})")]
     Internal { reference: String },
+}
+
+fn forbidden() -> ErrorKind {
+    ErrorKind::Forbidden
+}
+
+fn busy() -> ErrorKind {
+    ErrorKind::Busy
 }
 
 impl AppError {

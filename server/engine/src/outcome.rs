@@ -7,9 +7,9 @@
 //! own and disagreed (`SlugTaken` was 422 on a page and 409 in the API).
 //! Now each error answers three questions here, by an exhaustive `match`
 //! per enum, and both adapters build their response from the answers: the
-//! status from [`ErrorKind::status`], the code as the JSON `error` and the
-//! page's `data-reason`, the field to put the message beside. A new variant
-//! does not compile until it has a kind.
+//! status from [`ErrorKind::status`], the code as the JSON `error` (and a
+//! refusal page's `data-reason`), the field to put the message beside. A
+//! new variant does not compile until it has a kind and a code.
 //!
 //! The codes are API: clients and pages rely on them, so they never change.
 //! Messages stay in each error's `Display` (English) and in
@@ -27,7 +27,8 @@ use crate::{
 pub trait Outcome: std::error::Error {
     /// What kind of outcome this is (and so its HTTP status).
     fn kind(&self) -> ErrorKind;
-    /// The stable code: the JSON API's `error`, a page's `data-reason`.
+    /// The stable code: the JSON API's `error`, a refusal page's
+    /// `data-reason`.
     fn code(&self) -> &'static str;
     /// The input field the error is about, if one.
     fn field(&self) -> Option<&'static str> {

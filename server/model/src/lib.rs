@@ -98,14 +98,6 @@ impl ErrorKind {
             _ => None,
         }
     }
-
-    /// Whether trying the same request again may succeed.
-    pub fn is_retryable(self) -> bool {
-        matches!(
-            self,
-            Self::Busy | Self::Unavailable | Self::RateLimited | Self::Internal
-        )
-    }
 }
 
 /// Why nobody new can get into a course right now.
@@ -122,19 +114,6 @@ pub enum Unavailability {
     Closed,
     /// Its total access limit is used up.
     LimitReached,
-}
-
-impl Unavailability {
-    /// The stable machine-readable name (the JSON API's `unavailable_code`).
-    pub fn code(self) -> &'static str {
-        match self {
-            Self::Paused => "paused",
-            Self::NotAvailable => "not_available",
-            Self::NotOpenYet => "not_open_yet",
-            Self::Closed => "closed",
-            Self::LimitReached => "limit_reached",
-        }
-    }
 }
 
 /// English, for logs and the JSON API (pages translate the variant).

@@ -1515,3 +1515,44 @@ async fn the_dashboard_chart_shows_each_days_accesses_and_bindings(pool: PgPool)
         .collect();
     assert_eq!(seen, wanted, "the chart's days and figures");
 }
+
+/// A taken link name is the same answer through both doors: 422 with the
+/// slug field, from the JSON API (`slug_taken`) and from the console's
+/// server function, and nothing is created either way.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_taken_link_name_is_one_field_error_through_the_api_and_the_console(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let existing = course(&app, &admin, json!({})).await;
+    let response = crate::course::post_json(
+        &app,
+        &admin.client,
+        &format!("/api/v1/tenants/{}/shares", admin.tenant),
+        json!({ "title": "Another", "slug": existing.slug }),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let body: serde_json::Value = response.json().await.expect("json");
+    assert_eq!(body["error"], "slug_taken", "{body}");
+    assert_eq!(body["field"], "slug", "{body}");
+    let tenant = admin.tenant.to_string();
+    let (status, body) = call(
+        &app,
+        &admin,
+        "/api/admin/share/create",
+        &[
+            ("tenant_id", &tenant),
+            ("title", "Another"),
+            ("slug", &existing.slug),
+        ],
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    let error: serde_json::Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(error["Invalid"]["field"], "slug", "{body}");
+    let shares: i64 = sqlx::query_scalar("SELECT count(*) FROM shares")
+        .fetch_one(&app.pool)
+        .await
+        .expect("count");
+    assert_eq!(shares, 1, "nothing created");
+}

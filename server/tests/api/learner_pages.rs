@@ -212,6 +212,11 @@ async fn pages_always_answer_while_many_render_at_once(pool: PgPool) {
             if answer.is_err() {
                 unanswered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
+            // Stopping a server waits for its runtime: off this runtime, so
+            // the browsers above keep going meanwhile.
+            tokio::task::spawn_blocking(move || drop(other))
+                .await
+                .expect("stop the server");
         }
     };
     let browsing = futures::future::join_all(browsers.iter().map(|(app, client)| {
