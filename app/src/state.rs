@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
+use engine::db::PgPool;
 use engine::{
     codes::Keyring,
     coordination::Redis,
@@ -15,7 +16,6 @@ use engine::{
     storage::Storage,
     throttle::{FixedWindow, Limit},
 };
-use sqlx::PgPool;
 
 #[derive(Clone, Debug)]
 pub struct AppState {

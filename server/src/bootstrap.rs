@@ -11,6 +11,7 @@
 //! owner's address first, and the command refuses without writing anything.
 
 use anyhow::Context as _;
+use engine::db::PgPool;
 use engine::{
     accounts::{self, AccountId, DisplayName, Email, ExistingPassword, Password},
     codes::Keyring,
@@ -20,7 +21,6 @@ use engine::{
     tenants::{self, TenantId, TenantName, TenantSlug},
 };
 use secrecy::SecretString;
-use sqlx::PgPool;
 
 /// What `create-tenant` needs.
 #[derive(Debug)]

@@ -13,11 +13,11 @@
 
 use std::time::Duration;
 
+use engine::db::PgPool;
 use engine::{
     coordination::Redis,
     invariants::{self, Check},
 };
-use sqlx::PgPool;
 
 /// What one reconciliation found and did.
 #[derive(Debug)]

@@ -11,9 +11,9 @@
 use std::time::Duration;
 
 use anyhow::Context as _;
+use engine::db::PgPool;
 use engine::webhooks::{self, Attempted, Due, Recorded, RetryPolicy};
 use futures::StreamExt as _;
-use sqlx::PgPool;
 
 use crate::config::WebhookSettings;
 

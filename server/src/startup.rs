@@ -10,11 +10,11 @@ use anyhow::Context as _;
 use app::state::AppState;
 use axum::{Router, extract::FromRef, routing::get};
 use engine::coordination::Redis;
+use engine::db::PgPool;
 use leptos::prelude::*;
 use leptos_axum::{LeptosRoutes as _, generate_route_list};
 use secrecy::ExposeSecret as _;
 use sha2::{Digest as _, Sha512};
-use sqlx::PgPool;
 use tokio::net::TcpListener;
 use tower_http::{
     request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},

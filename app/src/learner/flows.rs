@@ -23,9 +23,10 @@ use crate::{
     state::AppState,
 };
 
-/// What went wrong in a learner flow: a settlement outcome (mapped by each
-/// adapter, since the JSON API keeps its own stable codes), or an error
-/// already in user terms (throttled, session trouble, not found).
+/// What went wrong in a learner flow: a code that is not a code, a
+/// settlement outcome (each adapter serves both through
+/// `engine::outcome`, so they agree), or an error already in user terms
+/// (throttled, session trouble, not found).
 #[derive(Debug)]
 pub enum LearnerError {
     /// The typed text is not a code (caught before anything is counted).

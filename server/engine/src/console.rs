@@ -345,3 +345,24 @@ pub async fn handover_of_share(
     .await
     .context("checking a handover's share")
 }
+
+/// The label of a handover of `share`: a batch's, or a single replacement
+/// code's (its batch's label). `None`: no such handover in this share.
+pub async fn handover_label(
+    pool: &PgPool,
+    tenant: TenantId,
+    share: ShareId,
+    id: Uuid,
+) -> anyhow::Result<Option<String>> {
+    sqlx::query_scalar!(
+        "SELECT label FROM code_batches
+         WHERE tenant_id = $1 AND share_id = $2
+           AND id = coalesce((SELECT batch_id FROM auth_codes WHERE tenant_id = $1 AND id = $3), $3)",
+        tenant.0,
+        share.0,
+        id,
+    )
+    .fetch_optional(pool)
+    .await
+    .context("reading a handover's label")
+}

@@ -8,8 +8,11 @@
 use std::time::Duration;
 
 use anyhow::Context as _;
+/// The PostgreSQL pool adapters hold and pass back in: the one sqlx type
+/// outside the engine, re-exported so nothing else depends on sqlx.
+pub use sqlx::PgPool;
 use sqlx::{
-    ConnectOptions as _, PgPool,
+    ConnectOptions as _,
     postgres::{PgConnectOptions, PgPoolOptions},
 };
 

@@ -78,17 +78,13 @@ pub async fn codes_csv(
         .filter(|s| s.tenant_id == tenant)
         .ok_or_else(ApiError::not_found)?;
     // A batch, or a single replacement code (labelled with its batch).
-    let label = sqlx::query_scalar!(
-        "SELECT label FROM code_batches
-         WHERE tenant_id = $1 AND share_id = $2
-           AND id = coalesce((SELECT batch_id FROM auth_codes WHERE tenant_id = $1 AND id = $3), $3)",
-        tenant,
-        share.id,
+    let label = engine::console::handover_label(
+        &state.app.pool,
+        TenantId(tenant),
+        ShareId(share.id),
         batch,
     )
-    .fetch_optional(&state.app.pool)
-    .await
-    .map_err(anyhow::Error::new)?
+    .await?
     .ok_or_else(ApiError::not_found)?;
     // One download at a time; the codes are removed only once the whole
     // body has been sent (see `engine::handover`), so a broken download can
@@ -289,7 +285,7 @@ const RECORDS_PAGE: i64 = 1_000;
 /// error ends the stream with an error (the client sees a truncated
 /// download, the log says why).
 fn async_stream_records(
-    pool: sqlx::PgPool,
+    pool: engine::db::PgPool,
     tenant: TenantId,
     share: ShareId,
 ) -> impl futures::Stream<Item = Result<bytes::Bytes, std::io::Error>> {
