@@ -280,3 +280,139 @@ async fn end(
         .context("running release.lua")?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    //! The download lease and its scripts against the machine's Redis
+    //! (`REDIS_URL`), each test under its own key prefix.
+    use redis::AsyncCommands as _;
+
+    use super::*;
+    use crate::coordination::RedisOptions;
+
+    async fn connect() -> Redis {
+        let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+        Redis::connect(&RedisOptions {
+            urls: vec![url],
+            cluster: false,
+            key_prefix: format!("test:{}", Uuid::new_v4()),
+            response_timeout: Duration::from_secs(5),
+        })
+        .await
+        .expect("Redis handle")
+    }
+
+    async fn lease_holder(redis: &Redis, owner: AccountId, batch: Uuid) -> Option<String> {
+        redis
+            .conn()
+            .get(redis.keys().handover_lease(owner.0, batch))
+            .await
+            .expect("GET")
+    }
+
+    async fn lease_pttl(redis: &Redis, owner: AccountId, batch: Uuid) -> i64 {
+        redis::cmd("PTTL")
+            .arg(redis.keys().handover_lease(owner.0, batch))
+            .query_async(&mut redis.conn())
+            .await
+            .expect("PTTL")
+    }
+
+    fn codes() -> Vec<String> {
+        vec!["ABCD-2345-WXYZ".to_owned(), "EFGH-6789-JKLM".to_owned()]
+    }
+
+    fn ready(download: Download) -> (Vec<String>, DownloadLease) {
+        match download {
+            Download::Ready(codes, lease) => (codes, lease),
+            other => panic!("expected the codes, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn one_download_at_a_time_and_only_its_holder_ends_the_lease() {
+        let redis = connect().await;
+        let (owner, batch) = (AccountId(Uuid::new_v4()), Uuid::new_v4());
+        park(&redis, owner, batch, &codes()).await.expect("park");
+
+        let (got, lease) = ready(start_download(&redis, owner, batch).await.expect("first"));
+        assert_eq!(got, codes());
+        let holder = lease_holder(&redis, owner, batch).await.expect("a lease");
+        assert_eq!(holder, lease.token);
+        let pttl = lease_pttl(&redis, owner, batch).await;
+        assert!((1..=60_000).contains(&pttl), "the lease expires: {pttl}");
+        // A second download meanwhile is refused, and takes nothing.
+        assert!(matches!(
+            start_download(&redis, owner, batch).await.expect("second"),
+            Download::InProgress
+        ));
+        // Someone else's token neither ends the lease nor discards the codes
+        // (release.lua deletes only the parked copy it is asked to).
+        end(&redis, owner, batch, "not-this-download", false)
+            .await
+            .expect("foreign release");
+        assert_eq!(lease_holder(&redis, owner, batch).await, Some(holder));
+        // The holder's release ends it and leaves the codes for a retry.
+        lease.release().await.expect("release");
+        assert_eq!(lease_holder(&redis, owner, batch).await, None);
+        let (again, lease) = ready(start_download(&redis, owner, batch).await.expect("retry"));
+        assert_eq!(again, codes(), "a broken download can be retried in full");
+        // A completed download removes the codes and the lease for good.
+        lease.finish().await.expect("finish");
+        assert_eq!(lease_holder(&redis, owner, batch).await, None);
+        assert!(matches!(
+            start_download(&redis, owner, batch).await.expect("after"),
+            Download::Gone
+        ));
+        assert_eq!(
+            lease_holder(&redis, owner, batch).await,
+            None,
+            "Gone keeps no lease"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_lease_renews_only_while_it_is_still_this_downloads() {
+        let redis = connect().await;
+        let (owner, batch) = (AccountId(Uuid::new_v4()), Uuid::new_v4());
+        park(&redis, owner, batch, &codes()).await.expect("park");
+        let (_, mut lease) = ready(start_download(&redis, owner, batch).await.expect("start"));
+        let key = redis.keys().handover_lease(owner.0, batch);
+        // Shorten it, then pretend a third of the lease has passed.
+        let _: bool = redis.conn().pexpire(&key, 5_000).await.expect("PEXPIRE");
+        lease.renewed = Instant::now() - DOWNLOAD_LEASE / 2;
+        assert!(lease.keep_alive().await.expect("renew"));
+        let pttl = lease_pttl(&redis, owner, batch).await;
+        assert!(pttl > 50_000, "renewed to the whole lease: {pttl}");
+        // Just renewed: no round trip, still ours.
+        let _: bool = redis.conn().pexpire(&key, 5_000).await.expect("PEXPIRE");
+        assert!(lease.keep_alive().await.expect("recent"));
+        assert!(
+            lease_pttl(&redis, owner, batch).await <= 5_000,
+            "not renewed again yet"
+        );
+        // The lease expired and another download took it: this one must
+        // stop, and must not extend the other's lease.
+        let _: () = redis
+            .conn()
+            .set_ex(&key, "another-download", 7)
+            .await
+            .expect("SET");
+        lease.renewed = Instant::now() - DOWNLOAD_LEASE / 2;
+        assert!(!lease.keep_alive().await.expect("foreign"));
+        assert!(
+            lease_pttl(&redis, owner, batch).await <= 7_000,
+            "the other's TTL untouched"
+        );
+        assert_eq!(
+            lease_holder(&redis, owner, batch).await.as_deref(),
+            Some("another-download")
+        );
+        // Ending this download leaves the other's lease alone.
+        lease.release().await.expect("release");
+        assert_eq!(
+            lease_holder(&redis, owner, batch).await.as_deref(),
+            Some("another-download")
+        );
+    }
+}
