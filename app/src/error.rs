@@ -250,16 +250,48 @@ impl AppError {
     /// request is worth retrying, and nothing is wrong with the code.
     #[cfg(feature = "ssr")]
     pub fn internal(error: &anyhow::Error) -> Self {
-        if engine::db::is_transient(error) {
-            tracing::warn!(error = format!("{error:#}"), "dependency unavailable");
-            return Self::Unavailable {
+        match service::error::report(error) {
+            service::error::Reported::Transient => Self::Unavailable {
                 retry_after_secs: 2,
-            };
+            },
+            service::error::Reported::Internal { reference } => Self::Internal { reference },
         }
-        // Short, unique enough to grep for in the logs; not a secret.
-        let reference = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
-        tracing::error!(reference = %reference, error = format!("{error:#}"), "unexpected error");
-        Self::Internal { reference }
+    }
+}
+
+/// A use case's outcome as the pages show it: the service's own outcomes
+/// keep the shapes pages know (a throttle's wait, an outage's retry, an
+/// input error beside its field); the engine's errors inside go through
+/// [`AppError::outcome`], like every other domain error.
+#[cfg(feature = "ssr")]
+impl From<service::ServiceError> for AppError {
+    fn from(error: service::ServiceError) -> Self {
+        use engine::outcome::Outcome as _;
+        use service::ServiceError as E;
+        let message = crate::i18n::errors::message(&error);
+        match error {
+            E::Unauthenticated => Self::Unauthenticated,
+            E::Forbidden => Self::Forbidden,
+            E::NotFound => Self::NotFound,
+            E::Throttled {
+                retry_after_secs, ..
+            } => Self::RateLimited {
+                message,
+                retry_after_secs,
+            },
+            E::Unavailable { retry_after_secs } => Self::Unavailable { retry_after_secs },
+            E::PasswordsDiffer
+            | E::NewPasswordsDiffer
+            | E::WrongCurrentPassword
+            | E::InvalidNewPassword(_) => Self::Invalid {
+                field: error.field().map(str::to_owned),
+                message,
+            },
+            E::Account(error) => Self::outcome(error),
+            E::Settlement(error) => crate::learner::settlement_error(error),
+            E::Format(error) => Self::outcome(error),
+            E::Unexpected(error) => Self::internal(&error),
+        }
     }
 }
 

@@ -7,13 +7,13 @@
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
-use app::state::AppState;
 use axum::{Router, extract::FromRef, routing::get};
 use engine::coordination::Redis;
 use engine::db::PgPool;
 use leptos::prelude::*;
 use leptos_axum::{LeptosRoutes as _, generate_route_list};
 use secrecy::ExposeSecret as _;
+use service::Services;
 use sha2::{Digest as _, Sha512};
 use tokio::net::TcpListener;
 use tower_http::{
@@ -35,7 +35,8 @@ pub const BUNDLE_NAME: &str = "admitone";
 #[derive(Clone, Debug)]
 pub struct ServerState {
     pub leptos_options: LeptosOptions,
-    pub app: AppState,
+    /// The use cases' handles; the pages get the same in their context.
+    pub services: Services,
     pub settings: Arc<Settings>,
 }
 
@@ -107,7 +108,7 @@ impl Application {
         let grace = Duration::from_secs(settings.server.shutdown_grace_secs);
         let state = ServerState {
             leptos_options,
-            app: AppState {
+            services: Services {
                 pool,
                 redis,
                 throttle: engine::throttle::FixedWindow::new(),
@@ -170,12 +171,12 @@ impl Application {
 /// static files, request ids and tracing.
 pub fn router(state: ServerState) -> Router {
     let routes = page_routes();
-    let app_state = state.app.clone();
+    let app_state = app::state::AppState::new(state.services.clone());
     let leptos_options = state.leptos_options.clone();
     let context = move || provide_context(app_state.clone());
     let settings = &state.settings;
     let sessions = SessionManagerLayer::new(engine::sessions::RedisSessionStore::new(
-        state.app.redis.clone(),
+        state.services.redis.clone(),
     ))
     .with_name("admitone_session")
     .with_http_only(true)

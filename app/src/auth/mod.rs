@@ -1,12 +1,11 @@
 //! Accounts in the browser: register, sign in, sign out, sign out
 //! everywhere, change password, and who is signed in.
 //!
-//! Server functions here are thin adapters: parse the form into `engine`
-//! newtypes, count the attempt, call `engine::accounts`, map the outcome to
-//! [`AppError`]. Each has a stable endpoint under `/api/auth/`.
+//! Server functions here are thin adapters over `service::accounts` (the
+//! same use cases the JSON API calls): read the session from context, call
+//! the use case, map its outcome to [`AppError`], leave a message for the
+//! next page. Each has a stable endpoint under `/api/auth/`.
 
-#[cfg(feature = "ssr")]
-pub mod flows;
 #[cfg(feature = "ssr")]
 pub mod guard;
 
@@ -66,13 +65,13 @@ pub async fn register(
         let state = crate::state::AppState::from_context()?;
         let session = guard::session().await?;
         let ip = guard::client_ip().await?;
-        let form = flows::Registration {
+        let form = service::accounts::Registration {
             email,
             display_name,
             password,
             password_confirm: Some(password_confirm),
         };
-        let principal = flows::register(&state, &session, ip, form).await?;
+        let principal = service::accounts::register(&state, &session, ip, form).await?;
         guard::set_flash(&Flash {
             kind: FlashKind::Success,
             message: crate::i18n::lang().pick(
@@ -97,7 +96,7 @@ pub async fn login(email: String, password: String, next: Option<String>) -> Res
         let state = crate::state::AppState::from_context()?;
         let session = guard::session().await?;
         let ip = guard::client_ip().await?;
-        flows::login(&state, &session, ip, &email, password).await?;
+        service::accounts::login(&state, &session, ip, &email, password).await?;
         leptos_axum::redirect(&safe_next(next.as_deref()));
         Ok(())
     };
@@ -126,10 +125,8 @@ pub async fn logout_all() -> Result<(), AppError> {
     let run = async {
         let state = crate::state::AppState::from_context()?;
         let principal = guard::require_learner().await?;
-        engine::accounts::revoke_all_sessions(&state.pool, principal.id)
-            .await
-            .map_err(|e| AppError::internal(&e))?;
-        guard::sign_out().await?;
+        let session = guard::session().await?;
+        service::accounts::sign_out_everywhere(&state, &session, &principal).await?;
         guard::set_flash(&Flash {
             kind: FlashKind::Info,
             message: t(
@@ -157,12 +154,12 @@ pub async fn change_password(
         let state = crate::state::AppState::from_context()?;
         let principal = guard::require_learner().await?;
         let ip = guard::client_ip().await?;
-        let form = flows::PasswordChange {
+        let form = service::accounts::PasswordChange {
             current_password,
             new_password,
             new_password_confirm,
         };
-        let epoch = flows::change_password(&state, &principal, ip, form).await?;
+        let epoch = service::accounts::change_password(&state, &principal, ip, form).await?;
         guard::restamp(principal.id, epoch).await?;
         guard::set_flash(&Flash {
             kind: FlashKind::Success,

@@ -181,3 +181,48 @@ impl Localized for engine::codes::CodeFormatError {
         super::code_format_error_zh(self).to_owned()
     }
 }
+
+impl Localized for service::ServiceError {
+    fn zh(&self) -> String {
+        use service::ServiceError as E;
+        match self {
+            E::Unauthenticated => "请先登录".into(),
+            E::Forbidden => "你没有权限访问这里".into(),
+            E::NotFound => "找不到这个页面".into(),
+            E::Throttled {
+                scope,
+                retry_after_secs: secs,
+            } => {
+                let what = attempts_zh(*scope);
+                if *secs >= 120 {
+                    format!("{what}过于频繁，请 {} 分钟后再试。", secs.div_ceil(60))
+                } else {
+                    format!("{what}过于频繁，请 {secs} 秒后再试。")
+                }
+            }
+            E::Unavailable { .. } => "服务繁忙，请稍后再试".into(),
+            E::PasswordsDiffer => "两次输入的密码不一致".into(),
+            E::NewPasswordsDiffer => "两次输入的新密码不一致".into(),
+            E::WrongCurrentPassword => "当前密码不正确".into(),
+            E::InvalidNewPassword(e) | E::Account(e) => e.zh(),
+            E::Settlement(e) => e.zh(),
+            E::Format(e) => e.zh(),
+            E::Unexpected(_) => "服务器出错了".into(),
+        }
+    }
+}
+
+/// What a throttle counts, in Chinese (English: `service::error::attempts`).
+fn attempts_zh(scope: engine::coordination::ThrottleScope) -> &'static str {
+    use engine::coordination::ThrottleScope as S;
+    match scope {
+        S::SignInEmail => "这个账号的登录尝试",
+        S::SignInIp => "来自你所在网络的登录尝试",
+        S::RegisterIp => "来自你所在网络的注册",
+        S::CodeAccount => "兑换码尝试",
+        S::CodeIp => "来自你所在网络的兑换码尝试",
+        S::CodeShare => "这门课程的兑换码尝试",
+        S::PasswordChangeAccount => "修改密码的尝试",
+        S::PasswordChangeIp => "来自你所在网络的修改密码尝试",
+    }
+}

@@ -1,12 +1,10 @@
 //! The learner's side in the browser: a share's page, code entry, opening
 //! a resource, and "My courses".
 //!
-//! Server functions here are thin adapters over [`flows`] (shared with the
-//! JSON API): they read the session, call the flow, and shape the answer
-//! for the pages. Each has a stable endpoint under `/api/learner/`.
-
-#[cfg(feature = "ssr")]
-pub mod flows;
+//! Server functions here are thin adapters over `service::learner` (the
+//! same use cases the JSON API calls): they read the session, call the use
+//! case, and shape its outcome for the pages (localised text, human
+//! dates). Each has a stable endpoint under `/api/learner/`.
 
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -103,55 +101,37 @@ pub fn content_url(slug: &str, resource: Uuid) -> String {
 #[server(endpoint = "learner/share", input = server_fn::codec::GetUrl)]
 pub async fn share_view(slug: String) -> Result<SharePage, AppError> {
     use crate::auth::guard;
-    use engine::{settlement, shares};
+    use service::learner::{self, Standing};
     let run = async {
         let state = crate::state::AppState::from_context()?;
-        let share = flows::visible_share(&state, &slug).await?;
-        let resources = shares::resources(&state.pool, share.tenant(), shares::ShareId(share.id))
-            .await
-            .map_err(|e| AppError::internal(&e))?;
         let session = guard::session().await?;
-        let me = match guard::principal_of(&state, &session).await? {
-            None => LearnerState::SignedOut,
-            Some(principal) => {
-                let email = principal.email.clone();
-                match settlement::binding_of(&state.pool, &share, principal.id)
-                    .await
-                    .map_err(|e| AppError::internal(&e))?
-                {
-                    Some(binding) if binding.revoked => LearnerState::Withdrawn {
-                        email,
-                        hint: binding.hint,
-                    },
-                    Some(binding) => LearnerState::HasAccess(Bound {
-                        email,
-                        hint: binding.hint,
-                        since: flows::human_date(binding.bound_at),
-                    }),
-                    None if flows::pending_code(&session, share.id, principal.id)
-                        .await?
-                        .is_some() =>
-                    {
-                        LearnerState::Pending { email }
-                    }
-                    None => LearnerState::NeedsCode { email },
-                }
-            }
+        let overview = learner::share_overview(&state, &session, &slug).await?;
+        let me = match overview.standing {
+            Standing::SignedOut => LearnerState::SignedOut,
+            Standing::NeedsCode(p) => LearnerState::NeedsCode { email: p.email },
+            Standing::Pending(p) => LearnerState::Pending { email: p.email },
+            Standing::Holds(p, binding) if binding.revoked => LearnerState::Withdrawn {
+                email: p.email,
+                hint: binding.hint,
+            },
+            Standing::Holds(p, binding) => LearnerState::HasAccess(Bound {
+                email: p.email,
+                hint: binding.hint,
+                since: human_date(binding.bound_at),
+            }),
         };
-        let unavailable =
-            flows::unavailable_because(&share, time::OffsetDateTime::now_utc()).map(|why| {
-                match crate::i18n::lang() {
-                    crate::i18n::Lang::En => capitalise(&why.to_string()),
-                    crate::i18n::Lang::Zh => {
-                        format!("{}。", crate::i18n::errors::share_unavailable(why))
-                    }
-                }
-            });
+        let unavailable = overview.unavailable.map(|why| match crate::i18n::lang() {
+            crate::i18n::Lang::En => capitalise(&why.to_string()),
+            crate::i18n::Lang::Zh => {
+                format!("{}。", crate::i18n::errors::share_unavailable(why))
+            }
+        });
+        let share = overview.share;
         Ok(SharePage {
             slug: share.slug,
             title: share.title,
             description: share.description,
-            resources: resources.into_iter().map(item).collect(),
+            resources: overview.resources.into_iter().map(item).collect(),
             unavailable,
             me,
         })
@@ -164,15 +144,16 @@ pub async fn share_view(slug: String) -> Result<SharePage, AppError> {
 pub async fn enter_code(slug: String, code: String) -> Result<CodeOutcome, AppError> {
     use crate::auth::guard;
     let run = async {
+        use service::learner::{self, CodeEntered};
         let state = crate::state::AppState::from_context()?;
         let principal = guard::require_learner().await?;
-        let share = flows::visible_share(&state, &slug).await?;
+        let share = learner::visible_share(&state, &slug).await?;
         let session = guard::session().await?;
         let ip = guard::client_ip().await?;
-        let outcome = flows::enter_code(&state, &session, &principal, ip, &share, &code).await?;
+        let outcome = learner::enter_code(&state, &session, &principal, ip, &share, &code).await?;
         Ok(match outcome {
-            flows::CodeEntered::Pending => CodeOutcome::Pending,
-            flows::CodeEntered::AlreadyBound => CodeOutcome::AlreadyBound,
+            CodeEntered::Pending => CodeOutcome::Pending,
+            CodeEntered::AlreadyBound => CodeOutcome::AlreadyBound,
         })
     };
     run.await.map_err(AppError::respond)
@@ -204,47 +185,43 @@ impl CodeOutcome {
 #[server(endpoint = "learner/open")]
 pub async fn open_resource(slug: String, resource: String) -> Result<OpenedResource, AppError> {
     use crate::auth::guard;
-    use engine::settlement::{self, RequestId};
+    use engine::settlement::RequestId;
+    use service::learner;
     let run = async {
         let state = crate::state::AppState::from_context()?;
         // Unknown shares are a 404 for everyone, signed in or not.
-        let share = flows::visible_share(&state, &slug).await?;
+        let share = learner::visible_share(&state, &slug).await?;
         let resource_id = Uuid::parse_str(&resource).map_err(|_| AppError::NotFound)?;
         let principal = guard::require_learner().await?;
         let session = guard::session().await?;
         let cross_site = use_context::<http::request::Parts>()
-            .is_some_and(|parts| flows::is_cross_site(&parts.headers));
-        let (resource, grant) = flows::open(
+            .is_some_and(|parts| learner::is_cross_site(&parts.headers));
+        let (resource, grant) = learner::open(
             &state,
             &session,
             &principal,
-            flows::Opening {
+            learner::Opening {
                 share: &share,
                 resource: resource_id,
                 request_id: RequestId::generate(),
                 cross_site,
-                patience: flows::Patience::WaitBriefly,
+                patience: learner::Patience::WaitBriefly,
             },
         )
         .await?;
         // Access is decided: from here on nothing may turn into an error
         // page, so a failed read of the binding falls back to what the
         // grant already says.
-        let binding = settlement::binding_of(&state.pool, &share, principal.id)
-            .await
-            .inspect_err(|e| tracing::warn!(error = format!("{e:#}"), "reading a binding"))
-            .ok()
-            .flatten();
-        let bound = match binding {
+        let bound = match learner::binding_after_opening(&state, &share, principal.id).await {
             Some(b) => Bound {
                 email: principal.email.clone(),
                 hint: b.hint,
-                since: flows::human_date(b.bound_at),
+                since: human_date(b.bound_at),
             },
             None => Bound {
                 email: principal.email.clone(),
                 hint: String::new(),
-                since: flows::human_date(time::OffsetDateTime::now_utc()),
+                since: human_date(time::OffsetDateTime::now_utc()),
             },
         };
         Ok(OpenedResource {
@@ -266,9 +243,7 @@ pub async fn my_courses() -> Result<Vec<CourseItem>, AppError> {
     let run = async {
         let state = crate::state::AppState::from_context()?;
         let principal = guard::require_learner().await?;
-        let holdings = engine::settlement::holdings_of(&state.pool, principal.id)
-            .await
-            .map_err(|e| AppError::internal(&e))?;
+        let holdings = service::learner::courses(&state, &principal).await?;
         Ok(holdings
             .into_iter()
             .map(|h| {
@@ -291,12 +266,47 @@ pub async fn my_courses() -> Result<Vec<CourseItem>, AppError> {
                     title: h.title,
                     provider: h.tenant_name,
                     hint: h.hint,
-                    since: flows::human_date(h.bound_at),
+                    since: human_date(h.bound_at),
                 }
             })
             .collect())
     };
     run.await.map_err(AppError::respond)
+}
+
+/// A settlement outcome as the pages show it (kind, code and field from
+/// `engine::outcome`, like the JSON API).
+#[cfg(feature = "ssr")]
+pub fn settlement_error(error: engine::settlement::SettlementError) -> AppError {
+    use engine::settlement::SettlementError;
+    match error {
+        // The page says what to do with the unused code.
+        SettlementError::AlreadyHasAccess => AppError::Refused {
+            kind: engine::outcome::Outcome::kind(&error),
+            reason: engine::outcome::Outcome::code(&error).to_owned(),
+            message: t(
+                "You already have access to this course, so this code was not used: keep it for someone else.",
+                "你已经可以访问这门课程，这个兑换码没有被使用：请留给其他人。",
+            )
+            .to_owned(),
+            field: None,
+        },
+        error => AppError::outcome(error),
+    }
+}
+
+/// A date as pages show it: `29 November 2026`.
+#[cfg(feature = "ssr")]
+pub fn human_date(at: time::OffsetDateTime) -> String {
+    let format = match crate::i18n::lang() {
+        crate::i18n::Lang::En => {
+            time::macros::format_description!("[day padding:none] [month repr:long] [year]")
+        }
+        crate::i18n::Lang::Zh => {
+            time::macros::format_description!("[year]年[month padding:none]月[day padding:none]日")
+        }
+    };
+    at.format(&format).unwrap_or_else(|_| at.date().to_string())
 }
 
 /// A resource as pages list it (learner pages and the console alike).

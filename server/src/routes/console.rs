@@ -72,14 +72,14 @@ pub async fn codes_csv(
     session: Session,
     Path((tenant, share, batch)): Path<(Uuid, Uuid, Uuid)>,
 ) -> Result<Response, ApiError> {
-    let admin = guard::admin_of(&state.app, &session, TenantId(tenant)).await?;
-    let share = shares::get(&state.app.pool, ShareId(share))
+    let admin = service::session::admin_of(&state.services, &session, TenantId(tenant)).await?;
+    let share = shares::get(&state.services.pool, ShareId(share))
         .await?
         .filter(|s| s.tenant_id == tenant)
         .ok_or_else(ApiError::not_found)?;
     // A batch, or a single replacement code (labelled with its batch).
     let label = engine::console::handover_label(
-        &state.app.pool,
+        &state.services.pool,
         TenantId(tenant),
         ShareId(share.id),
         batch,
@@ -89,7 +89,9 @@ pub async fn codes_csv(
     // One download at a time; the codes are removed only once the whole
     // body has been sent (see `engine::handover`), so a broken download can
     // be repeated.
-    let (codes, lease) = match handover::start_download(&state.app.redis, admin.id, batch).await? {
+    let (codes, lease) = match handover::start_download(&state.services.redis, admin.id, batch)
+        .await?
+    {
         Download::Ready(codes, lease) => (codes, lease),
         Download::InProgress => {
             return Err(ApiError::new(
@@ -232,12 +234,12 @@ pub async fn records_csv(
     session: Session,
     Path((tenant, share)): Path<(Uuid, Uuid)>,
 ) -> Result<Response, ApiError> {
-    guard::admin_of(&state.app, &session, TenantId(tenant)).await?;
-    let share = shares::get(&state.app.pool, ShareId(share))
+    service::session::admin_of(&state.services, &session, TenantId(tenant)).await?;
+    let share = shares::get(&state.services.pool, ShareId(share))
         .await?
         .filter(|s| s.tenant_id == tenant)
         .ok_or_else(ApiError::not_found)?;
-    let pool = state.app.pool.clone();
+    let pool = state.services.pool.clone();
     let slug = share.slug.clone();
     use futures::StreamExt as _;
     let header = futures::stream::once(async {
@@ -271,10 +273,15 @@ pub async fn preview(
     Path((tenant, share, resource)): Path<(Uuid, Uuid, Uuid)>,
     request_headers: axum::http::HeaderMap,
 ) -> Result<Response, ApiError> {
-    guard::admin_of(&state.app, &session, TenantId(tenant)).await?;
-    let resource = shares::resource(&state.app.pool, TenantId(tenant), ShareId(share), resource)
-        .await?
-        .ok_or_else(ApiError::not_found)?;
+    service::session::admin_of(&state.services, &session, TenantId(tenant)).await?;
+    let resource = shares::resource(
+        &state.services.pool,
+        TenantId(tenant),
+        ShareId(share),
+        resource,
+    )
+    .await?
+    .ok_or_else(ApiError::not_found)?;
     super::api::learner::serve(&state, &resource, &request_headers).await
 }
 

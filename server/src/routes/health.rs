@@ -15,7 +15,12 @@ pub async fn healthz() -> impl IntoResponse {
 }
 
 pub async fn readyz(State(state): State<ServerState>) -> impl IntoResponse {
-    let report = engine::health::check(&state.app.pool, &state.app.redis, READINESS_TIMEOUT).await;
+    let report = engine::health::check(
+        &state.services.pool,
+        &state.services.redis,
+        READINESS_TIMEOUT,
+    )
+    .await;
     let status = if report.is_ready() {
         StatusCode::OK
     } else {

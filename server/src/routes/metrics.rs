@@ -77,7 +77,7 @@ pub async fn scrape(State(state): State<ServerState>, headers: HeaderMap) -> Res
         )
             .into_response();
     }
-    let app = &state.app;
+    let app = &state.services;
     engine::measures::db_pool(
         app.pool.num_idle(),
         (app.pool.size() as usize).saturating_sub(app.pool.num_idle()),

@@ -5,3 +5,4 @@ pub mod console;
 pub mod health;
 pub mod lang;
 pub mod metrics;
+pub mod page_error;

@@ -2,7 +2,6 @@
 //! authorises against it (`admin_of`), so a path naming another tenant's
 //! share or code is refused before anything is read or written.
 
-use app::auth::guard;
 use axum::{
     Json,
     extract::{Multipart, Path, Query, State, rejection::JsonRejection},
@@ -17,6 +16,7 @@ use engine::{
     tokens::{self, Scope, TokenCaller},
 };
 use serde::Deserialize;
+use service::ServiceError;
 use tower_sessions::Session;
 use uuid::Uuid;
 
@@ -53,13 +53,13 @@ where
                 .to_str()
                 .ok()
                 .and_then(|v| v.strip_prefix("Bearer "))
-                .ok_or(app::error::AppError::Unauthenticated)?;
+                .ok_or(ServiceError::Unauthenticated)?;
             let caller = tokens::authenticate(
-                &state.app.pool,
+                &state.services.pool,
                 &secrecy::SecretString::from(token.trim().to_owned()),
             )
             .await?
-            .ok_or(app::error::AppError::Unauthenticated)?;
+            .ok_or(ServiceError::Unauthenticated)?;
             return Ok(Self::Token(caller));
         }
         let session = Session::from_request_parts(parts, &state)
@@ -78,11 +78,13 @@ impl Caller {
         scope: Scope,
     ) -> Result<Principal, ApiError> {
         match self {
-            Self::Session(session) => Ok(guard::admin_of(&state.app, session, tenant).await?),
+            Self::Session(session) => {
+                Ok(service::session::admin_of(&state.services, session, tenant).await?)
+            }
             Self::Token(token) if token.tenant == tenant && token.allows(scope) => {
                 Ok(token.principal.clone())
             }
-            Self::Token(_) => Err(app::error::AppError::Forbidden.into()),
+            Self::Token(_) => Err(ServiceError::Forbidden.into()),
         }
     }
 
@@ -90,12 +92,14 @@ impl Caller {
     /// cannot be probed.
     async fn refuse(&self, state: &ServerState) -> ApiError {
         match self {
-            Self::Session(session) => match guard::principal_of(&state.app, session).await {
-                Ok(Some(_)) => app::error::AppError::Forbidden.into(),
-                Ok(None) => app::error::AppError::Unauthenticated.into(),
-                Err(error) => error.into(),
-            },
-            Self::Token(_) => app::error::AppError::Forbidden.into(),
+            Self::Session(session) => {
+                match service::session::principal_of(&state.services, session).await {
+                    Ok(Some(_)) => ServiceError::Forbidden.into(),
+                    Ok(None) => ServiceError::Unauthenticated.into(),
+                    Err(error) => error.into(),
+                }
+            }
+            Self::Token(_) => ServiceError::Forbidden.into(),
         }
     }
 }
@@ -107,7 +111,7 @@ async fn admin_of_share(
     share_id: &str,
     scope: Scope,
 ) -> Result<(Share, Principal), ApiError> {
-    let share = shares::get(&state.app.pool, ShareId(parse_id(share_id)?)).await?;
+    let share = shares::get(&state.services.pool, ShareId(parse_id(share_id)?)).await?;
     // Authorise before revealing whether the share exists.
     let Some(share) = share else {
         return Err(caller.refuse(state).await);
@@ -134,13 +138,12 @@ pub async fn create_share(
     Path(tenant_id): Path<String>,
     body: Result<Json<ShareInput>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let tenant = TenantId(
-        parse_id(&tenant_id).map_err(|_| ApiError::from(app::error::AppError::Forbidden))?,
-    );
+    let tenant =
+        TenantId(parse_id(&tenant_id).map_err(|_| ApiError::from(ServiceError::Forbidden))?);
     let admin = caller.admin_of(&state, tenant, Scope::Write).await?;
     let Json(input) = body.map_err(|e| rejection(e, "invalid_json"))?;
     let new = NewShare::parse(input)?;
-    let share = shares::create_share(&state.app.pool, tenant, admin.id, new).await?;
+    let share = shares::create_share(&state.services.pool, tenant, admin.id, new).await?;
     Ok((StatusCode::CREATED, Json(share)))
 }
 
@@ -173,7 +176,7 @@ pub async fn set_status(
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
     let status = ShareStatus::parse(&body.status)?;
     shares::set_status(
-        &state.app.pool,
+        &state.services.pool,
         share.tenant(),
         admin.id,
         ShareId(share.id),
@@ -225,7 +228,7 @@ pub async fn upload(
     let stored = store_upload(state, &key, &mut multipart).await;
     let result = match stored {
         Ok((title, size, content_type)) => shares::add_resource(
-            &state.app.pool,
+            &state.services.pool,
             share.tenant(),
             admin.id,
             ShareId(share.id),
@@ -243,7 +246,7 @@ pub async fn upload(
         Ok(resource) => Ok(resource),
         Err(error) => {
             // Nothing points at stored bytes of a failed upload: remove them.
-            if let Err(cleanup) = state.app.storage.delete(&key).await {
+            if let Err(cleanup) = state.services.storage.delete(&key).await {
                 tracing::warn!(
                     error = format!("{cleanup:#}"),
                     "removing an orphaned upload failed"
@@ -300,9 +303,9 @@ async fn store_upload(
                     .unwrap_or("application/octet-stream")
                     .to_owned();
                 let size = state
-                    .app
+                    .services
                     .storage
-                    .put(key, field, state.app.max_upload_bytes)
+                    .put(key, field, state.services.max_upload_bytes)
                     .await?;
                 stored = Some((file_name, size, content_type));
             }
@@ -369,8 +372,8 @@ pub async fn issue_codes(
         progress: None,
     };
     let batch = shares::issue_codes(
-        &state.app.pool,
-        &state.app.keyring,
+        &state.services.pool,
+        &state.services.keyring,
         share.tenant(),
         admin.id,
         &request,
@@ -437,7 +440,7 @@ pub async fn list_codes(
         search: query.q,
     };
     let codes = shares::list_codes(
-        &state.app.pool,
+        &state.services.pool,
         share.tenant(),
         ShareId(share.id),
         &filter,
@@ -458,7 +461,7 @@ async fn admin_of_code(
     code_id: &str,
 ) -> Result<(TenantId, Uuid, Principal), ApiError> {
     let code = parse_id(code_id)?;
-    let Some((tenant, _share)) = shares::share_of_code(&state.app.pool, code).await? else {
+    let Some((tenant, _share)) = shares::share_of_code(&state.services.pool, code).await? else {
         return Err(caller.refuse(state).await);
     };
     let admin = caller.admin_of(state, tenant, Scope::Write).await?;
@@ -481,7 +484,7 @@ pub async fn revoke_code(
     Path(code_id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
     let (tenant, code, admin) = admin_of_code(&state, &caller, &code_id).await?;
-    shares::revoke_code(&state.app.pool, tenant, admin.id, code).await?;
+    shares::revoke_code(&state.services.pool, tenant, admin.id, code).await?;
     Ok(Json(CodeState {
         id: code,
         state: "revoked".into(),
@@ -518,7 +521,7 @@ pub async fn unbind_code(
     let (tenant, code, admin) = admin_of_code(&state, &caller, &code_id).await?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
     shares::unbind_code(
-        &state.app.pool,
+        &state.services.pool,
         tenant,
         admin.id,
         code,

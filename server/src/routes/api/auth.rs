@@ -1,8 +1,8 @@
-//! `/api/v1/auth/*`: the same sign-in flows as the pages.
+//! `/api/v1/auth/*`: the same sign-in use cases as the pages
+//! (`service::accounts`).
 
 use std::net::SocketAddr;
 
-use app::auth::{flows, guard};
 use axum::{
     Json,
     extract::{ConnectInfo, State, rejection::JsonRejection},
@@ -10,6 +10,7 @@ use axum::{
     response::IntoResponse,
 };
 use serde::Deserialize;
+use service::{accounts, session::client_ip};
 use tower_sessions::Session;
 
 use super::{
@@ -56,16 +57,16 @@ pub async fn register(
     body: Result<Json<RegisterBody>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
-    let form = flows::Registration {
+    let form = accounts::Registration {
         email: body.email,
         display_name: body.display_name,
         password: body.password,
         password_confirm: None,
     };
-    let principal = flows::register(
-        &state.app,
+    let principal = accounts::register(
+        &state.services,
         &session,
-        guard::client_ip_of(&state.app, &peer, &headers),
+        client_ip(&state.services, &peer, &headers),
         form,
     )
     .await?;
@@ -90,10 +91,10 @@ pub async fn login(
     body: Result<Json<LoginBody>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
-    let principal = flows::login(
-        &state.app,
+    let principal = accounts::login(
+        &state.services,
         &session,
-        guard::client_ip_of(&state.app, &peer, &headers),
+        client_ip(&state.services, &peer, &headers),
         &body.email,
         body.password,
     )
@@ -105,6 +106,6 @@ pub async fn login(
 #[utoipa::path(post, path = "/api/v1/auth/logout", tag = "accounts",
     responses((status = 204, description = "Signed out")))]
 pub async fn logout(session: Session) -> Result<StatusCode, ApiError> {
-    guard::sign_out_session(&session).await?;
+    service::session::sign_out(&session).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -3,14 +3,13 @@
 //! and `Retry-After` where waiting helps. Bad input is always 4xx; 5xx
 //! means a real fault, whose cause chain goes to the log only.
 //!
-//! Every status comes from an [`ErrorKind`] (`model`): a domain error's
-//! kind, code and field from `engine::outcome`, the pages' [`AppError`]
-//! from its own `kind()`. The pages' adapter reads the same answers, so
-//! the two agree for every variant (tested below).
+//! Every status comes from an [`ErrorKind`] (`model`): a domain error's or
+//! a use case's ([`ServiceError`]) kind, code and field from
+//! `engine::outcome`. The pages' adapter (`app::error::AppError`) reads the
+//! same answers, so the two agree for every variant (tested below).
 
 use std::borrow::Cow;
 
-use app::{error::AppError, learner::flows::LearnerError};
 use axum::{
     Json,
     http::{HeaderValue, StatusCode, header},
@@ -28,6 +27,10 @@ use engine::{
     webhooks::WebhookError,
 };
 use serde_json::json;
+use service::{
+    ServiceError,
+    error::{Reported, report},
+};
 
 #[derive(Debug)]
 pub struct ApiError {
@@ -60,12 +63,12 @@ impl ApiError {
         self.kind.status()
     }
 
-    fn field(mut self, field: &str) -> Self {
+    pub(crate) fn field(mut self, field: &str) -> Self {
         self.field = Some(field.to_owned());
         self
     }
 
-    fn retry(mut self, secs: u64) -> Self {
+    pub(crate) fn retry(mut self, secs: u64) -> Self {
         self.retry_after = Some(secs);
         self
     }
@@ -94,14 +97,18 @@ impl ApiError {
     }
 
     fn unexpected(error: &anyhow::Error) -> Self {
-        match AppError::internal(error) {
-            AppError::Internal { reference } => Self::new(
+        match report(error) {
+            Reported::Internal { reference } => Self::new(
                 ErrorKind::Internal,
                 "internal",
                 format!("something went wrong on our side (reference {reference})"),
             ),
-            // A momentary outage (see `engine::db::is_transient`).
-            other => Self::from(other),
+            Reported::Transient => Self::new(
+                ErrorKind::Unavailable,
+                "unavailable",
+                "the service is busy, please try again in a moment",
+            )
+            .retry(2),
         }
     }
 }
@@ -119,51 +126,6 @@ impl IntoResponse for ApiError {
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         response
-    }
-}
-
-impl From<AppError> for ApiError {
-    fn from(error: AppError) -> Self {
-        let message = error.to_string();
-        let kind = error.kind();
-        match error {
-            AppError::Invalid { field, .. } => {
-                let e = Self::new(kind, INVALID_INPUT, message);
-                match field {
-                    Some(f) => e.field(&f),
-                    None => e,
-                }
-            }
-            AppError::Unauthenticated => Self::new(kind, "unauthenticated", message),
-            AppError::InvalidCredentials => Self::new(kind, "invalid_credentials", message),
-            AppError::AccountDisabled => Self::new(kind, "account_disabled", message),
-            AppError::Forbidden => Self::new(kind, "forbidden", message),
-            AppError::NotFound => Self::not_found(),
-            AppError::RateLimited {
-                retry_after_secs, ..
-            } => Self::new(kind, "rate_limited", message).retry(retry_after_secs),
-            AppError::Unavailable { retry_after_secs } => {
-                Self::new(kind, "unavailable", message).retry(retry_after_secs)
-            }
-            AppError::Refused { reason, field, .. } => {
-                let e = Self::new(kind, reason, message);
-                match field {
-                    Some(f) => e.field(&f),
-                    None => e,
-                }
-            }
-            AppError::TryAgain {
-                retry_after_secs, ..
-            } => {
-                let code = if kind == ErrorKind::Busy {
-                    "busy_retry"
-                } else {
-                    "unavailable"
-                };
-                Self::new(kind, code, message).retry(retry_after_secs)
-            }
-            AppError::Internal { .. } => Self::new(kind, "internal", message),
-        }
     }
 }
 
@@ -189,12 +151,18 @@ from_outcome!(
     CodeFormatError,
 );
 
-impl From<LearnerError> for ApiError {
-    fn from(error: LearnerError) -> Self {
+/// A use case's outcome: a throttle's and an outage's wait travel as
+/// `Retry-After`; everything else is served by its kind, code and field.
+impl From<ServiceError> for ApiError {
+    fn from(error: ServiceError) -> Self {
         match error {
-            LearnerError::Format(error) => error.into(),
-            LearnerError::Settlement(error) => error.into(),
-            LearnerError::App(error) => error.into(),
+            ServiceError::Throttled {
+                retry_after_secs, ..
+            }
+            | ServiceError::Unavailable { retry_after_secs } => {
+                Self::outcome(&error).retry(retry_after_secs)
+            }
+            error => Self::outcome(&error),
         }
     }
 }
@@ -218,6 +186,8 @@ mod tests {
     //! API's sign-in and registration do). Same status always; the same code
     //! wherever the page keeps one; the same field.
     use std::collections::BTreeSet;
+
+    use app::error::AppError;
 
     use super::*;
 
@@ -325,7 +295,7 @@ mod tests {
 
     #[test]
     fn settlement_errors_get_one_status_from_both_adapters() {
-        agree(settlement_errors, app::learner::flows::settlement_error);
+        agree(settlement_errors, app::learner::settlement_error);
     }
     fn share_errors() -> Vec<ShareError> {
         use ShareError as E;
@@ -476,16 +446,90 @@ mod tests {
         all
     }
 
+    /// The use cases' own outcomes (the engine errors inside are sampled
+    /// above, each through its own enum).
+    fn service_errors() -> Vec<ServiceError> {
+        use ServiceError as E;
+        use engine::coordination::ThrottleScope;
+        let all = vec![
+            E::Unauthenticated,
+            E::Forbidden,
+            E::NotFound,
+            E::Throttled {
+                scope: ThrottleScope::CodeIp,
+                retry_after_secs: 30,
+            },
+            E::Unavailable {
+                retry_after_secs: 5,
+            },
+            E::PasswordsDiffer,
+            E::NewPasswordsDiffer,
+            E::WrongCurrentPassword,
+            E::InvalidNewPassword(AccountError::InvalidPassword),
+            E::Account(AccountError::EmailTaken),
+            E::Settlement(SettlementError::AlreadyHasAccess),
+            E::Format(CodeFormatError::BadCheckSymbol),
+            E::Unexpected(boom()),
+        ];
+        covers(&all, 13, |e| match e {
+            E::Unauthenticated => 0,
+            E::Forbidden => 1,
+            E::NotFound => 2,
+            E::Throttled { .. } => 3,
+            E::Unavailable { .. } => 4,
+            E::PasswordsDiffer => 5,
+            E::NewPasswordsDiffer => 6,
+            E::WrongCurrentPassword => 7,
+            E::InvalidNewPassword(_) => 8,
+            E::Account(_) => 9,
+            E::Settlement(_) => 10,
+            E::Format(_) => 11,
+            E::Unexpected(_) => 12,
+        });
+        all
+    }
+
+    #[test]
+    fn use_case_errors_get_one_status_from_both_adapters() {
+        agree(service_errors, AppError::from);
+    }
+
+    #[test]
+    fn a_wait_travels_as_retry_after_through_both_doors() {
+        let throttled = || ServiceError::Throttled {
+            scope: engine::coordination::ThrottleScope::CodeIp,
+            retry_after_secs: 30,
+        };
+        let away = || ServiceError::Unavailable {
+            retry_after_secs: 5,
+        };
+        assert_eq!(ApiError::from(throttled()).retry_after, Some(30));
+        assert!(matches!(
+            AppError::from(throttled()),
+            AppError::RateLimited {
+                retry_after_secs: 30,
+                ..
+            }
+        ));
+        assert_eq!(ApiError::from(away()).retry_after, Some(5));
+        assert!(matches!(
+            AppError::from(away()),
+            AppError::Unavailable {
+                retry_after_secs: 5
+            }
+        ));
+    }
+
     #[test]
     fn console_and_account_errors_get_one_status_from_both_adapters() {
         agree(share_errors, AppError::outcome);
-        agree(account_errors, app::auth::flows::account_error);
+        agree(account_errors, AppError::outcome);
         agree(storage_errors, AppError::outcome);
         agree(tenant_errors, AppError::outcome);
         agree(token_errors, AppError::outcome);
         agree(webhook_errors, AppError::outcome);
         agree(code_format_errors, |e| {
-            AppError::from(LearnerError::Format(e))
+            AppError::from(ServiceError::Format(e))
         });
     }
 

@@ -4,10 +4,6 @@
 
 use std::net::SocketAddr;
 
-use app::{
-    auth::guard,
-    learner::flows::{self, CodeEntered},
-};
 use axum::{
     Json,
     body::Body,
@@ -17,11 +13,15 @@ use axum::{
 };
 use engine::{
     accounts::Principal,
-    settlement::{self, RequestId, SettlementError},
-    shares::{self, Share, ShareId},
+    settlement::{RequestId, SettlementError},
+    shares::{self, Share},
     storage::ByteRange,
 };
 use serde::Deserialize;
+use service::{
+    learner::{self, CodeEntered, Standing},
+    session::{self, client_ip},
+};
 use tower_sessions::Session;
 use uuid::Uuid;
 
@@ -32,13 +32,11 @@ use super::{
 use crate::startup::ServerState;
 
 async fn visible_share(state: &ServerState, slug: &str) -> Result<Share, ApiError> {
-    Ok(flows::visible_share(&state.app, slug).await?)
+    Ok(learner::visible_share(&state.services, slug).await?)
 }
 
 async fn signed_in(state: &ServerState, session: &Session) -> Result<Principal, ApiError> {
-    Ok(guard::principal_of(&state.app, session)
-        .await?
-        .ok_or(app::error::AppError::Unauthenticated)?)
+    Ok(session::learner_of(&state.services, session).await?)
 }
 
 /// A share's page data and where the caller stands (drafts and archived
@@ -54,30 +52,29 @@ pub async fn share(
     session: Session,
     Path(slug): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let share = visible_share(&state, &slug).await?;
-    let resources = shares::resources(&state.app.pool, share.tenant(), ShareId(share.id)).await?;
-    let principal = guard::principal_of(&state.app, &session).await?;
-    let me = match &principal {
-        None => Me {
+    let overview = learner::share_overview(&state.services, &session, &slug).await?;
+    let pending = matches!(overview.standing, Standing::Pending(_));
+    let me = match overview.standing {
+        Standing::SignedOut => Me {
             signed_in: false,
             email: None,
             binding: None,
             pending: false,
         },
-        Some(p) => {
-            let binding = settlement::binding_of(&state.app.pool, &share, p.id).await?;
-            let pending = flows::pending_code(&session, share.id, p.id)
-                .await?
-                .is_some();
-            Me {
-                signed_in: true,
-                email: Some(p.email.clone()),
-                pending: pending && binding.is_none(),
-                binding,
-            }
-        }
+        Standing::NeedsCode(p) | Standing::Pending(p) => Me {
+            signed_in: true,
+            pending,
+            email: Some(p.email),
+            binding: None,
+        },
+        Standing::Holds(p, binding) => Me {
+            signed_in: true,
+            email: Some(p.email),
+            pending: false,
+            binding: Some(binding),
+        },
     };
-    let unavailable = flows::unavailable_because(&share, time::OffsetDateTime::now_utc());
+    let share = overview.share;
     Ok(Json(SharePage {
         share: PublicShare {
             id: share.id,
@@ -86,9 +83,9 @@ pub async fn share(
             description: share.description,
             status: share.status,
         },
-        available: unavailable.is_none(),
-        unavailable_reason: unavailable.map(|why| why.to_string()),
-        resources,
+        available: overview.unavailable.is_none(),
+        unavailable_reason: overview.unavailable.map(|why| why.to_string()),
+        resources: overview.resources,
         me,
     }))
 }
@@ -127,9 +124,16 @@ pub async fn enter_code(
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
     let principal = signed_in(&state, &session).await?;
     let share = visible_share(&state, &slug).await?;
-    let ip = guard::client_ip_of(&state.app, &peer, &headers);
-    let entered =
-        flows::enter_code(&state.app, &session, &principal, ip, &share, &body.code).await?;
+    let ip = client_ip(&state.services, &peer, &headers);
+    let entered = learner::enter_code(
+        &state.services,
+        &session,
+        &principal,
+        ip,
+        &share,
+        &body.code,
+    )
+    .await?;
     Ok(Json(match entered {
         CodeEntered::AlreadyBound => schema::CodeEntered {
             status: "bound".into(),
@@ -188,17 +192,17 @@ pub async fn content(
     let share = visible_share(&state, &slug).await?;
     let resource_id = Uuid::parse_str(&resource_id).map_err(|_| ApiError::not_found())?;
     let request_id = request_id(&request)?;
-    let cross_site = flows::is_cross_site(request.headers());
-    let (resource, grant) = flows::open(
-        &state.app,
+    let cross_site = learner::is_cross_site(request.headers());
+    let (resource, grant) = learner::open(
+        &state.services,
         &session,
         &principal,
-        flows::Opening {
+        learner::Opening {
             share: &share,
             resource: resource_id,
             request_id,
             cross_site,
-            patience: flows::Patience::AnswerAtOnce,
+            patience: learner::Patience::AnswerAtOnce,
         },
     )
     .await?;
@@ -232,7 +236,12 @@ pub async fn serve(
         .get(header::RANGE)
         .and_then(|v| v.to_str().ok())
         .and_then(ByteRange::parse);
-    let mut response = match state.app.storage.get(&resource.storage_key, range).await? {
+    let mut response = match state
+        .services
+        .storage
+        .get(&resource.storage_key, range)
+        .await?
+    {
         Ok(read) => {
             let mut response = Response::new(Body::from_stream(read.body));
             let headers = response.headers_mut();

@@ -1,0 +1,282 @@
+//! The learner's use cases: a share's page (what it holds and where the
+//! visitor stands), code entry (DESIGN.md phases 1+2: validate, keep the
+//! code pending in the session, bind nothing) and opening a resource
+//! (phase 3: the settlement), plus "My courses". The pages and the JSON
+//! API render these outcomes; neither decides anything itself.
+
+use std::net::IpAddr;
+
+pub use engine::settlement::Patience;
+use engine::{
+    accounts::{AccountId, Principal},
+    codes::PlainCode,
+    coordination::ThrottleScope,
+    settlement::{self, BindingView, Grant, Holding, RequestId, SettlementRequest},
+    shares::{self, Resource, Share, ShareId, Unavailability},
+};
+use time::OffsetDateTime;
+use tower_sessions::Session;
+use uuid::Uuid;
+
+use crate::{ServiceError, Services, session, throttle};
+
+/// The session key of a share's pending code (phase 2).
+fn pending_key(share: Uuid) -> String {
+    format!("pending:{share}")
+}
+
+/// A code accepted in phase 2, with the account that entered it: a
+/// session can outlive a sign-in (a shared computer), and a pending code
+/// must never be bound to anyone but the learner who typed it.
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+struct Pending {
+    principal: Uuid,
+    code: Uuid,
+}
+
+/// A share learners may see (active, paused or outside its window: the
+/// page explains); drafts and archived shares do not exist for them.
+pub async fn visible_share(services: &Services, slug: &str) -> Result<Share, ServiceError> {
+    match shares::find_by_slug(&services.pool, slug).await? {
+        Some(share) if share.status != "draft" && share.status != "archived" => Ok(share),
+        _ => Err(ServiceError::NotFound),
+    }
+}
+
+/// The code id `principal` entered for `share` in this session (phase 2),
+/// if any.
+pub async fn pending_code(
+    session: &Session,
+    share: Uuid,
+    principal: AccountId,
+) -> Result<Option<Uuid>, ServiceError> {
+    let pending = session
+        .get::<Pending>(&pending_key(share))
+        .await
+        .map_err(session::session_error)?;
+    Ok(pending
+        .filter(|p| p.principal == principal.0)
+        .map(|p| p.code))
+}
+
+/// Where a visitor stands with a share.
+#[derive(Debug, Clone)]
+pub enum Standing {
+    SignedOut,
+    /// Signed in, no code yet.
+    NeedsCode(Principal),
+    /// A code was accepted in this session and waits for the first opening.
+    Pending(Principal),
+    /// A code is bound to this account (`binding.revoked`: the provider
+    /// withdrew it).
+    Holds(Principal, BindingView),
+}
+
+/// A share's page: the share, its resources, where the visitor stands,
+/// and why nobody new can get in right now, if so.
+#[derive(Debug, Clone)]
+pub struct ShareOverview {
+    pub share: Share,
+    pub resources: Vec<Resource>,
+    pub standing: Standing,
+    pub unavailable: Option<Unavailability>,
+}
+
+/// What a visitor sees of the share at `slug` (drafts, archived and
+/// unknown slugs are `NotFound`).
+pub async fn share_overview(
+    services: &Services,
+    session: &Session,
+    slug: &str,
+) -> Result<ShareOverview, ServiceError> {
+    let share = visible_share(services, slug).await?;
+    let resources = shares::resources(&services.pool, share.tenant(), ShareId(share.id)).await?;
+    let standing = match session::principal_of(services, session).await? {
+        None => Standing::SignedOut,
+        Some(principal) => {
+            match settlement::binding_of(&services.pool, &share, principal.id).await? {
+                Some(binding) => Standing::Holds(principal, binding),
+                None if pending_code(session, share.id, principal.id)
+                    .await?
+                    .is_some() =>
+                {
+                    Standing::Pending(principal)
+                }
+                None => Standing::NeedsCode(principal),
+            }
+        }
+    };
+    let unavailable = share.unavailable_to_newcomers(OffsetDateTime::now_utc());
+    Ok(ShareOverview {
+        share,
+        resources,
+        standing,
+        unavailable,
+    })
+}
+
+/// What entering a code did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CodeEntered {
+    /// Kept in the session; bound at the first opening.
+    Pending,
+    /// The learner typed the code already bound to them.
+    AlreadyBound,
+}
+
+/// Phases 1+2: checks a typed code for this learner and keeps it pending in
+/// the session. Binds nothing. A typo is refused by the check symbol before
+/// any attempt is counted; well-formed codes count per account, per IP and
+/// per share.
+pub async fn enter_code(
+    services: &Services,
+    session: &Session,
+    principal: &Principal,
+    ip: IpAddr,
+    share: &Share,
+    typed: &str,
+) -> Result<CodeEntered, ServiceError> {
+    let code = PlainCode::parse(typed)?;
+    let policy = &services.auth;
+    throttle::hit(
+        services,
+        ThrottleScope::CodeAccount,
+        &principal.id.0.to_string(),
+        policy.code_per_account,
+    )
+    .await?;
+    throttle::hit(
+        services,
+        ThrottleScope::CodeIp,
+        &engine::throttle::ip_subject(ip),
+        policy.code_per_ip,
+    )
+    .await?;
+    throttle::hit(
+        services,
+        ThrottleScope::CodeShare,
+        &share.id.to_string(),
+        policy.code_per_share,
+    )
+    .await?;
+    let code_id = settlement::validate(
+        &services.pool,
+        &services.keyring,
+        share,
+        principal.id,
+        &code,
+    )
+    .await?;
+    if settlement::binding_of(&services.pool, share, principal.id)
+        .await?
+        .is_some()
+    {
+        return Ok(CodeEntered::AlreadyBound);
+    }
+    session
+        .insert(
+            &pending_key(share.id),
+            Pending {
+                principal: principal.id.0,
+                code: code_id,
+            },
+        )
+        .await
+        .map_err(session::session_error)?;
+    Ok(CodeEntered::Pending)
+}
+
+/// One request to open a resource.
+#[derive(Debug)]
+pub struct Opening<'a> {
+    pub share: &'a Share,
+    pub resource: Uuid,
+    /// Random per logical attempt; an API client's retries reuse it.
+    pub request_id: RequestId,
+    /// From another site (`Sec-Fetch-Site: cross-site`): see [`open`].
+    pub cross_site: bool,
+    pub patience: Patience,
+}
+
+/// Phase 3: decides whether `principal` may open the resource now,
+/// binding the pending code on a first access. A cross-site request (a
+/// link on another site, which `SameSite=Lax` lets through with the
+/// cookie) may only reach what the learner already holds: it never binds.
+pub async fn open(
+    services: &Services,
+    session: &Session,
+    principal: &Principal,
+    opening: Opening<'_>,
+) -> Result<(Resource, Grant), ServiceError> {
+    let Opening {
+        share,
+        resource: resource_id,
+        request_id,
+        cross_site,
+        patience,
+    } = opening;
+    let resource = shares::resource(
+        &services.pool,
+        share.tenant(),
+        ShareId(share.id),
+        resource_id,
+    )
+    .await?
+    .ok_or(ServiceError::NotFound)?;
+    let pending = if cross_site {
+        None
+    } else {
+        pending_code(session, share.id, principal.id).await?
+    };
+    let request = SettlementRequest {
+        share: share.clone(),
+        principal: principal.id,
+        resource: resource.id,
+        pending_code: pending,
+        request_id,
+        patience,
+    };
+    let grant = services
+        .settler
+        .settle(&services.pool, &services.redis, &request)
+        .await?;
+    if pending.is_some() {
+        // The access is decided (and maybe bound): a session hiccup now
+        // must not turn it into an error page. A stale pending id is
+        // harmless; the next settlement finds the binding first.
+        if let Err(error) = session.remove::<Pending>(&pending_key(share.id)).await {
+            tracing::warn!(error = %error, "could not clear a pending code after settlement");
+        }
+    }
+    Ok((resource, grant))
+}
+
+/// The learner's binding in `share` after an opening decided access: a
+/// failed read is logged and answered `None` (nothing may turn a decided
+/// access into an error page).
+pub async fn binding_after_opening(
+    services: &Services,
+    share: &Share,
+    principal: AccountId,
+) -> Option<BindingView> {
+    settlement::binding_of(&services.pool, share, principal)
+        .await
+        .inspect_err(|e| tracing::warn!(error = format!("{e:#}"), "reading a binding"))
+        .ok()
+        .flatten()
+}
+
+/// Every share `principal` holds a code of, in every tenant ("My courses").
+pub async fn courses(
+    services: &Services,
+    principal: &Principal,
+) -> Result<Vec<Holding>, ServiceError> {
+    Ok(settlement::holdings_of(&services.pool, principal.id).await?)
+}
+
+/// Whether the request came from another site (`Sec-Fetch-Site`).
+pub fn is_cross_site(headers: &http::HeaderMap) -> bool {
+    headers
+        .get("sec-fetch-site")
+        .is_some_and(|v| v.as_bytes() == b"cross-site")
+}

@@ -1,0 +1,33 @@
+//! AdmitOne's use cases: what a person can do, whichever door they came in
+//! by.
+//!
+//! Two adapters serve the same product: the Leptos server functions and
+//! pages (`app`) and the JSON API (`server/src/routes/api`). Before this
+//! crate each use case lived inside the UI crate and the API reached the
+//! domain through it. Now both call the functions here, which parse,
+//! throttle, read the session, call the engine, and answer with typed
+//! outcomes ([`ServiceError`] and plain structs), never with text for a
+//! person: each adapter renders an outcome in its own form (a localised
+//! page, English JSON) through the one taxonomy (`engine::outcome`).
+//!
+//! | module | the use cases |
+//! | --- | --- |
+//! | [`state`] | [`Services`]: the handles every use case needs (pool, Redis, keyring, settler, storage, policy) |
+//! | [`error`] | [`ServiceError`]: every outcome a use case can end in, with its kind, code and field |
+//! | [`throttle`] | one attempt counted against a fixed-window limit |
+//! | [`session`] | who is asking: sign-in state in the session, `admin_of`, the client's IP |
+//! | [`accounts`] | register, sign in, change password |
+//! | [`learner`] | a share's page, code entry (phases 1+2), opening a resource (phase 3), my courses |
+//!
+//! Native only (the wasm never links it): it depends on the engine, which
+//! holds the invariants; nothing here may bypass it.
+
+pub mod accounts;
+pub mod error;
+pub mod learner;
+pub mod session;
+pub mod state;
+pub mod throttle;
+
+pub use error::ServiceError;
+pub use state::{AuthPolicy, Services};

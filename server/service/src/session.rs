@@ -1,0 +1,244 @@
+//! Who is asking: the sign-in a session carries, the checks every use case
+//! starts with, and the client's address.
+//!
+//! The principal id always comes from the server-side session, never from
+//! the client. A session names an account and the account's
+//! `session_epoch` at sign-in; every check re-reads the account, so a
+//! disabled account, a password change or "sign out everywhere" ends the
+//! session at once, on every instance. Sessions live in Redis: a store
+//! that cannot answer is a momentary outage (503 with `Retry-After`), never
+//! a bug on our side.
+
+use std::net::{IpAddr, SocketAddr};
+
+use engine::{
+    accounts::{self, AccountId, Principal, SignedIn},
+    tenants::{self, TenantId},
+};
+use serde::{Deserialize, Serialize};
+use tower_sessions::Session;
+
+use crate::{ServiceError, Services};
+
+const AUTH_KEY: &str = "auth";
+
+/// How long a caller is told to wait when the session store is away.
+const STORE_AWAY_RETRY_SECS: u64 = 2;
+
+/// What the session stores about its sign-in.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct SessionAuth {
+    account: uuid::Uuid,
+    epoch: i64,
+    /// Unix seconds; the absolute lifetime counts from here.
+    signed_in_at: i64,
+}
+
+fn now_unix() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp()
+}
+
+/// A session store failure as an outcome: Redis away is `Unavailable`; a
+/// record we cannot read is a bug, not an outage (no "retry").
+pub fn session_error(error: tower_sessions::session::Error) -> ServiceError {
+    match error {
+        tower_sessions::session::Error::Store(_) => {
+            tracing::warn!(
+                error = format!("{:#}", anyhow::Error::new(error)),
+                "session store unavailable"
+            );
+            ServiceError::Unavailable {
+                retry_after_secs: STORE_AWAY_RETRY_SECS,
+            }
+        }
+        other => ServiceError::Unexpected(anyhow::Error::new(other).context("session record")),
+    }
+}
+
+/// The signed-in principal of `session`, if any. Ends (and forgets)
+/// sessions that are past their absolute lifetime or whose account revoked
+/// them.
+pub async fn principal_of(
+    services: &Services,
+    session: &Session,
+) -> Result<Option<Principal>, ServiceError> {
+    let Some(auth) = session
+        .get::<SessionAuth>(AUTH_KEY)
+        .await
+        .map_err(session_error)?
+    else {
+        return Ok(None);
+    };
+    let age = now_unix().saturating_sub(auth.signed_in_at);
+    let max_age = i64::try_from(services.auth.absolute_session.as_secs()).unwrap_or(i64::MAX);
+    let principal = if age > max_age {
+        None
+    } else {
+        accounts::session_principal(&services.pool, AccountId(auth.account), auth.epoch).await?
+    };
+    match &principal {
+        // The request's span names who is acting (an id, never an email).
+        Some(p) => {
+            tracing::Span::current().record("principal", tracing::field::display(p.id.0));
+        }
+        None => session.flush().await.map_err(session_error)?,
+    }
+    Ok(principal)
+}
+
+/// Any signed-in account (every account may act as a learner).
+pub async fn learner_of(services: &Services, session: &Session) -> Result<Principal, ServiceError> {
+    principal_of(services, session)
+        .await?
+        .ok_or(ServiceError::Unauthenticated)
+}
+
+/// A signed-in administrator of `tenant`. Everyone else, including admins
+/// of other tenants, gets `Forbidden`, whether or not the tenant exists.
+pub async fn admin_of(
+    services: &Services,
+    session: &Session,
+    tenant: TenantId,
+) -> Result<Principal, ServiceError> {
+    let principal = learner_of(services, session).await?;
+    if tenants::is_admin(&services.pool, tenant, principal.id).await? {
+        tracing::Span::current().record("tenant", tracing::field::display(tenant.0));
+        Ok(principal)
+    } else {
+        Err(ServiceError::Forbidden)
+    }
+}
+
+/// Starts a signed-in session: a new session id (no fixation), stamped with
+/// the account's current session epoch.
+pub async fn sign_in(session: &Session, signed_in: &SignedIn) -> Result<(), ServiceError> {
+    session.cycle_id().await.map_err(session_error)?;
+    stamp(session, signed_in.principal.id, signed_in.session_epoch).await
+}
+
+/// Re-stamps a session after the account's epoch moved (password change),
+/// keeping it signed in while every other one ends.
+pub async fn restamp(
+    session: &Session,
+    account: AccountId,
+    epoch: i64,
+) -> Result<(), ServiceError> {
+    session.cycle_id().await.map_err(session_error)?;
+    stamp(session, account, epoch).await
+}
+
+async fn stamp(session: &Session, account: AccountId, epoch: i64) -> Result<(), ServiceError> {
+    session
+        .insert(
+            AUTH_KEY,
+            SessionAuth {
+                account: account.0,
+                epoch,
+                signed_in_at: now_unix(),
+            },
+        )
+        .await
+        .map_err(session_error)
+}
+
+/// Ends a session (its record is deleted and its cookie cleared).
+pub async fn sign_out(session: &Session) -> Result<(), ServiceError> {
+    session.flush().await.map_err(session_error)
+}
+
+/// The client's address: the one the trusted proxies vouch for
+/// ([`forwarded_client`]), else the TCP peer.
+pub fn client_ip(services: &Services, peer: &SocketAddr, headers: &http::HeaderMap) -> IpAddr {
+    forwarded_client(services.auth.trusted_proxy_hops, headers).unwrap_or_else(|| peer.ip())
+}
+
+/// The client address behind `hops` trusted proxies: the `hops`-th entry
+/// from the right of every `X-Forwarded-For` line joined in order.
+///
+/// Each proxy appends the address it saw, either to the existing line or
+/// as a line of its own; both read the same once joined. The rightmost
+/// `hops` entries were written by our proxies, so the `hops`-th from the
+/// right is the address the outermost one saw; everything left of it is
+/// the client's claim. Fewer entries than `hops` mean the request did not
+/// come through every proxy (one was bypassed), so no entry can be
+/// trusted: the leftmost may be the client's own invention. `None` (use
+/// the TCP peer) when `hops` is 0, the chain is shorter than `hops`, or the
+/// chosen entry is not an address.
+pub fn forwarded_client(hops: u8, headers: &http::HeaderMap) -> Option<IpAddr> {
+    if hops == 0 {
+        return None;
+    }
+    let lines: Vec<String> = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        // Lossy, not skipped: a line with a stray byte from the client may
+        // also carry our proxy's entry at its end.
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .collect();
+    let entries: Vec<&str> = lines
+        .iter()
+        .flat_map(|line| line.split(','))
+        .map(str::trim)
+        .filter(|entry| !entry.is_empty())
+        .collect();
+    let Some(at) = entries.len().checked_sub(usize::from(hops)) else {
+        tracing::warn!(
+            entries = entries.len(),
+            trusted_proxy_hops = hops,
+            "X-Forwarded-For is shorter than server.trusted_proxy_hops: a proxy was bypassed \
+             or the setting is too high; using the TCP peer"
+        );
+        return None;
+    };
+    let chosen = entries.get(at)?;
+    chosen
+        .parse::<IpAddr>()
+        .or_else(|_| chosen.parse::<SocketAddr>().map(|s| s.ip()))
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::forwarded_client;
+
+    fn headers(lines: &[&str]) -> http::HeaderMap {
+        let mut headers = http::HeaderMap::new();
+        for line in lines {
+            headers.append("x-forwarded-for", line.parse().expect("header value"));
+        }
+        headers
+    }
+
+    fn ip(s: &str) -> Option<std::net::IpAddr> {
+        Some(s.parse().expect("ip"))
+    }
+
+    #[test]
+    fn the_nth_address_from_the_right_across_all_lines() {
+        let forged_then_proxy = headers(&["6.6.6.6", "203.0.113.7"]);
+        assert_eq!(forwarded_client(0, &forged_then_proxy), None, "0: ignored");
+        assert_eq!(forwarded_client(1, &forged_then_proxy), ip("203.0.113.7"));
+        let one_line = headers(&["6.6.6.6, 7.7.7.7,203.0.113.7 , 10.0.0.2"]);
+        assert_eq!(forwarded_client(1, &one_line), ip("10.0.0.2"));
+        assert_eq!(forwarded_client(2, &one_line), ip("203.0.113.7"));
+        let mixed = headers(&["6.6.6.6, 203.0.113.7", "10.0.0.2"]);
+        assert_eq!(forwarded_client(2, &mixed), ip("203.0.113.7"));
+        assert_eq!(
+            forwarded_client(3, &headers(&["6.6.6.6", "203.0.113.7"])),
+            None,
+            "a shorter chain: a proxy was bypassed, no entry is trusted"
+        );
+        assert_eq!(
+            forwarded_client(2, &headers(&["6.6.6.6", "203.0.113.7"])),
+            ip("6.6.6.6"),
+            "exactly as many entries as hops: the leftmost is what the outermost saw"
+        );
+        assert_eq!(
+            forwarded_client(1, &headers(&["6.6.6.6", "[2001:db8::1]:443"])),
+            ip("2001:db8::1")
+        );
+        assert_eq!(forwarded_client(1, &headers(&[])), None, "no header");
+        assert_eq!(forwarded_client(1, &headers(&["unknown"])), None);
+        assert_eq!(forwarded_client(1, &headers(&[" , "])), None);
+    }
+}

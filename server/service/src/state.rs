@@ -1,0 +1,47 @@
+//! The handles every use case needs, built once at startup by the server
+//! and shared (cheaply cloned) by both adapters: nothing lives in global
+//! statics, so tests can run many servers in one process.
+
+use std::{sync::Arc, time::Duration};
+
+use engine::{
+    codes::Keyring,
+    coordination::Redis,
+    db::PgPool,
+    settlement::Settler,
+    storage::Storage,
+    throttle::{FixedWindow, Limit},
+};
+
+#[derive(Clone, Debug)]
+pub struct Services {
+    pub pool: PgPool,
+    pub redis: Redis,
+    pub throttle: FixedWindow,
+    pub auth: AuthPolicy,
+    pub keyring: Arc<Keyring>,
+    pub settler: Settler,
+    pub storage: Storage,
+    /// Largest accepted upload, in bytes.
+    pub max_upload_bytes: u64,
+    /// Where learners reach this server (`https://courses.example.com`):
+    /// the base of links printed on code cards.
+    pub public_origin: Arc<str>,
+}
+
+/// Sign-in and code-entry policy, from the server's configuration.
+#[derive(Clone, Debug)]
+pub struct AuthPolicy {
+    pub sign_in_per_email: Limit,
+    pub sign_in_per_ip: Limit,
+    pub register_per_ip: Limit,
+    /// A session ends this long after sign-in, however active.
+    pub absolute_session: Duration,
+    /// How many trusted proxies append to `X-Forwarded-For` (0: ignore it);
+    /// see [`crate::session::forwarded_client`].
+    pub trusted_proxy_hops: u8,
+    /// Code entry attempts per account, per client IP and per share.
+    pub code_per_account: Limit,
+    pub code_per_ip: Limit,
+    pub code_per_share: Limit,
+}

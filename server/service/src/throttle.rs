@@ -1,0 +1,42 @@
+//! One attempt counted against a limit, for every use case that has one
+//! (sign-in, registration, password change, code entry): the engine's
+//! fixed window, its refusal as a typed [`ServiceError::Throttled`] that
+//! names the scope (each adapter says it in its own words), and a Redis
+//! failure as a momentary outage.
+
+use engine::{
+    coordination::ThrottleScope,
+    throttle::{Decision, Limit},
+};
+
+use crate::{ServiceError, Services};
+
+/// How long a caller is told to wait when the throttle's store is away.
+const STORE_AWAY_RETRY_SECS: u64 = 5;
+
+/// Counts one attempt of `scope` by `subject`; refuses past `limit` with
+/// the time to wait (whole seconds, never 0).
+pub async fn hit(
+    services: &Services,
+    scope: ThrottleScope,
+    subject: &str,
+    limit: Limit,
+) -> Result<(), ServiceError> {
+    let key = services.redis.keys().throttle(scope, subject);
+    match services.throttle.hit(&services.redis, &key, limit).await {
+        Ok(Decision::Allowed { .. }) => Ok(()),
+        Ok(Decision::Refused { retry_after }) => {
+            engine::measures::throttled(scope.as_str());
+            Err(ServiceError::Throttled {
+                scope,
+                retry_after_secs: retry_after.as_secs().max(1),
+            })
+        }
+        Err(error) => {
+            tracing::error!(error = format!("{error:#}"), "throttle unavailable");
+            Err(ServiceError::Unavailable {
+                retry_after_secs: STORE_AWAY_RETRY_SECS,
+            })
+        }
+    }
+}
