@@ -289,6 +289,7 @@ impl From<service::ServiceError> for AppError {
             },
             E::Account(error) => Self::outcome(error),
             E::Settlement(error) => crate::learner::settlement_error(error),
+            E::Share(error) => Self::outcome(error),
             E::Format(error) => Self::outcome(error),
             E::Unexpected(error) => Self::internal(&error),
         }

@@ -206,6 +206,7 @@ impl Localized for service::ServiceError {
             E::WrongCurrentPassword => "当前密码不正确".into(),
             E::InvalidNewPassword(e) | E::Account(e) => e.zh(),
             E::Settlement(e) => e.zh(),
+            E::Share(e) => e.zh(),
             E::Format(e) => e.zh(),
             E::Unexpected(_) => "服务器出错了".into(),
         }

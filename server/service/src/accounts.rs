@@ -26,6 +26,7 @@ pub struct Registration {
 
 /// Creates an account and signs `session` in as it. Malformed input is
 /// refused before the attempt is counted (per IP).
+#[tracing::instrument(name = "register", skip_all)]
 pub async fn register(
     services: &Services,
     session: &Session,
@@ -53,6 +54,7 @@ pub async fn register(
 
 /// Checks the credentials (throttled per IP and per email) and signs
 /// `session` in.
+#[tracing::instrument(name = "login", skip_all)]
 pub async fn login(
     services: &Services,
     session: &Session,
@@ -100,6 +102,7 @@ pub struct PasswordChange {
 /// attempt costs an argon2 verification, and it is a guess at the current
 /// password by whoever holds the session. Malformed input is refused
 /// before anything is counted.
+#[tracing::instrument(name = "change_password", skip_all, fields(principal = %principal.id.0))]
 pub async fn change_password(
     services: &Services,
     principal: &Principal,
@@ -137,6 +140,7 @@ pub async fn change_password(
 
 /// Signs `principal` out on every device (the account's session epoch
 /// moves in one atomic UPDATE), `session` included.
+#[tracing::instrument(name = "sign_out_everywhere", skip_all, fields(principal = %principal.id.0))]
 pub async fn sign_out_everywhere(
     services: &Services,
     session: &Session,

@@ -15,6 +15,7 @@ use engine::{
     coordination::ThrottleScope,
     outcome::{ErrorKind, INVALID_INPUT, Outcome},
     settlement::SettlementError,
+    shares::ShareError,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -51,6 +52,8 @@ pub enum ServiceError {
     Account(#[from] AccountError),
     #[error(transparent)]
     Settlement(#[from] SettlementError),
+    #[error(transparent)]
+    Share(#[from] ShareError),
     /// The typed text is not a code (caught before anything is counted).
     #[error(transparent)]
     Format(#[from] CodeFormatError),
@@ -96,6 +99,7 @@ impl Outcome for ServiceError {
             | Self::InvalidNewPassword(_) => ErrorKind::Invalid,
             Self::Account(e) => e.kind(),
             Self::Settlement(e) => e.kind(),
+            Self::Share(e) => e.kind(),
             Self::Format(e) => e.kind(),
             Self::Unexpected(_) => ErrorKind::Internal,
         }
@@ -114,6 +118,7 @@ impl Outcome for ServiceError {
             | Self::InvalidNewPassword(_) => INVALID_INPUT,
             Self::Account(e) => e.code(),
             Self::Settlement(e) => e.code(),
+            Self::Share(e) => e.code(),
             Self::Format(e) => e.code(),
             Self::Unexpected(_) => "internal",
         }
@@ -127,6 +132,7 @@ impl Outcome for ServiceError {
             Self::InvalidNewPassword(_) => Some("new_password"),
             Self::Account(e) => e.field(),
             Self::Settlement(e) => e.field(),
+            Self::Share(e) => e.field(),
             Self::Format(e) => e.field(),
             Self::Unauthenticated
             | Self::Forbidden
@@ -142,6 +148,7 @@ impl Outcome for ServiceError {
             Self::Unexpected(e) => Some(e),
             Self::Account(e) => e.unexpected(),
             Self::Settlement(e) => e.unexpected(),
+            Self::Share(e) => e.unexpected(),
             Self::Format(e) => e.unexpected(),
             Self::InvalidNewPassword(e) => e.unexpected(),
             Self::Unauthenticated

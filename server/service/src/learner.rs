@@ -84,6 +84,7 @@ pub struct ShareOverview {
 
 /// What a visitor sees of the share at `slug` (drafts, archived and
 /// unknown slugs are `NotFound`).
+#[tracing::instrument(name = "share_overview", skip_all)]
 pub async fn share_overview(
     services: &Services,
     session: &Session,
@@ -128,6 +129,7 @@ pub enum CodeEntered {
 /// the session. Binds nothing. A typo is refused by the check symbol before
 /// any attempt is counted; well-formed codes count per account, per IP and
 /// per share.
+#[tracing::instrument(name = "enter_code", skip_all, fields(share = %share.id))]
 pub async fn enter_code(
     services: &Services,
     session: &Session,
@@ -202,6 +204,7 @@ pub struct Opening<'a> {
 /// binding the pending code on a first access. A cross-site request (a
 /// link on another site, which `SameSite=Lax` lets through with the
 /// cookie) may only reach what the learner already holds: it never binds.
+#[tracing::instrument(name = "open", skip_all, fields(share = %opening.share.id, resource = %opening.resource))]
 pub async fn open(
     services: &Services,
     session: &Session,

@@ -17,12 +17,14 @@
 //! | [`throttle`] | one attempt counted against a fixed-window limit |
 //! | [`session`] | who is asking: sign-in state in the session, `admin_of`, the client's IP |
 //! | [`accounts`] | register, sign in, change password |
+//! | [`console`] | the console's compensating workflows: issue or replace codes and park them for one viewing, or undo |
 //! | [`learner`] | a share's page, code entry (phases 1+2), opening a resource (phase 3), my courses |
 //!
 //! Native only (the wasm never links it): it depends on the engine, which
 //! holds the invariants; nothing here may bypass it.
 
 pub mod accounts;
+pub mod console;
 pub mod error;
 pub mod learner;
 pub mod session;

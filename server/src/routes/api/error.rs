@@ -468,10 +468,11 @@ mod tests {
             E::InvalidNewPassword(AccountError::InvalidPassword),
             E::Account(AccountError::EmailTaken),
             E::Settlement(SettlementError::AlreadyHasAccess),
+            E::Share(ShareError::SlugTaken),
             E::Format(CodeFormatError::BadCheckSymbol),
             E::Unexpected(boom()),
         ];
-        covers(&all, 13, |e| match e {
+        covers(&all, 14, |e| match e {
             E::Unauthenticated => 0,
             E::Forbidden => 1,
             E::NotFound => 2,
@@ -483,8 +484,9 @@ mod tests {
             E::InvalidNewPassword(_) => 8,
             E::Account(_) => 9,
             E::Settlement(_) => 10,
-            E::Format(_) => 11,
-            E::Unexpected(_) => 12,
+            E::Share(_) => 11,
+            E::Format(_) => 12,
+            E::Unexpected(_) => 13,
         });
         all
     }

@@ -1,0 +1,161 @@
+//! The console's use cases that are more than one engine call: issuing a
+//! batch or a replacement code whose plain codes are handed over through
+//! Redis (`engine::handover`), where every step after the first must undo
+//! the ones before it if it fails. A batch nobody will ever see must not
+//! stay usable (park-or-revoke), and a "try again" after such a failure
+//! must issue anew, not reopen the revoked batch (the idempotency key is
+//! released). Both the console's server functions and, where they hand
+//! codes over the same way, other adapters call these; single engine
+//! calls (revoke, unbind, settings) need no use case of their own.
+
+use engine::{
+    accounts::Principal,
+    handover,
+    progress::Progress,
+    shares::{self, BatchRequest, Share, ShareError, ShareId},
+    tenants::TenantId,
+};
+use tower_sessions::Session;
+use uuid::Uuid;
+
+use crate::{ServiceError, Services, session};
+
+/// How long a caller is told to wait after a handover could not be parked.
+const HANDOVER_AWAY_RETRY_SECS: u64 = 5;
+
+/// The signed-in admin of `tenant` and its share `share`: 401/403 for
+/// everyone else, 404 for a share of another tenant (ids are not secrets,
+/// but tenants stay apart).
+pub async fn admin_share(
+    services: &Services,
+    session: &Session,
+    tenant: TenantId,
+    share: ShareId,
+) -> Result<(Principal, Share), ServiceError> {
+    let admin = session::admin_of(services, session, tenant).await?;
+    let share = shares::get(&services.pool, share)
+        .await?
+        .filter(|s| s.tenant_id == tenant.0)
+        .ok_or(ServiceError::NotFound)?;
+    Ok((admin, share))
+}
+
+/// A batch to issue from the console.
+#[derive(Debug)]
+pub struct Issue<'a> {
+    pub share: &'a Share,
+    pub count: i64,
+    pub label: &'a str,
+    /// Chosen when the form was rendered: the progress report's name and
+    /// the request's idempotency key (the same form sent twice opens the
+    /// first batch).
+    pub ticket: Option<Uuid>,
+}
+
+/// What issuing did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Issued {
+    /// A new batch, its plain codes parked for the admin's one viewing.
+    New { batch_id: Uuid },
+    /// This ticket already issued `batch_id`: nothing new was issued.
+    Again { batch_id: Uuid },
+}
+
+/// Issues a batch and parks its plain codes for `admin`'s one viewing
+/// (page and CSV). If parking fails the batch is revoked at once (nobody
+/// saw those codes) and its idempotency key released, and the answer is
+/// `Unavailable`: retrying issues a new batch.
+#[tracing::instrument(name = "issue_for_handover", skip_all, fields(share = %issue.share.id, count = issue.count))]
+pub async fn issue_for_handover(
+    services: &Services,
+    admin: &Principal,
+    issue: Issue<'_>,
+) -> Result<Issued, ServiceError> {
+    let Issue {
+        share,
+        count,
+        label,
+        ticket,
+    } = issue;
+    let idempotency_key = ticket.map(|t| format!("console-issue:{t}"));
+    let progress = ticket.map(|t| Progress::new(&services.redis, admin.id, t));
+    let issued = shares::issue_codes(
+        &services.pool,
+        &services.keyring,
+        share.tenant(),
+        admin.id,
+        &BatchRequest {
+            share: ShareId(share.id),
+            count,
+            label,
+            idempotency_key: idempotency_key.as_deref(),
+            progress: progress.as_ref(),
+        },
+    )
+    .await;
+    let batch = match issued {
+        Err(ShareError::BatchAlreadyIssued { batch_id, .. }) => {
+            return Ok(Issued::Again { batch_id });
+        }
+        other => other?,
+    };
+    let codes: Vec<String> = batch.codes.iter().map(|(_, c)| c.display()).collect();
+    if let Err(error) = handover::park(&services.redis, admin.id, batch.batch_id, &codes).await {
+        // Nobody will ever see these codes: they must not stay usable.
+        tracing::error!(error = format!("{error:#}"), "parking issued codes failed");
+        shares::revoke_unused_of_batch(&services.pool, share.tenant(), admin.id, batch.batch_id)
+            .await?;
+        // The "try again" must issue anew, not open the revoked batch.
+        if let Some(key) = &idempotency_key {
+            shares::release_issue_key(&services.pool, share.tenant(), key).await?;
+        }
+        return Err(ServiceError::Unavailable {
+            retry_after_secs: HANDOVER_AWAY_RETRY_SECS,
+        });
+    }
+    Ok(Issued::New {
+        batch_id: batch.batch_id,
+    })
+}
+
+/// A replacement code, parked for the admin's one viewing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Replacement {
+    pub share: ShareId,
+    /// The new code (its handover is named by it).
+    pub code_id: Uuid,
+}
+
+/// Replaces a lost unused code (the old one revoked and a new one issued
+/// in the same batch, atomically) and parks the new plain code; if
+/// parking fails the new code is revoked at once and the answer is
+/// `Unavailable`.
+#[tracing::instrument(name = "replace_for_handover", skip_all, fields(code = %code_id))]
+pub async fn replace_for_handover(
+    services: &Services,
+    tenant: TenantId,
+    admin: &Principal,
+    code_id: Uuid,
+) -> Result<Replacement, ServiceError> {
+    let share = shares::share_of_code(&services.pool, code_id)
+        .await?
+        .ok_or(ServiceError::NotFound)?
+        .1;
+    let (new_id, plain) =
+        shares::replace_code(&services.pool, &services.keyring, tenant, admin.id, code_id).await?;
+    if let Err(error) = handover::park(&services.redis, admin.id, new_id, &[plain.display()]).await
+    {
+        tracing::error!(
+            error = format!("{error:#}"),
+            "parking a replacement code failed"
+        );
+        shares::revoke_code(&services.pool, tenant, admin.id, new_id).await?;
+        return Err(ServiceError::Unavailable {
+            retry_after_secs: HANDOVER_AWAY_RETRY_SECS,
+        });
+    }
+    Ok(Replacement {
+        share,
+        code_id: new_id,
+    })
+}
