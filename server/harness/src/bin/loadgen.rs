@@ -6,16 +6,15 @@
 //! hot-code stampede. Learner accounts are inserted straight into the
 //! database (with one real argon2 hash) so that the benchmark measures
 //! settlement, not account creation; they sign in through the API.
+//!
+//! Measurement tooling, never deployed.
 
 use std::time::{Duration, Instant};
 
-#[path = "drive/mod.rs"]
-mod drive;
-
 use anyhow::Context as _;
 use clap::Parser;
-use drive::{Share, issue, new_share, post};
 use futures::{StreamExt as _, stream};
+use harness::drive::{self, Share, issue, new_share, post};
 use serde_json::{Value, json};
 use uuid::Uuid;
 

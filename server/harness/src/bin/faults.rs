@@ -18,9 +18,8 @@
 //! - how long after the fault ended the first success came.
 //!
 //! It prints one table and writes `target/faults/latest.{json,md}`.
-
-#[path = "drive/mod.rs"]
-mod drive;
+//!
+//! Test tooling, never deployed.
 
 use std::{
     collections::BTreeMap,
@@ -31,6 +30,7 @@ use std::{
 
 use anyhow::Context as _;
 use clap::Parser;
+use harness::drive;
 use serde_json::json;
 use uuid::Uuid;
 
