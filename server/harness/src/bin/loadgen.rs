@@ -7,7 +7,9 @@
 //! database (with one real argon2 hash) so that the benchmark measures
 //! settlement, not account creation; they sign in through the API.
 //!
-//! Measurement tooling, never deployed.
+//! Measurement tooling, never deployed. Its database access is the
+//! learners' bulk insert (`harness::drive::learners`) and the hot code's
+//! bound count, read through the engine's own console query.
 
 use std::time::{Duration, Instant};
 
@@ -192,12 +194,12 @@ async fn main() -> anyhow::Result<()> {
     let in_redis = run.statuses.get("busy_retry").copied().unwrap_or(0);
     let in_pg = run.statuses.get("code_bound").copied().unwrap_or(0);
     let losers = claimers.len() - winners;
-    let bound: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM auth_codes WHERE share_id = $1 AND bound_principal IS NOT NULL",
-    )
-    .bind(hot.id)
-    .fetch_one(&pool)
-    .await?;
+    let bound = engine::console::shares(&pool, engine::tenants::TenantId(args.tenant_id))
+        .await?
+        .into_iter()
+        .find(|row| row.id == hot.id)
+        .context("the hot code's share in the console")?
+        .bound;
     let hot_figures = json!({
         "claims": claimers.len(),
         "winners": winners,
