@@ -41,7 +41,7 @@ trap cleanup EXIT
 
 echo "==> release build"
 cargo leptos build --release
-cargo build --release --bin loadgen
+cargo build --release -p harness --bin loadgen
 bin="$CARGO_TARGET_DIR/release"
 
 echo "==> fresh database $db"

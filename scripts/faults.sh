@@ -2,7 +2,7 @@
 #? `make faults`: the fault-injection suite. Starts what it breaks (a
 #? private PostgreSQL on its own port under .data/faults/, a 6-node Redis
 #? Cluster, standalone Redis servers of its own), never a system instance,
-#? then runs the `faults` driver (server/src/bin/faults.rs) and prints its
+#? then runs the `faults` driver (server/harness/src/bin/faults.rs) and prints its
 #? table (also target/faults/latest.md and .json).
 #?
 #?   FAULTS_LEARNERS   learners per fault (default 300; `make test` uses 60)
@@ -33,7 +33,7 @@ if [ "$(id -u)" = 0 ]; then restart="runuser -u postgres -- $restart"; fi
 cluster_up
 
 echo "==> building the server and the fault driver"
-cargo build -p server --bin server --bin faults
+cargo build -p server -p harness --bin server --bin faults
 bin="$CARGO_TARGET_DIR/debug"
 out="$CARGO_TARGET_DIR/faults"
 mkdir -p "$out"

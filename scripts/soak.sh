@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 #? `make soak`: the real server binary under SOAK_CLIENTS (64) parallel
 #? clients for SOAK_SECS (60) seconds over every page kind: signed out,
-#? learner, admin, in English and Chinese (server/src/bin/soak.rs). Fails
+#? learner, admin, in English and Chinese (server/harness/src/bin/soak.rs). Fails
 #? on any unanswered request or any 5xx. Uses a fresh database of its own
 #? (admitone_soak) and a fresh Redis key prefix, removed afterwards.
 set -euo pipefail
@@ -29,7 +29,7 @@ cleanup() {
 trap cleanup EXIT
 
 echo "==> building the server and the soak driver"
-cargo build -p server --bin server --bin soak
+cargo build -p server -p harness --bin server --bin soak
 bin="$CARGO_TARGET_DIR/debug"
 
 psql -q -d "$server_url/postgres" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)"

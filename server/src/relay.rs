@@ -15,7 +15,7 @@ use engine::db::PgPool;
 use engine::webhooks::{self, Attempted, Due, Recorded, RetryPolicy};
 use futures::StreamExt as _;
 
-use crate::config::WebhookSettings;
+use crate::config::sections::WebhookSettings;
 
 /// How many events one round fans out.
 const BATCH: i64 = 64;
@@ -229,7 +229,7 @@ mod tests {
     use std::{io::Read as _, net::TcpListener, process::Command, time::Duration};
 
     use super::delivery_client;
-    use crate::config::WebhookSettings;
+    use crate::config::sections::WebhookSettings;
 
     /// Set by [`deliveries_never_go_through_a_proxy`] for its child.
     const CHILD: &str = "ADMITONE_RELAY_PROXY_CHILD";

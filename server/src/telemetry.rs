@@ -9,7 +9,7 @@ use tower_http::{request_id::RequestId, trace::MakeSpan};
 use tracing::Span;
 use tracing_subscriber::{EnvFilter, fmt, prelude::*};
 
-use crate::config::{LogFormat, LogSettings};
+use crate::config::sections::{LogFormat, LogSettings};
 
 /// Keeps the trace exporter running; dropping it flushes what is queued.
 #[derive(Debug, Default)]

@@ -15,7 +15,7 @@ use axum::{
     routing::post,
 };
 use serde_json::json;
-use server::{config::WebhookSettings, relay::Relay};
+use server::{config::sections::WebhookSettings, relay::Relay};
 use sqlx::PgPool;
 use uuid::Uuid;
 

@@ -1,8 +1,14 @@
 //! Driving a running server through its public JSON API the way admins and
-//! learners do, shared by the `loadgen` (bench) and `faults` binaries:
-//! signing in, creating a share with a resource, issuing codes, and many
-//! learners (inserted straight into the database with one real argon2
-//! hash, so that the drivers measure settlement, not account creation).
+//! learners do, shared by the `loadgen` (bench), `faults` and `soak`
+//! binaries: signing in, creating a share with a resource, issuing codes,
+//! and many learners (inserted straight into the database with one real
+//! argon2 hash, so that the drivers measure settlement, not account
+//! creation).
+//!
+//! Test and measurement tooling, never deployed. Its one SQL statement,
+//! the learners' bulk insert, is harness-only load data: the engine creates
+//! accounts one at a time, each with its own argon2 hash, which is what
+//! these drivers must not measure.
 
 use anyhow::Context as _;
 use futures::{StreamExt as _, stream};

@@ -6,16 +6,17 @@
 //! hot-code stampede. Learner accounts are inserted straight into the
 //! database (with one real argon2 hash) so that the benchmark measures
 //! settlement, not account creation; they sign in through the API.
+//!
+//! Measurement tooling, never deployed. Its database access is the
+//! learners' bulk insert (`harness::drive::learners`) and the hot code's
+//! bound count, read through the engine's own console query.
 
 use std::time::{Duration, Instant};
 
-#[path = "drive/mod.rs"]
-mod drive;
-
 use anyhow::Context as _;
 use clap::Parser;
-use drive::{Share, issue, new_share, post};
 use futures::{StreamExt as _, stream};
+use harness::drive::{self, Share, issue, new_share, post};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -193,12 +194,12 @@ async fn main() -> anyhow::Result<()> {
     let in_redis = run.statuses.get("busy_retry").copied().unwrap_or(0);
     let in_pg = run.statuses.get("code_bound").copied().unwrap_or(0);
     let losers = claimers.len() - winners;
-    let bound: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM auth_codes WHERE share_id = $1 AND bound_principal IS NOT NULL",
-    )
-    .bind(hot.id)
-    .fetch_one(&pool)
-    .await?;
+    let bound = engine::console::shares(&pool, engine::tenants::TenantId(args.tenant_id))
+        .await?
+        .into_iter()
+        .find(|row| row.id == hot.id)
+        .context("the hot code's share in the console")?
+        .bound;
     let hot_figures = json!({
         "claims": claimers.len(),
         "winners": winners,

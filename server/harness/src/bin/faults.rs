@@ -18,9 +18,13 @@
 //! - how long after the fault ended the first success came.
 //!
 //! It prints one table and writes `target/faults/latest.{json,md}`.
-
-#[path = "drive/mod.rs"]
-mod drive;
+//!
+//! Test tooling, never deployed. Its SQL is harness-only: dropping the
+//! scenario's database before each fault (the `server migrate` it then runs
+//! creates it), the learners' bulk insert (`harness::drive::learners`), and
+//! the final check that every learner answered 200 holds a binding and an
+//! access record, asked independently of the server's own queries. The
+//! invariants are the engine's (`engine::invariants::check_all`).
 
 use std::{
     collections::BTreeMap,
@@ -31,6 +35,7 @@ use std::{
 
 use anyhow::Context as _;
 use clap::Parser;
+use harness::drive;
 use serde_json::json;
 use uuid::Uuid;
 
@@ -581,6 +586,8 @@ async fn run_fault(args: &Args, key: &str, name: &str) -> anyhow::Result<Outcome
 
     let log = Arc::new(Mutex::new(Log::default()));
     let until = Arc::new(Mutex::new(None::<Instant>));
+    // The share id for the final checks (the load owns the Share).
+    let share_id = share.id;
     let load = tokio::spawn(drive_load(
         Arc::new(bases.clone()),
         Arc::new(share),
@@ -588,13 +595,6 @@ async fn run_fault(args: &Args, key: &str, name: &str) -> anyhow::Result<Outcome
         log.clone(),
         until.clone(),
     ));
-    let share_id = {
-        // The share id for the final checks (the load owns the Share).
-        sqlx::query_scalar::<_, Uuid>("SELECT id FROM shares WHERE tenant_id = $1")
-            .bind(tenant)
-            .fetch_one(&pool)
-            .await?
-    };
 
     // Let the load run until about a third of the learners are in, so the
     // fault meets first accesses in flight (returning ones too).

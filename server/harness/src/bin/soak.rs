@@ -9,6 +9,9 @@
 //! 5xx, or any other status than the page kind's own (a signed-in page
 //! that redirects to the sign-in form means a lost session); it prints one
 //! JSON object of counts per page kind.
+//!
+//! Test tooling, never deployed. Its only database access is the learners'
+//! bulk insert (`harness::drive::learners`).
 
 use std::{
     collections::BTreeMap,
@@ -16,12 +19,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-#[path = "drive/mod.rs"]
-mod drive;
-
 use anyhow::Context as _;
 use clap::Parser;
 use futures::future::join_all;
+use harness::drive;
 use serde_json::{Value, json};
 use uuid::Uuid;
 

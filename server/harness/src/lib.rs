@@ -1,0 +1,12 @@
+//! AdmitOne's test and measurement tooling, **never deployed**: the
+//! binaries `loadgen` (`make bench`), `faults` (`make faults`) and `soak`
+//! (`make soak`), and [`drive`], the code they share to drive a running
+//! server through its public JSON API.
+//!
+//! Why a crate of its own: the production `server` package builds only
+//! what is deployed, and the only SQL outside `server/engine` (tests and
+//! migrations aside) is here, where it counts as test code: setting up load
+//! data and reading final state to check what the server promised. Every
+//! query the engine already has is asked through the engine.
+
+pub mod drive;

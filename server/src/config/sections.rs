@@ -1,0 +1,305 @@
+//! The per-section settings: one type per TOML table (`[server]`,
+//! `[database]`, `[redis]`, …, and the enums their keys take), with the
+//! built-in defaults, which are fit for local development.
+//!
+//! Why a file of its own: these are the shape of the configuration file
+//! and of the `APP_…` variables, read by every module that is handed one
+//! section (`telemetry` its [`LogSettings`], `relay` its
+//! [`WebhookSettings`]); what is checked and derived lives elsewhere. The
+//! `[secrets]` table is in [`super::secrets`], beside its production
+//! refusals.
+
+use secrecy::SecretString;
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsSettings {
+    /// `GET /metrics` answers only `Authorization: Bearer <token>`; without
+    /// a token configured it is not served at all (404).
+    pub token: Option<SecretString>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebhookSettings {
+    /// Run the outbox relay in `serve` (every instance may: rows are
+    /// claimed with `FOR UPDATE SKIP LOCKED`).
+    pub relay: bool,
+    /// Pause between relay rounds when there was nothing to do.
+    pub poll_interval_ms: u64,
+    /// How long one delivery may take before it counts as failed.
+    pub timeout_ms: u64,
+    /// Attempts before a delivery is dead-lettered.
+    pub max_attempts: i32,
+    /// First retry delay; doubled per attempt, with jitter, up to
+    /// `backoff_max_secs`.
+    pub backoff_base_ms: u64,
+    pub backoff_max_secs: u64,
+    /// Deliver to loopback, private and link-local addresses too. Off in
+    /// production: a tenant's endpoint must not reach the internal network.
+    pub allow_private_targets: bool,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        Self {
+            relay: true,
+            poll_interval_ms: 1_000,
+            timeout_ms: 5_000,
+            max_attempts: 8,
+            backoff_base_ms: 2_000,
+            backoff_max_secs: 3_600,
+            allow_private_targets: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Environment {
+    Development,
+    Production,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerSettings {
+    pub environment: Environment,
+    pub host: String,
+    pub port: u16,
+    /// Where cargo-leptos wrote the site (wasm, js, css, assets).
+    pub site_root: String,
+    /// How long in-flight requests may take to finish after SIGTERM/SIGINT.
+    pub shutdown_grace_secs: u64,
+    /// The address people use; its origin is accepted for state-changing
+    /// requests, and `https` makes session cookies `Secure`.
+    pub public_url: String,
+    /// How many reverse proxies in front of the server append the address
+    /// they saw to `X-Forwarded-For`. The client IP (for throttling) is the
+    /// Nth address from the right across every `X-Forwarded-For` line, in
+    /// order: the ones further left are whatever the client claimed. 0
+    /// ignores the header (the TCP peer is the client).
+    pub trusted_proxy_hops: u8,
+    /// The old spelling, still read: `true` is `trusted_proxy_hops = 1`.
+    /// Refused together with `trusted_proxy_hops`.
+    pub trust_forwarded_for: Option<bool>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SessionSettings {
+    /// A session unused this long ends.
+    pub idle_timeout_mins: u64,
+    /// A session ends this long after sign-in, however active.
+    pub absolute_timeout_hours: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ThrottleSettings {
+    /// Sign-in attempts per email per window.
+    pub sign_in_per_email: u32,
+    /// Sign-in attempts per client IP per window.
+    pub sign_in_per_ip: u32,
+    /// Registrations per client IP per window.
+    pub register_per_ip: u32,
+    /// Code entry attempts per account per window.
+    pub code_per_account: u32,
+    /// Code entry attempts per client IP per window.
+    pub code_per_ip: u32,
+    /// Code entry attempts per share per window (all learners together).
+    pub code_per_share: u32,
+    pub window_secs: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SettlementSettings {
+    /// Bound on one settlement transaction.
+    pub transaction_timeout_ms: u64,
+    /// Redis reservation TTL; must be below the transaction timeout.
+    pub reservation_ttl_ms: u64,
+    /// How long one counted access lasts (Range requests and reloads of the
+    /// resource within it are not counted again).
+    pub grant_ttl_secs: u64,
+    /// How often `serve` checks every invariant (0: never; `server
+    /// reconcile` runs it by hand).
+    pub reconcile_interval_secs: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StorageBackend {
+    Local,
+    S3,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageSettings {
+    /// `local` (a directory every instance shares) or `s3`.
+    pub backend: StorageBackend,
+    /// Directory of uploaded resources (`local`).
+    pub root: String,
+    pub max_upload_bytes: u64,
+    /// S3-compatible bucket settings (`s3`).
+    pub s3_bucket: String,
+    /// Custom endpoint (MinIO, Ceph, R2, …); empty for AWS.
+    pub s3_endpoint: String,
+    pub s3_region: String,
+    pub s3_access_key_id: String,
+    pub s3_secret_access_key: Option<SecretString>,
+    /// Allow a plain-http endpoint (local MinIO).
+    pub s3_allow_http: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DatabaseSettings {
+    pub url: SecretString,
+    pub max_connections: u32,
+    pub acquire_timeout_ms: u64,
+    pub statement_timeout_ms: u64,
+    pub lock_timeout_ms: u64,
+    pub idle_in_transaction_timeout_ms: u64,
+}
+
+/// What settlement does when Redis cannot be reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RedisFailurePolicy {
+    /// Refuse first accesses with 503 and a retry hint.
+    FailClosed,
+    /// Settle straight in PostgreSQL (still correct, less shielded).
+    DbOnly,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RedisSettings {
+    /// One URL, or several comma-separated cluster seed nodes.
+    pub url: SecretString,
+    pub cluster: bool,
+    pub key_prefix: String,
+    pub response_timeout_ms: u64,
+    pub failure_policy: RedisFailurePolicy,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Pretty,
+    Json,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogSettings {
+    pub format: LogFormat,
+    /// A `tracing_subscriber::EnvFilter` directive; `RUST_LOG` overrides it.
+    pub filter: String,
+    /// Where to export traces over OTLP/HTTP (`http://collector:4318`);
+    /// empty: no export. Needs a build with the `otlp` feature.
+    pub otlp_endpoint: String,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        Self {
+            environment: Environment::Development,
+            host: "127.0.0.1".into(),
+            port: 3000,
+            site_root: "target/site".into(),
+            shutdown_grace_secs: 20,
+            public_url: "http://127.0.0.1:3000".into(),
+            trusted_proxy_hops: 0,
+            trust_forwarded_for: None,
+        }
+    }
+}
+
+impl Default for DatabaseSettings {
+    fn default() -> Self {
+        Self {
+            url: SecretString::from("postgres://postgres@127.0.0.1:5432/admitone"),
+            max_connections: 20,
+            acquire_timeout_ms: 3_000,
+            statement_timeout_ms: 5_000,
+            lock_timeout_ms: 2_000,
+            idle_in_transaction_timeout_ms: 10_000,
+        }
+    }
+}
+
+impl Default for RedisSettings {
+    fn default() -> Self {
+        Self {
+            url: SecretString::from("redis://127.0.0.1:6379"),
+            cluster: false,
+            key_prefix: "admitone".into(),
+            response_timeout_ms: 500,
+            failure_policy: RedisFailurePolicy::FailClosed,
+        }
+    }
+}
+
+impl Default for SessionSettings {
+    fn default() -> Self {
+        Self {
+            idle_timeout_mins: 7 * 24 * 60,
+            absolute_timeout_hours: 30 * 24,
+        }
+    }
+}
+
+impl Default for ThrottleSettings {
+    fn default() -> Self {
+        Self {
+            sign_in_per_email: 10,
+            sign_in_per_ip: 50,
+            register_per_ip: 20,
+            code_per_account: 20,
+            code_per_ip: 100,
+            code_per_share: 5_000,
+            window_secs: 15 * 60,
+        }
+    }
+}
+
+impl Default for SettlementSettings {
+    fn default() -> Self {
+        Self {
+            transaction_timeout_ms: 5_000,
+            reservation_ttl_ms: 4_000,
+            grant_ttl_secs: 6 * 3600,
+            reconcile_interval_secs: 600,
+        }
+    }
+}
+
+impl Default for StorageSettings {
+    fn default() -> Self {
+        Self {
+            backend: StorageBackend::Local,
+            root: ".data/storage".into(),
+            max_upload_bytes: 2 * 1024 * 1024 * 1024,
+            s3_bucket: String::new(),
+            s3_endpoint: String::new(),
+            s3_region: "us-east-1".into(),
+            s3_access_key_id: String::new(),
+            s3_secret_access_key: None,
+            s3_allow_http: false,
+        }
+    }
+}
+
+impl Default for LogSettings {
+    fn default() -> Self {
+        Self {
+            format: LogFormat::Pretty,
+            filter: "info,server=info,engine=info,app=info,sqlx=warn".into(),
+            otlp_endpoint: String::new(),
+        }
+    }
+}

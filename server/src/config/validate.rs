@@ -1,0 +1,87 @@
+//! [`Settings::validate`]: the checks a loaded configuration must pass
+//! before anything starts, each refusal naming its key.
+//!
+//! Why a file of its own: [`Settings::load`] runs them, and tests and
+//! callers that build [`Settings`] by hand run them too; the checks on
+//! secrets and the production refusals are in [`super::secrets`] and run
+//! last, from here.
+
+use super::{ConfigError, Settings};
+
+impl Settings {
+    /// Checks values and, in production, refuses missing or default secrets,
+    /// naming each.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.redis.response_timeout_ms == 0 {
+            return Err(ConfigError::Invalid {
+                key: "redis.response_timeout_ms",
+                message: "must be above 0".into(),
+            });
+        }
+        if self.database.max_connections == 0 {
+            return Err(ConfigError::Invalid {
+                key: "database.max_connections",
+                message: "must be above 0".into(),
+            });
+        }
+        if self.sessions.idle_timeout_mins == 0 || self.sessions.absolute_timeout_hours == 0 {
+            return Err(ConfigError::Invalid {
+                key: "sessions",
+                message: "timeouts must be above 0".into(),
+            });
+        }
+        let t = &self.throttle;
+        if t.window_secs == 0
+            || t.sign_in_per_email == 0
+            || t.sign_in_per_ip == 0
+            || t.register_per_ip == 0
+        {
+            return Err(ConfigError::Invalid {
+                key: "throttle",
+                message: "limits and window must be above 0".into(),
+            });
+        }
+        let st = &self.settlement;
+        if st.reservation_ttl_ms == 0
+            || st.reservation_ttl_ms >= st.transaction_timeout_ms
+            || st.grant_ttl_secs == 0
+        {
+            return Err(ConfigError::Invalid {
+                key: "settlement",
+                message: "reservation_ttl_ms must be above 0 and below transaction_timeout_ms; grant_ttl_secs above 0".into(),
+            });
+        }
+        if t.code_per_account == 0 || t.code_per_ip == 0 || t.code_per_share == 0 {
+            return Err(ConfigError::Invalid {
+                key: "throttle",
+                message: "code limits must be above 0".into(),
+            });
+        }
+        self.storage_config()?;
+        if self.server.trust_forwarded_for.is_some() && self.server.trusted_proxy_hops != 0 {
+            return Err(ConfigError::Invalid {
+                key: "server.trust_forwarded_for",
+                message: "replaced by server.trusted_proxy_hops: set only that one".into(),
+            });
+        }
+        if !(self.server.public_url.starts_with("http://")
+            || self.server.public_url.starts_with("https://"))
+        {
+            return Err(ConfigError::Invalid {
+                key: "server.public_url",
+                message: "must start with http:// or https://".into(),
+            });
+        }
+        self.validate_secrets()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Settings;
+
+    #[test]
+    fn development_defaults_are_valid() {
+        Settings::default().validate().expect("defaults validate");
+    }
+}
