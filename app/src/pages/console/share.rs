@@ -8,8 +8,12 @@ use uuid::Uuid;
 use super::{ConsoleError, ConsoleNav, dashboard::OptionalField, param_id};
 use crate::{
     admin::{
-        DeleteResource, IssueCodes, MoveResource, RenameResource, RevokeUnused, ShareEditor,
-        UpdateShare, share_settings,
+        codes::RevokeUnused,
+        issued::IssueCodes,
+        share::{
+            BatchView, DeleteResource, MoveResource, RenameResource, ShareEditor, UpdateShare,
+            share_settings,
+        },
     },
     components::form::{FieldError, FormAlert},
     error::AppError,
@@ -292,7 +296,7 @@ fn Codes(
     tenant: uuid::Uuid,
     share: uuid::Uuid,
     ticket: uuid::Uuid,
-    batches: Vec<crate::admin::BatchView>,
+    batches: Vec<BatchView>,
     revoke: ServerAction<RevokeUnused>,
 ) -> impl IntoView {
     let issue = ServerAction::<IssueCodes>::new();
@@ -388,7 +392,8 @@ fn issue_progress_of(
         set_interval_with_handle(
             move || {
                 leptos::task::spawn_local(async move {
-                    if let Ok(Some(now)) = crate::admin::issue_progress(tenant, ticket).await
+                    if let Ok(Some(now)) =
+                        crate::admin::issued::issue_progress(tenant, ticket).await
                         && issue.pending().get_untracked()
                     {
                         set_progress.set(Some(now));
