@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::Redirect;
 
-use crate::{admin::my_tenants, error::AppError, i18n::t};
+use crate::{admin::dashboard::my_tenants, error::AppError, i18n::t};
 
 #[component]
 pub fn ConsoleHome() -> impl IntoView {

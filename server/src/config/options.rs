@@ -1,5 +1,5 @@
 //! The settings turned into the option types of the crates that use them:
-//! the app's [`AuthPolicy`](service::AuthPolicy), and the engine's
+//! the service layer's [`AuthPolicy`](service::AuthPolicy), and the engine's
 //! settlement, storage, database and Redis options.
 //!
 //! Why a file of its own: this is the one place where a setting's unit

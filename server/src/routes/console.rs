@@ -6,7 +6,7 @@
 use app::{
     auth::{Flash, FlashKind, guard},
     i18n::Lang,
-    pages::console::share::upload_refusal,
+    pages::console::upload_refusal,
 };
 use axum::{
     body::Body,

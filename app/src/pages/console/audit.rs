@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
-    admin::{AuditPage, audit_log},
+    admin::audit::{AuditPage, audit_log},
     error::AppError,
     i18n::{audit_action, t},
 };

@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 
 use crate::{
-    admin::DayView,
+    admin::dashboard::DayView,
     i18n::{lang, t},
 };
 

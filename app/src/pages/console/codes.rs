@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
-    admin::{CodeRow, CodeTable, ReplaceCode, RevokeCode, UnbindCode, list_code_page},
+    admin::codes::{CodeRow, CodeTable, ReplaceCode, RevokeCode, UnbindCode, list_code_page},
     components::form::{FieldError, FormAlert},
     error::AppError,
     i18n::{code_state, lang, t},

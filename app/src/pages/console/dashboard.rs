@@ -6,7 +6,10 @@ use leptos_meta::Title;
 
 use super::{ConsoleError, ConsoleNav, chart::ActivityChart, param_id};
 use crate::{
-    admin::{CreateShare, DashboardView, dashboard},
+    admin::{
+        dashboard::{DashboardView, dashboard},
+        share::CreateShare,
+    },
     components::form::{Field, FormAlert},
     error::AppError,
     i18n::{share_status, t},

@@ -7,7 +7,7 @@ use leptos_meta::Title;
 
 use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
-    admin::{IssuedView, issued_codes},
+    admin::issued::{IssuedView, issued_codes},
     error::AppError,
     i18n::{lang, t},
 };

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
-    admin::{LearnersPage as Page, share_learners},
+    admin::learners::{LearnersPage as Page, share_learners},
     error::AppError,
     i18n::{lang, t},
 };

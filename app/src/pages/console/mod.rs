@@ -11,7 +11,12 @@ pub mod issued;
 pub mod learners;
 pub mod share;
 pub mod tokens;
+mod upload;
 pub mod webhooks;
+
+/// The upload form's refusals, also worded by the plain form's route
+/// (the module itself is private: only the share page uses the widget).
+pub use upload::upload_refusal;
 
 use leptos::prelude::*;
 use leptos_meta::Title;

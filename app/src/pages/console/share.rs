@@ -1,19 +1,29 @@
 //! A share's page in the console (`/admin/t/{tenant}/s/{share}`): its
-//! settings, resources (upload), code batches (issue, revoke unused).
+//! settings, resources (the upload form is in `upload.rs`), code batches
+//! (issue, revoke unused).
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 use uuid::Uuid;
 
-use super::{ConsoleError, ConsoleNav, dashboard::OptionalField, param_id};
+use super::{
+    ConsoleError, ConsoleNav,
+    dashboard::OptionalField,
+    param_id,
+    upload::{Upload, UploadState},
+};
 use crate::{
     admin::{
-        DeleteResource, IssueCodes, MoveResource, RenameResource, RevokeUnused, ShareEditor,
-        UpdateShare, share_settings,
+        codes::RevokeUnused,
+        issued::IssueCodes,
+        share::{
+            BatchView, DeleteResource, MoveResource, RenameResource, ShareEditor, UpdateShare,
+            share_settings,
+        },
     },
     components::form::{FieldError, FormAlert},
     error::AppError,
-    i18n::{Lang, lang, resource_kind, t},
+    i18n::{lang, resource_kind, t},
     learner::human_size,
 };
 
@@ -292,7 +302,7 @@ fn Codes(
     tenant: uuid::Uuid,
     share: uuid::Uuid,
     ticket: uuid::Uuid,
-    batches: Vec<crate::admin::BatchView>,
+    batches: Vec<BatchView>,
     revoke: ServerAction<RevokeUnused>,
 ) -> impl IntoView {
     let issue = ServerAction::<IssueCodes>::new();
@@ -388,7 +398,8 @@ fn issue_progress_of(
         set_interval_with_handle(
             move || {
                 leptos::task::spawn_local(async move {
-                    if let Ok(Some(now)) = crate::admin::issue_progress(tenant, ticket).await
+                    if let Ok(Some(now)) =
+                        crate::admin::issued::issue_progress(tenant, ticket).await
                         && issue.pending().get_untracked()
                     {
                         set_progress.set(Some(now));
@@ -402,198 +413,4 @@ fn issue_progress_of(
     #[cfg(not(feature = "hydrate"))]
     let _ = (tenant, ticket, issue, set_progress);
     progress
-}
-
-/// What the upload form reports while it runs (with JavaScript).
-#[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(
-    not(feature = "hydrate"),
-    expect(dead_code, reason = "only the browser's XHR upload moves past Idle")
-)]
-enum UploadState {
-    Idle,
-    /// Bytes sent of the whole request.
-    Sending {
-        sent: f64,
-        total: f64,
-    },
-    Done(String),
-    Failed(String),
-}
-
-/// The upload form. Without JavaScript it is a plain multipart post to
-/// `/admin/t/{tenant}/s/{share}/upload`, answered by a redirect back here
-/// with a message. With JavaScript it sends the same form to the JSON API
-/// by XHR, which reports upload progress, and shows a progress bar.
-#[component]
-fn Upload(
-    tenant: Uuid,
-    share: Uuid,
-    uploaded: RwSignal<usize>,
-    state: RwSignal<UploadState>,
-) -> impl IntoView {
-    let on_submit = move |ev: leptos::ev::SubmitEvent| {
-        #[cfg(feature = "hydrate")]
-        upload::send(ev, share, state, uploaded);
-        #[cfg(not(feature = "hydrate"))]
-        let _ = (ev, uploaded);
-    };
-    let sending = move || matches!(state.get(), UploadState::Sending { .. });
-    view! {
-        <form method="post" enctype="multipart/form-data" class="form"
-            action=format!("/admin/t/{tenant}/s/{share}/upload") on:submit=on_submit>
-            <div class="field">
-                <label for="upload-title">{t("Title", "标题")}</label>
-                <input id="upload-title" name="title" maxlength="200"
-                    placeholder=t("From the file name when empty", "留空则用文件名")/>
-            </div>
-            <div class="field">
-                <label for="upload-file">{t("File (video, page or any file)", "文件（视频、网页或任意文件）")}</label>
-                <input id="upload-file" name="file" type="file" required=true/>
-            </div>
-            <button type="submit" class="button secondary" disabled=sending>{t("Upload", "上传")}</button>
-            {move || match state.get() {
-                UploadState::Idle => ().into_any(),
-                UploadState::Sending { sent, total } => {
-                    let percent = if total > 0.0 { (sent / total * 100.0).floor() } else { 0.0 };
-                    view! {
-                        <div class="progress" role="status" data-testid="upload-progress">
-                            <progress max="100" value=percent.to_string()></progress>
-                            <span>{lang().pick(
-                                format!("Uploading… {percent}%"),
-                                format!("上传中… {percent}%"),
-                            )}</span>
-                        </div>
-                    }.into_any()
-                }
-                UploadState::Done(message) => view! {
-                    <p class="flash success" role="status">{message}</p>
-                }.into_any(),
-                UploadState::Failed(message) => view! {
-                    <p class="flash error" role="alert">{message}</p>
-                }.into_any(),
-            }}
-        </form>
-    }
-}
-
-/// Why an upload was refused, in `lang`, from the JSON API's error code,
-/// field and (English) message. Shared by the XHR upload and the plain
-/// form's redirect.
-pub fn upload_refusal(lang: Lang, code: &str, field: Option<&str>, message: &str) -> String {
-    let zh = match (code, field) {
-        ("too_large", _) => "文件超过了上传大小上限。",
-        (_, Some("title")) => "标题需要 1 到 200 个可见字符。",
-        (_, Some("file")) => "请选择要上传的文件。",
-        ("invalid_multipart", _) => "上传的数据不完整，请重试。",
-        ("unauthenticated", _) => "请先登录。",
-        ("forbidden", _) => "你没有权限上传到这里。",
-        ("not_found", _) => "找不到这个课程分享。",
-        _ => "上传失败，请稍后重试。",
-    };
-    lang.pick(
-        format!("Upload refused: {}", crate::error::sentence(message)),
-        format!("上传被拒绝：{zh}"),
-    )
-}
-
-#[cfg(feature = "hydrate")]
-mod upload {
-    //! The XHR upload (browser only): `fetch` cannot report upload
-    //! progress, `XMLHttpRequest` can.
-    use leptos::prelude::*;
-    use uuid::Uuid;
-    use wasm_bindgen::{JsCast as _, closure::Closure};
-
-    use super::UploadState;
-    use crate::i18n::{lang, t};
-
-    pub fn send(
-        ev: leptos::ev::SubmitEvent,
-        share: Uuid,
-        state: RwSignal<UploadState>,
-        uploaded: RwSignal<usize>,
-    ) {
-        let Some(form) = ev
-            .target()
-            .and_then(|t| t.dyn_into::<web_sys::HtmlFormElement>().ok())
-        else {
-            return; // Let the browser post the form itself.
-        };
-        let (Ok(data), Ok(xhr)) = (
-            web_sys::FormData::new_with_form(&form),
-            web_sys::XmlHttpRequest::new(),
-        ) else {
-            return;
-        };
-        ev.prevent_default();
-        if xhr
-            .open("POST", &format!("/api/v1/shares/{share}/resources"))
-            .is_err()
-        {
-            state.set(UploadState::Failed(
-                t("Upload failed.", "上传失败。").into(),
-            ));
-            return;
-        }
-        let _ = xhr.set_request_header("Accept", "application/json");
-        let on_progress =
-            Closure::<dyn FnMut(web_sys::ProgressEvent)>::new(move |e: web_sys::ProgressEvent| {
-                if e.length_computable() {
-                    state.set(UploadState::Sending {
-                        sent: e.loaded(),
-                        total: e.total(),
-                    });
-                }
-            });
-        if let Ok(upload) = xhr.upload() {
-            upload.set_onprogress(Some(on_progress.as_ref().unchecked_ref()));
-        }
-        on_progress.forget();
-        let answered = xhr.clone();
-        let on_load = Closure::<dyn FnMut()>::new(move || {
-            let status = answered.status().unwrap_or(0);
-            let body = answered.response_text().ok().flatten().unwrap_or_default();
-            let json: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
-            if status == 201 {
-                let title = json["title"].as_str().unwrap_or_default().to_owned();
-                state.set(UploadState::Done(
-                    lang().pick(format!("Uploaded {title}."), format!("已上传 {title}。")),
-                ));
-                form.reset();
-                uploaded.update(|n| *n += 1);
-            } else {
-                state.set(UploadState::Failed(super::upload_refusal(
-                    lang(),
-                    json["error"].as_str().unwrap_or_default(),
-                    json["field"].as_str(),
-                    json["message"]
-                        .as_str()
-                        .unwrap_or("the server refused the file"),
-                )));
-            }
-        });
-        xhr.set_onload(Some(on_load.as_ref().unchecked_ref()));
-        on_load.forget();
-        let on_error = Closure::<dyn FnMut()>::new(move || {
-            state.set(UploadState::Failed(
-                t(
-                    "Upload failed: the connection was lost. Try again.",
-                    "上传失败：连接中断，请重试。",
-                )
-                .into(),
-            ));
-        });
-        xhr.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-        on_error.forget();
-        state.set(UploadState::Sending {
-            sent: 0.0,
-            total: 0.0,
-        });
-        if xhr.send_with_opt_form_data(Some(&data)).is_err() {
-            state.set(UploadState::Failed(
-                t("Upload failed.", "上传失败。").into(),
-            ));
-        }
-    }
 }

@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
-    admin::{CreateToken, RevokeToken, TokenRow, api_tokens},
+    admin::tokens::{CreateToken, RevokeToken, TokenRow, api_tokens},
     components::form::{Field, FieldError, FormAlert},
     error::AppError,
     i18n::{lang, t},

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
-    admin::{
+    admin::webhooks::{
         CreateWebhook, DeliveryRow, DisableWebhook, Redeliver, WebhookRow, WebhooksView, webhooks,
     },
     components::form::{Field, FieldError, FormAlert},

@@ -1,0 +1,249 @@
+//! A share's code table (`…/codes`, the page in `pages/console/codes.rs`):
+//! keyset pages of codes, and what an admin does to one code (revoke,
+//! replace, unbind) or to a batch's unused codes.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::share::BatchView;
+#[cfg(feature = "ssr")]
+use super::support;
+
+use crate::error::AppError;
+
+/// One page of a share's code table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodeTable {
+    pub share_title: String,
+    pub codes: Vec<CodeRow>,
+    /// The keyset cursor of the next page, if there is one.
+    pub next_after: Option<Uuid>,
+    pub batches: Vec<BatchView>,
+}
+
+/// A code as admins see it: never the plain code.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodeRow {
+    pub id: Uuid,
+    pub hint: String,
+    pub state: String,
+    pub bound_email: Option<String>,
+    pub first_used: Option<String>,
+    pub access_count: i32,
+    pub batch: String,
+}
+
+/// One page of a share's codes, filtered.
+#[server(prefix = "/api/admin", endpoint = "codes", input = server_fn::codec::GetUrl)]
+pub async fn list_code_page(
+    tenant_id: Uuid,
+    share_id: Uuid,
+    state: Option<String>,
+    batch: Option<Uuid>,
+    q: Option<String>,
+    after: Option<Uuid>,
+) -> Result<CodeTable, AppError> {
+    use engine::shares::{CodeFilter, CodeState, ShareId};
+    use support::{internal, share_error, when};
+    const PAGE: i64 = 50;
+    let run = async {
+        let (app, _, share) = support::admin_share(tenant_id, share_id).await?;
+        let filter = CodeFilter {
+            state: state
+                .as_deref()
+                .filter(|s| !s.is_empty())
+                .map(CodeState::parse)
+                .transpose()
+                .map_err(share_error)?,
+            batch,
+            search: q,
+        };
+        let codes = engine::shares::list_codes(
+            &app.pool,
+            share.tenant(),
+            ShareId(share.id),
+            &filter,
+            after,
+            PAGE,
+        )
+        .await
+        .map_err(internal)?;
+        let batches = engine::console::batches(&app.pool, share.tenant(), ShareId(share.id))
+            .await
+            .map_err(internal)?;
+        let label_of = |id: Uuid| {
+            batches
+                .iter()
+                .find(|b| b.id == id)
+                .map(|b| b.label.clone())
+                .unwrap_or_default()
+        };
+        let next_after = (codes.len() as i64 == PAGE)
+            .then(|| codes.last().map(|c| c.id))
+            .flatten();
+        Ok(CodeTable {
+            share_title: share.title,
+            codes: codes
+                .into_iter()
+                .map(|c| CodeRow {
+                    batch: label_of(c.batch_id),
+                    id: c.id,
+                    hint: c.hint,
+                    state: c.state,
+                    bound_email: c.bound_email,
+                    first_used: c.first_used_at.map(when),
+                    access_count: c.access_count,
+                })
+                .collect(),
+            next_after,
+            batches: batches.into_iter().map(BatchView::from).collect(),
+        })
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// The code `code_id` of `tenant_id`, for its admin.
+#[cfg(feature = "ssr")]
+async fn admin_code(
+    tenant_id: Uuid,
+    code_id: Uuid,
+) -> Result<(crate::state::AppState, engine::accounts::Principal), AppError> {
+    let state = crate::state::AppState::from_context()?;
+    let tenant = engine::tenants::TenantId(tenant_id);
+    let admin = crate::auth::guard::require_admin(tenant).await?;
+    match engine::shares::share_of_code(&state.pool, code_id)
+        .await
+        .map_err(support::internal)?
+    {
+        Some((owner, _)) if owner == tenant => Ok((state, admin)),
+        _ => Err(AppError::NotFound),
+    }
+}
+
+/// Revokes one code (a bound learner loses access).
+#[server(prefix = "/api/admin", endpoint = "codes/revoke")]
+pub async fn revoke_code(tenant_id: Uuid, code_id: Uuid) -> Result<(), AppError> {
+    let run = async {
+        let (state, admin) = admin_code(tenant_id, code_id).await?;
+        engine::shares::revoke_code(
+            &state.pool,
+            engine::tenants::TenantId(tenant_id),
+            admin.id,
+            code_id,
+        )
+        .await
+        .map_err(support::share_error)
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Replaces a lost unused code (revoke + issue one, atomically) and opens
+/// the one-time page of the new code.
+#[server(prefix = "/api/admin", endpoint = "codes/replace")]
+pub async fn replace_code(tenant_id: Uuid, code_id: Uuid) -> Result<(), AppError> {
+    let run = async {
+        let (state, admin) = admin_code(tenant_id, code_id).await?;
+        let tenant = engine::tenants::TenantId(tenant_id);
+        let (share, (new_id, plain)) = {
+            let share = engine::shares::share_of_code(&state.pool, code_id)
+                .await
+                .map_err(support::internal)?
+                .ok_or(AppError::NotFound)?
+                .1;
+            let replaced = engine::shares::replace_code(
+                &state.pool,
+                &state.keyring,
+                tenant,
+                admin.id,
+                code_id,
+            )
+            .await
+            .map_err(support::share_error)?;
+            (share, replaced)
+        };
+        if let Err(error) =
+            engine::handover::park(&state.redis, admin.id, new_id, &[plain.display()]).await
+        {
+            tracing::error!(
+                error = format!("{error:#}"),
+                "parking a replacement code failed"
+            );
+            engine::shares::revoke_code(&state.pool, tenant, admin.id, new_id)
+                .await
+                .map_err(support::share_error)?;
+            return Err(AppError::Unavailable {
+                retry_after_secs: 5,
+            });
+        }
+        leptos_axum::redirect(&format!(
+            "/admin/t/{tenant_id}/s/{}/batches/{new_id}",
+            share.0
+        ));
+        Ok(())
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Unbinds a bound code with a reason; `after` is `usable` (the code can
+/// be used again) or `revoked`; `confirm` must be `yes`.
+#[server(prefix = "/api/admin", endpoint = "codes/unbind")]
+pub async fn unbind_code(
+    tenant_id: Uuid,
+    code_id: Uuid,
+    reason: String,
+    after: String,
+    confirm: Option<String>,
+) -> Result<(), AppError> {
+    let run = async {
+        let (state, admin) = admin_code(tenant_id, code_id).await?;
+        // Unbinding takes a course away from a person: the form asks for an
+        // explicit confirmation, not only a reason.
+        if confirm.as_deref() != Some("yes") {
+            return Err(AppError::invalid(
+                "confirm",
+                crate::i18n::t(
+                    "tick the box to confirm that the learner loses access",
+                    "请勾选确认：学员将失去访问权限",
+                ),
+            ));
+        }
+        let revoke = match after.as_str() {
+            "usable" => false,
+            "revoked" => true,
+            _ => {
+                return Err(AppError::invalid(
+                    "after",
+                    crate::i18n::t(
+                        "choose whether the code stays usable or is revoked",
+                        "请选择兑换码解绑后可再次使用还是作废",
+                    ),
+                ));
+            }
+        };
+        engine::shares::unbind_code(
+            &state.pool,
+            engine::tenants::TenantId(tenant_id),
+            admin.id,
+            code_id,
+            &reason,
+            revoke,
+        )
+        .await
+        .map_err(support::share_error)?;
+        Ok(())
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Revokes every unused code of a batch.
+#[server(prefix = "/api/admin", endpoint = "batches/revoke-unused")]
+pub async fn revoke_unused(tenant_id: Uuid, batch_id: Uuid) -> Result<u64, AppError> {
+    let run = async {
+        let (state, tenant, admin) = support::admin_of_tenant(tenant_id).await?;
+        engine::shares::revoke_unused_of_batch(&state.pool, tenant, admin.id, batch_id)
+            .await
+            .map_err(support::share_error)
+    };
+    run.await.map_err(AppError::respond)
+}

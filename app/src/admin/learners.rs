@@ -1,0 +1,110 @@
+//! A share's learners (`…/learners`, the page in
+//! `pages/console/learners.rs`): who is bound with which code, and one
+//! learner's access records.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+#[cfg(feature = "ssr")]
+use super::support;
+
+use crate::error::AppError;
+
+/// A share's learners, and one learner's access records.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LearnersPage {
+    pub share_title: String,
+    pub learners: Vec<LearnerView>,
+    pub next_after: Option<Uuid>,
+    /// The selected learner's records (newest first, at most 200).
+    pub records: Option<(String, Vec<RecordView>)>,
+}
+
+/// A learner bound in a share.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LearnerView {
+    pub principal: Uuid,
+    pub email: String,
+    pub hint: String,
+    pub bound_at: String,
+    pub accesses: i64,
+    pub last_access: Option<String>,
+}
+
+/// One counted access.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordView {
+    pub when: String,
+    pub resource: String,
+    pub bound_now: bool,
+}
+
+/// A share's bound learners (keyset pages) and, with `learner`, that
+/// learner's access records.
+#[server(prefix = "/api/admin", endpoint = "learners", input = server_fn::codec::GetUrl)]
+pub async fn share_learners(
+    tenant_id: Uuid,
+    share_id: Uuid,
+    learner: Option<Uuid>,
+    after: Option<Uuid>,
+) -> Result<LearnersPage, AppError> {
+    use support::{internal, when};
+    const PAGE: i64 = 100;
+    let run = async {
+        let (state, _, share) = support::admin_share(tenant_id, share_id).await?;
+        let id = engine::shares::ShareId(share.id);
+        let rows = engine::console::learners(&state.pool, share.tenant(), id, after, PAGE)
+            .await
+            .map_err(internal)?;
+        let next_after = (rows.len() as i64 == PAGE)
+            .then(|| rows.last().map(|r| r.code_id))
+            .flatten();
+        let records = match learner {
+            None => None,
+            Some(principal) => {
+                let list = engine::console::records(
+                    &state.pool,
+                    share.tenant(),
+                    id,
+                    Some(principal),
+                    None,
+                    200,
+                )
+                .await
+                .map_err(internal)?;
+                let email = list
+                    .first()
+                    .map(|r| r.email.clone())
+                    .unwrap_or_else(|| crate::i18n::t("this learner", "这位学员").into());
+                Some((
+                    email,
+                    list.into_iter()
+                        .map(|r| RecordView {
+                            when: when(r.granted_at),
+                            resource: r.resource,
+                            bound_now: r.bound_now,
+                        })
+                        .collect(),
+                ))
+            }
+        };
+        Ok(LearnersPage {
+            share_title: share.title,
+            learners: rows
+                .into_iter()
+                .map(|r| LearnerView {
+                    principal: r.principal,
+                    email: r.email,
+                    hint: r.hint,
+                    bound_at: when(r.bound_at),
+                    accesses: r.accesses,
+                    last_access: r.last_access.map(when),
+                })
+                .collect(),
+            next_after,
+            records,
+        })
+    };
+    run.await.map_err(AppError::respond)
+}

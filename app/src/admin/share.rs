@@ -1,0 +1,281 @@
+//! A share's editor (`/admin/t/{tenant}/s/{share}`, the page in
+//! `pages/console/share.rs`): creating a share, its settings, its resources
+//! (rename, reorder, remove; uploads are a plain HTTP route in
+//! `server/src/routes/console.rs`) and the batches it lists.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+#[cfg(feature = "ssr")]
+use super::support;
+
+use crate::error::AppError;
+
+/// A share as its editor shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShareEditor {
+    pub tenant_id: Uuid,
+    pub id: Uuid,
+    pub slug: String,
+    pub title: String,
+    pub description: String,
+    pub status: String,
+    /// `datetime-local` values (UTC), empty when unset.
+    pub valid_from: String,
+    pub valid_until: String,
+    pub per_learner_limit: String,
+    pub quota: String,
+    pub quota_used: i32,
+    pub resources: Vec<crate::learner::ResourceItem>,
+    pub batches: Vec<BatchView>,
+    /// A fresh ticket for the issue form (see [`issue_codes`](super::issued::issue_codes)).
+    pub issue_ticket: Uuid,
+}
+
+/// A code batch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchView {
+    pub id: Uuid,
+    pub label: String,
+    pub count: i32,
+    pub created: String,
+}
+
+#[cfg(feature = "ssr")]
+impl From<engine::console::BatchRow> for BatchView {
+    fn from(b: engine::console::BatchRow) -> Self {
+        Self {
+            id: b.id,
+            label: b.label,
+            count: b.count,
+            created: support::when(b.created_at),
+        }
+    }
+}
+
+/// Creates a share (as a draft unless `status` says otherwise) and opens
+/// its editor.
+#[server(prefix = "/api/admin", endpoint = "share/create")]
+pub async fn create_share(
+    tenant_id: Uuid,
+    title: String,
+    slug: Option<String>,
+    description: Option<String>,
+) -> Result<(), AppError> {
+    use engine::shares::{NewShare, ShareInput};
+    let run = async {
+        let (state, tenant, admin) = support::admin_of_tenant(tenant_id).await?;
+        let new = NewShare::parse(ShareInput {
+            title,
+            slug,
+            description,
+            status: None,
+            per_learner_limit: None,
+            quota: None,
+            valid_from: None,
+            valid_until: None,
+        })
+        .map_err(support::share_error)?;
+        let share = engine::shares::create_share(&state.pool, tenant, admin.id, new)
+            .await
+            .map_err(support::share_error)?;
+        leptos_axum::redirect(&format!("/admin/t/{tenant_id}/s/{}", share.id));
+        Ok(())
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// A share's editor: settings, resources, batches.
+#[server(prefix = "/api/admin", endpoint = "share", input = server_fn::codec::GetUrl)]
+pub async fn share_settings(tenant_id: Uuid, share_id: Uuid) -> Result<ShareEditor, AppError> {
+    use support::{internal, local_input};
+    let run = async {
+        let (state, _, share) = support::admin_share(tenant_id, share_id).await?;
+        let resources = engine::shares::resources(
+            &state.pool,
+            share.tenant(),
+            engine::shares::ShareId(share.id),
+        )
+        .await
+        .map_err(internal)?;
+        let batches = engine::console::batches(
+            &state.pool,
+            share.tenant(),
+            engine::shares::ShareId(share.id),
+        )
+        .await
+        .map_err(internal)?;
+        Ok(ShareEditor {
+            tenant_id,
+            id: share.id,
+            slug: share.slug,
+            title: share.title,
+            description: share.description,
+            status: share.status,
+            valid_from: local_input(share.valid_from),
+            valid_until: local_input(share.valid_until),
+            per_learner_limit: share
+                .per_learner_limit
+                .map(|n| n.to_string())
+                .unwrap_or_default(),
+            quota: share.quota.map(|n| n.to_string()).unwrap_or_default(),
+            quota_used: share.quota_used,
+            resources: resources.into_iter().map(crate::learner::item).collect(),
+            batches: batches.into_iter().map(BatchView::from).collect(),
+            issue_ticket: Uuid::new_v4(),
+        })
+    };
+    run.await.map_err(AppError::respond)
+}
+
+pub use settings_form::{UpdateShare, update_share};
+
+/// The settings form's server function: one argument per form field, so
+/// the form posts without JavaScript.
+mod settings_form {
+    #![expect(clippy::too_many_arguments, reason = "one argument per form field")]
+    use super::*;
+
+    /// Saves a share's settings (audited).
+    #[server(prefix = "/api/admin", endpoint = "share/update")]
+    pub async fn update_share(
+        tenant_id: Uuid,
+        share_id: Uuid,
+        title: String,
+        slug: String,
+        description: String,
+        status: String,
+        valid_from: String,
+        valid_until: String,
+        per_learner_limit: String,
+        quota: String,
+    ) -> Result<(), AppError> {
+        use engine::shares::{NewShare, ShareInput};
+        use support::{parse_local, parse_number, share_error};
+        let run = async {
+            let (state, admin, share) = support::admin_share(tenant_id, share_id).await?;
+            let new = NewShare::parse(ShareInput {
+                title,
+                slug: Some(slug),
+                description: Some(description),
+                status: Some(status),
+                per_learner_limit: parse_number("per_learner_limit", &per_learner_limit)?,
+                quota: parse_number("quota", &quota)?,
+                valid_from: parse_local("valid_from", &valid_from)?,
+                valid_until: parse_local("valid_until", &valid_until)?,
+            })
+            .map_err(share_error)?;
+            engine::shares::update_share(
+                &state.pool,
+                share.tenant(),
+                admin.id,
+                engine::shares::ShareId(share.id),
+                new,
+            )
+            .await
+            .map_err(share_error)?;
+            // Hydrated pages say "Saved." in place; a plain form gets a flash.
+            if crate::auth::guard::from_plain_form() {
+                crate::auth::guard::set_flash(&crate::auth::Flash {
+                    kind: crate::auth::FlashKind::Success,
+                    message: crate::i18n::t("Saved.", "已保存。").into(),
+                })
+                .await?;
+                leptos_axum::redirect(&format!("/admin/t/{tenant_id}/s/{share_id}"));
+            }
+            Ok(())
+        };
+        run.await.map_err(AppError::respond)
+    }
+}
+
+/// Renames a resource.
+#[server(prefix = "/api/admin", endpoint = "resources/rename")]
+pub async fn rename_resource(
+    tenant_id: Uuid,
+    share_id: Uuid,
+    resource_id: Uuid,
+    title: String,
+) -> Result<(), AppError> {
+    let run = async {
+        let (state, admin, share) = support::admin_share(tenant_id, share_id).await?;
+        engine::shares::rename_resource(
+            &state.pool,
+            share.tenant(),
+            admin.id,
+            engine::shares::ShareId(share.id),
+            resource_id,
+            &title,
+        )
+        .await
+        .map_err(support::share_error)
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Moves a resource up (`up`) or down (`down`) in the list.
+#[server(prefix = "/api/admin", endpoint = "resources/move")]
+pub async fn move_resource(
+    tenant_id: Uuid,
+    share_id: Uuid,
+    resource_id: Uuid,
+    direction: String,
+) -> Result<(), AppError> {
+    let run = async {
+        let step = match direction.as_str() {
+            "up" => -1,
+            "down" => 1,
+            _ => {
+                return Err(AppError::invalid(
+                    "direction",
+                    crate::i18n::t("up or down", "只能是上移或下移"),
+                ));
+            }
+        };
+        let (state, admin, share) = support::admin_share(tenant_id, share_id).await?;
+        engine::shares::move_resource(
+            &state.pool,
+            share.tenant(),
+            admin.id,
+            engine::shares::ShareId(share.id),
+            resource_id,
+            step,
+        )
+        .await
+        .map_err(support::share_error)
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Removes a resource; once learners opened it, only with `force=on`.
+#[server(prefix = "/api/admin", endpoint = "resources/delete")]
+pub async fn delete_resource(
+    tenant_id: Uuid,
+    share_id: Uuid,
+    resource_id: Uuid,
+    force: Option<String>,
+) -> Result<(), AppError> {
+    let run = async {
+        let (state, admin, share) = support::admin_share(tenant_id, share_id).await?;
+        let key = engine::shares::delete_resource(
+            &state.pool,
+            share.tenant(),
+            admin.id,
+            engine::shares::ShareId(share.id),
+            resource_id,
+            force.is_some_and(|f| f == "on" || f == "true"),
+        )
+        .await
+        .map_err(support::share_error)?;
+        // The row is gone for everyone; stray bytes are only disk space.
+        if let Err(error) = state.storage.delete(&key).await {
+            tracing::warn!(
+                error = format!("{error:#}"),
+                "removing a resource's bytes failed"
+            );
+        }
+        Ok(())
+    };
+    run.await.map_err(AppError::respond)
+}

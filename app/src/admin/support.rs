@@ -1,0 +1,122 @@
+//! Shared by the console's server functions (ssr only): the checks each
+//! one starts with (`admin_of_tenant`, `admin_share`), and how dates,
+//! limits and QR codes are read and written.
+
+use engine::shares::{self, Share, ShareError, ShareId};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::{auth::guard, error::AppError, state::AppState};
+
+pub fn internal(error: anyhow::Error) -> AppError {
+    AppError::internal(&error)
+}
+
+/// A share domain error as the console shows it.
+pub fn share_error(error: ShareError) -> AppError {
+    AppError::outcome(error)
+}
+
+/// The state, the tenant and its signed-in admin (401/403 otherwise).
+pub async fn admin_of_tenant(
+    tenant: Uuid,
+) -> Result<
+    (
+        AppState,
+        engine::tenants::TenantId,
+        engine::accounts::Principal,
+    ),
+    AppError,
+> {
+    let state = AppState::from_context()?;
+    let tenant = engine::tenants::TenantId(tenant);
+    let admin = guard::require_admin(tenant).await?;
+    Ok((state, tenant, admin))
+}
+
+/// The signed-in admin of `tenant` and its share `share` (404 for a
+/// share of another tenant: ids are not secrets, but they stay apart).
+pub async fn admin_share(
+    tenant: Uuid,
+    share: Uuid,
+) -> Result<(AppState, engine::accounts::Principal, Share), AppError> {
+    let state = AppState::from_context()?;
+    let admin = guard::require_admin(engine::tenants::TenantId(tenant)).await?;
+    let share = shares::get(&state.pool, ShareId(share))
+        .await
+        .map_err(internal)?
+        .filter(|s| s.tenant_id == tenant)
+        .ok_or(AppError::NotFound)?;
+    Ok((state, admin, share))
+}
+
+/// A QR code of `text` as an SVG document (`None` if it does not fit).
+pub fn qr_svg(text: &str) -> Option<String> {
+    let code = qrcode::QrCode::with_error_correction_level(text, qrcode::EcLevel::M).ok()?;
+    Some(
+        code.render::<qrcode::render::svg::Color<'_>>()
+            .min_dimensions(120, 120)
+            .quiet_zone(true)
+            .build(),
+    )
+}
+
+/// `2026-11-29 14:05 UTC`.
+pub fn when(at: OffsetDateTime) -> String {
+    let format = time::macros::format_description!("[year]-[month]-[day] [hour]:[minute] UTC");
+    at.to_offset(time::UtcOffset::UTC)
+        .format(&format)
+        .unwrap_or_default()
+}
+
+/// A `datetime-local` value (UTC).
+pub fn local_input(at: Option<OffsetDateTime>) -> String {
+    let format = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]");
+    at.map(|t| {
+        t.to_offset(time::UtcOffset::UTC)
+            .format(&format)
+            .unwrap_or_default()
+    })
+    .unwrap_or_default()
+}
+
+/// Parses a `datetime-local` value (taken as UTC); empty is unset.
+pub fn parse_local(field: &str, raw: &str) -> Result<Option<OffsetDateTime>, AppError> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    let format = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]");
+    time::PrimitiveDateTime::parse(raw, &format)
+        .map(|t| Some(t.assume_utc()))
+        .map_err(|_| {
+            AppError::invalid(
+                field,
+                crate::i18n::t(
+                    "a date and time like 2026-12-31T18:00",
+                    "请输入日期和时间，例如 2026-12-31T18:00",
+                ),
+            )
+        })
+}
+
+/// Parses an optional limit field (1 to 1,000,000,000); empty is unset.
+pub fn parse_number(field: &str, raw: &str) -> Result<Option<i64>, AppError> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    raw.parse::<i64>()
+        .ok()
+        .filter(|n| (1..=1_000_000_000).contains(n))
+        .map(Some)
+        .ok_or_else(|| {
+            AppError::invalid(
+                field,
+                crate::i18n::t(
+                    "a whole number from 1 to 1,000,000,000, or empty for no limit",
+                    "请输入 1 到 1,000,000,000 之间的整数，留空表示不限",
+                ),
+            )
+        })
+}

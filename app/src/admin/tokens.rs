@@ -1,0 +1,110 @@
+//! The tenant's API tokens (`/admin/t/{tenant}/tokens`, the page in
+//! `pages/console/tokens.rs`): list, create (shown once), revoke.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+#[cfg(feature = "ssr")]
+use super::support;
+
+use crate::error::AppError;
+
+/// An API token as the console lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenRow {
+    pub id: Uuid,
+    pub name: String,
+    pub scopes: String,
+    pub created_by: String,
+    pub created: String,
+    pub last_used: Option<String>,
+    pub revoked: Option<String>,
+}
+
+#[cfg(feature = "ssr")]
+fn token_error(error: engine::tokens::TokenError) -> AppError {
+    AppError::outcome(error)
+}
+
+/// The tenant's API tokens.
+#[server(prefix = "/api/admin", endpoint = "tokens", input = server_fn::codec::GetUrl)]
+pub async fn api_tokens(tenant_id: Uuid) -> Result<Vec<TokenRow>, AppError> {
+    use support::when;
+    let run = async {
+        let (state, tenant, _) = support::admin_of_tenant(tenant_id).await?;
+        let tokens = engine::tokens::list(&state.pool, tenant)
+            .await
+            .map_err(support::internal)?;
+        Ok(tokens
+            .into_iter()
+            .map(|t| TokenRow {
+                id: t.id,
+                name: t.name,
+                scopes: t
+                    .scopes
+                    .iter()
+                    .map(|s| crate::i18n::scope(s))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                created_by: t.created_by,
+                created: when(t.created_at),
+                last_used: t.last_used_at.map(when),
+                revoked: t.revoked_at.map(when),
+            })
+            .collect())
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Creates an API token; the answer is the token, shown this once.
+#[server(prefix = "/api/admin", endpoint = "tokens/create")]
+pub async fn create_token(
+    tenant_id: Uuid,
+    name: String,
+    read: Option<String>,
+    write: Option<String>,
+) -> Result<String, AppError> {
+    use engine::tokens::Scope;
+    use secrecy::ExposeSecret as _;
+    let run = async {
+        let (state, tenant, admin) = support::admin_of_tenant(tenant_id).await?;
+        let mut scopes = Vec::new();
+        if read.is_some() {
+            scopes.push(Scope::Read);
+        }
+        if write.is_some() {
+            scopes.push(Scope::Write);
+        }
+        let (_, token) = engine::tokens::create(&state.pool, tenant, admin.id, &name, &scopes)
+            .await
+            .map_err(token_error)?;
+        let token = token.expose_secret().to_owned();
+        // Without JavaScript the answer is a redirect: the token travels
+        // to the next page as a one-time message.
+        if crate::auth::guard::from_plain_form() {
+            crate::auth::guard::set_flash(&crate::auth::Flash {
+                kind: crate::auth::FlashKind::Success,
+                message: crate::i18n::lang().pick(
+                    format!("New token (shown once, copy it now): {token}"),
+                    format!("新令牌（只显示这一次，请立即复制）：{token}"),
+                ),
+            })
+            .await?;
+        }
+        Ok(token)
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Revokes an API token at once.
+#[server(prefix = "/api/admin", endpoint = "tokens/revoke")]
+pub async fn revoke_token(tenant_id: Uuid, token_id: Uuid) -> Result<(), AppError> {
+    let run = async {
+        let (state, tenant, admin) = support::admin_of_tenant(tenant_id).await?;
+        engine::tokens::revoke(&state.pool, tenant, admin.id, token_id)
+            .await
+            .map_err(token_error)
+    };
+    run.await.map_err(AppError::respond)
+}

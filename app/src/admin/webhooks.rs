@@ -1,0 +1,180 @@
+//! The tenant's webhooks (`/admin/t/{tenant}/webhooks`, the page in
+//! `pages/console/webhooks.rs`): endpoints, troubled deliveries, and adding,
+//! disabling and redelivering.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+#[cfg(feature = "ssr")]
+use super::support;
+
+use crate::error::AppError;
+
+/// A webhook endpoint as the console lists it (never its secret).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhookRow {
+    pub id: Uuid,
+    pub url: String,
+    pub events: Vec<String>,
+    pub created: String,
+    pub disabled: Option<String>,
+    pub delivered: i64,
+    pub dead: i64,
+}
+
+/// A delivery that needs a look: retrying, or dead-lettered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeliveryRow {
+    pub endpoint_id: Uuid,
+    pub event_id: Uuid,
+    pub url: String,
+    pub event_type: String,
+    pub attempts: i32,
+    pub happened: String,
+    /// Dead-lettered: waits for "redeliver".
+    pub dead: bool,
+    pub next_attempt: String,
+    pub last_error: Option<String>,
+}
+
+/// The webhooks page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhooksView {
+    pub endpoints: Vec<WebhookRow>,
+    pub deliveries: Vec<DeliveryRow>,
+}
+
+/// A new endpoint and its signing secret, shown once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewWebhook {
+    pub id: Uuid,
+    pub secret: String,
+}
+
+#[cfg(feature = "ssr")]
+fn webhook_error(error: engine::webhooks::WebhookError) -> AppError {
+    AppError::outcome(error)
+}
+
+/// The tenant's webhook endpoints and its troubled deliveries.
+#[server(prefix = "/api/admin", endpoint = "webhooks", input = server_fn::codec::GetUrl)]
+pub async fn webhooks(tenant_id: Uuid) -> Result<WebhooksView, AppError> {
+    use support::{internal, when};
+    let run = async {
+        let (state, tenant, _) = support::admin_of_tenant(tenant_id).await?;
+        let endpoints = engine::webhooks::endpoints(&state.pool, tenant)
+            .await
+            .map_err(internal)?;
+        let deliveries = engine::webhooks::troubled(&state.pool, tenant, 200)
+            .await
+            .map_err(internal)?;
+        Ok(WebhooksView {
+            endpoints: endpoints
+                .into_iter()
+                .map(|e| WebhookRow {
+                    id: e.id,
+                    url: e.url,
+                    events: e.events,
+                    created: when(e.created_at),
+                    disabled: e.disabled_at.map(when),
+                    delivered: e.delivered,
+                    dead: e.dead,
+                })
+                .collect(),
+            deliveries: deliveries
+                .into_iter()
+                .map(|d| DeliveryRow {
+                    endpoint_id: d.endpoint_id,
+                    event_id: d.event_id,
+                    url: d.url,
+                    event_type: d.event_type,
+                    attempts: d.attempts,
+                    happened: when(d.created_at),
+                    dead: d.dead_at.is_some(),
+                    next_attempt: when(d.next_attempt_at),
+                    last_error: d.last_error,
+                })
+                .collect(),
+        })
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Adds a webhook endpoint for the ticked events; the answer holds its
+/// signing secret, shown this once.
+#[server(prefix = "/api/admin", endpoint = "webhooks/create")]
+pub async fn create_webhook(
+    tenant_id: Uuid,
+    url: String,
+    code_bound: Option<String>,
+    code_unbound: Option<String>,
+    code_revoked: Option<String>,
+    access_recorded: Option<String>,
+    batch_issued: Option<String>,
+) -> Result<NewWebhook, AppError> {
+    use secrecy::ExposeSecret as _;
+    let run = async {
+        let (state, tenant, admin) = support::admin_of_tenant(tenant_id).await?;
+        let url = engine::webhooks::EndpointUrl::parse(&url).map_err(webhook_error)?;
+        let ticked = [
+            ("code.bound", &code_bound),
+            ("code.unbound", &code_unbound),
+            ("code.revoked", &code_revoked),
+            ("access.recorded", &access_recorded),
+            ("batch.issued", &batch_issued),
+        ];
+        let events = engine::webhooks::parse_events(
+            ticked
+                .iter()
+                .filter(|(_, on)| on.is_some())
+                .map(|(event, _)| *event),
+        )
+        .map_err(webhook_error)?;
+        let (id, secret) =
+            engine::webhooks::create_endpoint(&state.pool, tenant, admin.id, &url, &events)
+                .await
+                .map_err(webhook_error)?;
+        let secret = secret.expose_secret().to_owned();
+        // Without JavaScript the answer is a redirect: the secret travels
+        // to the next page as a one-time message.
+        if crate::auth::guard::from_plain_form() {
+            crate::auth::guard::set_flash(&crate::auth::Flash {
+                kind: crate::auth::FlashKind::Success,
+                message: crate::i18n::lang().pick(
+                    format!(
+                        "Endpoint added. Its signing secret (shown once, copy it now): {secret}"
+                    ),
+                    format!("已添加接收地址。签名密钥（只显示这一次，请立即复制）：{secret}"),
+                ),
+            })
+            .await?;
+        }
+        Ok(NewWebhook { id, secret })
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Stops an endpoint; its pending deliveries are dead-lettered.
+#[server(prefix = "/api/admin", endpoint = "webhooks/disable")]
+pub async fn disable_webhook(tenant_id: Uuid, endpoint_id: Uuid) -> Result<(), AppError> {
+    let run = async {
+        let (state, tenant, admin) = support::admin_of_tenant(tenant_id).await?;
+        engine::webhooks::disable_endpoint(&state.pool, tenant, admin.id, endpoint_id)
+            .await
+            .map_err(webhook_error)
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Sends a dead-lettered delivery again, with fresh attempts.
+#[server(prefix = "/api/admin", endpoint = "webhooks/redeliver")]
+pub async fn redeliver(tenant_id: Uuid, endpoint_id: Uuid, event_id: Uuid) -> Result<(), AppError> {
+    let run = async {
+        let (state, tenant, admin) = support::admin_of_tenant(tenant_id).await?;
+        engine::webhooks::redeliver(&state.pool, tenant, admin.id, endpoint_id, event_id)
+            .await
+            .map_err(webhook_error)
+    };
+    run.await.map_err(AppError::respond)
+}
