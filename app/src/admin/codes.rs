@@ -144,38 +144,16 @@ pub async fn revoke_code(tenant_id: Uuid, code_id: Uuid) -> Result<(), AppError>
 pub async fn replace_code(tenant_id: Uuid, code_id: Uuid) -> Result<(), AppError> {
     let run = async {
         let (state, admin) = admin_code(tenant_id, code_id).await?;
-        let tenant = engine::tenants::TenantId(tenant_id);
-        let (share, (new_id, plain)) = {
-            let share = engine::shares::share_of_code(&state.pool, code_id)
-                .await
-                .map_err(support::internal)?
-                .ok_or(AppError::NotFound)?
-                .1;
-            let replaced = engine::shares::replace_code(
-                &state.pool,
-                &state.keyring,
-                tenant,
-                admin.id,
-                code_id,
-            )
-            .await
-            .map_err(support::share_error)?;
-            (share, replaced)
-        };
-        if let Err(error) =
-            engine::handover::park(&state.redis, admin.id, new_id, &[plain.display()]).await
-        {
-            tracing::error!(
-                error = format!("{error:#}"),
-                "parking a replacement code failed"
-            );
-            engine::shares::revoke_code(&state.pool, tenant, admin.id, new_id)
-                .await
-                .map_err(support::share_error)?;
-            return Err(AppError::Unavailable {
-                retry_after_secs: 5,
-            });
-        }
+        let service::console::Replacement {
+            share,
+            code_id: new_id,
+        } = service::console::replace_for_handover(
+            &state,
+            engine::tenants::TenantId(tenant_id),
+            &admin,
+            code_id,
+        )
+        .await?;
         leptos_axum::redirect(&format!(
             "/admin/t/{tenant_id}/s/{}/batches/{new_id}",
             share.0

@@ -55,8 +55,6 @@ pub async fn issue_codes(
     label: String,
     ticket: Option<Uuid>,
 ) -> Result<(), AppError> {
-    use engine::shares::ShareError;
-    use support::share_error;
     let run = async {
         let (state, admin, share) = support::admin_share(tenant_id, share_id).await?;
         let count = count
@@ -73,59 +71,21 @@ pub async fn issue_codes(
                     ),
                 )
             })?;
-        let idempotency_key = ticket.map(|t| format!("console-issue:{t}"));
-        let progress = ticket.map(|t| engine::progress::Progress::new(&state.redis, admin.id, t));
-        let issued = engine::shares::issue_codes(
-            &state.pool,
-            &state.keyring,
-            share.tenant(),
-            admin.id,
-            &engine::shares::BatchRequest {
-                share: engine::shares::ShareId(share.id),
+        let issued = service::console::issue_for_handover(
+            &state,
+            &admin,
+            service::console::Issue {
+                share: &share,
                 count,
                 label: &label,
-                idempotency_key: idempotency_key.as_deref(),
-                progress: progress.as_ref(),
+                ticket,
             },
         )
-        .await;
-        let batch = match issued {
-            Err(ShareError::BatchAlreadyIssued { batch_id, .. }) => {
-                leptos_axum::redirect(&format!(
-                    "/admin/t/{tenant_id}/s/{share_id}/batches/{batch_id}"
-                ));
-                return Ok(());
-            }
-            other => other.map_err(share_error)?,
-        };
-        let codes: Vec<String> = batch.codes.iter().map(|(_, c)| c.display()).collect();
-        if let Err(error) =
-            engine::handover::park(&state.redis, admin.id, batch.batch_id, &codes).await
-        {
-            // Nobody will ever see these codes: they must not stay usable.
-            tracing::error!(error = format!("{error:#}"), "parking issued codes failed");
-            engine::shares::revoke_unused_of_batch(
-                &state.pool,
-                share.tenant(),
-                admin.id,
-                batch.batch_id,
-            )
-            .await
-            .map_err(share_error)?;
-            // The "try again" must issue anew, not open the revoked batch.
-            if let Some(key) = &idempotency_key {
-                engine::shares::release_issue_key(&state.pool, share.tenant(), key)
-                    .await
-                    .map_err(support::internal)?;
-            }
-            return Err(AppError::Unavailable {
-                retry_after_secs: 5,
-            });
-        }
-        drop(codes);
+        .await?;
+        let (service::console::Issued::New { batch_id }
+        | service::console::Issued::Again { batch_id }) = issued;
         leptos_axum::redirect(&format!(
-            "/admin/t/{tenant_id}/s/{share_id}/batches/{}",
-            batch.batch_id
+            "/admin/t/{tenant_id}/s/{share_id}/batches/{batch_id}"
         ));
         Ok(())
     };

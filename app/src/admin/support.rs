@@ -2,7 +2,7 @@
 //! one starts with (`admin_of_tenant`, `admin_share`), and how dates,
 //! limits and QR codes are read and written.
 
-use engine::shares::{self, Share, ShareError, ShareId};
+use engine::shares::{Share, ShareError, ShareId};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -41,12 +41,14 @@ pub async fn admin_share(
     share: Uuid,
 ) -> Result<(AppState, engine::accounts::Principal, Share), AppError> {
     let state = AppState::from_context()?;
-    let admin = guard::require_admin(engine::tenants::TenantId(tenant)).await?;
-    let share = shares::get(&state.pool, ShareId(share))
-        .await
-        .map_err(internal)?
-        .filter(|s| s.tenant_id == tenant)
-        .ok_or(AppError::NotFound)?;
+    let session = guard::session().await?;
+    let (admin, share) = service::console::admin_share(
+        &state,
+        &session,
+        engine::tenants::TenantId(tenant),
+        ShareId(share),
+    )
+    .await?;
     Ok((state, admin, share))
 }
 
