@@ -553,7 +553,7 @@ pub async fn share_settings(tenant_id: Uuid, share_id: Uuid) -> Result<ShareEdit
     use support::{internal, local_input};
     let run = async {
         let (state, _, share) = support::admin_share(tenant_id, share_id).await?;
-        let resources = engine::shares::resources(
+        let resources = engine::resources::resources(
             &state.pool,
             share.tenant(),
             engine::shares::ShareId(share.id),
@@ -661,7 +661,7 @@ pub async fn rename_resource(
 ) -> Result<(), AppError> {
     let run = async {
         let (state, admin, share) = support::admin_share(tenant_id, share_id).await?;
-        engine::shares::rename_resource(
+        engine::resources::rename_resource(
             &state.pool,
             share.tenant(),
             admin.id,
@@ -695,7 +695,7 @@ pub async fn move_resource(
             }
         };
         let (state, admin, share) = support::admin_share(tenant_id, share_id).await?;
-        engine::shares::move_resource(
+        engine::resources::move_resource(
             &state.pool,
             share.tenant(),
             admin.id,
@@ -719,7 +719,7 @@ pub async fn delete_resource(
 ) -> Result<(), AppError> {
     let run = async {
         let (state, admin, share) = support::admin_share(tenant_id, share_id).await?;
-        let key = engine::shares::delete_resource(
+        let key = engine::resources::delete_resource(
             &state.pool,
             share.tenant(),
             admin.id,
@@ -774,12 +774,12 @@ pub async fn issue_codes(
             })?;
         let idempotency_key = ticket.map(|t| format!("console-issue:{t}"));
         let progress = ticket.map(|t| engine::progress::Progress::new(&state.redis, admin.id, t));
-        let issued = engine::shares::issue_codes(
+        let issued = engine::batches::issue_codes(
             &state.pool,
             &state.keyring,
             share.tenant(),
             admin.id,
-            &engine::shares::BatchRequest {
+            &engine::batches::BatchRequest {
                 share: engine::shares::ShareId(share.id),
                 count,
                 label: &label,
@@ -803,7 +803,7 @@ pub async fn issue_codes(
         {
             // Nobody will ever see these codes: they must not stay usable.
             tracing::error!(error = format!("{error:#}"), "parking issued codes failed");
-            engine::shares::revoke_unused_of_batch(
+            engine::batches::revoke_unused_of_batch(
                 &state.pool,
                 share.tenant(),
                 admin.id,
@@ -813,7 +813,7 @@ pub async fn issue_codes(
             .map_err(share_error)?;
             // The "try again" must issue anew, not open the revoked batch.
             if let Some(key) = &idempotency_key {
-                engine::shares::release_issue_key(&state.pool, share.tenant(), key)
+                engine::batches::release_issue_key(&state.pool, share.tenant(), key)
                     .await
                     .map_err(support::internal)?;
             }
@@ -908,7 +908,10 @@ pub async fn list_code_page(
     q: Option<String>,
     after: Option<Uuid>,
 ) -> Result<CodeTable, AppError> {
-    use engine::shares::{CodeFilter, CodeState, ShareId};
+    use engine::{
+        code_admin::{CodeFilter, CodeState},
+        shares::ShareId,
+    };
     use support::{internal, share_error, when};
     const PAGE: i64 = 50;
     let run = async {
@@ -923,7 +926,7 @@ pub async fn list_code_page(
             batch,
             search: q,
         };
-        let codes = engine::shares::list_codes(
+        let codes = engine::code_admin::list_codes(
             &app.pool,
             share.tenant(),
             ShareId(share.id),
@@ -976,7 +979,7 @@ async fn admin_code(
     let state = crate::state::AppState::from_context()?;
     let tenant = engine::tenants::TenantId(tenant_id);
     let admin = crate::auth::guard::require_admin(tenant).await?;
-    match engine::shares::share_of_code(&state.pool, code_id)
+    match engine::code_admin::share_of_code(&state.pool, code_id)
         .await
         .map_err(support::internal)?
     {
@@ -990,7 +993,7 @@ async fn admin_code(
 pub async fn revoke_code(tenant_id: Uuid, code_id: Uuid) -> Result<(), AppError> {
     let run = async {
         let (state, admin) = admin_code(tenant_id, code_id).await?;
-        engine::shares::revoke_code(
+        engine::code_admin::revoke_code(
             &state.pool,
             engine::tenants::TenantId(tenant_id),
             admin.id,
@@ -1010,12 +1013,12 @@ pub async fn replace_code(tenant_id: Uuid, code_id: Uuid) -> Result<(), AppError
         let (state, admin) = admin_code(tenant_id, code_id).await?;
         let tenant = engine::tenants::TenantId(tenant_id);
         let (share, (new_id, plain)) = {
-            let share = engine::shares::share_of_code(&state.pool, code_id)
+            let share = engine::code_admin::share_of_code(&state.pool, code_id)
                 .await
                 .map_err(support::internal)?
                 .ok_or(AppError::NotFound)?
                 .1;
-            let replaced = engine::shares::replace_code(
+            let replaced = engine::code_admin::replace_code(
                 &state.pool,
                 &state.keyring,
                 tenant,
@@ -1033,7 +1036,7 @@ pub async fn replace_code(tenant_id: Uuid, code_id: Uuid) -> Result<(), AppError
                 error = format!("{error:#}"),
                 "parking a replacement code failed"
             );
-            engine::shares::revoke_code(&state.pool, tenant, admin.id, new_id)
+            engine::code_admin::revoke_code(&state.pool, tenant, admin.id, new_id)
                 .await
                 .map_err(support::share_error)?;
             return Err(AppError::Unavailable {
@@ -1085,7 +1088,7 @@ pub async fn unbind_code(
                 ));
             }
         };
-        engine::shares::unbind_code(
+        engine::code_admin::unbind_code(
             &state.pool,
             engine::tenants::TenantId(tenant_id),
             admin.id,
@@ -1105,7 +1108,7 @@ pub async fn unbind_code(
 pub async fn revoke_unused(tenant_id: Uuid, batch_id: Uuid) -> Result<u64, AppError> {
     let run = async {
         let (state, tenant, admin) = support::admin_of_tenant(tenant_id).await?;
-        engine::shares::revoke_unused_of_batch(&state.pool, tenant, admin.id, batch_id)
+        engine::batches::revoke_unused_of_batch(&state.pool, tenant, admin.id, batch_id)
             .await
             .map_err(support::share_error)
     };

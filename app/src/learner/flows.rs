@@ -10,8 +10,9 @@ use engine::{
     accounts::{AccountId, Principal},
     codes::{CodeFormatError, PlainCode},
     coordination::ThrottleScope,
+    resources::{self, Resource},
     settlement::{self, Grant, RequestId, SettlementError, SettlementRequest},
-    shares::{self, Resource, Share, ShareId},
+    shares::{self, Share, ShareId},
 };
 use time::OffsetDateTime;
 use tower_sessions::Session;
@@ -229,7 +230,7 @@ pub async fn open(
         cross_site,
         patience,
     } = opening;
-    let resource = shares::resource(&state.pool, share.tenant(), ShareId(share.id), resource_id)
+    let resource = resources::resource(&state.pool, share.tenant(), ShareId(share.id), resource_id)
         .await?
         .ok_or(AppError::NotFound)?;
     let pending = if cross_site {

@@ -103,59 +103,59 @@ pub fn content_url(slug: &str, resource: Uuid) -> String {
 #[server(endpoint = "learner/share", input = server_fn::codec::GetUrl)]
 pub async fn share_view(slug: String) -> Result<SharePage, AppError> {
     use crate::auth::guard;
-    use engine::{settlement, shares};
-    let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let share = flows::visible_share(&state, &slug).await?;
-        let resources = shares::resources(&state.pool, share.tenant(), shares::ShareId(share.id))
-            .await
-            .map_err(|e| AppError::internal(&e))?;
-        let session = guard::session().await?;
-        let me = match guard::principal_of(&state, &session).await? {
-            None => LearnerState::SignedOut,
-            Some(principal) => {
-                let email = principal.email.clone();
-                match settlement::binding_of(&state.pool, &share, principal.id)
+    use engine::{resources, settlement, shares};
+    let run =
+        async {
+            let state = crate::state::AppState::from_context()?;
+            let share = flows::visible_share(&state, &slug).await?;
+            let resources =
+                resources::resources(&state.pool, share.tenant(), shares::ShareId(share.id))
                     .await
-                    .map_err(|e| AppError::internal(&e))?
-                {
-                    Some(binding) if binding.revoked => LearnerState::Withdrawn {
-                        email,
-                        hint: binding.hint,
-                    },
-                    Some(binding) => LearnerState::HasAccess(Bound {
-                        email,
-                        hint: binding.hint,
-                        since: flows::human_date(binding.bound_at),
-                    }),
-                    None if flows::pending_code(&session, share.id, principal.id)
-                        .await?
-                        .is_some() =>
+                    .map_err(|e| AppError::internal(&e))?;
+            let session = guard::session().await?;
+            let me = match guard::principal_of(&state, &session).await? {
+                None => LearnerState::SignedOut,
+                Some(principal) => {
+                    let email = principal.email.clone();
+                    match settlement::binding_of(&state.pool, &share, principal.id)
+                        .await
+                        .map_err(|e| AppError::internal(&e))?
                     {
-                        LearnerState::Pending { email }
+                        Some(binding) if binding.revoked => LearnerState::Withdrawn {
+                            email,
+                            hint: binding.hint,
+                        },
+                        Some(binding) => LearnerState::HasAccess(Bound {
+                            email,
+                            hint: binding.hint,
+                            since: flows::human_date(binding.bound_at),
+                        }),
+                        None if flows::pending_code(&session, share.id, principal.id)
+                            .await?
+                            .is_some() =>
+                        {
+                            LearnerState::Pending { email }
+                        }
+                        None => LearnerState::NeedsCode { email },
                     }
-                    None => LearnerState::NeedsCode { email },
                 }
-            }
-        };
-        let unavailable =
-            flows::unavailable_because(&share, time::OffsetDateTime::now_utc()).map(|why| {
-                match crate::i18n::lang() {
+            };
+            let unavailable = flows::unavailable_because(&share, time::OffsetDateTime::now_utc())
+                .map(|why| match crate::i18n::lang() {
                     crate::i18n::Lang::En => capitalise(&why.to_string()),
                     crate::i18n::Lang::Zh => {
                         format!("{}。", crate::i18n::errors::share_unavailable(why))
                     }
-                }
-            });
-        Ok(SharePage {
-            slug: share.slug,
-            title: share.title,
-            description: share.description,
-            resources: resources.into_iter().map(item).collect(),
-            unavailable,
-            me,
-        })
-    };
+                });
+            Ok(SharePage {
+                slug: share.slug,
+                title: share.title,
+                description: share.description,
+                resources: resources.into_iter().map(item).collect(),
+                unavailable,
+                me,
+            })
+        };
     run.await.map_err(AppError::respond)
 }
 
@@ -301,7 +301,7 @@ pub async fn my_courses() -> Result<Vec<CourseItem>, AppError> {
 
 /// A resource as pages list it (learner pages and the console alike).
 #[cfg(feature = "ssr")]
-pub(crate) fn item(resource: engine::shares::Resource) -> ResourceItem {
+pub(crate) fn item(resource: engine::resources::Resource) -> ResourceItem {
     ResourceItem {
         id: resource.id,
         title: resource.title,

@@ -16,6 +16,7 @@ use axum::{
 };
 use engine::{
     handover::{self, Download, DownloadLease},
+    resources,
     shares::{self, ShareId},
     tenants::TenantId,
 };
@@ -272,7 +273,7 @@ pub async fn preview(
     request_headers: axum::http::HeaderMap,
 ) -> Result<Response, ApiError> {
     guard::admin_of(&state.app, &session, TenantId(tenant)).await?;
-    let resource = shares::resource(&state.app.pool, TenantId(tenant), ShareId(share), resource)
+    let resource = resources::resource(&state.app.pool, TenantId(tenant), ShareId(share), resource)
         .await?
         .ok_or_else(ApiError::not_found)?;
     super::api::learner::serve(&state, &resource, &request_headers).await

@@ -17,8 +17,9 @@ use axum::{
 };
 use engine::{
     accounts::Principal,
+    resources,
     settlement::{self, RequestId, SettlementError},
-    shares::{self, Share, ShareId},
+    shares::{Share, ShareId},
     storage::ByteRange,
 };
 use serde::Deserialize;
@@ -55,7 +56,8 @@ pub async fn share(
     Path(slug): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
     let share = visible_share(&state, &slug).await?;
-    let resources = shares::resources(&state.app.pool, share.tenant(), ShareId(share.id)).await?;
+    let resources =
+        resources::resources(&state.app.pool, share.tenant(), ShareId(share.id)).await?;
     let principal = guard::principal_of(&state.app, &session).await?;
     let me = match &principal {
         None => Me {
@@ -225,7 +227,7 @@ pub async fn content(
 /// files as downloads). Whoever calls this has decided access already.
 pub async fn serve(
     state: &ServerState,
-    resource: &shares::Resource,
+    resource: &resources::Resource,
     request_headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
     let range = request_headers
