@@ -261,7 +261,7 @@ pub async fn open(
     Ok((resource, grant))
 }
 
-pub use engine::settlement::Patience;
+pub use engine::settlement::patience::Patience;
 
 /// Whether the request came from another site (`Sec-Fetch-Site`).
 pub fn is_cross_site(headers: &http::HeaderMap) -> bool {

@@ -23,7 +23,8 @@
 //! * [`sessions`]: the tower-sessions store on Redis.
 //! * [`tokens`]: tenant API tokens (stored as digests, shown once).
 //! * [`throttle`]: fixed-window attempt limits (one Lua script).
-//! * [`settlement`]: **the settlement transaction** and the three phases.
+//! * [`settlement`]: the three phases; **the settlement transaction** is
+//!   `settlement/transaction.rs`, the one wait for a busy code `settlement::patience`.
 //! * [`storage`]: resource bytes on the local filesystem.
 //! * [`reservation`]: the Redis dual reservation (`reserve.lua`, `release.lua`).
 //! * [`invariants`]: every invariant as an SQL check (suite and reconciler).
