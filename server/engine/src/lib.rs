@@ -23,9 +23,13 @@
 //! * [`sessions`]: the tower-sessions store on Redis.
 //! * [`tokens`]: tenant API tokens (stored as digests, shown once).
 //! * [`throttle`]: fixed-window attempt limits (one Lua script).
-//! * [`settlement`]: the three phases; **the settlement transaction** is
-//!   `settlement/transaction.rs`, the one wait for a busy code `settlement::patience`.
+//! * [`settlement`]: the three phases; **the settlement transaction** is in
+//!   `settlement/transaction.rs`, the one wait for a busy code in
+//!   [`settlement::patience`].
 //! * [`storage`]: resource bytes on the local filesystem.
+//! * [`webhooks`]: the outbox's events delivered to tenants' endpoints:
+//!   the endpoint URL and address filter, the console's endpoints and
+//!   deliveries, the relay's claims and signature.
 //! * [`reservation`]: the Redis dual reservation (`reserve.lua`, `release.lua`).
 //! * [`invariants`]: every invariant as an SQL check (suite and reconciler).
 //! * [`health`]: what `/readyz` asks of the dependencies.

@@ -323,9 +323,11 @@ async fn world(app: &TestApp) -> World {
     }
     let mut hooks = Vec::new();
     for path in ["/live", "/doomed"] {
-        let url = engine::webhooks::EndpointUrl::parse(&format!("https://hooks.example.com{path}"))
-            .expect("url");
-        let (id, _) = engine::webhooks::create_endpoint(
+        let url = engine::webhooks::destination::EndpointUrl::parse(&format!(
+            "https://hooks.example.com{path}"
+        ))
+        .expect("url");
+        let (id, _) = engine::webhooks::admin::create_endpoint(
             &app.pool,
             tenant_b,
             admin_b,
