@@ -24,7 +24,8 @@ services_up
 trap services_down EXIT
 use_test_database
 
-files=${MUTANTS_FILES:-"server/engine/src/settlement.rs server/engine/src/reservation/mod.rs server/engine/src/throttle/mod.rs server/engine/src/codes.rs server/engine/src/sessions.rs"}
+# `settlement/*.rs` is expanded by the shell below: every file of the module.
+files=${MUTANTS_FILES:-"server/engine/src/settlement/*.rs server/engine/src/reservation/mod.rs server/engine/src/throttle/mod.rs server/engine/src/codes.rs server/engine/src/sessions.rs"}
 file_args=()
 for f in $files; do file_args+=(--file "$f"); done
 out="$CARGO_TARGET_DIR/mutants"

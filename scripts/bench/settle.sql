@@ -1,4 +1,4 @@
--- pgbench (-M prepared: variables are bound as parameters): the settlement transaction of server/engine/src/settlement.rs,
+-- pgbench (-M prepared: variables are bound as parameters): the settlement transaction of server/engine/src/settlement/transaction.rs,
 -- statement for statement, on pre-made (code, account) pairs. The raw
 -- PostgreSQL figure that `make bench` compares the HTTP figure with.
 \set n random(1, :pairs)

@@ -14,8 +14,9 @@ use anyhow::Context as _;
 use engine::db::PgPool;
 use engine::{
     accounts::{self, AccountId, DisplayName, Email, ExistingPassword, Password},
+    batches,
     codes::Keyring,
-    settlement,
+    resources, settlement,
     shares::{self, NewShare, ShareId, ShareInput},
     storage::Storage,
     tenants::{self, TenantId, TenantName, TenantSlug},
@@ -219,7 +220,7 @@ pub async fn seed_demo(
                 .put(&key, body, u64::MAX)
                 .await
                 .map_err(|e| anyhow::anyhow!("storing the demo page: {e}"))?;
-            shares::add_resource(
+            resources::add_resource(
                 pool,
                 tenant,
                 admin,
@@ -244,12 +245,12 @@ pub async fn seed_demo(
     {
         None
     } else {
-        let batch = shares::issue_codes(
+        let batch = batches::issue_codes(
             pool,
             keyring,
             tenant,
             admin,
-            &shares::BatchRequest {
+            &batches::BatchRequest {
                 share: ShareId(share.id),
                 count: 1,
                 label: "demo",

@@ -12,7 +12,10 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use engine::db::PgPool;
-use engine::webhooks::{self, Attempted, Due, Recorded, RetryPolicy};
+use engine::webhooks::{
+    destination,
+    relay::{self, Attempted, Due, Recorded, RetryPolicy},
+};
 use futures::StreamExt as _;
 
 use crate::config::sections::WebhookSettings;
@@ -71,14 +74,14 @@ impl Relay {
     /// One round: fan out, lease, deliver, record.
     pub async fn round(&self) -> anyhow::Result<Round> {
         let mut round = Round {
-            fanned_out: webhooks::fan_out(&self.pool, BATCH).await?,
+            fanned_out: relay::fan_out(&self.pool, BATCH).await?,
             ..Round::default()
         };
-        let due = webhooks::claim_due(&self.pool, CONCURRENCY as i64, self.lease).await?;
+        let due = relay::claim_due(&self.pool, CONCURRENCY as i64, self.lease).await?;
         let outcomes: Vec<anyhow::Result<Recorded>> = futures::stream::iter(due)
             .map(|due| async move {
                 let outcome = self.send(&due).await;
-                webhooks::record(&self.pool, &due, &outcome, &self.policy).await
+                relay::record(&self.pool, &due, &outcome, &self.policy).await
             })
             .buffer_unordered(CONCURRENCY)
             .collect()
@@ -113,14 +116,14 @@ impl Relay {
             };
         }
         let timestamp = time::OffsetDateTime::now_utc().unix_timestamp();
-        let signature = webhooks::sign(&due.secret, timestamp, &due.body);
+        let signature = relay::sign(&due.secret, timestamp, &due.body);
         let sent = self
             .client
             .post(&due.url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(webhooks::SIGNATURE_HEADER, signature)
-            .header(webhooks::EVENT_ID_HEADER, due.event_id.to_string())
-            .header(webhooks::EVENT_TYPE_HEADER, &due.event_type)
+            .header(relay::SIGNATURE_HEADER, signature)
+            .header(relay::EVENT_ID_HEADER, due.event_id.to_string())
+            .header(relay::EVENT_TYPE_HEADER, &due.event_type)
             .body(due.body.clone())
             .send()
             .await;
@@ -197,7 +200,7 @@ fn literal_is_public(url: &str) -> bool {
     };
     let host = host.trim_start_matches('[').trim_end_matches(']');
     match host.parse::<std::net::IpAddr>() {
-        Ok(ip) => webhooks::is_public(ip),
+        Ok(ip) => destination::is_public(ip),
         Err(_) => !host.eq_ignore_ascii_case("localhost"),
     }
 }
@@ -213,7 +216,7 @@ impl reqwest::dns::Resolve for PublicOnly {
         Box::pin(async move {
             let public: Vec<std::net::SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
                 .await?
-                .filter(|addr| webhooks::is_public(addr.ip()))
+                .filter(|addr| destination::is_public(addr.ip()))
                 .collect();
             if public.is_empty() {
                 return Err("no public address".into());

@@ -83,7 +83,7 @@ impl Application {
         settings: Settings,
         pool: PgPool,
         redis: Redis,
-        settlement: engine::settlement::SettlementOptions,
+        settlement: engine::settlement::options::SettlementOptions,
     ) -> anyhow::Result<Self> {
         // Installs the process's metrics recorder (once), if it is scraped.
         if settings.metrics.token.is_some() {

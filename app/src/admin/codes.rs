@@ -44,7 +44,10 @@ pub async fn list_code_page(
     q: Option<String>,
     after: Option<Uuid>,
 ) -> Result<CodeTable, AppError> {
-    use engine::shares::{CodeFilter, CodeState, ShareId};
+    use engine::{
+        code_admin::{CodeFilter, CodeState},
+        shares::ShareId,
+    };
     use support::{internal, share_error, when};
     const PAGE: i64 = 50;
     let run = async {
@@ -59,7 +62,7 @@ pub async fn list_code_page(
             batch,
             search: q,
         };
-        let codes = engine::shares::list_codes(
+        let codes = engine::code_admin::list_codes(
             &app.pool,
             share.tenant(),
             ShareId(share.id),
@@ -112,7 +115,7 @@ async fn admin_code(
     let state = crate::state::AppState::from_context()?;
     let tenant = engine::tenants::TenantId(tenant_id);
     let admin = crate::auth::guard::require_admin(tenant).await?;
-    match engine::shares::share_of_code(&state.pool, code_id)
+    match engine::code_admin::share_of_code(&state.pool, code_id)
         .await
         .map_err(support::internal)?
     {
@@ -126,7 +129,7 @@ async fn admin_code(
 pub async fn revoke_code(tenant_id: Uuid, code_id: Uuid) -> Result<(), AppError> {
     let run = async {
         let (state, admin) = admin_code(tenant_id, code_id).await?;
-        engine::shares::revoke_code(
+        engine::code_admin::revoke_code(
             &state.pool,
             engine::tenants::TenantId(tenant_id),
             admin.id,
@@ -199,7 +202,7 @@ pub async fn unbind_code(
                 ));
             }
         };
-        engine::shares::unbind_code(
+        engine::code_admin::unbind_code(
             &state.pool,
             engine::tenants::TenantId(tenant_id),
             admin.id,
@@ -219,7 +222,7 @@ pub async fn unbind_code(
 pub async fn revoke_unused(tenant_id: Uuid, batch_id: Uuid) -> Result<u64, AppError> {
     let run = async {
         let (state, tenant, admin) = support::admin_of_tenant(tenant_id).await?;
-        engine::shares::revoke_unused_of_batch(&state.pool, tenant, admin.id, batch_id)
+        engine::batches::revoke_unused_of_batch(&state.pool, tenant, admin.id, batch_id)
             .await
             .map_err(support::share_error)
     };

@@ -92,7 +92,7 @@ pub async fn share_settings(tenant_id: Uuid, share_id: Uuid) -> Result<ShareEdit
     use support::{internal, local_input};
     let run = async {
         let (state, _, share) = support::admin_share(tenant_id, share_id).await?;
-        let resources = engine::shares::resources(
+        let resources = engine::resources::resources(
             &state.pool,
             share.tenant(),
             engine::shares::ShareId(share.id),
@@ -200,7 +200,7 @@ pub async fn rename_resource(
 ) -> Result<(), AppError> {
     let run = async {
         let (state, admin, share) = support::admin_share(tenant_id, share_id).await?;
-        engine::shares::rename_resource(
+        engine::resources::rename_resource(
             &state.pool,
             share.tenant(),
             admin.id,
@@ -234,7 +234,7 @@ pub async fn move_resource(
             }
         };
         let (state, admin, share) = support::admin_share(tenant_id, share_id).await?;
-        engine::shares::move_resource(
+        engine::resources::move_resource(
             &state.pool,
             share.tenant(),
             admin.id,
@@ -258,7 +258,7 @@ pub async fn delete_resource(
 ) -> Result<(), AppError> {
     let run = async {
         let (state, admin, share) = support::admin_share(tenant_id, share_id).await?;
-        let key = engine::shares::delete_resource(
+        let key = engine::resources::delete_resource(
             &state.pool,
             share.tenant(),
             admin.id,

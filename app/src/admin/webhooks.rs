@@ -63,10 +63,10 @@ pub async fn webhooks(tenant_id: Uuid) -> Result<WebhooksView, AppError> {
     use support::{internal, when};
     let run = async {
         let (state, tenant, _) = support::admin_of_tenant(tenant_id).await?;
-        let endpoints = engine::webhooks::endpoints(&state.pool, tenant)
+        let endpoints = engine::webhooks::admin::endpoints(&state.pool, tenant)
             .await
             .map_err(internal)?;
-        let deliveries = engine::webhooks::troubled(&state.pool, tenant, 200)
+        let deliveries = engine::webhooks::admin::troubled(&state.pool, tenant, 200)
             .await
             .map_err(internal)?;
         Ok(WebhooksView {
@@ -116,7 +116,7 @@ pub async fn create_webhook(
     use secrecy::ExposeSecret as _;
     let run = async {
         let (state, tenant, admin) = support::admin_of_tenant(tenant_id).await?;
-        let url = engine::webhooks::EndpointUrl::parse(&url).map_err(webhook_error)?;
+        let url = engine::webhooks::destination::EndpointUrl::parse(&url).map_err(webhook_error)?;
         let ticked = [
             ("code.bound", &code_bound),
             ("code.unbound", &code_unbound),
@@ -132,7 +132,7 @@ pub async fn create_webhook(
         )
         .map_err(webhook_error)?;
         let (id, secret) =
-            engine::webhooks::create_endpoint(&state.pool, tenant, admin.id, &url, &events)
+            engine::webhooks::admin::create_endpoint(&state.pool, tenant, admin.id, &url, &events)
                 .await
                 .map_err(webhook_error)?;
         let secret = secret.expose_secret().to_owned();
@@ -160,7 +160,7 @@ pub async fn create_webhook(
 pub async fn disable_webhook(tenant_id: Uuid, endpoint_id: Uuid) -> Result<(), AppError> {
     let run = async {
         let (state, tenant, admin) = support::admin_of_tenant(tenant_id).await?;
-        engine::webhooks::disable_endpoint(&state.pool, tenant, admin.id, endpoint_id)
+        engine::webhooks::admin::disable_endpoint(&state.pool, tenant, admin.id, endpoint_id)
             .await
             .map_err(webhook_error)
     };
@@ -172,7 +172,7 @@ pub async fn disable_webhook(tenant_id: Uuid, endpoint_id: Uuid) -> Result<(), A
 pub async fn redeliver(tenant_id: Uuid, endpoint_id: Uuid, event_id: Uuid) -> Result<(), AppError> {
     let run = async {
         let (state, tenant, admin) = support::admin_of_tenant(tenant_id).await?;
-        engine::webhooks::redeliver(&state.pool, tenant, admin.id, endpoint_id, event_id)
+        engine::webhooks::admin::redeliver(&state.pool, tenant, admin.id, endpoint_id, event_id)
             .await
             .map_err(webhook_error)
     };

@@ -311,7 +311,7 @@ pub fn human_date(at: time::OffsetDateTime) -> String {
 
 /// A resource as pages list it (learner pages and the console alike).
 #[cfg(feature = "ssr")]
-pub(crate) fn item(resource: engine::shares::Resource) -> ResourceItem {
+pub(crate) fn item(resource: engine::resources::Resource) -> ResourceItem {
     ResourceItem {
         id: resource.id,
         title: resource.title,

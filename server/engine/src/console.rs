@@ -2,8 +2,8 @@
 //! shares with their code counts, batches, and the audit log.
 //!
 //! Read-only on purpose: every write lives with its concept (`shares`,
-//! `settlement`), so the console cannot grow a second path that changes a
-//! code. Every query is scoped by `tenant_id` first, so one tenant's admin
+//! `resources`, `batches`, `code_admin`, `settlement`), so the console
+//! cannot grow a second path that changes a code. Every query is scoped by `tenant_id` first, so one tenant's admin
 //! can only ever read that tenant's rows.
 
 use anyhow::Context as _;

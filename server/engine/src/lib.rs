@@ -9,7 +9,13 @@
 //! * [`coordination`]: the Redis handle and the one place Redis keys are built.
 //! * [`accounts`] and [`tenants`]: verified principals and tenant roles.
 //! * [`codes`]: code format, check symbol, HMAC keyring.
-//! * [`shares`]: shares, resources, code batches, revoke and the audited unbind.
+//! * [`shares`]: shares (a published course, its link and limits); the
+//!   error of the four share modules.
+//! * [`resources`]: a share's content, in order (the rows; bytes in [`storage`]).
+//! * [`batches`]: access codes issued many at a time (idempotent), and a
+//!   batch's unused codes revoked together.
+//! * [`code_admin`]: the code table and the admin's actions on one code:
+//!   revoke, replace, the audited unbind.
 //! * [`console`]: what the admin console reads (figures, activity, audit log).
 //! * [`audit`]: audit log and outbox rows, written inside the action's transaction.
 //! * [`handover`]: a new batch's plain codes, shown once, downloaded once
@@ -17,8 +23,13 @@
 //! * [`sessions`]: the tower-sessions store on Redis.
 //! * [`tokens`]: tenant API tokens (stored as digests, shown once).
 //! * [`throttle`]: fixed-window attempt limits (one Lua script).
-//! * [`settlement`]: **the settlement transaction** and the three phases.
+//! * [`settlement`]: the three phases; **the settlement transaction** is in
+//!   `settlement/transaction.rs`, the one wait for a busy code in
+//!   [`settlement::patience`].
 //! * [`storage`]: resource bytes on the local filesystem.
+//! * [`webhooks`]: the outbox's events delivered to tenants' endpoints:
+//!   the endpoint URL and address filter, the console's endpoints and
+//!   deliveries, the relay's claims and signature.
 //! * [`reservation`]: the Redis dual reservation (`reserve.lua`, `release.lua`).
 //! * [`invariants`]: every invariant as an SQL check (suite and reconciler).
 //! * [`health`]: what `/readyz` asks of the dependencies.
@@ -27,6 +38,8 @@
 
 pub mod accounts;
 pub mod audit;
+pub mod batches;
+pub mod code_admin;
 pub mod codes;
 pub mod console;
 pub mod coordination;
@@ -38,6 +51,7 @@ pub mod measures;
 pub mod outcome;
 pub mod progress;
 pub mod reservation;
+pub mod resources;
 pub mod sessions;
 pub mod settlement;
 pub mod shares;

@@ -10,9 +10,10 @@
 
 use engine::{
     accounts::Principal,
-    handover,
+    batches::{self, BatchRequest},
+    code_admin, handover,
     progress::Progress,
-    shares::{self, BatchRequest, Share, ShareError, ShareId},
+    shares::{self, Share, ShareError, ShareId},
     tenants::TenantId,
 };
 use tower_sessions::Session;
@@ -79,7 +80,7 @@ pub async fn issue_for_handover(
     } = issue;
     let idempotency_key = ticket.map(|t| format!("console-issue:{t}"));
     let progress = ticket.map(|t| Progress::new(&services.redis, admin.id, t));
-    let issued = shares::issue_codes(
+    let issued = batches::issue_codes(
         &services.pool,
         &services.keyring,
         share.tenant(),
@@ -103,11 +104,11 @@ pub async fn issue_for_handover(
     if let Err(error) = handover::park(&services.redis, admin.id, batch.batch_id, &codes).await {
         // Nobody will ever see these codes: they must not stay usable.
         tracing::error!(error = format!("{error:#}"), "parking issued codes failed");
-        shares::revoke_unused_of_batch(&services.pool, share.tenant(), admin.id, batch.batch_id)
+        batches::revoke_unused_of_batch(&services.pool, share.tenant(), admin.id, batch.batch_id)
             .await?;
         // The "try again" must issue anew, not open the revoked batch.
         if let Some(key) = &idempotency_key {
-            shares::release_issue_key(&services.pool, share.tenant(), key).await?;
+            batches::release_issue_key(&services.pool, share.tenant(), key).await?;
         }
         return Err(ServiceError::Unavailable {
             retry_after_secs: HANDOVER_AWAY_RETRY_SECS,
@@ -137,19 +138,20 @@ pub async fn replace_for_handover(
     admin: &Principal,
     code_id: Uuid,
 ) -> Result<Replacement, ServiceError> {
-    let share = shares::share_of_code(&services.pool, code_id)
+    let share = code_admin::share_of_code(&services.pool, code_id)
         .await?
         .ok_or(ServiceError::NotFound)?
         .1;
     let (new_id, plain) =
-        shares::replace_code(&services.pool, &services.keyring, tenant, admin.id, code_id).await?;
+        code_admin::replace_code(&services.pool, &services.keyring, tenant, admin.id, code_id)
+            .await?;
     if let Err(error) = handover::park(&services.redis, admin.id, new_id, &[plain.display()]).await
     {
         tracing::error!(
             error = format!("{error:#}"),
             "parking a replacement code failed"
         );
-        shares::revoke_code(&services.pool, tenant, admin.id, new_id).await?;
+        code_admin::revoke_code(&services.pool, tenant, admin.id, new_id).await?;
         return Err(ServiceError::Unavailable {
             retry_after_secs: HANDOVER_AWAY_RETRY_SECS,
         });

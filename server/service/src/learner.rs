@@ -6,13 +6,14 @@
 
 use std::net::IpAddr;
 
-pub use engine::settlement::Patience;
+pub use engine::settlement::patience::Patience;
 use engine::{
     accounts::{AccountId, Principal},
     codes::PlainCode,
     coordination::ThrottleScope,
+    resources::{self, Resource},
     settlement::{self, BindingView, Grant, Holding, RequestId, SettlementRequest},
-    shares::{self, Resource, Share, ShareId, Unavailability},
+    shares::{Share, ShareId, Unavailability},
 };
 use time::OffsetDateTime;
 use tower_sessions::Session;
@@ -37,7 +38,7 @@ struct Pending {
 /// A share learners may see (active, paused or outside its window: the
 /// page explains); drafts and archived shares do not exist for them.
 pub async fn visible_share(services: &Services, slug: &str) -> Result<Share, ServiceError> {
-    match shares::find_by_slug(&services.pool, slug).await? {
+    match engine::shares::find_by_slug(&services.pool, slug).await? {
         Some(share) if share.status != "draft" && share.status != "archived" => Ok(share),
         _ => Err(ServiceError::NotFound),
     }
@@ -91,7 +92,7 @@ pub async fn share_overview(
     slug: &str,
 ) -> Result<ShareOverview, ServiceError> {
     let share = visible_share(services, slug).await?;
-    let resources = shares::resources(&services.pool, share.tenant(), ShareId(share.id)).await?;
+    let resources = resources::resources(&services.pool, share.tenant(), ShareId(share.id)).await?;
     let standing = match session::principal_of(services, session).await? {
         None => Standing::SignedOut,
         Some(principal) => {
@@ -218,7 +219,7 @@ pub async fn open(
         cross_site,
         patience,
     } = opening;
-    let resource = shares::resource(
+    let resource = resources::resource(
         &services.pool,
         share.tenant(),
         ShareId(share.id),

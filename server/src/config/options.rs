@@ -31,8 +31,8 @@ impl Settings {
         }
     }
 
-    pub fn settlement_options(&self) -> engine::settlement::SettlementOptions {
-        use engine::settlement::{FailurePolicy, SettlementOptions};
+    pub fn settlement_options(&self) -> engine::settlement::options::SettlementOptions {
+        use engine::settlement::options::{FailurePolicy, SettlementOptions};
         SettlementOptions {
             failure_policy: match self.redis.failure_policy {
                 RedisFailurePolicy::FailClosed => FailurePolicy::FailClosed,

@@ -274,7 +274,7 @@ pub async fn preview(
     request_headers: axum::http::HeaderMap,
 ) -> Result<Response, ApiError> {
     service::session::admin_of(&state.services, &session, TenantId(tenant)).await?;
-    let resource = shares::resource(
+    let resource = engine::resources::resource(
         &state.services.pool,
         TenantId(tenant),
         ShareId(share),

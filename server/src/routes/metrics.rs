@@ -83,7 +83,7 @@ pub async fn scrape(State(state): State<ServerState>, headers: HeaderMap) -> Res
         (app.pool.size() as usize).saturating_sub(app.pool.num_idle()),
     );
     engine::measures::redis_up(app.redis.ping().await.is_ok());
-    match engine::webhooks::backlog(&app.pool).await {
+    match engine::webhooks::relay::backlog(&app.pool).await {
         Ok((outbox, dead)) => engine::measures::backlog(outbox, dead),
         Err(error) => tracing::warn!(error = format!("{error:#}"), "reading the backlog"),
     }

@@ -262,12 +262,12 @@ async fn world(app: &TestApp) -> World {
     let keyring = crate::helpers::test_settings(&crate::helpers::redis_url())
         .keyring()
         .expect("keyring");
-    let batch = engine::shares::issue_codes(
+    let batch = engine::batches::issue_codes(
         &app.pool,
         &keyring,
         tenant_b,
         admin_b,
-        &engine::shares::BatchRequest {
+        &engine::batches::BatchRequest {
             share: engine::shares::ShareId(share.id),
             count: 2,
             label: "b",
@@ -279,12 +279,12 @@ async fn world(app: &TestApp) -> World {
     .expect("batch");
     let code = batch.codes[0].0;
     // In a batch of its own: `batches/revoke-unused` runs first.
-    let spare = engine::shares::issue_codes(
+    let spare = engine::batches::issue_codes(
         &app.pool,
         &keyring,
         tenant_b,
         admin_b,
-        &engine::shares::BatchRequest {
+        &engine::batches::BatchRequest {
             share: engine::shares::ShareId(share.id),
             count: 1,
             label: "spare",
@@ -307,7 +307,7 @@ async fn world(app: &TestApp) -> World {
     .expect("token");
     let (resource, doomed) = (Uuid::now_v7(), Uuid::now_v7());
     for id in [resource, doomed] {
-        engine::shares::add_resource(
+        engine::resources::add_resource(
             &app.pool,
             tenant_b,
             admin_b,
@@ -323,9 +323,11 @@ async fn world(app: &TestApp) -> World {
     }
     let mut hooks = Vec::new();
     for path in ["/live", "/doomed"] {
-        let url = engine::webhooks::EndpointUrl::parse(&format!("https://hooks.example.com{path}"))
-            .expect("url");
-        let (id, _) = engine::webhooks::create_endpoint(
+        let url = engine::webhooks::destination::EndpointUrl::parse(&format!(
+            "https://hooks.example.com{path}"
+        ))
+        .expect("url");
+        let (id, _) = engine::webhooks::admin::create_endpoint(
             &app.pool,
             tenant_b,
             admin_b,

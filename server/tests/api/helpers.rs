@@ -225,7 +225,7 @@ pub async fn spawn_app_with(pool: PgPool, settings: Settings) -> TestApp {
 pub async fn spawn_app_with_settlement(
     pool: PgPool,
     mut settings: Settings,
-    settlement: engine::settlement::SettlementOptions,
+    settlement: engine::settlement::options::SettlementOptions,
 ) -> TestApp {
     init_test_logs();
     if settings.storage.root == server::config::Settings::default().storage.root {

@@ -1,7 +1,7 @@
 //! The concurrency suite: real parallel HTTP requests through the running
 //! app, then the final state checked with SQL.
 
-use engine::settlement::{FailurePolicy, FaultPoint, SettlementProbe};
+use engine::settlement::options::{FailurePolicy, FaultPoint, SettlementProbe};
 use futures::future::join_all;
 use serde_json::json;
 use sqlx::PgPool;
@@ -36,7 +36,7 @@ async fn one_learner_with_a_hundred_pending_codes_binds_exactly_one_with_the_res
     pool: PgPool,
 ) {
     let probe = std::sync::Arc::new(SettlementProbe::default());
-    let options = engine::settlement::SettlementOptions {
+    let options = engine::settlement::options::SettlementOptions {
         failure_policy: FailurePolicy::DbOnly,
         probe: Some(probe.clone()),
         ..load_settings().settlement_options()
@@ -63,7 +63,7 @@ async fn one_learner_with_a_hundred_pending_codes_binds_exactly_one_with_reserva
     pool: PgPool,
 ) {
     let probe = std::sync::Arc::new(SettlementProbe::default());
-    let options = engine::settlement::SettlementOptions {
+    let options = engine::settlement::options::SettlementOptions {
         reservation_ttl: std::time::Duration::from_millis(1),
         probe: Some(probe.clone()),
         ..load_settings().settlement_options()
@@ -240,7 +240,7 @@ async fn a_bound_learner_never_spends_a_second_code(pool: PgPool) {
 #[sqlx::test(migrations = "../migrations")]
 async fn a_hundred_first_accesses_with_one_request_id_bind_and_count_once(pool: PgPool) {
     let probe = std::sync::Arc::new(SettlementProbe::default());
-    let options = engine::settlement::SettlementOptions {
+    let options = engine::settlement::options::SettlementOptions {
         probe: Some(probe.clone()),
         ..load_settings().settlement_options()
     };
@@ -332,7 +332,7 @@ async fn a_hundred_first_accesses_with_one_request_id_bind_and_count_once(pool: 
 #[sqlx::test(migrations = "../migrations")]
 async fn a_busy_learner_waits_one_schedule_not_nested_ones(pool: PgPool) {
     let probe = std::sync::Arc::new(SettlementProbe::default());
-    let options = engine::settlement::SettlementOptions {
+    let options = engine::settlement::options::SettlementOptions {
         probe: Some(probe.clone()),
         ..load_settings().settlement_options()
     };
@@ -399,7 +399,7 @@ async fn a_failure_inside_the_transaction_leaves_nothing(pool: PgPool) {
     ];
     let rounds_per_fault = repeats().div_ceil(faults.len());
     for fault in faults {
-        let options = engine::settlement::SettlementOptions {
+        let options = engine::settlement::options::SettlementOptions {
             fault: Some(fault),
             ..load_settings().settlement_options()
         };
@@ -460,7 +460,7 @@ async fn a_failure_inside_the_transaction_leaves_nothing(pool: PgPool) {
 #[sqlx::test(migrations = "../migrations")]
 async fn with_reservations_expiring_instantly_the_code_is_still_bound_once(pool: PgPool) {
     let probe = std::sync::Arc::new(SettlementProbe::default());
-    let options = engine::settlement::SettlementOptions {
+    let options = engine::settlement::options::SettlementOptions {
         reservation_ttl: std::time::Duration::from_millis(1),
         probe: Some(probe.clone()),
         ..load_settings().settlement_options()
@@ -493,7 +493,7 @@ async fn poison(app: &crate::helpers::TestApp, key: &str) {
 /// alone keeps the invariants in a race.
 #[sqlx::test(migrations = "../migrations")]
 async fn with_the_reservation_failing_db_only_still_binds_once(pool: PgPool) {
-    let options = engine::settlement::SettlementOptions {
+    let options = engine::settlement::options::SettlementOptions {
         failure_policy: FailurePolicy::DbOnly,
         ..load_settings().settlement_options()
     };
@@ -594,7 +594,7 @@ async fn with_the_reservation_failing_fail_closed_refuses_and_binds_nothing(pool
 #[sqlx::test(migrations = "../migrations")]
 async fn with_reservation_keys_deleted_mid_flight_the_code_is_bound_once(pool: PgPool) {
     let probe = std::sync::Arc::new(SettlementProbe::default());
-    let options = engine::settlement::SettlementOptions {
+    let options = engine::settlement::options::SettlementOptions {
         probe: Some(probe.clone()),
         ..load_settings().settlement_options()
     };
@@ -709,7 +709,7 @@ async fn race_for_one_code(
 #[sqlx::test(migrations = "../migrations")]
 async fn a_retry_after_a_crash_past_commit_finds_the_committed_binding(pool: PgPool) {
     use reqwest::cookie::CookieStore as _;
-    let dying = engine::settlement::SettlementOptions {
+    let dying = engine::settlement::options::SettlementOptions {
         fault: Some(FaultPoint::AfterCommit),
         ..load_settings().settlement_options()
     };

@@ -67,7 +67,7 @@ async fn receive(State(receiver): State<Receiver>, headers: HeaderMap, body: Byt
         .and_then(|t| t.parse().ok())
         .unwrap_or_default();
     let secret = receiver.secret.lock().expect("lock").clone();
-    let expected = engine::webhooks::sign(&secret, timestamp, &body);
+    let expected = engine::webhooks::relay::sign(&secret, timestamp, &body);
     let fresh = (time::OffsetDateTime::now_utc().unix_timestamp() - timestamp).abs() < 300;
     let body: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
     let attempt = {

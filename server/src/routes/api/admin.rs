@@ -10,6 +10,7 @@ use axum::{
 };
 use engine::{
     accounts::Principal,
+    batches, code_admin, resources,
     shares::{self, NewShare, Share, ShareId, ShareInput, ShareStatus},
     storage::Storage,
     tenants::TenantId,
@@ -194,7 +195,7 @@ pub async fn set_status(
     params(("share_id" = Uuid, Path, description = "The share")),
     request_body(content = UploadForm, content_type = "multipart/form-data"),
     responses(
-        (status = 201, description = "Stored", body = engine::shares::Resource),
+        (status = 201, description = "Stored", body = engine::resources::Resource),
         (status = 400, description = "Not a multipart body", body = ErrorBody),
         (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
         (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
@@ -221,13 +222,13 @@ pub async fn upload(
     caller: &Caller,
     share_id: &str,
     mut multipart: Multipart,
-) -> Result<shares::Resource, ApiError> {
+) -> Result<resources::Resource, ApiError> {
     let (share, admin) = admin_of_share(state, caller, share_id, Scope::Write).await?;
     let resource_id = Uuid::now_v7();
     let key = Storage::key_for(share.tenant_id, share.id, resource_id);
     let stored = store_upload(state, &key, &mut multipart).await;
     let result = match stored {
-        Ok((title, size, content_type)) => shares::add_resource(
+        Ok((title, size, content_type)) => resources::add_resource(
             &state.services.pool,
             share.tenant(),
             admin.id,
@@ -364,14 +365,14 @@ pub async fn issue_codes(
             Some(engine::settlement::RequestId::parse(value)?)
         }
     };
-    let request = shares::BatchRequest {
+    let request = batches::BatchRequest {
         share: ShareId(share.id),
         count: body.count,
         label: body.label.as_deref().unwrap_or(""),
         idempotency_key: key.as_ref().map(engine::settlement::RequestId::as_str),
         progress: None,
     };
-    let batch = shares::issue_codes(
+    let batch = batches::issue_codes(
         &state.services.pool,
         &state.services.keyring,
         share.tenant(),
@@ -430,16 +431,16 @@ pub async fn list_codes(
     let (share, _) = admin_of_share(&state, &caller, &share_id, Scope::Read).await?;
     let Query(query) = query.map_err(|e| rejection(e, "invalid_query"))?;
     let limit = query.limit.unwrap_or(100).clamp(1, 1_000);
-    let filter = shares::CodeFilter {
+    let filter = code_admin::CodeFilter {
         state: query
             .state
             .as_deref()
-            .map(shares::CodeState::parse)
+            .map(code_admin::CodeState::parse)
             .transpose()?,
         batch: query.batch,
         search: query.q,
     };
-    let codes = shares::list_codes(
+    let codes = code_admin::list_codes(
         &state.services.pool,
         share.tenant(),
         ShareId(share.id),
@@ -461,7 +462,8 @@ async fn admin_of_code(
     code_id: &str,
 ) -> Result<(TenantId, Uuid, Principal), ApiError> {
     let code = parse_id(code_id)?;
-    let Some((tenant, _share)) = shares::share_of_code(&state.services.pool, code).await? else {
+    let Some((tenant, _share)) = code_admin::share_of_code(&state.services.pool, code).await?
+    else {
         return Err(caller.refuse(state).await);
     };
     let admin = caller.admin_of(state, tenant, Scope::Write).await?;
@@ -484,7 +486,7 @@ pub async fn revoke_code(
     Path(code_id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
     let (tenant, code, admin) = admin_of_code(&state, &caller, &code_id).await?;
-    shares::revoke_code(&state.services.pool, tenant, admin.id, code).await?;
+    code_admin::revoke_code(&state.services.pool, tenant, admin.id, code).await?;
     Ok(Json(CodeState {
         id: code,
         state: "revoked".into(),
@@ -520,7 +522,7 @@ pub async fn unbind_code(
 ) -> Result<impl IntoResponse, ApiError> {
     let (tenant, code, admin) = admin_of_code(&state, &caller, &code_id).await?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
-    shares::unbind_code(
+    code_admin::unbind_code(
         &state.services.pool,
         tenant,
         admin.id,

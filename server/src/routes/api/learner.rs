@@ -14,7 +14,7 @@ use axum::{
 use engine::{
     accounts::Principal,
     settlement::{RequestId, SettlementError},
-    shares::{self, Share},
+    shares::Share,
     storage::ByteRange,
 };
 use serde::Deserialize;
@@ -229,7 +229,7 @@ pub async fn content(
 /// files as downloads). Whoever calls this has decided access already.
 pub async fn serve(
     state: &ServerState,
-    resource: &shares::Resource,
+    resource: &engine::resources::Resource,
     request_headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
     let range = request_headers

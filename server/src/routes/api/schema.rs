@@ -54,7 +54,7 @@ pub struct IssuedBatch {
 /// A page of codes; pass `next_after` as `after` for the next one.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CodePage {
-    pub codes: Vec<engine::shares::CodeView>,
+    pub codes: Vec<engine::code_admin::CodeView>,
     pub next_after: Option<Uuid>,
 }
 
@@ -94,7 +94,7 @@ pub struct SharePage {
     pub share: PublicShare,
     pub available: bool,
     pub unavailable_reason: Option<String>,
-    pub resources: Vec<engine::shares::Resource>,
+    pub resources: Vec<engine::resources::Resource>,
     pub me: Me,
 }
 

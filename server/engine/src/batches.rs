@@ -1,0 +1,246 @@
+//! Code batches: a share's access codes, issued many at a time.
+//!
+//! Issuing draws the codes, stores only their digests ([`crate::codes`])
+//! in one transaction, and hands the plain codes back once, in
+//! [`IssuedBatch`] ([`crate::handover`] keeps them for the one download).
+//! An `Idempotency-Key` makes a retried request find its first batch
+//! instead of issuing a second one. A batch that went astray has its
+//! unused codes revoked together. Errors are [`ShareError`]s (see
+//! [`crate::shares`]); every query filters by the tenant passed in.
+
+use anyhow::Context as _;
+use serde_json::json;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::{
+    accounts::AccountId,
+    audit,
+    codes::{Keyring, PlainCode},
+    progress::Progress,
+    shares::{ShareError, ShareId},
+    tenants::TenantId,
+};
+
+/// A freshly issued batch: the plain codes exist only in this value.
+#[derive(Debug)]
+pub struct IssuedBatch {
+    pub batch_id: Uuid,
+    pub codes: Vec<(Uuid, PlainCode)>,
+}
+
+/// Rows per INSERT statement when issuing codes.
+const INSERT_CHUNK: usize = 5_000;
+
+/// What an admin asks for when issuing codes.
+#[derive(Debug, Clone)]
+pub struct BatchRequest<'a> {
+    pub share: ShareId,
+    pub count: i64,
+    pub label: &'a str,
+    /// The caller's `Idempotency-Key`: a retry of the same request issues
+    /// nothing new (`BatchAlreadyIssued`).
+    pub idempotency_key: Option<&'a str>,
+    /// Where to report how many codes are written so far (a page shows it).
+    pub progress: Option<&'a Progress>,
+}
+
+/// Issues `count` new codes for a share in one transaction: multi-row
+/// inserts (`UNNEST`) of digests, never the plain codes.
+pub async fn issue_codes(
+    pool: &PgPool,
+    keyring: &Keyring,
+    tenant: TenantId,
+    actor: AccountId,
+    request: &BatchRequest<'_>,
+) -> Result<IssuedBatch, ShareError> {
+    let (share, count, label) = (request.share, request.count, request.label);
+    let count = usize::try_from(count)
+        .ok()
+        .filter(|n| (1..=100_000).contains(n))
+        .ok_or(ShareError::InvalidCount)?;
+    let label = label.trim();
+    if label.chars().count() > 120 || label.chars().any(char::is_control) {
+        return Err(ShareError::InvalidLabel);
+    }
+    let codes: Vec<(Uuid, PlainCode)> = (0..count)
+        .map(|_| (Uuid::now_v7(), PlainCode::generate()))
+        .collect();
+    let batch_id = Uuid::now_v7();
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    if let Some(key) = request.idempotency_key {
+        let response =
+            json!({ "batch_id": batch_id, "count": count, "share_id": share.0, "label": label });
+        let claimed = sqlx::query_scalar!(
+            "INSERT INTO idempotency_records (tenant_id, key, principal_id, operation, response)
+             VALUES ($1, $2, $3, 'issue_codes', $4)
+             ON CONFLICT (tenant_id, key) DO NOTHING RETURNING key",
+            tenant.0,
+            key,
+            actor.0,
+            response,
+        )
+        .fetch_optional(&mut *tx)
+        .await
+        .context("claiming the idempotency key")?;
+        if claimed.is_none() {
+            drop(tx);
+            let earlier = sqlx::query!(
+                "SELECT principal_id, operation, response FROM idempotency_records WHERE tenant_id = $1 AND key = $2",
+                tenant.0,
+                key,
+            )
+            .fetch_one(pool)
+            .await
+            .context("reading the earlier request")?;
+            // The same request: same admin, share, count and label (a key
+            // sent again with other values is a different request).
+            let same = earlier.principal_id == actor.0
+                && earlier.operation == "issue_codes"
+                && earlier.response["share_id"] == json!(share.0)
+                && earlier.response["count"] == json!(count)
+                && earlier.response["label"] == json!(label);
+            if !same {
+                return Err(ShareError::IdempotencyKeyReused);
+            }
+            return Err(ShareError::BatchAlreadyIssued {
+                batch_id: serde_json::from_value(earlier.response["batch_id"].clone())
+                    .context("reading the earlier batch id")?,
+                count: serde_json::from_value(earlier.response["count"].clone())
+                    .context("reading the earlier batch size")?,
+            });
+        }
+    }
+    let inserted = sqlx::query!(
+        "INSERT INTO code_batches (tenant_id, id, share_id, label, count, created_by)
+         SELECT $1, $2, $3, $4, $5, $6 WHERE EXISTS (SELECT 1 FROM shares WHERE tenant_id = $1 AND id = $3)",
+        tenant.0,
+        batch_id,
+        share.0,
+        label,
+        i32::try_from(count).map_err(|_| ShareError::InvalidCount)?,
+        actor.0,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("inserting a code batch")?;
+    if inserted.rows_affected() == 0 {
+        return Err(ShareError::ShareNotFound);
+    }
+    let total = codes.len() as u64;
+    let mut done = 0;
+    for chunk in codes.chunks(INSERT_CHUNK) {
+        let mut ids = Vec::with_capacity(chunk.len());
+        let mut digests = Vec::with_capacity(chunk.len());
+        let mut versions = Vec::with_capacity(chunk.len());
+        let mut hints = Vec::with_capacity(chunk.len());
+        for (id, code) in chunk {
+            let (version, digest) = keyring.digest(code);
+            ids.push(*id);
+            digests.push(digest);
+            versions.push(i16::try_from(version).context("key version above 32767")?);
+            hints.push(code.hint());
+        }
+        sqlx::query!(
+            "INSERT INTO auth_codes (tenant_id, id, share_id, batch_id, digest, key_version, hint)
+             SELECT $1, id, $2, $3, digest, version, hint
+             FROM UNNEST($4::uuid[], $5::bytea[], $6::smallint[], $7::text[]) AS c(id, digest, version, hint)",
+            tenant.0,
+            share.0,
+            batch_id,
+            &ids,
+            &digests,
+            &versions,
+            &hints,
+        )
+        .execute(&mut *tx)
+        .await
+        .context("inserting codes")?;
+        done += chunk.len() as u64;
+        if let Some(progress) = request.progress
+            && done < total
+        {
+            progress.report(done, total).await;
+        }
+    }
+    audit::admin_action(
+        &mut tx,
+        tenant,
+        actor,
+        "batch.issued",
+        ("code_batch", batch_id),
+        json!({ "share_id": share.0, "count": count, "label": label }),
+    )
+    .await?;
+    audit::emit(
+        &mut tx,
+        tenant,
+        "batch.issued",
+        json!({ "share_id": share.0, "batch_id": batch_id, "count": count }),
+    )
+    .await?;
+    tx.commit().await.context("committing the batch")?;
+    if let Some(progress) = request.progress {
+        progress.report(total, total).await;
+    }
+    Ok(IssuedBatch { batch_id, codes })
+}
+
+/// Frees an issuing request's idempotency key after its batch was revoked
+/// unseen (the codes could not be handed over): a retry with the same key
+/// then issues a new batch instead of pointing at the revoked one.
+pub async fn release_issue_key(pool: &PgPool, tenant: TenantId, key: &str) -> anyhow::Result<()> {
+    sqlx::query!(
+        "DELETE FROM idempotency_records WHERE tenant_id = $1 AND key = $2 AND operation = 'issue_codes'",
+        tenant.0,
+        key,
+    )
+    .execute(pool)
+    .await
+    .context("releasing an idempotency key")?;
+    Ok(())
+}
+
+/// Revokes every unused code of a batch (a batch handed to the wrong
+/// class, or never delivered); bound codes keep their learners. Audited;
+/// returns how many were revoked.
+pub async fn revoke_unused_of_batch(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    batch: Uuid,
+) -> Result<u64, ShareError> {
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let share = sqlx::query_scalar!(
+        "SELECT share_id FROM code_batches WHERE tenant_id = $1 AND id = $2",
+        tenant.0,
+        batch,
+    )
+    .fetch_optional(&mut *tx)
+    .await
+    .context("finding a batch")?
+    .ok_or(ShareError::CodeNotFound)?;
+    let revoked = sqlx::query!(
+        r#"UPDATE auth_codes SET revoked_at = now()
+           WHERE tenant_id = $1 AND batch_id = $2 AND revoked_at IS NULL AND bound_principal IS NULL"#,
+        tenant.0,
+        batch,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("revoking a batch's unused codes")?
+    .rows_affected();
+    audit::admin_action(
+        &mut tx,
+        tenant,
+        actor,
+        "batch.unused_revoked",
+        ("code_batch", batch),
+        json!({ "share_id": share, "revoked": revoked }),
+    )
+    .await?;
+    tx.commit()
+        .await
+        .context("committing the batch revocation")?;
+    Ok(revoked)
+}

@@ -1,0 +1,331 @@
+//! The code table and what an admin does to one code: list and search a
+//! share's codes, revoke one, replace a lost one, and the audited unbind
+//! (the only path that may change a binding).
+//!
+//! Its own module, not part of [`crate::codes`]: that one is a code's
+//! format and keyring, with no I/O; this one is rows of `auth_codes` and
+//! the audit trail of changing them. Errors are [`ShareError`]s (see
+//! [`crate::shares`]); every query filters by the tenant passed in.
+
+use anyhow::Context as _;
+use serde_json::json;
+use sqlx::PgPool;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::{
+    accounts::AccountId,
+    audit::{self, AuditEntry},
+    codes::{Keyring, PlainCode},
+    shares::{ShareError, ShareId},
+    tenants::TenantId,
+};
+
+/// A code as admins see it (never the plain code).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+pub struct CodeView {
+    pub id: Uuid,
+    pub batch_id: Uuid,
+    pub hint: String,
+    pub state: String,
+    pub bound_email: Option<String>,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub first_used_at: Option<OffsetDateTime>,
+    pub access_count: i32,
+}
+
+/// Which codes of a share to list.
+#[derive(Debug, Clone, Default)]
+pub struct CodeFilter {
+    /// `unused`, `bound` or `revoked`.
+    pub state: Option<CodeState>,
+    pub batch: Option<Uuid>,
+    /// Part of a hint (`AB…YZ`, `AB`, `YZ`) or of the bound learner's email.
+    pub search: Option<String>,
+}
+
+/// A code's state as admins filter by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CodeState {
+    Unused,
+    Bound,
+    Revoked,
+}
+
+impl CodeState {
+    pub fn parse(raw: &str) -> Result<Self, ShareError> {
+        match raw {
+            "unused" => Ok(Self::Unused),
+            "bound" => Ok(Self::Bound),
+            "revoked" => Ok(Self::Revoked),
+            _ => Err(ShareError::InvalidCodeState),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Unused => "unused",
+            Self::Bound => "bound",
+            Self::Revoked => "revoked",
+        }
+    }
+}
+
+/// A page of a share's codes in id order (keyset pagination: `after` is the
+/// last id of the previous page), so it stays fast at 100,000 codes.
+pub async fn list_codes(
+    pool: &PgPool,
+    tenant: TenantId,
+    share: ShareId,
+    filter: &CodeFilter,
+    after: Option<Uuid>,
+    limit: i64,
+) -> anyhow::Result<Vec<CodeView>> {
+    let search = filter
+        .search
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            // LIKE metacharacters are literal here.
+            let escaped = s
+                .replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_");
+            format!("%{escaped}%")
+        });
+    sqlx::query_as!(
+        CodeView,
+        r#"SELECT c.id, c.batch_id, c.hint,
+                  CASE WHEN c.revoked_at IS NOT NULL THEN 'revoked'
+                       WHEN c.bound_principal IS NOT NULL THEN 'bound'
+                       ELSE 'unused' END AS "state!",
+                  a.email AS "bound_email?", c.first_used_at, c.access_count
+           FROM auth_codes c LEFT JOIN accounts a ON a.id = c.bound_principal
+           WHERE c.tenant_id = $1 AND c.share_id = $2 AND ($3::uuid IS NULL OR c.id > $3)
+             AND ($5::text IS NULL
+                  OR ($5 = 'revoked' AND c.revoked_at IS NOT NULL)
+                  OR ($5 = 'bound' AND c.revoked_at IS NULL AND c.bound_principal IS NOT NULL)
+                  OR ($5 = 'unused' AND c.revoked_at IS NULL AND c.bound_principal IS NULL))
+             AND ($6::uuid IS NULL OR c.batch_id = $6)
+             AND ($7::text IS NULL OR c.hint ILIKE $7 OR a.email ILIKE $7)
+           ORDER BY c.id
+           LIMIT $4"#,
+        tenant.0,
+        share.0,
+        after,
+        limit.clamp(1, 1_000),
+        filter.state.map(CodeState::as_str),
+        filter.batch,
+        search,
+    )
+    .fetch_all(pool)
+    .await
+    .context("listing codes")
+}
+
+/// The share a code belongs to (for authorising by code id).
+pub async fn share_of_code(
+    pool: &PgPool,
+    code: Uuid,
+) -> anyhow::Result<Option<(TenantId, ShareId)>> {
+    let row = sqlx::query!(
+        "SELECT tenant_id, share_id FROM auth_codes WHERE id = $1",
+        code
+    )
+    .fetch_optional(pool)
+    .await
+    .context("reading a code's share")?;
+    Ok(row.map(|r| (TenantId(r.tenant_id), ShareId(r.share_id))))
+}
+
+/// Ends every live grant made through `code`: its learner loses access now.
+async fn end_live_grants(
+    conn: &mut sqlx::PgConnection,
+    tenant: TenantId,
+    code: Uuid,
+) -> anyhow::Result<()> {
+    sqlx::query!(
+        "UPDATE access_records SET expires_at = now() WHERE tenant_id = $1 AND code_id = $2 AND expires_at > now()",
+        tenant.0,
+        code,
+    )
+    .execute(conn)
+    .await
+    .context("ending the code's live grants")?;
+    Ok(())
+}
+
+/// Revokes a code: it can no longer be bound, and a learner bound to it
+/// loses access (audited). Revoking a revoked code changes nothing.
+pub async fn revoke_code(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    code: Uuid,
+) -> Result<(), ShareError> {
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let row = sqlx::query!(
+        r#"UPDATE auth_codes SET revoked_at = coalesce(revoked_at, now())
+           WHERE tenant_id = $1 AND id = $2
+           RETURNING share_id, bound_principal"#,
+        tenant.0,
+        code,
+    )
+    .fetch_optional(&mut *tx)
+    .await
+    .context("revoking a code")?
+    .ok_or(ShareError::CodeNotFound)?;
+    end_live_grants(&mut tx, tenant, code).await?;
+    audit::admin_action(
+        &mut tx,
+        tenant,
+        actor,
+        "code.revoked",
+        ("code", code),
+        json!({ "share_id": row.share_id, "bound_principal": row.bound_principal }),
+    )
+    .await?;
+    audit::emit(
+        &mut tx,
+        tenant,
+        "code.revoked",
+        json!({ "share_id": row.share_id, "code_id": code }),
+    )
+    .await?;
+    tx.commit().await.context("committing the revocation")?;
+    Ok(())
+}
+
+/// Replaces a lost, unused code: revokes it and issues one new code in the
+/// same batch, atomically (both or neither). Returns the new code, which
+/// exists in plain only in this value.
+pub async fn replace_code(
+    pool: &PgPool,
+    keyring: &Keyring,
+    tenant: TenantId,
+    actor: AccountId,
+    code: Uuid,
+) -> Result<(Uuid, PlainCode), ShareError> {
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let old = sqlx::query!(
+        "SELECT share_id, batch_id, bound_principal, revoked_at FROM auth_codes
+         WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
+        tenant.0,
+        code,
+    )
+    .fetch_optional(&mut *tx)
+    .await
+    .context("locking the code")?
+    .ok_or(ShareError::CodeNotFound)?;
+    if old.bound_principal.is_some() || old.revoked_at.is_some() {
+        return Err(ShareError::CodeNotReplaceable);
+    }
+    sqlx::query!(
+        "UPDATE auth_codes SET revoked_at = now() WHERE tenant_id = $1 AND id = $2",
+        tenant.0,
+        code,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("revoking the lost code")?;
+    let new_id = Uuid::now_v7();
+    let plain = PlainCode::generate();
+    let (version, digest) = keyring.digest(&plain);
+    sqlx::query!(
+        "INSERT INTO auth_codes (tenant_id, id, share_id, batch_id, digest, key_version, hint)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        tenant.0,
+        new_id,
+        old.share_id,
+        old.batch_id,
+        digest,
+        i16::try_from(version).context("key version above 32767")?,
+        plain.hint(),
+    )
+    .execute(&mut *tx)
+    .await
+    .context("inserting the replacement")?;
+    audit::admin_action(
+        &mut tx,
+        tenant,
+        actor,
+        "code.replaced",
+        ("code", code),
+        json!({ "share_id": old.share_id, "replacement": new_id }),
+    )
+    .await?;
+    tx.commit().await.context("committing the replacement")?;
+    Ok((new_id, plain))
+}
+
+/// Unbinds a bound code (the learner changed account): the learner loses
+/// access at once; the code becomes usable again, or stays revoked when
+/// `revoke` is set. The only path that may change a binding (see the
+/// `auth_codes_keep_binding` trigger); audited with its reason. Returns the
+/// code's state afterwards (`unused` or `revoked`).
+pub async fn unbind_code(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    code: Uuid,
+    reason: &str,
+    revoke: bool,
+) -> Result<&'static str, ShareError> {
+    let reason = reason.trim();
+    if !(1..=500).contains(&reason.chars().count()) {
+        return Err(ShareError::InvalidReason);
+    }
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    sqlx::query("SELECT set_config('admitone.unbind', 'on', true)")
+        .execute(&mut *tx)
+        .await
+        .context("opening the unbind path")?;
+    let before = sqlx::query!(
+        "SELECT share_id, bound_principal FROM auth_codes WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
+        tenant.0,
+        code,
+    )
+    .fetch_optional(&mut *tx)
+    .await
+    .context("locking the code")?
+    .ok_or(ShareError::CodeNotFound)?;
+    let principal = before.bound_principal.ok_or(ShareError::CodeNotBound)?;
+    let revoked = sqlx::query_scalar!(
+        r#"UPDATE auth_codes
+           SET bound_principal = NULL, first_used_at = NULL, access_count = 0,
+               foreign_attempts = 0, last_foreign_attempt_at = NULL,
+               revoked_at = CASE WHEN $3 THEN coalesce(revoked_at, now()) ELSE revoked_at END
+           WHERE tenant_id = $1 AND id = $2
+           RETURNING revoked_at IS NOT NULL AS "revoked!""#,
+        tenant.0,
+        code,
+        revoke,
+    )
+    .fetch_one(&mut *tx)
+    .await
+    .context("unbinding the code")?;
+    end_live_grants(&mut tx, tenant, code).await?;
+    audit::record(
+        &mut tx,
+        AuditEntry {
+            tenant,
+            actor: Some(actor),
+            action: "code.unbound",
+            target_type: "code",
+            target_id: Some(code),
+            reason: Some(reason),
+            details: json!({ "share_id": before.share_id, "principal": principal, "revoked": revoke }),
+        },
+    )
+    .await?;
+    audit::emit(
+        &mut tx,
+        tenant,
+        "code.unbound",
+        json!({ "share_id": before.share_id, "code_id": code, "principal": principal }),
+    )
+    .await?;
+    tx.commit().await.context("committing the unbind")?;
+    Ok(if revoked { "revoked" } else { "unused" })
+}

@@ -1,0 +1,288 @@
+//! Settlement: the moment a code is bound and an access is counted.
+//!
+//! DESIGN.md's three phases: [`validate`] (phase 1: a typed code is looked
+//! up, nothing is bound; the caller keeps the code id in the session:
+//! phase 2), then [`Settler::settle`] (phase 3) on a real content request:
+//!
+//! 1. a returning learner (bound in PostgreSQL) skips Redis entirely;
+//! 2. otherwise `reserve.lua` takes the code and the learner for this
+//!    attempt, turning away concurrent losers cheaply;
+//! 3. **the settlement transaction** ([`Settler::transaction`]) checks the
+//!    share, the account and an existing binding, binds with a
+//!    compare-and-set `UPDATE … WHERE bound_principal IS NULL`, debits the
+//!    learner's and the share's counters with conditional UPDATEs, writes the
+//!    access record (unique per request id) and the outbox rows, and commits,
+//!    or leaves nothing behind;
+//! 4. `release.lua` frees the reservation, committed or not.
+//!
+//! A unique violation rolls the transaction back and the settlement starts
+//! over, reading the final state afresh (never continuing in the failed
+//! transaction). A retry with the same request id finds the first attempt's
+//! record and returns it. If Redis fails, [`FailurePolicy`] decides; an
+//! unanswered reservation is never taken for a granted one.
+//!
+//! What one *access* is: a grant of one resource to one learner, valid for
+//! [`SettlementOptions::grant_ttl`]. Range requests, reloads and retries of
+//! that resource inside the grant's lifetime are not counted again; opening
+//! it after the grant expired counts a new access (debiting the learner's
+//! limit and the share's quota once).
+//!
+//! Where each part lives:
+//!
+//! * this file: the request, its answer ([`Grant`]) and [`SettlementError`];
+//!   phase 1 ([`validate`]) and the reads of a binding ([`binding_of`],
+//!   [`holdings_of`]);
+//! * `settler.rs`: [`Settler`] and phase 3 around the transaction (steps 1,
+//!   2 and 4: the returning learner, the reservation and its waits, the
+//!   release);
+//! * `transaction.rs`: **the settlement transaction** (step 3), the
+//!   start-overs around it and its fault points;
+//! * [`patience`]: the one wait schedule for a busy code;
+//! * [`options`]: how a settler is configured, and the hooks only tests set
+//!   (fault points, the probe).
+//!
+//! [`FailurePolicy`]: options::FailurePolicy
+//! [`SettlementOptions::grant_ttl`]: options::SettlementOptions::grant_ttl
+
+use anyhow::Context as _;
+use sqlx::PgPool;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::{
+    accounts::AccountId,
+    codes::{Keyring, PlainCode},
+    shares::Share,
+};
+
+pub mod options;
+pub mod patience;
+mod settler;
+mod transaction;
+
+// A facade, not a shortcut: `Settler`'s code is spread over `settler.rs`
+// (around the transaction) and `transaction.rs` (the transaction) for
+// reading; callers know one type, `settlement::Settler`.
+pub use settler::Settler;
+
+use patience::Patience;
+
+/// One first-access (or returning) request for a resource.
+#[derive(Debug, Clone)]
+pub struct SettlementRequest {
+    pub share: Share,
+    pub principal: AccountId,
+    pub resource: Uuid,
+    /// The code id from phase 2 (the session), if any.
+    pub pending_code: Option<Uuid>,
+    /// Random per logical attempt, reused by its retries.
+    pub request_id: RequestId,
+    /// What to do while someone else's attempt holds the code.
+    pub patience: Patience,
+}
+
+/// A request id: 1 to 200 visible ASCII characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestId(String);
+
+impl RequestId {
+    pub fn parse(raw: &str) -> Result<Self, SettlementError> {
+        let ok = (1..=200).contains(&raw.len()) && raw.bytes().all(|b| b.is_ascii_graphic());
+        ok.then(|| Self(raw.to_owned()))
+            .ok_or(SettlementError::InvalidRequestId)
+    }
+
+    pub fn generate() -> Self {
+        Self(Uuid::new_v4().to_string())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Access granted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    pub code_id: Uuid,
+    /// This request bound the code.
+    pub bound_now: bool,
+    /// This request counted a new access (false: a live grant was reused).
+    pub counted: bool,
+    /// This request is a retry answered from the first attempt's record.
+    pub replayed: bool,
+    pub expires_at: OffsetDateTime,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SettlementError {
+    #[error("enter your access code first")]
+    CodeRequired,
+    #[error("this code is already used by another account")]
+    CodeBound,
+    #[error("this code was revoked by the course provider")]
+    CodeRevoked,
+    #[error("this code does not belong to this course")]
+    WrongShare,
+    #[error("this code is not valid")]
+    InvalidCode,
+    #[error("you already have access to this course")]
+    AlreadyHasAccess,
+    #[error("{0}")]
+    ShareUnavailable(crate::shares::Unavailability),
+    #[error("this course has reached its access limit")]
+    QuotaExhausted,
+    #[error("you have used all your accesses to this course")]
+    LearnerLimitReached,
+    #[error("this account is disabled")]
+    AccountDisabled,
+    #[error("no such resource")]
+    ResourceNotFound,
+    #[error(
+        "this request id was already used for another request, or its access has ended; retry with a new one"
+    )]
+    RequestIdReused,
+    #[error("a request id is 1 to 200 visible characters")]
+    InvalidRequestId,
+    /// Another attempt holds the code or the learner right now.
+    #[error("someone is using this code right now; try again in a moment")]
+    Busy,
+    /// Redis (fail-closed) or PostgreSQL cannot serve now.
+    #[error("the service is degraded; try again in a moment")]
+    Unavailable,
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
+
+/// Phase 1: what a typed code is, for this learner in this share. Binds
+/// nothing. `Ok` carries the code id to keep in the session (phase 2).
+pub async fn validate(
+    pool: &PgPool,
+    keyring: &Keyring,
+    share: &Share,
+    principal: AccountId,
+    code: &PlainCode,
+) -> Result<Uuid, SettlementError> {
+    if let Some(reason) = share.unavailable_because(OffsetDateTime::now_utc()) {
+        return Err(SettlementError::ShareUnavailable(reason));
+    }
+    let candidates = keyring.candidates(code);
+    let found = sqlx::query!(
+        r#"SELECT id, tenant_id, share_id, bound_principal, revoked_at IS NOT NULL AS "revoked!"
+           FROM auth_codes WHERE digest = ANY($1)"#,
+        &candidates,
+    )
+    .fetch_optional(pool)
+    .await
+    .context("looking a code up")?;
+    let Some(found) = found else {
+        return Err(SettlementError::InvalidCode);
+    };
+    if found.tenant_id != share.tenant_id || found.share_id != share.id {
+        return Err(SettlementError::WrongShare);
+    }
+    if found.revoked {
+        return Err(SettlementError::CodeRevoked);
+    }
+    match found.bound_principal {
+        Some(p) if p == principal.0 => return Ok(found.id),
+        Some(_) => {
+            // The leak signal: someone else holds this code's text.
+            sqlx::query!(
+                "UPDATE auth_codes SET foreign_attempts = foreign_attempts + 1,
+                        last_foreign_attempt_at = now()
+                 WHERE tenant_id = $1 AND id = $2",
+                found.tenant_id,
+                found.id,
+            )
+            .execute(pool)
+            .await
+            .context("counting an attempt on a bound code")?;
+            crate::measures::leak_signal();
+            return Err(SettlementError::CodeBound);
+        }
+        None => {}
+    }
+    if binding_of(pool, share, principal).await?.is_some() {
+        return Err(SettlementError::AlreadyHasAccess);
+    }
+    Ok(found.id)
+}
+
+/// The code bound to `principal` in `share`, if any.
+pub async fn binding_of(
+    pool: &PgPool,
+    share: &Share,
+    principal: AccountId,
+) -> anyhow::Result<Option<BindingView>> {
+    sqlx::query_as!(
+        BindingView,
+        r#"SELECT id AS code_id, hint, first_used_at AS "bound_at!", access_count, revoked_at IS NOT NULL AS "revoked!"
+           FROM auth_codes
+           WHERE tenant_id = $1 AND share_id = $2 AND bound_principal = $3 AND bound_principal IS NOT NULL"#,
+        share.tenant_id,
+        share.id,
+        principal.0,
+    )
+    .fetch_optional(pool)
+    .await
+    .context("reading a learner's binding")
+}
+
+/// Every share `principal` holds a code of, in every tenant, most recently
+/// bound first ("My courses"). Bounded: nobody holds thousands of courses.
+pub async fn holdings_of(pool: &PgPool, principal: AccountId) -> anyhow::Result<Vec<Holding>> {
+    sqlx::query_as!(
+        Holding,
+        r#"SELECT s.slug, s.title, s.status, t.name AS tenant_name, c.hint,
+                  c.first_used_at AS "bound_at!", c.revoked_at IS NOT NULL AS "revoked!"
+           FROM auth_codes c
+           JOIN shares s ON s.tenant_id = c.tenant_id AND s.id = c.share_id
+           JOIN tenants t ON t.id = c.tenant_id
+           WHERE c.bound_principal = $1
+           ORDER BY c.first_used_at DESC
+           LIMIT 500"#,
+        principal.0,
+    )
+    .fetch_all(pool)
+    .await
+    .context("listing a learner's courses")
+}
+
+/// One share a learner holds a code of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holding {
+    pub slug: String,
+    pub title: String,
+    pub status: String,
+    pub tenant_name: String,
+    pub hint: String,
+    pub bound_at: OffsetDateTime,
+    pub revoked: bool,
+}
+
+/// A learner's binding in a share, as the learner sees it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+pub struct BindingView {
+    pub code_id: Uuid,
+    pub hint: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub bound_at: OffsetDateTime,
+    pub access_count: i32,
+    pub revoked: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_ids_are_bounded_visible_ascii() {
+        assert!(RequestId::parse("abc-123").is_ok());
+        assert!(RequestId::parse("").is_err());
+        assert!(RequestId::parse("a b").is_err());
+        assert!(RequestId::parse(&"x".repeat(201)).is_err());
+        assert!(RequestId::parse("ключ").is_err());
+        assert_ne!(RequestId::generate(), RequestId::generate());
+    }
+}

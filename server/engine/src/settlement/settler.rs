@@ -1,0 +1,174 @@
+//! Phase 3 around the settlement transaction: what [`Settler::settle`] does
+//! before and after it.
+//!
+//! A returning learner (bound in PostgreSQL) goes straight to the
+//! transaction. Otherwise `reserve.lua` takes the code and the learner for
+//! this attempt; while another attempt holds either, the request waits on
+//! the one schedule of [`super::patience`] (or answers `Busy` at once), and
+//! `release.lua` frees the reservation afterwards, committed or not. This
+//! file is the coordination in Redis; the invariants in PostgreSQL are
+//! `transaction.rs`.
+
+use std::time::Duration;
+
+use sqlx::PgPool;
+use time::OffsetDateTime;
+use tracing::Instrument as _;
+
+use super::{
+    Grant, SettlementError, SettlementRequest, binding_of,
+    options::{FailurePolicy, SettlementOptions, SettlementProbe},
+    patience::{BUSY_WAITS_MS, Patience},
+    transaction::classify,
+};
+use crate::{
+    coordination::Redis,
+    reservation::{Reservation, ReservationKeys, Reserver},
+};
+
+/// Settles first and returning accesses.
+#[derive(Debug, Clone)]
+pub struct Settler {
+    reserver: Reserver,
+    pub(super) options: SettlementOptions,
+}
+
+impl Settler {
+    pub fn new(options: SettlementOptions) -> Self {
+        Self {
+            reserver: Reserver::new(),
+            options,
+        }
+    }
+
+    pub fn options(&self) -> &SettlementOptions {
+        &self.options
+    }
+
+    /// Phase 3: decides access to `request.resource`, binding the pending
+    /// code on a first access.
+    pub async fn settle(
+        &self,
+        pool: &PgPool,
+        redis: &Redis,
+        request: &SettlementRequest,
+    ) -> Result<Grant, SettlementError> {
+        let span = tracing::info_span!(
+            "settle",
+            tenant = %request.share.tenant_id,
+            share = %request.share.id,
+            principal = %request.principal.0,
+            outcome = tracing::field::Empty,
+        );
+        let result = self
+            .settle_unmeasured(pool, redis, request)
+            .instrument(span.clone())
+            .await;
+        crate::measures::settlement(result.as_ref().map(|g| (g.bound_now, g.replayed)));
+        span.record(
+            "outcome",
+            match &result {
+                Ok(grant) if grant.bound_now => "bound",
+                Ok(_) => "granted",
+                Err(_) => "refused",
+            },
+        );
+        result
+    }
+
+    async fn settle_unmeasured(
+        &self,
+        pool: &PgPool,
+        redis: &Redis,
+        request: &SettlementRequest,
+    ) -> Result<Grant, SettlementError> {
+        let share = &request.share;
+        if let Some(reason) = share.unavailable_because(OffsetDateTime::now_utc()) {
+            return Err(SettlementError::ShareUnavailable(reason));
+        }
+        // Returning learners: the database binding decides, no Redis.
+        let bound = binding_of(pool, share, request.principal)
+            .await
+            .map_err(classify)?;
+        if bound.is_some() {
+            return self.run_transaction(pool, request).await;
+        }
+        let code = request.pending_code.ok_or(SettlementError::CodeRequired)?;
+        let keys = ReservationKeys {
+            code: redis
+                .keys()
+                .reservation_code(share.tenant_id, share.id, code),
+            user: redis
+                .keys()
+                .reservation_user(share.tenant_id, share.id, request.principal.0),
+        };
+        // Request ids are chosen by callers: scope the owner to the learner
+        // so that two learners picking the same id never share a reservation.
+        let owner = format!("{}:{}", request.principal.0, request.request_id.as_str());
+        let owner = owner.as_str();
+        // One wait schedule for every kind of "busy", owned here: a
+        // request never waits inside another wait.
+        let mut waits = BUSY_WAITS_MS.iter();
+        let reserved = loop {
+            self.count(|p| &p.reservations);
+            let answer = self
+                .reserver
+                .reserve(redis, &keys, owner, self.options.reservation_ttl)
+                .await;
+            let worth_waiting = match answer {
+                Ok(Reservation::Reserved) => break true,
+                // The learner's own other request (a video player's Range
+                // requests): it takes milliseconds, then this one takes the
+                // returning-learner path.
+                Ok(Reservation::UserBusy) => true,
+                // Someone else's attempt at this code: a person waits for
+                // the definite answer ("already used"); an API client
+                // hears "busy" at once and retries with its request id, so
+                // a hot code's losers stay off PostgreSQL.
+                Ok(Reservation::CodeHeld) => request.patience == Patience::WaitBriefly,
+                Err(error) => match self.options.failure_policy {
+                    FailurePolicy::FailClosed => {
+                        tracing::warn!(
+                            error = format!("{error:#}"),
+                            "reservation failed; refusing (fail-closed)"
+                        );
+                        return Err(SettlementError::Unavailable);
+                    }
+                    FailurePolicy::DbOnly => {
+                        tracing::warn!(
+                            error = format!("{error:#}"),
+                            "reservation failed; settling in PostgreSQL alone"
+                        );
+                        break false;
+                    }
+                },
+            };
+            let Some(wait) = waits.next().filter(|_| worth_waiting) else {
+                return Err(SettlementError::Busy);
+            };
+            tokio::time::sleep(Duration::from_millis(*wait)).await;
+            if binding_of(pool, share, request.principal)
+                .await
+                .map_err(classify)?
+                .is_some()
+            {
+                return self.run_transaction(pool, request).await;
+            }
+        };
+        let result = self.run_transaction(pool, request).await;
+        if reserved && let Err(error) = self.reserver.release(redis, &keys, owner).await {
+            // The TTL cleans up; the settlement's outcome stands.
+            tracing::warn!(
+                error = format!("{error:#}"),
+                "releasing a reservation failed"
+            );
+        }
+        result
+    }
+
+    pub(super) fn count(&self, which: impl Fn(&SettlementProbe) -> &std::sync::atomic::AtomicU64) {
+        if let Some(probe) = &self.options.probe {
+            which(probe).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}

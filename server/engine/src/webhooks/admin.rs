@@ -1,0 +1,246 @@
+//! What the admin console does with webhooks: add an endpoint (its signing
+//! secret shown once), list and disable endpoints, list the deliveries
+//! that need a look and put a dead-lettered one back in line. Every action
+//! is audited; every query filters by the tenant passed in.
+
+use anyhow::Context as _;
+use rand::RngCore as _;
+use secrecy::SecretString;
+use serde_json::json;
+use sqlx::PgPool;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::{WebhookError, destination::EndpointUrl};
+use crate::{accounts::AccountId, audit, tenants::TenantId};
+
+/// A tenant's endpoint, as the console lists it (never its secret).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    pub id: Uuid,
+    pub url: String,
+    pub events: Vec<String>,
+    pub created_at: OffsetDateTime,
+    pub disabled_at: Option<OffsetDateTime>,
+    /// Deliveries dead-lettered and not redelivered.
+    pub dead: i64,
+    pub delivered: i64,
+}
+
+/// Adds an endpoint; the answer holds its signing secret, shown once.
+pub async fn create_endpoint(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    url: &EndpointUrl,
+    events: &[String],
+) -> Result<(Uuid, SecretString), WebhookError> {
+    if events.is_empty() {
+        return Err(WebhookError::InvalidEvents);
+    }
+    let mut bytes = [0_u8; 24];
+    rand::thread_rng().fill_bytes(&mut bytes);
+    let secret: String = "whsec_"
+        .chars()
+        .chain(
+            bytes
+                .iter()
+                .flat_map(|b| format!("{b:02x}").chars().collect::<Vec<_>>()),
+        )
+        .collect();
+    let id = Uuid::now_v7();
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    sqlx::query!(
+        "INSERT INTO webhook_endpoints (tenant_id, id, url, secret, events, created_by)
+         VALUES ($1, $2, $3, $4, $5, $6)",
+        tenant.0,
+        id,
+        url.as_str(),
+        secret,
+        events,
+        actor.0,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("inserting a webhook endpoint")?;
+    audit::admin_action(
+        &mut tx,
+        tenant,
+        actor,
+        "webhook.created",
+        ("webhook_endpoint", id),
+        json!({ "url": url.as_str(), "events": events }),
+    )
+    .await?;
+    tx.commit().await.context("committing the endpoint")?;
+    Ok((id, SecretString::from(secret)))
+}
+
+/// The tenant's endpoints, newest first, with their delivery counts.
+pub async fn endpoints(pool: &PgPool, tenant: TenantId) -> anyhow::Result<Vec<Endpoint>> {
+    let rows = sqlx::query!(
+        r#"SELECT e.id, e.url, e.events, e.created_at, e.disabled_at,
+                  (SELECT count(*) FROM webhook_deliveries d
+                    WHERE d.tenant_id = e.tenant_id AND d.endpoint_id = e.id
+                      AND d.dead_at IS NOT NULL AND d.delivered_at IS NULL) AS "dead!",
+                  (SELECT count(*) FROM webhook_deliveries d
+                    WHERE d.tenant_id = e.tenant_id AND d.endpoint_id = e.id
+                      AND d.delivered_at IS NOT NULL) AS "delivered!"
+           FROM webhook_endpoints e WHERE e.tenant_id = $1
+           ORDER BY e.created_at DESC, e.id DESC"#,
+        tenant.0,
+    )
+    .fetch_all(pool)
+    .await
+    .context("listing webhook endpoints")?;
+    Ok(rows
+        .into_iter()
+        .map(|r| Endpoint {
+            id: r.id,
+            url: r.url,
+            events: r.events,
+            created_at: r.created_at,
+            disabled_at: r.disabled_at,
+            dead: r.dead,
+            delivered: r.delivered,
+        })
+        .collect())
+}
+
+/// Stops an endpoint: nothing new is fanned out to it, and its pending
+/// deliveries are dead-lettered (an admin can still redeliver them).
+pub async fn disable_endpoint(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    endpoint: Uuid,
+) -> Result<(), WebhookError> {
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let disabled = sqlx::query!(
+        "UPDATE webhook_endpoints SET disabled_at = coalesce(disabled_at, now())
+         WHERE tenant_id = $1 AND id = $2",
+        tenant.0,
+        endpoint,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("disabling a webhook endpoint")?;
+    if disabled.rows_affected() == 0 {
+        return Err(WebhookError::EndpointNotFound);
+    }
+    sqlx::query!(
+        "UPDATE webhook_deliveries SET dead_at = now(), last_error = 'endpoint disabled'
+         WHERE tenant_id = $1 AND endpoint_id = $2 AND delivered_at IS NULL AND dead_at IS NULL",
+        tenant.0,
+        endpoint,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("dead-lettering a disabled endpoint's deliveries")?;
+    audit::admin_action(
+        &mut tx,
+        tenant,
+        actor,
+        "webhook.disabled",
+        ("webhook_endpoint", endpoint),
+        json!({}),
+    )
+    .await?;
+    tx.commit().await.context("committing the change")?;
+    Ok(())
+}
+
+/// A delivery as the console lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    pub endpoint_id: Uuid,
+    pub event_id: Uuid,
+    pub url: String,
+    pub event_type: String,
+    pub attempts: i32,
+    pub created_at: OffsetDateTime,
+    pub next_attempt_at: OffsetDateTime,
+    pub delivered_at: Option<OffsetDateTime>,
+    pub dead_at: Option<OffsetDateTime>,
+    pub last_status: Option<i32>,
+    pub last_error: Option<String>,
+}
+
+/// The tenant's deliveries that need a look: dead-lettered ones and those
+/// still retrying, oldest event first.
+pub async fn troubled(
+    pool: &PgPool,
+    tenant: TenantId,
+    limit: i64,
+) -> anyhow::Result<Vec<Delivery>> {
+    let rows = sqlx::query!(
+        r#"SELECT d.endpoint_id, d.event_id, e.url, o.event_type, d.attempts, o.created_at,
+                  d.next_attempt_at, d.delivered_at, d.dead_at, d.last_status, d.last_error
+           FROM webhook_deliveries d
+           JOIN webhook_endpoints e ON e.tenant_id = d.tenant_id AND e.id = d.endpoint_id
+           JOIN outbox o ON o.tenant_id = d.tenant_id AND o.id = d.event_id
+           WHERE d.tenant_id = $1 AND d.delivered_at IS NULL AND (d.dead_at IS NOT NULL OR d.attempts > 0)
+           ORDER BY o.created_at, d.event_id
+           LIMIT $2"#,
+        tenant.0,
+        limit,
+    )
+    .fetch_all(pool)
+    .await
+    .context("listing troubled deliveries")?;
+    Ok(rows
+        .into_iter()
+        .map(|r| Delivery {
+            endpoint_id: r.endpoint_id,
+            event_id: r.event_id,
+            url: r.url,
+            event_type: r.event_type,
+            attempts: r.attempts,
+            created_at: r.created_at,
+            next_attempt_at: r.next_attempt_at,
+            delivered_at: r.delivered_at,
+            dead_at: r.dead_at,
+            last_status: r.last_status,
+            last_error: r.last_error,
+        })
+        .collect())
+}
+
+/// Puts a dead-lettered delivery back in line, with fresh attempts.
+pub async fn redeliver(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    endpoint: Uuid,
+    event: Uuid,
+) -> Result<(), WebhookError> {
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let revived = sqlx::query!(
+        "UPDATE webhook_deliveries
+         SET dead_at = NULL, attempts = 0, next_attempt_at = now(), last_error = NULL
+         WHERE tenant_id = $1 AND endpoint_id = $2 AND event_id = $3
+           AND dead_at IS NOT NULL AND delivered_at IS NULL
+           AND EXISTS (SELECT 1 FROM webhook_endpoints e
+                       WHERE e.tenant_id = $1 AND e.id = $2 AND e.disabled_at IS NULL)",
+        tenant.0,
+        endpoint,
+        event,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("reviving a delivery")?;
+    if revived.rows_affected() == 0 {
+        return Err(WebhookError::DeliveryNotFound);
+    }
+    audit::admin_action(
+        &mut tx,
+        tenant,
+        actor,
+        "webhook.redelivered",
+        ("webhook_endpoint", endpoint),
+        json!({ "event_id": event }),
+    )
+    .await?;
+    tx.commit().await.context("committing the redelivery")?;
+    Ok(())
+}
