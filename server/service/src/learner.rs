@@ -12,7 +12,7 @@ use engine::{
     codes::PlainCode,
     coordination::ThrottleScope,
     resources::{self, Resource},
-    settlement::{self, BindingView, Grant, Holding, RequestId, SettlementRequest},
+    settlement::{self, BindingView, Grant, Holding, RequestId, SettlementRequest, Validated},
     shares::{Share, ShareId, Unavailability},
 };
 use time::OffsetDateTime;
@@ -162,7 +162,7 @@ pub async fn enter_code(
         policy.code_per_share,
     )
     .await?;
-    let code_id = settlement::validate(
+    let validated = settlement::validate(
         &services.pool,
         &services.keyring,
         share,
@@ -170,12 +170,10 @@ pub async fn enter_code(
         &code,
     )
     .await?;
-    if settlement::binding_of(&services.pool, share, principal.id)
-        .await?
-        .is_some()
-    {
-        return Ok(CodeEntered::AlreadyBound);
-    }
+    let code_id = match validated {
+        Validated::AlreadyYours(_) => return Ok(CodeEntered::AlreadyBound),
+        Validated::Usable(code_id) => code_id,
+    };
     session
         .insert(
             &pending_key(share.id),

@@ -177,6 +177,50 @@ async fn one_learner_with_many_codes(
 
 /// Case 3: a bound learner requests content 100 times, half retries of one
 /// attempt, half fresh requests.
+/// Phase 1 answers what the next step needs: a learner who types the code
+/// already bound to them hears "bound", and nothing is kept pending or
+/// counted (the code is not theirs twice).
+#[sqlx::test(migrations = "../migrations")]
+async fn re_entering_your_own_bound_code_says_bound_and_keeps_nothing_pending(pool: PgPool) {
+    let app = spawn_app_with(pool, load_settings()).await;
+    let admin = admin(&app).await;
+    let (_, client) = learners(&app, 1).await.remove(0);
+    let course = course::course(&app, &admin, json!({})).await;
+    let codes = issue(&app, &admin, course.share, 1).await;
+    let entered: serde_json::Value = enter_code(&app, &client, &course.slug, &codes[0].1)
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(entered["status"], "pending");
+    let first = open(&app, &client, &course, None).await;
+    assert_eq!(first.headers()["x-admitone-access"], "bound");
+
+    let again = enter_code(&app, &client, &course.slug, &codes[0].1).await;
+    assert_eq!(again.status(), 200);
+    let again: serde_json::Value = again.json().await.expect("json");
+    assert_eq!(again["status"], "bound", "{again}");
+    let page: serde_json::Value = client
+        .get(format!("{}/api/v1/s/{}", app.address, course.slug))
+        .send()
+        .await
+        .expect("share page")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(page["me"]["pending"], false, "{page}");
+    assert_eq!(page["me"]["binding"]["code_id"], codes[0].0.to_string());
+    assert_eq!(
+        state_of(&app, course.share).await,
+        ShareState {
+            bound: 1,
+            quota_used: 1,
+            records: 1
+        },
+        "re-entering counts nothing"
+    );
+}
+
 #[sqlx::test(migrations = "../migrations")]
 async fn a_bound_learner_never_spends_a_second_code(pool: PgPool) {
     let app = spawn_app_with(pool, load_settings()).await;

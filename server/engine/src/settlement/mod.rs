@@ -154,15 +154,27 @@ pub enum SettlementError {
     Unexpected(#[from] anyhow::Error),
 }
 
+/// What phase 1 found a typed code to be, for this learner: all the next
+/// step needs, so nobody reads the binding again to decide it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Validated {
+    /// Unbound, and the learner holds no code of this share: keep its id
+    /// pending in the session (phase 2).
+    Usable(Uuid),
+    /// Already bound to this learner: nothing to keep.
+    AlreadyYours(Uuid),
+}
+
 /// Phase 1: what a typed code is, for this learner in this share. Binds
-/// nothing. `Ok` carries the code id to keep in the session (phase 2).
+/// nothing. Refusals are errors; the two ways a code can be fine are
+/// [`Validated`].
 pub async fn validate(
     pool: &PgPool,
     keyring: &Keyring,
     share: &Share,
     principal: AccountId,
     code: &PlainCode,
-) -> Result<Uuid, SettlementError> {
+) -> Result<Validated, SettlementError> {
     if let Some(reason) = share.unavailable_because(OffsetDateTime::now_utc()) {
         return Err(SettlementError::ShareUnavailable(reason));
     }
@@ -185,7 +197,7 @@ pub async fn validate(
         return Err(SettlementError::CodeRevoked);
     }
     match found.bound_principal {
-        Some(p) if p == principal.0 => return Ok(found.id),
+        Some(p) if p == principal.0 => return Ok(Validated::AlreadyYours(found.id)),
         Some(_) => {
             // The leak signal: someone else holds this code's text.
             sqlx::query!(
@@ -206,7 +218,7 @@ pub async fn validate(
     if binding_of(pool, share, principal).await?.is_some() {
         return Err(SettlementError::AlreadyHasAccess);
     }
-    Ok(found.id)
+    Ok(Validated::Usable(found.id))
 }
 
 /// The code bound to `principal` in `share`, if any.
