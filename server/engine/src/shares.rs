@@ -468,6 +468,27 @@ pub async fn get(pool: &PgPool, share: ShareId) -> anyhow::Result<Option<Share>>
     .context("reading a share")
 }
 
+/// The share `share` of `tenant`, if it is one: an admin's request reaches
+/// only its own tenant's rows, so a share of another tenant is `None`, like
+/// one that does not exist (ids are not secrets, but tenants stay apart).
+pub async fn get_in(
+    pool: &PgPool,
+    tenant: TenantId,
+    share: ShareId,
+) -> anyhow::Result<Option<Share>> {
+    sqlx::query_as!(
+        Share,
+        r#"SELECT tenant_id, id, slug, title, description, status, valid_from, valid_until,
+                  per_learner_limit, quota, quota_used
+           FROM shares WHERE tenant_id = $1 AND id = $2"#,
+        tenant.0,
+        share.0,
+    )
+    .fetch_optional(pool)
+    .await
+    .context("reading a share")
+}
+
 /// Changes a share's status (audited).
 pub async fn set_status(
     pool: &PgPool,

@@ -34,9 +34,8 @@ pub async fn admin_share(
     share: ShareId,
 ) -> Result<(Principal, Share), ServiceError> {
     let admin = session::admin_of(services, session, tenant).await?;
-    let share = shares::get(&services.pool, share)
+    let share = shares::get_in(&services.pool, tenant, share)
         .await?
-        .filter(|s| s.tenant_id == tenant.0)
         .ok_or(ServiceError::NotFound)?;
     Ok((admin, share))
 }

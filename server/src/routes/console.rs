@@ -73,9 +73,8 @@ pub async fn codes_csv(
     Path((tenant, share, batch)): Path<(Uuid, Uuid, Uuid)>,
 ) -> Result<Response, ApiError> {
     let admin = service::session::admin_of(&state.services, &session, TenantId(tenant)).await?;
-    let share = shares::get(&state.services.pool, ShareId(share))
+    let share = shares::get_in(&state.services.pool, TenantId(tenant), ShareId(share))
         .await?
-        .filter(|s| s.tenant_id == tenant)
         .ok_or_else(ApiError::not_found)?;
     // A batch, or a single replacement code (labelled with its batch).
     let label = engine::console::handover_label(
@@ -235,9 +234,8 @@ pub async fn records_csv(
     Path((tenant, share)): Path<(Uuid, Uuid)>,
 ) -> Result<Response, ApiError> {
     service::session::admin_of(&state.services, &session, TenantId(tenant)).await?;
-    let share = shares::get(&state.services.pool, ShareId(share))
+    let share = shares::get_in(&state.services.pool, TenantId(tenant), ShareId(share))
         .await?
-        .filter(|s| s.tenant_id == tenant)
         .ok_or_else(ApiError::not_found)?;
     let pool = state.services.pool.clone();
     let slug = share.slug.clone();
