@@ -1,0 +1,239 @@
+//! Admin endpoints on a share's access codes: issue a batch, list them,
+//! revoke one, unbind one. Split from `admin/mod.rs` by concern; behaviour
+//! unchanged.
+
+use axum::{
+    Json,
+    extract::{Path, Query, State, rejection::JsonRejection},
+    http::StatusCode,
+    response::IntoResponse,
+};
+use engine::{
+    accounts::Principal, batches, code_admin, shares::ShareId, tenants::TenantId, tokens::Scope,
+};
+use serde::Deserialize;
+use uuid::Uuid;
+
+use super::{Caller, admin_of_share, parse_id};
+use crate::{
+    routes::api::{
+        error::{ApiError, rejection},
+        schema::{CodePage, CodeState, ErrorBody, IssuedBatch, IssuedCode},
+    },
+    startup::ServerState,
+};
+
+#[derive(Deserialize, utoipa::ToSchema)]
+pub struct IssueBody {
+    /// 1 to 100,000.
+    count: i64,
+    label: Option<String>,
+}
+
+/// Issues a batch of codes; the plain codes are in this answer only.
+#[utoipa::path(post, path = "/api/v1/shares/{share_id}/codes", tag = "admin",
+    params(
+        ("share_id" = Uuid, Path, description = "The share"),
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key issues nothing new")
+    ),
+    request_body = IssueBody,
+    responses(
+        (status = 201, description = "Issued", body = IssuedBatch),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
+        (status = 404, description = "No such share", body = ErrorBody),
+        (status = 409, description = "This Idempotency-Key already issued a batch", body = ErrorBody),
+        (status = 422, description = "Invalid count or label", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
+pub async fn issue_codes(
+    State(state): State<ServerState>,
+    caller: Caller,
+    Path(share_id): Path<String>,
+    headers: axum::http::HeaderMap,
+    body: Result<Json<IssueBody>, JsonRejection>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (share, admin) = admin_of_share(&state, &caller, &share_id, Scope::Write).await?;
+    let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
+    let key = match headers.get("idempotency-key") {
+        None => None,
+        Some(value) => {
+            let value = value.to_str().map_err(|_| {
+                ApiError::from(engine::settlement::SettlementError::InvalidRequestId)
+            })?;
+            Some(engine::settlement::RequestId::parse(value)?)
+        }
+    };
+    let request = batches::BatchRequest {
+        share: ShareId(share.id),
+        count: body.count,
+        label: body.label.as_deref().unwrap_or(""),
+        idempotency_key: key.as_ref().map(engine::settlement::RequestId::as_str),
+        progress: None,
+    };
+    let batch = batches::issue_codes(
+        &state.services.pool,
+        &state.services.keyring,
+        share.tenant(),
+        admin.id,
+        &request,
+    )
+    .await?;
+    let codes: Vec<_> = batch
+        .codes
+        .iter()
+        .map(|(id, code)| IssuedCode {
+            id: *id,
+            code: code.display(),
+        })
+        .collect();
+    Ok((
+        StatusCode::CREATED,
+        Json(IssuedBatch {
+            batch_id: batch.batch_id,
+            count: codes.len(),
+            codes,
+        }),
+    ))
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    after: Option<Uuid>,
+    limit: Option<i64>,
+    /// `unused`, `bound` or `revoked`.
+    state: Option<String>,
+    batch: Option<Uuid>,
+    /// Part of a hint or of a bound learner's email.
+    q: Option<String>,
+}
+
+/// Lists a share's codes (keyset pages, filters).
+#[utoipa::path(get, path = "/api/v1/shares/{share_id}/codes", tag = "admin",
+    params(("share_id" = Uuid, Path, description = "The share"), ListQuery),
+    responses(
+        (status = 200, description = "A page", body = CodePage),
+        (status = 400, description = "Malformed query", body = ErrorBody),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
+        (status = 404, description = "No such share", body = ErrorBody),
+        (status = 422, description = "Invalid filter", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
+pub async fn list_codes(
+    State(state): State<ServerState>,
+    caller: Caller,
+    Path(share_id): Path<String>,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (share, _) = admin_of_share(&state, &caller, &share_id, Scope::Read).await?;
+    let Query(query) = query.map_err(|e| rejection(e, "invalid_query"))?;
+    let limit = query.limit.unwrap_or(100).clamp(1, 1_000);
+    let filter = code_admin::CodeFilter {
+        state: query
+            .state
+            .as_deref()
+            .map(code_admin::CodeState::parse)
+            .transpose()?,
+        batch: query.batch,
+        search: query.q,
+    };
+    let codes = code_admin::list_codes(
+        &state.services.pool,
+        share.tenant(),
+        ShareId(share.id),
+        &filter,
+        query.after,
+        limit,
+    )
+    .await?;
+    let next_after = (codes.len() as i64 == limit)
+        .then(|| codes.last().map(|c| c.id))
+        .flatten();
+    Ok(Json(CodePage { codes, next_after }))
+}
+
+/// The tenant of a code and its admin, or 401/403/404.
+async fn admin_of_code(
+    state: &ServerState,
+    caller: &Caller,
+    code_id: &str,
+) -> Result<(TenantId, Uuid, Principal), ApiError> {
+    let code = parse_id(code_id)?;
+    let Some((tenant, _share)) = code_admin::share_of_code(&state.services.pool, code).await?
+    else {
+        return Err(caller.refuse(state).await);
+    };
+    let admin = caller.admin_of(state, tenant, Scope::Write).await?;
+    Ok((tenant, code, admin))
+}
+
+/// Revokes a code; a learner bound to it loses access.
+#[utoipa::path(post, path = "/api/v1/codes/{code_id}/revoke", tag = "admin",
+    params(("code_id" = Uuid, Path, description = "The code")),
+    responses(
+        (status = 200, description = "Revoked", body = CodeState),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
+        (status = 404, description = "No such code", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
+pub async fn revoke_code(
+    State(state): State<ServerState>,
+    caller: Caller,
+    Path(code_id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (tenant, code, admin) = admin_of_code(&state, &caller, &code_id).await?;
+    code_admin::revoke_code(&state.services.pool, tenant, admin.id, code).await?;
+    Ok(Json(CodeState {
+        id: code,
+        state: "revoked".into(),
+    }))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+pub struct UnbindBody {
+    reason: String,
+    #[serde(default)]
+    revoke: bool,
+}
+
+/// Unbinds a bound code (reason required, audited).
+#[utoipa::path(post, path = "/api/v1/codes/{code_id}/unbind", tag = "admin",
+    params(("code_id" = Uuid, Path, description = "The code")),
+    request_body = UnbindBody,
+    responses(
+        (status = 200, description = "Unbound", body = CodeState),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
+        (status = 404, description = "No such code", body = ErrorBody),
+        (status = 409, description = "The code is not bound", body = ErrorBody),
+        (status = 422, description = "Missing reason", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
+pub async fn unbind_code(
+    State(state): State<ServerState>,
+    caller: Caller,
+    Path(code_id): Path<String>,
+    body: Result<Json<UnbindBody>, JsonRejection>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (tenant, code, admin) = admin_of_code(&state, &caller, &code_id).await?;
+    let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
+    code_admin::unbind_code(
+        &state.services.pool,
+        tenant,
+        admin.id,
+        code,
+        &body.reason,
+        body.revoke,
+    )
+    .await?;
+    let state_name = if body.revoke { "revoked" } else { "unused" };
+    Ok(Json(CodeState {
+        id: code,
+        state: state_name.into(),
+    }))
+}

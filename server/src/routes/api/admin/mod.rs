@@ -1,0 +1,128 @@
+//! Admin endpoints. Each resolves the tenant that owns its target first and
+//! authorises against it (`admin_of`), so a path naming another tenant's
+//! share or code is refused before anything is read or written.
+//!
+//! This module holds what they share: the [`Caller`] (session or API
+//! token) and its `admin_of`/`refuse`, `admin_of_share`, `parse_id`. The
+//! handlers live by concern: `shares` (create a share, set its status),
+//! `resources` (upload; [`upload`] is also the console's form upload) and
+//! `codes` (issue, list, revoke, unbind).
+
+pub(super) mod codes;
+pub(super) mod resources;
+pub(super) mod shares;
+
+// The handlers the router (`routes/api/mod.rs`) and `routes/console.rs`
+// name, re-exported so `admin::create_share` etc. keep working. The OpenAPI
+// document (`schema.rs`) names them by their own module, where utoipa's
+// generated `__path_*` items live.
+pub use codes::{issue_codes, list_codes, revoke_code, unbind_code};
+pub use resources::{upload, upload_resource};
+pub use shares::{create_share, set_status};
+
+use engine::{
+    accounts::Principal,
+    shares::{Share, ShareId},
+    tenants::TenantId,
+    tokens::{self, Scope, TokenCaller},
+};
+use service::ServiceError;
+use tower_sessions::Session;
+use uuid::Uuid;
+
+use super::error::ApiError;
+use crate::startup::ServerState;
+
+fn parse_id(raw: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(raw).map_err(|_| ApiError::not_found())
+}
+
+/// Who calls an admin endpoint: a browser with an admin's session, or an
+/// integration with an API token (`Authorization: Bearer a1t_…`).
+pub enum Caller {
+    Session(Session),
+    Token(TokenCaller),
+}
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Caller
+where
+    ServerState: axum::extract::FromRef<S>,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        let state = <ServerState as axum::extract::FromRef<S>>::from_ref(state);
+        if let Some(value) = parts.headers.get(axum::http::header::AUTHORIZATION) {
+            let token = value
+                .to_str()
+                .ok()
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .ok_or(ServiceError::Unauthenticated)?;
+            let caller = tokens::authenticate(
+                &state.services.pool,
+                &secrecy::SecretString::from(token.trim().to_owned()),
+            )
+            .await?
+            .ok_or(ServiceError::Unauthenticated)?;
+            return Ok(Self::Token(caller));
+        }
+        let session = Session::from_request_parts(parts, &state)
+            .await
+            .map_err(|(_, message)| anyhow::anyhow!("session layer missing: {message}"))?;
+        Ok(Self::Session(session))
+    }
+}
+
+impl Caller {
+    /// The admin acting on `tenant` with `scope`, or 401/403.
+    pub async fn admin_of(
+        &self,
+        state: &ServerState,
+        tenant: TenantId,
+        scope: Scope,
+    ) -> Result<Principal, ApiError> {
+        match self {
+            Self::Session(session) => {
+                Ok(service::session::admin_of(&state.services, session, tenant).await?)
+            }
+            Self::Token(token) if token.tenant == tenant && token.allows(scope) => {
+                Ok(token.principal.clone())
+            }
+            Self::Token(_) => Err(ServiceError::Forbidden.into()),
+        }
+    }
+
+    /// 401 for nobody, else 403: what an unknown object answers, so ids
+    /// cannot be probed.
+    async fn refuse(&self, state: &ServerState) -> ApiError {
+        match self {
+            Self::Session(session) => {
+                match service::session::principal_of(&state.services, session).await {
+                    Ok(Some(_)) => ServiceError::Forbidden.into(),
+                    Ok(None) => ServiceError::Unauthenticated.into(),
+                    Err(error) => error.into(),
+                }
+            }
+            Self::Token(_) => ServiceError::Forbidden.into(),
+        }
+    }
+}
+
+/// The share and its admin, or 401/403/404.
+async fn admin_of_share(
+    state: &ServerState,
+    caller: &Caller,
+    share_id: &str,
+    scope: Scope,
+) -> Result<(Share, Principal), ApiError> {
+    let share = engine::shares::get(&state.services.pool, ShareId(parse_id(share_id)?)).await?;
+    // Authorise before revealing whether the share exists.
+    let Some(share) = share else {
+        return Err(caller.refuse(state).await);
+    };
+    let admin = caller.admin_of(state, share.tenant(), scope).await?;
+    Ok((share, admin))
+}

@@ -1,0 +1,154 @@
+//! Admin endpoint for a share's content: the streamed upload, and
+//! [`upload`], which the console's form upload (`routes/console.rs`) uses
+//! too. Split from `admin/mod.rs` by concern; behaviour unchanged.
+
+use axum::{
+    Json,
+    extract::{Multipart, Path, State},
+    http::StatusCode,
+    response::IntoResponse,
+};
+use engine::{resources, shares::ShareId, storage::Storage, tokens::Scope};
+use uuid::Uuid;
+
+use super::{Caller, admin_of_share};
+use crate::{
+    routes::api::{
+        error::{ApiError, rejection},
+        schema::{ErrorBody, UploadForm},
+    },
+    startup::ServerState,
+};
+
+/// Uploads a file as a new resource of a share (streamed; size limited).
+#[utoipa::path(post, path = "/api/v1/shares/{share_id}/resources", tag = "admin",
+    params(("share_id" = Uuid, Path, description = "The share")),
+    request_body(content = UploadForm, content_type = "multipart/form-data"),
+    responses(
+        (status = 201, description = "Stored", body = engine::resources::Resource),
+        (status = 400, description = "Not a multipart body", body = ErrorBody),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
+        (status = 404, description = "No such share", body = ErrorBody),
+        (status = 413, description = "Larger than the configured limit", body = ErrorBody),
+        (status = 422, description = "Missing file or bad title", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
+pub async fn upload_resource(
+    State(state): State<ServerState>,
+    caller: Caller,
+    Path(share_id): Path<String>,
+    multipart: Result<Multipart, axum::extract::multipart::MultipartRejection>,
+) -> Result<impl IntoResponse, ApiError> {
+    let multipart = multipart.map_err(|e| rejection(e, "invalid_multipart"))?;
+    let resource = upload(&state, &caller, &share_id, multipart).await?;
+    Ok((StatusCode::CREATED, Json(resource)))
+}
+
+/// Stores an uploaded file as a new resource of the share (its admins
+/// only); the bytes are removed again if anything fails.
+pub async fn upload(
+    state: &ServerState,
+    caller: &Caller,
+    share_id: &str,
+    mut multipart: Multipart,
+) -> Result<resources::Resource, ApiError> {
+    let (share, admin) = admin_of_share(state, caller, share_id, Scope::Write).await?;
+    let resource_id = Uuid::now_v7();
+    let key = Storage::key_for(share.tenant_id, share.id, resource_id);
+    let stored = store_upload(state, &key, &mut multipart).await;
+    let result = match stored {
+        Ok((title, size, content_type)) => resources::add_resource(
+            &state.services.pool,
+            share.tenant(),
+            admin.id,
+            ShareId(share.id),
+            resource_id,
+            &title,
+            &content_type,
+            i64::try_from(size).unwrap_or(i64::MAX),
+            &key,
+        )
+        .await
+        .map_err(ApiError::from),
+        Err(error) => Err(error),
+    };
+    match result {
+        Ok(resource) => Ok(resource),
+        Err(error) => {
+            // Nothing points at stored bytes of a failed upload: remove them.
+            if let Err(cleanup) = state.services.storage.delete(&key).await {
+                tracing::warn!(
+                    error = format!("{cleanup:#}"),
+                    "removing an orphaned upload failed"
+                );
+            }
+            Err(error)
+        }
+    }
+}
+
+/// Longest accepted resource title field, in bytes.
+const MAX_TITLE_BYTES: usize = 1_024;
+
+/// Reads the multipart body: streams `file` into storage, reads a bounded
+/// `title`. Returns (title, size, content type).
+async fn store_upload(
+    state: &ServerState,
+    key: &str,
+    multipart: &mut Multipart,
+) -> Result<(String, u64, String), ApiError> {
+    let mut title: Option<String> = None;
+    let mut stored: Option<(String, u64, String)> = None;
+    while let Some(mut field) = multipart
+        .next_field()
+        .await
+        .map_err(|e| rejection(e, "invalid_multipart"))?
+    {
+        match field.name() {
+            Some("title") => {
+                let mut bytes = Vec::new();
+                while let Some(chunk) = field
+                    .chunk()
+                    .await
+                    .map_err(|e| rejection(e, "invalid_multipart"))?
+                {
+                    bytes.extend_from_slice(&chunk);
+                    if bytes.len() > MAX_TITLE_BYTES {
+                        return Err(ApiError::invalid(
+                            "title",
+                            "a title needs 1 to 200 visible characters",
+                        ));
+                    }
+                }
+                title = Some(
+                    String::from_utf8(bytes)
+                        .map_err(|_| ApiError::invalid("title", "a title is text"))?,
+                );
+            }
+            Some("file") if stored.is_none() => {
+                let file_name = field.file_name().unwrap_or("file").to_owned();
+                let content_type = field
+                    .content_type()
+                    .filter(|ct| !ct.is_empty())
+                    .unwrap_or("application/octet-stream")
+                    .to_owned();
+                let size = state
+                    .services
+                    .storage
+                    .put(key, field, state.services.max_upload_bytes)
+                    .await?;
+                stored = Some((file_name, size, content_type));
+            }
+            _ => {}
+        }
+    }
+    let (file_name, size, content_type) = stored.ok_or_else(|| {
+        ApiError::invalid(
+            "file",
+            "attach the file in a multipart field named \"file\"",
+        )
+    })?;
+    let title = title.filter(|t| !t.trim().is_empty()).unwrap_or(file_name);
+    Ok((title, size, content_type))
+}
