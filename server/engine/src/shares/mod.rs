@@ -12,9 +12,15 @@
 //! only repeat variants; each variant's kind, code and text is mapped once
 //! (`outcome.rs`, `app/src/i18n/errors.rs`).
 //!
-//! Every function takes the tenant explicitly and every query filters by it:
-//! an admin's request can only ever reach rows of the tenant the caller was
-//! authorised for.
+//! Every admin function takes the tenant explicitly and every query of it
+//! filters by it: an admin's request can only ever reach rows of the tenant
+//! the caller was authorised for. Two reads take no tenant, on purpose:
+//! [`find_by_slug`] (a learner's public link names the share alone) and
+//! [`get`] (the JSON API authorises by the share's own tenant before it
+//! answers anything about it); the console reads with [`get_in`].
+//!
+//! What an admin may set on a share, and how it is parsed, is
+//! [`input`].
 
 use anyhow::Context as _;
 pub use model::Unavailability;
@@ -24,6 +30,12 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::{accounts::AccountId, audit, tenants::TenantId};
+
+mod input;
+// The input types are part of this module's vocabulary (`shares::ShareSlug`
+// and so on); they live in their own file because parsing is a room of its
+// own.
+pub use input::{NewShare, ShareInput, ShareSlug, ShareStatus};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ShareError {
@@ -86,155 +98,6 @@ pub enum ShareError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(transparent)]
 pub struct ShareId(pub Uuid);
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ShareStatus {
-    Draft,
-    Active,
-    Paused,
-    Archived,
-}
-
-impl ShareStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Draft => "draft",
-            Self::Active => "active",
-            Self::Paused => "paused",
-            Self::Archived => "archived",
-        }
-    }
-
-    pub fn parse(raw: &str) -> Result<Self, ShareError> {
-        match raw.trim() {
-            "draft" => Ok(Self::Draft),
-            "active" => Ok(Self::Active),
-            "paused" => Ok(Self::Paused),
-            "archived" => Ok(Self::Archived),
-            _ => Err(ShareError::InvalidStatus),
-        }
-    }
-}
-
-/// The public link name of a share (`/s/<slug>`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShareSlug(String);
-
-impl ShareSlug {
-    pub fn parse(raw: &str) -> Result<Self, ShareError> {
-        let slug = raw.trim();
-        let ok = (1..=64).contains(&slug.len())
-            && slug
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-            && !slug.starts_with('-')
-            && !slug.ends_with('-');
-        ok.then(|| Self(slug.to_owned()))
-            .ok_or(ShareError::InvalidSlug)
-    }
-
-    /// A slug made from a title, with a random suffix against collisions.
-    pub fn from_title(title: &str) -> Self {
-        let mut base: String = title
-            .to_lowercase()
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-            .collect();
-        while base.contains("--") {
-            base = base.replace("--", "-");
-        }
-        let base = base.trim_matches('-');
-        let base: String = base.chars().take(48).collect();
-        let base = base.trim_matches('-');
-        let suffix = &Uuid::new_v4().simple().to_string()[..6];
-        if base.is_empty() {
-            Self(format!("course-{suffix}"))
-        } else {
-            Self(format!("{base}-{suffix}"))
-        }
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-/// What an admin sends to create a share (all optional but the title).
-#[derive(Debug, Clone, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-#[derive(utoipa::ToSchema)]
-pub struct ShareInput {
-    pub title: String,
-    pub slug: Option<String>,
-    pub description: Option<String>,
-    pub status: Option<String>,
-    pub per_learner_limit: Option<i64>,
-    pub quota: Option<i64>,
-    #[serde(default, with = "time::serde::rfc3339::option")]
-    pub valid_from: Option<OffsetDateTime>,
-    #[serde(default, with = "time::serde::rfc3339::option")]
-    pub valid_until: Option<OffsetDateTime>,
-}
-
-/// A parsed, valid new share.
-#[derive(Debug, Clone)]
-pub struct NewShare {
-    pub title: String,
-    pub slug: ShareSlug,
-    pub description: String,
-    pub status: ShareStatus,
-    pub per_learner_limit: Option<i32>,
-    pub quota: Option<i32>,
-    pub valid_from: Option<OffsetDateTime>,
-    pub valid_until: Option<OffsetDateTime>,
-}
-
-fn parse_limit(raw: Option<i64>) -> Result<Option<i32>, ShareError> {
-    match raw {
-        None => Ok(None),
-        Some(n) if (1..=1_000_000_000).contains(&n) => Ok(Some(
-            i32::try_from(n).map_err(|_| ShareError::InvalidLimit)?,
-        )),
-        Some(_) => Err(ShareError::InvalidLimit),
-    }
-}
-
-impl NewShare {
-    pub fn parse(input: ShareInput) -> Result<Self, ShareError> {
-        let title = input.title.trim().to_owned();
-        if !(1..=200).contains(&title.chars().count()) || title.chars().any(char::is_control) {
-            return Err(ShareError::InvalidTitle);
-        }
-        let slug = match input.slug.as_deref().map(str::trim) {
-            Some(slug) if !slug.is_empty() => ShareSlug::parse(slug)?,
-            _ => ShareSlug::from_title(&title),
-        };
-        let description = input.description.unwrap_or_default();
-        if description.chars().count() > 10_000 {
-            return Err(ShareError::InvalidDescription);
-        }
-        let status = match input.status.as_deref() {
-            Some(s) => ShareStatus::parse(s)?,
-            None => ShareStatus::Draft,
-        };
-        if let (Some(from), Some(until)) = (input.valid_from, input.valid_until)
-            && from >= until
-        {
-            return Err(ShareError::InvalidWindow);
-        }
-        Ok(Self {
-            title,
-            slug,
-            description,
-            status,
-            per_learner_limit: parse_limit(input.per_learner_limit)?,
-            quota: parse_limit(input.quota)?,
-            valid_from: input.valid_from,
-            valid_until: input.valid_until,
-        })
-    }
-}
 
 /// A share as stored.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
@@ -521,70 +384,4 @@ pub async fn set_status(
     .await?;
     tx.commit().await.context("committing the status")?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slugs_from_titles_are_valid() {
-        for title in [
-            "Rust for Beginners",
-            "  ",
-            "中文课程",
-            "---",
-            "A".repeat(300).as_str(),
-        ] {
-            let slug = ShareSlug::from_title(title);
-            assert!(
-                ShareSlug::parse(slug.as_str()).is_ok(),
-                "{title:?} -> {slug:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn share_input_is_parsed_strictly() {
-        let ok = |f: &dyn Fn(&mut ShareInput)| {
-            let mut input = ShareInput {
-                title: "Course".into(),
-                ..Default::default()
-            };
-            f(&mut input);
-            NewShare::parse(input)
-        };
-        assert!(ok(&|_| {}).is_ok());
-        assert!(matches!(
-            ok(&|i| i.title = "  ".into()),
-            Err(ShareError::InvalidTitle)
-        ));
-        assert!(matches!(
-            ok(&|i| i.title = "<b>x</b>\u{0}".into()),
-            Err(ShareError::InvalidTitle)
-        ));
-        assert!(matches!(
-            ok(&|i| i.slug = Some("Bad Slug".into())),
-            Err(ShareError::InvalidSlug)
-        ));
-        assert!(matches!(
-            ok(&|i| i.status = Some("live".into())),
-            Err(ShareError::InvalidStatus)
-        ));
-        assert!(matches!(
-            ok(&|i| i.quota = Some(0)),
-            Err(ShareError::InvalidLimit)
-        ));
-        assert!(matches!(
-            ok(&|i| i.per_learner_limit = Some(-3)),
-            Err(ShareError::InvalidLimit)
-        ));
-        assert!(matches!(
-            ok(&|i| {
-                i.valid_from = Some(OffsetDateTime::now_utc());
-                i.valid_until = Some(OffsetDateTime::now_utc() - time::Duration::hours(1));
-            }),
-            Err(ShareError::InvalidWindow)
-        ));
-    }
 }
