@@ -46,7 +46,7 @@ pub async fn visible_share(services: &Services, slug: &str) -> Result<Share, Ser
 
 /// The code id `principal` entered for `share` in this session (phase 2),
 /// if any.
-pub async fn pending_code(
+async fn pending_code(
     session: &Session,
     share: Uuid,
     principal: AccountId,
@@ -85,7 +85,6 @@ pub struct ShareOverview {
 
 /// What a visitor sees of the share at `slug` (drafts, archived and
 /// unknown slugs are `NotFound`).
-#[tracing::instrument(name = "share_overview", skip_all)]
 pub async fn share_overview(
     services: &Services,
     session: &Session,

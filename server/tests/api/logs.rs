@@ -167,3 +167,75 @@ async fn passwords_never_appear_in_logs_or_responses(pool: PgPool) {
         }
     }
 }
+
+/// The request's log lines say who asked (an account id, never an email),
+/// whichever door the share page was read through. The use cases run in
+/// spans of their own; the principal must still land on the request's
+/// span, where operators look for it.
+#[sqlx::test(migrations = "../migrations")]
+async fn the_request_span_names_the_signed_in_learner_on_both_doors(pool: PgPool) {
+    use engine::{
+        accounts::AccountId,
+        tenants::{TenantName, TenantSlug, ensure_tenant_with_admin},
+    };
+    let server = LoggedServer::start(&pool).await;
+    let address = server.address.clone();
+    let client = new_client();
+    let me: serde_json::Value = client
+        .post(format!("{address}/api/v1/auth/register"))
+        .json(&serde_json::json!({
+            "email": "lin@example.com",
+            "password": "a long enough password",
+            "display_name": "Lin",
+        }))
+        .send()
+        .await
+        .expect("register")
+        .json()
+        .await
+        .expect("json");
+    let id = me["id"].as_str().expect("account id").to_owned();
+    let (tenant, _) = ensure_tenant_with_admin(
+        &pool,
+        &TenantSlug::parse("logs").expect("slug"),
+        &TenantName::parse("Logs").expect("name"),
+        AccountId(uuid::Uuid::parse_str(&id).expect("uuid")),
+    )
+    .await
+    .expect("tenant");
+    let share: serde_json::Value = client
+        .post(format!("{address}/api/v1/tenants/{}/shares", tenant.0))
+        .json(&serde_json::json!({ "title": "Logged course", "status": "active" }))
+        .send()
+        .await
+        .expect("create share")
+        .json()
+        .await
+        .expect("json");
+    let slug = share["slug"].as_str().expect("slug").to_owned();
+    for path in [format!("/api/v1/s/{slug}"), format!("/s/{slug}")] {
+        let response = client
+            .get(format!("{address}{path}"))
+            .send()
+            .await
+            .expect("share page");
+        assert_eq!(response.status(), 200, "{path}");
+    }
+
+    let logs = server.stop();
+    for path in [format!("/api/v1/s/{slug}"), format!("/s/{slug}")] {
+        let named = logs
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .any(|event| {
+                event["spans"].as_array().is_some_and(|spans| {
+                    spans.iter().any(|span| {
+                        span["name"] == "request"
+                            && span["path"] == path.as_str()
+                            && span["principal"] == id.as_str()
+                    })
+                })
+            });
+        assert!(named, "no log line of {path} names principal {id}");
+    }
+}
