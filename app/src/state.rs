@@ -10,7 +10,6 @@
 
 use std::ops::Deref;
 
-pub use service::AuthPolicy;
 use service::Services;
 
 #[derive(Clone, Debug)]

@@ -109,7 +109,7 @@ impl<B> MakeSpan<B> for RequestSpan {
             .and_then(|id| id.header_value().to_str().ok())
             .unwrap_or("-");
         // `principal` and `tenant` are filled in once the request is
-        // authenticated (`app::auth::guard`); settlement spans inside add
+        // authenticated (`service::session`); settlement spans inside add
         // the share.
         tracing::info_span!(
             "request",

@@ -1,7 +1,9 @@
 //! The admin console's server functions, all under `/api/admin/`.
 //!
-//! Every function here takes the tenant it acts on and starts with
-//! `guard::require_admin(tenant)`: learners and admins of other tenants get
+//! Every function here (but `my_tenants`, which lists the caller's own)
+//! takes the tenant it acts on and starts by checking the caller is its
+//! admin (`support::admin_of_tenant`, `admin_share` or `admin_code`, over
+//! `service::session::admin_of`): learners and admins of other tenants get
 //! 403 before anything is read or written. The integration test
 //! `authorisation::every_admin_server_function_refuses_outsiders` enumerates
 //! the registered `/api/admin/` endpoints, so a new function cannot be

@@ -5,7 +5,9 @@
 //! Its own module, not part of [`crate::codes`]: that one is a code's
 //! format and keyring, with no I/O; this one is rows of `auth_codes` and
 //! the audit trail of changing them. Errors are [`ShareError`]s (see
-//! [`crate::shares`]); every query filters by the tenant passed in.
+//! [`crate::shares`]); every query filters by the tenant passed in, but
+//! [`share_of_code`], which finds the tenant and share a code belongs to so
+//! that callers can authorise before anything else.
 
 use anyhow::Context as _;
 use serde_json::json;

@@ -7,7 +7,7 @@
 //! for a person: `Display` is English for logs and the JSON API, the pages
 //! translate each variant (`app::i18n::errors`), and both adapters take the
 //! status from the kind, so they agree (tested in
-//! `server/src/routes/api/error.rs`).
+//! `server/src/routes/api/error/tests.rs`).
 
 use engine::{
     accounts::AccountError,

@@ -175,8 +175,6 @@ async fn one_learner_with_many_codes(
     assert_invariants(app, context).await;
 }
 
-/// Case 3: a bound learner requests content 100 times, half retries of one
-/// attempt, half fresh requests.
 /// Phase 1 answers what the next step needs: a learner who types the code
 /// already bound to them hears "bound", and nothing is kept pending or
 /// counted (the code is not theirs twice).
@@ -221,6 +219,8 @@ async fn re_entering_your_own_bound_code_says_bound_and_keeps_nothing_pending(po
     );
 }
 
+/// Case 3: a bound learner requests content 100 times, half retries of one
+/// attempt, half fresh requests.
 #[sqlx::test(migrations = "../migrations")]
 async fn a_bound_learner_never_spends_a_second_code(pool: PgPool) {
     let app = spawn_app_with(pool, load_settings()).await;

@@ -1,7 +1,7 @@
 //! The two adapters agree on every domain error variant. Three answers
 //! are compared: the page's (`AppError`), the JSON API's serving the
 //! error itself, and the JSON API's serving the page's error (what the
-//! API's sign-in and registration do). Same status always; the same code
+//! console's plain-HTTP routes do, `routes/page_error.rs`). Same status always; the same code
 //! wherever the page keeps one; the same field.
 //!
 //! Moved verbatim out of `error.rs`, so that file reads as the mapping alone.
