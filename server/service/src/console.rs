@@ -137,10 +137,12 @@ pub async fn replace_for_handover(
     admin: &Principal,
     code_id: Uuid,
 ) -> Result<Replacement, ServiceError> {
-    let share = code_admin::share_of_code(&services.pool, code_id)
-        .await?
-        .ok_or(ServiceError::NotFound)?
-        .1;
+    // A code of another tenant does not exist for this admin (the engine's
+    // replace filters by tenant too; this use case does not lean on it).
+    let share = match code_admin::share_of_code(&services.pool, code_id).await? {
+        Some((owner, share)) if owner == tenant => share,
+        _ => return Err(ServiceError::NotFound),
+    };
     let (new_id, plain) =
         code_admin::replace_code(&services.pool, &services.keyring, tenant, admin.id, code_id)
             .await?;
