@@ -2,7 +2,7 @@
 #? `make faults`: the fault-injection suite. Starts what it breaks (a
 #? private PostgreSQL on its own port under .data/faults/, a 6-node Redis
 #? Cluster, standalone Redis servers of its own), never a system instance,
-#? then runs the `faults` driver (server/harness/src/bin/faults.rs) and prints its
+#? then runs the `faults` driver (server/harness/src/bin/faults/main.rs) and prints its
 #? table (also target/faults/latest.md and .json).
 #?
 #?   FAULTS_LEARNERS   learners per fault (default 300; `make test` uses 60)
