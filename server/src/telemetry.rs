@@ -108,9 +108,11 @@ impl<B> MakeSpan<B> for RequestSpan {
             .get::<RequestId>()
             .and_then(|id| id.header_value().to_str().ok())
             .unwrap_or("-");
-        // `principal` and `tenant` are filled in once the request is
-        // authenticated (`service::session`); settlement spans inside add
-        // the share.
+        // `principal` and `tenant` are meant to be filled in once the
+        // request is authenticated (`service::session` records them on the
+        // current span). Known defect: inside the session layer the current
+        // span is tower-sessions' own `call` span, so the record does not
+        // reach this one. Settlement spans inside add the share.
         tracing::info_span!(
             "request",
             method = %request.method(),
