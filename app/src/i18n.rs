@@ -15,6 +15,7 @@
 #[cfg(feature = "ssr")]
 pub mod errors;
 
+use model::{CodeState, ResourceKind, ShareStatus};
 use serde::{Deserialize, Serialize};
 
 /// A language of the interface.
@@ -160,28 +161,23 @@ pub fn number(n: impl Into<i64>) -> String {
     out
 }
 
-/// A share's status (`draft`, `active`, `paused`, `archived`) as a word.
-pub fn share_status(status: &str) -> String {
-    let word = match status {
-        "draft" => t("Draft", "草稿"),
-        "active" => t("Active", "开放中"),
-        "paused" => t("Paused", "已暂停"),
-        "archived" => t("Archived", "已归档"),
-        other => return other.to_owned(),
-    };
-    word.to_owned()
+/// A share's status as a word.
+pub fn share_status(status: ShareStatus) -> &'static str {
+    match status {
+        ShareStatus::Draft => t("Draft", "草稿"),
+        ShareStatus::Active => t("Active", "开放中"),
+        ShareStatus::Paused => t("Paused", "已暂停"),
+        ShareStatus::Archived => t("Archived", "已归档"),
+    }
 }
 
-/// A code's state (`unused`, `pending`, `bound`, `revoked`) as a word.
-pub fn code_state(state: &str) -> String {
-    let word = match state {
-        "unused" => t("Unused", "未使用"),
-        "pending" => t("Pending", "待绑定"),
-        "bound" => t("Bound", "已绑定"),
-        "revoked" => t("Revoked", "已作废"),
-        other => return other.to_owned(),
-    };
-    word.to_owned()
+/// A code's state as a word.
+pub fn code_state(state: CodeState) -> &'static str {
+    match state {
+        CodeState::Unused => t("Unused", "未使用"),
+        CodeState::Bound => t("Bound", "已绑定"),
+        CodeState::Revoked => t("Revoked", "已作废"),
+    }
 }
 
 /// An audit action (`code.revoked`, …) as a phrase.
@@ -229,12 +225,12 @@ pub fn code_format_error_zh(error: &codeformat::CodeFormatError) -> &'static str
     }
 }
 
-/// A resource's kind (`video`, `page`, `file`) as a word.
-pub fn resource_kind(kind: &str) -> &'static str {
+/// A resource's kind as a word.
+pub fn resource_kind(kind: ResourceKind) -> &'static str {
     match kind {
-        "video" => t("Video", "视频"),
-        "page" => t("Page", "页面"),
-        _ => t("File", "文件"),
+        ResourceKind::Video => t("Video", "视频"),
+        ResourceKind::Page => t("Page", "页面"),
+        ResourceKind::File => t("File", "文件"),
     }
 }
 

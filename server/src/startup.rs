@@ -170,6 +170,7 @@ impl Application {
 /// The whole router: health endpoints, Leptos pages and server functions,
 /// static files, request ids and tracing.
 pub fn router(state: ServerState) -> Router {
+    crate::telemetry::init_executor();
     let routes = page_routes();
     let app_state = app::state::AppState::new(state.services.clone());
     let leptos_options = state.leptos_options.clone();
@@ -232,6 +233,9 @@ pub fn router(state: ServerState) -> Router {
             tower::ServiceBuilder::new()
                 .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
                 .layer(TraceLayer::new_for_http().make_span_with(RequestSpan))
+                .layer(axum::middleware::from_fn(
+                    crate::telemetry::carry_request_span,
+                ))
                 .layer(PropagateRequestIdLayer::x_request_id())
                 .layer(axum::middleware::from_fn(crate::headers::no_store))
                 .layer(axum::middleware::from_fn_with_state(

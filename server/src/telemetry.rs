@@ -2,7 +2,8 @@
 //!
 //! One subscriber for the process, pretty for people or JSON for log
 //! shippers. Each request gets a span carrying its `x-request-id`, so every
-//! line logged while serving it can be found together.
+//! line logged while serving it can be found together, and names who
+//! asked once the session says so (see [`carry_request_span`]).
 
 use http::Request;
 use tower_http::{request_id::RequestId, trace::MakeSpan};
@@ -108,11 +109,10 @@ impl<B> MakeSpan<B> for RequestSpan {
             .get::<RequestId>()
             .and_then(|id| id.header_value().to_str().ok())
             .unwrap_or("-");
-        // `principal` and `tenant` are meant to be filled in once the
-        // request is authenticated (`service::session` records them on the
-        // current span). Known defect: inside the session layer the current
-        // span is tower-sessions' own `call` span, so the record does not
-        // reach this one. Settlement spans inside add the share.
+        // `principal` and `tenant` are filled in once the request is
+        // authenticated (`service::session` records them through
+        // `service::request_span`, see `carry_request_span`). Settlement
+        // spans inside add the share.
         tracing::info_span!(
             "request",
             method = %request.method(),
@@ -122,4 +122,60 @@ impl<B> MakeSpan<B> for RequestSpan {
             tenant = tracing::field::Empty,
         )
     }
+}
+
+/// Directly inside the trace layer, where the current span is the
+/// request's: the rest of the request runs with it as its request span
+/// ([`service::request_span`]), so that what the use cases record (who
+/// asked, for which tenant) lands on it, however many spans other layers
+/// open in between.
+pub async fn carry_request_span(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    service::request_span::within(Span::current(), next.run(request)).await
+}
+
+/// Leptos' executor for the server: Tokio's, with each spawned task in the
+/// span it was spawned from and serving the request it was spawned for. A
+/// page renders its resources in tasks of their own; without this, what
+/// they log would belong to no request, and who they found signed in
+/// would never reach the request's span.
+struct InRequestExecutor;
+
+impl any_spawner::CustomExecutor for InRequestExecutor {
+    fn spawn(&self, fut: any_spawner::PinnedFuture<()>) {
+        use tracing::Instrument as _;
+        let fut = fut.instrument(Span::current());
+        match service::request_span::current() {
+            Some(request) => tokio::spawn(service::request_span::within(request, fut)),
+            None => tokio::spawn(fut),
+        };
+    }
+
+    fn spawn_local(&self, fut: any_spawner::PinnedLocalFuture<()>) {
+        use tracing::Instrument as _;
+        let fut = fut.instrument(Span::current());
+        match service::request_span::current() {
+            Some(request) => tokio::task::spawn_local(service::request_span::within(request, fut)),
+            None => tokio::task::spawn_local(fut),
+        };
+    }
+
+    fn poll_local(&self) {}
+}
+
+/// Installs [`InRequestExecutor`] as Leptos' executor, once per process and
+/// before Leptos installs plain Tokio's. Calling it again does nothing.
+pub fn init_executor() {
+    // Once per process (several test apps share one): a later call would
+    // only find this same executor installed.
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if let Err(error) = any_spawner::Executor::init_custom_executor(InRequestExecutor) {
+            // Something installed another executor first: pages still
+            // render, but their tasks lose the request's span.
+            tracing::warn!(%error, "Leptos' executor was already set: page tasks log outside their request");
+        }
+    });
 }

@@ -3,6 +3,7 @@
 //! replace, unbind) or to a batch's unused codes.
 
 use leptos::prelude::*;
+use model::CodeState;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -27,7 +28,7 @@ pub struct CodeTable {
 pub struct CodeRow {
     pub id: Uuid,
     pub hint: String,
-    pub state: String,
+    pub state: CodeState,
     pub bound_email: Option<String>,
     pub first_used: Option<String>,
     pub access_count: i32,
@@ -44,10 +45,7 @@ pub async fn list_code_page(
     q: Option<String>,
     after: Option<Uuid>,
 ) -> Result<CodeTable, AppError> {
-    use engine::{
-        code_admin::{CodeFilter, CodeState},
-        shares::ShareId,
-    };
+    use engine::{code_admin::CodeFilter, shares::ShareId};
     use support::{internal, share_error, when};
     const PAGE: i64 = 50;
     let run = async {
@@ -58,7 +56,7 @@ pub async fn list_code_page(
                 .filter(|s| !s.is_empty())
                 .map(CodeState::parse)
                 .transpose()
-                .map_err(share_error)?,
+                .map_err(|e| share_error(e.into()))?,
             batch,
             search: q,
         };

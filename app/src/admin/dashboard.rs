@@ -3,6 +3,7 @@
 //! daily activity, its shares and the codes other accounts keep trying.
 
 use leptos::prelude::*;
+use model::ShareStatus;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -100,7 +101,7 @@ pub struct ShareSummary {
     pub id: Uuid,
     pub slug: String,
     pub title: String,
-    pub status: String,
+    pub status: ShareStatus,
     pub issued: i64,
     pub bound: i64,
     pub revoked: i64,

@@ -4,6 +4,7 @@
 //! `server/src/routes/console.rs`) and the batches it lists.
 
 use leptos::prelude::*;
+use model::ShareStatus;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -20,7 +21,7 @@ pub struct ShareEditor {
     pub slug: String,
     pub title: String,
     pub description: String,
-    pub status: String,
+    pub status: ShareStatus,
     /// `datetime-local` values (UTC), empty when unset.
     pub valid_from: String,
     pub valid_until: String,

@@ -7,6 +7,7 @@
 //! dates). Each has a stable endpoint under `/api/learner/`.
 
 use leptos::prelude::*;
+use model::ResourceKind;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -30,8 +31,7 @@ pub struct SharePage {
 pub struct ResourceItem {
     pub id: Uuid,
     pub title: String,
-    /// `video`, `file` or `page`.
-    pub kind: String,
+    pub kind: ResourceKind,
     pub size_bytes: i64,
 }
 
@@ -239,6 +239,8 @@ pub async fn open_resource(slug: String, resource: String) -> Result<OpenedResou
 /// Every course the signed-in learner holds, in every tenant.
 #[server(endpoint = "learner/courses", input = server_fn::codec::GetUrl)]
 pub async fn my_courses() -> Result<Vec<CourseItem>, AppError> {
+    use model::ShareStatus;
+
     use crate::auth::guard;
     let run = async {
         let state = crate::state::AppState::from_context()?;
@@ -253,10 +255,14 @@ pub async fn my_courses() -> Result<Vec<CourseItem>, AppError> {
                         "课程提供方已收回你的访问权限。",
                     ))
                 } else {
-                    match h.status.as_str() {
-                        "active" => None,
-                        "paused" => Some(t("Paused by the course provider.", "课程提供方已暂停。")),
-                        _ => Some(t("No longer offered.", "已不再提供。")),
+                    match h.status {
+                        ShareStatus::Active => None,
+                        ShareStatus::Paused => {
+                            Some(t("Paused by the course provider.", "课程提供方已暂停。"))
+                        }
+                        ShareStatus::Draft | ShareStatus::Archived => {
+                            Some(t("No longer offered.", "已不再提供。"))
+                        }
                     }
                 };
                 CourseItem {

@@ -6,6 +6,7 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::{components::Redirect, hooks::use_params_map};
+use model::ResourceKind;
 
 use crate::{
     error::AppError,
@@ -52,8 +53,8 @@ fn Opened(opened: OpenedResource) -> impl IntoView {
         bound_now,
     } = opened;
     let title = resource.title.clone();
-    let content = match resource.kind.as_str() {
-        "video" => {
+    let content = match resource.kind {
+        ResourceKind::Video => {
             let fallback = content_url.clone();
             view! {
                 <video class="player" controls=true preload="metadata" playsinline=true src=content_url>
@@ -62,12 +63,12 @@ fn Opened(opened: OpenedResource) -> impl IntoView {
             }
             .into_any()
         }
-        "page" => view! {
+        ResourceKind::Page => view! {
             // The page is served sandboxed (no scripts, no same-origin).
             <iframe class="page-frame" sandbox="" title=title.clone() src=content_url></iframe>
         }
         .into_any(),
-        _ => view! {
+        ResourceKind::File => view! {
             <p>
                 <a class="button" href=content_url download="">
                     {t("Download ", "下载 ")} {title.clone()} {t(" (", "（")} {human_size(resource.size_bytes)} {t(")", "）")}
@@ -81,7 +82,7 @@ fn Opened(opened: OpenedResource) -> impl IntoView {
         <nav class="breadcrumb" aria-label=t("Breadcrumb", "当前位置")>
             <a href=format!("/s/{share_slug}")>{share_title}</a>
         </nav>
-        <article class="opened" data-kind=resource.kind.clone()>
+        <article class="opened" data-kind=resource.kind.as_str()>
             <h1>{resource.title}</h1>
             {bound_now.then(|| view! {
                 <div class="flash success" role="status">

@@ -319,7 +319,7 @@ fn ResourceList(slug: String, resources: Vec<ResourceItem>, can_open: bool) -> i
                 {resources
                     .into_iter()
                     .map(|r| {
-                        let label = crate::i18n::resource_kind(&r.kind);
+                        let label = crate::i18n::resource_kind(r.kind);
                         let href = format!("/s/{slug}/r/{}", r.id);
                         view! {
                             <li class="resource">

@@ -34,10 +34,7 @@ pub enum AccountError {
     Unexpected(#[from] anyhow::Error),
 }
 
-/// An account's immutable id: the principal every binding names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct AccountId(pub Uuid);
+pub use model::AccountId;
 
 /// A normalised email: trimmed, lower-cased, one `@` with text on both sides
 /// and a dot in the domain.

@@ -29,7 +29,7 @@ pub struct CodeView {
     pub id: Uuid,
     pub batch_id: Uuid,
     pub hint: String,
-    pub state: String,
+    pub state: CodeState,
     pub bound_email: Option<String>,
     #[serde(with = "time::serde::rfc3339::option")]
     pub first_used_at: Option<OffsetDateTime>,
@@ -39,37 +39,17 @@ pub struct CodeView {
 /// Which codes of a share to list.
 #[derive(Debug, Clone, Default)]
 pub struct CodeFilter {
-    /// `unused`, `bound` or `revoked`.
     pub state: Option<CodeState>,
     pub batch: Option<Uuid>,
     /// Part of a hint (`AB…YZ`, `AB`, `YZ`) or of the bound learner's email.
     pub search: Option<String>,
 }
 
-/// A code's state as admins filter by it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CodeState {
-    Unused,
-    Bound,
-    Revoked,
-}
+pub use model::CodeState;
 
-impl CodeState {
-    pub fn parse(raw: &str) -> Result<Self, ShareError> {
-        match raw {
-            "unused" => Ok(Self::Unused),
-            "bound" => Ok(Self::Bound),
-            "revoked" => Ok(Self::Revoked),
-            _ => Err(ShareError::InvalidCodeState),
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Unused => "unused",
-            Self::Bound => "bound",
-            Self::Revoked => "revoked",
-        }
+impl From<model::InvalidCodeState> for ShareError {
+    fn from(_: model::InvalidCodeState) -> Self {
+        Self::InvalidCodeState
     }
 }
 
@@ -101,7 +81,7 @@ pub async fn list_codes(
         r#"SELECT c.id, c.batch_id, c.hint,
                   CASE WHEN c.revoked_at IS NOT NULL THEN 'revoked'
                        WHEN c.bound_principal IS NOT NULL THEN 'bound'
-                       ELSE 'unused' END AS "state!",
+                       ELSE 'unused' END AS "state!: CodeState",
                   a.email AS "bound_email?", c.first_used_at, c.access_count
            FROM auth_codes c LEFT JOIN accounts a ON a.id = c.bound_principal
            WHERE c.tenant_id = $1 AND c.share_id = $2 AND ($3::uuid IS NULL OR c.id > $3)
@@ -273,7 +253,7 @@ pub async fn unbind_code(
     code: Uuid,
     reason: &str,
     revoke: bool,
-) -> Result<&'static str, ShareError> {
+) -> Result<CodeState, ShareError> {
     let reason = reason.trim();
     if !(1..=500).contains(&reason.chars().count()) {
         return Err(ShareError::InvalidReason);
@@ -317,7 +297,14 @@ pub async fn unbind_code(
             target_type: "code",
             target_id: Some(code),
             reason: Some(reason),
-            details: json!({ "share_id": before.share_id, "principal": principal, "revoked": revoke }),
+            // `revoked` is what the code is now (it stays revoked if it
+            // was); `revoke_requested` is what the admin asked for.
+            details: json!({
+                "share_id": before.share_id,
+                "principal": principal,
+                "revoked": revoked,
+                "revoke_requested": revoke,
+            }),
         },
     )
     .await?;
@@ -329,5 +316,9 @@ pub async fn unbind_code(
     )
     .await?;
     tx.commit().await.context("committing the unbind")?;
-    Ok(if revoked { "revoked" } else { "unused" })
+    Ok(if revoked {
+        CodeState::Revoked
+    } else {
+        CodeState::Unused
+    })
 }

@@ -11,7 +11,10 @@ use sqlx::PgPool;
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
 
-use crate::{shares::ShareId, tenants::TenantId};
+use crate::{
+    shares::{ShareId, ShareStatus},
+    tenants::TenantId,
+};
 
 /// A tenant's headline figures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -101,7 +104,7 @@ pub struct ShareRow {
     pub id: Uuid,
     pub slug: String,
     pub title: String,
-    pub status: String,
+    pub status: ShareStatus,
     pub issued: i64,
     pub bound: i64,
     pub revoked: i64,
@@ -110,7 +113,7 @@ pub struct ShareRow {
 pub async fn shares(pool: &PgPool, tenant: TenantId) -> anyhow::Result<Vec<ShareRow>> {
     sqlx::query_as!(
         ShareRow,
-        r#"SELECT s.id, s.slug, s.title, s.status,
+        r#"SELECT s.id, s.slug, s.title, s.status AS "status: ShareStatus",
                   count(c.id) AS "issued!",
                   count(c.bound_principal) AS "bound!",
                   count(c.revoked_at) AS "revoked!"

@@ -7,6 +7,7 @@
 //! [`crate::shares`]); every query filters by the tenant passed in.
 
 use anyhow::Context as _;
+use model::ResourceKind;
 use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -23,24 +24,13 @@ use crate::{
 pub struct Resource {
     pub id: Uuid,
     pub share_id: Uuid,
-    pub kind: String,
+    pub kind: ResourceKind,
     pub title: String,
     pub content_type: String,
     pub size_bytes: i64,
     #[serde(skip)]
     pub storage_key: String,
     pub position: i32,
-}
-
-/// What kind of content a resource is, from its content type.
-pub fn kind_of(content_type: &str) -> &'static str {
-    if content_type.starts_with("video/") {
-        "video"
-    } else if content_type.starts_with("text/html") || content_type.starts_with("text/markdown") {
-        "page"
-    } else {
-        "file"
-    }
 }
 
 /// Records an uploaded resource (its bytes are already stored).
@@ -68,11 +58,11 @@ pub async fn add_resource(
                   coalesce((SELECT max(position) + 1 FROM resources
                             WHERE tenant_id = $1 AND share_id = $3 AND deleted_at IS NULL), 0)
            WHERE EXISTS (SELECT 1 FROM shares WHERE tenant_id = $1 AND id = $3)
-           RETURNING id, share_id, kind, title, content_type, size_bytes, storage_key, position"#,
+           RETURNING id, share_id, kind AS "kind: ResourceKind", title, content_type, size_bytes, storage_key, position"#,
         tenant.0,
         id,
         share.0,
-        kind_of(content_type),
+        ResourceKind::of_content_type(content_type).as_str(),
         title,
         content_type,
         size_bytes,
@@ -103,9 +93,9 @@ pub async fn resources(
 ) -> anyhow::Result<Vec<Resource>> {
     sqlx::query_as!(
         Resource,
-        "SELECT id, share_id, kind, title, content_type, size_bytes, storage_key, position
+        r#"SELECT id, share_id, kind AS "kind: ResourceKind", title, content_type, size_bytes, storage_key, position
          FROM resources WHERE tenant_id = $1 AND share_id = $2 AND deleted_at IS NULL
-         ORDER BY position, id",
+         ORDER BY position, id"#,
         tenant.0,
         share.0,
     )
@@ -123,8 +113,8 @@ pub async fn resource(
 ) -> anyhow::Result<Option<Resource>> {
     sqlx::query_as!(
         Resource,
-        "SELECT id, share_id, kind, title, content_type, size_bytes, storage_key, position
-         FROM resources WHERE tenant_id = $1 AND share_id = $2 AND id = $3 AND deleted_at IS NULL",
+        r#"SELECT id, share_id, kind AS "kind: ResourceKind", title, content_type, size_bytes, storage_key, position
+         FROM resources WHERE tenant_id = $1 AND share_id = $2 AND id = $3 AND deleted_at IS NULL"#,
         tenant.0,
         share.0,
         id,

@@ -21,15 +21,7 @@ pub enum TenantError {
     Unexpected(#[from] anyhow::Error),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct TenantId(pub Uuid);
-
-impl std::fmt::Display for TenantId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
+pub use model::TenantId;
 
 /// A tenant's URL-safe slug (same rule as the database CHECK).
 #[derive(Debug, Clone, PartialEq, Eq)]

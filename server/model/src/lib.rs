@@ -9,11 +9,32 @@
 //! README ("Errors").
 //!
 //! The read models pages match on live here too, as types instead of
-//! English sentences: [`Unavailability`] says why a course is closed to
-//! learners, and each language translates the variant, never the text.
+//! strings: a share's [`ShareStatus`], a resource's [`ResourceKind`], a
+//! code's [`CodeState`], and [`Unavailability`], why a course is closed to
+//! learners; each language translates the variant, never English text, and
+//! a `match` on them is exhaustive, so a new variant cannot go untranslated.
+//! The ids ([`TenantId`], [`AccountId`], [`ShareId`]) are newtypes so that a
+//! share's id is never passed where a tenant's is expected.
+//!
+//! With the `sqlx` feature (the engine's) the enums are read from and
+//! written to their `text` columns directly (the migrations' `CHECK`s
+//! spell the same words), and with `utoipa` they are enums in the OpenAPI
+//! document. The wasm build enables neither.
 //!
 //! No I/O and no heavy dependencies: the wasm build links this too, because
 //! the pages' error type carries a kind across the wire.
+
+mod text_enum;
+
+mod code;
+mod ids;
+mod share;
+
+pub use code::{CodeState, InvalidCodeState};
+pub use ids::{AccountId, ShareId, TenantId};
+pub use share::{
+    InvalidResourceKind, InvalidShareStatus, ResourceKind, ShareStatus, Unavailability,
+};
 
 use http::StatusCode;
 use serde::{Deserialize, Serialize};
@@ -97,35 +118,6 @@ impl ErrorKind {
             Self::Unavailable => Some(2),
             _ => None,
         }
-    }
-}
-
-/// Why nobody new can get into a course right now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Unavailability {
-    /// Its provider paused it.
-    Paused,
-    /// A draft, archived, or gone: not a course learners can use.
-    NotAvailable,
-    /// Its validity window has not started.
-    NotOpenYet,
-    /// Its validity window has ended.
-    Closed,
-    /// Its total access limit is used up.
-    LimitReached,
-}
-
-/// English, for logs and the JSON API (pages translate the variant).
-impl std::fmt::Display for Unavailability {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::Paused => "this course is paused by its provider",
-            Self::NotAvailable => "this course is not available",
-            Self::NotOpenYet => "this course is not open yet",
-            Self::Closed => "this course has closed",
-            Self::LimitReached => "this course has reached its access limit",
-        })
     }
 }
 

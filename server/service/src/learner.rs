@@ -39,7 +39,7 @@ struct Pending {
 /// page explains); drafts and archived shares do not exist for them.
 pub async fn visible_share(services: &Services, slug: &str) -> Result<Share, ServiceError> {
     match engine::shares::find_by_slug(&services.pool, slug).await? {
-        Some(share) if share.status != "draft" && share.status != "archived" => Ok(share),
+        Some(share) if share.status.visible_to_learners() => Ok(share),
         _ => Err(ServiceError::NotFound),
     }
 }

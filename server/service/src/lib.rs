@@ -19,6 +19,7 @@
 //! | [`accounts`] | register, sign in, change password |
 //! | [`console`] | the console's compensating workflows: issue or replace codes and park them for one viewing, or undo |
 //! | [`learner`] | a share's page, code entry (phases 1+2), opening a resource (phase 3), my courses |
+//! | [`request_span`] | the span of the request being served, carried by the task, so that what a use case learns (who asked) lands on it |
 //!
 //! Native only (the wasm never links it): it depends on the engine, which
 //! holds the invariants; nothing here may bypass it.
@@ -27,6 +28,7 @@ pub mod accounts;
 pub mod console;
 pub mod error;
 pub mod learner;
+pub mod request_span;
 pub mod session;
 pub mod state;
 pub mod throttle;

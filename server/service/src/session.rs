@@ -79,7 +79,7 @@ pub async fn principal_of(
     match &principal {
         // The request's span names who is acting (an id, never an email).
         Some(p) => {
-            tracing::Span::current().record("principal", tracing::field::display(p.id.0));
+            crate::request_span::record("principal", p.id.0);
         }
         None => session.flush().await.map_err(session_error)?,
     }
@@ -102,7 +102,7 @@ pub async fn admin_of(
 ) -> Result<Principal, ServiceError> {
     let principal = learner_of(services, session).await?;
     if tenants::is_admin(&services.pool, tenant, principal.id).await? {
-        tracing::Span::current().record("tenant", tracing::field::display(tenant.0));
+        crate::request_span::record("tenant", tenant.0);
         Ok(principal)
     } else {
         Err(ServiceError::Forbidden)

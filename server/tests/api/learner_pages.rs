@@ -411,7 +411,24 @@ async fn each_unavailable_state_is_explained_on_the_share_page(pool: PgPool) {
         "这门课程已结束。",
         "这门课程尚未开放。",
     ];
-    for ((course, message), chinese) in cases.into_iter().zip(chinese) {
+    // The JSON door gives the same reason as a word to match on.
+    let words = ["paused", "closed", "not_open_yet"];
+    for (((course, message), chinese), word) in cases.into_iter().zip(chinese).zip(words) {
+        let json: serde_json::Value = client
+            .get(format!("{}/api/v1/s/{}", app.address, course.slug))
+            .send()
+            .await
+            .expect("share json")
+            .json()
+            .await
+            .expect("json");
+        assert_eq!(json["available"], false, "{json}");
+        assert_eq!(json["unavailable"], word, "{json}");
+        assert_eq!(
+            json["unavailable_reason"],
+            message.trim_end_matches('.').to_lowercase(),
+            "{json}"
+        );
         let (status, html) = page(&app, &client, &format!("/s/{}", course.slug)).await;
         assert_eq!(status, 200);
         assert!(html.contains(r#"data-state="unavailable""#), "{html}");

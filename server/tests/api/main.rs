@@ -17,4 +17,5 @@ mod reconcile;
 mod security;
 mod settlement;
 mod tokens;
+mod vocabulary;
 mod webhooks;

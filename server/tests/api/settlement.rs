@@ -1192,6 +1192,8 @@ async fn unbinding_is_audited_and_moves_the_code_to_another_learner(pool: PgPool
     )
     .await;
     assert_eq!(ok.status(), 200);
+    let body: serde_json::Value = ok.json().await.expect("json");
+    assert_eq!(body, json!({ "id": code_id, "state": "unused" }));
     assert_eq!(
         error_of(open(&app, &people[0].1, &course, None).await).await,
         (403, "code_required".into())
@@ -1212,6 +1214,59 @@ async fn unbinding_is_audited_and_moves_the_code_to_another_learner(pool: PgPool
     .expect("audit");
     assert_eq!(audited, 1);
     assert_invariants(&app, "unbind").await;
+}
+
+/// Unbinding a code that was revoked while bound, without asking to
+/// revoke it, leaves it revoked: the answer says so (it used to echo the
+/// request's `revoke: false` as `unused`, a state the code was not in).
+#[sqlx::test(migrations = "../migrations")]
+async fn unbinding_a_revoked_code_answers_the_state_it_is_really_in(pool: PgPool) {
+    let app = spawn_app_with(pool, load_settings()).await;
+    let admin = admin(&app).await;
+    let people = learners(&app, 1).await;
+    let course = course::course(&app, &admin, json!({})).await;
+    let (code_id, code) = issue(&app, &admin, course.share, 1).await.remove(0);
+    enter_code(&app, &people[0].1, &course.slug, &code).await;
+    assert_eq!(open(&app, &people[0].1, &course, None).await.status(), 200);
+    let revoked = post_json(
+        &app,
+        &admin.client,
+        &format!("/api/v1/codes/{code_id}/revoke"),
+        json!({}),
+    )
+    .await;
+    assert_eq!(revoked.status(), 200);
+
+    let unbound = post_json(
+        &app,
+        &admin.client,
+        &format!("/api/v1/codes/{code_id}/unbind"),
+        json!({ "reason": "learner changed account", "revoke": false }),
+    )
+    .await;
+    assert_eq!(unbound.status(), 200);
+    let body: serde_json::Value = unbound.json().await.expect("json");
+    let still_revoked: bool =
+        sqlx::query_scalar("SELECT revoked_at IS NOT NULL FROM auth_codes WHERE id = $1")
+            .bind(code_id)
+            .fetch_one(&app.pool)
+            .await
+            .expect("code");
+    assert!(still_revoked, "unbinding does not un-revoke");
+    assert_eq!(body, json!({ "id": code_id, "state": "revoked" }));
+    let details: serde_json::Value = sqlx::query_scalar(
+        "SELECT details FROM audit_log WHERE action = 'code.unbound' AND target_id = $1",
+    )
+    .bind(code_id)
+    .fetch_one(&app.pool)
+    .await
+    .expect("audit");
+    assert_eq!(
+        details["revoked"], true,
+        "the audit says what the code is now: {details}"
+    );
+    assert_eq!(details["revoke_requested"], false, "{details}");
+    assert_invariants(&app, "unbind of a revoked code").await;
 }
 
 /// Content is streamed with HTTP Range (video seeking) and never cached.

@@ -5,6 +5,7 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
+use model::CodeState;
 use uuid::Uuid;
 
 use super::{ConsoleError, ConsoleNav, param_id};
@@ -112,13 +113,10 @@ fn Table(
         }
         href
     });
-    let state_option = |value: &'static str| {
-        let selected = query.state.as_deref() == Some(value);
-        let label = if value.is_empty() {
-            t("Any", "全部").to_owned()
-        } else {
-            code_state(value)
-        };
+    let state_option = |state: Option<CodeState>| {
+        let value = state.map_or("", CodeState::as_str);
+        let selected = query.state.as_deref().unwrap_or("") == value;
+        let label = state.map_or(t("Any", "全部"), code_state);
         view! { <option value=value selected=selected>{label}</option> }
     };
     view! {
@@ -132,10 +130,8 @@ fn Table(
             <div class="field">
                 <label for="state">{t("State", "状态")}</label>
                 <select id="state" name="state">
-                    {state_option("")}
-                    {state_option("unused")}
-                    {state_option("bound")}
-                    {state_option("revoked")}
+                    {state_option(None)}
+                    {CodeState::ALL.iter().map(|&state| state_option(Some(state))).collect_view()}
                 </select>
             </div>
             <div class="field">
@@ -192,7 +188,7 @@ fn Row(
     unbind: ServerAction<UnbindCode>,
     replace: ServerAction<ReplaceCode>,
 ) -> impl IntoView {
-    let unused = code.state == "unused";
+    let unused = code.state == CodeState::Unused;
     let revoke_label = lang().pick(
         format!("Revoke code {}", code.hint),
         format!("作废兑换码 {}", code.hint),
@@ -207,14 +203,14 @@ fn Row(
         format!("I understand that {learner} loses access to this course at once."),
         format!("我明白 {learner} 会立即失去这门课程的访问权限。"),
     );
-    let bound = code.state == "bound";
-    let live = code.state != "revoked";
+    let bound = code.state == CodeState::Bound;
+    let live = code.state != CodeState::Revoked;
     let reason_id = format!("reason-{}", code.id);
     let after_id = format!("after-{}", code.id);
     view! {
-        <tr data-code=code.id.to_string() data-state=code.state.clone()>
+        <tr data-code=code.id.to_string() data-state=code.state.as_str()>
             <td><code>{code.hint.clone()}</code></td>
-            <td><span class=format!("status status-{}", code.state)>{code_state(&code.state)}</span></td>
+            <td><span class=format!("status status-{}", code.state)>{code_state(code.state)}</span></td>
             <td>{code.bound_email.clone().unwrap_or_default()}</td>
             <td>{code.first_used.clone().unwrap_or_default()}</td>
             <td>{code.access_count}</td>

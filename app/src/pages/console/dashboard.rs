@@ -91,7 +91,7 @@ fn Dashboard(view: DashboardView) -> impl IntoView {
                                 {view.shares.into_iter().map(|s| view! {
                                     <tr>
                                         <td><a href=format!("/admin/t/{tenant}/s/{}", s.id)>{s.title}</a></td>
-                                        <td><span class=format!("status status-{}", s.status)>{share_status(&s.status)}</span></td>
+                                        <td><span class=format!("status status-{}", s.status)>{share_status(s.status)}</span></td>
                                         <td>{s.issued}</td>
                                         <td>{s.bound}</td>
                                         <td>{s.revoked}</td>

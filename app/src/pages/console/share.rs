@@ -4,6 +4,7 @@
 
 use leptos::prelude::*;
 use leptos_meta::Title;
+use model::ShareStatus;
 use uuid::Uuid;
 
 use super::{
@@ -133,9 +134,9 @@ fn CopyButton(path: String) -> impl IntoView {
 #[component]
 fn Settings(editor: ShareEditor, action: ServerAction<UpdateShare>) -> impl IntoView {
     let error = Signal::derive(move || action.value().get().and_then(Result::err));
-    let status = editor.status.clone();
-    let option = move |value: &'static str, label: &'static str| {
-        view! { <option value=value selected=status == value>{label}</option> }
+    let status = editor.status;
+    let option = move |value: ShareStatus, label: &'static str| {
+        view! { <option value=value.as_str() selected=status == value>{label}</option> }
     };
     view! {
         <section class="card">
@@ -158,10 +159,7 @@ fn Settings(editor: ShareEditor, action: ServerAction<UpdateShare>) -> impl Into
                 <div class="field">
                     <label for="status">{t("Status", "状态")}</label>
                     <select id="status" name="status">
-                        {option("draft", t("Draft: hidden from learners", "草稿：学员看不到"))}
-                        {option("active", t("Active", "开放中"))}
-                        {option("paused", t("Paused: nobody can open it", "已暂停：谁都打不开"))}
-                        {option("archived", t("Archived: gone for learners", "已归档：对学员下架"))}
+                        {ShareStatus::ALL.iter().map(|&value| option(value, status_choice(value))).collect_view()}
                     </select>
                     <FieldError error field="status"/>
                 </div>
@@ -255,7 +253,7 @@ fn Resources(
                             let down = lang().pick(format!("Move {} down", r.title), format!("下移 {}", r.title));
                             view! {
                             <li class="resource" data-resource=r.id.to_string()>
-                                <span class="tag">{resource_kind(&r.kind)}</span>
+                                <span class="tag">{resource_kind(r.kind)}</span>
                                 <a class="resource-title" href=format!("/admin/t/{tenant}/s/{share}/r/{}/preview", r.id) target="_blank">{r.title.clone()}</a>
                                 <span class="muted">{human_size(r.size_bytes)}</span>
                                 <span class="resource-actions">
@@ -413,4 +411,14 @@ fn issue_progress_of(
     #[cfg(not(feature = "hydrate"))]
     let _ = (tenant, ticket, issue, set_progress);
     progress
+}
+
+/// A status as the editor offers it: with what it means for learners.
+fn status_choice(status: ShareStatus) -> &'static str {
+    match status {
+        ShareStatus::Draft => t("Draft: hidden from learners", "草稿：学员看不到"),
+        ShareStatus::Active => t("Active", "开放中"),
+        ShareStatus::Paused => t("Paused: nobody can open it", "已暂停：谁都打不开"),
+        ShareStatus::Archived => t("Archived: gone for learners", "已归档：对学员下架"),
+    }
 }

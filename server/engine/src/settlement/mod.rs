@@ -52,7 +52,7 @@ use uuid::Uuid;
 use crate::{
     accounts::AccountId,
     codes::{Keyring, PlainCode},
-    shares::Share,
+    shares::{Share, ShareStatus},
 };
 
 pub mod options;
@@ -246,7 +246,7 @@ pub async fn binding_of(
 pub async fn holdings_of(pool: &PgPool, principal: AccountId) -> anyhow::Result<Vec<Holding>> {
     sqlx::query_as!(
         Holding,
-        r#"SELECT s.slug, s.title, s.status, t.name AS tenant_name, c.hint,
+        r#"SELECT s.slug, s.title, s.status AS "status: ShareStatus", t.name AS tenant_name, c.hint,
                   c.first_used_at AS "bound_at!", c.revoked_at IS NOT NULL AS "revoked!"
            FROM auth_codes c
            JOIN shares s ON s.tenant_id = c.tenant_id AND s.id = c.share_id
@@ -266,7 +266,7 @@ pub async fn holdings_of(pool: &PgPool, principal: AccountId) -> anyhow::Result<
 pub struct Holding {
     pub slug: String,
     pub title: String,
-    pub status: String,
+    pub status: ShareStatus,
     pub tenant_name: String,
     pub hint: String,
     pub bound_at: OffsetDateTime,

@@ -18,7 +18,11 @@ use tracing::Instrument as _;
 use uuid::Uuid;
 
 use super::{Grant, SettlementError, SettlementRequest, Settler, options::FaultPoint};
-use crate::{audit, shares::Share, tenants::TenantId};
+use crate::{
+    audit,
+    shares::{Share, ShareStatus},
+    tenants::TenantId,
+};
 
 /// Why one transaction attempt must start over.
 enum Attempt {
@@ -155,14 +159,17 @@ impl Settler {
 
         // The share, its window and policy, as of now.
         let policy = sqlx::query!(
-            "SELECT status, valid_from, valid_until, per_learner_limit FROM shares WHERE tenant_id = $1 AND id = $2",
+            r#"SELECT status AS "status: ShareStatus", valid_from, valid_until, per_learner_limit
+               FROM shares WHERE tenant_id = $1 AND id = $2"#,
             tenant,
             share_id,
         )
         .fetch_optional(&mut *tx)
         .await
         .context("reading the share")?
-        .ok_or(SettlementError::ShareUnavailable(crate::shares::Unavailability::NotAvailable))?;
+        .ok_or(SettlementError::ShareUnavailable(
+            crate::shares::Unavailability::NotAvailable,
+        ))?;
         let current = Share {
             status: policy.status,
             valid_from: policy.valid_from,

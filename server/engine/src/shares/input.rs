@@ -8,33 +8,11 @@ use uuid::Uuid;
 
 use super::ShareError;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ShareStatus {
-    Draft,
-    Active,
-    Paused,
-    Archived,
-}
+pub use model::ShareStatus;
 
-impl ShareStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Draft => "draft",
-            Self::Active => "active",
-            Self::Paused => "paused",
-            Self::Archived => "archived",
-        }
-    }
-
-    pub fn parse(raw: &str) -> Result<Self, ShareError> {
-        match raw.trim() {
-            "draft" => Ok(Self::Draft),
-            "active" => Ok(Self::Active),
-            "paused" => Ok(Self::Paused),
-            "archived" => Ok(Self::Archived),
-            _ => Err(ShareError::InvalidStatus),
-        }
+impl From<model::InvalidShareStatus> for ShareError {
+    fn from(_: model::InvalidShareStatus) -> Self {
+        Self::InvalidStatus
     }
 }
 

@@ -95,9 +95,7 @@ pub enum ShareError {
     Unexpected(#[from] anyhow::Error),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct ShareId(pub Uuid);
+pub use model::ShareId;
 
 /// A share as stored.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
@@ -107,7 +105,7 @@ pub struct Share {
     pub slug: String,
     pub title: String,
     pub description: String,
-    pub status: String,
+    pub status: ShareStatus,
     #[serde(with = "time::serde::rfc3339::option")]
     pub valid_from: Option<OffsetDateTime>,
     #[serde(with = "time::serde::rfc3339::option")]
@@ -125,11 +123,12 @@ impl Share {
     /// Why learners cannot use the share now, if they cannot (its state
     /// and window; the quota is `unavailable_to_newcomers`).
     pub fn unavailable_because(&self, now: OffsetDateTime) -> Option<Unavailability> {
-        if self.status != "active" {
-            return Some(match self.status.as_str() {
-                "paused" => Unavailability::Paused,
-                _ => Unavailability::NotAvailable,
-            });
+        match self.status {
+            ShareStatus::Active => {}
+            ShareStatus::Paused => return Some(Unavailability::Paused),
+            ShareStatus::Draft | ShareStatus::Archived => {
+                return Some(Unavailability::NotAvailable);
+            }
         }
         if self.valid_from.is_some_and(|from| now < from) {
             return Some(Unavailability::NotOpenYet);
@@ -165,7 +164,7 @@ pub async fn create_share(
                                per_learner_limit, quota, created_by)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
            ON CONFLICT (slug) DO NOTHING
-           RETURNING tenant_id, id, slug, title, description, status, valid_from, valid_until,
+           RETURNING tenant_id, id, slug, title, description, status AS "status: ShareStatus", valid_from, valid_until,
                      per_learner_limit, quota, quota_used"#,
         tenant.0,
         Uuid::now_v7(),
@@ -207,7 +206,7 @@ pub async fn update_share(
     let mut tx = pool.begin().await.context("starting a transaction")?;
     let before = sqlx::query_as!(
         Share,
-        r#"SELECT tenant_id, id, slug, title, description, status, valid_from, valid_until,
+        r#"SELECT tenant_id, id, slug, title, description, status AS "status: ShareStatus", valid_from, valid_until,
                   per_learner_limit, quota, quota_used
            FROM shares WHERE tenant_id = $1 AND id = $2 FOR UPDATE"#,
         tenant.0,
@@ -250,7 +249,7 @@ pub async fn update_share(
            SET slug = $3, title = $4, description = $5, status = $6, valid_from = $7,
                valid_until = $8, per_learner_limit = $9, quota = $10, updated_at = now()
            WHERE tenant_id = $1 AND id = $2
-           RETURNING tenant_id, id, slug, title, description, status, valid_from, valid_until,
+           RETURNING tenant_id, id, slug, title, description, status AS "status: ShareStatus", valid_from, valid_until,
                      per_learner_limit, quota, quota_used"#,
         tenant.0,
         share.0,
@@ -307,7 +306,7 @@ pub async fn update_share(
 pub async fn find_by_slug(pool: &PgPool, slug: &str) -> anyhow::Result<Option<Share>> {
     sqlx::query_as!(
         Share,
-        r#"SELECT tenant_id, id, slug, title, description, status, valid_from, valid_until,
+        r#"SELECT tenant_id, id, slug, title, description, status AS "status: ShareStatus", valid_from, valid_until,
                   per_learner_limit, quota, quota_used
            FROM shares WHERE slug = $1"#,
         slug,
@@ -321,7 +320,7 @@ pub async fn find_by_slug(pool: &PgPool, slug: &str) -> anyhow::Result<Option<Sh
 pub async fn get(pool: &PgPool, share: ShareId) -> anyhow::Result<Option<Share>> {
     sqlx::query_as!(
         Share,
-        r#"SELECT tenant_id, id, slug, title, description, status, valid_from, valid_until,
+        r#"SELECT tenant_id, id, slug, title, description, status AS "status: ShareStatus", valid_from, valid_until,
                   per_learner_limit, quota, quota_used
            FROM shares WHERE id = $1"#,
         share.0,
@@ -341,7 +340,7 @@ pub async fn get_in(
 ) -> anyhow::Result<Option<Share>> {
     sqlx::query_as!(
         Share,
-        r#"SELECT tenant_id, id, slug, title, description, status, valid_from, valid_until,
+        r#"SELECT tenant_id, id, slug, title, description, status AS "status: ShareStatus", valid_from, valid_until,
                   per_learner_limit, quota, quota_used
            FROM shares WHERE tenant_id = $1 AND id = $2"#,
         tenant.0,

@@ -17,6 +17,7 @@ use engine::{
     shares::Share,
     storage::ByteRange,
 };
+use model::ResourceKind;
 use serde::Deserialize;
 use service::{
     learner::{self, CodeEntered, Standing},
@@ -84,6 +85,7 @@ pub async fn share(
             status: share.status,
         },
         available: overview.unavailable.is_none(),
+        unavailable: overview.unavailable,
         unavailable_reason: overview.unavailable.map(|why| why.to_string()),
         resources: overview.resources,
         me,
@@ -295,10 +297,10 @@ pub async fn serve(
         HeaderValue::from_static("nosniff"),
     );
     let headers = response.headers_mut();
-    match resource.kind.as_str() {
+    match resource.kind {
         // Uploaded pages run sandboxed: no scripts on our origin. Framed
         // by our own resource page only.
-        "page" => {
+        ResourceKind::Page => {
             headers.insert(
                 header::CONTENT_SECURITY_POLICY,
                 HeaderValue::from_static(
@@ -310,13 +312,14 @@ pub async fn serve(
                 HeaderValue::from_static("SAMEORIGIN"),
             );
         }
-        "file" => {
+        ResourceKind::File => {
             headers.insert(
                 header::CONTENT_DISPOSITION,
                 HeaderValue::from_static("attachment"),
             );
         }
-        _ => {}
+        // Played inline, seeking with Range.
+        ResourceKind::Video => {}
     }
     Ok(response)
 }

@@ -32,7 +32,7 @@ pub struct AccountBody {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct StatusChanged {
     pub id: Uuid,
-    pub status: String,
+    pub status: model::ShareStatus,
 }
 
 /// One issued code: the plain code appears in this answer only.
@@ -60,10 +60,9 @@ pub struct CodePage {
 
 /// A code's state after an action.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct CodeState {
+pub struct CodeChanged {
     pub id: Uuid,
-    /// `unused` or `revoked`.
-    pub state: String,
+    pub state: model::CodeState,
 }
 
 /// A share as learners see it.
@@ -73,7 +72,7 @@ pub struct PublicShare {
     pub slug: String,
     pub title: String,
     pub description: String,
-    pub status: String,
+    pub status: model::ShareStatus,
 }
 
 /// Where the caller stands with a share.
@@ -93,6 +92,9 @@ pub struct Me {
 pub struct SharePage {
     pub share: PublicShare,
     pub available: bool,
+    /// Why not, when it is not (a stable word to match on).
+    pub unavailable: Option<model::Unavailability>,
+    /// The same in English, for people.
     pub unavailable_reason: Option<String>,
     pub resources: Vec<engine::resources::Resource>,
     pub me: Me,

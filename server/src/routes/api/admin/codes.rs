@@ -9,7 +9,11 @@ use axum::{
     response::IntoResponse,
 };
 use engine::{
-    accounts::Principal, batches, code_admin, shares::ShareId, tenants::TenantId, tokens::Scope,
+    accounts::Principal,
+    batches, code_admin,
+    shares::{ShareError, ShareId},
+    tenants::TenantId,
+    tokens::Scope,
 };
 use serde::Deserialize;
 use uuid::Uuid;
@@ -18,7 +22,7 @@ use super::{Caller, admin_of_share, parse_id};
 use crate::{
     routes::api::{
         error::{ApiError, rejection},
-        schema::{CodePage, CodeState, ErrorBody, IssuedBatch, IssuedCode},
+        schema::{CodeChanged, CodePage, ErrorBody, IssuedBatch, IssuedCode},
     },
     startup::ServerState,
 };
@@ -136,7 +140,8 @@ pub async fn list_codes(
             .state
             .as_deref()
             .map(code_admin::CodeState::parse)
-            .transpose()?,
+            .transpose()
+            .map_err(ShareError::from)?,
         batch: query.batch,
         search: query.q,
     };
@@ -174,7 +179,7 @@ async fn admin_of_code(
 #[utoipa::path(post, path = "/api/v1/codes/{code_id}/revoke", tag = "admin",
     params(("code_id" = Uuid, Path, description = "The code")),
     responses(
-        (status = 200, description = "Revoked", body = CodeState),
+        (status = 200, description = "Revoked", body = CodeChanged),
         (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
         (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
         (status = 404, description = "No such code", body = ErrorBody),
@@ -187,9 +192,9 @@ pub async fn revoke_code(
 ) -> Result<impl IntoResponse, ApiError> {
     let (tenant, code, admin) = admin_of_code(&state, &caller, &code_id).await?;
     code_admin::revoke_code(&state.services.pool, tenant, admin.id, code).await?;
-    Ok(Json(CodeState {
+    Ok(Json(CodeChanged {
         id: code,
-        state: "revoked".into(),
+        state: code_admin::CodeState::Revoked,
     }))
 }
 
@@ -205,7 +210,7 @@ pub struct UnbindBody {
     params(("code_id" = Uuid, Path, description = "The code")),
     request_body = UnbindBody,
     responses(
-        (status = 200, description = "Unbound", body = CodeState),
+        (status = 200, description = "Unbound", body = CodeChanged),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
         (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
@@ -222,7 +227,9 @@ pub async fn unbind_code(
 ) -> Result<impl IntoResponse, ApiError> {
     let (tenant, code, admin) = admin_of_code(&state, &caller, &code_id).await?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
-    code_admin::unbind_code(
+    // The state the code is in afterwards, not the one asked for: a code
+    // revoked while bound stays revoked when it is unbound.
+    let state = code_admin::unbind_code(
         &state.services.pool,
         tenant,
         admin.id,
@@ -231,9 +238,5 @@ pub async fn unbind_code(
         body.revoke,
     )
     .await?;
-    let state_name = if body.revoke { "revoked" } else { "unused" };
-    Ok(Json(CodeState {
-        id: code,
-        state: state_name.into(),
-    }))
+    Ok(Json(CodeChanged { id: code, state }))
 }

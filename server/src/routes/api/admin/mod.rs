@@ -89,6 +89,9 @@ impl Caller {
                 Ok(service::session::admin_of(&state.services, session, tenant).await?)
             }
             Self::Token(token) if token.tenant == tenant && token.allows(scope) => {
+                // What `service::session` records for a signed-in admin.
+                service::request_span::record("principal", token.principal.id.0);
+                service::request_span::record("tenant", tenant.0);
                 Ok(token.principal.clone())
             }
             Self::Token(_) => Err(ServiceError::Forbidden.into()),

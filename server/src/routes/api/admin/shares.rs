@@ -8,7 +8,7 @@ use axum::{
     response::IntoResponse,
 };
 use engine::{
-    shares::{self, NewShare, Share, ShareId, ShareInput, ShareStatus},
+    shares::{self, NewShare, Share, ShareError, ShareId, ShareInput, ShareStatus},
     tenants::TenantId,
     tokens::Scope,
 };
@@ -78,7 +78,7 @@ pub async fn set_status(
 ) -> Result<impl IntoResponse, ApiError> {
     let (share, admin) = admin_of_share(&state, &caller, &share_id, Scope::Write).await?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
-    let status = ShareStatus::parse(&body.status)?;
+    let status = ShareStatus::parse(&body.status).map_err(ShareError::from)?;
     shares::set_status(
         &state.services.pool,
         share.tenant(),
@@ -89,6 +89,6 @@ pub async fn set_status(
     .await?;
     Ok(Json(StatusChanged {
         id: share.id,
-        status: status.as_str().to_owned(),
+        status,
     }))
 }
