@@ -17,7 +17,8 @@ use crate::coordination::Redis;
 
 /// The throttle subject of a client address: an IPv4 address as itself (an
 /// IPv4-mapped IPv6 address too, so a dual-stack listener counts the same
-/// client once), an IPv6 address as its /64.
+/// client once, and a NAT64 address as the IPv4 client it carries), an IPv6
+/// address as its /64.
 ///
 /// Why the /64: one subscriber (a home, a phone, a virtual machine) is
 /// routinely given a whole /64 and may use any address in it; per-address
@@ -25,13 +26,27 @@ use crate::coordination::Redis;
 pub fn ip_subject(ip: IpAddr) -> String {
     match ip {
         IpAddr::V4(v4) => v4.to_string(),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped().or_else(|| nat64_client(v6)) {
             Some(v4) => v4.to_string(),
             None => {
                 let [a, b, c, d, ..] = v6.segments();
                 format!("{}/64", Ipv6Addr::new(a, b, c, d, 0, 0, 0, 0))
             }
         },
+    }
+}
+
+/// The IPv4 client a NAT64/SIIT translator stands for, for addresses in the
+/// well-known prefix `64:ff9b::/96` (RFC 6052), which carries it in its
+/// last 32 bits. (Network-specific prefixes, such as the local-use
+/// `64:ff9b:1::/48`, place it where their operator chose: those count by
+/// their /64 like any IPv6 address.)
+fn nat64_client(v6: Ipv6Addr) -> Option<std::net::Ipv4Addr> {
+    match v6.segments() {
+        [0x64, 0xff9b, 0, 0, 0, 0, high, low] => Some(std::net::Ipv4Addr::from(
+            (u32::from(high) << 16) | u32::from(low),
+        )),
+        _ => None,
     }
 }
 
@@ -184,6 +199,25 @@ mod tests {
         assert_ne!(subject("2001:db8:aa:cc::1"), subject("2001:db8:aa:bb::1"));
         assert_ne!(subject("192.0.2.9"), subject("192.0.2.10"));
         assert_eq!(subject("::1"), "::/64");
+    }
+
+    /// An IPv6-only deployment that takes IPv4 clients through a stateless
+    /// translator (SIIT-DC, RFC 7755) sees every one of them inside
+    /// `64:ff9b::/96`, one /64 for the whole IPv4 internet: keyed by the
+    /// /64, one noisy client would lock out every IPv4 visitor. The
+    /// embedded IPv4 is the client.
+    #[test]
+    fn nat64_addresses_count_as_the_ipv4_client_they_carry() {
+        let subject = |s: &str| ip_subject(s.parse().expect("ip"));
+        assert_eq!(subject("64:ff9b::c000:209"), "192.0.2.9");
+        assert_eq!(subject("64:ff9b::192.0.2.9"), subject("192.0.2.9"));
+        assert_ne!(
+            subject("64:ff9b::192.0.2.9"),
+            subject("64:ff9b::192.0.2.10")
+        );
+        // Near the prefixes, but not them: still by /64.
+        assert_eq!(subject("64:ff9b:0:0:1::c000:209"), "64:ff9b::/64");
+        assert_eq!(subject("64:ff9a::c000:209"), "64:ff9a::/64");
     }
 
     #[test]
