@@ -51,6 +51,54 @@ fn codes_in(html: &str) -> Vec<String> {
     found
 }
 
+/// What each QR code printed in `html` says, decoded from the SVG as
+/// served (`qrcode`'s renderer: one background `<rect>`, then one `<path>`
+/// of `M{x} {y}h{w}v{h}H{x}V{y}` squares), rasterised and read by a real
+/// QR decoder.
+fn qr_payloads(html: &str) -> Vec<String> {
+    let number = |text: &str| -> usize { text.parse().expect("a whole number in the SVG") };
+    let mut payloads = Vec::new();
+    for svg in html.split("<svg").skip(1) {
+        let after = |from: &str, marker: &str| -> String {
+            let start = from.find(marker).expect(marker) + marker.len();
+            from[start..]
+                .split('"')
+                .next()
+                .expect("attribute")
+                .to_owned()
+        };
+        let rect = &svg[svg.find("<rect").expect("background rect")..];
+        let (width, height) = (
+            number(&after(rect, "width=\"")),
+            number(&after(rect, "height=\"")),
+        );
+        let mut dark = vec![false; width * height];
+        for square in after(svg, "d=\"").split('M').filter(|s| !s.is_empty()) {
+            // `{x} {y}h{w}v{h}H{x}V{y}`
+            let fields: Vec<&str> = square.split(|c: char| " hvHV".contains(c)).collect();
+            let (x, y, w, h) = (
+                number(fields[0]),
+                number(fields[1]),
+                number(fields[2]),
+                number(fields[3]),
+            );
+            for row in y..y + h {
+                for column in x..x + w {
+                    dark[row * width + column] = true;
+                }
+            }
+        }
+        let mut image = rqrr::PreparedImage::prepare_from_greyscale(width, height, |x, y| {
+            if dark[y * width + x] { 0 } else { 255 }
+        });
+        let grids = image.detect_grids();
+        assert_eq!(grids.len(), 1, "one QR code per card");
+        let (_, text) = grids[0].decode().expect("a readable QR code");
+        payloads.push(text);
+    }
+    payloads
+}
+
 /// Issues a small batch through the console form; returns the result
 /// page's path and the batch id.
 async fn issue_by_form(
@@ -308,6 +356,16 @@ async fn new_codes_are_shown_once_downloaded_once_and_stored_nowhere(pool: PgPoo
     let codes = codes_in(&html);
     assert_eq!(codes.len(), 5, "{html}");
     assert!(html.contains("shown only now"));
+    // Each printed card's QR code opens the share with its own code filled
+    // in (the fragment never reaches a server log).
+    let start = html.find("card-link\">").expect("a card's link") + "card-link\">".len();
+    let link = &html[start..start + html[start..].find('<').expect("end of the link")];
+    assert!(
+        link.starts_with("http") && link.ends_with(&format!("/s/{}", course.slug)),
+        "{link}"
+    );
+    let expected: Vec<String> = codes.iter().map(|c| format!("{link}#code={c}")).collect();
+    assert_eq!(qr_payloads(&html), expected);
 
     // The page is one-time.
     let (_, again) = page(&address, &admin.client, &result_page).await;
