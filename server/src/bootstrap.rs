@@ -17,7 +17,7 @@ use engine::{
     batches,
     codes::Keyring,
     resources, settlement,
-    shares::{self, NewShare, ShareId, ShareInput},
+    shares::{self, NewShare, ShareInput},
     storage::Storage,
     tenants::{self, TenantId, TenantName, TenantSlug},
 };
@@ -212,7 +212,7 @@ pub async fn seed_demo(
                 .await
                 .context("creating the demo course")?;
             let resource = uuid::Uuid::new_v4();
-            let key = Storage::key_for(tenant.0, share.id, resource);
+            let key = Storage::key_for(tenant, share.id, resource);
             let body = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from_static(
                 DEMO_PAGE.as_bytes(),
             ))]);
@@ -224,7 +224,7 @@ pub async fn seed_demo(
                 pool,
                 tenant,
                 admin,
-                ShareId(share.id),
+                share.id,
                 resource,
                 "Welcome",
                 "text/html; charset=utf-8",
@@ -251,7 +251,7 @@ pub async fn seed_demo(
             tenant,
             admin,
             &batches::BatchRequest {
-                share: ShareId(share.id),
+                share: share.id,
                 count: 1,
                 label: "demo",
                 idempotency_key: None,

@@ -45,7 +45,7 @@ pub async fn list_code_page(
     q: Option<String>,
     after: Option<Uuid>,
 ) -> Result<CodeTable, AppError> {
-    use engine::{code_admin::CodeFilter, shares::ShareId};
+    use engine::code_admin::CodeFilter;
     use support::{internal, share_error, when};
     const PAGE: i64 = 50;
     let run = async {
@@ -63,14 +63,14 @@ pub async fn list_code_page(
         let codes = engine::code_admin::list_codes(
             &app.pool,
             share.tenant(),
-            ShareId(share.id),
+            share.id,
             &filter,
             after,
             PAGE,
         )
         .await
         .map_err(internal)?;
-        let batches = engine::console::batches(&app.pool, share.tenant(), ShareId(share.id))
+        let batches = engine::console::batches(&app.pool, share.tenant(), share.id)
             .await
             .map_err(internal)?;
         let label_of = |id: Uuid| {

@@ -115,14 +115,9 @@ pub async fn issued_codes(
     let run = async {
         let (state, admin, share) = support::admin_share(tenant_id, share_id).await?;
         // Only this share's batch (or replacement code), taken by its admin.
-        if !engine::console::handover_of_share(
-            &state.pool,
-            share.tenant(),
-            engine::shares::ShareId(share.id),
-            batch_id,
-        )
-        .await
-        .map_err(support::internal)?
+        if !engine::console::handover_of_share(&state.pool, share.tenant(), share.id, batch_id)
+            .await
+            .map_err(support::internal)?
         {
             return Err(AppError::NotFound);
         }

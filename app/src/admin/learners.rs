@@ -53,7 +53,7 @@ pub async fn share_learners(
     const PAGE: i64 = 100;
     let run = async {
         let (state, _, share) = support::admin_share(tenant_id, share_id).await?;
-        let id = engine::shares::ShareId(share.id);
+        let id = share.id;
         let rows = engine::console::learners(&state.pool, share.tenant(), id, after, PAGE)
             .await
             .map_err(internal)?;

@@ -93,23 +93,15 @@ pub async fn share_settings(tenant_id: Uuid, share_id: Uuid) -> Result<ShareEdit
     use support::{internal, local_input};
     let run = async {
         let (state, _, share) = support::admin_share(tenant_id, share_id).await?;
-        let resources = engine::resources::resources(
-            &state.pool,
-            share.tenant(),
-            engine::shares::ShareId(share.id),
-        )
-        .await
-        .map_err(internal)?;
-        let batches = engine::console::batches(
-            &state.pool,
-            share.tenant(),
-            engine::shares::ShareId(share.id),
-        )
-        .await
-        .map_err(internal)?;
+        let resources = engine::resources::resources(&state.pool, share.tenant(), share.id)
+            .await
+            .map_err(internal)?;
+        let batches = engine::console::batches(&state.pool, share.tenant(), share.id)
+            .await
+            .map_err(internal)?;
         Ok(ShareEditor {
             tenant_id,
-            id: share.id,
+            id: share.id.0,
             slug: share.slug,
             title: share.title,
             description: share.description,
@@ -167,15 +159,9 @@ mod settings_form {
                 valid_until: parse_local("valid_until", &valid_until)?,
             })
             .map_err(share_error)?;
-            engine::shares::update_share(
-                &state.pool,
-                share.tenant(),
-                admin.id,
-                engine::shares::ShareId(share.id),
-                new,
-            )
-            .await
-            .map_err(share_error)?;
+            engine::shares::update_share(&state.pool, share.tenant(), admin.id, share.id, new)
+                .await
+                .map_err(share_error)?;
             // Hydrated pages say "Saved." in place; a plain form gets a flash.
             if crate::auth::guard::from_plain_form() {
                 crate::auth::guard::set_flash(&crate::auth::Flash {
@@ -205,7 +191,7 @@ pub async fn rename_resource(
             &state.pool,
             share.tenant(),
             admin.id,
-            engine::shares::ShareId(share.id),
+            share.id,
             resource_id,
             &title,
         )
@@ -239,7 +225,7 @@ pub async fn move_resource(
             &state.pool,
             share.tenant(),
             admin.id,
-            engine::shares::ShareId(share.id),
+            share.id,
             resource_id,
             step,
         )
@@ -263,7 +249,7 @@ pub async fn delete_resource(
             &state.pool,
             share.tenant(),
             admin.id,
-            engine::shares::ShareId(share.id),
+            share.id,
             resource_id,
             force.is_some_and(|f| f == "on" || f == "true"),
         )

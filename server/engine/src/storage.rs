@@ -17,6 +17,8 @@ use object_store::{
 };
 use uuid::Uuid;
 
+use crate::{shares::ShareId, tenants::TenantId};
+
 /// Where the store keeps its objects.
 #[derive(Debug, Clone)]
 pub enum StorageConfig {
@@ -155,7 +157,7 @@ impl Storage {
     }
 
     /// The storage key of a resource.
-    pub fn key_for(tenant: Uuid, share: Uuid, resource: Uuid) -> String {
+    pub fn key_for(tenant: TenantId, share: ShareId, resource: Uuid) -> String {
         format!("{tenant}/{share}/{resource}")
     }
 
@@ -305,7 +307,11 @@ mod tests {
     async fn uploads_over_the_limit_leave_nothing_and_ranges_read_back() {
         let root = std::env::temp_dir().join(format!("admitone-storage-{}", Uuid::new_v4()));
         let storage = Storage::new(&StorageConfig::Local { root: root.clone() }).expect("storage");
-        let key = Storage::key_for(Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        let key = Storage::key_for(
+            TenantId(Uuid::new_v4()),
+            ShareId(Uuid::new_v4()),
+            Uuid::new_v4(),
+        );
         let chunks = futures_util::stream::iter(
             (0..3).map(|_| Ok::<_, std::io::Error>(Bytes::from(vec![0u8; 10]))),
         );

@@ -10,6 +10,7 @@ macro_rules! id {
         #[serde(transparent)]
         #[cfg_attr(feature = "sqlx", derive(sqlx::Type))]
         #[cfg_attr(feature = "sqlx", sqlx(transparent))]
+        #[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
         pub struct $name(pub Uuid);
 
         impl std::fmt::Display for $name {

@@ -85,7 +85,7 @@ pub async fn issue_for_handover(
         share.tenant(),
         admin.id,
         &BatchRequest {
-            share: ShareId(share.id),
+            share: share.id,
             count,
             label,
             idempotency_key: idempotency_key.as_deref(),

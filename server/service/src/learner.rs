@@ -22,7 +22,7 @@ use uuid::Uuid;
 use crate::{ServiceError, Services, session, throttle};
 
 /// The session key of a share's pending code (phase 2).
-fn pending_key(share: Uuid) -> String {
+fn pending_key(share: ShareId) -> String {
     format!("pending:{share}")
 }
 
@@ -48,7 +48,7 @@ pub async fn visible_share(services: &Services, slug: &str) -> Result<Share, Ser
 /// if any.
 async fn pending_code(
     session: &Session,
-    share: Uuid,
+    share: ShareId,
     principal: AccountId,
 ) -> Result<Option<Uuid>, ServiceError> {
     let pending = session
@@ -91,7 +91,7 @@ pub async fn share_overview(
     slug: &str,
 ) -> Result<ShareOverview, ServiceError> {
     let share = visible_share(services, slug).await?;
-    let resources = resources::resources(&services.pool, share.tenant(), ShareId(share.id)).await?;
+    let resources = resources::resources(&services.pool, share.tenant(), share.id).await?;
     let standing = match session::principal_of(services, session).await? {
         None => Standing::SignedOut,
         Some(principal) => {
@@ -216,14 +216,9 @@ pub async fn open(
         cross_site,
         patience,
     } = opening;
-    let resource = resources::resource(
-        &services.pool,
-        share.tenant(),
-        ShareId(share.id),
-        resource_id,
-    )
-    .await?
-    .ok_or(ServiceError::NotFound)?;
+    let resource = resources::resource(&services.pool, share.tenant(), share.id, resource_id)
+        .await?
+        .ok_or(ServiceError::NotFound)?;
     let pending = if cross_site {
         None
     } else {

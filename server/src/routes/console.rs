@@ -77,14 +77,10 @@ pub async fn codes_csv(
         .await?
         .ok_or_else(ApiError::not_found)?;
     // A batch, or a single replacement code (labelled with its batch).
-    let label = engine::console::handover_label(
-        &state.services.pool,
-        TenantId(tenant),
-        ShareId(share.id),
-        batch,
-    )
-    .await?
-    .ok_or_else(ApiError::not_found)?;
+    let label =
+        engine::console::handover_label(&state.services.pool, TenantId(tenant), share.id, batch)
+            .await?
+            .ok_or_else(ApiError::not_found)?;
     // One download at a time; the codes are removed only once the whole
     // body has been sent (see `engine::handover`), so a broken download can
     // be repeated.
@@ -245,7 +241,7 @@ pub async fn records_csv(
             b"granted_at,email,code_hint,resource,bound_now\r\n",
         ))
     });
-    let rows = async_stream_records(pool, TenantId(tenant), ShareId(share.id));
+    let rows = async_stream_records(pool, TenantId(tenant), share.id);
     let body = Body::from_stream(header.chain(rows));
     let mut response = Response::new(body);
     let headers = response.headers_mut();

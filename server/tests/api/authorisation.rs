@@ -268,7 +268,7 @@ async fn world(app: &TestApp) -> World {
         tenant_b,
         admin_b,
         &engine::batches::BatchRequest {
-            share: engine::shares::ShareId(share.id),
+            share: share.id,
             count: 2,
             label: "b",
             idempotency_key: None,
@@ -285,7 +285,7 @@ async fn world(app: &TestApp) -> World {
         tenant_b,
         admin_b,
         &engine::batches::BatchRequest {
-            share: engine::shares::ShareId(share.id),
+            share: share.id,
             count: 1,
             label: "spare",
             idempotency_key: None,
@@ -311,7 +311,7 @@ async fn world(app: &TestApp) -> World {
             &app.pool,
             tenant_b,
             admin_b,
-            engine::shares::ShareId(share.id),
+            share.id,
             id,
             "Notes",
             "text/html",
@@ -360,7 +360,7 @@ async fn world(app: &TestApp) -> World {
         tenant_b: tenant_b.0,
         target: Target {
             tenant: tenant_b.0,
-            share: share.id,
+            share: share.id.0,
             resource,
             doomed,
             token,

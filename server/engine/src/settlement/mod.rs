@@ -190,7 +190,7 @@ pub async fn validate(
     let Some(found) = found else {
         return Err(SettlementError::InvalidCode);
     };
-    if found.tenant_id != share.tenant_id || found.share_id != share.id {
+    if found.tenant_id != share.tenant_id.0 || found.share_id != share.id.0 {
         return Err(SettlementError::WrongShare);
     }
     if found.revoked {
@@ -232,8 +232,8 @@ pub async fn binding_of(
         r#"SELECT id AS code_id, hint, first_used_at AS "bound_at!", access_count, revoked_at IS NOT NULL AS "revoked!"
            FROM auth_codes
            WHERE tenant_id = $1 AND share_id = $2 AND bound_principal = $3 AND bound_principal IS NOT NULL"#,
-        share.tenant_id,
-        share.id,
+        share.tenant_id.0,
+        share.id.0,
         principal.0,
     )
     .fetch_optional(pool)

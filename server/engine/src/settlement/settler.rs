@@ -97,10 +97,10 @@ impl Settler {
         let keys = ReservationKeys {
             code: redis
                 .keys()
-                .reservation_code(share.tenant_id, share.id, code),
+                .reservation_code(share.tenant_id.0, share.id.0, code),
             user: redis
                 .keys()
-                .reservation_user(share.tenant_id, share.id, request.principal.0),
+                .reservation_user(share.tenant_id.0, share.id.0, request.principal.0),
         };
         // Request ids are chosen by callers: scope the owner to the learner
         // so that two learners picking the same id never share a reservation.

@@ -108,7 +108,7 @@ impl Settler {
         request: &SettlementRequest,
     ) -> Result<Grant, Attempt> {
         let share = &request.share;
-        let (tenant, share_id, principal) = (share.tenant_id, share.id, request.principal.0);
+        let (tenant, share_id, principal) = (share.tenant_id.0, share.id.0, request.principal.0);
         let mut tx: Transaction<'_, Postgres> =
             pool.begin().await.context("starting the settlement")?;
         self.count(|p| &p.transactions);

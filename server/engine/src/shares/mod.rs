@@ -100,8 +100,8 @@ pub use model::ShareId;
 /// A share as stored.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct Share {
-    pub tenant_id: Uuid,
-    pub id: Uuid,
+    pub tenant_id: TenantId,
+    pub id: ShareId,
     pub slug: String,
     pub title: String,
     pub description: String,
@@ -117,7 +117,7 @@ pub struct Share {
 
 impl Share {
     pub fn tenant(&self) -> TenantId {
-        TenantId(self.tenant_id)
+        self.tenant_id
     }
 
     /// Why learners cannot use the share now, if they cannot (its state
@@ -164,7 +164,8 @@ pub async fn create_share(
                                per_learner_limit, quota, created_by)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
            ON CONFLICT (slug) DO NOTHING
-           RETURNING tenant_id, id, slug, title, description, status AS "status: ShareStatus", valid_from, valid_until,
+           RETURNING tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
+                     status AS "status: ShareStatus", valid_from, valid_until,
                      per_learner_limit, quota, quota_used"#,
         tenant.0,
         Uuid::now_v7(),
@@ -187,7 +188,7 @@ pub async fn create_share(
         tenant,
         actor,
         "share.created",
-        ("share", share.id),
+        ("share", share.id.0),
         json!({ "slug": share.slug, "title": share.title, "status": share.status }),
     )
     .await?;
@@ -206,7 +207,8 @@ pub async fn update_share(
     let mut tx = pool.begin().await.context("starting a transaction")?;
     let before = sqlx::query_as!(
         Share,
-        r#"SELECT tenant_id, id, slug, title, description, status AS "status: ShareStatus", valid_from, valid_until,
+        r#"SELECT tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
+                     status AS "status: ShareStatus", valid_from, valid_until,
                   per_learner_limit, quota, quota_used
            FROM shares WHERE tenant_id = $1 AND id = $2 FOR UPDATE"#,
         tenant.0,
@@ -249,7 +251,8 @@ pub async fn update_share(
            SET slug = $3, title = $4, description = $5, status = $6, valid_from = $7,
                valid_until = $8, per_learner_limit = $9, quota = $10, updated_at = now()
            WHERE tenant_id = $1 AND id = $2
-           RETURNING tenant_id, id, slug, title, description, status AS "status: ShareStatus", valid_from, valid_until,
+           RETURNING tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
+                     status AS "status: ShareStatus", valid_from, valid_until,
                      per_learner_limit, quota, quota_used"#,
         tenant.0,
         share.0,
@@ -306,7 +309,8 @@ pub async fn update_share(
 pub async fn find_by_slug(pool: &PgPool, slug: &str) -> anyhow::Result<Option<Share>> {
     sqlx::query_as!(
         Share,
-        r#"SELECT tenant_id, id, slug, title, description, status AS "status: ShareStatus", valid_from, valid_until,
+        r#"SELECT tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
+                     status AS "status: ShareStatus", valid_from, valid_until,
                   per_learner_limit, quota, quota_used
            FROM shares WHERE slug = $1"#,
         slug,
@@ -320,7 +324,8 @@ pub async fn find_by_slug(pool: &PgPool, slug: &str) -> anyhow::Result<Option<Sh
 pub async fn get(pool: &PgPool, share: ShareId) -> anyhow::Result<Option<Share>> {
     sqlx::query_as!(
         Share,
-        r#"SELECT tenant_id, id, slug, title, description, status AS "status: ShareStatus", valid_from, valid_until,
+        r#"SELECT tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
+                     status AS "status: ShareStatus", valid_from, valid_until,
                   per_learner_limit, quota, quota_used
            FROM shares WHERE id = $1"#,
         share.0,
@@ -340,7 +345,8 @@ pub async fn get_in(
 ) -> anyhow::Result<Option<Share>> {
     sqlx::query_as!(
         Share,
-        r#"SELECT tenant_id, id, slug, title, description, status AS "status: ShareStatus", valid_from, valid_until,
+        r#"SELECT tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
+                     status AS "status: ShareStatus", valid_from, valid_until,
                   per_learner_limit, quota, quota_used
            FROM shares WHERE tenant_id = $1 AND id = $2"#,
         tenant.0,

@@ -78,7 +78,7 @@ pub async fn share(
     let share = overview.share;
     Ok(Json(SharePage {
         share: PublicShare {
-            id: share.id,
+            id: share.id.0,
             slug: share.slug,
             title: share.title,
             description: share.description,

@@ -9,11 +9,7 @@ use axum::{
     response::IntoResponse,
 };
 use engine::{
-    accounts::Principal,
-    batches, code_admin,
-    shares::{ShareError, ShareId},
-    tenants::TenantId,
-    tokens::Scope,
+    accounts::Principal, batches, code_admin, shares::ShareError, tenants::TenantId, tokens::Scope,
 };
 use serde::Deserialize;
 use uuid::Uuid;
@@ -70,7 +66,7 @@ pub async fn issue_codes(
         }
     };
     let request = batches::BatchRequest {
-        share: ShareId(share.id),
+        share: share.id,
         count: body.count,
         label: body.label.as_deref().unwrap_or(""),
         idempotency_key: key.as_ref().map(engine::settlement::RequestId::as_str),
@@ -148,7 +144,7 @@ pub async fn list_codes(
     let codes = code_admin::list_codes(
         &state.services.pool,
         share.tenant(),
-        ShareId(share.id),
+        share.id,
         &filter,
         query.after,
         limit,

@@ -8,7 +8,7 @@ use axum::{
     http::StatusCode,
     response::IntoResponse,
 };
-use engine::{resources, shares::ShareId, storage::Storage, tokens::Scope};
+use engine::{resources, storage::Storage, tokens::Scope};
 use uuid::Uuid;
 
 use super::{Caller, admin_of_share};
@@ -62,7 +62,7 @@ pub async fn upload(
             &state.services.pool,
             share.tenant(),
             admin.id,
-            ShareId(share.id),
+            share.id,
             resource_id,
             &title,
             &content_type,

@@ -8,7 +8,7 @@ use axum::{
     response::IntoResponse,
 };
 use engine::{
-    shares::{self, NewShare, Share, ShareError, ShareId, ShareInput, ShareStatus},
+    shares::{self, NewShare, Share, ShareError, ShareInput, ShareStatus},
     tenants::TenantId,
     tokens::Scope,
 };
@@ -83,12 +83,12 @@ pub async fn set_status(
         &state.services.pool,
         share.tenant(),
         admin.id,
-        ShareId(share.id),
+        share.id,
         status,
     )
     .await?;
     Ok(Json(StatusChanged {
-        id: share.id,
+        id: share.id.0,
         status,
     }))
 }
