@@ -30,16 +30,35 @@ pub fn client() -> anyhow::Result<reqwest::Client> {
 
 /// POSTs JSON; anything but a 2xx is an error.
 pub async fn post(client: &reqwest::Client, url: String, body: Value) -> anyhow::Result<Value> {
-    let response = client
-        .post(&url)
-        .json(&body)
-        .send()
-        .await
-        .with_context(|| format!("POST {url}"))?;
-    let status = response.status();
-    let body: Value = response.json().await.unwrap_or(Value::Null);
-    anyhow::ensure!(status.is_success(), "POST {url}: {status} {body}");
-    Ok(body)
+    // Setting up is a client like any other: a `503` with `Retry-After` is
+    // the API's documented "come back in a moment" (Redis or PostgreSQL
+    // briefly unable to answer, as on a machine busy with the previous
+    // fault), so it waits and asks again, a few times, before giving up.
+    for attempt in 1.. {
+        let response = client
+            .post(&url)
+            .json(&body)
+            .send()
+            .await
+            .with_context(|| format!("POST {url}"))?;
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        let answer: Value = response.json().await.unwrap_or(Value::Null);
+        match retry_after {
+            Some(secs) if status == reqwest::StatusCode::SERVICE_UNAVAILABLE && attempt < 5 => {
+                tokio::time::sleep(std::time::Duration::from_secs(secs.clamp(1, 5))).await;
+            }
+            _ => {
+                anyhow::ensure!(status.is_success(), "POST {url}: {status} {answer}");
+                return Ok(answer);
+            }
+        }
+    }
+    unreachable!("the loop returns")
 }
 
 /// An admin client signed in at `base`.
