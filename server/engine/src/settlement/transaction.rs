@@ -316,12 +316,15 @@ impl Settler {
 
         let ttl =
             time::Duration::try_from(self.options.grant_ttl).context("grant TTL out of range")?;
-        let expires_at = OffsetDateTime::now_utc() + ttl;
         let record_id = Uuid::now_v7();
-        let recorded = sqlx::query!(
+        // The grant ends when the stored record says (PostgreSQL keeps
+        // microseconds): a retry answered from the record gets exactly
+        // this answer.
+        let recorded = sqlx::query_scalar!(
             "INSERT INTO access_records
                  (tenant_id, id, share_id, code_id, principal_id, resource_id, request_id, bound_now, expires_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+             RETURNING expires_at",
             tenant,
             record_id,
             share_id,
@@ -330,12 +333,12 @@ impl Settler {
             request.resource,
             request.request_id.as_str(),
             bound_now,
-            expires_at,
+            OffsetDateTime::now_utc() + ttl,
         )
-        .execute(&mut *tx)
+        .fetch_one(&mut *tx)
         .await;
-        match recorded {
-            Ok(_) => {}
+        let expires_at = match recorded {
+            Ok(expires_at) => expires_at,
             // A concurrent retry of this attempt recorded first: start over
             // and answer from its record.
             Err(error) if is_unique_violation(&error) => return Err(Attempt::StartOver),
@@ -344,7 +347,7 @@ impl Settler {
                     .context("recording the access")
                     .into());
             }
-        }
+        };
         self.fault(FaultPoint::AfterRecord)?;
 
         let tenant_id = TenantId(tenant);
