@@ -128,12 +128,19 @@ pub async fn stale(redis: &Redis, bound: Duration) -> anyhow::Result<Option<Vec<
             .query_async(&mut redis.conn())
             .await
             .context("PTTL of a reservation")?;
-        // -2: gone meanwhile (fine); -1: no expiry.
-        if ttl == -1 || ttl > bound_ms {
+        if is_stale(ttl, bound_ms) {
             stale.push(key);
         }
     }
     Ok(Some(stale))
+}
+
+/// Whether a key with this `PTTL` reply outlives what `reserve.lua`
+/// allows: no expiry (-1), or more left than the bound. A key taken this
+/// very millisecond has exactly the bound left, and is live; -2 (gone
+/// meanwhile) is fine.
+fn is_stale(pttl_ms: i64, bound_ms: i64) -> bool {
+    pttl_ms == -1 || pttl_ms > bound_ms
 }
 
 /// Removes stale reservation keys (see [`stale`]), each only if it is
@@ -204,6 +211,20 @@ mod tests {
         for bad in [Value::Int(3), Value::Nil, Value::Okay] {
             assert!(parse_release(&bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_key_is_stale_past_the_bound_or_without_expiry_and_live_up_to_it() {
+        let bound = 4_000;
+        assert!(is_stale(-1, bound), "no expiry");
+        assert!(
+            is_stale(bound + 1, bound),
+            "more left than reserve.lua sets"
+        );
+        assert!(!is_stale(bound, bound), "taken this millisecond");
+        assert!(!is_stale(1, bound));
+        assert!(!is_stale(0, bound));
+        assert!(!is_stale(-2, bound), "gone meanwhile");
     }
 
     // The scripts themselves, against the machine's Redis (`REDIS_URL`),
