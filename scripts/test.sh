@@ -40,10 +40,10 @@ step "the concurrency suite again, on a 6-node Redis Cluster (3 primaries, 3 rep
 trap 'cluster_down; services_down' EXIT
 cluster_up
 # Settlement races, sessions and rate limits, tokens, the console's one-time
-# codes: everything that talks to Redis. (The reconciler's reservation audit
+# codes, the throttle and session-store holes: everything that talks to Redis. (The reconciler's reservation audit
 # is standalone-only and stays in the run above.)
 REDIS_CLUSTER_NODES="$REDIS_CLUSTER_NODES" \
-  cargo test -p server --features app/ssr --test api -- settlement:: auth:: tokens:: console::
+  cargo test -p server --features app/ssr --test api -- settlement:: auth:: tokens:: console:: security::
 cluster_down
 
 step "fault injection, smaller form (make faults runs it at full size)"

@@ -1,6 +1,6 @@
 //! `server`: the AdmitOne binary. See `server --help`.
 
-use std::path::PathBuf;
+use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -13,7 +13,7 @@ use server::{
 };
 
 /// `server reconcile`'s exit status when another reconciler holds the lock.
-const RECONCILE_SKIPPED: i32 = 3;
+const RECONCILE_SKIPPED: u8 = 3;
 
 #[derive(Parser)]
 #[command(name = "server", version, about = "AdmitOne: one person, one code.")]
@@ -84,17 +84,19 @@ enum DevCommand {
 }
 
 #[tokio::main]
-async fn main() -> std::process::ExitCode {
+async fn main() -> ExitCode {
     match run().await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(error) => {
             eprintln!("error: {error:#}");
-            std::process::ExitCode::FAILURE
+            ExitCode::FAILURE
         }
     }
 }
 
-async fn run() -> anyhow::Result<()> {
+/// Runs the command. Every way out returns here, never `process::exit`,
+/// so that the telemetry guard flushes queued traces on the way.
+async fn run() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     let settings = Settings::load(cli.config.as_deref())?;
     // Flushes queued traces when `run` returns.
@@ -120,12 +122,13 @@ async fn run() -> anyhow::Result<()> {
             }
             let app = Application::build(settings).await?;
             tracing::info!(port = app.port(), "listening");
-            app.run_until(shutdown_signal()).await
+            app.run_until(shutdown_signal()).await?;
+            Ok(ExitCode::SUCCESS)
         }
         Command::Migrate => {
             engine::db::migrate(&database_url).await?;
             println!("migrations applied");
-            Ok(())
+            Ok(ExitCode::SUCCESS)
         }
         Command::Reconcile { repair } => {
             let pool = engine::db::connect_lazy(&database_url, &settings.db_options())?;
@@ -134,7 +137,7 @@ async fn run() -> anyhow::Result<()> {
             if report.skipped {
                 println!("skipped: another reconciler is running");
                 // Not a pass: nothing was checked (a cron must not read "ok").
-                std::process::exit(RECONCILE_SKIPPED);
+                return Ok(ExitCode::from(RECONCILE_SKIPPED));
             }
             for check in &report.checks {
                 let verdict = if check.violations == 0 {
@@ -158,7 +161,7 @@ async fn run() -> anyhow::Result<()> {
                 "{} invariant violation(s)",
                 report.violations()
             );
-            Ok(())
+            Ok(ExitCode::SUCCESS)
         }
         Command::Admin {
             command:
@@ -188,7 +191,7 @@ async fn run() -> anyhow::Result<()> {
                 );
             }
             println!("{}", created.tenant_id);
-            Ok(())
+            Ok(ExitCode::SUCCESS)
         }
         Command::Admin {
             command: AdminCommand::DisableAccount { email },
@@ -200,7 +203,7 @@ async fn run() -> anyhow::Result<()> {
                 .with_context(|| format!("no account has the email {email}"))?;
             engine::accounts::disable(&pool, account).await?;
             println!("disabled {email}");
-            Ok(())
+            Ok(ExitCode::SUCCESS)
         }
         Command::Dev {
             command: DevCommand::SeedDemo,
@@ -233,7 +236,7 @@ async fn run() -> anyhow::Result<()> {
                 Some(code) => println!("  a fresh access code for the learner: {code}"),
                 None => println!("  the demo learner already holds the course"),
             }
-            Ok(())
+            Ok(ExitCode::SUCCESS)
         }
     }
 }
