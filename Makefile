@@ -2,7 +2,7 @@
 # Each target is a thin wrapper over a script in scripts/ (read them).
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help run run-release test tools check lint fmt unit e2e fuzz stress faults soak mutants bench sqlx-prepare clean-data
+.PHONY: help run run-release test tools check lint fmt unit e2e fuzz stress faults soak mutants mutants-settlement bench sqlx-prepare clean-data
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -51,6 +51,9 @@ soak: ## A real server, 64 parallel clients over every page kind (SOAK_SECS=60):
 
 mutants: ## cargo-mutants over settlement, reservation, throttle, codes, sessions (hours; not in make test)
 	@scripts/mutants.sh
+
+mutants-settlement: ## cargo-mutants over settlement/ and reservation/ against the engine's own suites (~1 h)
+	@MUTANTS_TESTS=engine MUTANTS_FILES="server/engine/src/settlement/*.rs server/engine/src/reservation/mod.rs" scripts/mutants.sh
 
 bench: ## Release build + benchmark table (settlement vs raw pgbench, hot code, 100k codes, RSS)
 	@scripts/bench.sh

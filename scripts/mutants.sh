@@ -8,7 +8,14 @@
 #? `make test`: it rebuilds once per mutant and takes hours on two cores.
 #?
 #?   MUTANTS_FILES  space-separated source files (default: the five modules)
+#?   MUTANTS_TESTS  engine: only the engine's own tests guard the mutants
+#?                  (its unit tests and the settlement suite,
+#?                  server/engine/tests/settlement); minutes per module,
+#?                  not hours. Default: engine and server.
 #?   MUTANTS_ARGS   extra cargo-mutants arguments (e.g. --shard 0/4)
+#?
+#? `make mutants-settlement` is settlement/ and reservation/ against the
+#? engine's tests: the two modules whose survivors must be zero.
 set -euo pipefail
 REPO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO_ROOT"
@@ -31,10 +38,14 @@ for f in $files; do file_args+=(--file "$f"); done
 out="$CARGO_TARGET_DIR/mutants"
 mkdir -p "$out"
 # The integration suite runs in parallel, one test per core.
+if [ "${MUTANTS_TESTS:-}" = engine ]; then
+  test_args=(--test-package engine)
+else
+  test_args=(--test-package engine --test-package server -- --features app/ssr)
+fi
+# shellcheck disable=SC2086 # MUTANTS_ARGS is a list of arguments
 cargo mutants --package engine "${file_args[@]}" \
-  --test-package engine --test-package server \
-  --output "$out" ${MUTANTS_ARGS:-} \
-  -- --features app/ssr || status=$?
+  --output "$out" ${MUTANTS_ARGS:-} "${test_args[@]}" || status=$?
 echo "==> survivors (also $out/mutants.out/missed.txt):"
 cat "$out/mutants.out/missed.txt" 2>/dev/null || true
 exit "${status:-0}"

@@ -41,10 +41,6 @@ impl Settler {
         }
     }
 
-    pub fn options(&self) -> &SettlementOptions {
-        &self.options
-    }
-
     /// Phase 3: decides access to `request.resource`, binding the pending
     /// code on a first access.
     pub async fn settle(

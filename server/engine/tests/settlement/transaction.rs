@@ -440,6 +440,21 @@ async fn a_pending_code_lost_meanwhile_is_refused_for_its_reason(pool: PgPool) {
         matches!(answer, Err(SettlementError::CodeBound)),
         "{answer:?}"
     );
+    // Code 0 is revoked too now: that is the reason Bob hears, whoever
+    // holds it.
+    engine::code_admin::revoke_code(&world.pool, world.tenant, world.admin, world.code(0))
+        .await
+        .expect("revoke code 0");
+    let answer = world
+        .settle(
+            &settler,
+            &world.request(bob, world.resources[0], Some(world.code(0)), "b0"),
+        )
+        .await;
+    assert!(
+        matches!(answer, Err(SettlementError::CodeRevoked)),
+        "{answer:?}"
+    );
     // Code 1 was revoked after Bob entered it.
     engine::code_admin::revoke_code(&world.pool, world.tenant, world.admin, world.code(1))
         .await
@@ -546,6 +561,40 @@ async fn a_share_paused_after_the_request_read_it_is_refused_inside_the_transact
     );
     assert_eq!(probe.counts().0, 1, "no second transaction");
     assert_eq!(probe.reservations(), 1, "and no second reservation");
+
+    // The same for its validity window, closed or moved to the future
+    // after the request read it.
+    shares::set_status(
+        &world.pool,
+        world.tenant,
+        world.admin,
+        world.share.id,
+        ShareStatus::Active,
+    )
+    .await
+    .expect("resume");
+    for (window, expected) in [
+        (
+            "valid_until = now() - interval '1 minute'",
+            Unavailability::Closed,
+        ),
+        (
+            "valid_until = NULL, valid_from = now() + interval '1 hour'",
+            Unavailability::NotOpenYet,
+        ),
+    ] {
+        sqlx::query(&format!("UPDATE shares SET {window} WHERE id = $1"))
+            .bind(world.share.id.0)
+            .execute(&world.pool)
+            .await
+            .expect("move the window");
+        let answer = world.settle(&settler, &request).await;
+        assert!(
+            matches!(answer, Err(SettlementError::ShareUnavailable(reason)) if reason == expected),
+            "{window}: {answer:?}"
+        );
+    }
+    world.assert_untouched("outside the window").await;
 }
 
 #[sqlx::test(migrations = "../../migrations")]
@@ -642,6 +691,43 @@ async fn losing_the_one_code_per_learner_race_starts_over_and_finds_the_winner(p
     assert_eq!(state.bindings, vec![(world.code(0), ann.0)], "one code");
     assert_eq!(state.access_counts, vec![(world.code(0), 1)]);
     assert_eq!(state.records, 1);
+}
+
+/// Two attempts of one learner at one code: the other binds it first (the
+/// test's transaction), this one's compare-and-set waits on the row, then
+/// finds the code taken, by this learner: access, without a second bind.
+#[sqlx::test(migrations = "../../migrations")]
+async fn losing_the_compare_and_set_to_ones_own_attempt_is_access(pool: PgPool) {
+    let world = World::new(pool, Policy::default()).await;
+    let ann = world.learner("ann").await;
+    let (settler, probe) = world.settler(SettlementOptions {
+        failure_policy: engine::settlement::options::FailurePolicy::DbOnly,
+        ..options()
+    });
+    let dead = crate::fixture::dead_redis().await;
+    let mut other = world.pool.begin().await.expect("begin");
+    sqlx::query("UPDATE auth_codes SET bound_principal = $1, first_used_at = now() WHERE id = $2")
+        .bind(ann.0)
+        .bind(world.code(0))
+        .execute(&mut *other)
+        .await
+        .expect("the other attempt binds");
+    let request = world.request(ann, world.resources[0], Some(world.code(0)), "r1");
+    let settling = {
+        let (pool, settler, request) = (world.pool.clone(), settler.clone(), request.clone());
+        tokio::spawn(async move { settler.settle(&pool, &dead, &request).await })
+    };
+    wait_until_blocked(&world.pool).await;
+    other.commit().await.expect("the other attempt commits");
+
+    let grant = settling.await.expect("task").expect("granted");
+    assert_eq!(grant.code_id, world.code(0));
+    assert!(!grant.bound_now && grant.counted, "{grant:?}");
+    assert_eq!(probe.counts(), (1, 1, 0), "one attempt, no start-over");
+    let state = world.state().await;
+    assert_eq!(state.bindings, vec![(world.code(0), ann.0)]);
+    assert_eq!(state.access_counts, vec![(world.code(0), 1)]);
+    assert_eq!(state.events, State::events(0, 1), "no second code.bound");
 }
 
 /// A concurrent attempt with the same request id, for another resource,
