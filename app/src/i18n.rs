@@ -192,6 +192,11 @@ pub fn audit_action(action: &str) -> String {
         "resource.deleted" => t("Resource removed", "删除资源"),
         "batch.issued" => t("Codes issued", "生成兑换码"),
         "batch.unused_revoked" => t("Unused codes of a batch revoked", "作废批次中未用的码"),
+        "batch.downloaded" => t("Codes downloaded (CSV)", "下载兑换码（CSV）"),
+        "batch.download_broken" => t(
+            "Codes download broke off (the codes stay downloadable)",
+            "兑换码下载中断（仍可重新下载）",
+        ),
         "code.revoked" => t("Code revoked", "作废兑换码"),
         "code.replaced" => t("Code replaced", "补发兑换码"),
         "code.unbound" => t("Code unbound", "解绑兑换码"),

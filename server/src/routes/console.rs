@@ -84,8 +84,14 @@ pub async fn codes_csv(
     // One download at a time; the codes are removed only once the whole
     // body has been sent (see `engine::handover`), so a broken download can
     // be repeated.
-    let (codes, lease) = match handover::start_download(&state.services.redis, admin.id, batch)
-        .await?
+    let (codes, lease) = match handover::start_download(
+        &state.services.pool,
+        &state.services.redis,
+        TenantId(tenant),
+        admin.id,
+        batch,
+    )
+    .await?
     {
         Download::Ready(codes, lease) => (codes, lease),
         Download::InProgress => {
@@ -108,6 +114,7 @@ pub async fn codes_csv(
         lease: Some(lease),
         codes,
         next: 0,
+        in_flight: 0,
         header_sent: false,
         link: csv_field(&link),
         label: csv_field(&label),
@@ -140,6 +147,9 @@ struct CodesCsv {
     lease: Option<DownloadLease>,
     codes: Vec<String>,
     next: usize,
+    /// Rows of the chunk last handed out (hyper has accepted it when the
+    /// stream is polled again).
+    in_flight: usize,
     header_sent: bool,
     link: String,
     label: String,
@@ -148,8 +158,10 @@ struct CodesCsv {
 /// The codes CSV, a chunk at a time. The stream is asked for its end only
 /// after hyper has accepted every chunk before it; that is when the codes
 /// and the download's lease are removed. A client that goes away midway
-/// drops the stream before that: the lease is released and the codes stay
-/// parked for another try. A download whose lease was lost (see
+/// drops the stream before that: the lease is released, the codes stay
+/// parked for another try, and the break is audited with the rows hyper
+/// had accepted (`DownloadLease::sent`, told of each chunk when the next
+/// is asked for). A download whose lease was lost (see
 /// [`DownloadLease::keep_alive`]) stops with an error.
 fn codes_csv_body(
     start: CodesCsv,
@@ -172,6 +184,7 @@ fn codes_csv_body(
                 ));
             }
         }
+        lease.sent(std::mem::take(&mut csv.in_flight));
         if csv.header_sent && csv.next >= csv.codes.len() {
             if let Some(lease) = csv.lease.take()
                 && let Err(error) = lease.finish().await
@@ -199,6 +212,7 @@ fn codes_csv_body(
             chunk.push_str(&csv.label);
             chunk.push_str("\r\n");
         }
+        csv.in_flight = end - csv.next;
         csv.next = end;
         Some((
             Ok::<_, std::io::Error>(bytes::Bytes::from(chunk)),

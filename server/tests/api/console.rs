@@ -239,7 +239,7 @@ async fn only_one_codes_download_runs_at_a_time(pool: PgPool) {
 async fn an_aborted_codes_download_can_be_downloaded_again_in_full(pool: PgPool) {
     let app = spawn_app(pool).await;
     let admin = admin(&app).await;
-    let (csv_url, _, _) = big_download(&app, &admin).await;
+    let (csv_url, owner, batch) = big_download(&app, &admin).await;
 
     // The first download breaks after its first chunk; while it was in
     // flight, nobody else got the codes.
@@ -270,6 +270,54 @@ async fn an_aborted_codes_download_can_be_downloaded_again_in_full(pool: PgPool)
     // A completed download was the last one.
     let after = admin.client.get(&csv_url).send().await.expect("csv after");
     assert_eq!(after.status(), StatusCode::GONE);
+
+    // Both downloads are in the tenant's audit log, by the admin: the
+    // broken one with how far it got (so a break nobody admits to shows).
+    let audited = downloads_audited(&app, batch, 2).await;
+    let [
+        (broken, broken_by, broken_rows),
+        (completed, completed_by, completed_rows),
+    ] = audited.as_slice()
+    else {
+        panic!("two downloads audited: {audited:?}");
+    };
+    assert_eq!(
+        (broken.as_str(), *broken_by),
+        ("batch.download_broken", owner)
+    );
+    assert_eq!(broken_rows["rows"], MANY);
+    let sent = broken_rows["rows_sent"].as_u64().expect("rows_sent");
+    assert!(sent < MANY as u64, "the broken one got part: {broken_rows}");
+    assert_eq!(
+        (completed.as_str(), *completed_by),
+        ("batch.downloaded", owner)
+    );
+    assert_eq!(completed_rows["rows"], MANY);
+    assert_eq!(completed_rows["rows_sent"], MANY);
+}
+
+/// The batch's download entries in the audit log, oldest first, once there
+/// are `expected` of them (a broken download is audited in the background).
+async fn downloads_audited(
+    app: &TestApp,
+    batch: uuid::Uuid,
+    expected: usize,
+) -> Vec<(String, uuid::Uuid, serde_json::Value)> {
+    let started = std::time::Instant::now();
+    loop {
+        let rows: Vec<(String, uuid::Uuid, serde_json::Value)> = sqlx::query_as(
+            "SELECT action, actor_id, details FROM audit_log
+             WHERE target_id = $1 AND action LIKE 'batch.download%' ORDER BY id",
+        )
+        .bind(batch)
+        .fetch_all(&app.pool)
+        .await
+        .expect("audit log");
+        if rows.len() >= expected || started.elapsed() > std::time::Duration::from_secs(10) {
+            return rows;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }
 
 #[sqlx::test(migrations = "../migrations")]

@@ -20,8 +20,11 @@
 //! the admin's download is in flight. It does not stop someone holding
 //! the admin's session from taking them by breaking off a download of
 //! their own near its end (the copy stays parked for the admin's
-//! download, which then succeeds as usual): recording broken-off
-//! downloads and showing them on the batch page is still to do.
+//! download, which then succeeds as usual); so every download is in the
+//! tenant's audit log, the completed ones (`batch.downloaded`) and the
+//! broken-off ones (`batch.download_broken`, with how many rows had been
+//! handed over): an admin who sees a break they did not cause revokes the
+//! batch.
 //! [`start_download`] takes a lease in Redis
 //! (`SET NX PX`, a random token) before reading the codes; while it is
 //! held every other download is refused ([`Download::InProgress`]). The
@@ -41,7 +44,12 @@ use anyhow::Context as _;
 use redis::Script;
 use uuid::Uuid;
 
-use crate::{accounts::AccountId, coordination::Redis};
+use crate::{
+    accounts::AccountId,
+    audit::{self, AuditEntry},
+    coordination::Redis,
+    tenants::TenantId,
+};
 
 /// How long plain codes wait for their one viewing.
 pub const HANDOVER_TTL: Duration = Duration::from_secs(15 * 60);
@@ -149,10 +157,13 @@ pub enum Download {
     Gone,
 }
 
-/// Starts a CSV download of `owner`'s `batch`: takes the batch's download
-/// lease, then reads the codes (without removing them).
+/// Starts a CSV download of `owner`'s `batch` in `tenant`: takes the
+/// batch's download lease, then reads the codes (without removing them).
+/// How the download ends goes to the tenant's audit log (`pool`).
 pub async fn start_download(
+    pool: &sqlx::PgPool,
     redis: &Redis,
+    tenant: TenantId,
     owner: AccountId,
     batch: Uuid,
 ) -> anyhow::Result<Download> {
@@ -169,19 +180,35 @@ pub async fn start_download(
     if taken.is_none() {
         return Ok(Download::InProgress);
     }
-    let lease = DownloadLease {
+    let mut lease = DownloadLease {
         redis: Some(redis.clone()),
+        pool: pool.clone(),
+        tenant,
         owner,
         batch,
         token,
         renewed: Instant::now(),
+        rows: 0,
+        rows_sent: 0,
     };
-    // On an error the lease is dropped, which releases it.
-    match peek(redis, owner, batch, Copy::Csv).await? {
-        Some(codes) => Ok(Download::Ready(codes, lease)),
-        None => {
+    match peek(redis, owner, batch, Copy::Csv).await {
+        Ok(Some(codes)) => {
+            lease.rows = codes.len();
+            Ok(Download::Ready(codes, lease))
+        }
+        Ok(None) => {
             lease.release().await?;
             Ok(Download::Gone)
+        }
+        // Nothing was downloaded: give the lease up (not a broken download).
+        Err(error) => {
+            if let Err(release) = lease.release().await {
+                tracing::warn!(
+                    error = format!("{release:#}"),
+                    "releasing a codes download's lease failed; it expires"
+                );
+            }
+            Err(error)
         }
     }
 }
@@ -192,10 +219,16 @@ pub async fn start_download(
 pub struct DownloadLease {
     /// `None` once ended.
     redis: Option<Redis>,
+    /// Where the download's end is audited.
+    pool: sqlx::PgPool,
+    tenant: TenantId,
     owner: AccountId,
     batch: Uuid,
     token: String,
     renewed: Instant,
+    /// Codes in the download, and how many were handed to the connection.
+    rows: usize,
+    rows_sent: usize,
 }
 
 impl DownloadLease {
@@ -220,13 +253,43 @@ impl DownloadLease {
         Ok(renewed == 1)
     }
 
+    /// `rows` more codes were handed to the connection.
+    pub fn sent(&mut self, rows: usize) {
+        self.rows_sent = self.rows_sent.saturating_add(rows).min(self.rows);
+    }
+
     /// The whole body has been handed to the connection: deletes the codes
-    /// (for good) and the lease.
+    /// (for good) and the lease, and audits the download.
     pub async fn finish(mut self) -> anyhow::Result<()> {
         let Some(redis) = self.redis.take() else {
             return Ok(());
         };
-        end(&redis, self.owner, self.batch, &self.token, true).await
+        end(&redis, self.owner, self.batch, &self.token, true).await?;
+        self.audit(Ended::Completed).await
+    }
+
+    async fn audit(&self, ended: Ended) -> anyhow::Result<()> {
+        let mut conn = self
+            .pool
+            .acquire()
+            .await
+            .context("auditing a codes download")?;
+        audit::record(
+            &mut conn,
+            AuditEntry {
+                tenant: self.tenant,
+                actor: Some(self.owner),
+                action: match ended {
+                    Ended::Completed => "batch.downloaded",
+                    Ended::Broken => "batch.download_broken",
+                },
+                target_type: "batch",
+                target_id: Some(self.batch),
+                reason: None,
+                details: serde_json::json!({ "rows": self.rows, "rows_sent": self.rows_sent }),
+            },
+        )
+        .await
     }
 
     /// Gives the lease up, leaving the codes parked.
@@ -247,16 +310,36 @@ impl Drop for DownloadLease {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let (owner, batch, token) = (self.owner, self.batch, std::mem::take(&mut self.token));
+        // What the background task needs, the lease itself ended here.
+        let broken = Self {
+            redis: None,
+            pool: self.pool.clone(),
+            token: std::mem::take(&mut self.token),
+            ..*self
+        };
         runtime.spawn(async move {
-            if let Err(error) = end(&redis, owner, batch, &token, false).await {
+            if let Err(error) = end(&redis, broken.owner, broken.batch, &broken.token, false).await
+            {
                 tracing::warn!(
                     error = format!("{error:#}"),
                     "releasing a broken codes download's lease failed; it expires"
                 );
             }
+            if let Err(error) = broken.audit(Ended::Broken).await {
+                tracing::error!(
+                    error = format!("{error:#}"),
+                    "auditing a broken codes download failed"
+                );
+            }
         });
     }
+}
+
+/// How a download ended, for the audit log.
+#[derive(Debug, Clone, Copy)]
+enum Ended {
+    Completed,
+    Broken,
 }
 
 /// Runs `release.lua`: the lease goes if still `token`'s; with `discard`,
@@ -318,8 +401,32 @@ mod tests {
             .expect("PTTL")
     }
 
+    const TENANT: TenantId = TenantId(Uuid::nil());
+
     fn codes() -> Vec<String> {
         vec!["ABCD-2345-WXYZ".to_owned(), "EFGH-6789-JKLM".to_owned()]
+    }
+
+    /// The issuing admin (the audit log names an account).
+    async fn admin(pool: &sqlx::PgPool) -> AccountId {
+        let id = Uuid::now_v7();
+        sqlx::query(
+            "INSERT INTO accounts (id, email, display_name, password_hash) VALUES ($1, $2, 'A', 'x')",
+        )
+        .bind(id)
+        .bind(format!("{id}@example.com"))
+        .execute(pool)
+        .await
+        .expect("account");
+        AccountId(id)
+    }
+
+    async fn audited(pool: &sqlx::PgPool, batch: Uuid) -> Vec<(String, serde_json::Value)> {
+        sqlx::query_as("SELECT action, details FROM audit_log WHERE target_id = $1 ORDER BY id")
+            .bind(batch)
+            .fetch_all(pool)
+            .await
+            .expect("audit log")
     }
 
     fn ready(download: Download) -> (Vec<String>, DownloadLease) {
@@ -329,13 +436,17 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn one_download_at_a_time_and_only_its_holder_ends_the_lease() {
+    #[sqlx::test(migrations = "../../migrations")]
+    async fn one_download_at_a_time_and_only_its_holder_ends_the_lease(pool: sqlx::PgPool) {
         let redis = connect().await;
-        let (owner, batch) = (AccountId(Uuid::new_v4()), Uuid::new_v4());
+        let (owner, batch) = (admin(&pool).await, Uuid::new_v4());
         park(&redis, owner, batch, &codes()).await.expect("park");
 
-        let (got, lease) = ready(start_download(&redis, owner, batch).await.expect("first"));
+        let (got, lease) = ready(
+            start_download(&pool, &redis, TENANT, owner, batch)
+                .await
+                .expect("first"),
+        );
         assert_eq!(got, codes());
         let holder = lease_holder(&redis, owner, batch).await.expect("a lease");
         assert_eq!(holder, lease.token);
@@ -343,7 +454,9 @@ mod tests {
         assert!((1..=60_000).contains(&pttl), "the lease expires: {pttl}");
         // A second download meanwhile is refused, and takes nothing.
         assert!(matches!(
-            start_download(&redis, owner, batch).await.expect("second"),
+            start_download(&pool, &redis, TENANT, owner, batch)
+                .await
+                .expect("second"),
             Download::InProgress
         ));
         // Someone else's token neither ends the lease nor discards the codes
@@ -355,13 +468,32 @@ mod tests {
         // The holder's release ends it and leaves the codes for a retry.
         lease.release().await.expect("release");
         assert_eq!(lease_holder(&redis, owner, batch).await, None);
-        let (again, lease) = ready(start_download(&redis, owner, batch).await.expect("retry"));
+        let (again, lease) = ready(
+            start_download(&pool, &redis, TENANT, owner, batch)
+                .await
+                .expect("retry"),
+        );
         assert_eq!(again, codes(), "a broken download can be retried in full");
-        // A completed download removes the codes and the lease for good.
+        // A completed download removes the codes and the lease for good,
+        // and is audited; the released one was no download.
+        assert_eq!(audited(&pool, batch).await, []);
+        let mut lease = lease;
+        lease.sent(1);
+        lease.sent(5);
         lease.finish().await.expect("finish");
+        assert_eq!(
+            audited(&pool, batch).await,
+            [(
+                "batch.downloaded".to_owned(),
+                serde_json::json!({ "rows": 2, "rows_sent": 2 })
+            )],
+            "rows sent never count past the download's rows"
+        );
         assert_eq!(lease_holder(&redis, owner, batch).await, None);
         assert!(matches!(
-            start_download(&redis, owner, batch).await.expect("after"),
+            start_download(&pool, &redis, TENANT, owner, batch)
+                .await
+                .expect("after"),
             Download::Gone
         ));
         assert_eq!(
@@ -371,12 +503,16 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn a_lease_renews_only_while_it_is_still_this_downloads() {
+    #[sqlx::test(migrations = "../../migrations")]
+    async fn a_lease_renews_only_while_it_is_still_this_downloads(pool: sqlx::PgPool) {
         let redis = connect().await;
-        let (owner, batch) = (AccountId(Uuid::new_v4()), Uuid::new_v4());
+        let (owner, batch) = (admin(&pool).await, Uuid::new_v4());
         park(&redis, owner, batch, &codes()).await.expect("park");
-        let (_, mut lease) = ready(start_download(&redis, owner, batch).await.expect("start"));
+        let (_, mut lease) = ready(
+            start_download(&pool, &redis, TENANT, owner, batch)
+                .await
+                .expect("start"),
+        );
         let key = redis.keys().handover_lease(owner.0, batch);
         // Shorten it, then pretend a third of the lease has passed.
         let _: bool = redis.conn().pexpire(&key, 5_000).await.expect("PEXPIRE");
