@@ -117,6 +117,7 @@ impl Localized for SettlementError {
             Self::LearnerLimitReached => "你在这门课程的访问次数已用完".into(),
             Self::AccountDisabled => "这个账号已被停用".into(),
             Self::ResourceNotFound => "没有这个资源".into(),
+            Self::OpenFromCoursePage => "请从课程页面打开这个资源".into(),
             Self::RequestIdReused => {
                 "这个请求编号已用于另一个请求，或其访问已结束；请换一个新的编号重试".into()
             }

@@ -107,6 +107,9 @@ fn Refused(error: AppError, here: String, share: String) -> impl IntoView {
         AppError::TryAgain { .. } | AppError::Unavailable { .. } => "busy".to_owned(),
         _ => "error".to_owned(),
     };
+    // A link from another site reaches only a live grant: one click here
+    // (this site) opens it.
+    let open_here = reason == "open_from_course_page";
     let heading = if retry {
         t("Not just now", "暂时无法打开")
     } else {
@@ -118,8 +121,9 @@ fn Refused(error: AppError, here: String, share: String) -> impl IntoView {
             <h1>{heading}</h1>
             <div class="flash error" role="alert">{error.sentence()}</div>
             <p class="actions">
-                {retry.then(|| view! { <a class="button" href=here>{t("Try again", "重试")}</a> })}
-                <a class=if retry { "button secondary" } else { "button" } href=share>{t("Back to the course", "返回课程")}</a>
+                {retry.then(|| view! { <a class="button" href=here.clone()>{t("Try again", "重试")}</a> })}
+                {open_here.then(|| view! { <a class="button" href=here.clone()>{t("Open it", "打开")}</a> })}
+                <a class=if retry || open_here { "button secondary" } else { "button" } href=share>{t("Back to the course", "返回课程")}</a>
             </p>
         </section>
     }

@@ -50,7 +50,8 @@ impl Outcome for SettlementError {
             | Self::ShareUnavailable(_)
             | Self::QuotaExhausted
             | Self::LearnerLimitReached
-            | Self::AccountDisabled => K::Forbidden,
+            | Self::AccountDisabled
+            | Self::OpenFromCoursePage => K::Forbidden,
             Self::CodeBound | Self::CodeRevoked | Self::AlreadyHasAccess => K::Conflict,
             Self::WrongShare
             | Self::InvalidCode
@@ -76,6 +77,7 @@ impl Outcome for SettlementError {
             Self::LearnerLimitReached => "learner_limit_reached",
             Self::AccountDisabled => "account_disabled",
             Self::ResourceNotFound => "not_found",
+            Self::OpenFromCoursePage => "open_from_course_page",
             Self::RequestIdReused => "idempotency_key_reused",
             Self::InvalidRequestId => INVALID_INPUT,
             Self::Busy => "busy_retry",

@@ -12,7 +12,9 @@ use engine::{
     codes::PlainCode,
     coordination::ThrottleScope,
     resources::{self, Resource},
-    settlement::{self, BindingView, Grant, Holding, RequestId, SettlementRequest, Validated},
+    settlement::{
+        self, BindingView, Counting, Grant, Holding, RequestId, SettlementRequest, Validated,
+    },
     shares::{Share, ShareId, Unavailability},
 };
 use time::OffsetDateTime;
@@ -200,8 +202,9 @@ pub struct Opening<'a> {
 
 /// Phase 3: decides whether `principal` may open the resource now,
 /// binding the pending code on a first access. A cross-site request (a
-/// link on another site, which `SameSite=Lax` lets through with the
-/// cookie) may only reach what the learner already holds: it never binds.
+/// link or an embed on another site, which `SameSite=Lax` lets through
+/// with the cookie) may only reach a live grant the learner already has:
+/// it never binds, counts or debits ([`Counting::LiveGrantOnly`]).
 #[tracing::instrument(name = "open", skip_all, fields(share = %opening.share.id, resource = %opening.resource))]
 pub async fn open(
     services: &Services,
@@ -231,6 +234,11 @@ pub async fn open(
         pending_code: pending,
         request_id,
         patience,
+        counting: if cross_site {
+            Counting::LiveGrantOnly
+        } else {
+            Counting::Allowed
+        },
     };
     let grant = services
         .settler

@@ -320,6 +320,72 @@ async fn opening_without_a_code_or_from_another_site_binds_nothing(pool: PgPool)
     assert!(location.starts_with("/login?next=/s/"), "{location}");
 }
 
+/// A link from another site to a resource the learner holds, with no
+/// live grant: the page counts nothing and offers the one click on this
+/// site that opens it.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_link_from_another_site_counts_nothing_and_offers_to_open_here(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    let codes = issue(&app, &admin, course.share, 1).await;
+    let (_, client) = learners(&app, 1).await.remove(0);
+    let resource_page = format!("/s/{}/r/{}", course.slug, course.resource);
+    assert_eq!(
+        enter_code(&app, &client, &course.slug, &codes[0].1)
+            .await
+            .status(),
+        200
+    );
+    let (status, _) = page(&app, &client, &resource_page).await;
+    assert_eq!(status, 200, "opened here: bound and counted");
+    sqlx::query("UPDATE access_records SET expires_at = now() - interval '1 second'")
+        .execute(&app.pool)
+        .await
+        .expect("end the grant");
+    let records = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM access_records")
+            .fetch_one(&app.pool)
+            .await
+            .expect("records")
+    };
+
+    for lang in ["en", "zh-CN"] {
+        let response = client
+            .get(format!("{}{resource_page}", app.address))
+            .header("accept", "text/html")
+            .header("accept-language", lang)
+            .header("sec-fetch-site", "cross-site")
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(response.status(), 403);
+        let html = response.text().await.expect("body");
+        assert!(
+            html.contains(r#"data-reason="open_from_course_page""#),
+            "{html}"
+        );
+        let (sentence, button) = if lang == "en" {
+            ("Open this resource from its course page.", "Open it")
+        } else {
+            ("请从课程页面打开这个资源", "打开")
+        };
+        assert!(html.contains(sentence), "{lang}: {html}");
+        assert!(
+            html.contains(&format!(
+                r#"<a href="{resource_page}" class="button">{button}</a>"#
+            )),
+            "{lang}: {html}"
+        );
+    }
+    assert_eq!(records().await, 1, "nothing counted from the other site");
+
+    // The offered click is a request from this site: a new access.
+    let (status, _) = page(&app, &client, &resource_page).await;
+    assert_eq!(status, 200);
+    assert_eq!(records().await, 2);
+}
+
 #[sqlx::test(migrations = "../migrations")]
 async fn my_courses_lists_every_binding_across_tenants(pool: PgPool) {
     let app = spawn_app(pool).await;

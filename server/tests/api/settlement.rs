@@ -1507,6 +1507,79 @@ async fn a_cross_site_request_cannot_bind_a_pending_code(pool: PgPool) {
     assert_eq!(from_mail.status(), 200);
 }
 
+/// A cross-site request (a link or an embed on any other site, which
+/// `SameSite=Lax` lets through with the cookie) never counts an access: it
+/// reaches only a live grant, so no website can spend a learner's
+/// allowance or the share's quota.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_cross_site_request_never_counts_an_access(pool: PgPool) {
+    let app = spawn_app_with(pool, load_settings()).await;
+    let admin = admin(&app).await;
+    let (_, client) = learners(&app, 1).await.remove(0);
+    let course = course::course(&app, &admin, json!({})).await;
+    let code = issue(&app, &admin, course.share, 1).await.remove(0).1;
+    assert_eq!(
+        enter_code(&app, &client, &course.slug, &code)
+            .await
+            .status(),
+        200
+    );
+    let url = format!(
+        "{}/api/v1/s/{}/resources/{}/content",
+        app.address, course.slug, course.resource
+    );
+    let own = client
+        .get(&url)
+        .header("sec-fetch-site", "same-origin")
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(own.headers()["x-admitone-access"], "bound");
+    // The grant runs out; the learner is still bound.
+    sqlx::query("UPDATE access_records SET expires_at = now() - interval '1 second'")
+        .execute(&app.pool)
+        .await
+        .expect("end the grant");
+    let before = state_of(&app, course.share).await;
+    let counts = || async {
+        sqlx::query_scalar::<_, i32>("SELECT access_count FROM auth_codes WHERE share_id = $1 AND bound_principal IS NOT NULL")
+            .bind(course.share)
+            .fetch_one(&app.pool)
+            .await
+            .expect("access count")
+    };
+    let count_before = counts().await;
+
+    for _ in 0..3 {
+        let forged = client
+            .get(&url)
+            .header("sec-fetch-site", "cross-site")
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(
+            error_of(forged).await,
+            (403, "open_from_course_page".into())
+        );
+    }
+    assert_eq!(
+        state_of(&app, course.share).await,
+        before,
+        "nothing counted"
+    );
+    assert_eq!(counts().await, count_before, "the allowance is untouched");
+
+    // Opened from the course (same site): a new access, as always.
+    let own = client
+        .get(&url)
+        .header("sec-fetch-site", "same-origin")
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(own.headers()["x-admitone-access"], "counted");
+    assert_eq!(counts().await, count_before + 1);
+}
+
 /// A video player's parallel Range requests on a first access all succeed:
 /// the learner's own requests wait for each other instead of failing.
 #[sqlx::test(migrations = "../migrations")]

@@ -79,6 +79,21 @@ pub struct SettlementRequest {
     pub request_id: RequestId,
     /// What to do while someone else's attempt holds the code.
     pub patience: Patience,
+    /// Whether this request may count a new access.
+    pub counting: Counting,
+}
+
+/// Whether a request may count a new access (and so bind or debit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counting {
+    /// The learner opened the resource here: without a live grant, one new
+    /// access is counted.
+    Allowed,
+    /// The request came from another site (a link or an embed anywhere,
+    /// which `SameSite=Lax` lets through with the cookie): only a live
+    /// grant serves it, so no website can spend a learner's accesses or the
+    /// share's quota. It never binds, counts or debits.
+    LiveGrantOnly,
 }
 
 /// A request id: 1 to 200 visible ASCII characters.
@@ -138,6 +153,9 @@ pub enum SettlementError {
     AccountDisabled,
     #[error("no such resource")]
     ResourceNotFound,
+    /// [`Counting::LiveGrantOnly`], and no grant of the resource is live.
+    #[error("open this resource from its course page")]
+    OpenFromCoursePage,
     #[error(
         "this request id was already used for another request, or its access has ended; retry with a new one"
     )]

@@ -17,7 +17,7 @@ use time::OffsetDateTime;
 use tracing::Instrument as _;
 use uuid::Uuid;
 
-use super::{Grant, SettlementError, SettlementRequest, Settler, options::FaultPoint};
+use super::{Counting, Grant, SettlementError, SettlementRequest, Settler, options::FaultPoint};
 use crate::{
     audit,
     shares::{Share, ShareStatus},
@@ -295,6 +295,11 @@ impl Settler {
                 replayed: false,
                 expires_at: live,
             });
+        }
+
+        // No live grant: a new access, unless this request may not count one.
+        if request.counting == Counting::LiveGrantOnly {
+            return Err(SettlementError::OpenFromCoursePage.into());
         }
 
         // Debit the learner (the share's counter comes last, see below):

@@ -9,7 +9,7 @@ use engine::{
     codes::{Keyring, PlainCode},
     coordination::{Redis, RedisOptions},
     settlement::{
-        Grant, RequestId, SettlementError, SettlementRequest, Settler,
+        Counting, Grant, RequestId, SettlementError, SettlementRequest, Settler,
         options::{SettlementOptions, SettlementProbe},
         patience::Patience,
     },
@@ -163,6 +163,7 @@ impl World {
             pending_code: pending,
             request_id: RequestId::parse(request_id).expect("request id"),
             patience: Patience::WaitBriefly,
+            counting: Counting::Allowed,
         }
     }
 

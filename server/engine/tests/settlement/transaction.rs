@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use engine::{
     settlement::{
-        SettlementError,
+        Counting, SettlementError,
         options::{FaultPoint, SettlementOptions},
     },
     shares::{self, ShareStatus, Unavailability},
@@ -899,4 +899,55 @@ async fn wait_until_blocked(pool: &PgPool) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     panic!("the settlement never waited on the test's lock");
+}
+
+/// A request that may only reach a live grant (from another site) is
+/// served by one, and otherwise refused with nothing bound, counted or
+/// debited, even with a pending code.
+#[sqlx::test(migrations = "../../migrations")]
+async fn a_live_grant_only_request_never_binds_counts_or_debits(pool: PgPool) {
+    let world = World::new(pool, Policy::default()).await;
+    let (ann, bob) = (world.learner("ann").await, world.learner("bob").await);
+    let (settler, _) = world.settler(options());
+    let live_only = |learner, resource, pending, id: &str| {
+        let mut request = world.request(learner, resource, pending, id);
+        request.counting = Counting::LiveGrantOnly;
+        request
+    };
+    let answer = world
+        .settle(
+            &settler,
+            &live_only(bob, world.resources[0], Some(world.code(1)), "b1"),
+        )
+        .await;
+    assert!(
+        matches!(answer, Err(SettlementError::OpenFromCoursePage)),
+        "{answer:?}"
+    );
+    world
+        .assert_untouched("a pending code is never bound")
+        .await;
+
+    let first = world
+        .settle(
+            &settler,
+            &world.request(ann, world.resources[0], Some(world.code(0)), "r1"),
+        )
+        .await
+        .expect("opened here");
+    let after_first = world.state().await;
+    let reused = world
+        .settle(&settler, &live_only(ann, world.resources[0], None, "r2"))
+        .await
+        .expect("the live grant serves");
+    assert!(!reused.counted && !reused.bound_now, "{reused:?}");
+    assert_eq!(reused.expires_at, first.expires_at);
+    let answer = world
+        .settle(&settler, &live_only(ann, world.resources[1], None, "r3"))
+        .await;
+    assert!(
+        matches!(answer, Err(SettlementError::OpenFromCoursePage)),
+        "{answer:?}"
+    );
+    assert_eq!(world.state().await, after_first, "nothing counted");
 }

@@ -176,7 +176,7 @@ fn request_id(request: &Request) -> Result<RequestId, ApiError> {
         (status = 200, description = "The bytes", content_type = "application/octet-stream"),
         (status = 206, description = "A byte range", content_type = "application/octet-stream"),
         (status = 401, description = "Not signed in", body = ErrorBody),
-        (status = 403, description = "No access: enter a code first, paused, limit reached", body = ErrorBody),
+        (status = 403, description = "No access: enter a code first, paused, limit reached, or from another site without a live grant (open_from_course_page)", body = ErrorBody),
         (status = 404, description = "No such share or resource", body = ErrorBody),
         (status = 409, description = "Code used by another account, or busy: retry", body = ErrorBody),
         (status = 416, description = "Range not satisfiable"),

@@ -84,13 +84,14 @@ fn settlement_errors() -> Vec<SettlementError> {
         E::LearnerLimitReached,
         E::AccountDisabled,
         E::ResourceNotFound,
+        E::OpenFromCoursePage,
         E::RequestIdReused,
         E::InvalidRequestId,
         E::Busy,
         E::Unavailable,
         E::Unexpected(boom()),
     ];
-    covers(&all, 16, |e| match e {
+    covers(&all, 17, |e| match e {
         E::CodeRequired => 0,
         E::CodeBound => 1,
         E::CodeRevoked => 2,
@@ -107,6 +108,7 @@ fn settlement_errors() -> Vec<SettlementError> {
         E::Busy => 13,
         E::Unavailable => 14,
         E::Unexpected(_) => 15,
+        E::OpenFromCoursePage => 16,
     });
     all
 }
