@@ -11,6 +11,7 @@ pub mod config;
 pub mod csrf;
 pub mod headers;
 pub mod outage;
+pub mod panic;
 pub mod reconcile;
 pub mod relay;
 pub mod routes;

@@ -236,6 +236,9 @@ pub fn router(state: ServerState) -> Router {
                 .layer(axum::middleware::from_fn(
                     crate::telemetry::carry_request_span,
                 ))
+                // Inside the request span: a panic is a 500 and a log line
+                // that names the request.
+                .layer(axum::middleware::from_fn(crate::panic::catch_panic))
                 .layer(PropagateRequestIdLayer::x_request_id())
                 .layer(axum::middleware::from_fn(crate::headers::no_store))
                 .layer(axum::middleware::from_fn_with_state(
