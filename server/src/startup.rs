@@ -38,6 +38,8 @@ pub struct ServerState {
     /// The use cases' handles; the pages get the same in their context.
     pub services: Services,
     pub settings: Arc<Settings>,
+    /// Set once shutdown has begun: `/readyz` answers 503 `draining`.
+    pub draining: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl FromRef<ServerState> for LeptosOptions {
@@ -52,6 +54,8 @@ pub struct Application {
     router: Router,
     port: u16,
     grace: Duration,
+    drain: Duration,
+    draining: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Application {
@@ -106,6 +110,13 @@ impl Application {
             })
             .build();
         let grace = Duration::from_secs(settings.server.shutdown_grace_secs);
+        let drain = Duration::from_secs(
+            settings
+                .server
+                .drain_secs
+                .unwrap_or(if settings.is_production() { 5 } else { 0 }),
+        );
+        let draining = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let state = ServerState {
             leptos_options,
             services: Services {
@@ -120,12 +131,15 @@ impl Application {
                 public_origin: Arc::from(settings.public_origin()),
             },
             settings: Arc::new(settings),
+            draining: draining.clone(),
         };
         Ok(Self {
             listener,
             router: router(state),
             port: local.port(),
             grace,
+            drain,
+            draining,
         })
     }
 
@@ -133,15 +147,26 @@ impl Application {
         self.port
     }
 
-    /// Serves until `shutdown` resolves, then lets in-flight requests finish
-    /// (bounded by `server.shutdown_grace_secs`).
+    /// Serves until `shutdown` resolves; then `/readyz` answers 503 while
+    /// the server keeps serving for `server.drain_secs` (a load balancer
+    /// stops sending new requests), then it stops accepting and lets
+    /// in-flight requests finish (bounded by `server.shutdown_grace_secs`).
     pub async fn run_until(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
+        let (drain, draining) = (self.drain, self.draining.clone());
         let signal = async move {
             shutdown.await;
+            draining.store(true, std::sync::atomic::Ordering::SeqCst);
+            if !drain.is_zero() {
+                tracing::info!(
+                    drain_secs = drain.as_secs(),
+                    "shutting down: /readyz answers 503, still serving"
+                );
+                tokio::time::sleep(drain).await;
+            }
             tracing::info!("shutting down: draining in-flight requests");
             let _ = stopping_tx.send(());
         };

@@ -72,6 +72,11 @@ pub struct ServerSettings {
     pub site_root: String,
     /// How long in-flight requests may take to finish after SIGTERM/SIGINT.
     pub shutdown_grace_secs: u64,
+    /// After SIGTERM/SIGINT, how long the server still accepts requests
+    /// while `/readyz` answers 503 `draining`, so that a load balancer
+    /// takes it out of rotation before the listener closes. Unset: 5 in
+    /// production, 0 in development.
+    pub drain_secs: Option<u64>,
     /// The address people use; its origin is accepted for state-changing
     /// requests, and `https` makes session cookies `Secure`.
     pub public_url: String,
@@ -212,6 +217,7 @@ impl Default for ServerSettings {
             port: 3000,
             site_root: "target/site".into(),
             shutdown_grace_secs: 20,
+            drain_secs: None,
             public_url: "http://127.0.0.1:3000".into(),
             trusted_proxy_hops: 0,
             trust_forwarded_for: None,

@@ -1,4 +1,5 @@
-//! `/healthz` (the process is up) and `/readyz` (its dependencies answer).
+//! `/healthz` (the process is up) and `/readyz` (its dependencies answer,
+//! and it is not shutting down).
 
 use std::time::Duration;
 
@@ -15,6 +16,13 @@ pub async fn healthz() -> impl IntoResponse {
 }
 
 pub async fn readyz(State(state): State<ServerState>) -> impl IntoResponse {
+    // Shutting down: out of rotation first, whatever the dependencies say.
+    if state.draining.load(std::sync::atomic::Ordering::SeqCst) {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({ "status": "draining" })),
+        );
+    }
     let report = engine::health::check(
         &state.services.pool,
         &state.services.redis,

@@ -85,3 +85,51 @@ async fn every_response_carries_a_request_id(pool: PgPool) {
     };
     assert_ne!(id(&first), id(&second), "request ids are unique");
 }
+
+/// Shutdown takes the instance out of rotation first: `/readyz` answers
+/// 503 `draining` at once while the server still serves for
+/// `server.drain_secs`; then it stops accepting.
+#[sqlx::test(migrations = "../migrations")]
+async fn shutdown_turns_readyz_to_draining_while_the_server_still_serves(pool: PgPool) {
+    let mut settings = test_settings(&crate::helpers::redis_url());
+    settings.server.drain_secs = Some(4);
+    let mut app = spawn_app_with(pool, settings).await;
+    assert_eq!(app.get("/readyz").await.status(), 200);
+
+    let started = std::time::Instant::now();
+    app.begin_shutdown();
+    let mut draining = None;
+    while started.elapsed() < std::time::Duration::from_secs(2) {
+        let ready = app.get("/readyz").await;
+        if ready.status() == 503 {
+            draining = Some(ready.json::<Value>().await.expect("json"));
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let body = draining.expect("readyz turned 503 as shutdown began");
+    assert_eq!(body["status"], "draining");
+    // Still serving, on a fresh connection too, during the drain.
+    assert_eq!(app.get("/healthz").await.status(), 200);
+    let fresh = crate::helpers::new_client()
+        .get(format!("{}/healthz", app.address))
+        .send()
+        .await
+        .expect("a new connection is still accepted while draining");
+    assert_eq!(fresh.status(), 200);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(4),
+        "checked within the drain"
+    );
+
+    // After the drain the listener closes.
+    tokio::time::sleep(std::time::Duration::from_secs(6).saturating_sub(started.elapsed())).await;
+    let after = crate::helpers::new_client()
+        .get(format!("{}/healthz", app.address))
+        .send()
+        .await;
+    assert!(
+        after.is_err(),
+        "stopped accepting after the drain: {after:?}"
+    );
+}

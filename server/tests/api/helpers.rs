@@ -29,6 +29,16 @@ pub struct TestApp {
     pub _server: ServerThread,
 }
 
+impl TestApp {
+    /// Sends the server its shutdown signal (as SIGTERM would) without
+    /// waiting for it to stop; dropping the app still waits.
+    pub fn begin_shutdown(&mut self) {
+        if let Some(stop) = self._server.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
 /// The thread that owns a test server's runtime; stopped on drop.
 pub struct ServerThread {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
