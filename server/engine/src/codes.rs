@@ -95,10 +95,6 @@ impl Keyring {
         })
     }
 
-    pub fn current_version(&self) -> u16 {
-        self.current
-    }
-
     fn digest_with(key: &SecretBox<[u8]>, code: &PlainCode) -> Vec<u8> {
         let mut mac = <Hmac<Sha256>>::new_from_slice(key.expose_secret())
             .unwrap_or_else(|_| unreachable!("HMAC accepts keys of any length"));
@@ -146,6 +142,11 @@ mod tests {
         let code = PlainCode::generate();
         let debug = format!("{code:?}");
         assert!(!debug.contains(code.canonical()), "{debug}");
+        assert_eq!(
+            debug,
+            format!("PlainCode({})", code.hint()),
+            "the hint only"
+        );
         let hint = code.hint();
         assert!(
             hint.starts_with(&code.canonical()[..2]) && hint.ends_with(&code.canonical()[10..])
@@ -161,6 +162,16 @@ mod tests {
                 .collect(),
         )
         .expect("keyring")
+    }
+
+    #[test]
+    fn a_keyrings_debug_shows_versions_never_secrets() {
+        let ring = keyring(
+            2,
+            &[(1, "first-secret-of-16+"), (2, "second-secret-of-16+")],
+        );
+        let debug = format!("{ring:?}");
+        assert_eq!(debug, "Keyring { current: 2, versions: [1, 2] }");
     }
 
     #[test]

@@ -158,3 +158,120 @@ impl SessionStore for RedisSessionStore {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The store against the machine's Redis (`REDIS_URL`), each test
+    //! under its own key prefix.
+    use std::time::Duration;
+
+    use time::OffsetDateTime;
+    use tower_sessions::session::Id;
+
+    use super::*;
+    use crate::coordination::RedisOptions;
+
+    async fn store() -> RedisSessionStore {
+        let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+        RedisSessionStore::new(
+            Redis::connect(&RedisOptions {
+                urls: vec![url],
+                cluster: false,
+                key_prefix: format!("test:{}", uuid::Uuid::new_v4()),
+                response_timeout: Duration::from_secs(5),
+            })
+            .await
+            .expect("Redis handle"),
+        )
+    }
+
+    fn record(value: &str) -> Record {
+        let mut data = std::collections::HashMap::new();
+        data.insert("who".to_owned(), serde_json::json!(value));
+        Record {
+            id: Id::default(),
+            data,
+            // Whole seconds: the record round-trips exactly.
+            expiry_date: OffsetDateTime::from_unix_timestamp(
+                OffsetDateTime::now_utc().unix_timestamp() + 3_600,
+            )
+            .expect("time"),
+        }
+    }
+
+    async fn pttl(store: &RedisSessionStore, id: &Id) -> i64 {
+        redis::cmd("PTTL")
+            .arg(store.key(id))
+            .query_async(&mut store.redis.conn())
+            .await
+            .expect("PTTL")
+    }
+
+    #[tokio::test]
+    async fn create_writes_under_a_fresh_id_that_expires_with_the_record() {
+        let store = store().await;
+        let mut created = record("ann");
+        let carried = created.id;
+        store.create(&mut created).await.expect("create");
+        assert_ne!(created.id, carried, "never the id the record carried");
+        let loaded = store.load(&created.id).await.expect("load");
+        assert_eq!(loaded.as_ref(), Some(&created));
+        assert_eq!(store.load(&carried).await.expect("load"), None);
+        let ttl = pttl(&store, &created.id).await;
+        assert!(
+            (3_590_000..=3_600_000).contains(&ttl),
+            "EXAT is the record's expiry: PTTL {ttl}"
+        );
+        // Two creates never share an id.
+        let mut second = record("bob");
+        store.create(&mut second).await.expect("create");
+        assert_ne!(second.id, created.id);
+        assert_eq!(
+            store.load(&created.id).await.expect("load"),
+            Some(created),
+            "the first is untouched"
+        );
+    }
+
+    #[tokio::test]
+    async fn save_updates_a_live_session_and_never_revives_an_ended_one() {
+        let store = store().await;
+        let mut session = record("ann");
+        store.create(&mut session).await.expect("create");
+        let mut changed = session.clone();
+        changed
+            .data
+            .insert("step".to_owned(), serde_json::json!("two"));
+        store.save(&changed).await.expect("save");
+        assert_eq!(
+            store.load(&session.id).await.expect("load").as_ref(),
+            Some(&changed),
+            "saved over the live record"
+        );
+
+        store.delete(&session.id).await.expect("delete");
+        assert_eq!(store.load(&session.id).await.expect("load"), None);
+        // A request still in flight with the old session finishes: its save
+        // is no error and writes nothing.
+        store.save(&changed).await.expect("a late save is no error");
+        assert_eq!(
+            store.load(&session.id).await.expect("load"),
+            None,
+            "sign-out stands"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unknown_or_unreadable_record_is_no_session() {
+        let store = store().await;
+        assert_eq!(store.load(&Id::default()).await.expect("load"), None);
+        let id = Id::default();
+        let _: () = store
+            .redis
+            .conn()
+            .set(store.key(&id), "not json")
+            .await
+            .expect("SET");
+        assert_eq!(store.load(&id).await.expect("load"), None);
+    }
+}

@@ -43,9 +43,10 @@ pub fn ip_subject(ip: IpAddr) -> String {
 /// their /64 like any IPv6 address.)
 fn nat64_client(v6: Ipv6Addr) -> Option<std::net::Ipv4Addr> {
     match v6.segments() {
-        [0x64, 0xff9b, 0, 0, 0, 0, high, low] => Some(std::net::Ipv4Addr::from(
-            (u32::from(high) << 16) | u32::from(low),
-        )),
+        [0x64, 0xff9b, 0, 0, 0, 0, high, low] => {
+            let ([a, b], [c, d]) = (high.to_be_bytes(), low.to_be_bytes());
+            Some(std::net::Ipv4Addr::new(a, b, c, d))
+        }
         _ => None,
     }
 }
@@ -159,6 +160,52 @@ fn parse_reply(reply: &redis::Value) -> anyhow::Result<(i64, i64)> {
 mod tests {
     use super::*;
     use redis::Value;
+
+    #[tokio::test]
+    async fn a_window_allows_up_to_its_limit_then_refuses_until_it_ends() {
+        let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+        let redis = Redis::connect(&crate::coordination::RedisOptions {
+            urls: vec![url],
+            cluster: false,
+            key_prefix: format!("test:{}", uuid::Uuid::new_v4()),
+            response_timeout: Duration::from_secs(5),
+        })
+        .await
+        .expect("Redis handle");
+        let throttle = FixedWindow::new();
+        let limit = Limit {
+            max: 2,
+            window: Duration::from_secs(30),
+        };
+        let key = redis.keys().throttle(
+            crate::coordination::ThrottleScope::SignInEmail,
+            "ann@example.com",
+        );
+        for count in 1..=2 {
+            assert_eq!(
+                throttle.hit(&redis, &key, limit).await.expect("hit"),
+                Decision::Allowed { count }
+            );
+        }
+        for _ in 0..2 {
+            match throttle.hit(&redis, &key, limit).await.expect("hit") {
+                Decision::Refused { retry_after } => assert!(
+                    (Duration::from_secs(1)..=limit.window).contains(&retry_after),
+                    "{retry_after:?}"
+                ),
+                allowed => panic!("past the limit: {allowed:?}"),
+            }
+        }
+        // Another subject has its own window.
+        let other = redis.keys().throttle(
+            crate::coordination::ThrottleScope::SignInEmail,
+            "bob@example.com",
+        );
+        assert_eq!(
+            throttle.hit(&redis, &other, limit).await.expect("hit"),
+            Decision::Allowed { count: 1 }
+        );
+    }
 
     #[test]
     fn replies_are_parsed_strictly() {
