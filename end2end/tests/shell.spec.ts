@@ -34,3 +34,16 @@ test("readiness reports both dependencies up", async ({ request }) => {
   expect(response.status()).toBe(200);
   expect(await response.json()).toMatchObject({ status: "ready", postgres: "up", redis: "up" });
 });
+
+test("every page links the site icon, and the icon is served", async ({ page, request }) => {
+  await openHydrated(page, "/");
+  await expect(page.locator('head link[rel="icon"]')).toHaveAttribute("href", "/favicon.svg");
+  const icon = await request.get("/favicon.svg");
+  expect(icon.status()).toBe(200);
+  expect(icon.headers()["content-type"]).toContain("image/svg+xml");
+  expect(await icon.text()).toContain("<svg");
+  // Browsers that ask for /favicon.ico are sent to it.
+  const ico = await request.get("/favicon.ico", { maxRedirects: 0 });
+  expect(ico.status()).toBe(301);
+  expect(ico.headers()["location"]).toBe("/favicon.svg");
+});

@@ -223,6 +223,17 @@ pub fn router(state: ServerState) -> Router {
     Router::new()
         .route("/healthz", get(routes::health::healthz))
         .route("/readyz", get(routes::health::readyz))
+        // Browsers ask for /favicon.ico whatever the page links; the icon is
+        // the SVG in public/ (no page render for a missing icon).
+        .route(
+            "/favicon.ico",
+            get(|| async {
+                (
+                    axum::http::StatusCode::MOVED_PERMANENTLY,
+                    [(axum::http::header::LOCATION, "/favicon.svg")],
+                )
+            }),
+        )
         .route("/lang/{tag}", get(routes::lang::switch))
         .route("/metrics", get(routes::metrics::scrape))
         .merge(routes::api::router())

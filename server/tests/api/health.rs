@@ -133,3 +133,23 @@ async fn shutdown_turns_readyz_to_draining_while_the_server_still_serves(pool: P
         "stopped accepting after the drain: {after:?}"
     );
 }
+
+#[sqlx::test(migrations = "../migrations")]
+async fn pages_link_the_icon_and_favicon_ico_is_sent_to_it(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let ico = app.get("/favicon.ico").await;
+    assert_eq!(ico.status(), 301);
+    assert_eq!(ico.headers()["location"], "/favicon.svg");
+    let home = app
+        .client
+        .get(format!("{}/", app.address))
+        .header("accept", "text/html")
+        .send()
+        .await
+        .expect("home");
+    let html = home.text().await.expect("body");
+    assert!(
+        html.contains(r#"<link rel="icon" href="/favicon.svg" type="image/svg+xml">"#),
+        "{html}"
+    );
+}
