@@ -16,7 +16,7 @@ run-release: ## Same as run, with a release build
 test: ## Everything: fmt, clippy, unit, integration (PG + Redis), Playwright
 	@scripts/test.sh
 
-tools: ## Install missing tools only (cargo-leptos, wasm-bindgen, chromium, npm packages)
+tools: ## Install missing tools only (cargo-leptos, wasm-bindgen, wasm-opt, chromium, npm and PyPI test tools)
 	@scripts/ensure-tools.sh
 
 check: ## Fast compile check of server and wasm builds

@@ -6,7 +6,12 @@
 #? Pins (see shared TOOLCHAIN notes in README "Toolchain"):
 #?   cargo-leptos 0.3.10 with --features no_downloads (0.3.11 needs rustc 1.96)
 #?   wasm-bindgen-cli = the wasm-bindgen version in Cargo.lock
-#?   wasm-opt from binaryen 132 via npm (Debian's binaryen 108 breaks hydration)
+#?   wasm-opt from binaryen 132 via npm (Debian's binaryen 108 breaks hydration),
+#?     in scripts/wasm-opt/ of its own
+#?
+#? --run installs only what `make run` needs (Rust tools, wasm-opt,
+#? PostgreSQL and Redis): not chromium, the CJK font, Playwright or
+#? schemathesis, which only the tests use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,9 +25,10 @@ apt_install() {
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"
 }
 
-want_rust=1; want_browser=1; want_services=1
+want_rust=1; want_browser=1; want_services=1; want_test_tools=1
 for arg in "$@"; do
   case "$arg" in
+    --run) want_browser=0; want_test_tools=0 ;;
     --no-browser) want_browser=0 ;;
     --no-services) want_services=0 ;;
     --no-rust) want_rust=0 ;;
@@ -66,22 +72,28 @@ if [ "$want_services" = 1 ]; then
   command -v redis-server >/dev/null || { log "installing redis-server"; apt_install redis-server; }
 fi
 
-# npm packages (Playwright test runner, binaryen's wasm-opt) from the lock file.
-if [ -f end2end/package-lock.json ]; then
+# npm packages from their lock files: binaryen's wasm-opt (release builds)
+# always, the Playwright test runner only for the tests.
+npm_ci() {
+  local dir=$1
   command -v npm >/dev/null || apt_install nodejs npm
-  if [ ! -d end2end/node_modules ] || [ end2end/package-lock.json -nt end2end/node_modules/.package-lock.json ]; then
-    log "installing npm packages (end2end)"
-    (cd end2end && npm ci --no-audit --no-fund)
+  if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+    log "installing npm packages ($dir)"
+    (cd "$dir" && npm ci --no-audit --no-fund)
   fi
-fi
-# schemathesis (PyPI), in its own virtualenv outside the clone: fuzzes the
-# JSON API against its OpenAPI document in `make test`.
-SCHEMATHESIS_VERSION=4.32.5
-venv="$HOME/.cache/admitone/schemathesis"
-if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
-  log "installing schemathesis $SCHEMATHESIS_VERSION (PyPI, once)"
-  command -v python3 >/dev/null || apt_install python3 python3-venv
-  python3 -m venv "$venv" 2>/dev/null || { apt_install python3-venv; python3 -m venv "$venv"; }
-  "$venv/bin/pip" install -q "schemathesis==$SCHEMATHESIS_VERSION"
+}
+npm_ci scripts/wasm-opt
+if [ "$want_test_tools" = 1 ]; then
+  npm_ci end2end
+  # schemathesis (PyPI), in its own virtualenv outside the clone: fuzzes the
+  # JSON API against its OpenAPI document in `make test`.
+  SCHEMATHESIS_VERSION=4.32.5
+  venv="$HOME/.cache/admitone/schemathesis"
+  if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
+    log "installing schemathesis $SCHEMATHESIS_VERSION (PyPI, once)"
+    command -v python3 >/dev/null || apt_install python3 python3-venv
+    python3 -m venv "$venv" 2>/dev/null || { apt_install python3-venv; python3 -m venv "$venv"; }
+    "$venv/bin/pip" install -q "schemathesis==$SCHEMATHESIS_VERSION"
+  fi
 fi
 log "tools ready"

@@ -6,7 +6,8 @@ set -euo pipefail
 REPO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO_ROOT"
 . scripts/env.sh
-scripts/ensure-tools.sh
+# Only what running needs: no browser, Playwright or schemathesis.
+scripts/ensure-tools.sh --run
 . scripts/services.sh
 services_up
 trap services_down EXIT
