@@ -117,11 +117,9 @@ impl SessionStore for RedisSessionStore {
             .write(record, Condition::Present)
             .await
             .map_err(store_error)?;
-        if !written {
-            // Deleted since this request loaded it (sign-out, expiry):
-            // leave it deleted.
-            tracing::debug!("not saving a session that ended during the request");
-        }
+        // Not written: deleted since this request loaded it (sign-out,
+        // expiry), and it stays deleted.
+        tracing::debug!(written, "saved a session (never one that ended meanwhile)");
         Ok(())
     }
 
