@@ -121,8 +121,11 @@ fn Refused(error: AppError, here: String, share: String) -> impl IntoView {
             <h1>{heading}</h1>
             <div class="flash error" role="alert">{error.sentence()}</div>
             <p class="actions">
-                {retry.then(|| view! { <a class="button" href=here.clone()>{t("Try again", "重试")}</a> })}
-                {open_here.then(|| view! { <a class="button" href=here.clone()>{t("Open it", "打开")}</a> })}
+                // A whole new request (rel="external"): the router would
+                // ignore a link to the page it is on, and opening it here
+                // must be a request from this site.
+                {retry.then(|| view! { <a class="button" rel="external" href=here.clone()>{t("Try again", "重试")}</a> })}
+                {open_here.then(|| view! { <a class="button" rel="external" href=here.clone()>{t("Open it", "打开")}</a> })}
                 <a class=if retry || open_here { "button secondary" } else { "button" } href=share>{t("Back to the course", "返回课程")}</a>
             </p>
         </section>

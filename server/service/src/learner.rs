@@ -222,11 +222,9 @@ pub async fn open(
     let resource = resources::resource(&services.pool, share.tenant(), share.id, resource_id)
         .await?
         .ok_or(ServiceError::NotFound)?;
-    let pending = if cross_site {
-        None
-    } else {
-        pending_code(session, share.id, principal.id).await?
-    };
+    // Read from another site too: the settlement refuses to bind it then
+    // (`Counting::LiveGrantOnly`) and says to open it here.
+    let pending = pending_code(session, share.id, principal.id).await?;
     let request = SettlementRequest {
         share: share.clone(),
         principal: principal.id,
@@ -278,9 +276,14 @@ pub async fn courses(
     Ok(settlement::holdings_of(&services.pool, principal.id).await?)
 }
 
-/// Whether the request came from another site (`Sec-Fetch-Site`).
+/// Whether the request may not count an access because it did not come
+/// from this site: `Sec-Fetch-Site` is anything but `same-origin` or
+/// `none` (typed, bookmarked). `same-site` counts as another site too: a
+/// sibling subdomain (a shared university domain) is someone else's site.
+/// A request without the header (old browsers, API clients with a
+/// session) counts as this site's.
 pub fn is_cross_site(headers: &http::HeaderMap) -> bool {
     headers
         .get("sec-fetch-site")
-        .is_some_and(|v| v.as_bytes() == b"cross-site")
+        .is_some_and(|v| !matches!(v.as_bytes(), b"same-origin" | b"none"))
 }

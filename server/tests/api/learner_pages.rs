@@ -373,7 +373,7 @@ async fn a_link_from_another_site_counts_nothing_and_offers_to_open_here(pool: P
         assert!(html.contains(sentence), "{lang}: {html}");
         assert!(
             html.contains(&format!(
-                r#"<a href="{resource_page}" class="button">{button}</a>"#
+                r#"<a rel="external" href="{resource_page}" class="button">{button}</a>"#
             )),
             "{lang}: {html}"
         );

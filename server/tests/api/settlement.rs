@@ -1488,7 +1488,10 @@ async fn a_cross_site_request_cannot_bind_a_pending_code(pool: PgPool) {
         .send()
         .await
         .expect("request");
-    assert_eq!(error_of(forged).await, (403, "code_required".into()));
+    assert_eq!(
+        error_of(forged).await,
+        (403, "open_from_course_page".into())
+    );
     assert_eq!(state_of(&app, course.share).await.bound, 0);
     let own = client
         .get(&url)
@@ -1550,10 +1553,11 @@ async fn a_cross_site_request_never_counts_an_access(pool: PgPool) {
     };
     let count_before = counts().await;
 
-    for _ in 0..3 {
+    // Another site, a sibling subdomain, and a value no browser sends.
+    for site in ["cross-site", "same-site", "elsewhere"] {
         let forged = client
             .get(&url)
-            .header("sec-fetch-site", "cross-site")
+            .header("sec-fetch-site", site)
             .send()
             .await
             .expect("request");
@@ -1569,7 +1573,9 @@ async fn a_cross_site_request_never_counts_an_access(pool: PgPool) {
     );
     assert_eq!(counts().await, count_before, "the allowance is untouched");
 
-    // Opened from the course (same site): a new access, as always.
+    // Opened from the course (same site): a new access, as always; typed
+    // or bookmarked (`none`), or from a client that sends no such header,
+    // the same.
     let own = client
         .get(&url)
         .header("sec-fetch-site", "same-origin")
@@ -1578,6 +1584,23 @@ async fn a_cross_site_request_never_counts_an_access(pool: PgPool) {
         .expect("request");
     assert_eq!(own.headers()["x-admitone-access"], "counted");
     assert_eq!(counts().await, count_before + 1);
+    for site in [Some("none"), None] {
+        sqlx::query("UPDATE access_records SET expires_at = now() - interval '1 second'")
+            .execute(&app.pool)
+            .await
+            .expect("end the grant");
+        let mut request = client.get(&url);
+        if let Some(site) = site {
+            request = request.header("sec-fetch-site", site);
+        }
+        let response = request.send().await.expect("request");
+        assert_eq!(
+            response.headers()["x-admitone-access"],
+            "counted",
+            "{site:?}"
+        );
+    }
+    assert_eq!(counts().await, count_before + 3);
 }
 
 /// A video player's parallel Range requests on a first access all succeed:

@@ -16,7 +16,7 @@ use time::OffsetDateTime;
 use tracing::Instrument as _;
 
 use super::{
-    Grant, SettlementError, SettlementRequest, binding_of,
+    Counting, Grant, SettlementError, SettlementRequest, binding_of,
     options::{FailurePolicy, SettlementOptions, SettlementProbe},
     patience::{BUSY_WAITS_MS, Patience},
     transaction::classify,
@@ -90,6 +90,11 @@ impl Settler {
             return self.run_transaction(pool, request).await;
         }
         let code = request.pending_code.ok_or(SettlementError::CodeRequired)?;
+        // Not bound, and this request may not bind (another site): no
+        // reservation, no transaction; the learner opens it here.
+        if request.counting == Counting::LiveGrantOnly {
+            return Err(SettlementError::OpenFromCoursePage);
+        }
         let keys = ReservationKeys {
             code: redis
                 .keys()

@@ -157,7 +157,7 @@ async fn a_retry_is_answered_from_the_first_attempt_while_it_holds(pool: PgPool)
     let ann = world.learner("ann").await;
     let bob = world.learner("bob").await;
     let (settler, probe) = world.settler(SettlementOptions {
-        grant_ttl: Duration::from_millis(1_500),
+        grant_ttl: Duration::from_secs(5),
         ..options()
     });
     let request = world.request(ann, world.resources[0], Some(world.code(0)), "r1");
@@ -195,7 +195,7 @@ async fn a_retry_is_answered_from_the_first_attempt_while_it_holds(pool: PgPool)
     assert_eq!(binds, 2, "retries never bind again");
 
     // Once the grant has ended, the old id answers nothing.
-    tokio::time::sleep(Duration::from_millis(1_600)).await;
+    tokio::time::sleep(Duration::from_millis(5_100)).await;
     let late = world.settle(&settler, &request).await;
     assert!(
         matches!(late, Err(SettlementError::RequestIdReused)),
@@ -908,7 +908,7 @@ async fn wait_until_blocked(pool: &PgPool) {
 async fn a_live_grant_only_request_never_binds_counts_or_debits(pool: PgPool) {
     let world = World::new(pool, Policy::default()).await;
     let (ann, bob) = (world.learner("ann").await, world.learner("bob").await);
-    let (settler, _) = world.settler(options());
+    let (settler, probe) = world.settler(options());
     let live_only = |learner, resource, pending, id: &str| {
         let mut request = world.request(learner, resource, pending, id);
         request.counting = Counting::LiveGrantOnly;
@@ -927,6 +927,16 @@ async fn a_live_grant_only_request_never_binds_counts_or_debits(pool: PgPool) {
     world
         .assert_untouched("a pending code is never bound")
         .await;
+    assert_eq!(probe.reservations(), 0, "nor reserved");
+    assert_eq!(probe.counts().0, 0, "no transaction either");
+    // Without a pending code: enter one first, as ever.
+    let answer = world
+        .settle(&settler, &live_only(bob, world.resources[0], None, "b2"))
+        .await;
+    assert!(
+        matches!(answer, Err(SettlementError::CodeRequired)),
+        "{answer:?}"
+    );
 
     let first = world
         .settle(
