@@ -114,7 +114,6 @@ pub async fn codes_csv(
         lease: Some(lease),
         codes,
         next: 0,
-        in_flight: 0,
         header_sent: false,
         link: csv_field(&link),
         label: csv_field(&label),
@@ -147,9 +146,6 @@ struct CodesCsv {
     lease: Option<DownloadLease>,
     codes: Vec<String>,
     next: usize,
-    /// Rows of the chunk last handed out (hyper has accepted it when the
-    /// stream is polled again).
-    in_flight: usize,
     header_sent: bool,
     link: String,
     label: String,
@@ -160,8 +156,8 @@ struct CodesCsv {
 /// and the download's lease are removed. A client that goes away midway
 /// drops the stream before that: the lease is released, the codes stay
 /// parked for another try, and the break is audited with the rows hyper
-/// had accepted (`DownloadLease::sent`, told of each chunk when the next
-/// is asked for). A download whose lease was lost (see
+/// had accepted and those handed out (`DownloadLease::progress`: when the
+/// stream is polled, hyper has accepted every chunk before). A download whose lease was lost (see
 /// [`DownloadLease::keep_alive`]) stops with an error.
 fn codes_csv_body(
     start: CodesCsv,
@@ -169,6 +165,8 @@ fn codes_csv_body(
     futures::stream::unfold(Some(start), |state| async move {
         let mut csv = state?;
         let lease = csv.lease.as_mut()?;
+        // Polled again: hyper has accepted everything handed out so far.
+        lease.progress(csv.next, csv.next);
         match lease.keep_alive().await {
             Ok(true) => {}
             outcome => {
@@ -184,15 +182,14 @@ fn codes_csv_body(
                 ));
             }
         }
-        lease.sent(std::mem::take(&mut csv.in_flight));
         if csv.header_sent && csv.next >= csv.codes.len() {
             if let Some(lease) = csv.lease.take()
                 && let Err(error) = lease.finish().await
             {
-                // They expire with the handover TTL anyway.
+                // The codes expire with the handover TTL anyway.
                 tracing::error!(
                     error = format!("{error:#}"),
-                    "discarding downloaded codes failed"
+                    "ending a completed codes download failed (audit or discard)"
                 );
             }
             return None;
@@ -212,7 +209,9 @@ fn codes_csv_body(
             chunk.push_str(&csv.label);
             chunk.push_str("\r\n");
         }
-        csv.in_flight = end - csv.next;
+        if let Some(lease) = csv.lease.as_mut() {
+            lease.progress(csv.next, end);
+        }
         csv.next = end;
         Some((
             Ok::<_, std::io::Error>(bytes::Bytes::from(chunk)),

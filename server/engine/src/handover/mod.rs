@@ -190,6 +190,7 @@ pub async fn start_download(
         renewed: Instant::now(),
         rows: 0,
         rows_sent: 0,
+        rows_handed_out: 0,
     };
     match peek(redis, owner, batch, Copy::Csv).await {
         Ok(Some(codes)) => {
@@ -226,9 +227,11 @@ pub struct DownloadLease {
     batch: Uuid,
     token: String,
     renewed: Instant,
-    /// Codes in the download, and how many were handed to the connection.
+    /// Codes in the download; how many the connection had accepted and how
+    /// many had been handed out (see [`Self::progress`]).
     rows: usize,
     rows_sent: usize,
+    rows_handed_out: usize,
 }
 
 impl DownloadLease {
@@ -253,22 +256,97 @@ impl DownloadLease {
         Ok(renewed == 1)
     }
 
-    /// `rows` more codes were handed to the connection.
-    pub fn sent(&mut self, rows: usize) {
-        self.rows_sent = self.rows_sent.saturating_add(rows).min(self.rows);
+    /// Where the download has got to: `accepted` rows were taken by the
+    /// connection, `handed_out` rows were given to it (the client may hold
+    /// any number in between). Never more than the download's rows.
+    pub fn progress(&mut self, accepted: usize, handed_out: usize) {
+        self.rows_sent = accepted.min(self.rows);
+        self.rows_handed_out = handed_out.max(accepted).min(self.rows);
     }
 
-    /// The whole body has been handed to the connection: deletes the codes
-    /// (for good) and the lease, and audits the download.
+    /// The whole body has been handed to the connection: audits the
+    /// download, then deletes the codes (for good) and the lease. Runs to
+    /// the end even if this future is dropped (the connection going away
+    /// right after the last bytes): a completed download is never left
+    /// unaudited with its codes still parked.
     pub async fn finish(mut self) -> anyhow::Result<()> {
+        let Some(ending) = self.ending() else {
+            return Ok(());
+        };
+        tokio::spawn(ending.run(Ended::Completed))
+            .await
+            .context("finishing a codes download")?
+    }
+
+    /// Gives the lease up, leaving the codes parked (nothing was
+    /// downloaded: not audited).
+    pub async fn release(mut self) -> anyhow::Result<()> {
         let Some(redis) = self.redis.take() else {
             return Ok(());
         };
-        end(&redis, self.owner, self.batch, &self.token, true).await?;
-        self.audit(Ended::Completed).await
+        end(&redis, self.owner, self.batch, &self.token, false).await
     }
 
-    async fn audit(&self, ended: Ended) -> anyhow::Result<()> {
+    /// What ending the download needs, taking it from the lease (which is
+    /// then ended: its drop does nothing).
+    fn ending(&mut self) -> Option<Ending> {
+        Some(Ending {
+            redis: self.redis.take()?,
+            pool: self.pool.clone(),
+            tenant: self.tenant,
+            owner: self.owner,
+            batch: self.batch,
+            token: std::mem::take(&mut self.token),
+            rows: self.rows,
+            rows_sent: self.rows_sent,
+            rows_handed_out: self.rows_handed_out,
+        })
+    }
+}
+
+impl Drop for DownloadLease {
+    fn drop(&mut self) {
+        // Without a runtime (shutting down) the lease simply expires.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let Some(ending) = self.ending() else {
+            return;
+        };
+        runtime.spawn(async move {
+            if let Err(error) = ending.run(Ended::Broken).await {
+                tracing::warn!(
+                    error = format!("{error:#}"),
+                    "ending a broken codes download failed (its lease expires)"
+                );
+            }
+        });
+    }
+}
+
+/// A download's end, detached from its lease.
+struct Ending {
+    redis: Redis,
+    pool: sqlx::PgPool,
+    tenant: TenantId,
+    owner: AccountId,
+    batch: Uuid,
+    token: String,
+    rows: usize,
+    rows_sent: usize,
+    rows_handed_out: usize,
+}
+
+impl Ending {
+    /// Audits first (a failure to end the lease must not hide the
+    /// download), then ends the lease, discarding the codes if completed.
+    async fn run(self, ended: Ended) -> anyhow::Result<()> {
+        let completed = matches!(ended, Ended::Completed);
+        let (rows_sent, rows_handed_out) = if completed {
+            (self.rows, self.rows)
+        } else {
+            (self.rows_sent, self.rows_handed_out)
+        };
         let mut conn = self
             .pool
             .acquire()
@@ -279,59 +357,24 @@ impl DownloadLease {
             AuditEntry {
                 tenant: self.tenant,
                 actor: Some(self.owner),
-                action: match ended {
-                    Ended::Completed => "batch.downloaded",
-                    Ended::Broken => "batch.download_broken",
+                action: if completed {
+                    "batch.downloaded"
+                } else {
+                    "batch.download_broken"
                 },
                 target_type: "batch",
                 target_id: Some(self.batch),
                 reason: None,
-                details: serde_json::json!({ "rows": self.rows, "rows_sent": self.rows_sent }),
+                details: serde_json::json!({
+                    "rows": self.rows,
+                    "rows_sent": rows_sent,
+                    "rows_handed_out": rows_handed_out,
+                }),
             },
         )
-        .await
-    }
-
-    /// Gives the lease up, leaving the codes parked.
-    pub async fn release(mut self) -> anyhow::Result<()> {
-        let Some(redis) = self.redis.take() else {
-            return Ok(());
-        };
-        end(&redis, self.owner, self.batch, &self.token, false).await
-    }
-}
-
-impl Drop for DownloadLease {
-    fn drop(&mut self) {
-        let Some(redis) = self.redis.take() else {
-            return;
-        };
-        // Without a runtime (shutting down) the lease simply expires.
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        // What the background task needs, the lease itself ended here.
-        let broken = Self {
-            redis: None,
-            pool: self.pool.clone(),
-            token: std::mem::take(&mut self.token),
-            ..*self
-        };
-        runtime.spawn(async move {
-            if let Err(error) = end(&redis, broken.owner, broken.batch, &broken.token, false).await
-            {
-                tracing::warn!(
-                    error = format!("{error:#}"),
-                    "releasing a broken codes download's lease failed; it expires"
-                );
-            }
-            if let Err(error) = broken.audit(Ended::Broken).await {
-                tracing::error!(
-                    error = format!("{error:#}"),
-                    "auditing a broken codes download failed"
-                );
-            }
-        });
+        .await?;
+        drop(conn);
+        end(&self.redis, self.owner, self.batch, &self.token, completed).await
     }
 }
 
@@ -478,16 +521,25 @@ mod tests {
         // and is audited; the released one was no download.
         assert_eq!(audited(&pool, batch).await, []);
         let mut lease = lease;
-        lease.sent(1);
-        lease.sent(5);
+        lease.progress(1, 5);
+        assert_eq!(
+            (lease.rows_sent, lease.rows_handed_out),
+            (1, 2),
+            "never past the download's rows"
+        );
+        lease.progress(3, 0);
+        assert_eq!(
+            (lease.rows_sent, lease.rows_handed_out),
+            (2, 2),
+            "handed out is at least accepted"
+        );
         lease.finish().await.expect("finish");
         assert_eq!(
             audited(&pool, batch).await,
             [(
                 "batch.downloaded".to_owned(),
-                serde_json::json!({ "rows": 2, "rows_sent": 2 })
+                serde_json::json!({ "rows": 2, "rows_sent": 2, "rows_handed_out": 2 })
             )],
-            "rows sent never count past the download's rows"
         );
         assert_eq!(lease_holder(&redis, owner, batch).await, None);
         assert!(matches!(
@@ -501,6 +553,82 @@ mod tests {
             None,
             "Gone keeps no lease"
         );
+    }
+
+    /// The connection goes away right after the last bytes: the finishing
+    /// future is dropped at its first await. The download still ends as
+    /// completed: audited, codes and lease gone.
+    #[sqlx::test(migrations = "../../migrations")]
+    async fn a_finish_cut_short_still_audits_and_discards(pool: sqlx::PgPool) {
+        let redis = connect().await;
+        let (owner, batch) = (admin(&pool).await, Uuid::new_v4());
+        park(&redis, owner, batch, &codes()).await.expect("park");
+        let (_, lease) = ready(
+            start_download(&pool, &redis, TENANT, owner, batch)
+                .await
+                .expect("start"),
+        );
+        // Polled once, then dropped.
+        let cut = tokio::time::timeout(Duration::ZERO, lease.finish()).await;
+        assert!(cut.is_err(), "the finish was cut short");
+        let started = Instant::now();
+        while audited(&pool, batch).await.is_empty() && started.elapsed() < Duration::from_secs(5) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(
+            audited(&pool, batch).await,
+            [(
+                "batch.downloaded".to_owned(),
+                serde_json::json!({ "rows": 2, "rows_sent": 2, "rows_handed_out": 2 })
+            )]
+        );
+        while lease_holder(&redis, owner, batch).await.is_some()
+            && started.elapsed() < Duration::from_secs(5)
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(matches!(
+            start_download(&pool, &redis, TENANT, owner, batch)
+                .await
+                .expect("after"),
+            Download::Gone
+        ));
+    }
+
+    /// A download dropped midway (the body stream dropped) is audited as
+    /// broken, with how far it got, and leaves the codes for a retry.
+    #[sqlx::test(migrations = "../../migrations")]
+    async fn a_dropped_download_is_audited_as_broken_and_stays_retryable(pool: sqlx::PgPool) {
+        let redis = connect().await;
+        let (owner, batch) = (admin(&pool).await, Uuid::new_v4());
+        park(&redis, owner, batch, &codes()).await.expect("park");
+        let (_, mut lease) = ready(
+            start_download(&pool, &redis, TENANT, owner, batch)
+                .await
+                .expect("start"),
+        );
+        lease.progress(1, 2);
+        drop(lease);
+        let started = Instant::now();
+        while (audited(&pool, batch).await.is_empty()
+            || lease_holder(&redis, owner, batch).await.is_some())
+            && started.elapsed() < Duration::from_secs(5)
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(
+            audited(&pool, batch).await,
+            [(
+                "batch.download_broken".to_owned(),
+                serde_json::json!({ "rows": 2, "rows_sent": 1, "rows_handed_out": 2 })
+            )]
+        );
+        let (again, _lease) = ready(
+            start_download(&pool, &redis, TENANT, owner, batch)
+                .await
+                .expect("retry"),
+        );
+        assert_eq!(again, codes());
     }
 
     #[sqlx::test(migrations = "../../migrations")]
