@@ -1,12 +1,15 @@
-//! A panic in a request is a 500 answer and a log line, never a dropped
-//! connection.
+//! A panic while a request is being answered is a 500 answer, a log line
+//! and a metric, not a dropped connection.
 //!
 //! Without this, a handler that panics takes its connection with it: the
 //! client sees a reset (a load balancer may retry a non-idempotent request
-//! elsewhere) and the request log shows no answer. The middleware sits
-//! inside the request span, so the log line names the request; the panic
-//! message goes only to the log. The answer is the JSON error every `/api`
-//! client parses (`internal`), or a small page for a person.
+//! elsewhere) and the request log shows no answer. The middleware is the
+//! innermost layer around the router, so the answer still gets every
+//! standard header (request id, security headers, `no-store`) and the log
+//! line names the request; the panic message goes only to the log. The
+//! answer is the JSON error every `/api` client parses (`internal`), or a
+//! small page for a person. What it cannot catch: a panic after the answer
+//! has started (inside a streamed body), which still ends that connection.
 
 use std::{any::Any, panic::AssertUnwindSafe};
 
@@ -32,6 +35,7 @@ pub async fn catch_panic(request: Request, next: Next) -> Response {
         Ok(response) => response,
         Err(panic) => {
             tracing::error!(panic = message(&*panic), "a request panicked; answered 500");
+            engine::measures::request_panicked();
             if json {
                 ApiError::new(
                     ErrorKind::Internal,

@@ -272,9 +272,6 @@ pub fn router(state: ServerState) -> Router {
                 .layer(axum::middleware::from_fn(
                     crate::telemetry::carry_request_span,
                 ))
-                // Inside the request span: a panic is a 500 and a log line
-                // that names the request.
-                .layer(axum::middleware::from_fn(crate::panic::catch_panic))
                 .layer(PropagateRequestIdLayer::x_request_id())
                 .layer(axum::middleware::from_fn(crate::headers::no_store))
                 .layer(axum::middleware::from_fn_with_state(
@@ -292,7 +289,10 @@ pub fn router(state: ServerState) -> Router {
                 .layer(axum::middleware::from_fn(
                     crate::outage::session_store_failures,
                 ))
-                .layer(sessions),
+                .layer(sessions)
+                // Innermost: a panic is a 500 that every layer above still
+                // dresses (request id, security headers) and logs.
+                .layer(axum::middleware::from_fn(crate::panic::catch_panic)),
         )
 }
 

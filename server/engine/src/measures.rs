@@ -28,6 +28,7 @@ pub const DB_CONNECTIONS: &str = "admitone_db_pool_connections";
 pub const REDIS_UP: &str = "admitone_redis_up";
 pub const INVARIANT_VIOLATIONS: &str = "admitone_invariant_violations";
 pub const COUNTER_DRIFT_REPAIRED: &str = "admitone_counter_drift_repaired_total";
+pub const PANICS: &str = "admitone_request_panics_total";
 
 /// Describes every metric (help texts and units in the exposition).
 pub fn describe() {
@@ -57,6 +58,7 @@ pub fn describe() {
         "Retries answered from an earlier committed attempt."
     );
     describe_counter!(THROTTLED, "Attempts refused by a rate limit, by scope.");
+    describe_counter!(PANICS, "Requests whose handler panicked (answered 500).");
     describe_counter!(
         LEAK_SIGNALS,
         "Attempts by other accounts to use an already bound code."
@@ -125,6 +127,11 @@ pub fn settlement_transaction(took: Duration) {
 /// An attempt refused by the rate limit of `scope`.
 pub fn throttled(scope: &'static str) {
     counter!(THROTTLED, "scope" => scope).increment(1);
+}
+
+/// A request's handler panicked (it was answered 500).
+pub fn request_panicked() {
+    counter!(PANICS).increment(1);
 }
 
 /// Another account tried a code that is already bound.
