@@ -52,7 +52,7 @@ soak: ## A real server, 64 parallel clients over every page kind (SOAK_SECS=60):
 mutants: ## cargo-mutants over settlement, reservation, throttle, codes, sessions (hours; not in make test)
 	@scripts/mutants.sh
 
-mutants-settlement: ## cargo-mutants over settlement/ and reservation/ against the engine's own suites (~1 h)
+mutants-settlement: ## cargo-mutants over settlement/ and reservation/ against the engine's own suites (~15 min)
 	@MUTANTS_TESTS=engine MUTANTS_FILES="server/engine/src/settlement/*.rs server/engine/src/reservation/mod.rs" scripts/mutants.sh
 
 bench: ## Release build + benchmark table (settlement vs raw pgbench, hot code, 100k codes, RSS)

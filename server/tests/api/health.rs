@@ -92,14 +92,14 @@ async fn every_response_carries_a_request_id(pool: PgPool) {
 #[sqlx::test(migrations = "../migrations")]
 async fn shutdown_turns_readyz_to_draining_while_the_server_still_serves(pool: PgPool) {
     let mut settings = test_settings(&crate::helpers::redis_url());
-    settings.server.drain_secs = Some(4);
+    settings.server.drain_secs = Some(8);
     let mut app = spawn_app_with(pool, settings).await;
     assert_eq!(app.get("/readyz").await.status(), 200);
 
     let started = std::time::Instant::now();
     app.begin_shutdown();
     let mut draining = None;
-    while started.elapsed() < std::time::Duration::from_secs(2) {
+    while started.elapsed() < std::time::Duration::from_secs(4) {
         let ready = app.get("/readyz").await;
         if ready.status() == 503 {
             draining = Some(ready.json::<Value>().await.expect("json"));
@@ -118,12 +118,12 @@ async fn shutdown_turns_readyz_to_draining_while_the_server_still_serves(pool: P
         .expect("a new connection is still accepted while draining");
     assert_eq!(fresh.status(), 200);
     assert!(
-        started.elapsed() < std::time::Duration::from_secs(4),
+        started.elapsed() < std::time::Duration::from_secs(8),
         "checked within the drain"
     );
 
     // After the drain the listener closes.
-    tokio::time::sleep(std::time::Duration::from_secs(6).saturating_sub(started.elapsed())).await;
+    tokio::time::sleep(std::time::Duration::from_secs(10).saturating_sub(started.elapsed())).await;
     let after = crate::helpers::new_client()
         .get(format!("{}/healthz", app.address))
         .send()
