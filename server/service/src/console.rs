@@ -118,6 +118,88 @@ pub async fn issue_for_handover(
     })
 }
 
+/// A batch as an API client gets it: its id and its plain codes.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct IssuedForApi {
+    pub batch_id: Uuid,
+    /// (code id, code as shown), in issuing order.
+    pub codes: Vec<(Uuid, String)>,
+}
+
+/// Issues a batch for an API client. With an `Idempotency-Key` the answer
+/// is held (see [`handover::hold_answer`]): a retry with the same key gets
+/// the original batch, codes included, while it is held, and
+/// `BatchAlreadyIssued` after. A retry that arrives while the first
+/// attempt is still finishing waits a moment for its answer.
+#[tracing::instrument(name = "issue_for_api", skip_all, fields(share = %share.id, count))]
+pub async fn issue_for_api(
+    services: &Services,
+    admin: &Principal,
+    share: &Share,
+    count: i64,
+    label: &str,
+    idempotency_key: Option<&str>,
+) -> Result<IssuedForApi, ServiceError> {
+    let issued = batches::issue_codes(
+        &services.pool,
+        &services.keyring,
+        share.tenant(),
+        admin.id,
+        &BatchRequest {
+            share: share.id,
+            count,
+            label,
+            idempotency_key,
+            progress: None,
+        },
+    )
+    .await;
+    match issued {
+        Ok(batch) => {
+            let answer = IssuedForApi {
+                batch_id: batch.batch_id,
+                codes: batch
+                    .codes
+                    .iter()
+                    .map(|(id, code)| (*id, code.display()))
+                    .collect(),
+            };
+            if idempotency_key.is_some() {
+                let held = serde_json::to_string(&answer)
+                    .map_err(anyhow::Error::new)
+                    .map(|json| (json, answer.batch_id));
+                let held = match held {
+                    Ok((json, batch)) => {
+                        handover::hold_answer(&services.redis, admin.id, batch, &json).await
+                    }
+                    Err(error) => Err(error),
+                };
+                if let Err(error) = held {
+                    // This answer still carries the codes; only a retry
+                    // would miss them (and hear which batch it was).
+                    tracing::warn!(
+                        error = format!("{error:#}"),
+                        "holding an API answer for retries failed"
+                    );
+                }
+            }
+            Ok(answer)
+        }
+        Err(ShareError::BatchAlreadyIssued { batch_id, count }) => {
+            for wait_ms in [0, 50, 100, 200, 400] {
+                tokio::time::sleep(std::time::Duration::from_millis(wait_ms)).await;
+                if let Some(json) =
+                    handover::held_answer(&services.redis, admin.id, batch_id).await?
+                {
+                    return Ok(serde_json::from_str(&json).map_err(anyhow::Error::new)?);
+                }
+            }
+            Err(ShareError::BatchAlreadyIssued { batch_id, count }.into())
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
 /// A replacement code, parked for the admin's one viewing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Replacement {

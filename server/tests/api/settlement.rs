@@ -1644,7 +1644,10 @@ async fn parallel_range_requests_of_a_first_access_all_succeed(pool: PgPool) {
     }
 }
 
-/// Retrying "issue N codes" with the same Idempotency-Key issues nothing new.
+/// Retrying "issue N codes" with the same Idempotency-Key issues nothing
+/// new and answers the original result, codes included, while they are
+/// held (a client that lost the answer gets its codes back); after that, a
+/// 409 naming the batch.
 #[sqlx::test(migrations = "../migrations")]
 async fn issuing_a_batch_is_idempotent_per_key(pool: PgPool) {
     let app = spawn_app_with(pool, load_settings()).await;
@@ -1662,24 +1665,32 @@ async fn issuing_a_batch_is_idempotent_per_key(pool: PgPool) {
             .send()
     };
     let results = join_all((0..5).map(|_| issue_with("batch-1", 10))).await;
-    let mut created = 0;
+    let mut answers = Vec::new();
     for response in results {
         let response = response.expect("request");
-        match response.status().as_u16() {
-            201 => created += 1,
-            _ => assert_eq!(
-                error_of(response).await,
-                (409, "batch_already_issued".into())
-            ),
-        }
+        assert_eq!(response.status(), 201, "every try gets the batch");
+        answers.push(response.json::<serde_json::Value>().await.expect("json"));
     }
-    assert_eq!(created, 1, "one batch for five concurrent tries");
+    let original = answers[0].clone();
+    assert_eq!(original["count"], 10);
+    assert_eq!(original["codes"].as_array().map(Vec::len), Some(10));
+    for answer in &answers {
+        assert_eq!(answer, &original, "the original result, codes included");
+    }
     let codes: i64 = sqlx::query_scalar("SELECT count(*) FROM auth_codes WHERE share_id = $1")
         .bind(course.share)
         .fetch_one(&app.pool)
         .await
         .expect("count");
-    assert_eq!(codes, 10);
+    assert_eq!(codes, 10, "one batch for five concurrent tries");
+    // A later retry, too.
+    let later = issue_with("batch-1", 10).await.expect("request");
+    assert_eq!(later.status(), 201);
+    assert_eq!(
+        later.json::<serde_json::Value>().await.expect("json"),
+        original
+    );
+
     let other = course::course(&app, &admin, json!({})).await;
     let reused = admin
         .client
@@ -1695,6 +1706,26 @@ async fn issuing_a_batch_is_idempotent_per_key(pool: PgPool) {
     assert_eq!(
         error_of(reused).await,
         (422, "idempotency_key_reused".into())
+    );
+
+    // Once the held answer is gone (HANDOVER_TTL), a retry hears which
+    // batch its key issued, and still issues nothing.
+    let batch: uuid::Uuid = serde_json::from_value(original["batch_id"].clone()).expect("id");
+    let owner: uuid::Uuid = sqlx::query_scalar("SELECT created_by FROM code_batches WHERE id = $1")
+        .bind(batch)
+        .fetch_one(&app.pool)
+        .await
+        .expect("owner");
+    let held: i64 = redis::cmd("DEL")
+        .arg(app.redis.keys().handover(owner, batch, "api-answer"))
+        .query_async(&mut app.redis.conn())
+        .await
+        .expect("DEL");
+    assert_eq!(held, 1, "the answer was held in Redis");
+    let expired = issue_with("batch-1", 10).await.expect("request");
+    assert_eq!(
+        error_of(expired).await,
+        (409, "batch_already_issued".into())
     );
     assert_eq!(
         issue_with("batch-2", 3).await.expect("request").status(),

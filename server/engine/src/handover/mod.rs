@@ -61,6 +61,10 @@ pub enum Copy {
     Page,
     /// The CSV download.
     Csv,
+    /// An API client's whole answer (JSON), read again by every retry with
+    /// the same `Idempotency-Key` until [`HANDOVER_TTL`]: see
+    /// [`hold_answer`].
+    ApiAnswer,
 }
 
 impl Copy {
@@ -68,6 +72,7 @@ impl Copy {
         match self {
             Self::Page => "page",
             Self::Csv => "csv",
+            Self::ApiAnswer => "api-answer",
         }
     }
 }
@@ -99,6 +104,47 @@ pub async fn park(
         .query_async::<()>(&mut redis.conn())
         .await
         .context("parking issued codes in Redis")
+}
+
+/// Holds an API client's answer to "issue codes" (its plain codes
+/// included) for [`HANDOVER_TTL`], so that a retry with the same
+/// `Idempotency-Key` (the client lost the answer) gets the same answer
+/// instead of nothing.
+pub async fn hold_answer(
+    redis: &Redis,
+    owner: AccountId,
+    batch: Uuid,
+    answer: &str,
+) -> anyhow::Result<()> {
+    redis::cmd("SET")
+        .arg(
+            redis
+                .keys()
+                .handover(owner.0, batch, Copy::ApiAnswer.as_str()),
+        )
+        .arg(answer)
+        .arg("EX")
+        .arg(HANDOVER_TTL.as_secs())
+        .query_async::<()>(&mut redis.conn())
+        .await
+        .context("holding an API answer in Redis")
+}
+
+/// The answer [`hold_answer`] holds for `owner`'s `batch`, while it does.
+pub async fn held_answer(
+    redis: &Redis,
+    owner: AccountId,
+    batch: Uuid,
+) -> anyhow::Result<Option<String>> {
+    redis::cmd("GET")
+        .arg(
+            redis
+                .keys()
+                .handover(owner.0, batch, Copy::ApiAnswer.as_str()),
+        )
+        .query_async(&mut redis.conn())
+        .await
+        .context("reading a held API answer")
 }
 
 /// Takes one copy: the codes the first time, `None` ever after (or for

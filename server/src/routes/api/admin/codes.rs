@@ -9,7 +9,7 @@ use axum::{
     response::IntoResponse,
 };
 use engine::{
-    accounts::Principal, batches, code_admin, shares::ShareError, tenants::TenantId, tokens::Scope,
+    accounts::Principal, code_admin, shares::ShareError, tenants::TenantId, tokens::Scope,
 };
 use serde::Deserialize;
 use uuid::Uuid;
@@ -34,7 +34,7 @@ pub struct IssueBody {
 #[utoipa::path(post, path = "/api/v1/shares/{share_id}/codes", tag = "admin",
     params(
         ("share_id" = Uuid, Path, description = "The share"),
-        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key issues nothing new")
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key issues nothing new and answers the original batch, codes included, for 15 minutes")
     ),
     request_body = IssueBody,
     responses(
@@ -43,7 +43,7 @@ pub struct IssueBody {
         (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
         (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
         (status = 404, description = "No such share", body = ErrorBody),
-        (status = 409, description = "This Idempotency-Key already issued a batch", body = ErrorBody),
+        (status = 409, description = "This Idempotency-Key issued a batch whose answer is no longer held (15 minutes passed)", body = ErrorBody),
         (status = 422, description = "Invalid count or label", body = ErrorBody),
     ),
     security(("bearer" = []), ("session" = [])))]
@@ -65,28 +65,19 @@ pub async fn issue_codes(
             Some(engine::settlement::RequestId::parse(value)?)
         }
     };
-    let request = batches::BatchRequest {
-        share: share.id,
-        count: body.count,
-        label: body.label.as_deref().unwrap_or(""),
-        idempotency_key: key.as_ref().map(engine::settlement::RequestId::as_str),
-        progress: None,
-    };
-    let batch = batches::issue_codes(
-        &state.services.pool,
-        &state.services.keyring,
-        share.tenant(),
-        admin.id,
-        &request,
+    let batch = service::console::issue_for_api(
+        &state.services,
+        &admin,
+        &share,
+        body.count,
+        body.label.as_deref().unwrap_or(""),
+        key.as_ref().map(engine::settlement::RequestId::as_str),
     )
     .await?;
     let codes: Vec<_> = batch
         .codes
-        .iter()
-        .map(|(id, code)| IssuedCode {
-            id: *id,
-            code: code.display(),
-        })
+        .into_iter()
+        .map(|(id, code)| IssuedCode { id, code })
         .collect();
     Ok((
         StatusCode::CREATED,
