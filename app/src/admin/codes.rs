@@ -60,7 +60,7 @@ pub async fn list_code_page(
             batch,
             search: q,
         };
-        let codes = engine::code_admin::list_codes(
+        let page = engine::code_admin::list_codes(
             &app.pool,
             share.tenant(),
             share.id,
@@ -80,12 +80,10 @@ pub async fn list_code_page(
                 .map(|b| b.label.clone())
                 .unwrap_or_default()
         };
-        let next_after = (codes.len() as i64 == PAGE)
-            .then(|| codes.last().map(|c| c.id))
-            .flatten();
         Ok(CodeTable {
             share_title: share.title,
-            codes: codes
+            codes: page
+                .codes
                 .into_iter()
                 .map(|c| CodeRow {
                     batch: label_of(c.batch_id),
@@ -97,7 +95,7 @@ pub async fn list_code_page(
                     access_count: c.access_count,
                 })
                 .collect(),
-            next_after,
+            next_after: page.next_after,
             batches: batches.into_iter().map(BatchView::from).collect(),
         })
     };

@@ -53,8 +53,19 @@ impl From<model::InvalidCodeState> for ShareError {
     }
 }
 
+/// A page of codes, and where the next one starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeListPage {
+    pub codes: Vec<CodeView>,
+    /// The last id of this page when another page follows (pass it as
+    /// `after`); `None` when this page ends with the last code.
+    pub next_after: Option<Uuid>,
+}
+
 /// A page of a share's codes in id order (keyset pagination: `after` is the
-/// last id of the previous page), so it stays fast at 100,000 codes.
+/// last id of the previous page), so it stays fast at 100,000 codes. One
+/// row more than the page is read, so a page that ends with the last code
+/// says so (no empty page after it).
 pub async fn list_codes(
     pool: &PgPool,
     tenant: TenantId,
@@ -62,7 +73,8 @@ pub async fn list_codes(
     filter: &CodeFilter,
     after: Option<Uuid>,
     limit: i64,
-) -> anyhow::Result<Vec<CodeView>> {
+) -> anyhow::Result<CodeListPage> {
+    let limit = limit.clamp(1, 1_000);
     let search = filter
         .search
         .as_deref()
@@ -76,7 +88,7 @@ pub async fn list_codes(
                 .replace('_', "\\_");
             format!("%{escaped}%")
         });
-    sqlx::query_as!(
+    let mut codes = sqlx::query_as!(
         CodeView,
         r#"SELECT c.id, c.batch_id, c.hint,
                   CASE WHEN c.revoked_at IS NOT NULL THEN 'revoked'
@@ -96,14 +108,21 @@ pub async fn list_codes(
         tenant.0,
         share.0,
         after,
-        limit.clamp(1, 1_000),
+        limit + 1,
         filter.state.map(CodeState::as_str),
         filter.batch,
         search,
     )
     .fetch_all(pool)
     .await
-    .context("listing codes")
+    .context("listing codes")?;
+    let page = usize::try_from(limit).unwrap_or(usize::MAX);
+    let more = codes.len() > page;
+    codes.truncate(page);
+    Ok(CodeListPage {
+        next_after: more.then(|| codes.last().map(|c| c.id)).flatten(),
+        codes,
+    })
 }
 
 /// The share a code belongs to (for authorising by code id).

@@ -1663,3 +1663,39 @@ async fn a_taken_link_name_is_one_field_error_through_the_api_and_the_console(po
         .expect("count");
     assert_eq!(shares, 1, "nothing created");
 }
+
+/// A page of codes says whether another follows, exactly: a page that
+/// ends with the last code has no `next_after` (no empty page after it).
+#[sqlx::test(migrations = "../migrations")]
+async fn code_pages_end_exactly_with_the_last_code(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    issue(&app, &admin, course.share, 4).await;
+    let page = |after: Option<String>| {
+        let mut url = format!(
+            "{}/api/v1/shares/{}/codes?limit=2",
+            app.address, course.share
+        );
+        if let Some(after) = after {
+            url.push_str(&format!("&after={after}"));
+        }
+        let client = admin.client.clone();
+        async move {
+            let response = client.get(url).send().await.expect("codes");
+            assert_eq!(response.status(), 200);
+            response.json::<serde_json::Value>().await.expect("json")
+        }
+    };
+    let first = page(None).await;
+    assert_eq!(first["codes"].as_array().map(Vec::len), Some(2));
+    assert_eq!(first["has_more"], true);
+    let next = first["next_after"]
+        .as_str()
+        .expect("a next page")
+        .to_owned();
+    let last = page(Some(next)).await;
+    assert_eq!(last["codes"].as_array().map(Vec::len), Some(2));
+    assert_eq!(last["has_more"], false, "{last}");
+    assert_eq!(last["next_after"], serde_json::Value::Null, "{last}");
+}

@@ -55,7 +55,10 @@ pub struct IssuedBatch {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CodePage {
     pub codes: Vec<engine::code_admin::CodeView>,
+    /// Set exactly when another page follows.
     pub next_after: Option<Uuid>,
+    /// Whether another page follows (`next_after` is set).
+    pub has_more: bool,
 }
 
 /// A code's state after an action.

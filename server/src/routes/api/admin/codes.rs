@@ -132,7 +132,7 @@ pub async fn list_codes(
         batch: query.batch,
         search: query.q,
     };
-    let codes = code_admin::list_codes(
+    let page = code_admin::list_codes(
         &state.services.pool,
         share.tenant(),
         share.id,
@@ -141,10 +141,11 @@ pub async fn list_codes(
         limit,
     )
     .await?;
-    let next_after = (codes.len() as i64 == limit)
-        .then(|| codes.last().map(|c| c.id))
-        .flatten();
-    Ok(Json(CodePage { codes, next_after }))
+    Ok(Json(CodePage {
+        codes: page.codes,
+        has_more: page.next_after.is_some(),
+        next_after: page.next_after,
+    }))
 }
 
 /// The tenant of a code and its admin, or 401/403/404.
