@@ -34,6 +34,8 @@ pub enum AppError {
     #[error("{message}")]
     RateLimited {
         message: String,
+        /// Attempts the window allows (`RateLimit-Limit`).
+        limit: u32,
         retry_after_secs: u64,
     },
     #[error("the service is busy, please try again in a moment")]
@@ -207,6 +209,24 @@ impl AppError {
                     http::HeaderValue::from(*retry_after_secs),
                 );
             }
+            // The IETF draft's names, as the JSON API sends them.
+            if let Self::RateLimited {
+                limit,
+                retry_after_secs,
+                ..
+            } = &self
+            {
+                for (name, value) in [
+                    ("ratelimit-limit", u64::from(*limit)),
+                    ("ratelimit-remaining", 0),
+                    ("ratelimit-reset", *retry_after_secs),
+                ] {
+                    response.insert_header(
+                        http::HeaderName::from_static(name),
+                        http::HeaderValue::from(value),
+                    );
+                }
+            }
         }
         self
     }
@@ -274,9 +294,12 @@ impl From<service::ServiceError> for AppError {
             E::Forbidden => Self::Forbidden,
             E::NotFound => Self::NotFound,
             E::Throttled {
-                retry_after_secs, ..
+                limit,
+                retry_after_secs,
+                ..
             } => Self::RateLimited {
                 message,
+                limit,
                 retry_after_secs,
             },
             E::Unavailable { retry_after_secs } => Self::Unavailable { retry_after_secs },

@@ -193,6 +193,7 @@ impl Localized for service::ServiceError {
             E::Throttled {
                 scope,
                 retry_after_secs: secs,
+                ..
             } => {
                 let what = attempts_zh(*scope);
                 if *secs >= 120 {

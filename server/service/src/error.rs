@@ -30,6 +30,8 @@ pub enum ServiceError {
     #[error("Too many {}. Try again in {}.", attempts(*scope), wait(*retry_after_secs))]
     Throttled {
         scope: ThrottleScope,
+        /// Attempts the window allows (`RateLimit-Limit`).
+        limit: u32,
         /// Whole seconds, never 0.
         retry_after_secs: u64,
     },
@@ -195,6 +197,7 @@ mod tests {
     fn a_throttle_says_what_it_counts_and_how_long_to_wait() {
         let short = ServiceError::Throttled {
             scope: ThrottleScope::CodeAccount,
+            limit: 10,
             retry_after_secs: 7,
         };
         assert_eq!(
@@ -203,6 +206,7 @@ mod tests {
         );
         let long = ServiceError::Throttled {
             scope: ThrottleScope::SignInEmail,
+            limit: 10,
             retry_after_secs: 121,
         };
         assert_eq!(

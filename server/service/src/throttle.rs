@@ -29,6 +29,7 @@ pub async fn hit(
             engine::measures::throttled(scope.as_str());
             Err(ServiceError::Throttled {
                 scope,
+                limit: limit.max,
                 retry_after_secs: retry_after.as_secs().max(1),
             })
         }

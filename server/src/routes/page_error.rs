@@ -29,8 +29,13 @@ impl From<AppError> for ApiError {
             AppError::Forbidden => Self::new(kind, "forbidden", message),
             AppError::NotFound => Self::not_found(),
             AppError::RateLimited {
-                retry_after_secs, ..
-            } => Self::new(kind, "rate_limited", message).retry(retry_after_secs),
+                limit,
+                retry_after_secs,
+                ..
+            } => Self {
+                rate_limit: Some(limit),
+                ..Self::new(kind, "rate_limited", message).retry(retry_after_secs)
+            },
             AppError::Unavailable { retry_after_secs } => {
                 Self::new(kind, "unavailable", message).retry(retry_after_secs)
             }

@@ -177,6 +177,19 @@ async fn sign_in_is_throttled_per_email_with_a_retry_time_and_the_counter_expire
         .parse()
         .expect("seconds");
     assert!((1..=2).contains(&retry_after), "{retry_after}");
+    // The IETF draft's names: the limit, nothing left, and when it resets.
+    let header = |name: &str| {
+        refused
+            .headers()
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} on a throttled answer"))
+            .to_str()
+            .expect("ascii")
+            .to_owned()
+    };
+    assert_eq!(header("ratelimit-limit"), "3");
+    assert_eq!(header("ratelimit-remaining"), "0");
+    assert_eq!(header("ratelimit-reset"), retry_after.to_string());
     let body: Value = refused.json().await.expect("json");
     assert!(
         body["RateLimited"]["message"]

@@ -1756,6 +1756,12 @@ async fn code_entry_is_throttled_per_ip(pool: PgPool) {
     }
     let refused = enter_code(&app, &people[3].1, &second.slug, &more[1].1).await;
     assert!(refused.headers().contains_key("retry-after"));
+    assert_eq!(refused.headers()["ratelimit-limit"], "3");
+    assert_eq!(refused.headers()["ratelimit-remaining"], "0");
+    assert_eq!(
+        refused.headers()["ratelimit-reset"],
+        refused.headers()["retry-after"]
+    );
     let status = refused.status().as_u16();
     let body: serde_json::Value = refused.json().await.expect("json");
     assert_eq!(

@@ -39,6 +39,8 @@ pub struct ApiError {
     pub message: String,
     pub field: Option<String>,
     pub retry_after: Option<u64>,
+    /// A throttle's limit: the answer carries the `RateLimit-*` headers.
+    pub rate_limit: Option<u32>,
 }
 
 impl ApiError {
@@ -55,6 +57,7 @@ impl ApiError {
             message: message.into(),
             field: None,
             retry_after: kind.retry_after_secs(),
+            rate_limit: None,
         }
     }
 
@@ -121,9 +124,15 @@ impl IntoResponse for ApiError {
         }
         let mut response = (self.status(), Json(body)).into_response();
         if let Some(secs) = self.retry_after {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            let headers = response.headers_mut();
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            // The IETF draft's names (draft-ietf-httpapi-ratelimit-headers):
+            // the window's limit, none left, seconds until it resets.
+            if let Some(limit) = self.rate_limit {
+                headers.insert("ratelimit-limit", HeaderValue::from(limit));
+                headers.insert("ratelimit-remaining", HeaderValue::from(0_u32));
+                headers.insert("ratelimit-reset", HeaderValue::from(secs));
+            }
         }
         response
     }
@@ -157,9 +166,14 @@ impl From<ServiceError> for ApiError {
     fn from(error: ServiceError) -> Self {
         match error {
             ServiceError::Throttled {
-                retry_after_secs, ..
-            }
-            | ServiceError::Unavailable { retry_after_secs } => {
+                limit,
+                retry_after_secs,
+                ..
+            } => Self {
+                rate_limit: Some(limit),
+                ..Self::outcome(&error).retry(retry_after_secs)
+            },
+            ServiceError::Unavailable { retry_after_secs } => {
                 Self::outcome(&error).retry(retry_after_secs)
             }
             error => Self::outcome(&error),

@@ -277,6 +277,7 @@ fn service_errors() -> Vec<ServiceError> {
         E::NotFound,
         E::Throttled {
             scope: ThrottleScope::CodeIp,
+            limit: 5,
             retry_after_secs: 30,
         },
         E::Unavailable {
@@ -320,6 +321,7 @@ fn use_case_errors_get_one_status_from_both_adapters() {
 fn a_wait_travels_as_retry_after_through_both_doors() {
     let throttled = || ServiceError::Throttled {
         scope: engine::coordination::ThrottleScope::CodeIp,
+        limit: 5,
         retry_after_secs: 30,
     };
     let away = || ServiceError::Unavailable {
