@@ -3,7 +3,10 @@
 //! The database never holds a plain code, so the only moment codes exist in
 //! full is right after issuing. They are parked in Redis under two keys
 //! (one for the result page, one for the CSV download), readable by the
-//! issuing admin only and gone after [`HANDOVER_TTL`] anyway. If parking
+//! issuing admin only and gone after [`HANDOVER_TTL`] anyway. A batch
+//! issued through the API with an `Idempotency-Key` has a third copy
+//! instead, its whole answer ([`hold_answer`]), read by each retry of that
+//! request until the TTL (or until the batch's unused codes are revoked). If parking
 //! fails, the caller revokes the batch: codes nobody ever saw must not stay
 //! usable.
 //!
@@ -385,8 +388,23 @@ struct Ending {
 
 impl Ending {
     /// Audits first (a failure to end the lease must not hide the
-    /// download), then ends the lease, discarding the codes if completed.
+    /// download), then ends the lease, discarding the codes if completed,
+    /// whatever the audit answered: a completed download never leaves its
+    /// codes downloadable again, a broken one never keeps its lease.
     async fn run(self, ended: Ended) -> anyhow::Result<()> {
+        let audited = self.audit(ended).await;
+        if let Err(error) = &audited {
+            tracing::error!(
+                error = format!("{error:#}"),
+                "auditing a codes download failed"
+            );
+        }
+        let completed = matches!(ended, Ended::Completed);
+        end(&self.redis, self.owner, self.batch, &self.token, completed).await?;
+        audited
+    }
+
+    async fn audit(&self, ended: Ended) -> anyhow::Result<()> {
         let completed = matches!(ended, Ended::Completed);
         let (rows_sent, rows_handed_out) = if completed {
             (self.rows, self.rows)
@@ -418,9 +436,7 @@ impl Ending {
                 }),
             },
         )
-        .await?;
-        drop(conn);
-        end(&self.redis, self.owner, self.batch, &self.token, completed).await
+        .await
     }
 }
 
@@ -639,6 +655,36 @@ mod tests {
                 .expect("after"),
             Download::Gone
         ));
+    }
+
+    /// The audit fails (PostgreSQL away): the completed download still
+    /// discards the codes and ends its lease, and the failure is reported.
+    #[sqlx::test(migrations = "../../migrations")]
+    async fn a_completed_download_whose_audit_fails_still_discards(pool: sqlx::PgPool) {
+        let redis = connect().await;
+        let (owner, batch) = (admin(&pool).await, Uuid::new_v4());
+        park(&redis, owner, batch, &codes()).await.expect("park");
+        let (_, lease) = ready(
+            start_download(&pool, &redis, TENANT, owner, batch)
+                .await
+                .expect("start"),
+        );
+        pool.close().await;
+        assert!(
+            lease.finish().await.is_err(),
+            "the audit failure is reported"
+        );
+        assert_eq!(
+            lease_holder(&redis, owner, batch).await,
+            None,
+            "lease ended"
+        );
+        let csv: Option<String> = redis
+            .conn()
+            .get(redis.keys().handover(owner.0, batch, Copy::Csv.as_str()))
+            .await
+            .expect("GET");
+        assert_eq!(csv, None, "the codes are not downloadable again");
     }
 
     /// A download dropped midway (the body stream dropped) is audited as
