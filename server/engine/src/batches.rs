@@ -201,6 +201,24 @@ pub async fn release_issue_key(pool: &PgPool, tenant: TenantId, key: &str) -> an
     Ok(())
 }
 
+/// Whether any code of `batch` was revoked (a held answer of it must not
+/// be handed out again as if fresh).
+pub async fn has_revoked_codes(
+    pool: &PgPool,
+    tenant: TenantId,
+    batch: Uuid,
+) -> anyhow::Result<bool> {
+    sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM auth_codes
+                         WHERE tenant_id = $1 AND batch_id = $2 AND revoked_at IS NOT NULL) AS "revoked!""#,
+        tenant.0,
+        batch,
+    )
+    .fetch_one(pool)
+    .await
+    .context("looking for revoked codes of a batch")
+}
+
 /// Revokes every unused code of a batch (a batch handed to the wrong
 /// class, or never delivered); bound codes keep their learners. Audited;
 /// returns how many were revoked.

@@ -119,19 +119,36 @@ pub async fn issue_for_handover(
 }
 
 /// A batch as an API client gets it: its id and its plain codes.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct IssuedForApi {
     pub batch_id: Uuid,
     /// (code id, code as shown), in issuing order.
     pub codes: Vec<(Uuid, String)>,
 }
 
+/// Never the plain codes (logs, error chains).
+impl std::fmt::Debug for IssuedForApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IssuedForApi")
+            .field("batch_id", &self.batch_id)
+            .field("codes", &self.codes.len())
+            .finish()
+    }
+}
+
+/// How long a retry waits for the first attempt's answer to be held (the
+/// first attempt may still be finishing): about 2 s in all.
+const HELD_ANSWER_WAITS_MS: [u64; 7] = [0, 50, 100, 200, 400, 600, 650];
+
 /// Issues a batch for an API client. With an `Idempotency-Key` the answer
 /// is held (see [`handover::hold_answer`]): a retry with the same key gets
-/// the original batch, codes included, while it is held, and
-/// `BatchAlreadyIssued` after. A retry that arrives while the first
-/// attempt is still finishing waits a moment for its answer.
-#[tracing::instrument(name = "issue_for_api", skip_all, fields(share = %share.id, count))]
+/// the original batch, codes included, while it is held and none of its
+/// codes was revoked, and `BatchAlreadyIssued` otherwise. A retry that
+/// arrives while the first attempt is still finishing waits a moment for
+/// its answer. Issuing and holding run in a task of their own, so a client
+/// that goes away mid-request (the usual way an answer gets lost) cannot
+/// cut them apart: a committed batch always has its answer held.
+#[tracing::instrument(name = "issue_for_api", skip_all, fields(share = %share.id, count = count))]
 pub async fn issue_for_api(
     services: &Services,
     admin: &Principal,
@@ -140,61 +157,74 @@ pub async fn issue_for_api(
     label: &str,
     idempotency_key: Option<&str>,
 ) -> Result<IssuedForApi, ServiceError> {
-    let issued = batches::issue_codes(
-        &services.pool,
-        &services.keyring,
-        share.tenant(),
-        admin.id,
-        &BatchRequest {
-            share: share.id,
-            count,
-            label,
-            idempotency_key,
-            progress: None,
-        },
-    )
-    .await;
-    match issued {
-        Ok(batch) => {
-            let answer = IssuedForApi {
-                batch_id: batch.batch_id,
-                codes: batch
-                    .codes
-                    .iter()
-                    .map(|(id, code)| (*id, code.display()))
-                    .collect(),
+    let (task_services, admin_id, tenant, share_id) =
+        (services.clone(), admin.id, share.tenant(), share.id);
+    let (label, key) = (label.to_owned(), idempotency_key.map(str::to_owned));
+    let issuing = tokio::spawn(async move {
+        let services = task_services;
+        let batch = batches::issue_codes(
+            &services.pool,
+            &services.keyring,
+            tenant,
+            admin_id,
+            &BatchRequest {
+                share: share_id,
+                count,
+                label: &label,
+                idempotency_key: key.as_deref(),
+                progress: None,
+            },
+        )
+        .await?;
+        let answer = IssuedForApi {
+            batch_id: batch.batch_id,
+            codes: batch
+                .codes
+                .iter()
+                .map(|(id, code)| (*id, code.display()))
+                .collect(),
+        };
+        if key.is_some() {
+            let held = match serde_json::to_string(&answer) {
+                Ok(json) => {
+                    handover::hold_answer(&services.redis, admin_id, answer.batch_id, &json).await
+                }
+                Err(_) => Err(anyhow::anyhow!("encoding an API answer failed")),
             };
-            if idempotency_key.is_some() {
-                let held = serde_json::to_string(&answer)
-                    .map_err(anyhow::Error::new)
-                    .map(|json| (json, answer.batch_id));
-                let held = match held {
-                    Ok((json, batch)) => {
-                        handover::hold_answer(&services.redis, admin.id, batch, &json).await
-                    }
-                    Err(error) => Err(error),
-                };
-                if let Err(error) = held {
-                    // This answer still carries the codes; only a retry
-                    // would miss them (and hear which batch it was).
-                    tracing::warn!(
-                        error = format!("{error:#}"),
-                        "holding an API answer for retries failed"
-                    );
-                }
+            if let Err(error) = held {
+                // This answer still carries the codes; only a retry would
+                // miss them (and hear which batch it was).
+                tracing::warn!(
+                    error = format!("{error:#}"),
+                    "holding an API answer for retries failed"
+                );
             }
-            Ok(answer)
         }
+        Ok::<_, ShareError>(answer)
+    });
+    let issued = issuing
+        .await
+        .map_err(|e| anyhow::anyhow!("the issuing task failed: {e}"))?;
+    match issued {
+        Ok(answer) => Ok(answer),
         Err(ShareError::BatchAlreadyIssued { batch_id, count }) => {
-            for wait_ms in [0, 50, 100, 200, 400] {
+            let again = ShareError::BatchAlreadyIssued { batch_id, count };
+            for wait_ms in HELD_ANSWER_WAITS_MS {
                 tokio::time::sleep(std::time::Duration::from_millis(wait_ms)).await;
-                if let Some(json) =
-                    handover::held_answer(&services.redis, admin.id, batch_id).await?
-                {
-                    return Ok(serde_json::from_str(&json).map_err(anyhow::Error::new)?);
+                let Some(json) = handover::held_answer(&services.redis, admin.id, batch_id).await?
+                else {
+                    continue;
+                };
+                // Revoked since (the admin's answer to a lost batch): the
+                // codes are not handed out again as if fresh.
+                if batches::has_revoked_codes(&services.pool, share.tenant(), batch_id).await? {
+                    return Err(again.into());
                 }
+                // Never the decoder's message: it may quote a code.
+                return serde_json::from_str(&json)
+                    .map_err(|_| anyhow::anyhow!("a held API answer could not be read").into());
             }
-            Err(ShareError::BatchAlreadyIssued { batch_id, count }.into())
+            Err(again.into())
         }
         Err(error) => Err(error.into()),
     }

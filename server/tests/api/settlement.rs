@@ -1553,11 +1553,17 @@ async fn a_cross_site_request_never_counts_an_access(pool: PgPool) {
     };
     let count_before = counts().await;
 
-    // Another site, a sibling subdomain, and a value no browser sends.
-    for site in ["cross-site", "same-site", "elsewhere"] {
+    // Another site, a sibling subdomain, a value no browser sends, and the
+    // browser preloading what nobody opened yet.
+    for (name, value) in [
+        ("sec-fetch-site", "cross-site"),
+        ("sec-fetch-site", "same-site"),
+        ("sec-fetch-site", "elsewhere"),
+        ("sec-purpose", "prefetch;prerender"),
+    ] {
         let forged = client
             .get(&url)
-            .header("sec-fetch-site", site)
+            .header(name, value)
             .send()
             .await
             .expect("request");
@@ -1730,6 +1736,30 @@ async fn issuing_a_batch_is_idempotent_per_key(pool: PgPool) {
     assert_eq!(
         issue_with("batch-2", 3).await.expect("request").status(),
         201
+    );
+
+    // The admin revoked a lost batch's codes: a late retry does not get
+    // them back as if fresh.
+    let third = issue_with("batch-3", 2).await.expect("request");
+    assert_eq!(third.status(), 201);
+    let third: serde_json::Value = third.json().await.expect("json");
+    let third_batch: uuid::Uuid = serde_json::from_value(third["batch_id"].clone()).expect("id");
+    let tenant: uuid::Uuid = sqlx::query_scalar("SELECT tenant_id FROM code_batches WHERE id = $1")
+        .bind(third_batch)
+        .fetch_one(&app.pool)
+        .await
+        .expect("tenant");
+    engine::batches::revoke_unused_of_batch(
+        &app.pool,
+        engine::tenants::TenantId(tenant),
+        engine::accounts::AccountId(owner),
+        third_batch,
+    )
+    .await
+    .expect("revoke");
+    assert_eq!(
+        error_of(issue_with("batch-3", 2).await.expect("request")).await,
+        (409, "batch_already_issued".into())
     );
 }
 
