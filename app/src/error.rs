@@ -34,7 +34,9 @@ pub enum AppError {
     #[error("{message}")]
     RateLimited {
         message: String,
-        /// Attempts the window allows (`RateLimit-Limit`).
+        /// Attempts the window allows (`RateLimit-Limit`). Defaulted, so
+        /// a browser still decodes an older server's answer mid-deploy.
+        #[serde(default)]
         limit: u32,
         retry_after_secs: u64,
     },

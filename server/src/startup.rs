@@ -267,6 +267,10 @@ pub fn router(state: ServerState) -> Router {
         .route_layer(axum::middleware::from_fn(routes::metrics::track))
         .layer(
             tower::ServiceBuilder::new()
+                // Outermost too: a panic in a middleware below (sessions,
+                // CSRF, headers) is still an answer; the innermost one
+                // catches the handlers' with every header on.
+                .layer(axum::middleware::from_fn(crate::panic::catch_panic))
                 .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
                 .layer(TraceLayer::new_for_http().make_span_with(RequestSpan))
                 .layer(axum::middleware::from_fn(

@@ -195,7 +195,7 @@ pub struct Opening<'a> {
     pub resource: Uuid,
     /// Random per logical attempt; an API client's retries reuse it.
     pub request_id: RequestId,
-    /// From another site (`Sec-Fetch-Site: cross-site`): see [`open`].
+    /// Not from this site ([`is_cross_site`]): see [`open`].
     pub cross_site: bool,
     pub patience: Patience,
 }
@@ -281,9 +281,19 @@ pub async fn courses(
 /// `none` (typed, bookmarked). `same-site` counts as another site too: a
 /// sibling subdomain (a shared university domain) is someone else's site.
 /// A request without the header (old browsers, API clients with a
-/// session) counts as this site's.
+/// session) counts as this site's. A prefetch or prerender
+/// (`Sec-Purpose`, `Purpose`) never counts.
 pub fn is_cross_site(headers: &http::HeaderMap) -> bool {
-    headers
+    let elsewhere = headers
         .get("sec-fetch-site")
-        .is_some_and(|v| !matches!(v.as_bytes(), b"same-origin" | b"none"))
+        .is_some_and(|v| !matches!(v.as_bytes(), b"same-origin" | b"none"));
+    // A prefetch or prerender (the address bar's preloading, speculation
+    // rules) is nobody opening the resource: it may not count either.
+    let prefetch = ["sec-purpose", "purpose"].iter().any(|name| {
+        headers
+            .get(*name)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("prefetch") || v.contains("prerender"))
+    });
+    elsewhere || prefetch
 }

@@ -227,6 +227,11 @@ impl Settler {
             Some(row) => (row.id, false),
             None => {
                 let code = request.pending_code.ok_or(SettlementError::CodeRequired)?;
+                // The binding went away since the settler looked (an
+                // unbind): a request from another site still never binds.
+                if request.counting == Counting::LiveGrantOnly {
+                    return Err(SettlementError::OpenFromCoursePage.into());
+                }
                 self.count(|p| &p.bind_attempts);
                 let bound = sqlx::query_scalar!(
                     "UPDATE auth_codes SET bound_principal = $4, first_used_at = now()

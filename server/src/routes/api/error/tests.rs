@@ -336,6 +336,9 @@ fn a_wait_travels_as_retry_after_through_both_doors() {
         }
     ));
     assert_eq!(ApiError::from(away()).retry_after, Some(5));
+    // The RateLimit-* headers belong to a throttle's refusal only.
+    assert_eq!(ApiError::from(throttled()).rate_limit, Some(5));
+    assert_eq!(ApiError::from(away()).rate_limit, None);
     assert!(matches!(
         AppError::from(away()),
         AppError::Unavailable {
