@@ -42,6 +42,11 @@ async fn the_settle_span_records_bound_granted_or_refused(pool: PgPool) {
         .with(outcomes.clone())
         .set_default();
     let world = World::new(pool, Policy::default()).await;
+    // Callsites cache whether anyone listens. A test on another thread
+    // hitting the settle span for the first time while this subscriber
+    // was being set up could have cached "nobody" (seen once in CI):
+    // have every callsite asked again now that it is set.
+    tracing::callsite::rebuild_interest_cache();
     let ann = world.learner("ann").await;
     let (settler, _) = world.settler(SettlementOptions::default());
     let first = world.request(ann, world.resources[0], Some(world.code(0)), "r1");
