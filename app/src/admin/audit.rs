@@ -57,10 +57,14 @@ pub async fn audit_log(
             target: None,
             before,
         };
-        let rows = engine::console::audit(&state.pool, tenant, &filter, PAGE)
+        // One row more than the page: a page ending with the oldest entry
+        // offers no (empty) next page.
+        let mut rows = engine::console::audit(&state.pool, tenant, &filter, PAGE + 1)
             .await
             .map_err(internal)?;
-        let next = (rows.len() as i64 == PAGE)
+        let more = rows.len() as i64 > PAGE;
+        rows.truncate(usize::try_from(PAGE).unwrap_or(usize::MAX));
+        let next = more
             .then(|| {
                 rows.last()
                     .map(|r| format!("{}_{}", r.created_at.unix_timestamp_nanos(), r.id))

@@ -54,12 +54,14 @@ pub async fn share_learners(
     let run = async {
         let (state, _, share) = support::admin_share(tenant_id, share_id).await?;
         let id = share.id;
-        let rows = engine::console::learners(&state.pool, share.tenant(), id, after, PAGE)
+        // One row more than the page: a page ending with the last learner
+        // offers no (empty) next page.
+        let mut rows = engine::console::learners(&state.pool, share.tenant(), id, after, PAGE + 1)
             .await
             .map_err(internal)?;
-        let next_after = (rows.len() as i64 == PAGE)
-            .then(|| rows.last().map(|r| r.code_id))
-            .flatten();
+        let more = rows.len() as i64 > PAGE;
+        rows.truncate(usize::try_from(PAGE).unwrap_or(usize::MAX));
+        let next_after = more.then(|| rows.last().map(|r| r.code_id)).flatten();
         let records = match learner {
             None => None,
             Some(principal) => {

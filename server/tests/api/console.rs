@@ -1699,3 +1699,120 @@ async fn code_pages_end_exactly_with_the_last_code(pool: PgPool) {
     assert_eq!(last["has_more"], false, "{last}");
     assert_eq!(last["next_after"], serde_json::Value::Null, "{last}");
 }
+
+/// The audit log's pages end exactly with the oldest entry: a full last
+/// page offers no (empty) next page.
+#[sqlx::test(migrations = "../migrations")]
+async fn audit_pages_end_exactly_with_the_oldest_entry(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    course(&app, &admin, json!({})).await;
+    let entries = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM audit_log WHERE tenant_id = $1")
+            .bind(admin.tenant)
+            .fetch_one(&app.pool)
+            .await
+            .expect("count")
+    };
+    let pad = |n: i64| {
+        sqlx::query(
+            "INSERT INTO audit_log (tenant_id, id, action, target_type, created_at)
+             SELECT $1, gen_random_uuid(), 'share.updated', 'share', now() - make_interval(secs => g)
+             FROM generate_series(1, $2) AS g",
+        )
+        .bind(admin.tenant)
+        .bind(n)
+    };
+    // Exactly one page (100 entries).
+    pad(100 - entries().await)
+        .execute(&app.pool)
+        .await
+        .expect("pad");
+    let page = |before: Option<String>| {
+        let client = admin.client.clone();
+        let url = format!("{}/api/admin/audit", app.address);
+        let mut query = vec![("tenant_id", admin.tenant.to_string())];
+        if let Some(before) = before {
+            query.push(("before", before));
+        }
+        async move {
+            let response = client.get(url).query(&query).send().await.expect("audit");
+            assert_eq!(response.status(), 200);
+            response.json::<serde_json::Value>().await.expect("json")
+        }
+    };
+    let only = page(None).await;
+    assert_eq!(only["entries"].as_array().map(Vec::len), Some(100));
+    assert_eq!(only["next"], serde_json::Value::Null, "no empty next page");
+    // One more: two pages, the second with the oldest entry and no next.
+    pad(1).execute(&app.pool).await.expect("pad");
+    let first = page(None).await;
+    let next = first["next"].as_str().expect("a next page").to_owned();
+    let second = page(Some(next)).await;
+    assert_eq!(second["entries"].as_array().map(Vec::len), Some(1));
+    assert_eq!(second["next"], serde_json::Value::Null);
+}
+
+/// The learners page ends exactly with the last learner, likewise.
+#[sqlx::test(migrations = "../migrations")]
+async fn learner_pages_end_exactly_with_the_last_learner(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    issue(&app, &admin, course.share, 101).await;
+    // Bind `n` of them, one account each (set up in SQL: the page is what
+    // is tested).
+    let bind = |n: i64| {
+        sqlx::query(
+            "WITH people AS (
+                 INSERT INTO accounts (id, email, display_name, password_hash)
+                 SELECT gen_random_uuid(), gen_random_uuid() || '@example.com', 'L', 'x'
+                 FROM generate_series(1, $2) RETURNING id),
+             numbered AS (SELECT id, row_number() OVER () AS n FROM people),
+             free AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM auth_codes
+                      WHERE share_id = $1 AND bound_principal IS NULL)
+             UPDATE auth_codes c SET bound_principal = numbered.id, first_used_at = now()
+             FROM numbered JOIN free ON free.n = numbered.n WHERE c.id = free.id",
+        )
+        .bind(course.share)
+        .bind(n)
+    };
+    bind(100).execute(&app.pool).await.expect("bind");
+    let page = |after: Option<String>| {
+        let client = admin.client.clone();
+        let url = format!("{}/api/admin/learners", app.address);
+        let mut query = vec![
+            ("tenant_id", admin.tenant.to_string()),
+            ("share_id", course.share.to_string()),
+        ];
+        if let Some(after) = after {
+            query.push(("after", after));
+        }
+        async move {
+            let response = client
+                .get(url)
+                .query(&query)
+                .send()
+                .await
+                .expect("learners");
+            assert_eq!(response.status(), 200);
+            response.json::<serde_json::Value>().await.expect("json")
+        }
+    };
+    let only = page(None).await;
+    assert_eq!(only["learners"].as_array().map(Vec::len), Some(100));
+    assert_eq!(
+        only["next_after"],
+        serde_json::Value::Null,
+        "no empty next page"
+    );
+    bind(1).execute(&app.pool).await.expect("bind");
+    let first = page(None).await;
+    let next = first["next_after"]
+        .as_str()
+        .expect("a next page")
+        .to_owned();
+    let second = page(Some(next)).await;
+    assert_eq!(second["learners"].as_array().map(Vec::len), Some(1));
+    assert_eq!(second["next_after"], serde_json::Value::Null);
+}
