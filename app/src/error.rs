@@ -308,10 +308,22 @@ impl From<service::ServiceError> for AppError {
             E::PasswordsDiffer
             | E::NewPasswordsDiffer
             | E::WrongCurrentPassword
-            | E::InvalidNewPassword(_) => Self::Invalid {
+            | E::InvalidNewPassword(_)
+            | E::InvalidNewEmail
+            | E::NewEmailTaken
+            | E::InvalidRole => Self::Invalid {
                 field: error.field().map(str::to_owned),
                 message,
             },
+            E::SignupClosed | E::VerifyEmailFirst => Self::Refused {
+                kind: error.kind(),
+                reason: error.code().to_owned(),
+                message,
+                field: None,
+            },
+            E::Team(error) => Self::outcome(error),
+            E::Tenant(error) => Self::outcome(error),
+            E::Learner(error) => Self::outcome(error),
             E::Account(error) => Self::outcome(error),
             E::Settlement(error) => crate::learner::settlement_error(error),
             E::Share(error) => Self::outcome(error),

@@ -11,6 +11,7 @@ pub mod components;
 pub mod error;
 pub mod i18n;
 pub mod learner;
+pub mod membership;
 pub mod pages;
 #[cfg(feature = "ssr")]
 pub mod state;
@@ -33,12 +34,16 @@ use crate::pages::{
     admin::ConsoleHome,
     console::{
         audit::AuditLogPage, codes::CodesPage, dashboard::DashboardPage, issued::IssuedPage,
-        learners::LearnersPage, share::ShareAdminPage, tokens::TokensPage, webhooks::WebhooksPage,
+        learners::LearnersPage, share::ShareAdminPage, team::TeamPage, tokens::TokensPage,
+        webhooks::WebhooksPage,
     },
     courses::CoursesPage,
     home::HomePage,
+    invitation::InvitationPage,
+    links::{ConfirmEmailPage, VerifyEmailPage},
     login::LoginPage,
     not_found::NotFound,
+    recovery::{ForgotPasswordPage, ResetPasswordPage},
     register::RegisterPage,
     resource::ResourcePage,
     share::SharePageView,
@@ -166,11 +171,17 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async/>
                     <Route path=path!("/register") view=RegisterPage ssr=SsrMode::Async/>
                     <Route path=path!("/account") view=AccountPage ssr=SsrMode::Async/>
+                    <Route path=path!("/forgot-password") view=ForgotPasswordPage ssr=SsrMode::Async/>
+                    <Route path=path!("/reset-password") view=ResetPasswordPage ssr=SsrMode::Async/>
+                    <Route path=path!("/verify-email") view=VerifyEmailPage ssr=SsrMode::Async/>
+                    <Route path=path!("/confirm-email") view=ConfirmEmailPage ssr=SsrMode::Async/>
+                    <Route path=path!("/invitation") view=InvitationPage ssr=SsrMode::Async/>
                     <Route path=path!("/courses") view=CoursesPage ssr=SsrMode::Async/>
                     <Route path=path!("/s/:slug") view=SharePageView ssr=SsrMode::Async/>
                     <Route path=path!("/s/:slug/r/:resource") view=ResourcePage ssr=SsrMode::Async/>
                     <Route path=path!("/admin") view=ConsoleHome ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant") view=DashboardPage ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/t/:tenant/team") view=TeamPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/audit") view=AuditLogPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/tokens") view=TokensPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/webhooks") view=WebhooksPage ssr=SsrMode::Async/>

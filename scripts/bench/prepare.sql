@@ -8,8 +8,8 @@ INSERT INTO code_batches (tenant_id, id, share_id, label, count, created_by)
   VALUES (:'tenant', :'share', :'share', 'pgbench', :pairs, :'admin');
 CREATE TABLE bench_pairs (n integer PRIMARY KEY, code_id uuid NOT NULL, account_id uuid NOT NULL);
 INSERT INTO bench_pairs SELECT i, gen_random_uuid(), gen_random_uuid() FROM generate_series(1, :pairs) i;
-INSERT INTO accounts (id, email, display_name, password_hash)
-  SELECT account_id, 'pgbench-' || n || '@example.com', 'pgbench', 'x' FROM bench_pairs;
+INSERT INTO accounts (id, email, display_name, password_hash, email_verified_at)
+  SELECT account_id, 'pgbench-' || n || '@example.com', 'pgbench', 'x', now() FROM bench_pairs;
 INSERT INTO auth_codes (tenant_id, id, share_id, batch_id, digest, key_version, hint)
   SELECT :'tenant', code_id, :'share', :'share',
          decode(md5(code_id::text) || md5(n::text || code_id::text), 'hex'), 1, 'PG…NC'

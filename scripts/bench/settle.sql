@@ -7,7 +7,9 @@ BEGIN;
 SELECT code_id FROM access_records WHERE tenant_id = :tenant AND request_id = md5(random()::text);
 SELECT status, valid_from, valid_until, per_learner_limit FROM shares WHERE tenant_id = :tenant AND id = :share;
 SELECT EXISTS (SELECT 1 FROM resources WHERE tenant_id = :tenant AND share_id = :share AND id = :resource);
-SELECT disabled_at IS NULL FROM accounts WHERE id = :acct;
+SELECT a.disabled_at IS NULL, a.email_verified_at IS NOT NULL OR NOT t.require_verified_email,
+       EXISTS (SELECT 1 FROM suspended_learners s WHERE s.tenant_id = t.id AND s.account_id = a.id)
+  FROM accounts a, tenants t WHERE a.id = :acct AND t.id = :tenant;
 SELECT id FROM auth_codes WHERE tenant_id = :tenant AND share_id = :share AND bound_principal = :acct AND bound_principal IS NOT NULL FOR UPDATE;
 UPDATE auth_codes SET bound_principal = :acct, first_used_at = now()
   WHERE tenant_id = :tenant AND share_id = :share AND id = :code AND bound_principal IS NULL AND revoked_at IS NULL RETURNING id;
@@ -17,6 +19,11 @@ UPDATE auth_codes SET access_count = access_count + 1 WHERE tenant_id = :tenant 
 INSERT INTO access_records (tenant_id, id, share_id, code_id, principal_id, resource_id, request_id, bound_now, expires_at)
   VALUES (:tenant, gen_random_uuid(), :share, :code, :acct, :resource, gen_random_uuid()::text, true, now() + interval '6 hours');
 INSERT INTO outbox (tenant_id, id, event_type, payload) VALUES (:tenant, gen_random_uuid(), 'code.bound', '{}');
+INSERT INTO mail_outbox (id, tenant_id, account_id, template, to_address, lang, params)
+  SELECT gen_random_uuid(), :tenant, a.id, 'code_bound', a.email, a.lang,
+         jsonb_build_object('course', s.title, 'course_slug', s.slug, 'tenant', t.name) || '{}'::jsonb
+  FROM accounts a JOIN shares s ON s.tenant_id = :tenant AND s.id = :share JOIN tenants t ON t.id = :tenant
+  WHERE a.id = :acct;
 INSERT INTO outbox (tenant_id, id, event_type, payload) VALUES (:tenant, gen_random_uuid(), 'access.recorded', '{}');
 UPDATE shares SET quota_used = quota_used + 1 WHERE tenant_id = :tenant AND id = :share AND (quota IS NULL OR quota_used < quota);
 COMMIT;

@@ -5,10 +5,13 @@
 //! learner whose (public, printed) credentials work. Both are idempotent, so
 //! running them again is harmless.
 //!
-//! `create-tenant` never makes a stranger admin: if the admin email already
-//! has an account that the operator did not vouch for (it administers no
-//! tenant; see [`accounts::is_trusted`]), someone may have registered the
-//! owner's address first, and the command refuses without writing anything.
+//! `create-tenant` never makes a stranger owner: if the admin email already
+//! has an account whose address is not verified (see
+//! [`accounts::is_trusted`]), anyone may have registered the owner's
+//! address first, and the command refuses (exit status 4) without writing
+//! anything. Accounts the command creates are verified: the operator
+//! vouches for the address, so a rerun after a failed first run finds its
+//! own account trusted.
 
 use anyhow::Context as _;
 use engine::db::PgPool;
@@ -78,21 +81,20 @@ pub struct CreatedTenant {
 #[derive(Debug, thiserror::Error)]
 pub enum CreateTenantError {
     #[error(
-        "refusing to make {email} admin: an account with this email already exists, \
-         administers no tenant and has another password than --admin-password-file, so anyone \
-         may have registered it (email addresses are not verified); nothing was created. Use \
-         another --admin-email, an account that already administers a tenant, or that \
-         account's own password"
+        "refusing to make {email} the owner: an account with this email already exists and its \
+         address is not verified, so anyone may have registered it; nothing was created. Ask the \
+         person to verify the address (the link registration mailed them, or \"Send the link \
+         again\" on their account page) and run this again, or use another --admin-email"
     )]
     UntrustedAccount { email: String },
     #[error(transparent)]
     Unexpected(#[from] anyhow::Error),
 }
 
-/// Creates the tenant and its admin, or finds them (idempotent on slug and
-/// email; an existing admin keeps their password). An existing account that
-/// is not trusted ([`accounts::is_trusted`]) and whose password is not the
-/// given one is refused before anything is written.
+/// Creates the tenant and its owner, or finds them (idempotent on slug and
+/// email; an existing account keeps its password). An existing account
+/// that is not trusted ([`accounts::is_trusted`]: its address unverified)
+/// is refused before anything is written.
 pub async fn create_tenant(
     pool: &PgPool,
     new: &NewTenant,
@@ -107,23 +109,20 @@ pub async fn create_tenant(
     .await
     .context("creating the admin account")?;
     // `ensure_account` wrote nothing for an existing account (`Keep`), so a
-    // refusal here leaves the database as it was. An existing account is
-    // accepted when it is trusted, or when the operator proves it is theirs
-    // by knowing its password: the account of an earlier run of this
-    // command that failed before its tenant was written (the command must
-    // stay safe to run again), never one a stranger registered first.
+    // refusal here leaves the database as it was. An account this command
+    // created on an earlier run is verified (the operator vouched for it),
+    // so running it again after a failure goes through.
     if !admin_created
         && !accounts::is_trusted(pool, admin_id)
             .await
             .context("checking the existing admin account")?
-        && !operator_knows_password(pool, new).await?
     {
         return Err(CreateTenantError::UntrustedAccount {
             email: new.admin_email.as_str().to_owned(),
         });
     }
     let (tenant_id, tenant_created) =
-        tenants::ensure_tenant_with_admin(pool, &new.slug, &new.name, admin_id)
+        tenants::ensure_tenant_with_owner(pool, &new.slug, &new.name, admin_id)
             .await
             .context("creating the tenant")?;
     Ok(CreatedTenant {
@@ -132,17 +131,6 @@ pub async fn create_tenant(
         admin_id,
         admin_created,
     })
-}
-
-/// Whether `--admin-password-file` holds the existing account's password.
-async fn operator_knows_password(pool: &PgPool, new: &NewTenant) -> anyhow::Result<bool> {
-    match accounts::authenticate(pool, &new.admin_email, &new.admin_password).await {
-        Ok(_) => Ok(true),
-        Err(accounts::AccountError::InvalidCredentials | accounts::AccountError::Disabled) => {
-            Ok(false)
-        }
-        Err(error) => Err(anyhow::Error::new(error).context("checking the existing admin account")),
-    }
 }
 
 /// The demo tenant's public credentials (development only).
@@ -290,7 +278,7 @@ async fn seed_demo_accounts(pool: &PgPool) -> anyhow::Result<TenantId> {
     )
     .await
     .context("seeding the demo learner")?;
-    let (tenant, _) = tenants::ensure_tenant_with_admin(
+    let (tenant, _) = tenants::ensure_tenant_with_owner(
         pool,
         &TenantSlug::parse(DEMO.tenant_slug)?,
         &TenantName::parse("Demo Academy")?,

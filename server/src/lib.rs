@@ -10,6 +10,7 @@ pub mod bootstrap;
 pub mod config;
 pub mod csrf;
 pub mod headers;
+pub mod mail;
 pub mod outage;
 pub mod panic;
 pub mod reconcile;

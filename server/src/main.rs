@@ -14,6 +14,9 @@ use server::{
 
 /// `server reconcile`'s exit status when another reconciler holds the lock.
 const RECONCILE_SKIPPED: u8 = 3;
+/// `server admin create-tenant`'s exit status when the admin email belongs
+/// to an account whose address is not verified (nothing was written).
+const UNVERIFIED_ADMIN: u8 = 4;
 
 #[derive(Parser)]
 #[command(name = "server", version, about = "AdmitOne: one person, one code.")]
@@ -181,7 +184,14 @@ async fn run() -> anyhow::Result<ExitCode> {
                 &admin_password_file,
             )?;
             let pool = engine::db::connect_lazy(&database_url, &settings.db_options())?;
-            let created = bootstrap::create_tenant(&pool, &new).await?;
+            let created = match bootstrap::create_tenant(&pool, &new).await {
+                Ok(created) => created,
+                Err(refusal @ bootstrap::CreateTenantError::UntrustedAccount { .. }) => {
+                    eprintln!("error: {refusal}");
+                    return Ok(ExitCode::from(UNVERIFIED_ADMIN));
+                }
+                Err(error) => return Err(error.into()),
+            };
             if !created.tenant_created {
                 eprintln!("tenant {slug:?} already existed; admin role ensured");
             }
@@ -235,6 +245,11 @@ async fn run() -> anyhow::Result<ExitCode> {
             match demo.learner_code {
                 Some(code) => println!("  a fresh access code for the learner: {code}"),
                 None => println!("  the demo learner already holds the course"),
+            }
+            if settings.mail.smtp_url.is_none() {
+                println!(
+                    "  mail (verification, password reset, invitations): {origin}/dev/mailbox"
+                );
             }
             Ok(ExitCode::SUCCESS)
         }

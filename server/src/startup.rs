@@ -117,6 +117,20 @@ impl Application {
                 .unwrap_or(if settings.is_production() { 5 } else { 0 }),
         );
         let draining = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let links = Arc::new(engine::accounts::links::LinkKey::derive(
+            &settings.session_key(),
+        ));
+        if settings.mail.relay {
+            crate::mail::MailRelay::new(
+                pool.clone(),
+                &settings.mail,
+                links.clone(),
+                &settings.public_origin(),
+            )?
+            .spawn(Duration::from_millis(
+                settings.mail.poll_interval_ms.max(10),
+            ));
+        }
         let state = ServerState {
             leptos_options,
             services: Services {
@@ -125,6 +139,7 @@ impl Application {
                 throttle: engine::throttle::FixedWindow::new(),
                 auth: settings.auth_policy(),
                 keyring: Arc::new(settings.keyring()?),
+                links,
                 settler: engine::settlement::Settler::new(settlement),
                 storage: engine::storage::Storage::new(&settings.storage_config()?)?,
                 max_upload_bytes: settings.storage.max_upload_bytes,
@@ -220,7 +235,14 @@ pub fn router(state: ServerState) -> Router {
     let same_origin = csrf::SameOrigin {
         public_origin: Arc::from(settings.public_origin()),
     };
-    Router::new()
+    let mut router = Router::new();
+    // Development without an SMTP server: mail lands in the dev mailbox.
+    if !settings.is_production() && settings.mail.smtp_url.is_none() {
+        router = router
+            .route("/dev/mailbox", get(crate::mail::dev_mailbox::list))
+            .route("/dev/mailbox/{id}", get(crate::mail::dev_mailbox::show));
+    }
+    router
         .route("/healthz", get(routes::health::healthz))
         .route("/readyz", get(routes::health::readyz))
         // Browsers ask for /favicon.ico whatever the page links; the icon is

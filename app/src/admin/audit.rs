@@ -39,7 +39,8 @@ pub async fn audit_log(
     use support::{internal, when};
     const PAGE: i64 = 100;
     let run = async {
-        let (state, tenant, _) = support::admin_of_tenant(tenant_id).await?;
+        let (state, tenant, _) =
+            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ViewConsole).await?;
         let before = match before.as_deref().filter(|b| !b.is_empty()) {
             None => None,
             Some(cursor) => Some(parse_cursor(cursor).ok_or_else(|| {

@@ -21,6 +21,8 @@ pub struct CodeTable {
     /// The keyset cursor of the next page, if there is one.
     pub next_after: Option<Uuid>,
     pub batches: Vec<BatchView>,
+    /// The signed-in member may look but not change (support): no actions.
+    pub read_only: bool,
 }
 
 /// A code as admins see it: never the plain code.
@@ -49,7 +51,12 @@ pub async fn list_code_page(
     use support::{internal, share_error, when};
     const PAGE: i64 = 50;
     let run = async {
-        let (app, _, share) = support::admin_share(tenant_id, share_id).await?;
+        let (app, _, share, role) = support::admin_share(
+            tenant_id,
+            share_id,
+            engine::tenants::Permission::ViewConsole,
+        )
+        .await?;
         let filter = CodeFilter {
             state: state
                 .as_deref()
@@ -97,6 +104,7 @@ pub async fn list_code_page(
                 .collect(),
             next_after: page.next_after,
             batches: batches.into_iter().map(BatchView::from).collect(),
+            read_only: !role.allows(engine::tenants::Permission::ManageCourses),
         })
     };
     run.await.map_err(AppError::respond)
@@ -107,10 +115,11 @@ pub async fn list_code_page(
 async fn admin_code(
     tenant_id: Uuid,
     code_id: Uuid,
+    permission: engine::tenants::Permission,
 ) -> Result<(crate::state::AppState, engine::accounts::Principal), AppError> {
     let state = crate::state::AppState::from_context()?;
     let tenant = engine::tenants::TenantId(tenant_id);
-    let admin = crate::auth::guard::require_admin(tenant).await?;
+    let admin = crate::auth::guard::require_member(tenant, permission).await?;
     match engine::code_admin::share_of_code(&state.pool, code_id)
         .await
         .map_err(support::internal)?
@@ -124,7 +133,12 @@ async fn admin_code(
 #[server(prefix = "/api/admin", endpoint = "codes/revoke")]
 pub async fn revoke_code(tenant_id: Uuid, code_id: Uuid) -> Result<(), AppError> {
     let run = async {
-        let (state, admin) = admin_code(tenant_id, code_id).await?;
+        let (state, admin) = admin_code(
+            tenant_id,
+            code_id,
+            engine::tenants::Permission::ManageCourses,
+        )
+        .await?;
         engine::code_admin::revoke_code(
             &state.pool,
             engine::tenants::TenantId(tenant_id),
@@ -142,7 +156,12 @@ pub async fn revoke_code(tenant_id: Uuid, code_id: Uuid) -> Result<(), AppError>
 #[server(prefix = "/api/admin", endpoint = "codes/replace")]
 pub async fn replace_code(tenant_id: Uuid, code_id: Uuid) -> Result<(), AppError> {
     let run = async {
-        let (state, admin) = admin_code(tenant_id, code_id).await?;
+        let (state, admin) = admin_code(
+            tenant_id,
+            code_id,
+            engine::tenants::Permission::ManageCourses,
+        )
+        .await?;
         let service::console::Replacement {
             share,
             code_id: new_id,
@@ -173,7 +192,12 @@ pub async fn unbind_code(
     confirm: Option<String>,
 ) -> Result<(), AppError> {
     let run = async {
-        let (state, admin) = admin_code(tenant_id, code_id).await?;
+        let (state, admin) = admin_code(
+            tenant_id,
+            code_id,
+            engine::tenants::Permission::ManageCourses,
+        )
+        .await?;
         // Unbinding takes a course away from a person: the form asks for an
         // explicit confirmation, not only a reason.
         if confirm.as_deref() != Some("yes") {
@@ -217,7 +241,8 @@ pub async fn unbind_code(
 #[server(prefix = "/api/admin", endpoint = "batches/revoke-unused")]
 pub async fn revoke_unused(tenant_id: Uuid, batch_id: Uuid) -> Result<u64, AppError> {
     let run = async {
-        let (state, tenant, admin) = support::admin_of_tenant(tenant_id).await?;
+        let (state, tenant, admin) =
+            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
         engine::batches::revoke_unused_of_batch(&state.pool, tenant, admin.id, batch_id)
             .await
             .map_err(support::share_error)

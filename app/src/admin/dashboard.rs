@@ -3,7 +3,7 @@
 //! daily activity, its shares and the codes other accounts keep trying.
 
 use leptos::prelude::*;
-use model::ShareStatus;
+use model::{Role, ShareStatus};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -18,7 +18,10 @@ pub struct TenantView {
     pub id: Uuid,
     pub slug: String,
     pub name: String,
-    pub admins: i64,
+    /// How many members its team has.
+    pub members: i64,
+    /// The signed-in account's role in it (pages show what it allows).
+    pub role: Role,
 }
 
 #[cfg(feature = "ssr")]
@@ -28,18 +31,19 @@ impl From<engine::tenants::TenantSummary> for TenantView {
             id: t.id.0,
             slug: t.slug,
             name: t.name,
-            admins: t.admins,
+            members: t.members,
+            role: t.role,
         }
     }
 }
 
-/// The tenants the signed-in account administers (empty for learners).
+/// The tenants the signed-in account is a member of (empty for learners).
 #[server(endpoint = "console/tenants", input = server_fn::codec::GetUrl)]
 pub async fn my_tenants() -> Result<Vec<TenantView>, AppError> {
     let run = async {
         let state = crate::state::AppState::from_context()?;
         let principal = crate::auth::guard::require_learner().await?;
-        let tenants = engine::tenants::administered_by(&state.pool, principal.id)
+        let tenants = engine::tenants::memberships_of(&state.pool, principal.id)
             .await
             .map_err(|e| AppError::internal(&e))?;
         Ok(tenants.into_iter().map(TenantView::from).collect())
@@ -47,12 +51,13 @@ pub async fn my_tenants() -> Result<Vec<TenantView>, AppError> {
     run.await.map_err(AppError::respond)
 }
 
-/// One tenant's overview (admins of that tenant only).
+/// One tenant's overview (its members only).
 #[server(prefix = "/api/admin", endpoint = "tenant/overview")]
 pub async fn tenant_overview(tenant_id: Uuid) -> Result<TenantView, AppError> {
     let run = async {
-        let (state, tenant, _) = support::admin_of_tenant(tenant_id).await?;
-        engine::tenants::summary(&state.pool, tenant)
+        let (state, tenant, me) =
+            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ViewConsole).await?;
+        engine::tenants::summary(&state.pool, tenant, me.id)
             .await
             .map_err(|e| AppError::internal(&e))?
             .map(TenantView::from)
@@ -112,8 +117,9 @@ pub struct ShareSummary {
 pub async fn dashboard(tenant_id: Uuid) -> Result<DashboardView, AppError> {
     use support::internal;
     let run = async {
-        let (state, tenant, _) = support::admin_of_tenant(tenant_id).await?;
-        let summary = engine::tenants::summary(&state.pool, tenant)
+        let (state, tenant, me) =
+            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ViewConsole).await?;
+        let summary = engine::tenants::summary(&state.pool, tenant, me.id)
             .await
             .map_err(internal)?
             .ok_or(AppError::NotFound)?;

@@ -56,7 +56,12 @@ pub async fn issue_codes(
     ticket: Option<Uuid>,
 ) -> Result<(), AppError> {
     let run = async {
-        let (state, admin, share) = support::admin_share(tenant_id, share_id).await?;
+        let (state, admin, share, _) = support::admin_share(
+            tenant_id,
+            share_id,
+            engine::tenants::Permission::ManageCourses,
+        )
+        .await?;
         let count = count
             .trim()
             .parse::<i64>()
@@ -97,7 +102,8 @@ pub async fn issue_codes(
 #[server(prefix = "/api/admin", endpoint = "codes/progress", input = server_fn::codec::GetUrl)]
 pub async fn issue_progress(tenant_id: Uuid, ticket: Uuid) -> Result<Option<(u64, u64)>, AppError> {
     let run = async {
-        let (state, _, admin) = support::admin_of_tenant(tenant_id).await?;
+        let (state, _, admin) =
+            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
         engine::progress::read(&state.redis, admin.id, ticket)
             .await
             .map_err(support::internal)
@@ -113,7 +119,12 @@ pub async fn issued_codes(
     batch_id: Uuid,
 ) -> Result<IssuedView, AppError> {
     let run = async {
-        let (state, admin, share) = support::admin_share(tenant_id, share_id).await?;
+        let (state, admin, share, _) = support::admin_share(
+            tenant_id,
+            share_id,
+            engine::tenants::Permission::ManageCourses,
+        )
+        .await?;
         // Only this share's batch (or replacement code), taken by its admin.
         if !engine::console::handover_of_share(&state.pool, share.tenant(), share.id, batch_id)
             .await

@@ -19,6 +19,8 @@ pub struct LearnersPage {
     pub next_after: Option<Uuid>,
     /// The selected learner's records (newest first, at most 200).
     pub records: Option<(String, Vec<RecordView>)>,
+    /// The signed-in member may look but not change (support).
+    pub read_only: bool,
 }
 
 /// A learner bound in a share.
@@ -30,6 +32,8 @@ pub struct LearnerView {
     pub bound_at: String,
     pub accesses: i64,
     pub last_access: Option<String>,
+    /// The tenant suspended this learner (every course of the tenant).
+    pub suspended: bool,
 }
 
 /// One counted access.
@@ -52,7 +56,12 @@ pub async fn share_learners(
     use support::{internal, when};
     const PAGE: i64 = 100;
     let run = async {
-        let (state, _, share) = support::admin_share(tenant_id, share_id).await?;
+        let (state, _, share, role) = support::admin_share(
+            tenant_id,
+            share_id,
+            engine::tenants::Permission::ViewConsole,
+        )
+        .await?;
         let id = share.id;
         // One row more than the page: a page ending with the last learner
         // offers no (empty) next page.
@@ -102,11 +111,46 @@ pub async fn share_learners(
                     bound_at: when(r.bound_at),
                     accesses: r.accesses,
                     last_access: r.last_access.map(when),
+                    suspended: r.suspended,
                 })
                 .collect(),
             next_after,
             records,
+            read_only: !role.allows(engine::tenants::Permission::ManageCourses),
         })
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Suspends a learner from every course of the tenant (`suspend` = `yes`),
+/// or lets them back in (`no`). Their binding stays; audited.
+#[server(prefix = "/api/admin", endpoint = "learners/suspend")]
+pub async fn suspend_learner(
+    tenant_id: Uuid,
+    account_id: Uuid,
+    suspend: String,
+) -> Result<(), AppError> {
+    let run = async {
+        let suspended = match suspend.as_str() {
+            "yes" => true,
+            "no" => false,
+            _ => {
+                return Err(AppError::invalid(
+                    "suspend",
+                    crate::i18n::t("choose to suspend or to re-enable", "请选择停用或恢复"),
+                ));
+            }
+        };
+        let state = crate::state::AppState::from_context()?;
+        let session = crate::auth::guard::session().await?;
+        Ok(service::team::set_learner_suspended(
+            &state,
+            &session,
+            engine::tenants::TenantId(tenant_id),
+            engine::accounts::AccountId(account_id),
+            suspended,
+        )
+        .await?)
     };
     run.await.map_err(AppError::respond)
 }

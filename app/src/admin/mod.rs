@@ -1,13 +1,15 @@
 //! The admin console's server functions, all under `/api/admin/`.
 //!
 //! Every function here (but `my_tenants`, which lists the caller's own)
-//! takes the tenant it acts on and starts by checking the caller is its
-//! admin (`support::admin_of_tenant`, `admin_share` or `admin_code`, over
-//! `service::session::admin_of`): learners and admins of other tenants get
-//! 403 before anything is read or written. The integration test
-//! `authorisation::every_admin_server_function_refuses_outsiders` enumerates
-//! the registered `/api/admin/` endpoints, so a new function cannot be
-//! added without being covered.
+//! takes the tenant it acts on and starts by checking the caller is a
+//! member whose role allows the one `Permission` the function needs
+//! (`support::admin_of_tenant`, `admin_share` or `admin_code`, over
+//! `service::session::member_of`; the roles' table is `model::Role::allows`):
+//! learners, members of other tenants and members whose role falls short
+//! get 403 before anything is read or written. The integration tests in
+//! `authorisation` enumerate the registered `/api/admin/` endpoints and
+//! call each as every role, so a new function cannot be added without
+//! being covered.
 //!
 //! One module per console page (`pages/console/`), each with the view
 //! structs its functions return:
@@ -22,6 +24,7 @@
 //! | [`audit`] | the audit log |
 //! | [`tokens`] | API tokens |
 //! | [`webhooks`] | webhook endpoints and deliveries |
+//! | [`team`] | the team: members, roles, invitations, leaving; the tenant's settings |
 //!
 //! `support` (ssr only) holds the checks they start with and the shared
 //! formatting.
@@ -34,5 +37,6 @@ pub mod learners;
 pub mod share;
 #[cfg(feature = "ssr")]
 mod support;
+pub mod team;
 pub mod tokens;
 pub mod webhooks;

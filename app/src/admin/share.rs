@@ -32,6 +32,9 @@ pub struct ShareEditor {
     pub batches: Vec<BatchView>,
     /// A fresh ticket for the issue form (see [`issue_codes`](super::issued::issue_codes)).
     pub issue_ticket: Uuid,
+    /// The signed-in member may look but not change (support): the page
+    /// shows its forms disabled.
+    pub read_only: bool,
 }
 
 /// A code batch.
@@ -66,7 +69,8 @@ pub async fn create_share(
 ) -> Result<(), AppError> {
     use engine::shares::{NewShare, ShareInput};
     let run = async {
-        let (state, tenant, admin) = support::admin_of_tenant(tenant_id).await?;
+        let (state, tenant, admin) =
+            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
         let new = NewShare::parse(ShareInput {
             title,
             slug,
@@ -92,7 +96,12 @@ pub async fn create_share(
 pub async fn share_settings(tenant_id: Uuid, share_id: Uuid) -> Result<ShareEditor, AppError> {
     use support::{internal, local_input};
     let run = async {
-        let (state, _, share) = support::admin_share(tenant_id, share_id).await?;
+        let (state, _, share, role) = support::admin_share(
+            tenant_id,
+            share_id,
+            engine::tenants::Permission::ViewConsole,
+        )
+        .await?;
         let resources = engine::resources::resources(&state.pool, share.tenant(), share.id)
             .await
             .map_err(internal)?;
@@ -117,6 +126,7 @@ pub async fn share_settings(tenant_id: Uuid, share_id: Uuid) -> Result<ShareEdit
             resources: resources.into_iter().map(crate::learner::item).collect(),
             batches: batches.into_iter().map(BatchView::from).collect(),
             issue_ticket: Uuid::new_v4(),
+            read_only: !role.allows(engine::tenants::Permission::ManageCourses),
         })
     };
     run.await.map_err(AppError::respond)
@@ -147,7 +157,12 @@ mod settings_form {
         use engine::shares::{NewShare, ShareInput};
         use support::{parse_local, parse_number, share_error};
         let run = async {
-            let (state, admin, share) = support::admin_share(tenant_id, share_id).await?;
+            let (state, admin, share, _) = support::admin_share(
+                tenant_id,
+                share_id,
+                engine::tenants::Permission::ManageCourses,
+            )
+            .await?;
             let new = NewShare::parse(ShareInput {
                 title,
                 slug: Some(slug),
@@ -186,7 +201,12 @@ pub async fn rename_resource(
     title: String,
 ) -> Result<(), AppError> {
     let run = async {
-        let (state, admin, share) = support::admin_share(tenant_id, share_id).await?;
+        let (state, admin, share, _) = support::admin_share(
+            tenant_id,
+            share_id,
+            engine::tenants::Permission::ManageCourses,
+        )
+        .await?;
         engine::resources::rename_resource(
             &state.pool,
             share.tenant(),
@@ -220,7 +240,12 @@ pub async fn move_resource(
                 ));
             }
         };
-        let (state, admin, share) = support::admin_share(tenant_id, share_id).await?;
+        let (state, admin, share, _) = support::admin_share(
+            tenant_id,
+            share_id,
+            engine::tenants::Permission::ManageCourses,
+        )
+        .await?;
         engine::resources::move_resource(
             &state.pool,
             share.tenant(),
@@ -244,7 +269,12 @@ pub async fn delete_resource(
     force: Option<String>,
 ) -> Result<(), AppError> {
     let run = async {
-        let (state, admin, share) = support::admin_share(tenant_id, share_id).await?;
+        let (state, admin, share, _) = support::admin_share(
+            tenant_id,
+            share_id,
+            engine::tenants::Permission::ManageCourses,
+        )
+        .await?;
         let key = engine::resources::delete_resource(
             &state.pool,
             share.tenant(),

@@ -1,5 +1,6 @@
 //! Shared by the console's server functions (ssr only): the checks each
-//! one starts with (`admin_of_tenant`, `admin_share`), and how dates,
+//! one starts with (`admin_of_tenant`, `admin_share`: a member whose role
+//! allows the function's one `Permission`), and how dates,
 //! limits and QR codes are read and written.
 
 use engine::shares::{Share, ShareError, ShareId};
@@ -17,9 +18,11 @@ pub fn share_error(error: ShareError) -> AppError {
     AppError::outcome(error)
 }
 
-/// The state, the tenant and its signed-in admin (401/403 otherwise).
+/// The state, the tenant and its signed-in member whose role allows
+/// `permission` (401/403 otherwise).
 pub async fn admin_of_tenant(
     tenant: Uuid,
+    permission: engine::tenants::Permission,
 ) -> Result<
     (
         AppState,
@@ -30,26 +33,37 @@ pub async fn admin_of_tenant(
 > {
     let state = AppState::from_context()?;
     let tenant = engine::tenants::TenantId(tenant);
-    let admin = guard::require_admin(tenant).await?;
+    let admin = guard::require_member(tenant, permission).await?;
     Ok((state, tenant, admin))
 }
 
-/// The signed-in admin of `tenant` and its share `share` (404 for a
-/// share of another tenant: ids are not secrets, but they stay apart).
+/// The signed-in member of `tenant` allowed `permission`, and its share
+/// `share` (404 for a share of another tenant: ids are not secrets, but
+/// they stay apart).
 pub async fn admin_share(
     tenant: Uuid,
     share: Uuid,
-) -> Result<(AppState, engine::accounts::Principal, Share), AppError> {
+    permission: engine::tenants::Permission,
+) -> Result<
+    (
+        AppState,
+        engine::accounts::Principal,
+        Share,
+        engine::tenants::Role,
+    ),
+    AppError,
+> {
     let state = AppState::from_context()?;
     let session = guard::session().await?;
-    let (admin, share) = service::console::admin_share(
+    let (admin, role, share) = service::console::admin_share(
         &state,
         &session,
         engine::tenants::TenantId(tenant),
         ShareId(share),
+        permission,
     )
     .await?;
-    Ok((state, admin, share))
+    Ok((state, admin, share, role))
 }
 
 /// A QR code of `text` as an SVG document (`None` if it does not fit).

@@ -32,7 +32,9 @@ fn token_error(error: engine::tokens::TokenError) -> AppError {
 pub async fn api_tokens(tenant_id: Uuid) -> Result<Vec<TokenRow>, AppError> {
     use support::when;
     let run = async {
-        let (state, tenant, _) = support::admin_of_tenant(tenant_id).await?;
+        let (state, tenant, _) =
+            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
+                .await?;
         let tokens = engine::tokens::list(&state.pool, tenant)
             .await
             .map_err(support::internal)?;
@@ -68,7 +70,9 @@ pub async fn create_token(
     use engine::tokens::Scope;
     use secrecy::ExposeSecret as _;
     let run = async {
-        let (state, tenant, admin) = support::admin_of_tenant(tenant_id).await?;
+        let (state, tenant, admin) =
+            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
+                .await?;
         let mut scopes = Vec::new();
         if read.is_some() {
             scopes.push(Scope::Read);
@@ -101,7 +105,9 @@ pub async fn create_token(
 #[server(prefix = "/api/admin", endpoint = "tokens/revoke")]
 pub async fn revoke_token(tenant_id: Uuid, token_id: Uuid) -> Result<(), AppError> {
     let run = async {
-        let (state, tenant, admin) = support::admin_of_tenant(tenant_id).await?;
+        let (state, tenant, admin) =
+            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
+                .await?;
         engine::tokens::revoke(&state.pool, tenant, admin.id, token_id)
             .await
             .map_err(token_error)

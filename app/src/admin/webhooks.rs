@@ -62,7 +62,9 @@ fn webhook_error(error: engine::webhooks::WebhookError) -> AppError {
 pub async fn webhooks(tenant_id: Uuid) -> Result<WebhooksView, AppError> {
     use support::{internal, when};
     let run = async {
-        let (state, tenant, _) = support::admin_of_tenant(tenant_id).await?;
+        let (state, tenant, _) =
+            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
+                .await?;
         let endpoints = engine::webhooks::admin::endpoints(&state.pool, tenant)
             .await
             .map_err(internal)?;
@@ -115,7 +117,9 @@ pub async fn create_webhook(
 ) -> Result<NewWebhook, AppError> {
     use secrecy::ExposeSecret as _;
     let run = async {
-        let (state, tenant, admin) = support::admin_of_tenant(tenant_id).await?;
+        let (state, tenant, admin) =
+            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
+                .await?;
         let url = engine::webhooks::destination::EndpointUrl::parse(&url).map_err(webhook_error)?;
         let ticked = [
             ("code.bound", &code_bound),
@@ -159,7 +163,9 @@ pub async fn create_webhook(
 #[server(prefix = "/api/admin", endpoint = "webhooks/disable")]
 pub async fn disable_webhook(tenant_id: Uuid, endpoint_id: Uuid) -> Result<(), AppError> {
     let run = async {
-        let (state, tenant, admin) = support::admin_of_tenant(tenant_id).await?;
+        let (state, tenant, admin) =
+            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
+                .await?;
         engine::webhooks::admin::disable_endpoint(&state.pool, tenant, admin.id, endpoint_id)
             .await
             .map_err(webhook_error)
@@ -171,7 +177,9 @@ pub async fn disable_webhook(tenant_id: Uuid, endpoint_id: Uuid) -> Result<(), A
 #[server(prefix = "/api/admin", endpoint = "webhooks/redeliver")]
 pub async fn redeliver(tenant_id: Uuid, endpoint_id: Uuid, event_id: Uuid) -> Result<(), AppError> {
     let run = async {
-        let (state, tenant, admin) = support::admin_of_tenant(tenant_id).await?;
+        let (state, tenant, admin) =
+            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
+                .await?;
         engine::webhooks::admin::redeliver(&state.pool, tenant, admin.id, endpoint_id, event_id)
             .await
             .map_err(webhook_error)

@@ -8,7 +8,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use engine::{
     accounts::{AccountId, Principal},
-    tenants::TenantId,
+    tenants::{Permission, TenantId},
 };
 use tower_sessions::Session;
 
@@ -41,12 +41,16 @@ pub async fn require_learner() -> Result<Principal, AppError> {
     current_principal().await?.ok_or(AppError::Unauthenticated)
 }
 
-/// A signed-in administrator of `tenant`. Everyone else, including admins
-/// of other tenants, gets `Forbidden`, whether or not the tenant exists.
-pub async fn require_admin(tenant: TenantId) -> Result<Principal, AppError> {
+/// A signed-in member of `tenant` whose role allows `permission`.
+/// Everyone else, including members of other tenants, gets `Forbidden`,
+/// whether or not the tenant exists.
+pub async fn require_member(
+    tenant: TenantId,
+    permission: Permission,
+) -> Result<Principal, AppError> {
     let state = AppState::from_context()?;
     let session = session().await?;
-    Ok(service::session::admin_of(&state, &session, tenant).await?)
+    Ok(service::session::member_of(&state, &session, tenant, permission).await?)
 }
 
 /// Re-stamps this request's session after the epoch moved (password

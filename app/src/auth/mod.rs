@@ -1,5 +1,7 @@
 //! Accounts in the browser: register, sign in, sign out, sign out
-//! everywhere, change password, and who is signed in.
+//! everywhere, change password, and who is signed in; the account's life
+//! by mail: verify the address (and send the link again), forgot password
+//! and the reset, change of address.
 //!
 //! Server functions here are thin adapters over `service::accounts` (the
 //! same use cases the JSON API calls): read the session from context, call
@@ -21,6 +23,8 @@ use crate::i18n::t;
 pub struct CurrentUser {
     pub email: String,
     pub display_name: String,
+    /// A link mailed to `email` came back.
+    pub email_verified: bool,
 }
 
 /// A one-time message shown on the next page.
@@ -71,15 +75,19 @@ pub async fn register(
             password,
             password_confirm: Some(password_confirm),
         };
-        let principal = service::accounts::register(&state, &session, ip, form).await?;
+        let lang = crate::i18n::lang();
+        let principal = service::accounts::register(&state, &session, ip, form, lang).await?;
         guard::set_flash(&Flash {
             kind: FlashKind::Success,
-            message: crate::i18n::lang().pick(
+            message: lang.pick(
                 format!(
-                    "Welcome, {}! Your account is ready.",
-                    principal.display_name
+                    "Welcome, {}! Your account is ready. We sent a link to {}: open it to confirm your address.",
+                    principal.display_name, principal.email
                 ),
-                format!("欢迎你，{}！账号已创建好。", principal.display_name),
+                format!(
+                    "欢迎你，{}！账号已创建好。我们已向 {} 发送了一封邮件，请打开其中的链接验证邮箱。",
+                    principal.display_name, principal.email
+                ),
             ),
         })
         .await?;
@@ -96,7 +104,8 @@ pub async fn login(email: String, password: String, next: Option<String>) -> Res
         let state = crate::state::AppState::from_context()?;
         let session = guard::session().await?;
         let ip = guard::client_ip().await?;
-        service::accounts::login(&state, &session, ip, &email, password).await?;
+        service::accounts::login(&state, &session, ip, &email, password, crate::i18n::lang())
+            .await?;
         leptos_axum::redirect(&safe_next(next.as_deref()));
         Ok(())
     };
@@ -159,7 +168,9 @@ pub async fn change_password(
             new_password,
             new_password_confirm,
         };
-        let epoch = service::accounts::change_password(&state, &principal, ip, form).await?;
+        let epoch =
+            service::accounts::change_password(&state, &principal, ip, form, crate::i18n::lang())
+                .await?;
         guard::restamp(principal.id, epoch).await?;
         guard::set_flash(&Flash {
             kind: FlashKind::Success,
@@ -185,7 +196,195 @@ pub async fn whoami() -> Result<Option<CurrentUser>, AppError> {
     Ok(principal.map(|p| CurrentUser {
         email: p.email,
         display_name: p.display_name,
+        email_verified: p.email_verified,
     }))
+}
+
+/// Mails the verification link again (throttled). Answers what happened,
+/// in the page's language.
+#[server(endpoint = "auth/verify/resend")]
+pub async fn resend_verification() -> Result<String, AppError> {
+    let run = async {
+        let state = crate::state::AppState::from_context()?;
+        let principal = guard::require_learner().await?;
+        let ip = guard::client_ip().await?;
+        let resent =
+            service::accounts::resend_verification(&state, &principal, ip, crate::i18n::lang())
+                .await?;
+        let message = match resent {
+            engine::accounts::verification::Resent::Sent => crate::i18n::lang().pick(
+                format!("We sent a new link to {}.", principal.email),
+                format!("新的验证链接已发送到 {}。", principal.email),
+            ),
+            engine::accounts::verification::Resent::AlreadyVerified => t(
+                "Your address is verified already.",
+                "你的邮箱已经验证过了。",
+            )
+            .to_owned(),
+        };
+        if guard::from_plain_form() {
+            guard::set_flash(&Flash {
+                kind: FlashKind::Success,
+                message: message.clone(),
+            })
+            .await?;
+            leptos_axum::redirect(&back_or("/account"));
+        }
+        Ok(message)
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Where a plain form came from (its `Referer`, if on this site), else
+/// `fallback`: a form shown on several pages returns to its page.
+#[cfg(feature = "ssr")]
+fn back_or(fallback: &str) -> String {
+    leptos::prelude::use_context::<http::request::Parts>()
+        .and_then(|parts| {
+            let referer = parts.headers.get(http::header::REFERER)?.to_str().ok()?;
+            let host = parts.headers.get(http::header::HOST)?.to_str().ok()?;
+            let rest = referer.split_once("://")?.1;
+            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            (authority == host).then(|| safe_next(Some(path)))
+        })
+        .unwrap_or_else(|| fallback.to_owned())
+}
+
+/// What a mailed link did, for its page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LinkOutcome {
+    /// The address is verified (or the account moved to the new one).
+    Done { email: Option<String> },
+    /// Used, expired, unknown: ask for a new one.
+    Invalid,
+}
+
+/// Uses a verification link (the page calls it when it renders: a mail
+/// scanner opening the link verifies the address of the mailbox it
+/// scans, which is the point).
+#[server(endpoint = "auth/verify")]
+pub async fn verify_email(token: String) -> Result<LinkOutcome, AppError> {
+    let run = async {
+        let state = crate::state::AppState::from_context()?;
+        let ip = guard::client_ip().await?;
+        match service::accounts::verify_email(&state, ip, &token).await {
+            Ok(_) => Ok(LinkOutcome::Done { email: None }),
+            Err(service::ServiceError::Account(engine::accounts::AccountError::LinkInvalid)) => {
+                Ok(LinkOutcome::Invalid)
+            }
+            Err(error) => Err(error.into()),
+        }
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Uses a change-of-address link.
+#[server(endpoint = "auth/confirm-email")]
+pub async fn confirm_email(token: String) -> Result<LinkOutcome, AppError> {
+    let run = async {
+        let state = crate::state::AppState::from_context()?;
+        let ip = guard::client_ip().await?;
+        match service::accounts::confirm_email_change(&state, ip, &token).await {
+            Ok(email) => Ok(LinkOutcome::Done { email: Some(email) }),
+            Err(service::ServiceError::Account(engine::accounts::AccountError::LinkInvalid)) => {
+                Ok(LinkOutcome::Invalid)
+            }
+            Err(error) => Err(error.into()),
+        }
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// "Forgot password": the same answer for every address.
+#[server(endpoint = "auth/forgot")]
+pub async fn forgot_password(email: String) -> Result<(), AppError> {
+    let run = async {
+        let state = crate::state::AppState::from_context()?;
+        let ip = guard::client_ip().await?;
+        service::accounts::forgot_password(&state, ip, &email, crate::i18n::lang()).await?;
+        guard::set_flash(&Flash {
+            kind: FlashKind::Info,
+            message: t(
+                "If an account uses this address, a link to reset its password is on its way. It works for 30 minutes.",
+                "如果有账号使用这个邮箱，重置密码的链接已发出，30 分钟内有效。",
+            )
+            .into(),
+        })
+        .await?;
+        leptos_axum::redirect("/login");
+        Ok(())
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Whether a reset link still works (the reset page shows its form then).
+#[server(endpoint = "auth/reset/check", input = server_fn::codec::GetUrl)]
+pub async fn reset_link_open(token: String) -> Result<bool, AppError> {
+    let run = async {
+        let state = crate::state::AppState::from_context()?;
+        Ok(service::accounts::reset_link_is_open(&state, &token).await?)
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Sets a new password with a reset link; every session ends, this
+/// browser's included (it signs in with the new password).
+#[server(endpoint = "auth/reset")]
+pub async fn reset_password(
+    token: String,
+    new_password: String,
+    new_password_confirm: String,
+) -> Result<(), AppError> {
+    let run = async {
+        let state = crate::state::AppState::from_context()?;
+        let ip = guard::client_ip().await?;
+        let form = service::accounts::PasswordReset {
+            token,
+            new_password,
+            new_password_confirm,
+        };
+        service::accounts::reset_password(&state, ip, form, crate::i18n::lang()).await?;
+        guard::sign_out().await?;
+        guard::set_flash(&Flash {
+            kind: FlashKind::Success,
+            message: t(
+                "Your password is reset and every device was signed out. Sign in with the new password.",
+                "密码已重置，所有设备都已退出登录。请用新密码登录。",
+            )
+            .into(),
+        })
+        .await?;
+        leptos_axum::redirect("/login");
+        Ok(())
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Starts a change of address: the new address gets a link.
+#[server(endpoint = "auth/change-email")]
+pub async fn change_email(current_password: String, new_email: String) -> Result<(), AppError> {
+    let run = async {
+        let state = crate::state::AppState::from_context()?;
+        let principal = guard::require_learner().await?;
+        let ip = guard::client_ip().await?;
+        let form = service::accounts::EmailChange {
+            current_password,
+            new_email: new_email.clone(),
+        };
+        service::accounts::change_email(&state, &principal, ip, form, crate::i18n::lang()).await?;
+        let email = new_email.trim().to_lowercase();
+        guard::set_flash(&Flash {
+            kind: FlashKind::Info,
+            message: crate::i18n::lang().pick(
+                format!("We sent a link to {email}: open it to move your account there. Until then nothing changes."),
+                format!("我们已向 {email} 发送了一封邮件，打开其中的链接即可改用这个邮箱。在此之前一切不变。"),
+            ),
+        })
+        .await?;
+        leptos_axum::redirect("/account");
+        Ok(())
+    };
+    run.await.map_err(AppError::respond)
 }
 
 /// Takes the pending one-time message, if any.

@@ -4,3 +4,4 @@ pub mod flash;
 pub mod form;
 pub mod hydration;
 pub mod layout;
+pub mod verify;

@@ -7,9 +7,11 @@
 
 use engine::{
     accounts::{AccountError, DisplayName, Password},
+    learners::LearnerError,
     settlement::SettlementError,
     shares::ShareError,
     storage::StorageError,
+    team::TeamError,
     tenants::TenantError,
     tokens::TokenError,
     webhooks::WebhookError,
@@ -98,6 +100,8 @@ impl Localized for AccountError {
             Self::EmailTaken => "这个邮箱已注册，请直接登录".into(),
             Self::InvalidCredentials => "邮箱或密码错误".into(),
             Self::Disabled => "这个账号已被停用，请联系课程提供方".into(),
+            Self::LinkInvalid => "这个链接已过期或已被使用，请重新获取".into(),
+            Self::SameEmail => "这已经是你的邮箱地址".into(),
             Self::Unexpected(_) => "服务器出错了".into(),
         }
     }
@@ -116,6 +120,10 @@ impl Localized for SettlementError {
             Self::QuotaExhausted => "这门课程的访问次数已用完".into(),
             Self::LearnerLimitReached => "你在这门课程的访问次数已用完".into(),
             Self::AccountDisabled => "这个账号已被停用".into(),
+            Self::LearnerSuspended => "课程提供方已停用你访问其课程的权限，请联系对方".into(),
+            Self::EmailNotVerified => {
+                "请先验证你的邮箱：打开我们发给你的链接，然后再打开这里".into()
+            }
             Self::ResourceNotFound => "没有这个资源".into(),
             Self::OpenFromCoursePage => "请从课程页面打开这个资源".into(),
             Self::RequestIdReused => {
@@ -157,6 +165,7 @@ impl Localized for TenantError {
                 "机构标识为 1 到 48 个小写字母、数字或连字符，且不能以连字符开头或结尾".into()
             }
             Self::InvalidName => "机构名称需要 1 到 120 个可见字符".into(),
+            Self::SlugTaken => "这个机构标识已被占用，请换一个".into(),
             Self::Unexpected(_) => "服务器出错了".into(),
         }
     }
@@ -171,6 +180,31 @@ impl Localized for WebhookError {
             Self::InvalidEvents => "请至少选择一个事件".into(),
             Self::EndpointNotFound => "没有这个接收地址".into(),
             Self::DeliveryNotFound => "没有这条投递记录，或它并未进入死信".into(),
+            Self::Unexpected(_) => "服务器出错了".into(),
+        }
+    }
+}
+
+impl Localized for TeamError {
+    fn zh(&self) -> String {
+        match self {
+            Self::LastOwner => "团队至少需要一位所有者：请先把其他人设为所有者".into(),
+            Self::AlreadyMember => "这个人已经是团队成员".into(),
+            Self::MemberNotFound => "没有这位成员".into(),
+            Self::InvitationNotFound => "没有这份邀请".into(),
+            Self::InvitationInvalid => "这份邀请已过期、已撤回或已被使用，请重新获取".into(),
+            Self::WrongAccount { invited } => {
+                format!("这份邀请是发给 {invited} 的，请用这个邮箱登录后接受")
+            }
+            Self::Unexpected(_) => "服务器出错了".into(),
+        }
+    }
+}
+
+impl Localized for LearnerError {
+    fn zh(&self) -> String {
+        match self {
+            Self::NotFound => "没有这位学员".into(),
             Self::Unexpected(_) => "服务器出错了".into(),
         }
     }
@@ -207,6 +241,14 @@ impl Localized for service::ServiceError {
             E::NewPasswordsDiffer => "两次输入的新密码不一致".into(),
             E::WrongCurrentPassword => "当前密码不正确".into(),
             E::InvalidNewPassword(e) | E::Account(e) => e.zh(),
+            E::InvalidNewEmail => "请输入有效的邮箱地址，例如 name@example.com".into(),
+            E::NewEmailTaken => "这个邮箱已被其他账号使用".into(),
+            E::InvalidRole => "角色只能是所有者、管理员或客服".into(),
+            E::SignupClosed => "本服务器未开放在线创建机构，请联系运营方".into(),
+            E::VerifyEmailFirst => "请先验证你的邮箱".into(),
+            E::Team(e) => e.zh(),
+            E::Tenant(e) => e.zh(),
+            E::Learner(e) => e.zh(),
             E::Settlement(e) => e.zh(),
             E::Share(e) => e.zh(),
             E::Format(e) => e.zh(),
@@ -227,5 +269,8 @@ fn attempts_zh(scope: engine::coordination::ThrottleScope) -> &'static str {
         S::CodeShare => "这门课程的兑换码尝试",
         S::PasswordChangeAccount => "修改密码的尝试",
         S::PasswordChangeIp => "来自你所在网络的修改密码尝试",
+        S::ResetEmail => "这个邮箱的重置密码请求",
+        S::MailIp => "来自你所在网络的发信请求",
+        S::MailAccount => "你的账号的发信请求",
     }
 }

@@ -43,9 +43,11 @@ pub enum LearnerState {
     NeedsCode {
         email: String,
     },
-    /// A code was accepted and waits for the first opening.
+    /// A code was accepted and waits for the first opening (after the
+    /// address is verified, if `must_verify`).
     Pending {
         email: String,
+        must_verify: bool,
     },
     /// A code is bound to this account.
     HasAccess(Bound),
@@ -109,7 +111,13 @@ pub async fn share_view(slug: String) -> Result<SharePage, AppError> {
         let me = match overview.standing {
             Standing::SignedOut => LearnerState::SignedOut,
             Standing::NeedsCode(p) => LearnerState::NeedsCode { email: p.email },
-            Standing::Pending(p) => LearnerState::Pending { email: p.email },
+            Standing::Pending {
+                principal,
+                must_verify,
+            } => LearnerState::Pending {
+                email: principal.email,
+                must_verify,
+            },
             Standing::Holds(p, binding) if binding.revoked => LearnerState::Withdrawn {
                 email: p.email,
                 hint: binding.hint,

@@ -1,12 +1,16 @@
-//! The signed-in account: change password, sign out everywhere.
+//! The signed-in account: its address (verified, or "send the link
+//! again"), change of address, change password, sign out everywhere.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::Redirect;
 
 use crate::{
-    auth::{ChangePassword, LogoutAll, whoami},
-    components::form::{Field, FormAlert},
+    auth::{ChangeEmail, ChangePassword, LogoutAll, whoami},
+    components::{
+        form::{Field, FormAlert},
+        verify::VerifyNotice,
+    },
     i18n::t,
 };
 
@@ -20,8 +24,17 @@ pub fn AccountPage() -> impl IntoView {
                 match user.await {
                     Ok(Some(user)) => view! {
                         <h1>{t("Your account", "我的账号")}</h1>
-                        <p class="muted">{user.display_name}" · "{user.email}</p>
+                        <p class="muted">
+                            {user.display_name}" · "{user.email.clone()}" "
+                            {if user.email_verified {
+                                view! { <span class="status status-bound verified-badge">{t("verified", "已验证")}</span> }.into_any()
+                            } else {
+                                view! { <span class="status status-unused">{t("not verified", "未验证")}</span> }.into_any()
+                            }}
+                        </p>
+                        {(!user.email_verified).then(|| view! { <VerifyNotice email=user.email.clone()/> })}
                         <div class="cards">
+                            <ChangeEmailForm/>
                             <ChangePasswordForm/>
                             <SignOutEverywhere/>
                         </div>
@@ -31,6 +44,28 @@ pub fn AccountPage() -> impl IntoView {
                 }
             })}
         </Transition>
+    }
+}
+
+#[component]
+fn ChangeEmailForm() -> impl IntoView {
+    let action = ServerAction::<ChangeEmail>::new();
+    let error = Signal::derive(move || action.value().get().and_then(Result::err));
+    view! {
+        <section class="card">
+            <h2>{t("Change email address", "更换邮箱")}</h2>
+            <FormAlert error/>
+            <ActionForm action=action attr:class="form">
+                <Field name="new_email" label=t("New email address", "新邮箱") kind="email" autocomplete="email" error/>
+                <Field name="current_password" label=t("Current password", "当前密码") kind="password"
+                    autocomplete="current-password" error/>
+                <button type="submit" class="button" disabled=move || action.pending().get()>{t("Send a confirmation link", "发送确认链接")}</button>
+            </ActionForm>
+            <p class="hint">{t(
+                "Your account moves to the new address once you open the link we mail there; your old address is told.",
+                "打开我们发到新邮箱的链接后，账号才会改用新邮箱；原邮箱会收到通知。",
+            )}</p>
+        </section>
     }
 }
 

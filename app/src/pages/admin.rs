@@ -1,35 +1,75 @@
-//! The console's entry: the tenants the account administers (each one's
-//! pages are in `pages::console`).
+//! The console's entry: the tenants the account is a member of, with its
+//! role in each (each one's pages are in `pages::console`), and, where the
+//! server allows it (`tenants.self_signup`), a form to create a tenant of
+//! one's own.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::Redirect;
 
-use crate::{admin::dashboard::my_tenants, error::AppError, i18n::t};
+use crate::{
+    admin::dashboard::my_tenants,
+    components::form::{Field, FormAlert},
+    error::AppError,
+    i18n::t,
+    membership::{CreateTenant, tenant_signup_open},
+    pages::console::team::role_name,
+};
 
 #[component]
 pub fn ConsoleHome() -> impl IntoView {
     let tenants = Resource::new(|| (), |_| my_tenants());
+    let signup = Resource::new(|| (), |_| tenant_signup_open());
     view! {
         <Title text=t("Console", "管理后台")/>
         <h1>{t("Console", "管理后台")}</h1>
         <Transition fallback=|| view! { <p>{t("Loading…", "加载中…")}</p> }>
             {move || Suspend::new(async move {
+                let open = signup.await.unwrap_or(false);
                 match tenants.await {
-                    Ok(list) if list.is_empty() => view! {
-                        <p>{t("You do not administer any tenant. Learners open courses from the link they were given.", "你还没有可管理的机构。学员通过收到的链接打开课程。")}</p>
-                    }.into_any(),
                     Ok(list) => view! {
-                        <ul class="tenant-list">
-                            {list.into_iter().map(|t| view! {
-                                <li><a href=format!("/admin/t/{}", t.id)>{t.name}</a>" "<span class="muted">{t.slug}</span></li>
-                            }).collect_view()}
-                        </ul>
+                        {if list.is_empty() {
+                            view! {
+                                <p>{t("You are not on any tenant's team. Learners open courses from the link they were given.", "你还不是任何机构的团队成员。学员通过收到的链接打开课程。")}</p>
+                            }.into_any()
+                        } else {
+                            view! {
+                                <ul class="tenant-list">
+                                    {list.into_iter().map(|t| view! {
+                                        <li><a href=format!("/admin/t/{}", t.id)>{t.name}</a>" "<span class="muted">{t.slug}" · "{role_name(t.role)}</span></li>
+                                    }).collect_view()}
+                                </ul>
+                            }.into_any()
+                        }}
+                        {open.then(|| view! { <NewTenant/> })}
                     }.into_any(),
                     Err(AppError::Unauthenticated) => view! { <Redirect path="/login?next=/admin"/> }.into_any(),
                     Err(error) => view! { <div class="flash error" role="alert">{error.sentence()}</div> }.into_any(),
                 }
             })}
         </Transition>
+    }
+}
+
+/// "Create a tenant": its name and its address; the creator owns it.
+#[component]
+fn NewTenant() -> impl IntoView {
+    let create = ServerAction::<CreateTenant>::new();
+    let error = Signal::derive(move || create.value().get().and_then(Result::err));
+    view! {
+        <section class="card new-tenant">
+            <h2>{t("Create a tenant", "创建机构")}</h2>
+            <p class="muted">{t(
+                "A tenant is your workspace for courses, codes and a team. You become its owner. Your email address must be verified.",
+                "机构是你管理课程、兑换码和团队的空间，你将成为它的所有者。你的邮箱需要先通过验证。",
+            )}</p>
+            <FormAlert error/>
+            <ActionForm action=create attr:class="form narrow">
+                <Field name="name" label=t("Name", "名称") maxlength=120 error/>
+                <Field name="slug" label=t("Address", "标识") maxlength=48
+                    hint=t("Lower-case letters, digits and dashes, e.g. acme-courses.", "小写字母、数字或连字符，例如 acme-courses。") error/>
+                <button type="submit" class="button" disabled=move || create.pending().get()>{t("Create the tenant", "创建机构")}</button>
+            </ActionForm>
+        </section>
     }
 }

@@ -31,6 +31,7 @@ pub fn LoginPage() -> impl IntoView {
                 <Field name="password" label=t("Password", "密码") kind="password" autocomplete="current-password" error/>
                 <button type="submit" class="button" disabled=move || action.pending().get()>{t("Sign in", "登录")}</button>
             </ActionForm>
+            <p class="muted"><a href="/forgot-password">{t("Forgot your password?", "忘记密码？")}</a></p>
             <p class="muted">{t("New here? ", "还没有账号？")} <a href=register_href>{t("Create an account", "注册账号")}</a></p>
         </section>
     }

@@ -110,6 +110,8 @@ fn Refused(error: AppError, here: String, share: String) -> impl IntoView {
     // A link from another site reaches only a live grant: one click here
     // (this site) opens it.
     let open_here = reason == "open_from_course_page";
+    // A code binds to verified addresses only: offer the link again here.
+    let verify = reason == "email_not_verified";
     let heading = if retry {
         t("Not just now", "暂时无法打开")
     } else {
@@ -120,6 +122,7 @@ fn Refused(error: AppError, here: String, share: String) -> impl IntoView {
         <section class="error-page refused" data-reason=reason>
             <h1>{heading}</h1>
             <div class="flash error" role="alert">{error.sentence()}</div>
+            {verify.then(|| view! { <ResendLink/> })}
             <p class="actions">
                 // A whole new request (rel="external"): the router would
                 // ignore a link to the page it is on, and opening it here
@@ -129,5 +132,23 @@ fn Refused(error: AppError, here: String, share: String) -> impl IntoView {
                 <a class=if retry || open_here { "button secondary" } else { "button" } href=share>{t("Back to the course", "返回课程")}</a>
             </p>
         </section>
+    }
+}
+
+/// "Send the verification link again", where opening needs a verified
+/// address.
+#[component]
+fn ResendLink() -> impl IntoView {
+    let resend = ServerAction::<crate::auth::ResendVerification>::new();
+    let error = Signal::derive(move || resend.value().get().and_then(Result::err));
+    let sent = move || resend.value().get().and_then(Result::ok);
+    view! {
+        <crate::components::form::FormAlert error/>
+        {move || sent().map(|message| view! { <div class="flash success" role="status">{message}</div> })}
+        <ActionForm action=resend attr:class="resend-verification">
+            <button type="submit" class="button secondary" disabled=move || resend.pending().get()>
+                {t("Send the verification link again", "重新发送验证邮件")}
+            </button>
+        </ActionForm>
     }
 }

@@ -144,7 +144,14 @@ fn StateBanner(
         }
         .into_any(),
         LearnerState::NeedsCode { .. } => ().into_any(),
-        LearnerState::Pending { email } => view! {
+        LearnerState::Pending { email, must_verify: true } => view! {
+            <section class="card state-card accepted" role="status">
+                <h2>{t("Code accepted", "兑换码有效")}</h2>
+            </section>
+            <crate::components::verify::VerifyNotice email/>
+        }
+        .into_any(),
+        LearnerState::Pending { email, .. } => view! {
             <section class="card state-card accepted" role="status">
                 <h2>{t("Code accepted", "兑换码有效")}</h2>
                 <p>

@@ -19,6 +19,7 @@ use crate::{
     accounts::AccountId,
     audit::{self, AuditEntry},
     codes::{Keyring, PlainCode},
+    mail,
     shares::{ShareError, ShareId},
     tenants::TenantId,
 };
@@ -167,9 +168,14 @@ pub async fn revoke_code(
 ) -> Result<(), ShareError> {
     let mut tx = pool.begin().await.context("starting a transaction")?;
     let row = sqlx::query!(
-        r#"UPDATE auth_codes SET revoked_at = coalesce(revoked_at, now())
+        r#"WITH before AS (
+               SELECT revoked_at IS NOT NULL AS was_revoked FROM auth_codes
+               WHERE tenant_id = $1 AND id = $2 FOR UPDATE
+           )
+           UPDATE auth_codes SET revoked_at = coalesce(revoked_at, now())
+           FROM before
            WHERE tenant_id = $1 AND id = $2
-           RETURNING share_id, bound_principal"#,
+           RETURNING share_id, bound_principal, before.was_revoked AS "was_revoked!""#,
         tenant.0,
         code,
     )
@@ -194,6 +200,18 @@ pub async fn revoke_code(
         json!({ "share_id": row.share_id, "code_id": code }),
     )
     .await?;
+    // The learner who held it is told, once (not again for a repeat).
+    if let (Some(learner), false) = (row.bound_principal, row.was_revoked) {
+        mail::enqueue_code_notice(
+            &mut tx,
+            mail::Template::CodeRevoked,
+            tenant,
+            row.share_id,
+            AccountId(learner),
+            json!({}),
+        )
+        .await?;
+    }
     tx.commit().await.context("committing the revocation")?;
     Ok(())
 }
@@ -332,6 +350,15 @@ pub async fn unbind_code(
         tenant,
         "code.unbound",
         json!({ "share_id": before.share_id, "code_id": code, "principal": principal }),
+    )
+    .await?;
+    mail::enqueue_code_notice(
+        &mut tx,
+        mail::Template::CodeUnbound,
+        tenant,
+        before.share_id,
+        AccountId(principal),
+        json!({ "reason": reason }),
     )
     .await?;
     tx.commit().await.context("committing the unbind")?;

@@ -248,6 +248,8 @@ pub struct LearnerRow {
     pub bound_at: OffsetDateTime,
     pub accesses: i64,
     pub last_access: Option<OffsetDateTime>,
+    /// The tenant suspended this learner.
+    pub suspended: bool,
 }
 
 /// The learners bound in a share, in code id order (keyset on `after`).
@@ -265,7 +267,9 @@ pub async fn learners(
                   (SELECT count(*) FROM access_records r
                     WHERE r.tenant_id = c.tenant_id AND r.code_id = c.id) AS "accesses!",
                   (SELECT max(r.granted_at) FROM access_records r
-                    WHERE r.tenant_id = c.tenant_id AND r.code_id = c.id) AS last_access
+                    WHERE r.tenant_id = c.tenant_id AND r.code_id = c.id) AS last_access,
+                  EXISTS (SELECT 1 FROM suspended_learners s
+                          WHERE s.tenant_id = c.tenant_id AND s.account_id = a.id) AS "suspended!"
            FROM auth_codes c JOIN accounts a ON a.id = c.bound_principal
            WHERE c.tenant_id = $1 AND c.share_id = $2 AND c.bound_principal IS NOT NULL
              AND ($3::uuid IS NULL OR c.id > $3)

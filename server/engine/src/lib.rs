@@ -7,7 +7,9 @@
 //!
 //! * [`db`]: the pool with its statement / transaction timeouts, migrations.
 //! * [`coordination`]: the Redis handle and the one place Redis keys are built.
-//! * [`accounts`] and [`tenants`]: verified principals and tenant roles.
+//! * [`accounts`] and [`tenants`]: verified principals (and their
+//!   single-use links: verification, reset, change of address) and
+//!   tenants.
 //! * [`codes`]: code format, check symbol, HMAC keyring.
 //! * [`shares`]: shares (a published course, its link and limits); the
 //!   error of the four share modules.
@@ -27,6 +29,12 @@
 //!   `settlement/transaction.rs`, the one wait for a busy code in
 //!   [`settlement::patience`].
 //! * [`storage`]: resource bytes on the local filesystem.
+//! * [`mail`]: the mail outbox (rows written in the transaction of what
+//!   they report), its relay's claims and records.
+//! * [`delivery`]: what the webhook and mail relays share (leases, retries).
+//! * [`learners`]: a tenant suspending (and re-enabling) one of its learners.
+//! * [`team`]: a tenant's members and roles, invitations, the last-owner
+//!   rule, tenant signup.
 //! * [`webhooks`]: the outbox's events delivered to tenants' endpoints:
 //!   the endpoint URL and address filter, the console's endpoints and
 //!   deliveries, the relay's claims and signature.
@@ -44,9 +52,12 @@ pub mod codes;
 pub mod console;
 pub mod coordination;
 pub mod db;
+pub mod delivery;
 pub mod handover;
 pub mod health;
 pub mod invariants;
+pub mod learners;
+pub mod mail;
 pub mod measures;
 pub mod outcome;
 pub mod progress;
@@ -56,6 +67,7 @@ pub mod sessions;
 pub mod settlement;
 pub mod shares;
 pub mod storage;
+pub mod team;
 pub mod tenants;
 pub mod throttle;
 pub mod tokens;

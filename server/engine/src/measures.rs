@@ -24,6 +24,9 @@ pub const LEAK_SIGNALS: &str = "admitone_bound_code_attempts_total";
 pub const OUTBOX_BACKLOG: &str = "admitone_outbox_backlog";
 pub const WEBHOOK_DELIVERIES: &str = "admitone_webhook_deliveries_total";
 pub const WEBHOOK_DEAD: &str = "admitone_webhook_dead_letters";
+pub const MAIL_DELIVERIES: &str = "admitone_mail_deliveries_total";
+pub const MAIL_BACKLOG: &str = "admitone_mail_backlog";
+pub const MAIL_DEAD: &str = "admitone_mail_dead_letters";
 pub const DB_CONNECTIONS: &str = "admitone_db_pool_connections";
 pub const REDIS_UP: &str = "admitone_redis_up";
 pub const INVARIANT_VIOLATIONS: &str = "admitone_invariant_violations";
@@ -72,6 +75,12 @@ pub fn describe() {
         WEBHOOK_DEAD,
         "Webhook deliveries dead-lettered and not redelivered."
     );
+    describe_counter!(
+        MAIL_DELIVERIES,
+        "Mail delivery attempts by outcome: sent, failed, dead."
+    );
+    describe_gauge!(MAIL_BACKLOG, "Mails queued and not yet sent.");
+    describe_gauge!(MAIL_DEAD, "Mails dead-lettered.");
     describe_gauge!(
         DB_CONNECTIONS,
         "PostgreSQL pool connections by state (idle, in_use)."
@@ -143,6 +152,17 @@ pub fn leak_signal() {
 /// `dead` (gave up).
 pub fn webhook_delivery(outcome: &'static str) {
     counter!(WEBHOOK_DELIVERIES, "outcome" => outcome).increment(1);
+}
+
+/// One mail delivery attempt: `sent`, `failed` (will retry) or `dead`.
+pub fn mail_delivery(outcome: &'static str) {
+    counter!(MAIL_DELIVERIES, "outcome" => outcome).increment(1);
+}
+
+/// The mail outbox at scrape time: queued, and dead-lettered.
+pub fn mail_backlog(pending: i64, dead: i64) {
+    gauge!(MAIL_BACKLOG).set(pending as f64);
+    gauge!(MAIL_DEAD).set(dead as f64);
 }
 
 /// State read at scrape time.

@@ -18,9 +18,9 @@
 pub use model::ErrorKind;
 
 use crate::{
-    accounts::AccountError, codes::CodeFormatError, settlement::SettlementError,
-    shares::ShareError, storage::StorageError, tenants::TenantError, tokens::TokenError,
-    webhooks::WebhookError,
+    accounts::AccountError, codes::CodeFormatError, learners::LearnerError,
+    settlement::SettlementError, shares::ShareError, storage::StorageError, team::TeamError,
+    tenants::TenantError, tokens::TokenError, webhooks::WebhookError,
 };
 
 /// A domain error as an outcome an adapter can serve.
@@ -51,6 +51,8 @@ impl Outcome for SettlementError {
             | Self::QuotaExhausted
             | Self::LearnerLimitReached
             | Self::AccountDisabled
+            | Self::LearnerSuspended
+            | Self::EmailNotVerified
             | Self::OpenFromCoursePage => K::Forbidden,
             Self::CodeBound | Self::CodeRevoked | Self::AlreadyHasAccess => K::Conflict,
             Self::WrongShare
@@ -76,6 +78,8 @@ impl Outcome for SettlementError {
             Self::QuotaExhausted => "quota_exhausted",
             Self::LearnerLimitReached => "learner_limit_reached",
             Self::AccountDisabled => "account_disabled",
+            Self::LearnerSuspended => "learner_suspended",
+            Self::EmailNotVerified => "email_not_verified",
             Self::ResourceNotFound => "not_found",
             Self::OpenFromCoursePage => "open_from_course_page",
             Self::RequestIdReused => "idempotency_key_reused",
@@ -228,9 +232,11 @@ impl Outcome for AccountError {
             Self::InvalidEmail
             | Self::InvalidPassword
             | Self::InvalidDisplayName
-            | Self::EmailTaken => ErrorKind::Invalid,
+            | Self::EmailTaken
+            | Self::SameEmail => ErrorKind::Invalid,
             Self::InvalidCredentials => ErrorKind::Unauthenticated,
             Self::Disabled => ErrorKind::Forbidden,
+            Self::LinkInvalid => ErrorKind::Gone,
             Self::Unexpected(_) => ErrorKind::Internal,
         }
     }
@@ -241,9 +247,11 @@ impl Outcome for AccountError {
             Self::InvalidEmail
             | Self::InvalidPassword
             | Self::InvalidDisplayName
-            | Self::EmailTaken => INVALID_INPUT,
+            | Self::EmailTaken
+            | Self::SameEmail => INVALID_INPUT,
             Self::InvalidCredentials => "invalid_credentials",
             Self::Disabled => "account_disabled",
+            Self::LinkInvalid => "link_invalid",
             Self::Unexpected(_) => "internal",
         }
     }
@@ -251,9 +259,12 @@ impl Outcome for AccountError {
     fn field(&self) -> Option<&'static str> {
         match self {
             Self::InvalidEmail | Self::EmailTaken => Some("email"),
+            Self::SameEmail => Some("new_email"),
             Self::InvalidPassword => Some("password"),
             Self::InvalidDisplayName => Some("display_name"),
-            Self::InvalidCredentials | Self::Disabled | Self::Unexpected(_) => None,
+            Self::InvalidCredentials | Self::Disabled | Self::LinkInvalid | Self::Unexpected(_) => {
+                None
+            }
         }
     }
 
@@ -268,7 +279,8 @@ impl Outcome for AccountError {
 impl Outcome for TenantError {
     fn kind(&self) -> ErrorKind {
         match self {
-            Self::InvalidSlug | Self::InvalidName => ErrorKind::Invalid,
+            // Fixed by choosing another address, like a malformed one.
+            Self::InvalidSlug | Self::InvalidName | Self::SlugTaken => ErrorKind::Invalid,
             Self::Unexpected(_) => ErrorKind::Internal,
         }
     }
@@ -276,13 +288,14 @@ impl Outcome for TenantError {
     fn code(&self) -> &'static str {
         match self {
             Self::InvalidSlug | Self::InvalidName => INVALID_INPUT,
+            Self::SlugTaken => "slug_taken",
             Self::Unexpected(_) => "internal",
         }
     }
 
     fn field(&self) -> Option<&'static str> {
         match self {
-            Self::InvalidSlug => Some("slug"),
+            Self::InvalidSlug | Self::SlugTaken => Some("slug"),
             Self::InvalidName => Some("name"),
             Self::Unexpected(_) => None,
         }
@@ -358,6 +371,59 @@ impl Outcome for WebhookError {
         match self {
             Self::Unexpected(e) => Some(e),
             _ => None,
+        }
+    }
+}
+
+impl Outcome for TeamError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            Self::LastOwner | Self::AlreadyMember => ErrorKind::Conflict,
+            Self::MemberNotFound | Self::InvitationNotFound => ErrorKind::NotFound,
+            Self::InvitationInvalid => ErrorKind::Gone,
+            Self::WrongAccount { .. } => ErrorKind::Forbidden,
+            Self::Unexpected(_) => ErrorKind::Internal,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            Self::LastOwner => "last_owner",
+            Self::AlreadyMember => "already_member",
+            Self::MemberNotFound | Self::InvitationNotFound => "not_found",
+            Self::InvitationInvalid => "invitation_invalid",
+            Self::WrongAccount { .. } => "invitation_for_another_address",
+            Self::Unexpected(_) => "internal",
+        }
+    }
+
+    fn unexpected(&self) -> Option<&anyhow::Error> {
+        match self {
+            Self::Unexpected(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl Outcome for LearnerError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            Self::NotFound => ErrorKind::NotFound,
+            Self::Unexpected(_) => ErrorKind::Internal,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            Self::NotFound => "not_found",
+            Self::Unexpected(_) => "internal",
+        }
+    }
+
+    fn unexpected(&self) -> Option<&anyhow::Error> {
+        match self {
+            Self::Unexpected(e) => Some(e),
+            Self::NotFound => None,
         }
     }
 }

@@ -1,13 +1,17 @@
-//! Tenants: the course creators' workspaces, and who administers them.
+//! Tenants: the course creators' workspaces, their members' roles, and
+//! their settings.
 //!
-//! Every tenant-scoped row carries `tenant_id` first; an admin acts only
-//! inside the tenants where `tenant_members` gives them the admin role.
+//! Every tenant-scoped row carries `tenant_id` first; a member acts only
+//! inside the tenants where `tenant_members` gives them a role, and only as
+//! far as the role allows ([`Role::allows`]). The team itself (invitations,
+//! role changes, the last-owner rule) is [`crate::team`]'s.
 
 use anyhow::Context as _;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::accounts::AccountId;
+use crate::{accounts::AccountId, audit};
+pub use model::{Permission, Role};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TenantError {
@@ -17,6 +21,8 @@ pub enum TenantError {
     InvalidSlug,
     #[error("a tenant name needs 1 to 120 visible characters")]
     InvalidName,
+    #[error("this tenant address is taken; choose another")]
+    SlugTaken,
     #[error(transparent)]
     Unexpected(#[from] anyhow::Error),
 }
@@ -68,13 +74,14 @@ impl TenantName {
     }
 }
 
-/// Creates the tenant (or finds it by slug: idempotent) and makes `admin`
-/// its administrator. Returns the tenant id and whether it was created.
-pub async fn ensure_tenant_with_admin(
+/// Creates the tenant (or finds it by slug: idempotent) and makes `owner`
+/// its owner (an existing member keeps their role). Returns the tenant id
+/// and whether it was created.
+pub async fn ensure_tenant_with_owner(
     pool: &PgPool,
     slug: &TenantSlug,
     name: &TenantName,
-    admin: AccountId,
+    owner: AccountId,
 ) -> Result<(TenantId, bool), TenantError> {
     let mut tx = pool.begin().await.context("starting a transaction")?;
     let inserted = sqlx::query_scalar!(
@@ -98,61 +105,113 @@ pub async fn ensure_tenant_with_admin(
         ),
     };
     sqlx::query!(
-        "INSERT INTO tenant_members (tenant_id, account_id, role) VALUES ($1, $2, 'admin')
+        "INSERT INTO tenant_members (tenant_id, account_id, role) VALUES ($1, $2, 'owner')
          ON CONFLICT DO NOTHING",
         id,
-        admin.0,
+        owner.0,
     )
     .execute(&mut *tx)
     .await
-    .context("granting the admin role")?;
+    .context("granting the owner role")?;
     tx.commit().await.context("committing the tenant")?;
     Ok((TenantId(id), created))
 }
 
-/// A tenant as the console lists it.
+/// A tenant new from the web (`tenants.self_signup`): `owner` (a verified
+/// account, the use case checks) becomes its owner. A taken slug is
+/// refused, never joined.
+pub async fn create_with_owner(
+    pool: &PgPool,
+    slug: &TenantSlug,
+    name: &TenantName,
+    owner: AccountId,
+) -> Result<TenantId, TenantError> {
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let id = sqlx::query_scalar!(
+        "INSERT INTO tenants (id, slug, name) VALUES ($1, $2, $3)
+         ON CONFLICT (slug) DO NOTHING RETURNING id",
+        Uuid::now_v7(),
+        slug.as_str(),
+        name.as_str(),
+    )
+    .fetch_optional(&mut *tx)
+    .await
+    .context("inserting a tenant")?
+    .ok_or(TenantError::SlugTaken)?;
+    sqlx::query!(
+        "INSERT INTO tenant_members (tenant_id, account_id, role) VALUES ($1, $2, 'owner')",
+        id,
+        owner.0,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("granting the owner role")?;
+    audit::admin_action(
+        &mut tx,
+        TenantId(id),
+        owner,
+        "tenant.created",
+        ("tenant", id),
+        serde_json::json!({ "slug": slug.as_str(), "name": name.as_str() }),
+    )
+    .await?;
+    tx.commit().await.context("committing the tenant")?;
+    Ok(TenantId(id))
+}
+
+/// A tenant as the console lists it, with the caller's role in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TenantSummary {
     pub id: TenantId,
     pub slug: String,
     pub name: String,
-    pub admins: i64,
+    /// How many members its team has.
+    pub members: i64,
+    /// The role of the account that asked.
+    pub role: Role,
 }
 
-/// The tenants `account` administers, by name.
-pub async fn administered_by(
+/// The tenants `account` is a member of, by name.
+pub async fn memberships_of(
     pool: &PgPool,
     account: AccountId,
 ) -> anyhow::Result<Vec<TenantSummary>> {
     let rows = sqlx::query!(
-        r#"SELECT t.id, t.slug, t.name,
-                  (SELECT count(*) FROM tenant_members a WHERE a.tenant_id = t.id AND a.role = 'admin') AS "admins!"
+        r#"SELECT t.id, t.slug, t.name, m.role AS "role: Role",
+                  (SELECT count(*) FROM tenant_members a WHERE a.tenant_id = t.id) AS "members!"
            FROM tenant_members m JOIN tenants t ON t.id = m.tenant_id
-           WHERE m.account_id = $1 AND m.role = 'admin'
+           WHERE m.account_id = $1
            ORDER BY t.name, t.id"#,
         account.0,
     )
     .fetch_all(pool)
     .await
-    .context("listing administered tenants")?;
+    .context("listing an account's tenants")?;
     Ok(rows
         .into_iter()
         .map(|r| TenantSummary {
             id: TenantId(r.id),
             slug: r.slug,
             name: r.name,
-            admins: r.admins,
+            members: r.members,
+            role: r.role,
         })
         .collect())
 }
 
-/// One tenant's summary.
-pub async fn summary(pool: &PgPool, tenant: TenantId) -> anyhow::Result<Option<TenantSummary>> {
+/// One tenant's summary, as `account` (a member) sees it.
+pub async fn summary(
+    pool: &PgPool,
+    tenant: TenantId,
+    account: AccountId,
+) -> anyhow::Result<Option<TenantSummary>> {
     let row = sqlx::query!(
-        r#"SELECT t.id, t.slug, t.name,
-                  (SELECT count(*) FROM tenant_members a WHERE a.tenant_id = t.id AND a.role = 'admin') AS "admins!"
-           FROM tenants t WHERE t.id = $1"#,
+        r#"SELECT t.id, t.slug, t.name, m.role AS "role: Role",
+                  (SELECT count(*) FROM tenant_members a WHERE a.tenant_id = t.id) AS "members!"
+           FROM tenants t JOIN tenant_members m ON m.tenant_id = t.id AND m.account_id = $2
+           WHERE t.id = $1"#,
         tenant.0,
+        account.0,
     )
     .fetch_optional(pool)
     .await
@@ -161,23 +220,86 @@ pub async fn summary(pool: &PgPool, tenant: TenantId) -> anyhow::Result<Option<T
         id: TenantId(r.id),
         slug: r.slug,
         name: r.name,
-        admins: r.admins,
+        members: r.members,
+        role: r.role,
     }))
 }
 
-/// Whether `account` administers `tenant`.
-pub async fn is_admin(pool: &PgPool, tenant: TenantId, account: AccountId) -> anyhow::Result<bool> {
+/// `account`'s role in `tenant`, if it is a member.
+pub async fn role_of(
+    pool: &PgPool,
+    tenant: TenantId,
+    account: AccountId,
+) -> anyhow::Result<Option<Role>> {
     sqlx::query_scalar!(
-        r#"SELECT EXISTS (
-             SELECT 1 FROM tenant_members
-             WHERE tenant_id = $1 AND account_id = $2 AND role = 'admin'
-           ) AS "is_admin!""#,
+        r#"SELECT role AS "role: Role" FROM tenant_members WHERE tenant_id = $1 AND account_id = $2"#,
         tenant.0,
         account.0,
     )
-    .fetch_one(pool)
+    .fetch_optional(pool)
     .await
-    .context("checking the admin role")
+    .context("reading a member's role")
+}
+
+/// What a tenant decides for itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TenantSettings {
+    /// A code binds only to an account whose address is verified.
+    pub require_verified_email: bool,
+}
+
+/// A tenant's settings.
+pub async fn settings(pool: &PgPool, tenant: TenantId) -> anyhow::Result<Option<TenantSettings>> {
+    let row = sqlx::query!(
+        "SELECT require_verified_email FROM tenants WHERE id = $1",
+        tenant.0
+    )
+    .fetch_optional(pool)
+    .await
+    .context("reading a tenant's settings")?;
+    Ok(row.map(|r| TenantSettings {
+        require_verified_email: r.require_verified_email,
+    }))
+}
+
+/// Changes a tenant's settings (audited with what changed).
+pub async fn update_settings(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    new: TenantSettings,
+) -> anyhow::Result<()> {
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let before = sqlx::query_scalar!(
+        "SELECT require_verified_email FROM tenants WHERE id = $1 FOR UPDATE",
+        tenant.0
+    )
+    .fetch_one(&mut *tx)
+    .await
+    .context("reading a tenant's settings")?;
+    if before != new.require_verified_email {
+        sqlx::query!(
+            "UPDATE tenants SET require_verified_email = $2 WHERE id = $1",
+            tenant.0,
+            new.require_verified_email,
+        )
+        .execute(&mut *tx)
+        .await
+        .context("storing a tenant's settings")?;
+        audit::admin_action(
+            &mut tx,
+            tenant,
+            actor,
+            "tenant.settings_changed",
+            ("tenant", tenant.0),
+            serde_json::json!({ "require_verified_email": new.require_verified_email }),
+        )
+        .await?;
+    }
+    tx.commit()
+        .await
+        .context("committing a tenant's settings")?;
+    Ok(())
 }
 
 #[cfg(test)]

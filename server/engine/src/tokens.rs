@@ -4,8 +4,9 @@
 //! A token is `a1t_` + 256 random bits (base64url), shown once. Only its
 //! SHA-256 digest is stored: the token has full entropy, so a slow password
 //! hash would add nothing but latency on every call. A token acts as the
-//! admin who created it, within its scopes, and stops working when it is
-//! revoked, when that admin loses the role, or when the account is disabled.
+//! member who created it (an owner), within its scopes and that member's
+//! current role, and stops working when it is revoked, when that member
+//! leaves the team, or when the account is disabled.
 
 use anyhow::Context as _;
 use base64::Engine as _;
@@ -20,7 +21,7 @@ use uuid::Uuid;
 use crate::{
     accounts::{AccountId, Principal},
     audit,
-    tenants::TenantId,
+    tenants::{Permission, Role, TenantId},
 };
 
 /// What a token may do.
@@ -73,18 +74,29 @@ pub struct TokenView {
     pub revoked_at: Option<OffsetDateTime>,
 }
 
-/// A verified token: the admin it acts as, where, and what it may do.
+/// A verified token: the member it acts as, where, and what it may do.
 #[derive(Debug, Clone)]
 pub struct TokenCaller {
     pub token: Uuid,
     pub tenant: TenantId,
     pub principal: Principal,
+    /// The creator's role now: a token never does more than its creator
+    /// may (a demoted owner's write token writes no more).
+    pub role: Role,
     pub scopes: Vec<Scope>,
 }
 
 impl TokenCaller {
-    pub fn allows(&self, scope: Scope) -> bool {
-        self.scopes.contains(&scope)
+    /// Whether the token may do what `permission` covers: its scope
+    /// (`read` views, `write` manages courses; neither reaches the team or
+    /// the integrations) and its creator's current role both allow it.
+    pub fn allows(&self, permission: Permission) -> bool {
+        let scope = match permission {
+            Permission::ViewConsole => Scope::Read,
+            Permission::ManageCourses => Scope::Write,
+            Permission::ManageIntegrations | Permission::ManageTeam => return false,
+        };
+        self.scopes.contains(&scope) && self.role.allows(permission)
     }
 }
 
@@ -201,10 +213,11 @@ pub async fn authenticate(
         return Ok(None);
     }
     let row = sqlx::query!(
-        r#"SELECT t.tenant_id, t.id, t.scopes, t.last_used_at, a.id AS account, a.email, a.display_name
+        r#"SELECT t.tenant_id, t.id, t.scopes, t.last_used_at, a.id AS account, a.email, a.display_name,
+                  a.email_verified_at IS NOT NULL AS "verified!", m.role AS "role: Role"
            FROM api_tokens t
            JOIN accounts a ON a.id = t.created_by AND a.disabled_at IS NULL
-           JOIN tenant_members m ON m.tenant_id = t.tenant_id AND m.account_id = a.id AND m.role = 'admin'
+           JOIN tenant_members m ON m.tenant_id = t.tenant_id AND m.account_id = a.id
            WHERE t.digest = $1 AND t.revoked_at IS NULL"#,
         digest(token),
     )
@@ -234,7 +247,9 @@ pub async fn authenticate(
             id: AccountId(row.account),
             email: row.email,
             display_name: row.display_name,
+            email_verified: row.verified,
         },
+        role: row.role,
         scopes: row
             .scopes
             .iter()

@@ -28,10 +28,14 @@ mod text_enum;
 
 mod code;
 mod ids;
+mod lang;
+mod role;
 mod share;
 
 pub use code::{CodeState, InvalidCodeState};
 pub use ids::{AccountId, ShareId, TenantId};
+pub use lang::Lang;
+pub use role::{InvalidRole, Permission, Role};
 pub use share::{
     InvalidResourceKind, InvalidShareStatus, ResourceKind, ShareStatus, Unavailability,
 };

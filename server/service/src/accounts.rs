@@ -1,14 +1,26 @@
-//! Accounts: register, sign in, change password. Parsing, throttling and
-//! the session are the use case's; passwords, hashing and the epoch are
-//! the engine's (`engine::accounts`).
+//! Accounts: register, sign in, change password, and the account's life by
+//! mail: verify the address ("send again"), "forgot password" and the
+//! reset, change of address. Parsing, throttling and the session are the
+//! use case's; passwords, hashing, links, the epoch and the mails are the
+//! engine's (`engine::accounts`).
+//!
+//! Every form that sends mail or takes a mailed link is throttled per
+//! client IP; the ones that send mail to an address also per address or
+//! per account, so nobody can flood a mailbox.
 
 use std::net::IpAddr;
 
 use engine::{
-    accounts::{self, AccountError, DisplayName, Email, Password, Principal},
+    accounts::{
+        self, AccountError, AccountId, DisplayName, Email, Password, Principal,
+        links::{LinkPurpose, LinkToken},
+        recovery,
+        verification::{self, Resent},
+    },
     coordination::ThrottleScope,
     throttle::ip_subject,
 };
+use model::Lang;
 use secrecy::SecretString;
 use tower_sessions::Session;
 
@@ -24,14 +36,16 @@ pub struct Registration {
     pub password_confirm: Option<String>,
 }
 
-/// Creates an account and signs `session` in as it. Malformed input is
-/// refused before the attempt is counted (per IP).
+/// Creates an account, mails it a verification link (in `lang`) and signs
+/// `session` in as it. Malformed input is refused before the attempt is
+/// counted (per IP).
 #[tracing::instrument(name = "register", skip_all)]
 pub async fn register(
     services: &Services,
     session: &Session,
     ip: IpAddr,
     form: Registration,
+    lang: Lang,
 ) -> Result<Principal, ServiceError> {
     let email = Email::parse(&form.email)?;
     let display_name = DisplayName::parse(&form.display_name)?;
@@ -46,14 +60,22 @@ pub async fn register(
         services.auth.register_per_ip,
     )
     .await?;
-    accounts::register(&services.pool, &email, &display_name, &password).await?;
+    accounts::register(
+        &services.pool,
+        &services.links,
+        &email,
+        &display_name,
+        &password,
+        lang,
+    )
+    .await?;
     let signed_in = accounts::authenticate(&services.pool, &email, &password).await?;
     session::sign_in(session, &signed_in).await?;
     Ok(signed_in.principal)
 }
 
 /// Checks the credentials (throttled per IP and per email) and signs
-/// `session` in.
+/// `session` in; the account's notices are written in `lang` from now on.
 #[tracing::instrument(name = "login", skip_all)]
 pub async fn login(
     services: &Services,
@@ -61,6 +83,7 @@ pub async fn login(
     ip: IpAddr,
     email: &str,
     password: String,
+    lang: Lang,
 ) -> Result<Principal, ServiceError> {
     let email = Email::parse(email)?;
     throttle::hit(
@@ -83,6 +106,7 @@ pub async fn login(
         .map_err(|_| AccountError::InvalidCredentials)?;
     let signed_in = accounts::authenticate(&services.pool, &email, &password).await?;
     session::sign_in(session, &signed_in).await?;
+    accounts::remember_lang(&services.pool, signed_in.principal.id, lang).await?;
     // Answer from what authentication read: if a concurrent "sign out
     // everywhere" just revoked this session, the next request says so.
     Ok(signed_in.principal)
@@ -108,6 +132,7 @@ pub async fn change_password(
     principal: &Principal,
     ip: IpAddr,
     form: PasswordChange,
+    lang: Lang,
 ) -> Result<i64, ServiceError> {
     if form.new_password != form.new_password_confirm {
         return Err(ServiceError::NewPasswordsDiffer);
@@ -130,7 +155,7 @@ pub async fn change_password(
     .await?;
     let current = Password::parse(SecretString::from(form.current_password))
         .map_err(|_| ServiceError::WrongCurrentPassword)?;
-    accounts::change_password(&services.pool, principal.id, &current, &new)
+    accounts::change_password(&services.pool, principal.id, &current, &new, lang)
         .await
         .map_err(|e| match e {
             AccountError::InvalidCredentials => ServiceError::WrongCurrentPassword,
@@ -148,4 +173,192 @@ pub async fn sign_out_everywhere(
 ) -> Result<(), ServiceError> {
     accounts::revoke_all_sessions(&services.pool, principal.id).await?;
     session::sign_out(session).await
+}
+
+/// Counts one use of a form that sends mail or takes a mailed link, from `ip`.
+async fn mail_ip(services: &Services, ip: IpAddr) -> Result<(), ServiceError> {
+    throttle::hit(
+        services,
+        ThrottleScope::MailIp,
+        &ip_subject(ip),
+        services.auth.mail_per_ip,
+    )
+    .await
+}
+
+/// Counts one mail `account` asks for.
+async fn mail_account(services: &Services, account: AccountId) -> Result<(), ServiceError> {
+    throttle::hit(
+        services,
+        ThrottleScope::MailAccount,
+        &account.0.to_string(),
+        services.auth.mail_per_account,
+    )
+    .await
+}
+
+/// A link's secret as it came back: junk is the same as an expired link.
+fn link_token(raw: &str) -> Result<LinkToken, ServiceError> {
+    LinkToken::parse(raw).ok_or(ServiceError::Account(AccountError::LinkInvalid))
+}
+
+/// "Send the verification mail again" (throttled per account and per IP).
+#[tracing::instrument(name = "resend_verification", skip_all, fields(principal = %principal.id.0))]
+pub async fn resend_verification(
+    services: &Services,
+    principal: &Principal,
+    ip: IpAddr,
+    lang: Lang,
+) -> Result<Resent, ServiceError> {
+    if principal.email_verified {
+        return Ok(Resent::AlreadyVerified);
+    }
+    mail_account(services, principal.id).await?;
+    mail_ip(services, ip).await?;
+    Ok(verification::resend(&services.pool, &services.links, principal.id, lang).await?)
+}
+
+/// Uses a verification link (throttled per IP: the link is the secret).
+#[tracing::instrument(name = "verify_email", skip_all)]
+pub async fn verify_email(
+    services: &Services,
+    ip: IpAddr,
+    token: &str,
+) -> Result<AccountId, ServiceError> {
+    let token = link_token(token)?;
+    mail_ip(services, ip).await?;
+    Ok(verification::verify(&services.pool, &token).await?)
+}
+
+/// "Forgot password": the same answer, after the same work, whether the
+/// address has an account or not. Only the address's shape is checked and
+/// the throttles counted (per address and per IP) before answering; the
+/// look-up, the link and the mail happen after the answer, in a task of
+/// their own, so neither the answer nor its timing tells whether an
+/// account exists.
+#[tracing::instrument(name = "forgot_password", skip_all)]
+pub async fn forgot_password(
+    services: &Services,
+    ip: IpAddr,
+    email: &str,
+    lang: Lang,
+) -> Result<(), ServiceError> {
+    let email = Email::parse(email)?;
+    throttle::hit(
+        services,
+        ThrottleScope::ResetEmail,
+        email.as_str(),
+        services.auth.reset_per_email,
+    )
+    .await?;
+    mail_ip(services, ip).await?;
+    let (pool, links) = (services.pool.clone(), services.links.clone());
+    tokio::spawn(async move {
+        if let Err(error) = recovery::request_reset(&pool, &links, &email, lang).await {
+            tracing::error!(
+                error = format!("{error:#}"),
+                "a password reset request failed"
+            );
+        }
+    });
+    Ok(())
+}
+
+/// Whether a reset link is still open (the reset page shows its form then).
+pub async fn reset_link_is_open(services: &Services, token: &str) -> Result<bool, ServiceError> {
+    let Some(token) = LinkToken::parse(token) else {
+        return Ok(false);
+    };
+    Ok(verification::link_is_open(&services.pool, LinkPurpose::ResetPassword, &token).await?)
+}
+
+/// What the reset form carries.
+#[derive(Debug)]
+pub struct PasswordReset {
+    pub token: String,
+    pub new_password: String,
+    pub new_password_confirm: String,
+}
+
+/// Uses a reset link: the new password is set, every session of the
+/// account ends, and a notice goes out (in `lang`). Throttled per IP.
+#[tracing::instrument(name = "reset_password", skip_all)]
+pub async fn reset_password(
+    services: &Services,
+    ip: IpAddr,
+    form: PasswordReset,
+    lang: Lang,
+) -> Result<AccountId, ServiceError> {
+    let token = link_token(&form.token)?;
+    if form.new_password != form.new_password_confirm {
+        return Err(ServiceError::NewPasswordsDiffer);
+    }
+    let new = Password::parse(SecretString::from(form.new_password))
+        .map_err(ServiceError::InvalidNewPassword)?;
+    mail_ip(services, ip).await?;
+    Ok(recovery::reset(&services.pool, &token, &new, lang).await?)
+}
+
+/// What the change-of-address form carries.
+#[derive(Debug)]
+pub struct EmailChange {
+    pub current_password: String,
+    pub new_email: String,
+}
+
+/// Starts moving `principal` to a new address: the current password is
+/// checked (throttled like a password change: it is a guess at it), and
+/// the new address gets a link. Throttled per account and per IP.
+#[tracing::instrument(name = "change_email", skip_all, fields(principal = %principal.id.0))]
+pub async fn change_email(
+    services: &Services,
+    principal: &Principal,
+    ip: IpAddr,
+    form: EmailChange,
+    lang: Lang,
+) -> Result<(), ServiceError> {
+    let new = Email::parse(&form.new_email).map_err(|_| ServiceError::InvalidNewEmail)?;
+    throttle::hit(
+        services,
+        ThrottleScope::PasswordChangeAccount,
+        &principal.id.0.to_string(),
+        services.auth.sign_in_per_email,
+    )
+    .await?;
+    mail_account(services, principal.id).await?;
+    mail_ip(services, ip).await?;
+    let current = Password::parse(SecretString::from(form.current_password))
+        .map_err(|_| ServiceError::WrongCurrentPassword)?;
+    verification::request_change(
+        &services.pool,
+        &services.links,
+        principal.id,
+        &current,
+        &new,
+        lang,
+    )
+    .await
+    .map_err(|e| match e {
+        AccountError::InvalidCredentials => ServiceError::WrongCurrentPassword,
+        AccountError::EmailTaken => ServiceError::NewEmailTaken,
+        other => other.into(),
+    })
+}
+
+/// Uses a change-of-address link. Returns the new address.
+#[tracing::instrument(name = "confirm_email_change", skip_all)]
+pub async fn confirm_email_change(
+    services: &Services,
+    ip: IpAddr,
+    token: &str,
+) -> Result<String, ServiceError> {
+    let token = link_token(token)?;
+    mail_ip(services, ip).await?;
+    let (_, email) = verification::confirm_change(&services.pool, &token)
+        .await
+        .map_err(|e| match e {
+            AccountError::EmailTaken => ServiceError::NewEmailTaken,
+            other => other.into(),
+        })?;
+    Ok(email)
 }

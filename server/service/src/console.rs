@@ -14,7 +14,7 @@ use engine::{
     code_admin, handover,
     progress::Progress,
     shares::{self, Share, ShareError, ShareId},
-    tenants::TenantId,
+    tenants::{Permission, Role, TenantId},
 };
 use tower_sessions::Session;
 use uuid::Uuid;
@@ -24,20 +24,21 @@ use crate::{ServiceError, Services, session};
 /// How long a caller is told to wait after a handover could not be parked.
 const HANDOVER_AWAY_RETRY_SECS: u64 = 5;
 
-/// The signed-in admin of `tenant` and its share `share`: 401/403 for
-/// everyone else, 404 for a share of another tenant (ids are not secrets,
-/// but tenants stay apart).
+/// The signed-in member of `tenant` allowed `permission`, their role, and
+/// its share `share`: 401/403 for everyone else, 404 for a share of another tenant
+/// (ids are not secrets, but tenants stay apart).
 pub async fn admin_share(
     services: &Services,
     session: &Session,
     tenant: TenantId,
     share: ShareId,
-) -> Result<(Principal, Share), ServiceError> {
-    let admin = session::admin_of(services, session, tenant).await?;
+    permission: Permission,
+) -> Result<(Principal, Role, Share), ServiceError> {
+    let (admin, role) = session::membership(services, session, tenant, permission).await?;
     let share = shares::get_in(&services.pool, tenant, share)
         .await?
         .ok_or(ServiceError::NotFound)?;
-    Ok((admin, share))
+    Ok((admin, role, share))
 }
 
 /// A batch to issue from the console.

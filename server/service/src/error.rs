@@ -13,9 +13,12 @@ use engine::{
     accounts::AccountError,
     codes::CodeFormatError,
     coordination::ThrottleScope,
+    learners::LearnerError,
     outcome::{ErrorKind, INVALID_INPUT, Outcome},
     settlement::SettlementError,
     shares::ShareError,
+    team::TeamError,
+    tenants::TenantError,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +53,21 @@ pub enum ServiceError {
     /// Password change: the new password breaks the policy.
     #[error("{0}")]
     InvalidNewPassword(AccountError),
+    /// Change of address: the new address is not one.
+    #[error("enter a valid email address, like name@example.com")]
+    InvalidNewEmail,
+    /// Change of address: another account has the new address.
+    #[error("another account uses this email address")]
+    NewEmailTaken,
+    /// A role that is not owner, admin or support.
+    #[error("a role is owner, admin or support")]
+    InvalidRole,
+    /// Tenant signup is off (`tenants.self_signup`).
+    #[error("creating a tenant from the web is not open on this server; ask the operator")]
+    SignupClosed,
+    /// Something only a verified address may do (create a tenant).
+    #[error("verify your email address first")]
+    VerifyEmailFirst,
     #[error(transparent)]
     Account(#[from] AccountError),
     #[error(transparent)]
@@ -59,6 +77,12 @@ pub enum ServiceError {
     /// The typed text is not a code (caught before anything is counted).
     #[error(transparent)]
     Format(#[from] CodeFormatError),
+    #[error(transparent)]
+    Team(#[from] TeamError),
+    #[error(transparent)]
+    Tenant(#[from] TenantError),
+    #[error(transparent)]
+    Learner(#[from] LearnerError),
     #[error(transparent)]
     Unexpected(#[from] anyhow::Error),
 }
@@ -74,6 +98,9 @@ pub fn attempts(scope: ThrottleScope) -> &'static str {
         ThrottleScope::CodeShare => "code attempts for this course",
         ThrottleScope::PasswordChangeAccount => "password change attempts",
         ThrottleScope::PasswordChangeIp => "password change attempts from your network",
+        ThrottleScope::ResetEmail => "password reset requests for this address",
+        ThrottleScope::MailIp => "requests that send mail from your network",
+        ThrottleScope::MailAccount => "requests that send mail from your account",
     }
 }
 
@@ -98,7 +125,14 @@ impl Outcome for ServiceError {
             Self::PasswordsDiffer
             | Self::NewPasswordsDiffer
             | Self::WrongCurrentPassword
-            | Self::InvalidNewPassword(_) => ErrorKind::Invalid,
+            | Self::InvalidNewPassword(_)
+            | Self::InvalidNewEmail
+            | Self::NewEmailTaken
+            | Self::InvalidRole => ErrorKind::Invalid,
+            Self::SignupClosed | Self::VerifyEmailFirst => ErrorKind::Forbidden,
+            Self::Team(e) => e.kind(),
+            Self::Tenant(e) => e.kind(),
+            Self::Learner(e) => e.kind(),
             Self::Account(e) => e.kind(),
             Self::Settlement(e) => e.kind(),
             Self::Share(e) => e.kind(),
@@ -117,7 +151,15 @@ impl Outcome for ServiceError {
             Self::PasswordsDiffer
             | Self::NewPasswordsDiffer
             | Self::WrongCurrentPassword
-            | Self::InvalidNewPassword(_) => INVALID_INPUT,
+            | Self::InvalidNewPassword(_)
+            | Self::InvalidNewEmail
+            | Self::NewEmailTaken
+            | Self::InvalidRole => INVALID_INPUT,
+            Self::SignupClosed => "tenant_signup_closed",
+            Self::VerifyEmailFirst => "email_not_verified",
+            Self::Team(e) => e.code(),
+            Self::Tenant(e) => e.code(),
+            Self::Learner(e) => e.code(),
             Self::Account(e) => e.code(),
             Self::Settlement(e) => e.code(),
             Self::Share(e) => e.code(),
@@ -132,6 +174,11 @@ impl Outcome for ServiceError {
             Self::NewPasswordsDiffer => Some("new_password_confirm"),
             Self::WrongCurrentPassword => Some("current_password"),
             Self::InvalidNewPassword(_) => Some("new_password"),
+            Self::InvalidNewEmail | Self::NewEmailTaken => Some("new_email"),
+            Self::InvalidRole => Some("role"),
+            Self::Team(e) => e.field(),
+            Self::Tenant(e) => e.field(),
+            Self::Learner(e) => e.field(),
             Self::Account(e) => e.field(),
             Self::Settlement(e) => e.field(),
             Self::Share(e) => e.field(),
@@ -141,6 +188,8 @@ impl Outcome for ServiceError {
             | Self::NotFound
             | Self::Throttled { .. }
             | Self::Unavailable { .. }
+            | Self::SignupClosed
+            | Self::VerifyEmailFirst
             | Self::Unexpected(_) => None,
         }
     }
@@ -153,6 +202,9 @@ impl Outcome for ServiceError {
             Self::Share(e) => e.unexpected(),
             Self::Format(e) => e.unexpected(),
             Self::InvalidNewPassword(e) => e.unexpected(),
+            Self::Team(e) => e.unexpected(),
+            Self::Tenant(e) => e.unexpected(),
+            Self::Learner(e) => e.unexpected(),
             Self::Unauthenticated
             | Self::Forbidden
             | Self::NotFound
@@ -160,7 +212,12 @@ impl Outcome for ServiceError {
             | Self::Unavailable { .. }
             | Self::PasswordsDiffer
             | Self::NewPasswordsDiffer
-            | Self::WrongCurrentPassword => None,
+            | Self::WrongCurrentPassword
+            | Self::InvalidNewEmail
+            | Self::NewEmailTaken
+            | Self::InvalidRole
+            | Self::SignupClosed
+            | Self::VerifyEmailFirst => None,
         }
     }
 }

@@ -68,8 +68,13 @@ pub enum Standing {
     SignedOut,
     /// Signed in, no code yet.
     NeedsCode(Principal),
-    /// A code was accepted in this session and waits for the first opening.
-    Pending(Principal),
+    /// A code was accepted in this session and waits for the first opening;
+    /// `must_verify`: it cannot bind until the account's address is
+    /// verified (the tenant asks for it).
+    Pending {
+        principal: Principal,
+        must_verify: bool,
+    },
     /// A code is bound to this account (`binding.revoked`: the provider
     /// withdrew it).
     Holds(Principal, BindingView),
@@ -103,7 +108,14 @@ pub async fn share_overview(
                     .await?
                     .is_some() =>
                 {
-                    Standing::Pending(principal)
+                    let must_verify = !principal.email_verified
+                        && engine::tenants::settings(&services.pool, share.tenant())
+                            .await?
+                            .is_none_or(|s| s.require_verified_email);
+                    Standing::Pending {
+                        principal,
+                        must_verify,
+                    }
                 }
                 None => Standing::NeedsCode(principal),
             }

@@ -15,8 +15,9 @@
 //! | [`state`] | [`Services`]: the handles every use case needs (pool, Redis, keyring, settler, storage, policy) |
 //! | [`error`] | [`ServiceError`]: every outcome a use case can end in, with its kind, code and field |
 //! | [`throttle`] | one attempt counted against a fixed-window limit |
-//! | [`session`] | who is asking: sign-in state in the session, `admin_of`, the client's IP |
-//! | [`accounts`] | register, sign in, change password |
+//! | [`session`] | who is asking: sign-in state in the session, `member_of` (a tenant's member whose role allows a permission), the client's IP |
+//! | [`accounts`] | register, sign in, change password; verify the address, forgot password and reset, change of address |
+//! | [`team`] | a tenant's team: invite, accept, change a role, remove, leave; tenant signup; suspending a learner |
 //! | [`console`] | the console's compensating workflows: issue or replace codes and park them for one viewing, or undo |
 //! | [`learner`] | a share's page, code entry (phases 1+2), opening a resource (phase 3), my courses |
 //! | [`request_span`] | the span of the request being served, carried by the task, so that what a use case learns (who asked) lands on it |
@@ -31,6 +32,7 @@ pub mod learner;
 pub mod request_span;
 pub mod session;
 pub mod state;
+pub mod team;
 pub mod throttle;
 
 pub use error::ServiceError;

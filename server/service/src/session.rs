@@ -13,7 +13,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use engine::{
     accounts::{self, AccountId, Principal, SignedIn},
-    tenants::{self, TenantId},
+    tenants::{self, Permission, Role, TenantId},
 };
 use serde::{Deserialize, Serialize};
 use tower_sessions::Session;
@@ -93,19 +93,32 @@ pub async fn learner_of(services: &Services, session: &Session) -> Result<Princi
         .ok_or(ServiceError::Unauthenticated)
 }
 
-/// A signed-in administrator of `tenant`. Everyone else, including admins
-/// of other tenants, gets `Forbidden`, whether or not the tenant exists.
-pub async fn admin_of(
+/// A signed-in member of `tenant` whose role allows `permission`.
+/// Everyone else, including members of other tenants and members whose
+/// role falls short, gets `Forbidden`, whether or not the tenant exists.
+pub async fn member_of(
     services: &Services,
     session: &Session,
     tenant: TenantId,
+    permission: Permission,
 ) -> Result<Principal, ServiceError> {
+    Ok(membership(services, session, tenant, permission).await?.0)
+}
+
+/// [`member_of`], with the member's role (pages show what it allows).
+pub async fn membership(
+    services: &Services,
+    session: &Session,
+    tenant: TenantId,
+    permission: Permission,
+) -> Result<(Principal, Role), ServiceError> {
     let principal = learner_of(services, session).await?;
-    if tenants::is_admin(&services.pool, tenant, principal.id).await? {
-        crate::request_span::record("tenant", tenant.0);
-        Ok(principal)
-    } else {
-        Err(ServiceError::Forbidden)
+    match tenants::role_of(&services.pool, tenant, principal.id).await? {
+        Some(role) if role.allows(permission) => {
+            crate::request_span::record("tenant", tenant.0);
+            Ok((principal, role))
+        }
+        _ => Err(ServiceError::Forbidden),
     }
 }
 

@@ -5,6 +5,7 @@
 use std::{sync::Arc, time::Duration};
 
 use engine::{
+    accounts::links::LinkKey,
     codes::Keyring,
     coordination::Redis,
     db::PgPool,
@@ -20,6 +21,8 @@ pub struct Services {
     pub throttle: FixedWindow,
     pub auth: AuthPolicy,
     pub keyring: Arc<Keyring>,
+    /// Derives the single-use links mails carry (`engine::accounts::links`).
+    pub links: Arc<LinkKey>,
     pub settler: Settler,
     pub storage: Storage,
     /// Largest accepted upload, in bytes.
@@ -44,4 +47,14 @@ pub struct AuthPolicy {
     pub code_per_account: Limit,
     pub code_per_ip: Limit,
     pub code_per_share: Limit,
+    /// "Forgot password" per address.
+    pub reset_per_email: Limit,
+    /// Forms that send mail or use a mailed link, per client IP.
+    pub mail_per_ip: Limit,
+    /// Mail an account asks for (verification again, change of address,
+    /// invitations) and tenant signups, per account.
+    pub mail_per_account: Limit,
+    /// Whether a verified account may create a tenant from the web
+    /// (`tenants.self_signup`).
+    pub tenant_self_signup: bool,
 }

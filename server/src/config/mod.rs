@@ -28,8 +28,9 @@ use serde::Deserialize;
 
 use secrets::SecretSettings;
 use sections::{
-    DatabaseSettings, Environment, LogSettings, MetricsSettings, RedisSettings, ServerSettings,
-    SessionSettings, SettlementSettings, StorageSettings, ThrottleSettings, WebhookSettings,
+    DatabaseSettings, Environment, LogSettings, MailSettings, MetricsSettings, RedisSettings,
+    ServerSettings, SessionSettings, SettlementSettings, StorageSettings, TenantSettings,
+    ThrottleSettings, WebhookSettings,
 };
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -46,6 +47,8 @@ pub struct Settings {
     pub log: LogSettings,
     pub metrics: MetricsSettings,
     pub webhooks: WebhookSettings,
+    pub mail: MailSettings,
+    pub tenants: TenantSettings,
 }
 
 /// Why the configuration cannot be used.

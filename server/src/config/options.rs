@@ -28,6 +28,10 @@ impl Settings {
             code_per_account: Limit::new(t.code_per_account, t.window_secs),
             code_per_ip: Limit::new(t.code_per_ip, t.window_secs),
             code_per_share: Limit::new(t.code_per_share, t.window_secs),
+            reset_per_email: Limit::new(t.reset_per_email, t.window_secs),
+            mail_per_ip: Limit::new(t.mail_per_ip, t.window_secs),
+            mail_per_account: Limit::new(t.mail_per_account, t.window_secs),
+            tenant_self_signup: self.tenants.self_signup,
         }
     }
 

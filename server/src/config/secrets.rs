@@ -82,6 +82,15 @@ impl Settings {
                 ),
                 Some(_) => {}
             }
+            // No dev mailbox in production: without a server, mail is lost.
+            if self.mail.smtp_url.is_none() {
+                problems.push(
+                    "mail.smtp_url (APP_MAIL__SMTP_URL) is missing: mail needs an SMTP server",
+                );
+            }
+            if self.mail.from.trim().is_empty() {
+                problems.push("mail.from (APP_MAIL__FROM) is missing: the sender of every mail");
+            }
             if !problems.is_empty() {
                 return Err(ConfigError::InsecureProduction(problems.join("; ")));
             }
@@ -159,6 +168,8 @@ mod tests {
     fn production() -> Settings {
         let mut s = Settings::default();
         s.server.environment = Environment::Production;
+        s.mail.smtp_url = Some(SecretString::from("smtps://user:pass@mail.example.com"));
+        s.mail.from = "Acme <courses@acme.example>".into();
         s
     }
 
@@ -171,6 +182,26 @@ mod tests {
         assert!(error.contains("secrets.session_key"), "{error}");
         assert!(error.contains("secrets.code_keys"), "{error}");
         assert!(error.contains("missing"), "{error}");
+    }
+
+    #[test]
+    fn production_needs_an_smtp_server_and_a_sender_and_names_each() {
+        let mut s = production();
+        s.secrets.session_key = Some(SecretString::from("k".repeat(64)));
+        s.secrets.code_keys = Some(SecretString::from("1:a-real-secret-of-length"));
+        s.validate().expect("complete");
+        s.mail.smtp_url = None;
+        s.mail.from = String::new();
+        let error = s.validate().expect_err("must refuse").to_string();
+        assert!(error.contains("refusing to start in production"), "{error}");
+        assert!(error.contains("mail.smtp_url"), "{error}");
+        assert!(error.contains("mail.from"), "{error}");
+        s.mail.from = "Acme <courses@acme.example>".into();
+        let error = s.validate().expect_err("must refuse").to_string();
+        assert!(
+            error.contains("mail.smtp_url") && !error.contains("mail.from"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -55,6 +55,60 @@ impl Default for WebhookSettings {
     }
 }
 
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MailSettings {
+    /// The SMTP server, as a URL: `smtp://user:pass@host:587?tls=required`
+    /// (STARTTLS, refused without it), `smtps://user:pass@host:465`
+    /// (implicit TLS), or `smtp://host:25` (plain, for a relay on the same
+    /// host or network). Empty in development: mail goes to the dev
+    /// mailbox (`/dev/mailbox`). Production refuses to start without one.
+    pub smtp_url: Option<SecretString>,
+    /// A PEM file of the CA that signed the SMTP server's certificate, if
+    /// it is a private one (trusted beside the bundled public roots).
+    pub smtp_ca_file: Option<String>,
+    /// The sender: `AdmitOne <no-reply@courses.example.com>`. Required in
+    /// production.
+    pub from: String,
+    /// Run the mail relay in `serve` (every instance may: rows are claimed
+    /// with `FOR UPDATE SKIP LOCKED`).
+    pub relay: bool,
+    /// Pause between relay rounds when there was nothing to send.
+    pub poll_interval_ms: u64,
+    /// How long one SMTP conversation may take before it counts as failed.
+    pub timeout_ms: u64,
+    /// Attempts before a mail is dead-lettered.
+    pub max_attempts: i32,
+    /// First retry delay; doubled per attempt, with jitter, up to
+    /// `backoff_max_secs`.
+    pub backoff_base_ms: u64,
+    pub backoff_max_secs: u64,
+}
+
+impl Default for MailSettings {
+    fn default() -> Self {
+        Self {
+            smtp_url: None,
+            smtp_ca_file: None,
+            from: String::new(),
+            relay: true,
+            poll_interval_ms: 1_000,
+            timeout_ms: 15_000,
+            max_attempts: 10,
+            backoff_base_ms: 5_000,
+            backoff_max_secs: 3_600,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TenantSettings {
+    /// A verified account may create a tenant from the web and becomes its
+    /// owner. Off: tenants come from `server admin create-tenant`.
+    pub self_signup: bool,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Environment {
@@ -115,6 +169,15 @@ pub struct ThrottleSettings {
     pub code_per_ip: u32,
     /// Code entry attempts per share per window (all learners together).
     pub code_per_share: u32,
+    /// "Forgot password" requests per email address per window.
+    pub reset_per_email: u32,
+    /// Requests of forms that send mail or use a mailed link (forgot
+    /// password, reset, verification, change of address, invitations) per
+    /// client IP per window.
+    pub mail_per_ip: u32,
+    /// Mail one account asks for (verification again, change of address,
+    /// invitations) and tenant signups, per account per window.
+    pub mail_per_account: u32,
     pub window_secs: u64,
 }
 
@@ -268,6 +331,9 @@ impl Default for ThrottleSettings {
             code_per_account: 20,
             code_per_ip: 100,
             code_per_share: 5_000,
+            reset_per_email: 5,
+            mail_per_ip: 50,
+            mail_per_account: 10,
             window_secs: 15 * 60,
         }
     }

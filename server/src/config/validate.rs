@@ -57,6 +57,13 @@ impl Settings {
                 message: "code limits must be above 0".into(),
             });
         }
+        if t.reset_per_email == 0 || t.mail_per_ip == 0 || t.mail_per_account == 0 {
+            return Err(ConfigError::Invalid {
+                key: "throttle",
+                message: "mail limits must be above 0".into(),
+            });
+        }
+        self.validate_mail()?;
         self.storage_config()?;
         if self.server.trust_forwarded_for.is_some() && self.server.trusted_proxy_hops != 0 {
             return Err(ConfigError::Invalid {
@@ -74,6 +81,21 @@ impl Settings {
         }
         self.validate_secrets()
     }
+
+    /// The SMTP URL and the sender parse. (Production's refusal to run
+    /// without them is with the other production refusals, in
+    /// `secrets.rs`: the URL carries the SMTP password.)
+    fn validate_mail(&self) -> Result<(), ConfigError> {
+        crate::mail::transport::smtp_builder(&self.mail).map_err(|e| ConfigError::Invalid {
+            key: "mail.smtp_url",
+            message: format!("{e:#}"),
+        })?;
+        crate::mail::transport::from_address(&self.mail).map_err(|e| ConfigError::Invalid {
+            key: "mail.from",
+            message: format!("{e:#}"),
+        })?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -83,5 +105,19 @@ mod tests {
     #[test]
     fn development_defaults_are_valid() {
         Settings::default().validate().expect("defaults validate");
+    }
+
+    #[test]
+    fn the_smtp_url_and_the_sender_must_parse() {
+        let mut s = Settings::default();
+        s.mail.from = "nobody".into();
+        let error = s.validate().expect_err("bad sender").to_string();
+        assert!(error.contains("mail.from"), "{error}");
+        s.mail.from = "Acme <courses@acme.example>".into();
+        s.mail.smtp_url = Some("ftp://mail.example.com".to_owned().into());
+        let error = s.validate().expect_err("bad url").to_string();
+        assert!(error.contains("mail.smtp_url"), "{error}");
+        s.mail.smtp_url = Some("smtps://user:pass@mail.example.com".to_owned().into());
+        s.validate().expect("both parse");
     }
 }

@@ -17,7 +17,7 @@ use axum::{
 use engine::{
     handover::{self, Download, DownloadLease},
     shares::{self, ShareId},
-    tenants::TenantId,
+    tenants::{Permission, TenantId},
 };
 use tower_sessions::Session;
 use uuid::Uuid;
@@ -72,7 +72,14 @@ pub async fn codes_csv(
     session: Session,
     Path((tenant, share, batch)): Path<(Uuid, Uuid, Uuid)>,
 ) -> Result<Response, ApiError> {
-    let admin = service::session::admin_of(&state.services, &session, TenantId(tenant)).await?;
+    // Plain codes: for those who may issue them.
+    let admin = service::session::member_of(
+        &state.services,
+        &session,
+        TenantId(tenant),
+        Permission::ManageCourses,
+    )
+    .await?;
     let share = shares::get_in(&state.services.pool, TenantId(tenant), ShareId(share))
         .await?
         .ok_or_else(ApiError::not_found)?;
@@ -242,7 +249,13 @@ pub async fn records_csv(
     session: Session,
     Path((tenant, share)): Path<(Uuid, Uuid)>,
 ) -> Result<Response, ApiError> {
-    service::session::admin_of(&state.services, &session, TenantId(tenant)).await?;
+    service::session::member_of(
+        &state.services,
+        &session,
+        TenantId(tenant),
+        Permission::ViewConsole,
+    )
+    .await?;
     let share = shares::get_in(&state.services.pool, TenantId(tenant), ShareId(share))
         .await?
         .ok_or_else(ApiError::not_found)?;
@@ -280,7 +293,13 @@ pub async fn preview(
     Path((tenant, share, resource)): Path<(Uuid, Uuid, Uuid)>,
     request_headers: axum::http::HeaderMap,
 ) -> Result<Response, ApiError> {
-    service::session::admin_of(&state.services, &session, TenantId(tenant)).await?;
+    service::session::member_of(
+        &state.services,
+        &session,
+        TenantId(tenant),
+        Permission::ViewConsole,
+    )
+    .await?;
     let resource = engine::resources::resource(
         &state.services.pool,
         TenantId(tenant),

@@ -87,6 +87,10 @@ pub async fn scrape(State(state): State<ServerState>, headers: HeaderMap) -> Res
         Ok((outbox, dead)) => engine::measures::backlog(outbox, dead),
         Err(error) => tracing::warn!(error = format!("{error:#}"), "reading the backlog"),
     }
+    match engine::mail::backlog(&app.pool).await {
+        Ok((pending, dead)) => engine::measures::mail_backlog(pending, dead),
+        Err(error) => tracing::warn!(error = format!("{error:#}"), "reading the mail backlog"),
+    }
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         handle().render(),

@@ -170,7 +170,7 @@ fn Table(
                             <th>{t("Actions", "操作")}</th>
                         </tr></thead>
                         <tbody>
-                            {table.codes.into_iter().map(|code| view! { <Row code tenant revoke unbind replace/> }).collect_view()}
+                            {table.codes.into_iter().map(|code| view! { <Row code tenant revoke unbind replace read_only=table.read_only/> }).collect_view()}
                         </tbody>
                     </table>
                 </div>
@@ -187,8 +187,12 @@ fn Row(
     revoke: ServerAction<RevokeCode>,
     unbind: ServerAction<UnbindCode>,
     replace: ServerAction<ReplaceCode>,
+    /// Support: the row has no actions.
+    read_only: bool,
 ) -> impl IntoView {
-    let unused = code.state == CodeState::Unused;
+    // Support reads the table; the actions are the others' (the server
+    // refuses them anyway).
+    let unused = !read_only && code.state == CodeState::Unused;
     let revoke_label = lang().pick(
         format!("Revoke code {}", code.hint),
         format!("作废兑换码 {}", code.hint),
@@ -203,8 +207,8 @@ fn Row(
         format!("I understand that {learner} loses access to this course at once."),
         format!("我明白 {learner} 会立即失去这门课程的访问权限。"),
     );
-    let bound = code.state == CodeState::Bound;
-    let live = code.state != CodeState::Revoked;
+    let bound = !read_only && code.state == CodeState::Bound;
+    let live = !read_only && code.state != CodeState::Revoked;
     let reason_id = format!("reason-{}", code.id);
     let after_id = format!("after-{}", code.id);
     view! {

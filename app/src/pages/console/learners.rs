@@ -1,7 +1,8 @@
 //! A share's learners and access records
 //! (`/admin/t/{tenant}/s/{share}/learners`): who is bound with which code,
 //! since when, how often they came; one learner's records with
-//! `?learner=`; every record as a streamed CSV.
+//! `?learner=`; every record as a streamed CSV. A learner can be suspended
+//! from every course of the tenant (and re-enabled): their binding stays.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -10,7 +11,8 @@ use uuid::Uuid;
 
 use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
-    admin::learners::{LearnersPage as Page, share_learners},
+    admin::learners::{LearnersPage as Page, SuspendLearner, share_learners},
+    components::form::FormAlert,
     error::AppError,
     i18n::{lang, t},
 };
@@ -27,9 +29,10 @@ pub fn LearnersPage() -> impl IntoView {
             q.get("after").and_then(|a| a.parse::<Uuid>().ok()),
         )
     };
+    let suspend = ServerAction::<SuspendLearner>::new();
     let data = Resource::new(
-        move || (tenant(), share(), selection()),
-        |(tenant, share, (learner, after))| async move {
+        move || (tenant(), share(), selection(), suspend.version().get()),
+        |(tenant, share, (learner, after), _)| async move {
             match (tenant, share) {
                 (Some(t), Some(s)) => share_learners(t, s, learner, after).await,
                 _ => Err(AppError::NotFound),
@@ -46,7 +49,7 @@ pub fn LearnersPage() -> impl IntoView {
                     s.map(|s| s.to_string()).unwrap_or_default()
                 );
                 match (data.await, t, s) {
-                    (Ok(page), Some(tenant), Some(share)) => view! { <Learners page tenant share/> }.into_any(),
+                    (Ok(page), Some(tenant), Some(share)) => view! { <Learners page tenant share suspend/> }.into_any(),
                     (Ok(_), _, _) => view! { <crate::pages::not_found::NotFound/> }.into_any(),
                     (Err(error), _, _) => view! { <ConsoleError error here/> }.into_any(),
                 }
@@ -56,8 +59,15 @@ pub fn LearnersPage() -> impl IntoView {
 }
 
 #[component]
-fn Learners(page: Page, tenant: Uuid, share: Uuid) -> impl IntoView {
+fn Learners(
+    page: Page,
+    tenant: Uuid,
+    share: Uuid,
+    suspend: ServerAction<SuspendLearner>,
+) -> impl IntoView {
     let base = format!("/admin/t/{tenant}/s/{share}/learners");
+    let error = Signal::derive(move || suspend.value().get().and_then(Result::err));
+    let read_only = page.read_only;
     view! {
         <Title text=lang().pick(format!("Learners · {}", page.share_title), format!("学员 · {}", page.share_title))/>
         <ConsoleNav tenant/>
@@ -86,6 +96,7 @@ fn Learners(page: Page, tenant: Uuid, share: Uuid) -> impl IntoView {
                 }}
             </section>
         })}
+        <FormAlert error/>
         {if page.learners.is_empty() {
             view! { <p class="muted">{t("Nobody is bound yet.", "还没有学员绑定。")}</p> }.into_any()
         } else {
@@ -93,15 +104,33 @@ fn Learners(page: Page, tenant: Uuid, share: Uuid) -> impl IntoView {
             view! {
                 <div class="table-wrap">
                     <table class="data learners">
-                        <thead><tr><th>{t("Learner", "学员")}</th><th>{t("Code", "兑换码")}</th><th>{t("Bound since", "绑定时间")}</th><th>{t("Accesses", "访问次数")}</th><th>{t("Last access", "最近访问")}</th></tr></thead>
+                        <thead><tr><th>{t("Learner", "学员")}</th><th>{t("Code", "兑换码")}</th><th>{t("Bound since", "绑定时间")}</th><th>{t("Accesses", "访问次数")}</th><th>{t("Last access", "最近访问")}</th><th>{t("Access to your courses", "课程访问")}</th></tr></thead>
                         <tbody>
                             {page.learners.into_iter().map(|l| view! {
                                 <tr>
-                                    <td><a href=format!("{base}?learner={}", l.principal)>{l.email}</a></td>
+                                    <td><a href=format!("{base}?learner={}", l.principal)>{l.email.clone()}</a></td>
                                     <td><code>{l.hint}</code></td>
                                     <td class="nowrap">{l.bound_at}</td>
                                     <td>{l.accesses}</td>
                                     <td class="nowrap">{l.last_access.unwrap_or_default()}</td>
+                                    <td>
+                                        {l.suspended.then(|| view! { <span class="status status-revoked">{t("suspended", "已停用")}</span>" " })}
+                                        {(!read_only).then(|| view! {
+                                        <ActionForm action=suspend attr:class="inline-form">
+                                            <input type="hidden" name="tenant_id" value=tenant.to_string()/>
+                                            <input type="hidden" name="account_id" value=l.principal.to_string()/>
+                                            <input type="hidden" name="suspend" value=if l.suspended { "no" } else { "yes" }/>
+                                            <button type="submit" class=if l.suspended { "link-button" } else { "link-button danger-link" }
+                                                aria-label=if l.suspended {
+                                                    lang().pick(format!("Re-enable {}", l.email), format!("恢复 {}", l.email))
+                                                } else {
+                                                    lang().pick(format!("Suspend {}", l.email), format!("停用 {}", l.email))
+                                                }>
+                                                {if l.suspended { t("Re-enable", "恢复") } else { t("Suspend", "停用") }}
+                                            </button>
+                                        </ActionForm>
+                                        })}
+                                    </td>
                                 </tr>
                             }).collect_view()}
                         </tbody>

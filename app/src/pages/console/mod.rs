@@ -10,6 +10,7 @@ pub mod dashboard;
 pub mod issued;
 pub mod learners;
 pub mod share;
+pub mod team;
 pub mod tokens;
 mod upload;
 pub mod webhooks;
@@ -37,6 +38,7 @@ pub fn ConsoleNav(tenant: Uuid) -> impl IntoView {
     view! {
         <nav class="console-nav" aria-label=t("Console", "管理后台")>
             <a href=format!("/admin/t/{tenant}")>{t("Dashboard", "概览")}</a>
+            <a href=format!("/admin/t/{tenant}/team")>{t("Team", "团队")}</a>
             <a href=format!("/admin/t/{tenant}/audit")>{t("Audit log", "审计日志")}</a>
             <a href=format!("/admin/t/{tenant}/tokens")>{t("API tokens", "API 令牌")}</a>
             <a href=format!("/admin/t/{tenant}/webhooks")>{t("Webhooks", "Webhook")}</a>

@@ -95,13 +95,23 @@ fn Editor(
             " · "<a href=format!("/admin/t/{tenant}/s/{share}/codes")>{t("Code table", "兑换码列表")}</a>
             " · "<a href=format!("/admin/t/{tenant}/s/{share}/learners")>{t("Learners and records", "学员与访问记录")}</a>
         </p>
-        <div class="console-grid">
-            <Settings editor=editor.clone() action=update/>
-            <div class="stack">
-                <Resources tenant share resources=editor.resources.clone() actions/>
-                <Codes tenant share ticket=editor.issue_ticket batches=editor.batches.clone() revoke/>
+        {editor.read_only.then(|| view! {
+            <p class="flash info read-only-note" role="status">{t(
+                "You can look at this share but not change it (your role is support).",
+                "你可以查看这个课程分享，但不能修改（你的角色是客服）。",
+            )}</p>
+        })}
+        // Support reads the forms with everything in them disabled (the
+        // server refuses their posts anyway).
+        <fieldset class="bare" disabled=editor.read_only>
+            <div class="console-grid">
+                <Settings editor=editor.clone() action=update/>
+                <div class="stack">
+                    <Resources tenant share resources=editor.resources.clone() actions/>
+                    <Codes tenant share ticket=editor.issue_ticket batches=editor.batches.clone() revoke/>
+                </div>
             </div>
-        </div>
+        </fieldset>
     }
 }
 

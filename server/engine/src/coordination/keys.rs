@@ -21,6 +21,13 @@ pub enum ThrottleScope {
     CodeShare,
     PasswordChangeAccount,
     PasswordChangeIp,
+    /// "Forgot password" for one address (a mailbox is not flooded).
+    ResetEmail,
+    /// Every form that sends mail or uses a mailed link, per client IP.
+    MailIp,
+    /// Mail an account asks for itself or others (verification again, a
+    /// change of address, invitations), and tenant signups, per account.
+    MailAccount,
 }
 
 impl ThrottleScope {
@@ -34,6 +41,9 @@ impl ThrottleScope {
             Self::CodeShare => "code-share",
             Self::PasswordChangeAccount => "password-account",
             Self::PasswordChangeIp => "password-ip",
+            Self::ResetEmail => "reset-email",
+            Self::MailIp => "mail-ip",
+            Self::MailAccount => "mail-account",
         }
     }
 }

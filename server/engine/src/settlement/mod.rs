@@ -151,6 +151,13 @@ pub enum SettlementError {
     LearnerLimitReached,
     #[error("this account is disabled")]
     AccountDisabled,
+    /// The course provider suspended this learner (their courses only).
+    #[error("the course provider has suspended your access to its courses; contact them")]
+    LearnerSuspended,
+    /// A code binds only to a verified address (unless the tenant waives
+    /// it); the pending code stays for after the verification.
+    #[error("verify your email address first: open the link we sent you, then open this again")]
+    EmailNotVerified,
     #[error("no such resource")]
     ResourceNotFound,
     /// [`Counting::LiveGrantOnly`], and no grant of the resource is live.

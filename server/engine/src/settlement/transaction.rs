@@ -2,10 +2,13 @@
 //! is bound and an access counted, in PostgreSQL, all or nothing.
 //!
 //! It answers a retry from the first attempt's record, checks the share,
-//! the resource, the account and an existing binding, binds with a
-//! compare-and-set `UPDATE … WHERE bound_principal IS NULL`, debits the
-//! learner's and the share's counters with conditional UPDATEs, writes the
-//! access record (unique per request id) and the outbox rows, and commits.
+//! the resource, the account (not disabled, not suspended by the tenant,
+//! and, to bind, a verified address unless the tenant waives it) and an
+//! existing binding, binds with a compare-and-set `UPDATE … WHERE
+//! bound_principal IS NULL`, debits the learner's and the share's counters
+//! with conditional UPDATEs, writes the access record (unique per request
+//! id), the outbox rows and, for a new binding, the learner's receipt in
+//! the mail outbox, and commits.
 //! A unique violation rolls it back and [`Settler::run_transaction`] starts
 //! it over, reading the final state afresh. The concurrency suite's
 //! [`FaultPoint`]s sit between the steps.
@@ -19,7 +22,7 @@ use uuid::Uuid;
 
 use super::{Counting, Grant, SettlementError, SettlementRequest, Settler, options::FaultPoint};
 use crate::{
-    audit,
+    audit, mail,
     shares::{Share, ShareStatus},
     tenants::TenantId,
 };
@@ -197,16 +200,26 @@ impl Settler {
             return Err(SettlementError::ResourceNotFound.into());
         }
 
-        // The account.
-        let active = sqlx::query_scalar!(
-            r#"SELECT disabled_at IS NULL AS "active!" FROM accounts WHERE id = $1"#,
+        // The account: not disabled, not suspended by this tenant, and
+        // whether it may bind (a verified address, unless the tenant does
+        // not ask for one).
+        let account = sqlx::query!(
+            r#"SELECT a.disabled_at IS NULL AS "active!",
+                      a.email_verified_at IS NOT NULL OR NOT t.require_verified_email AS "may_bind!",
+                      EXISTS (SELECT 1 FROM suspended_learners s
+                              WHERE s.tenant_id = t.id AND s.account_id = a.id) AS "suspended!"
+               FROM accounts a, tenants t WHERE a.id = $1 AND t.id = $2"#,
             principal,
+            tenant,
         )
         .fetch_optional(&mut *tx)
         .await
         .context("reading the account")?;
-        if active != Some(true) {
+        let Some(account) = account.filter(|a| a.active) else {
             return Err(SettlementError::AccountDisabled.into());
+        };
+        if account.suspended {
+            return Err(SettlementError::LearnerSuspended.into());
         }
 
         // An existing binding decides; it is locked so that one learner's
@@ -231,6 +244,11 @@ impl Settler {
                 // unbind): a request from another site still never binds.
                 if request.counting == Counting::LiveGrantOnly {
                     return Err(SettlementError::OpenFromCoursePage.into());
+                }
+                // Verifying keeps the pending code: the learner comes back
+                // after clicking the mailed link and this succeeds.
+                if !account.may_bind {
+                    return Err(SettlementError::EmailNotVerified.into());
                 }
                 self.count(|p| &p.bind_attempts);
                 let bound = sqlx::query_scalar!(
@@ -367,6 +385,16 @@ impl Settler {
                 tenant_id,
                 "code.bound",
                 json!({ "share_id": share_id, "code_id": code_id, "principal": principal }),
+            )
+            .await?;
+            // The learner's receipt: "you now hold <course>".
+            mail::enqueue_code_notice(
+                &mut tx,
+                mail::Template::CodeBound,
+                tenant_id,
+                share_id,
+                request.principal,
+                json!({}),
             )
             .await?;
         }

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use hmac::{Hmac, Mac as _};
-use rand::Rng as _;
 use serde_json::json;
 use sha2::Sha256;
 use sqlx::PgPool;
@@ -149,51 +148,7 @@ pub async fn claim_due(pool: &PgPool, limit: i64, lease: Duration) -> anyhow::Re
         .collect())
 }
 
-/// How one attempt went.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Attempted {
-    /// The endpoint answered 2xx.
-    Delivered { status: u16 },
-    /// Anything else: a status, a timeout, a refused connection.
-    Failed { status: Option<u16>, error: String },
-}
-
-/// When the relay tries a failed delivery again.
-#[derive(Debug, Clone, Copy)]
-pub struct RetryPolicy {
-    pub max_attempts: i32,
-    pub base: Duration,
-    pub max: Duration,
-}
-
-impl RetryPolicy {
-    /// The pause after attempt `attempt` failed: `base · 2^(attempt-1)`,
-    /// capped at `max`, then a random point in its upper half (jitter, so
-    /// an endpoint that comes back is not hit by every retry at once).
-    pub fn backoff(&self, attempt: i32) -> Duration {
-        let exponent = u32::try_from(attempt.saturating_sub(1))
-            .unwrap_or(0)
-            .min(30);
-        let full = self
-            .base
-            .saturating_mul(2_u32.saturating_pow(exponent))
-            .min(self.max);
-        let half = full / 2;
-        half + full
-            .saturating_sub(half)
-            .mul_f64(rand::thread_rng().r#gen::<f64>())
-    }
-}
-
-/// What [`record`] did with an attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Recorded {
-    Delivered,
-    WillRetry,
-    Dead,
-    /// The lease had passed to another relay; nothing was written.
-    LeaseLost,
-}
+pub use crate::delivery::{Attempted, Recorded, RetryPolicy};
 
 /// Settles one attempt of a leased delivery.
 pub async fn record(
@@ -219,9 +174,9 @@ pub async fn record(
             .context("recording a delivery")?;
             (Recorded::Delivered, changed.rows_affected())
         }
-        Attempted::Failed { status, error } => {
-            let dead = due.attempt >= policy.max_attempts;
-            let retry_in = policy.backoff(due.attempt);
+        Attempted::Failed { status, error } | Attempted::Permanent { status, error } => {
+            let permanent = matches!(outcome, Attempted::Permanent { .. });
+            let (dead, retry_in) = policy.after_failure(due.attempt, permanent);
             let error: String = error.chars().take(500).collect();
             let changed = sqlx::query!(
                 "UPDATE webhook_deliveries
@@ -284,31 +239,5 @@ mod tests {
             sign("whsec_test", 1_700_000_000, br#"{"a":1}"#),
             "t=1700000000,v1=38877139021993b830af32feea6e18a8da83eb2f6e49ee50bd9e4cf4ca4d3789"
         );
-    }
-
-    #[test]
-    fn backoff_doubles_with_jitter_and_stops_at_the_cap() {
-        let policy = RetryPolicy {
-            max_attempts: 5,
-            base: Duration::from_secs(2),
-            max: Duration::from_secs(60),
-        };
-        for _ in 0..100 {
-            let first = policy.backoff(1);
-            assert!(
-                first >= Duration::from_secs(1) && first <= Duration::from_secs(2),
-                "{first:?}"
-            );
-            let third = policy.backoff(3);
-            assert!(
-                third >= Duration::from_secs(4) && third <= Duration::from_secs(8),
-                "{third:?}"
-            );
-            let late = policy.backoff(30);
-            assert!(
-                late >= Duration::from_secs(30) && late <= Duration::from_secs(60),
-                "{late:?}"
-            );
-        }
     }
 }

@@ -37,6 +37,7 @@ fn principal_json(p: &engine::accounts::Principal) -> AccountBody {
         id: p.id.0,
         email: p.email.clone(),
         display_name: p.display_name.clone(),
+        email_verified: p.email_verified,
     }
 }
 
@@ -68,6 +69,8 @@ pub async fn register(
         &session,
         client_ip(&state.services, &peer, &headers),
         form,
+        // Mails are written in the caller's language (answers stay English).
+        model::Lang::from_headers(&headers),
     )
     .await?;
     Ok((StatusCode::CREATED, Json(principal_json(&principal))))
@@ -97,6 +100,7 @@ pub async fn login(
         client_ip(&state.services, &peer, &headers),
         &body.email,
         body.password,
+        model::Lang::from_headers(&headers),
     )
     .await?;
     Ok(Json(principal_json(&principal)))

@@ -18,10 +18,12 @@ use axum::{
 use engine::{
     accounts::AccountError,
     codes::CodeFormatError,
+    learners::LearnerError,
     outcome::{ErrorKind, INVALID_INPUT, Outcome},
     settlement::SettlementError,
     shares::ShareError,
     storage::StorageError,
+    team::TeamError,
     tenants::TenantError,
     tokens::TokenError,
     webhooks::WebhookError,
@@ -150,6 +152,8 @@ macro_rules! from_outcome {
 }
 
 from_outcome!(
+    TeamError,
+    LearnerError,
     SettlementError,
     ShareError,
     StorageError,

@@ -54,24 +54,36 @@ pub async fn share(
     Path(slug): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
     let overview = learner::share_overview(&state.services, &session, &slug).await?;
-    let pending = matches!(overview.standing, Standing::Pending(_));
     let me = match overview.standing {
         Standing::SignedOut => Me {
             signed_in: false,
             email: None,
             binding: None,
             pending: false,
+            must_verify: false,
         },
-        Standing::NeedsCode(p) | Standing::Pending(p) => Me {
+        Standing::NeedsCode(p) => Me {
             signed_in: true,
-            pending,
+            pending: false,
+            must_verify: false,
             email: Some(p.email),
+            binding: None,
+        },
+        Standing::Pending {
+            principal,
+            must_verify,
+        } => Me {
+            signed_in: true,
+            pending: true,
+            must_verify,
+            email: Some(principal.email),
             binding: None,
         },
         Standing::Holds(p, binding) => Me {
             signed_in: true,
             email: Some(p.email),
             pending: false,
+            must_verify: false,
             binding: Some(binding),
         },
     };

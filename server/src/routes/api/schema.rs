@@ -26,6 +26,9 @@ pub struct AccountBody {
     pub id: Uuid,
     pub email: String,
     pub display_name: String,
+    /// A link mailed to `email` came back. Codes bind only to verified
+    /// accounts unless the course's tenant waives it.
+    pub email_verified: bool,
 }
 
 /// A share's new status.
@@ -88,6 +91,9 @@ pub struct Me {
     pub binding: Option<engine::settlement::BindingView>,
     /// A code was entered and waits for the first opening.
     pub pending: bool,
+    /// The pending code binds only once the account's address is verified
+    /// (opening now answers 403 `email_not_verified`).
+    pub must_verify: bool,
 }
 
 /// A share's page data.

@@ -9,7 +9,7 @@ use axum::{
     response::IntoResponse,
 };
 use engine::{
-    accounts::Principal, code_admin, shares::ShareError, tenants::TenantId, tokens::Scope,
+    accounts::Principal, code_admin, shares::ShareError, tenants::Permission, tenants::TenantId,
 };
 use serde::Deserialize;
 use uuid::Uuid;
@@ -54,7 +54,8 @@ pub async fn issue_codes(
     headers: axum::http::HeaderMap,
     body: Result<Json<IssueBody>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (share, admin) = admin_of_share(&state, &caller, &share_id, Scope::Write).await?;
+    let (share, admin) =
+        admin_of_share(&state, &caller, &share_id, Permission::ManageCourses).await?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
     let key = match headers.get("idempotency-key") {
         None => None,
@@ -119,7 +120,7 @@ pub async fn list_codes(
     Path(share_id): Path<String>,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (share, _) = admin_of_share(&state, &caller, &share_id, Scope::Read).await?;
+    let (share, _) = admin_of_share(&state, &caller, &share_id, Permission::ViewConsole).await?;
     let Query(query) = query.map_err(|e| rejection(e, "invalid_query"))?;
     let limit = query.limit.unwrap_or(100).clamp(1, 1_000);
     let filter = code_admin::CodeFilter {
@@ -159,7 +160,9 @@ async fn admin_of_code(
     else {
         return Err(caller.refuse(state).await);
     };
-    let admin = caller.admin_of(state, tenant, Scope::Write).await?;
+    let admin = caller
+        .admin_of(state, tenant, Permission::ManageCourses)
+        .await?;
     Ok((tenant, code, admin))
 }
 

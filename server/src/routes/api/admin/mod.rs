@@ -23,8 +23,8 @@ pub use shares::{create_share, set_status};
 use engine::{
     accounts::Principal,
     shares::{Share, ShareId},
-    tenants::TenantId,
-    tokens::{self, Scope, TokenCaller},
+    tenants::{Permission, TenantId},
+    tokens::{self, TokenCaller},
 };
 use service::ServiceError;
 use tower_sessions::Session;
@@ -77,18 +77,22 @@ where
 }
 
 impl Caller {
-    /// The admin acting on `tenant` with `scope`, or 401/403.
+    /// The member acting on `tenant` with `permission` (a session's role, or
+    /// a token's scope and its creator's role), or 401/403.
     pub async fn admin_of(
         &self,
         state: &ServerState,
         tenant: TenantId,
-        scope: Scope,
+        permission: Permission,
     ) -> Result<Principal, ApiError> {
         match self {
             Self::Session(session) => {
-                Ok(service::session::admin_of(&state.services, session, tenant).await?)
+                Ok(
+                    service::session::member_of(&state.services, session, tenant, permission)
+                        .await?,
+                )
             }
-            Self::Token(token) if token.tenant == tenant && token.allows(scope) => {
+            Self::Token(token) if token.tenant == tenant && token.allows(permission) => {
                 // What `service::session` records for a signed-in admin.
                 service::request_span::record("principal", token.principal.id.0);
                 service::request_span::record("tenant", tenant.0);
@@ -114,18 +118,18 @@ impl Caller {
     }
 }
 
-/// The share and its admin, or 401/403/404.
+/// The share and its member allowed `permission`, or 401/403/404.
 async fn admin_of_share(
     state: &ServerState,
     caller: &Caller,
     share_id: &str,
-    scope: Scope,
+    permission: Permission,
 ) -> Result<(Share, Principal), ApiError> {
     let share = engine::shares::get(&state.services.pool, ShareId(parse_id(share_id)?)).await?;
     // Authorise before revealing whether the share exists.
     let Some(share) = share else {
         return Err(caller.refuse(state).await);
     };
-    let admin = caller.admin_of(state, share.tenant(), scope).await?;
+    let admin = caller.admin_of(state, share.tenant(), permission).await?;
     Ok((share, admin))
 }

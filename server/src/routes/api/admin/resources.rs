@@ -8,7 +8,7 @@ use axum::{
     http::StatusCode,
     response::IntoResponse,
 };
-use engine::{resources, storage::Storage, tokens::Scope};
+use engine::{resources, storage::Storage, tenants::Permission};
 use uuid::Uuid;
 
 use super::{Caller, admin_of_share};
@@ -53,7 +53,7 @@ pub async fn upload(
     share_id: &str,
     mut multipart: Multipart,
 ) -> Result<resources::Resource, ApiError> {
-    let (share, admin) = admin_of_share(state, caller, share_id, Scope::Write).await?;
+    let (share, admin) = admin_of_share(state, caller, share_id, Permission::ManageCourses).await?;
     let resource_id = Uuid::now_v7();
     let key = Storage::key_for(share.tenant_id, share.id, resource_id);
     let stored = store_upload(state, &key, &mut multipart).await;

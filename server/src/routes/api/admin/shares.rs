@@ -9,8 +9,8 @@ use axum::{
 };
 use engine::{
     shares::{self, NewShare, Share, ShareError, ShareInput, ShareStatus},
+    tenants::Permission,
     tenants::TenantId,
-    tokens::Scope,
 };
 use serde::Deserialize;
 use service::ServiceError;
@@ -44,7 +44,9 @@ pub async fn create_share(
 ) -> Result<impl IntoResponse, ApiError> {
     let tenant =
         TenantId(parse_id(&tenant_id).map_err(|_| ApiError::from(ServiceError::Forbidden))?);
-    let admin = caller.admin_of(&state, tenant, Scope::Write).await?;
+    let admin = caller
+        .admin_of(&state, tenant, Permission::ManageCourses)
+        .await?;
     let Json(input) = body.map_err(|e| rejection(e, "invalid_json"))?;
     let new = NewShare::parse(input)?;
     let share = shares::create_share(&state.services.pool, tenant, admin.id, new).await?;
@@ -76,7 +78,8 @@ pub async fn set_status(
     Path(share_id): Path<String>,
     body: Result<Json<StatusBody>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (share, admin) = admin_of_share(&state, &caller, &share_id, Scope::Write).await?;
+    let (share, admin) =
+        admin_of_share(&state, &caller, &share_id, Permission::ManageCourses).await?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
     let status = ShareStatus::parse(&body.status).map_err(ShareError::from)?;
     shares::set_status(

@@ -90,8 +90,10 @@ fn settlement_errors() -> Vec<SettlementError> {
         E::Busy,
         E::Unavailable,
         E::Unexpected(boom()),
+        E::LearnerSuspended,
+        E::EmailNotVerified,
     ];
-    covers(&all, 17, |e| match e {
+    covers(&all, 19, |e| match e {
         E::CodeRequired => 0,
         E::CodeBound => 1,
         E::CodeRevoked => 2,
@@ -109,6 +111,8 @@ fn settlement_errors() -> Vec<SettlementError> {
         E::Unavailable => 14,
         E::Unexpected(_) => 15,
         E::OpenFromCoursePage => 16,
+        E::LearnerSuspended => 17,
+        E::EmailNotVerified => 18,
     });
     all
 }
@@ -185,8 +189,10 @@ fn account_errors() -> Vec<AccountError> {
         E::InvalidCredentials,
         E::Disabled,
         E::Unexpected(boom()),
+        E::LinkInvalid,
+        E::SameEmail,
     ];
-    covers(&all, 7, |e| match e {
+    covers(&all, 9, |e| match e {
         E::InvalidEmail => 0,
         E::InvalidPassword => 1,
         E::InvalidDisplayName => 2,
@@ -194,6 +200,8 @@ fn account_errors() -> Vec<AccountError> {
         E::InvalidCredentials => 4,
         E::Disabled => 5,
         E::Unexpected(_) => 6,
+        E::LinkInvalid => 7,
+        E::SameEmail => 8,
     });
     all
 }
@@ -210,11 +218,52 @@ fn storage_errors() -> Vec<StorageError> {
 
 fn tenant_errors() -> Vec<TenantError> {
     use TenantError as E;
-    let all = vec![E::InvalidSlug, E::InvalidName, E::Unexpected(boom())];
-    covers(&all, 3, |e| match e {
+    let all = vec![
+        E::InvalidSlug,
+        E::InvalidName,
+        E::SlugTaken,
+        E::Unexpected(boom()),
+    ];
+    covers(&all, 4, |e| match e {
         E::InvalidSlug => 0,
         E::InvalidName => 1,
-        E::Unexpected(_) => 2,
+        E::SlugTaken => 2,
+        E::Unexpected(_) => 3,
+    });
+    all
+}
+
+fn team_errors() -> Vec<TeamError> {
+    use TeamError as E;
+    let all = vec![
+        E::LastOwner,
+        E::AlreadyMember,
+        E::MemberNotFound,
+        E::InvitationNotFound,
+        E::InvitationInvalid,
+        E::WrongAccount {
+            invited: "a@example.com".into(),
+        },
+        E::Unexpected(boom()),
+    ];
+    covers(&all, 7, |e| match e {
+        E::LastOwner => 0,
+        E::AlreadyMember => 1,
+        E::MemberNotFound => 2,
+        E::InvitationNotFound => 3,
+        E::InvitationInvalid => 4,
+        E::WrongAccount { .. } => 5,
+        E::Unexpected(_) => 6,
+    });
+    all
+}
+
+fn learner_errors() -> Vec<LearnerError> {
+    use LearnerError as E;
+    let all = vec![E::NotFound, E::Unexpected(boom())];
+    covers(&all, 2, |e| match e {
+        E::NotFound => 0,
+        E::Unexpected(_) => 1,
     });
     all
 }
@@ -292,8 +341,16 @@ fn service_errors() -> Vec<ServiceError> {
         E::Share(ShareError::SlugTaken),
         E::Format(CodeFormatError::BadCheckSymbol),
         E::Unexpected(boom()),
+        E::InvalidNewEmail,
+        E::NewEmailTaken,
+        E::InvalidRole,
+        E::SignupClosed,
+        E::VerifyEmailFirst,
+        E::Team(TeamError::LastOwner),
+        E::Tenant(TenantError::SlugTaken),
+        E::Learner(LearnerError::NotFound),
     ];
-    covers(&all, 14, |e| match e {
+    covers(&all, 22, |e| match e {
         E::Unauthenticated => 0,
         E::Forbidden => 1,
         E::NotFound => 2,
@@ -308,6 +365,14 @@ fn service_errors() -> Vec<ServiceError> {
         E::Share(_) => 11,
         E::Format(_) => 12,
         E::Unexpected(_) => 13,
+        E::InvalidNewEmail => 14,
+        E::NewEmailTaken => 15,
+        E::InvalidRole => 16,
+        E::SignupClosed => 17,
+        E::VerifyEmailFirst => 18,
+        E::Team(_) => 19,
+        E::Tenant(_) => 20,
+        E::Learner(_) => 21,
     });
     all
 }
@@ -355,6 +420,8 @@ fn console_and_account_errors_get_one_status_from_both_adapters() {
     agree(tenant_errors, AppError::outcome);
     agree(token_errors, AppError::outcome);
     agree(webhook_errors, AppError::outcome);
+    agree(team_errors, AppError::outcome);
+    agree(learner_errors, AppError::outcome);
     agree(code_format_errors, |e| {
         AppError::from(ServiceError::Format(e))
     });

@@ -1,0 +1,259 @@
+//! A tenant's team (`/admin/t/{tenant}/team`, the page in
+//! `pages/console/team.rs`): who is on it with which role, the open
+//! invitations, and the tenant's settings. Every member sees the team and
+//! may leave it; owners invite, change roles, remove members, withdraw
+//! invitations and change the settings. The use cases are
+//! `service::team`'s; the last-owner rule is the database's.
+
+use leptos::prelude::*;
+use model::Role;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+#[cfg(feature = "ssr")]
+use super::support;
+
+use crate::error::AppError;
+
+/// The team page's data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TeamView {
+    pub tenant_name: String,
+    /// The signed-in member.
+    pub me: Uuid,
+    pub my_role: Role,
+    pub members: Vec<MemberRow>,
+    /// Open invitations (owners only; empty for the others).
+    pub invitations: Vec<InvitationRow>,
+    /// A code binds only to verified addresses.
+    pub require_verified_email: bool,
+}
+
+/// A member as the team page lists them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberRow {
+    pub account: Uuid,
+    pub email: String,
+    pub name: String,
+    pub role: Role,
+    pub since: String,
+}
+
+/// An open invitation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InvitationRow {
+    pub id: Uuid,
+    pub email: String,
+    pub role: Role,
+    pub invited_by: String,
+    pub expires: String,
+    pub expired: bool,
+}
+
+#[cfg(feature = "ssr")]
+fn team_error(error: service::ServiceError) -> AppError {
+    error.into()
+}
+
+/// The team, as the signed-in member may see it.
+#[server(prefix = "/api/admin", endpoint = "team", input = server_fn::codec::GetUrl)]
+pub async fn team(tenant_id: Uuid) -> Result<TeamView, AppError> {
+    use engine::tenants::Permission;
+    use support::{internal, when};
+    let run = async {
+        let state = crate::state::AppState::from_context()?;
+        let session = crate::auth::guard::session().await?;
+        let tenant = engine::tenants::TenantId(tenant_id);
+        let (me, my_role) =
+            service::session::membership(&state, &session, tenant, Permission::ViewConsole).await?;
+        let summary = engine::tenants::summary(&state.pool, tenant, me.id)
+            .await
+            .map_err(internal)?
+            .ok_or(AppError::NotFound)?;
+        let members = engine::team::members(&state.pool, tenant)
+            .await
+            .map_err(internal)?;
+        let invitations = if my_role.allows(Permission::ManageTeam) {
+            engine::team::invitations(&state.pool, tenant)
+                .await
+                .map_err(internal)?
+        } else {
+            Vec::new()
+        };
+        let settings = engine::tenants::settings(&state.pool, tenant)
+            .await
+            .map_err(internal)?
+            .ok_or(AppError::NotFound)?;
+        let now = time::OffsetDateTime::now_utc();
+        Ok(TeamView {
+            tenant_name: summary.name,
+            me: me.id.0,
+            my_role,
+            members: members
+                .into_iter()
+                .map(|m| MemberRow {
+                    account: m.account.0,
+                    email: m.email,
+                    name: m.display_name,
+                    role: m.role,
+                    since: when(m.since),
+                })
+                .collect(),
+            invitations: invitations
+                .into_iter()
+                .map(|i| InvitationRow {
+                    id: i.id,
+                    email: i.email,
+                    role: i.role,
+                    invited_by: i.invited_by,
+                    expires: when(i.expires_at),
+                    expired: i.expires_at <= now,
+                })
+                .collect(),
+            require_verified_email: settings.require_verified_email,
+        })
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Invites an address to the team with a role (owners).
+#[server(prefix = "/api/admin", endpoint = "team/invite")]
+pub async fn invite_member(tenant_id: Uuid, email: String, role: String) -> Result<(), AppError> {
+    let run = async {
+        let state = crate::state::AppState::from_context()?;
+        let session = crate::auth::guard::session().await?;
+        let ip = crate::auth::guard::client_ip().await?;
+        let form = service::team::InvitationForm {
+            email: email.clone(),
+            role,
+        };
+        service::team::invite(
+            &state,
+            &session,
+            ip,
+            engine::tenants::TenantId(tenant_id),
+            form,
+            crate::i18n::lang(),
+        )
+        .await
+        .map_err(team_error)?;
+        if crate::auth::guard::from_plain_form() {
+            crate::auth::guard::set_flash(&crate::auth::Flash {
+                kind: crate::auth::FlashKind::Success,
+                message: crate::i18n::lang().pick(
+                    format!("Invitation sent to {}.", email.trim()),
+                    format!("邀请已发送到 {}。", email.trim()),
+                ),
+            })
+            .await?;
+        }
+        Ok(())
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Gives a member another role (owners; never the last owner away).
+#[server(prefix = "/api/admin", endpoint = "team/role")]
+pub async fn change_member_role(
+    tenant_id: Uuid,
+    account_id: Uuid,
+    role: String,
+) -> Result<(), AppError> {
+    let run = async {
+        let state = crate::state::AppState::from_context()?;
+        let session = crate::auth::guard::session().await?;
+        service::team::change_role(
+            &state,
+            &session,
+            engine::tenants::TenantId(tenant_id),
+            engine::accounts::AccountId(account_id),
+            &role,
+        )
+        .await
+        .map_err(team_error)
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Takes a member off the team (owners; never the last owner).
+#[server(prefix = "/api/admin", endpoint = "team/remove")]
+pub async fn remove_member(tenant_id: Uuid, account_id: Uuid) -> Result<(), AppError> {
+    let run = async {
+        let state = crate::state::AppState::from_context()?;
+        let session = crate::auth::guard::session().await?;
+        service::team::remove(
+            &state,
+            &session,
+            engine::tenants::TenantId(tenant_id),
+            engine::accounts::AccountId(account_id),
+        )
+        .await
+        .map_err(team_error)
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Withdraws an open invitation (owners).
+#[server(prefix = "/api/admin", endpoint = "team/invitations/revoke")]
+pub async fn revoke_invitation(tenant_id: Uuid, invitation_id: Uuid) -> Result<(), AppError> {
+    let run = async {
+        let state = crate::state::AppState::from_context()?;
+        let session = crate::auth::guard::session().await?;
+        service::team::revoke_invitation(
+            &state,
+            &session,
+            engine::tenants::TenantId(tenant_id),
+            invitation_id,
+        )
+        .await
+        .map_err(team_error)
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Leaves the team (any member but the last owner); back to the console.
+#[server(prefix = "/api/admin", endpoint = "team/leave")]
+pub async fn leave_team(tenant_id: Uuid, confirm: Option<String>) -> Result<(), AppError> {
+    let run = async {
+        if confirm.as_deref() != Some("yes") {
+            return Err(AppError::invalid(
+                "confirm",
+                crate::i18n::t(
+                    "tick the box to confirm that you leave this team",
+                    "请勾选确认：你将离开这个团队",
+                ),
+            ));
+        }
+        let state = crate::state::AppState::from_context()?;
+        let session = crate::auth::guard::session().await?;
+        service::team::leave(&state, &session, engine::tenants::TenantId(tenant_id))
+            .await
+            .map_err(team_error)?;
+        leptos_axum::redirect("/admin");
+        Ok(())
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Changes the tenant's settings (owners). A checkbox: present is on.
+#[server(prefix = "/api/admin", endpoint = "tenant/settings")]
+pub async fn update_tenant_settings(
+    tenant_id: Uuid,
+    require_verified_email: Option<String>,
+) -> Result<(), AppError> {
+    let run = async {
+        let (state, tenant, owner) =
+            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageTeam).await?;
+        engine::tenants::update_settings(
+            &state.pool,
+            tenant,
+            owner.id,
+            engine::tenants::TenantSettings {
+                require_verified_email: require_verified_email.is_some(),
+            },
+        )
+        .await
+        .map_err(support::internal)
+    };
+    run.await.map_err(AppError::respond)
+}

@@ -1,0 +1,601 @@
+//! Accounts: the verified, stable principals that codes are bound to.
+//!
+//! The principal id is the account's immutable uuid, never anything a client
+//! sends. Emails and passwords are parsed into newtypes at the edge so that
+//! the rest of the code cannot hold an unchecked one; password hashing
+//! (argon2id) runs on the blocking pool because it is deliberately slow.
+//!
+//! An account is something a person keeps, so it lives by its address:
+//!
+//! * [`links`]: the single-use links mailed to it (their secret derived,
+//!   only a digest stored);
+//! * [`verification`]: proving the address (registration's link, "send
+//!   again") and moving the account to a new one;
+//! * [`recovery`]: "forgot password", and the reset that ends every
+//!   session.
+//!
+//! Every mail an account action sends is queued in the action's own
+//! transaction ([`crate::mail`]).
+
+pub mod links;
+pub mod recovery;
+pub mod verification;
+
+use anyhow::Context as _;
+use argon2::{
+    Argon2, PasswordHash, PasswordHasher as _, PasswordVerifier as _,
+    password_hash::{SaltString, rand_core::OsRng},
+};
+use model::Lang;
+use secrecy::{ExposeSecret as _, SecretString};
+use serde_json::json;
+use sqlx::PgConnection;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+/// Expected failures of this module; everything else is `Unexpected`.
+#[derive(Debug, thiserror::Error)]
+pub enum AccountError {
+    #[error("enter a valid email address, like name@example.com")]
+    InvalidEmail,
+    #[error("a password needs at least {min} and at most {max} characters", min = Password::MIN_CHARS, max = Password::MAX_CHARS)]
+    InvalidPassword,
+    #[error("a display name needs 1 to {max} visible characters", max = DisplayName::MAX_CHARS)]
+    InvalidDisplayName,
+    #[error("an account with this email already exists; sign in instead")]
+    EmailTaken,
+    /// Unknown email and wrong password look the same (no account probing).
+    #[error("the email or the password is wrong")]
+    InvalidCredentials,
+    #[error("this account is disabled; contact the course provider")]
+    Disabled,
+    /// A mailed link that is unknown, used, expired, or for an address
+    /// the account no longer has: one answer for all.
+    #[error("this link has expired or was already used; ask for a new one")]
+    LinkInvalid,
+    /// A change of address to the address the account already has.
+    #[error("this is already your email address")]
+    SameEmail,
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
+
+pub use model::AccountId;
+
+use crate::mail::{self, NewMail, Template};
+use links::LinkKey;
+
+/// A normalised email: trimmed, lower-cased, one `@` with text on both sides
+/// and a dot in the domain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Email(String);
+
+impl Email {
+    pub const MAX_CHARS: usize = 254;
+
+    pub fn parse(raw: &str) -> Result<Self, AccountError> {
+        let email = raw.trim().to_lowercase();
+        let valid = email.chars().count() <= Self::MAX_CHARS
+            && !email.chars().any(|c| c.is_whitespace() || c.is_control())
+            && match email.split_once('@') {
+                Some((local, domain)) => {
+                    !local.is_empty()
+                        && !domain.contains('@')
+                        && domain.contains('.')
+                        && !domain.starts_with('.')
+                        && !domain.ends_with('.')
+                }
+                None => false,
+            };
+        if valid {
+            Ok(Self(email))
+        } else {
+            Err(AccountError::InvalidEmail)
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Email {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A plain password, kept secret: it never prints (`Debug` is redacted).
+pub struct Password(SecretString);
+
+impl std::fmt::Debug for Password {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Password([REDACTED])")
+    }
+}
+
+impl Password {
+    pub const MIN_CHARS: usize = 10;
+    pub const MAX_CHARS: usize = 128;
+
+    pub fn parse(raw: SecretString) -> Result<Self, AccountError> {
+        let chars = raw.expose_secret().chars().count();
+        if (Self::MIN_CHARS..=Self::MAX_CHARS).contains(&chars) {
+            Ok(Self(raw))
+        } else {
+            Err(AccountError::InvalidPassword)
+        }
+    }
+}
+
+/// What other people see of an account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DisplayName(String);
+
+impl DisplayName {
+    pub const MAX_CHARS: usize = 80;
+
+    pub fn parse(raw: &str) -> Result<Self, AccountError> {
+        let name = raw.trim();
+        let chars = name.chars().count();
+        if (1..=Self::MAX_CHARS).contains(&chars) && !name.chars().any(char::is_control) {
+            Ok(Self(name.to_owned()))
+        } else {
+            Err(AccountError::InvalidDisplayName)
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// How many argon2 computations may run at once in this process.
+///
+/// Each one holds 19 MiB and a core for tens of milliseconds; unbounded, a
+/// burst of sign-ins starts one blocking thread each and the process grows
+/// by gigabytes. This limits a process-wide resource (cores and memory), so
+/// it is process-wide itself, unlike application state.
+static ARGON2_SLOTS: std::sync::LazyLock<tokio::sync::Semaphore> = std::sync::LazyLock::new(|| {
+    tokio::sync::Semaphore::new(
+        std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
+    )
+});
+
+/// Runs argon2 work on the blocking pool, at most one per core at a time.
+async fn with_argon2_slot<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> anyhow::Result<T> {
+    let _slot = ARGON2_SLOTS
+        .acquire()
+        .await
+        .context("the argon2 limiter is closed")?;
+    tokio::task::spawn_blocking(work)
+        .await
+        .context("the password hashing task panicked")
+}
+
+/// Hashes a password with argon2id (default parameters) on the blocking pool.
+pub async fn hash_password(password: &Password) -> anyhow::Result<String> {
+    let secret = password.0.clone();
+    with_argon2_slot(move || {
+        let salt = SaltString::generate(&mut OsRng);
+        Argon2::default()
+            .hash_password(secret.expose_secret().as_bytes(), &salt)
+            .map(|hash| hash.to_string())
+            .map_err(|error| anyhow::anyhow!("argon2 hashing failed: {error}"))
+    })
+    .await?
+}
+
+/// Checks `password` against a stored PHC hash on the blocking pool.
+pub async fn verify_password(password: &Password, stored_hash: &str) -> anyhow::Result<bool> {
+    let secret = password.0.clone();
+    let stored = stored_hash.to_owned();
+    with_argon2_slot(move || {
+        let parsed = PasswordHash::new(&stored)
+            .map_err(|error| anyhow::anyhow!("stored password hash is malformed: {error}"))?;
+        Ok(Argon2::default()
+            .verify_password(secret.expose_secret().as_bytes(), &parsed)
+            .is_ok())
+    })
+    .await?
+}
+
+/// A PHC string of the same parameters as real hashes: verifying against
+/// it costs an unknown email the same time as a known one.
+const DUMMY_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$49jnr48R6jjX8qgDBSosMA$Fed1WY4cbAmUyc/b0TrMXgFwwipUzsqo9YCQOpVdjj8";
+
+/// A verified principal: who a session belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub id: AccountId,
+    pub email: String,
+    pub display_name: String,
+    /// A link sent to `email` came back (or the operator vouched for it).
+    pub email_verified: bool,
+}
+
+/// The proof of a successful sign-in: who signed in, and the session epoch
+/// the new session must carry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedIn {
+    pub principal: Principal,
+    pub session_epoch: i64,
+}
+
+/// Creates a new account and, in the same transaction, mails a link to
+/// verify its address (in `lang`, the language it registered in).
+pub async fn register(
+    pool: &PgPool,
+    links: &LinkKey,
+    email: &Email,
+    display_name: &DisplayName,
+    password: &Password,
+    lang: Lang,
+) -> Result<AccountId, AccountError> {
+    let hash = hash_password(password).await?;
+    let mut tx = pool.begin().await.context("starting a registration")?;
+    let account = insert_account(&mut tx, email, display_name, &hash, lang, false)
+        .await?
+        .ok_or(AccountError::EmailTaken)?;
+    verification::send_link(
+        &mut tx,
+        links,
+        account,
+        email.as_str(),
+        display_name.as_str(),
+        lang,
+    )
+    .await?;
+    tx.commit().await.context("committing a registration")?;
+    Ok(account)
+}
+
+/// Inserts an account unless the email is taken (then `None`).
+/// `verified`: the operator vouches for the address (bootstrap, demo).
+async fn insert_account(
+    conn: &mut PgConnection,
+    email: &Email,
+    display_name: &DisplayName,
+    password_hash: &str,
+    lang: Lang,
+    verified: bool,
+) -> anyhow::Result<Option<AccountId>> {
+    let inserted = sqlx::query_scalar!(
+        r#"INSERT INTO accounts (id, email, display_name, password_hash, lang, email_verified_at)
+           VALUES ($1, $2, $3, $4, $5, CASE WHEN $6 THEN now() END)
+           ON CONFLICT (email) DO NOTHING
+           RETURNING id"#,
+        Uuid::now_v7(),
+        email.as_str(),
+        display_name.as_str(),
+        password_hash,
+        lang.tag(),
+        verified,
+    )
+    .fetch_optional(conn)
+    .await
+    .context("inserting an account")?;
+    Ok(inserted.map(AccountId))
+}
+
+/// Remembers the language `account` last signed in with: notices (a
+/// receipt, an admin's unbind) are written in it.
+pub async fn remember_lang(pool: &PgPool, account: AccountId, lang: Lang) -> anyhow::Result<()> {
+    sqlx::query!(
+        "UPDATE accounts SET lang = $2 WHERE id = $1 AND lang <> $2",
+        account.0,
+        lang.tag(),
+    )
+    .execute(pool)
+    .await
+    .context("remembering an account's language")?;
+    Ok(())
+}
+
+/// Checks an email and password. An unknown email spends the same argon2
+/// time as a wrong password and gets the same error.
+pub async fn authenticate(
+    pool: &PgPool,
+    email: &Email,
+    password: &Password,
+) -> Result<SignedIn, AccountError> {
+    let row = sqlx::query!(
+        r#"SELECT id, display_name, password_hash, session_epoch, disabled_at IS NOT NULL AS "disabled!",
+                  email_verified_at IS NOT NULL AS "verified!"
+           FROM accounts WHERE email = $1"#,
+        email.as_str(),
+    )
+    .fetch_optional(pool)
+    .await
+    .context("reading an account to sign in")?;
+    let Some(row) = row else {
+        let _ = verify_password(password, DUMMY_HASH).await?;
+        return Err(AccountError::InvalidCredentials);
+    };
+    if !verify_password(password, &row.password_hash).await? {
+        return Err(AccountError::InvalidCredentials);
+    }
+    if row.disabled {
+        return Err(AccountError::Disabled);
+    }
+    Ok(SignedIn {
+        principal: Principal {
+            id: AccountId(row.id),
+            email: email.as_str().to_owned(),
+            display_name: row.display_name,
+            email_verified: row.verified,
+        },
+        session_epoch: row.session_epoch,
+    })
+}
+
+/// The principal of a session that was signed in at `session_epoch`, if the
+/// account still exists, is not disabled, and has not revoked its sessions
+/// since.
+pub async fn session_principal(
+    pool: &PgPool,
+    account: AccountId,
+    session_epoch: i64,
+) -> anyhow::Result<Option<Principal>> {
+    let row = sqlx::query!(
+        r#"SELECT email, display_name, email_verified_at IS NOT NULL AS "verified!" FROM accounts
+           WHERE id = $1 AND disabled_at IS NULL AND session_epoch = $2"#,
+        account.0,
+        session_epoch,
+    )
+    .fetch_optional(pool)
+    .await
+    .context("reading a session's principal")?;
+    Ok(row.map(|row| Principal {
+        id: account,
+        email: row.email,
+        display_name: row.display_name,
+        email_verified: row.verified,
+    }))
+}
+
+/// "Sign out everywhere": invalidates every session of the account in one
+/// atomic UPDATE. Returns the new epoch.
+pub async fn revoke_all_sessions(pool: &PgPool, account: AccountId) -> anyhow::Result<i64> {
+    sqlx::query_scalar!(
+        "UPDATE accounts SET session_epoch = session_epoch + 1 WHERE id = $1 RETURNING session_epoch",
+        account.0,
+    )
+    .fetch_one(pool)
+    .await
+    .context("revoking an account's sessions")
+}
+
+/// Replaces the password after checking the current one, and revokes every
+/// session; open reset links die with the old password, and a notice is
+/// mailed (in `lang`). Returns the new epoch, with which the caller may
+/// re-stamp the session that asked (so only the *other* sessions end).
+pub async fn change_password(
+    pool: &PgPool,
+    account: AccountId,
+    current: &Password,
+    new: &Password,
+    lang: Lang,
+) -> Result<i64, AccountError> {
+    let stored: String = sqlx::query_scalar!(
+        "SELECT password_hash FROM accounts WHERE id = $1 AND disabled_at IS NULL",
+        account.0,
+    )
+    .fetch_optional(pool)
+    .await
+    .context("reading the password hash")?
+    .ok_or(AccountError::Disabled)?;
+    if !verify_password(current, &stored).await? {
+        return Err(AccountError::InvalidCredentials);
+    }
+    let hash = hash_password(new).await?;
+    let mut tx = pool.begin().await.context("starting a password change")?;
+    let epoch = set_password(&mut tx, account, &hash, lang).await?;
+    tx.commit().await.context("committing the new password")?;
+    Ok(epoch)
+}
+
+/// Stores a new password hash: every session ends (the epoch moves),
+/// every open reset link dies, and the account is told by mail. Returns
+/// the new epoch.
+pub(super) async fn set_password(
+    conn: &mut PgConnection,
+    account: AccountId,
+    hash: &str,
+    lang: Lang,
+) -> anyhow::Result<i64> {
+    let row = sqlx::query!(
+        "UPDATE accounts SET password_hash = $2, session_epoch = session_epoch + 1
+         WHERE id = $1 RETURNING session_epoch, email, display_name",
+        account.0,
+        hash,
+    )
+    .fetch_one(&mut *conn)
+    .await
+    .context("storing the new password")?;
+    sqlx::query!(
+        "UPDATE account_links SET used_at = now()
+         WHERE account_id = $1 AND purpose = 'reset_password' AND used_at IS NULL",
+        account.0,
+    )
+    .execute(&mut *conn)
+    .await
+    .context("ending open reset links")?;
+    mail::enqueue(
+        conn,
+        NewMail {
+            tenant: None,
+            account: Some(account),
+            template: Template::PasswordChanged,
+            to: &row.email,
+            lang,
+            params: json!({ "name": row.display_name }),
+            link: None,
+        },
+    )
+    .await?;
+    Ok(row.session_epoch)
+}
+
+/// The account with this email, if any.
+pub async fn find_by_email(pool: &PgPool, email: &Email) -> anyhow::Result<Option<AccountId>> {
+    let id = sqlx::query_scalar!("SELECT id FROM accounts WHERE email = $1", email.as_str())
+        .fetch_optional(pool)
+        .await
+        .context("finding an account by email")?;
+    Ok(id.map(AccountId))
+}
+
+/// Disables an account: it can no longer sign in, and its sessions end.
+pub async fn disable(pool: &PgPool, account: AccountId) -> anyhow::Result<()> {
+    sqlx::query!(
+        "UPDATE accounts SET disabled_at = coalesce(disabled_at, now()), session_epoch = session_epoch + 1
+         WHERE id = $1",
+        account.0,
+    )
+    .execute(pool)
+    .await
+    .context("disabling an account")?;
+    Ok(())
+}
+
+/// Whether the operator may hand `account` a tenant (`server admin
+/// create-tenant` naming an email that already has an account).
+///
+/// Anyone can register any address, so an existing account proves nothing
+/// about who holds it until a link mailed to it came back: only an
+/// account with a verified address is trusted (accounts the operator
+/// created, or made admins before addresses were verified, count as
+/// verified). The bootstrap's rule lives here, in one place.
+pub async fn is_trusted(pool: &PgPool, account: AccountId) -> anyhow::Result<bool> {
+    sqlx::query_scalar!(
+        r#"SELECT email_verified_at IS NOT NULL AS "verified!" FROM accounts WHERE id = $1"#,
+        account.0,
+    )
+    .fetch_optional(pool)
+    .await
+    .context("checking whether an account is trusted")
+    .map(|verified| verified.unwrap_or(false))
+}
+
+/// What [`ensure_account`] does when the email already has an account.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExistingPassword {
+    /// Leave the existing password alone (operator bootstrap).
+    Keep,
+    /// Replace it (the local demo seed, so its printed credentials work).
+    Reset,
+}
+
+/// Creates the account for `email` (its address vouched for by the
+/// operator: verified), or returns the existing one. Returns the id and
+/// whether it was created.
+pub async fn ensure_account(
+    pool: &PgPool,
+    email: &Email,
+    display_name: &DisplayName,
+    password: &Password,
+    existing: ExistingPassword,
+) -> Result<(AccountId, bool), AccountError> {
+    let hash = hash_password(password).await?;
+    let mut conn = pool.acquire().await.context("connecting")?;
+    if let Some(id) =
+        insert_account(&mut conn, email, display_name, &hash, Lang::default(), true).await?
+    {
+        return Ok((id, true));
+    }
+    let id = match existing {
+        ExistingPassword::Keep => {
+            sqlx::query_scalar!("SELECT id FROM accounts WHERE email = $1", email.as_str())
+                .fetch_one(&mut *conn)
+                .await
+                .context("reading an existing account")?
+        }
+        ExistingPassword::Reset => sqlx::query_scalar!(
+            "UPDATE accounts SET password_hash = $2, disabled_at = NULL,
+                    email_verified_at = coalesce(email_verified_at, now())
+             WHERE email = $1 RETURNING id",
+            email.as_str(),
+            hash,
+        )
+        .fetch_one(&mut *conn)
+        .await
+        .context("resetting an existing account's password")?,
+    };
+    Ok((AccountId(id), false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emails_are_normalised() {
+        let email = Email::parse("  Ada.Lovelace@Example.COM ").expect("valid");
+        assert_eq!(email.as_str(), "ada.lovelace@example.com");
+    }
+
+    #[test]
+    fn malformed_emails_are_rejected() {
+        for raw in [
+            "",
+            "   ",
+            "no-at-sign",
+            "@example.com",
+            "a@b",
+            "a@@example.com",
+            "a b@example.com",
+            "a@.example.com",
+            "a@example.com.",
+        ] {
+            assert!(
+                matches!(Email::parse(raw), Err(AccountError::InvalidEmail)),
+                "{raw:?} should be rejected"
+            );
+        }
+    }
+
+    #[test]
+    fn password_length_is_bounded() {
+        let short = SecretString::from("123456789");
+        assert!(Password::parse(short).is_err());
+        let long = SecretString::from("x".repeat(Password::MAX_CHARS + 1));
+        assert!(Password::parse(long).is_err());
+        assert!(Password::parse(SecretString::from("correct horse")).is_ok());
+    }
+
+    #[test]
+    fn password_debug_is_redacted() {
+        let password = Password::parse(SecretString::from("hunter2hunter2")).expect("valid");
+        assert!(!format!("{password:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn display_names_are_trimmed_and_bounded() {
+        assert_eq!(DisplayName::parse("  Ada ").expect("valid").as_str(), "Ada");
+        assert!(DisplayName::parse("   ").is_err());
+        assert!(DisplayName::parse(&"x".repeat(81)).is_err());
+        assert!(DisplayName::parse("bad\u{7}bell").is_err());
+    }
+
+    #[tokio::test]
+    async fn the_dummy_hash_is_a_valid_hash_of_the_real_parameters() {
+        let any = Password::parse(SecretString::from("some password")).expect("valid");
+        assert!(!verify_password(&any, DUMMY_HASH).await.expect("parses"));
+        let real = hash_password(&any).await.expect("hash");
+        let params = |h: &str| h.split('$').nth(3).map(str::to_owned);
+        assert_eq!(params(&real), params(DUMMY_HASH), "same cost parameters");
+    }
+
+    #[tokio::test]
+    async fn hashes_verify_only_the_right_password() {
+        let right = Password::parse(SecretString::from("correct horse battery")).expect("valid");
+        let wrong = Password::parse(SecretString::from("wrong horse battery")).expect("valid");
+        let hash = hash_password(&right).await.expect("hash");
+        assert!(hash.starts_with("$argon2id$"));
+        assert!(verify_password(&right, &hash).await.expect("verify"));
+        assert!(!verify_password(&wrong, &hash).await.expect("verify"));
+    }
+}

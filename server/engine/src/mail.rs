@@ -1,0 +1,351 @@
+//! The mail outbox: every mail AdmitOne sends is a `mail_outbox` row
+//! written in the same transaction as what it reports (a registration, a
+//! reset, a binding, an invitation), so none is lost and none reports
+//! something that rolled back.
+//!
+//! The mail relay (`server/src/mail/`) delivers rows the way the webhook
+//! relay delivers events, with the same lease and retry rules
+//! ([`crate::delivery`]): [`claim_due`] leases due rows (their attempt
+//! counted, their due time pushed past the lease) and commits before
+//! anything is sent; [`record`] settles an attempt only while the lease is
+//! still the caller's. A relay that dies between the SMTP server's `250`
+//! and [`record`] leaves the lease to run out and the mail goes again: at
+//! least once, and at most once per lease.
+//!
+//! A row holds what the mail says (its [`Template`], the recipient, the
+//! language asked for and a few parameters), not its text: the relay
+//! writes the text out at delivery, and derives the single-use link a
+//! mail carries from `link_id` ([`crate::accounts::links`]), so no row
+//! holds a usable link.
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use model::{AccountId, Lang, TenantId};
+use serde_json::Value;
+use sqlx::{PgConnection, PgPool};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::delivery::{Attempted, Recorded, RetryPolicy};
+
+/// What a mail says. The words are `mail_outbox.template`'s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Template {
+    /// "Confirm your address" (registration, or "send again").
+    VerifyEmail,
+    /// "Reset your password" (a 30-minute link).
+    ResetPassword,
+    /// "Your password was changed" (a reset or a change).
+    PasswordChanged,
+    /// To a new address: "confirm it is yours".
+    ChangeEmail,
+    /// To the old address: "your address was changed to …".
+    EmailChanged,
+    /// "You are invited to a tenant's team".
+    Invitation,
+    /// The receipt of a binding: "you now hold <course>".
+    CodeBound,
+    /// An admin unbound the learner's code (with the reason).
+    CodeUnbound,
+    /// An admin revoked the learner's (bound) code.
+    CodeRevoked,
+}
+
+impl Template {
+    pub const ALL: [Template; 9] = [
+        Self::VerifyEmail,
+        Self::ResetPassword,
+        Self::PasswordChanged,
+        Self::ChangeEmail,
+        Self::EmailChanged,
+        Self::Invitation,
+        Self::CodeBound,
+        Self::CodeUnbound,
+        Self::CodeRevoked,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::VerifyEmail => "verify_email",
+            Self::ResetPassword => "reset_password",
+            Self::PasswordChanged => "password_changed",
+            Self::ChangeEmail => "change_email",
+            Self::EmailChanged => "email_changed",
+            Self::Invitation => "invitation",
+            Self::CodeBound => "code_bound",
+            Self::CodeUnbound => "code_unbound",
+            Self::CodeRevoked => "code_revoked",
+        }
+    }
+
+    pub fn parse(word: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.as_str() == word)
+    }
+}
+
+/// A mail to queue.
+#[derive(Debug, Clone)]
+pub struct NewMail<'a> {
+    pub tenant: Option<TenantId>,
+    pub account: Option<AccountId>,
+    pub template: Template,
+    pub to: &'a str,
+    pub lang: Lang,
+    /// What the template needs besides the link (a name, a course title).
+    pub params: Value,
+    /// The single-use link the mail carries, if any.
+    pub link: Option<Uuid>,
+}
+
+/// Queues `mail` inside the caller's transaction. Returns its id.
+pub async fn enqueue(conn: &mut PgConnection, mail: NewMail<'_>) -> anyhow::Result<Uuid> {
+    let id = Uuid::now_v7();
+    sqlx::query!(
+        "INSERT INTO mail_outbox (id, tenant_id, account_id, template, to_address, lang, params, link_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        id,
+        mail.tenant.map(|t| t.0),
+        mail.account.map(|a| a.0),
+        mail.template.as_str(),
+        mail.to,
+        mail.lang.tag(),
+        mail.params,
+        mail.link,
+    )
+    .execute(conn)
+    .await
+    .with_context(|| format!("queueing the mail {}", mail.template.as_str()))?;
+    Ok(id)
+}
+
+/// Queues a notice about a learner's code of `share` (bound, unbound,
+/// revoked) to the learner, in the language of their last sign-in, in one
+/// statement: the course and the tenant are named in `params` (`course`,
+/// `course_slug`, `tenant`) beside `extra`.
+pub async fn enqueue_code_notice(
+    conn: &mut PgConnection,
+    template: Template,
+    tenant: TenantId,
+    share: Uuid,
+    learner: AccountId,
+    extra: Value,
+) -> anyhow::Result<()> {
+    sqlx::query!(
+        "INSERT INTO mail_outbox (id, tenant_id, account_id, template, to_address, lang, params)
+         SELECT $1, $2, a.id, $5, a.email, a.lang,
+                jsonb_build_object('course', s.title, 'course_slug', s.slug, 'tenant', t.name) || $6
+         FROM accounts a
+         JOIN shares s ON s.tenant_id = $2 AND s.id = $4
+         JOIN tenants t ON t.id = $2
+         WHERE a.id = $3",
+        Uuid::now_v7(),
+        tenant.0,
+        learner.0,
+        share,
+        template.as_str(),
+        extra,
+    )
+    .execute(conn)
+    .await
+    .with_context(|| format!("queueing the notice {}", template.as_str()))?;
+    Ok(())
+}
+
+/// A mail leased to one relay: what to write out, and the attempt number
+/// that proves the lease is still this relay's.
+#[derive(Debug, Clone)]
+pub struct DueMail {
+    pub id: Uuid,
+    pub attempt: i32,
+    pub template: Template,
+    pub to: String,
+    pub lang: Lang,
+    pub params: Value,
+    pub link: Option<Uuid>,
+    pub created_at: OffsetDateTime,
+}
+
+/// Leases up to `limit` due mails for `lease`, oldest first.
+pub async fn claim_due(pool: &PgPool, limit: i64, lease: Duration) -> anyhow::Result<Vec<DueMail>> {
+    let rows = sqlx::query!(
+        r#"WITH due AS (
+               SELECT id FROM mail_outbox
+               WHERE sent_at IS NULL AND dead_at IS NULL AND next_attempt_at <= now()
+               ORDER BY next_attempt_at
+               LIMIT $1
+               FOR UPDATE SKIP LOCKED
+           )
+           UPDATE mail_outbox m
+           SET attempts = m.attempts + 1,
+               next_attempt_at = now() + make_interval(secs => $2)
+           FROM due
+           WHERE m.id = due.id
+           RETURNING m.id, m.attempts, m.template, m.to_address, m.lang, m.params, m.link_id, m.created_at"#,
+        limit,
+        lease.as_secs_f64(),
+    )
+    .fetch_all(pool)
+    .await
+    .context("leasing due mails")?;
+    let mut due = Vec::with_capacity(rows.len());
+    for r in rows {
+        due.push(DueMail {
+            id: r.id,
+            attempt: r.attempts,
+            template: Template::parse(&r.template).with_context(|| {
+                format!("mail {} has the unknown template {:?}", r.id, r.template)
+            })?,
+            to: r.to_address,
+            lang: Lang::parse(&r.lang).unwrap_or_default(),
+            params: r.params,
+            link: r.link_id,
+            created_at: r.created_at,
+        });
+    }
+    Ok(due)
+}
+
+/// Settles one attempt of a leased mail.
+pub async fn record(
+    pool: &PgPool,
+    due: &DueMail,
+    outcome: &Attempted,
+    policy: &RetryPolicy,
+) -> anyhow::Result<Recorded> {
+    let (recorded, changed) = match outcome {
+        Attempted::Delivered { .. } => {
+            let changed = sqlx::query!(
+                "UPDATE mail_outbox SET sent_at = now(), last_error = NULL
+                 WHERE id = $1 AND attempts = $2 AND sent_at IS NULL AND dead_at IS NULL",
+                due.id,
+                due.attempt,
+            )
+            .execute(pool)
+            .await
+            .context("recording a sent mail")?;
+            (Recorded::Delivered, changed.rows_affected())
+        }
+        Attempted::Failed { status, error } | Attempted::Permanent { status, error } => {
+            let permanent = matches!(outcome, Attempted::Permanent { .. });
+            let (dead, retry_in) = policy.after_failure(due.attempt, permanent);
+            let error: String = match status {
+                Some(code) => format!("{code}: {error}"),
+                None => error.clone(),
+            }
+            .chars()
+            .take(500)
+            .collect();
+            let changed = sqlx::query!(
+                "UPDATE mail_outbox
+                 SET last_error = $3,
+                     dead_at = CASE WHEN $4 THEN now() END,
+                     next_attempt_at = now() + make_interval(secs => $5)
+                 WHERE id = $1 AND attempts = $2 AND sent_at IS NULL AND dead_at IS NULL",
+                due.id,
+                due.attempt,
+                error,
+                dead,
+                retry_in.as_secs_f64(),
+            )
+            .execute(pool)
+            .await
+            .context("recording a failed mail")?;
+            (
+                if dead {
+                    Recorded::Dead
+                } else {
+                    Recorded::WillRetry
+                },
+                changed.rows_affected(),
+            )
+        }
+    };
+    Ok(if changed == 0 {
+        Recorded::LeaseLost
+    } else {
+        recorded
+    })
+}
+
+/// Mails not yet sent, and dead-lettered ones: what an operator alerts on.
+pub async fn backlog(pool: &PgPool) -> anyhow::Result<(i64, i64)> {
+    let row = sqlx::query!(
+        r#"SELECT (SELECT count(*) FROM mail_outbox WHERE sent_at IS NULL AND dead_at IS NULL) AS "pending!",
+                  (SELECT count(*) FROM mail_outbox WHERE dead_at IS NOT NULL) AS "dead!""#
+    )
+    .fetch_one(pool)
+    .await
+    .context("counting the mail backlog")?;
+    Ok((row.pending, row.dead))
+}
+
+/// Development only: a mail as the dev mailbox keeps it (written out).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DevMail {
+    pub id: Uuid,
+    pub to: String,
+    pub subject: String,
+    pub text: String,
+    pub delivered_at: OffsetDateTime,
+}
+
+/// Development only: keeps a written-out mail in the dev mailbox (what
+/// "delivery" is when no SMTP server is configured).
+pub async fn deliver_to_dev_mailbox(
+    pool: &PgPool,
+    mail: Uuid,
+    to: &str,
+    subject: &str,
+    text: &str,
+    html: &str,
+) -> anyhow::Result<()> {
+    sqlx::query!(
+        "INSERT INTO dev_mailbox (id, mail_id, to_address, subject, text_body, html_body)
+         VALUES ($1, $2, $3, $4, $5, $6)",
+        Uuid::now_v7(),
+        mail,
+        to,
+        subject,
+        text,
+        html,
+    )
+    .execute(pool)
+    .await
+    .context("delivering to the dev mailbox")?;
+    Ok(())
+}
+
+/// Development only: the dev mailbox's latest mails, newest first.
+pub async fn dev_mailbox(pool: &PgPool, limit: i64) -> anyhow::Result<Vec<DevMail>> {
+    sqlx::query_as!(
+        DevMail,
+        r#"SELECT id, to_address AS "to", subject, text_body AS "text", delivered_at FROM dev_mailbox
+           ORDER BY delivered_at DESC, id DESC LIMIT $1"#,
+        limit,
+    )
+    .fetch_all(pool)
+    .await
+    .context("reading the dev mailbox")
+}
+
+/// Development only: one dev mailbox mail's HTML part.
+pub async fn dev_mail_html(pool: &PgPool, id: Uuid) -> anyhow::Result<Option<String>> {
+    sqlx::query_scalar!("SELECT html_body FROM dev_mailbox WHERE id = $1", id)
+        .fetch_optional(pool)
+        .await
+        .context("reading a dev mailbox mail")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_template_is_its_word() {
+        for template in Template::ALL {
+            assert_eq!(Template::parse(template.as_str()), Some(template));
+        }
+        assert_eq!(Template::parse("spam"), None);
+    }
+}

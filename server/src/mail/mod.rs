@@ -1,0 +1,181 @@
+//! The mail relay: a background task in every instance that writes out
+//! the mail outbox's rows ([`engine::mail`]) and sends them.
+//!
+//! It works like the webhook relay (`crate::relay`), with the same lease
+//! and retry rules (`engine::delivery`): each round leases due mails
+//! (committed before anything is sent, so a slow SMTP server holds no
+//! lock), writes each out in the language it was asked in
+//! ([`templates`]), derives the single-use link it carries from the row
+//! (`engine::accounts::links`), sends it ([`transport`]), and records the
+//! attempt only while the lease is still this relay's. A relay that dies
+//! after the SMTP server took a mail and before recording it leaves the
+//! lease to run out: the mail goes again, once per lease at most, and is
+//! never lost. A permanent refusal (5xx) is dead-lettered at once; other
+//! failures back off, then dead-letter after `mail.max_attempts`.
+//!
+//! Several instances can run it at once: rows are claimed with
+//! `FOR UPDATE SKIP LOCKED`.
+
+pub mod dev_mailbox;
+pub mod templates;
+pub mod transport;
+
+use std::{sync::Arc, time::Duration};
+
+use engine::{
+    accounts::links::{LinkKey, LinkPurpose},
+    db::PgPool,
+    delivery::{Attempted, Recorded, RetryPolicy},
+    mail::{self, DueMail, Template},
+};
+use futures::StreamExt as _;
+use lettre::message::Mailbox;
+
+use crate::config::sections::MailSettings;
+pub use transport::Transport;
+
+/// How many mails one round leases and sends, all at once.
+const CONCURRENCY: usize = 4;
+
+/// One mail relay.
+#[derive(Debug, Clone)]
+pub struct MailRelay {
+    pool: PgPool,
+    transport: Transport,
+    from: Mailbox,
+    links: Arc<LinkKey>,
+    /// The server's public origin: the base of every link.
+    origin: Arc<str>,
+    policy: RetryPolicy,
+    /// How long a leased mail stays ours: the SMTP timeout plus a margin,
+    /// so a lease never ends while its conversation can still succeed.
+    lease: Duration,
+}
+
+/// What one round did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Round {
+    pub sent: usize,
+    pub failed: usize,
+    pub dead: usize,
+}
+
+impl Round {
+    pub fn is_idle(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+impl MailRelay {
+    pub fn new(
+        pool: PgPool,
+        settings: &MailSettings,
+        links: Arc<LinkKey>,
+        origin: &str,
+    ) -> anyhow::Result<Self> {
+        let timeout = Duration::from_millis(settings.timeout_ms.max(1));
+        Ok(Self {
+            transport: Transport::new(settings, pool.clone())?,
+            pool,
+            from: transport::from_address(settings)?,
+            links,
+            origin: Arc::from(origin.trim_end_matches('/')),
+            policy: RetryPolicy {
+                max_attempts: settings.max_attempts.max(1),
+                base: Duration::from_millis(settings.backoff_base_ms),
+                max: Duration::from_secs(settings.backoff_max_secs),
+            },
+            lease: timeout * 2 + Duration::from_secs(5),
+        })
+    }
+
+    /// The lease a claimed mail gets (tests wait for it to run out).
+    pub fn lease(&self) -> Duration {
+        self.lease
+    }
+
+    /// One round: lease, write out, send, record.
+    pub async fn round(&self) -> anyhow::Result<Round> {
+        let due = self.claim().await?;
+        let outcomes: Vec<anyhow::Result<Recorded>> = futures::stream::iter(due)
+            .map(|due| async move {
+                let outcome = self.send(&due).await;
+                self.record(&due, &outcome).await
+            })
+            .buffer_unordered(CONCURRENCY)
+            .collect()
+            .await;
+        let mut round = Round::default();
+        for outcome in outcomes {
+            match outcome? {
+                Recorded::Delivered => {
+                    round.sent += 1;
+                    engine::measures::mail_delivery("sent");
+                }
+                Recorded::WillRetry => {
+                    round.failed += 1;
+                    engine::measures::mail_delivery("failed");
+                }
+                Recorded::Dead => {
+                    round.dead += 1;
+                    engine::measures::mail_delivery("dead");
+                }
+                Recorded::LeaseLost => {}
+            }
+        }
+        Ok(round)
+    }
+
+    /// Leases the due mails (the first half of a round; tests call it to
+    /// stop a relay between sending and recording, as a crash would).
+    pub async fn claim(&self) -> anyhow::Result<Vec<DueMail>> {
+        mail::claim_due(&self.pool, CONCURRENCY as i64, self.lease).await
+    }
+
+    /// Writes one leased mail out and sends it.
+    pub async fn send(&self, due: &DueMail) -> Attempted {
+        let link = due
+            .link
+            .map(|id| self.links.url(&self.origin, link_purpose(due.template), id));
+        let rendered = templates::render(
+            due.template,
+            &templates::Context {
+                lang: due.lang,
+                params: &due.params,
+                link: link.as_deref(),
+                origin: &self.origin,
+            },
+        );
+        self.transport
+            .send(due.id, &self.from, &due.to, &rendered)
+            .await
+    }
+
+    /// Records one attempt (if the lease is still ours).
+    pub async fn record(&self, due: &DueMail, outcome: &Attempted) -> anyhow::Result<Recorded> {
+        mail::record(&self.pool, due, outcome, &self.policy).await
+    }
+
+    /// Runs rounds until the process ends.
+    pub fn spawn(self, idle: Duration) -> tokio::task::JoinHandle<()> {
+        crate::relay::spawn_rounds("mail relay", idle, move || {
+            let relay = self.clone();
+            async move { relay.round().await.map(|round| !round.is_idle()) }
+        })
+    }
+}
+
+/// Which kind of link a template carries (its secret is derived with it).
+fn link_purpose(template: Template) -> LinkPurpose {
+    match template {
+        Template::ResetPassword => LinkPurpose::ResetPassword,
+        Template::ChangeEmail => LinkPurpose::ChangeEmail,
+        Template::Invitation => LinkPurpose::Invitation,
+        Template::VerifyEmail
+        | Template::PasswordChanged
+        | Template::EmailChanged
+        | Template::CodeBound
+        | Template::CodeUnbound
+        | Template::CodeRevoked => LinkPurpose::VerifyEmail,
+    }
+}

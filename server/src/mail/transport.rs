@@ -1,0 +1,311 @@
+//! Where mail goes: an SMTP server (lettre, with STARTTLS or implicit TLS
+//! and authentication from `mail.smtp_url`), or, in development when no
+//! server is configured, the dev mailbox: a table the `/dev/mailbox` page
+//! shows. Production refuses to start without an SMTP server
+//! (`config::validate`), so the dev mailbox never takes a real mail.
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use engine::{db::PgPool, delivery::Attempted};
+use lettre::{
+    AsyncSmtpTransport, AsyncTransport as _, Message, Tokio1Executor,
+    message::{Mailbox, MultiPart, header},
+    transport::smtp::{
+        AsyncSmtpTransportBuilder,
+        client::{Certificate, Tls, TlsParameters},
+    },
+};
+use secrecy::ExposeSecret as _;
+use uuid::Uuid;
+
+use super::templates::Rendered;
+use crate::config::sections::MailSettings;
+
+/// The development sender, when `mail.from` is empty.
+const DEV_FROM: &str = "AdmitOne <no-reply@admitone.test>";
+
+/// Where mail goes.
+#[derive(Clone)]
+pub enum Transport {
+    Smtp(AsyncSmtpTransport<Tokio1Executor>),
+    /// Development only: the `dev_mailbox` table.
+    DevMailbox(PgPool),
+}
+
+impl std::fmt::Debug for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Smtp(_) => "Transport::Smtp",
+            Self::DevMailbox(_) => "Transport::DevMailbox",
+        })
+    }
+}
+
+/// The SMTP transport `settings` describe, if they name a server. Builds
+/// its connection pool, which needs a Tokio runtime.
+pub fn smtp(settings: &MailSettings) -> anyhow::Result<Option<AsyncSmtpTransport<Tokio1Executor>>> {
+    Ok(smtp_builder(settings)?.map(AsyncSmtpTransportBuilder::build))
+}
+
+/// What [`smtp`] builds: checks the settings (the URL, the CA file)
+/// without starting anything, so configuration checks can run anywhere.
+pub fn smtp_builder(settings: &MailSettings) -> anyhow::Result<Option<AsyncSmtpTransportBuilder>> {
+    let Some(url) = &settings.smtp_url else {
+        return Ok(None);
+    };
+    let url = url.expose_secret();
+    let mut builder = AsyncSmtpTransport::<Tokio1Executor>::from_url(url)
+        .map_err(|e| anyhow::anyhow!("mail.smtp_url is not an SMTP URL: {e}"))?
+        .timeout(Some(Duration::from_millis(settings.timeout_ms.max(1))));
+    if let Some(ca) = &settings.smtp_ca_file {
+        // A relay with a certificate of a private CA: trust that CA (as
+        // well as the bundled roots), for whichever TLS the URL asked for.
+        let pem = std::fs::read(ca).with_context(|| format!("reading mail.smtp_ca_file {ca}"))?;
+        let certificate = Certificate::from_pem(&pem)
+            .map_err(|e| anyhow::anyhow!("mail.smtp_ca_file {ca} is not a PEM certificate: {e}"))?;
+        let host = lettre_url_host(url)?;
+        let parameters = TlsParameters::builder(host)
+            .add_root_certificate(certificate)
+            .build_rustls()
+            .map_err(|e| anyhow::anyhow!("TLS parameters for the SMTP server: {e}"))?;
+        let tls = if url.starts_with("smtps:") {
+            Tls::Wrapper(parameters)
+        } else if url.contains("tls=opportunistic") {
+            Tls::Opportunistic(parameters)
+        } else {
+            Tls::Required(parameters)
+        };
+        builder = builder.tls(tls);
+    }
+    Ok(Some(builder))
+}
+
+/// The host of an SMTP URL (its TLS name).
+fn lettre_url_host(url: &str) -> anyhow::Result<String> {
+    let rest = url
+        .split_once("://")
+        .map(|(_, rest)| rest)
+        .context("mail.smtp_url has no scheme")?;
+    let authority = rest.split(['/', '?']).next().unwrap_or(rest);
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if let Some(v6) = host_port.strip_prefix('[') {
+        v6.split(']').next().unwrap_or(v6)
+    } else {
+        host_port.split(':').next().unwrap_or(host_port)
+    };
+    anyhow::ensure!(!host.is_empty(), "mail.smtp_url has no host");
+    Ok(host.to_owned())
+}
+
+/// The sender `settings` name (the development default when empty).
+pub fn from_address(settings: &MailSettings) -> anyhow::Result<Mailbox> {
+    let raw = if settings.from.trim().is_empty() {
+        DEV_FROM
+    } else {
+        settings.from.trim()
+    };
+    raw.parse::<Mailbox>()
+        .map_err(|e| anyhow::anyhow!("mail.from {raw:?} is not an address: {e}"))
+}
+
+impl Transport {
+    /// SMTP when `mail.smtp_url` is set, else the dev mailbox.
+    pub fn new(settings: &MailSettings, pool: PgPool) -> anyhow::Result<Self> {
+        Ok(match smtp(settings)? {
+            Some(smtp) => Self::Smtp(smtp),
+            None => Self::DevMailbox(pool),
+        })
+    }
+
+    pub fn is_dev_mailbox(&self) -> bool {
+        matches!(self, Self::DevMailbox(_))
+    }
+
+    /// Sends one mail. Only coarse words are recorded of a failure (an
+    /// operator reads them), never the text of a network error.
+    pub async fn send(
+        &self,
+        mail_id: Uuid,
+        from: &Mailbox,
+        to: &str,
+        rendered: &Rendered,
+    ) -> Attempted {
+        let to: Mailbox = match to.parse() {
+            Ok(to) => to,
+            Err(_) => {
+                return Attempted::Permanent {
+                    status: None,
+                    error: "the recipient is not a valid address".to_owned(),
+                };
+            }
+        };
+        match self {
+            Self::Smtp(smtp) => {
+                let message = match message(mail_id, from, to, rendered) {
+                    Ok(message) => message,
+                    Err(error) => {
+                        tracing::error!(error = format!("{error:#}"), %mail_id, "a mail could not be built");
+                        return Attempted::Permanent {
+                            status: None,
+                            error: "the mail could not be built".to_owned(),
+                        };
+                    }
+                };
+                match smtp.send(message).await {
+                    Ok(response) => Attempted::Delivered {
+                        status: u16::from(response.code()),
+                    },
+                    Err(error) => {
+                        let status = error.status().map(u16::from);
+                        let words = if error.is_permanent() {
+                            "the SMTP server refused the mail"
+                        } else if error.is_transient() {
+                            "the SMTP server asked to try again later"
+                        } else if error.is_timeout() {
+                            "the SMTP server timed out"
+                        } else {
+                            "could not talk to the SMTP server"
+                        };
+                        tracing::warn!(error = %error, %mail_id, "mail not sent");
+                        if error.is_permanent() {
+                            Attempted::Permanent {
+                                status,
+                                error: words.to_owned(),
+                            }
+                        } else {
+                            Attempted::Failed {
+                                status,
+                                error: words.to_owned(),
+                            }
+                        }
+                    }
+                }
+            }
+            Self::DevMailbox(pool) => {
+                let stored = engine::mail::deliver_to_dev_mailbox(
+                    pool,
+                    mail_id,
+                    to.email.as_ref(),
+                    &rendered.subject,
+                    &rendered.text,
+                    &rendered.html,
+                )
+                .await;
+                match stored {
+                    Ok(_) => Attempted::Delivered { status: 250 },
+                    Err(error) => {
+                        tracing::warn!(error = format!("{error:#}"), %mail_id, "dev mailbox unavailable");
+                        Attempted::Failed {
+                            status: None,
+                            error: "the dev mailbox is unavailable".to_owned(),
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A `multipart/alternative` mail (plain text, then HTML). Its
+/// `Message-ID` is the outbox row's, so a mail sent again after a crash
+/// is recognisably the same mail.
+fn message(
+    mail_id: Uuid,
+    from: &Mailbox,
+    to: Mailbox,
+    rendered: &Rendered,
+) -> anyhow::Result<Message> {
+    let domain = from.email.domain().to_owned();
+    Message::builder()
+        .from(from.clone())
+        .to(to)
+        .subject(rendered.subject.clone())
+        .message_id(Some(format!("<{mail_id}@{domain}>")))
+        .header(AutoSubmitted)
+        .multipart(MultiPart::alternative_plain_html(
+            rendered.text.clone(),
+            rendered.html.clone(),
+        ))
+        .context("building a mail")
+}
+
+/// `Auto-Submitted: auto-generated` (RFC 3834): autoresponders do not
+/// answer it.
+#[derive(Debug, Clone, Copy)]
+struct AutoSubmitted;
+
+impl header::Header for AutoSubmitted {
+    fn name() -> header::HeaderName {
+        header::HeaderName::new_from_ascii_str("Auto-Submitted")
+    }
+
+    fn parse(_: &str) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(Self)
+    }
+
+    fn display(&self) -> header::HeaderValue {
+        header::HeaderValue::new(Self::name(), "auto-generated".to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tls_name_is_the_urls_host() {
+        for (url, host) in [
+            (
+                "smtp://mail.example.com:587?tls=required",
+                "mail.example.com",
+            ),
+            (
+                "smtps://user:p%40ss@mail.example.com:465",
+                "mail.example.com",
+            ),
+            ("smtp://user:pass@[::1]:2525", "::1"),
+            ("smtp://127.0.0.1", "127.0.0.1"),
+            ("smtp://relay.example.com/ehlo-name", "relay.example.com"),
+        ] {
+            assert_eq!(lettre_url_host(url).expect(url), host);
+        }
+        assert!(lettre_url_host("smtp://").is_err());
+        assert!(lettre_url_host("no scheme").is_err());
+    }
+
+    #[test]
+    fn settings_describe_a_transport_or_say_what_is_wrong() {
+        let mut settings = MailSettings::default();
+        assert!(smtp_builder(&settings).expect("none").is_none());
+        settings.smtp_url = Some("smtp://127.0.0.1:2525".to_owned().into());
+        assert!(smtp_builder(&settings).expect("plain").is_some());
+        settings.smtp_url = Some("smtp://mail.example.com?tls=required".to_owned().into());
+        assert!(smtp_builder(&settings).expect("STARTTLS").is_some());
+        settings.smtp_url = Some("http://mail.example.com".to_owned().into());
+        assert!(smtp_builder(&settings).is_err());
+        settings.smtp_url = Some("smtps://mail.example.com".to_owned().into());
+        settings.smtp_ca_file = Some("/nonexistent/ca.pem".to_owned());
+        let error = format!("{:#}", smtp_builder(&settings).expect_err("missing file"));
+        assert!(error.contains("mail.smtp_ca_file"), "{error}");
+    }
+
+    #[test]
+    fn the_sender_is_an_address() {
+        let mut settings = MailSettings::default();
+        assert_eq!(
+            from_address(&settings)
+                .expect("dev default")
+                .email
+                .to_string(),
+            "no-reply@admitone.test"
+        );
+        settings.from = "Acme Courses <courses@acme.example>".into();
+        assert_eq!(
+            from_address(&settings).expect("parses").email.to_string(),
+            "courses@acme.example"
+        );
+        settings.from = "not an address".into();
+        assert!(from_address(&settings).is_err());
+    }
+}
