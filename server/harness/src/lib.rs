@@ -1,7 +1,8 @@
 //! AdmitOne's test and measurement tooling, **never deployed**: the
-//! binaries `loadgen` (`make bench`), `faults` (`make faults`) and `soak`
-//! (`make soak`), and [`drive`], the code they share to drive a running
-//! server through its public JSON API.
+//! binaries `loadgen` (`make bench`), `faults` (`make faults`), `soak`
+//! (`make soak`) and `smtp-sink` (the Playwright journeys' mail server),
+//! [`drive`], the code they share to drive a running server through its
+//! public JSON API, and [`smtp`], a real SMTP server the tests send to.
 //!
 //! Why a crate of its own: the production `server` package builds only
 //! what is deployed, and the only SQL outside `server/engine` (tests and
@@ -10,3 +11,4 @@
 //! query the engine already has is asked through the engine.
 
 pub mod drive;
+pub mod smtp;

@@ -1,9 +1,12 @@
 //! Who may call what: learners and admins of other tenants never reach an
-//! admin server function or page, and their attempts change nothing.
+//! admin server function or page, and their attempts change nothing; in
+//! the tenant itself, each role reaches exactly the functions its
+//! permissions allow (`model::Role::allows`), every function checked for
+//! every role.
 
 use std::collections::BTreeSet;
 
-use engine::tenants::{TenantName, TenantSlug, ensure_tenant_with_admin};
+use engine::tenants::{Permission, Role, TenantName, TenantSlug, ensure_tenant_with_owner};
 use reqwest::Method;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -30,6 +33,57 @@ struct Target {
     dead_event: Uuid,
     /// A webhook endpoint the control call disables.
     doomed_hook: Uuid,
+    /// Tenant B's support member (the control call "changes" its role to
+    /// the one it has).
+    support: Uuid,
+    /// A member the control call removes.
+    doomed_member: Uuid,
+    /// An open invitation the control call withdraws.
+    invitation: Uuid,
+    /// The learner bound to `code` (suspended by the control call).
+    learner: Uuid,
+}
+
+/// What each admin server function needs: the one table this test holds
+/// the server to. Every registered function must be here.
+fn permission_of(path: &str) -> Permission {
+    use Permission::*;
+    match path {
+        "/api/admin/tenant/overview"
+        | "/api/admin/dashboard"
+        | "/api/admin/share"
+        | "/api/admin/codes"
+        | "/api/admin/learners"
+        | "/api/admin/audit"
+        | "/api/admin/team"
+        | "/api/admin/team/leave" => ViewConsole,
+        "/api/admin/share/create"
+        | "/api/admin/share/update"
+        | "/api/admin/codes/issue"
+        | "/api/admin/codes/issued"
+        | "/api/admin/codes/progress"
+        | "/api/admin/codes/replace"
+        | "/api/admin/codes/revoke"
+        | "/api/admin/codes/unbind"
+        | "/api/admin/batches/revoke-unused"
+        | "/api/admin/resources/rename"
+        | "/api/admin/resources/move"
+        | "/api/admin/resources/delete"
+        | "/api/admin/learners/suspend" => ManageCourses,
+        "/api/admin/tokens"
+        | "/api/admin/tokens/create"
+        | "/api/admin/tokens/revoke"
+        | "/api/admin/webhooks"
+        | "/api/admin/webhooks/create"
+        | "/api/admin/webhooks/disable"
+        | "/api/admin/webhooks/redeliver" => ManageIntegrations,
+        "/api/admin/team/invite"
+        | "/api/admin/team/role"
+        | "/api/admin/team/remove"
+        | "/api/admin/team/invitations/revoke"
+        | "/api/admin/tenant/settings" => ManageTeam,
+        other => panic!("{other}: say which permission it needs"),
+    }
 }
 
 /// Every admin server function with valid arguments for `t`. The test
@@ -165,8 +219,60 @@ fn admin_calls(t: Target) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
                 ("event_id", t.dead_event.to_string()),
             ],
         ),
+        ("/api/admin/team", vec![tenant.clone()]),
+        (
+            "/api/admin/team/invite",
+            vec![
+                tenant.clone(),
+                field("email", "newcomer@example.com"),
+                field("role", "support"),
+            ],
+        ),
+        (
+            "/api/admin/team/role",
+            vec![
+                tenant.clone(),
+                ("account_id", t.support.to_string()),
+                field("role", "support"),
+            ],
+        ),
+        (
+            "/api/admin/team/remove",
+            vec![tenant.clone(), ("account_id", t.doomed_member.to_string())],
+        ),
+        (
+            "/api/admin/team/invitations/revoke",
+            vec![tenant.clone(), ("invitation_id", t.invitation.to_string())],
+        ),
+        (
+            "/api/admin/team/leave",
+            vec![tenant.clone(), field("confirm", "yes")],
+        ),
+        (
+            "/api/admin/tenant/settings",
+            vec![tenant.clone(), field("require_verified_email", "on")],
+        ),
+        (
+            "/api/admin/learners/suspend",
+            vec![
+                tenant.clone(),
+                ("account_id", t.learner.to_string()),
+                field("suspend", "yes"),
+            ],
+        ),
         ("/api/admin/audit", vec![tenant]),
     ]
+}
+
+/// The registered paths in the order the tests call them: leaving the
+/// team last (a caller who left can call nothing more).
+fn in_calling_order(registered: &BTreeSet<(String, Method)>) -> Vec<(String, Method)> {
+    let (leave, mut rest): (Vec<_>, Vec<_>) = registered
+        .iter()
+        .cloned()
+        .partition(|(path, _)| path == "/api/admin/team/leave");
+    rest.extend(leave);
+    rest
 }
 
 fn args_for(t: Target, path: &str) -> Vec<(&'static str, String)> {
@@ -206,7 +312,11 @@ async fn snapshot(pool: &PgPool) -> String {
             (SELECT md5(coalesce(string_agg(k::text, ',' ORDER BY k::text), '')) FROM api_tokens k),
             (SELECT md5(coalesce(string_agg(w::text, ',' ORDER BY w::text), '')) FROM webhook_endpoints w),
             (SELECT md5(coalesce(string_agg(d::text, ',' ORDER BY d::text), '')) FROM webhook_deliveries d),
-            (SELECT md5(coalesce(string_agg(l::text, ',' ORDER BY l::text), '')) FROM audit_log l))",
+            (SELECT md5(coalesce(string_agg(l::text, ',' ORDER BY l::text), '')) FROM audit_log l),
+            (SELECT md5(coalesce(string_agg(i::text, ',' ORDER BY i::text), '')) FROM tenant_invitations i),
+            (SELECT md5(coalesce(string_agg(s::text, ',' ORDER BY s::text), '')) FROM suspended_learners s),
+            -- Which mails were queued (the relay updates the rows as it sends).
+            (SELECT md5(coalesce(string_agg(o.id::text, ',' ORDER BY o.id), '')) FROM mail_outbox o))",
     )
     .fetch_one(pool)
     .await
@@ -220,12 +330,14 @@ struct World {
     learner: reqwest::Client,
     admin_a: reqwest::Client,
     admin_b: reqwest::Client,
+    /// Tenant B's members with each role (`admin_b` is an owner too).
+    by_role: Vec<(Role, reqwest::Client)>,
 }
 
 async fn world(app: &TestApp) -> World {
     let admin_a = app.create_account("admin-a@example.com", PASSWORD).await;
     let admin_b = app.create_account("admin-b@example.com", PASSWORD).await;
-    app.create_account("learner@example.com", PASSWORD).await;
+    let learner = app.create_account("learner@example.com", PASSWORD).await;
     let tenant = |slug: &str| {
         (
             TenantSlug::parse(slug).expect("slug"),
@@ -234,10 +346,10 @@ async fn world(app: &TestApp) -> World {
     };
     let (slug_a, name_a) = tenant("tenant-a");
     let (slug_b, name_b) = tenant("tenant-b");
-    ensure_tenant_with_admin(&app.pool, &slug_a, &name_a, admin_a)
+    ensure_tenant_with_owner(&app.pool, &slug_a, &name_a, admin_a)
         .await
         .expect("tenant a");
-    let (tenant_b, _) = ensure_tenant_with_admin(&app.pool, &slug_b, &name_b, admin_b)
+    let (tenant_b, _) = ensure_tenant_with_owner(&app.pool, &slug_b, &name_b, admin_b)
         .await
         .expect("tenant b");
     // Tenant B's share, a batch of two codes, one bound to the learner.
@@ -356,6 +468,51 @@ async fn world(app: &TestApp) -> World {
     .execute(&app.pool)
     .await
     .expect("bind");
+    // The learner opened the course once (so stays the tenant's learner
+    // after an unbind).
+    sqlx::query(
+        "INSERT INTO access_records (tenant_id, id, share_id, code_id, principal_id, resource_id, request_id, bound_now, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6, 'first', true, now())",
+    )
+    .bind(tenant_b.0)
+    .bind(Uuid::now_v7())
+    .bind(share.id.0)
+    .bind(code)
+    .bind(learner.0)
+    .bind(resource)
+    .execute(&app.pool)
+    .await
+    .expect("an access");
+    // Tenant B's team: a second owner (so that an owner may leave), an
+    // admin, a support member, one to remove, and an open invitation.
+    let mut members = Vec::new();
+    for (email, role) in [
+        ("owner-b@example.com", "owner"),
+        ("role-admin@example.com", "admin"),
+        ("role-support@example.com", "support"),
+        ("doomed@example.com", "support"),
+    ] {
+        let id = app.create_account(email, PASSWORD).await;
+        sqlx::query("INSERT INTO tenant_members (tenant_id, account_id, role) VALUES ($1, $2, $3)")
+            .bind(tenant_b.0)
+            .bind(id.0)
+            .bind(role)
+            .execute(&app.pool)
+            .await
+            .expect("member");
+        members.push(id.0);
+    }
+    let invitation = engine::team::invite(
+        &app.pool,
+        &crate::helpers::link_key(),
+        tenant_b,
+        admin_b,
+        &engine::accounts::Email::parse("invited@example.com").expect("email"),
+        Role::Admin,
+        model::Lang::En,
+    )
+    .await
+    .expect("invitation");
     let world = World {
         tenant_b: tenant_b.0,
         target: Target {
@@ -370,12 +527,28 @@ async fn world(app: &TestApp) -> World {
             hook: hooks[0],
             dead_event,
             doomed_hook: hooks[1],
+            support: members[2],
+            doomed_member: members[3],
+            invitation,
+            learner: learner.0,
         },
         anonymous: new_client(),
         learner: new_client(),
         admin_a: new_client(),
         admin_b: new_client(),
+        by_role: vec![
+            (Role::Support, new_client()),
+            (Role::Admin, new_client()),
+            (Role::Owner, new_client()),
+        ],
     };
+    for ((_, client), email) in world.by_role.iter().zip([
+        "role-support@example.com",
+        "role-admin@example.com",
+        "owner-b@example.com",
+    ]) {
+        app.login_as(client, email, PASSWORD).await;
+    }
     app.login_as(&world.learner, "learner@example.com", PASSWORD)
         .await;
     app.login_as(&world.admin_a, "admin-a@example.com", PASSWORD)
@@ -405,6 +578,9 @@ async fn every_admin_server_function_refuses_outsiders(pool: PgPool) {
         "every admin server function is in admin_calls()"
     );
 
+    for (path, _) in &registered {
+        permission_of(path);
+    }
     let before = snapshot(&app.pool).await;
     for (path, method) in &registered {
         let args = args_for(w.target, path);
@@ -449,12 +625,66 @@ async fn every_admin_server_function_refuses_outsiders(pool: PgPool) {
         "refused calls changed nothing"
     );
 
-    // Control: the tenant's own admin gets through, so the refusals above
+    // Control: the tenant's own owner gets through, so the refusals above
     // are authorisation, not broken calls.
-    for (path, method) in &registered {
-        let args = args_for(w.target, path);
-        let status = call(&app, &w.admin_b, method, path, &args).await;
-        assert!((200..400).contains(&status), "own admin {path}: {status}");
+    for (path, method) in in_calling_order(&registered) {
+        let args = args_for(w.target, &path);
+        let status = call(&app, &w.admin_b, &method, &path, &args).await;
+        assert!((200..400).contains(&status), "own owner {path}: {status}");
+    }
+}
+
+/// Inside the tenant, every function for every role: a role without the
+/// function's permission is refused (403) and changes nothing; a role
+/// with it gets past the check (whatever the call then finds: an earlier
+/// role's call may have used up its target).
+#[sqlx::test(migrations = "../migrations")]
+async fn each_role_reaches_exactly_what_its_permissions_allow(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let w = world(&app).await;
+    let registered: BTreeSet<(String, Method)> = leptos::server_fn::axum::server_fn_paths()
+        .filter(|(path, _)| path.starts_with("/api/admin/"))
+        .map(|(path, method)| (path.to_owned(), method))
+        .collect();
+    let mut allowed_somewhere = BTreeSet::new();
+    for (path, method) in in_calling_order(&registered) {
+        let permission = permission_of(&path);
+        let args = args_for(w.target, &path);
+        for (role, client) in &w.by_role {
+            let before = snapshot(&app.pool).await;
+            let status = call(&app, client, &method, &path, &args).await;
+            if role.allows(permission) {
+                assert!(
+                    status != 401 && status != 403,
+                    "{role:?} may call {path} ({permission:?}): {status}"
+                );
+                allowed_somewhere.insert(path.clone());
+            } else {
+                assert_eq!(status, 403, "{role:?} may not call {path} ({permission:?})");
+                assert_eq!(
+                    snapshot(&app.pool).await,
+                    before,
+                    "{role:?}'s refused {path} changed nothing"
+                );
+            }
+        }
+    }
+    // Support is refused what changes anything, and owners reach all.
+    assert_eq!(allowed_somewhere.len(), registered.len());
+    for path in [
+        "/api/admin/codes/issue",
+        "/api/admin/codes/revoke",
+        "/api/admin/tokens",
+        "/api/admin/webhooks",
+    ] {
+        assert!(!Role::Support.allows(permission_of(path)), "{path}");
+    }
+    for path in [
+        "/api/admin/codes",
+        "/api/admin/learners",
+        "/api/admin/audit",
+    ] {
+        assert!(Role::Support.allows(permission_of(path)), "{path}");
     }
 }
 

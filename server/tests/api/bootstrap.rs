@@ -51,7 +51,7 @@ async fn create_tenant_is_idempotent_on_slug_and_prints_the_id(pool: PgPool) {
     let (tenants, admins): (i64, i64) = sqlx::query_as(
         "SELECT (SELECT count(*) FROM tenants WHERE slug = 'acme'),
                 (SELECT count(*) FROM tenant_members m JOIN accounts a ON a.id = m.account_id
-                  WHERE m.tenant_id = $1 AND m.role = 'admin' AND a.email = 'owner@acme.example')",
+                  WHERE m.tenant_id = $1 AND m.role = 'owner' AND a.email = 'owner@acme.example')",
     )
     .bind(id)
     .fetch_one(&pool)
@@ -164,19 +164,105 @@ async fn demo_seed_is_idempotent_and_its_credentials_work(pool: PgPool) {
     assert_eq!(admins, 1);
 }
 
-/// Anyone can register the owner's email before the operator runs
-/// `create-tenant`: such an account must not become the tenant's admin.
-#[sqlx::test(migrations = "../migrations")]
-async fn create_tenant_refuses_a_self_registered_account_and_creates_nothing(pool: PgPool) {
+/// Registers `email` as anyone can, from the web: its address unverified.
+async fn self_register(pool: &PgPool, email: &str, password: &str) -> engine::accounts::AccountId {
     use engine::accounts::{DisplayName, register};
-    let squatter = register(
-        &pool,
-        &Email::parse("owner@acme.example").expect("email"),
-        &DisplayName::parse("Not The Owner").expect("name"),
-        &Password::parse(SecretString::from("the squatter's password")).expect("password"),
+    register(
+        pool,
+        &crate::helpers::link_key(),
+        &Email::parse(email).expect("email"),
+        &DisplayName::parse("Someone").expect("name"),
+        &Password::parse(SecretString::from(password.to_owned())).expect("password"),
+        model::Lang::En,
     )
     .await
-    .expect("register");
+    .expect("register")
+}
+
+/// Runs `create-tenant` for acme with `owner@acme.example` and `password`.
+fn create_acme(pool: &PgPool, password: &str) -> std::process::Output {
+    let dir = std::env::temp_dir().join(format!("admitone-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    let password_file = dir.join("password");
+    std::fs::write(&password_file, format!("{password}\n")).expect("write");
+    let out = run_server(
+        pool,
+        &[
+            "admin",
+            "create-tenant",
+            "--slug",
+            "acme",
+            "--name",
+            "Acme Courses",
+            "--admin-email",
+            "owner@acme.example",
+            "--admin-password-file",
+            password_file.to_str().expect("utf-8"),
+        ],
+    );
+    let _ = std::fs::remove_dir_all(dir);
+    out
+}
+
+/// Who owns acme now.
+async fn acme_owners(pool: &PgPool) -> Vec<uuid::Uuid> {
+    sqlx::query_scalar(
+        "SELECT m.account_id FROM tenant_members m JOIN tenants t ON t.id = m.tenant_id
+          WHERE t.slug = 'acme' AND m.role = 'owner'",
+    )
+    .fetch_all(pool)
+    .await
+    .expect("owners")
+}
+
+/// The defect: an unverified self-registered account was accepted when the
+/// operator's password file held its password (a weak or guessed one, or
+/// one a squatter chose to match). An unverified address proves nothing:
+/// refused (exit status 4), nothing written, whatever the password.
+#[sqlx::test(migrations = "../migrations")]
+async fn create_tenant_refuses_an_unverified_account_even_with_its_password(pool: PgPool) {
+    self_register(&pool, "owner@acme.example", "the operator's password").await;
+    let out = create_acme(&pool, "the operator's password");
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("not verified"), "says why: {stderr}");
+    assert!(acme_owners(&pool).await.is_empty());
+    let tenants: i64 = sqlx::query_scalar("SELECT count(*) FROM tenants")
+        .fetch_one(&pool)
+        .await
+        .expect("count");
+    assert_eq!(tenants, 0, "nothing was created");
+}
+
+/// The person who holds the address verified it: they are the owner the
+/// operator names, whoever registered first.
+#[sqlx::test(migrations = "../migrations")]
+async fn create_tenant_accepts_an_account_that_verified_its_address(pool: PgPool) {
+    let account = self_register(&pool, "owner@acme.example", "their own password").await;
+    sqlx::query("UPDATE accounts SET email_verified_at = now() WHERE id = $1")
+        .bind(account.0)
+        .execute(&pool)
+        .await
+        .expect("verify");
+    let out = create_acme(&pool, "another password entirely");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(acme_owners(&pool).await, vec![account.0]);
+}
+
+/// Anyone can register the owner's email before the operator runs
+/// `create-tenant`: such an account must not become the tenant's owner.
+#[sqlx::test(migrations = "../migrations")]
+async fn create_tenant_refuses_a_self_registered_account_and_creates_nothing(pool: PgPool) {
+    let squatter = self_register(&pool, "owner@acme.example", "the squatter's password").await;
     let hash_before: String =
         sqlx::query_scalar("SELECT password_hash FROM accounts WHERE id = $1")
             .bind(squatter.0)
@@ -203,7 +289,7 @@ async fn create_tenant_refuses_a_self_registered_account_and_creates_nothing(poo
             password_file.to_str().expect("utf-8"),
         ],
     );
-    assert!(!out.status.success(), "must refuse");
+    assert_eq!(out.status.code(), Some(4), "must refuse");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("owner@acme.example") && stderr.contains("already exists"),
@@ -264,7 +350,7 @@ async fn create_tenant_accepts_an_existing_admin_for_a_second_tenant(pool: PgPoo
     }
     let admins: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM tenant_members m JOIN accounts a ON a.id = m.account_id
-          WHERE a.email = 'owner@acme.example' AND m.role = 'admin'",
+          WHERE a.email = 'owner@acme.example' AND m.role = 'owner'",
     )
     .fetch_one(&pool)
     .await
@@ -274,51 +360,31 @@ async fn create_tenant_accepts_an_existing_admin_for_a_second_tenant(pool: PgPoo
 }
 
 /// A first `create-tenant` that failed after creating its account (a
-/// timeout, Ctrl-C) can be run again: the operator proves the account is
-/// theirs with its password, and the tenant is created.
+/// timeout, Ctrl-C) can be run again: the account it created is verified
+/// (the operator vouched for the address), so the rerun goes through.
 #[sqlx::test(migrations = "../migrations")]
 async fn create_tenant_can_be_rerun_after_a_first_run_left_only_the_account(pool: PgPool) {
-    use engine::accounts::{DisplayName, register};
+    use engine::accounts::{DisplayName, ExistingPassword, ensure_account};
     // What the failed first run left behind: the account, no tenant.
-    let account = register(
+    let (account, created) = ensure_account(
         &pool,
         &Email::parse("owner@acme.example").expect("email"),
         &DisplayName::parse("Owner").expect("name"),
         &Password::parse(SecretString::from("the operator's password")).expect("password"),
+        ExistingPassword::Keep,
     )
     .await
-    .expect("register");
-    let dir = std::env::temp_dir().join(format!("admitone-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).expect("tmp dir");
-    let password_file = dir.join("password");
-    std::fs::write(&password_file, "the operator's password\n").expect("write");
-    let out = run_server(
-        &pool,
-        &[
-            "admin",
-            "create-tenant",
-            "--slug",
-            "acme",
-            "--name",
-            "Acme Courses",
-            "--admin-email",
-            "owner@acme.example",
-            "--admin-password-file",
-            password_file.to_str().expect("utf-8"),
-        ],
-    );
+    .expect("account");
+    assert!(created);
+    let out = create_acme(&pool, "the operator's password");
     assert!(
         out.status.success(),
         "the rerun succeeds: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let admins: Vec<uuid::Uuid> = sqlx::query_scalar(
-        "SELECT m.account_id FROM tenant_members m JOIN tenants t ON t.id = m.tenant_id
-          WHERE t.slug = 'acme' AND m.role = 'admin'",
-    )
-    .fetch_all(&pool)
-    .await
-    .expect("admins");
-    assert_eq!(admins, vec![account.0], "the existing account is the admin");
-    let _ = std::fs::remove_dir_all(dir);
+    assert_eq!(
+        acme_owners(&pool).await,
+        vec![account.0],
+        "the existing account is the owner"
+    );
 }

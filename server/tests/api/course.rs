@@ -36,10 +36,10 @@ pub struct Admin {
 }
 
 pub async fn admin(app: &TestApp) -> Admin {
-    use engine::tenants::{TenantName, TenantSlug, ensure_tenant_with_admin};
+    use engine::tenants::{TenantName, TenantSlug, ensure_tenant_with_owner};
     let email = format!("admin-{}@example.com", Uuid::new_v4());
     let id = app.create_account(&email, PASSWORD).await;
-    let (tenant, _) = ensure_tenant_with_admin(
+    let (tenant, _) = ensure_tenant_with_owner(
         &app.pool,
         &TenantSlug::parse(&format!("t-{}", &Uuid::new_v4().simple().to_string()[..12]))
             .expect("slug"),
@@ -175,8 +175,8 @@ pub async fn issue(app: &TestApp, admin: &Admin, share: Uuid, n: usize) -> Vec<(
         .collect()
 }
 
-/// `n` learner accounts (inserted in one statement), each signed in with
-/// its own client.
+/// `n` learner accounts (inserted in one statement, their addresses
+/// verified), each signed in with its own client.
 pub async fn learners(app: &TestApp, n: usize) -> Vec<(Uuid, reqwest::Client)> {
     use engine::accounts::{Password, hash_password};
     let hash = hash_password(&Password::parse(secrecy::SecretString::from(PASSWORD)).expect("pw"))
@@ -188,8 +188,8 @@ pub async fn learners(app: &TestApp, n: usize) -> Vec<(Uuid, reqwest::Client)> {
         .map(|id| format!("learner-{id}@example.com"))
         .collect();
     sqlx::query(
-        "INSERT INTO accounts (id, email, display_name, password_hash)
-         SELECT id, email, 'Learner', $3 FROM UNNEST($1::uuid[], $2::text[]) AS l(id, email)",
+        "INSERT INTO accounts (id, email, display_name, password_hash, email_verified_at)
+         SELECT id, email, 'Learner', $3, now() FROM UNNEST($1::uuid[], $2::text[]) AS l(id, email)",
     )
     .bind(&ids)
     .bind(&emails)

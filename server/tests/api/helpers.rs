@@ -143,14 +143,39 @@ impl TestApp {
         self.post_form_as(&self.client, path, form).await
     }
 
-    /// Creates an account directly in the domain (fast setup).
+    /// Creates an account directly in the domain (fast setup) as the
+    /// operator does: its address verified (a code binds only to a verified
+    /// account, by default), no mail sent.
     pub async fn create_account(&self, email: &str, password: &str) -> engine::accounts::AccountId {
-        use engine::accounts::{DisplayName, Email, Password, register};
-        register(
+        use engine::accounts::{DisplayName, Email, ExistingPassword, Password, ensure_account};
+        let (account, created) = ensure_account(
             &self.pool,
             &Email::parse(email).expect("email"),
             &DisplayName::parse("Test User").expect("name"),
             &Password::parse(SecretString::from(password.to_owned())).expect("password"),
+            ExistingPassword::Keep,
+        )
+        .await
+        .expect("account");
+        assert!(created, "{email} is new");
+        account
+    }
+
+    /// Creates an account as registration does: its address not verified
+    /// yet (and its verification mail queued).
+    pub async fn create_unverified_account(
+        &self,
+        email: &str,
+        password: &str,
+    ) -> engine::accounts::AccountId {
+        use engine::accounts::{DisplayName, Email, Password, register};
+        register(
+            &self.pool,
+            &link_key(),
+            &Email::parse(email).expect("email"),
+            &DisplayName::parse("Test User").expect("name"),
+            &Password::parse(SecretString::from(password.to_owned())).expect("password"),
+            model::Lang::En,
         )
         .await
         .expect("register")
@@ -184,6 +209,12 @@ impl TestApp {
     }
 }
 
+/// The key test servers derive mailed links with (from the development
+/// session key every test server uses).
+pub fn link_key() -> engine::accounts::links::LinkKey {
+    engine::accounts::links::LinkKey::derive(&test_settings(&redis_url()).session_key())
+}
+
 /// The Redis URL of the machine's server (CI and developer machines run
 /// one; `make test` exports `REDIS_URL`).
 pub fn redis_url() -> String {
@@ -212,6 +243,9 @@ pub fn test_settings(redis_url: &str) -> Settings {
     // Tests check behaviour, not latency: a loaded CI machine must not turn
     // a slow Redis answer into a 503 (failures are injected explicitly).
     settings.redis.response_timeout_ms = 5_000;
+    // Mail goes to the dev mailbox unless a test sends it to its SMTP sink
+    // (`spawn_app_with_mail`); the relay looks often, so mail arrives fast.
+    settings.mail.poll_interval_ms = 100;
     // Uploads go to the system's temporary directory, never into the repo.
     settings.storage.root = std::env::temp_dir()
         .join("admitone-test-storage")
@@ -223,6 +257,36 @@ pub fn test_settings(redis_url: &str) -> Settings {
 /// Starts the app on `pool` (from `#[sqlx::test]`) with the machine's Redis.
 pub async fn spawn_app(pool: PgPool) -> TestApp {
     spawn_app_with(pool, test_settings(&redis_url())).await
+}
+
+/// Starts the app with its mail going to a real SMTP server of its own
+/// (started here; read what arrived from it).
+pub async fn spawn_app_with_mail(pool: PgPool) -> (TestApp, harness::smtp::SmtpSink) {
+    let sink = harness::smtp::SmtpSink::start().await;
+    let app = spawn_app_with(pool, mail_settings(&sink)).await;
+    (app, sink)
+}
+
+/// Test settings that send mail to `sink`, with quick retries.
+pub fn mail_settings(sink: &harness::smtp::SmtpSink) -> Settings {
+    let mut settings = test_settings(&redis_url());
+    settings.mail.smtp_url = Some(SecretString::from(sink.url()));
+    settings.mail.from = "AdmitOne Tests <no-reply@admitone.test>".into();
+    settings.mail.poll_interval_ms = 50;
+    settings.mail.timeout_ms = 5_000;
+    settings.mail.backoff_base_ms = 100;
+    settings.mail.backoff_max_secs = 1;
+    settings
+}
+
+/// How long a test waits for a mail to arrive.
+pub const MAIL_WAIT: Duration = Duration::from_secs(20);
+
+/// The `token` of a mailed link.
+pub fn token_of(link: &str) -> String {
+    link.split_once("token=")
+        .map(|(_, t)| t.split('&').next().unwrap_or(t).to_owned())
+        .unwrap_or_else(|| panic!("no token in {link}"))
 }
 
 /// Starts the app with the given settings.

@@ -176,7 +176,7 @@ async fn passwords_never_appear_in_logs_or_responses(pool: PgPool) {
 async fn the_request_span_names_the_signed_in_learner_on_both_doors(pool: PgPool) {
     use engine::{
         accounts::AccountId,
-        tenants::{TenantName, TenantSlug, ensure_tenant_with_admin},
+        tenants::{TenantName, TenantSlug, ensure_tenant_with_owner},
     };
     let server = LoggedServer::start(&pool).await;
     let address = server.address.clone();
@@ -195,7 +195,7 @@ async fn the_request_span_names_the_signed_in_learner_on_both_doors(pool: PgPool
         .await
         .expect("json");
     let id = me["id"].as_str().expect("account id").to_owned();
-    let (tenant, _) = ensure_tenant_with_admin(
+    let (tenant, _) = ensure_tenant_with_owner(
         &pool,
         &TenantSlug::parse("logs").expect("slug"),
         &TenantName::parse("Logs").expect("name"),

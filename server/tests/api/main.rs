@@ -2,6 +2,7 @@
 //! (a fresh database per test, from `#[sqlx::test]`) and real Redis (a uuid
 //! key prefix per test).
 
+mod account_mail;
 mod auth;
 mod authorisation;
 mod bootstrap;
@@ -12,10 +13,13 @@ mod health;
 mod helpers;
 mod learner_pages;
 mod logs;
+mod mail;
+mod notices;
 mod pages;
 mod reconcile;
 mod security;
 mod settlement;
+mod team;
 mod tokens;
 mod vocabulary;
 mod webhooks;

@@ -62,8 +62,20 @@ async fn redis_at(url: &str) -> Redis {
     .expect("Redis handle")
 }
 
-/// An account, written directly (no argon2: these tests never sign in).
+/// An account with a verified address, written directly (no argon2:
+/// these tests never sign in).
 pub async fn account(pool: &PgPool, name: &str) -> AccountId {
+    let id = unverified_account(pool, name).await;
+    sqlx::query("UPDATE accounts SET email_verified_at = now() WHERE id = $1")
+        .bind(id.0)
+        .execute(pool)
+        .await
+        .expect("verifying an account");
+    id
+}
+
+/// An account whose address is not verified yet (a fresh registration).
+pub async fn unverified_account(pool: &PgPool, name: &str) -> AccountId {
     let id = Uuid::now_v7();
     sqlx::query(
         "INSERT INTO accounts (id, email, display_name, password_hash) VALUES ($1, $2, $3, 'x')",
@@ -82,7 +94,7 @@ impl World {
         let keyring =
             Keyring::new(1, vec![(1, SecretString::from("k".repeat(32)))]).expect("keyring");
         let admin = account(&pool, "admin").await;
-        let (tenant, _) = tenants::ensure_tenant_with_admin(
+        let (tenant, _) = tenants::ensure_tenant_with_owner(
             &pool,
             &TenantSlug::parse("school").expect("slug"),
             &TenantName::parse("School").expect("name"),
@@ -206,10 +218,17 @@ impl World {
                 .fetch_one(&self.pool)
                 .await
                 .expect("quota used");
+        // The learner's receipt (mail outbox) counts as an event of its
+        // own: one per binding, written by the same transaction.
         let events: Vec<(String, i64)> = sqlx::query_as(
             "SELECT event_type, count(*) FROM outbox
              WHERE tenant_id = $1 AND event_type IN ('code.bound', 'access.recorded')
-             GROUP BY event_type ORDER BY event_type",
+             GROUP BY event_type
+             UNION ALL
+             SELECT 'receipt', count(*) FROM mail_outbox
+             WHERE tenant_id = $1 AND template = 'code_bound'
+             HAVING count(*) > 0
+             ORDER BY 1",
         )
         .bind(self.tenant.0)
         .fetch_all(&self.pool)
@@ -239,7 +258,8 @@ pub struct State {
     pub access_counts: Vec<(Uuid, i32)>,
     pub records: i64,
     pub quota_used: i32,
-    /// (event type, rows) of the settlement's events in the outbox.
+    /// (event type, rows) of the settlement's events in the outbox, and
+    /// (`receipt`, rows) of the learners' receipts in the mail outbox.
     pub events: Vec<(String, i64)>,
 }
 
@@ -251,6 +271,7 @@ impl State {
         }
         if bound > 0 {
             events.push(("code.bound".to_owned(), bound));
+            events.push(("receipt".to_owned(), bound));
         }
         events
     }

@@ -9,6 +9,7 @@
 //! a concurrent attempt would hold, in its own transaction. It builds and
 //! runs in seconds, which is what lets `make mutants` run it per mutant.
 
+mod account;
 mod fixture;
 mod reservation;
 mod span;

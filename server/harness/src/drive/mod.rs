@@ -144,7 +144,8 @@ pub async fn issue(
         .collect())
 }
 
-/// `n` learners, each signed in with its own client (`bases[i % len]`
+/// `n` learners (their addresses verified, as a code binds only to a
+/// verified account), each signed in with its own client (`bases[i % len]`
 /// signs learner `i` in: sessions are shared by every instance).
 pub async fn learners(
     bases: &[String],
@@ -159,8 +160,8 @@ pub async fn learners(
         .map(|id| format!("learner-{id}@example.com"))
         .collect();
     sqlx::query(
-        "INSERT INTO accounts (id, email, display_name, password_hash)
-         SELECT id, email, 'Learner', $3 FROM UNNEST($1::uuid[], $2::text[]) AS l(id, email)",
+        "INSERT INTO accounts (id, email, display_name, password_hash, email_verified_at)
+         SELECT id, email, 'Learner', $3, now() FROM UNNEST($1::uuid[], $2::text[]) AS l(id, email)",
     )
     .bind(&ids)
     .bind(&emails)
