@@ -52,8 +52,9 @@ FAULTS_LEARNERS=${FAULTS_LEARNERS:-60} scripts/faults.sh
 step "soak: a real server, 64 parallel clients over every page kind (make soak runs it longer)"
 SOAK_SECS=${SOAK_SECS:-20} scripts/soak.sh
 
-step "build the site (cargo leptos build)"
+step "build the site (cargo leptos build) and the journeys' SMTP server"
 cargo leptos build
+cargo build -p harness --bin smtp-sink
 
 step "end-to-end tests (Playwright, chromium)"
 cd end2end

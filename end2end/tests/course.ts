@@ -12,7 +12,7 @@ import {
   type Page,
   type TestInfo,
 } from "@playwright/test";
-import { PASSWORD, uniqueEmail } from "./fixtures";
+import { linkIn, PASSWORD, uniqueEmail, waitForMail } from "./fixtures";
 
 const port = Number(process.env.E2E_PORT ?? 3100);
 export const baseURL = `http://127.0.0.1:${port}`;
@@ -111,13 +111,17 @@ export async function createCourse(api: APIRequestContext, options: CourseOption
   return { id: share.id, slug, title, video, page, codes, codeIds };
 }
 
-/** Signs a new learner in, in `context` (its pages share the cookie). */
+/** Signs a new learner in, in `context` (its pages share the cookie), and
+ * verifies their address with the link the server mailed them. */
 export async function newLearner(context: BrowserContext, tag: string): Promise<string> {
   const email = uniqueEmail(tag);
   const response = await context.request.post("/api/v1/auth/register", {
     data: { email, password: PASSWORD, display_name: `Learner ${tag}` },
   });
   expect(response.status(), await response.text()).toBe(201);
+  const mail = await waitForMail(email, "Confirm your email address");
+  const verified = await context.request.get(linkIn(mail, "/verify-email"));
+  expect(await verified.text()).toContain("verified");
   return email;
 }
 

@@ -42,3 +42,54 @@ export async function signIn(page: Page, email: string, password = PASSWORD) {
   await page.getByLabel("Password").fill(password);
   await page.getByRole("button", { name: "Sign in" }).click();
 }
+
+/** A mail as the journeys' SMTP server (`smtp-sink`) received it. */
+export interface Mail {
+  from: string;
+  to: string[];
+  subject: string;
+  message_id: string;
+  text: string;
+  html: string;
+}
+
+function mailUrl(): string {
+  return JSON.parse(readFileSync(join(__dirname, "..", ".e2e-server.json"), "utf8")).mailUrl;
+}
+
+/** Every mail the SMTP server received for `to`, oldest first. */
+export async function mailsFor(to: string): Promise<Mail[]> {
+  const response = await fetch(`${mailUrl()}/messages?to=${encodeURIComponent(to)}`);
+  expect(response.ok).toBe(true);
+  return (await response.json()) as Mail[];
+}
+
+/** Waits for a mail to `to` whose subject contains `subject`. */
+export async function waitForMail(to: string, subject: string): Promise<Mail> {
+  let found: Mail | undefined;
+  await expect
+    .poll(
+      async () => {
+        found = (await mailsFor(to)).find((m) => m.subject.includes(subject));
+        return found !== undefined;
+      },
+      { timeout: 20_000, message: `a mail to ${to} about "${subject}"` },
+    )
+    .toBe(true);
+  return found as Mail;
+}
+
+/** The link in a mail's text that goes to `path`, as a path on this server. */
+export function linkIn(mail: Mail, path: string): string {
+  const link = mail.text.split(/\s+/).find((w) => /^https?:\/\//.test(w) && w.includes(path));
+  expect(link, `a link to ${path} in: ${mail.text}`).toBeTruthy();
+  const url = new URL(link as string);
+  return url.pathname + url.search;
+}
+
+/** Opens the link of `email`'s verification mail (its address is then verified). */
+export async function verifyByMail(page: Page, email: string) {
+  const mail = await waitForMail(email, "Confirm your email address");
+  await page.goto(linkIn(mail, "/verify-email"));
+  await expect(page.locator(".flash.success.verified")).toBeVisible();
+}

@@ -1,6 +1,6 @@
 // The learner's whole path with JavaScript off: plain forms and links.
 import { expect, test } from "@playwright/test";
-import { register, uniqueEmail } from "./fixtures";
+import { register, uniqueEmail, verifyByMail } from "./fixtures";
 import { VIDEO, accountId, adminApi, createCourse, enterCode, newLearner, shareState, sloppy, snapshot, sql, typo } from "./course";
 
 test.use({ javaScriptEnabled: false });
@@ -15,6 +15,9 @@ test("register from the link, enter a code, open the video, all without JavaScri
   const email = uniqueEmail("nojs-learner");
   await register(page, email, "Plain Forms");
   await expect(page).toHaveURL(new RegExp(`/s/${course.slug}$`));
+  await expect(shareState(page)).toHaveAttribute("data-state", "needs-code");
+  await verifyByMail(page, email);
+  await page.goto(`/s/${course.slug}`);
   await expect(shareState(page)).toHaveAttribute("data-state", "needs-code");
 
   // A typo: the server catches it (no script to do it first).
