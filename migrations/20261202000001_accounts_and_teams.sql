@@ -32,7 +32,9 @@ CREATE FUNCTION tenant_members_keep_an_owner() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
     IF OLD.role = 'owner' AND (TG_OP = 'DELETE' OR NEW.role <> 'owner') THEN
-        PERFORM 1 FROM tenants WHERE id = OLD.tenant_id FOR UPDATE;
+        -- NO KEY UPDATE: serialises team changes without blocking the
+        -- rows that reference the tenant (a binding's receipt, a share).
+        PERFORM 1 FROM tenants WHERE id = OLD.tenant_id FOR NO KEY UPDATE;
         -- Not FOUND: the tenant itself is being deleted (cascade).
         IF FOUND AND NOT EXISTS (
             SELECT 1 FROM tenant_members WHERE tenant_id = OLD.tenant_id AND role = 'owner'
@@ -115,7 +117,8 @@ CREATE TABLE mail_outbox (
     tenant_id        uuid REFERENCES tenants (id) ON DELETE CASCADE,
     account_id       uuid REFERENCES accounts (id) ON DELETE SET NULL,
     template         text NOT NULL CHECK (template IN (
-        'verify_email', 'reset_password', 'password_changed', 'change_email', 'email_changed',
+        'verify_email', 'reset_password', 'password_changed', 'change_email',
+        'email_change_requested', 'email_changed',
         'invitation', 'code_bound', 'code_unbound', 'code_revoked'
     )),
     to_address       text NOT NULL CHECK (position('@' IN to_address) > 1 AND length(to_address) <= 254),

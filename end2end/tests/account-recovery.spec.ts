@@ -3,7 +3,7 @@
 // sign in, the course still theirs. In English and in Chinese.
 import { expect, test } from "@playwright/test";
 import { linkIn, openHydrated, waitForMail } from "./fixtures";
-import { adminApi, createCourse, enterCode, newLearner, shareState, snapshot, sql } from "./course";
+import { adminApi, createCourse, newLearner, shareState, snapshot, sql } from "./course";
 
 const WORDS = {
   en: {
@@ -18,6 +18,7 @@ const WORDS = {
     done: "Your password is reset",
     password: "Password",
     signIn: "Sign in",
+    signOut: "Sign out",
     notice: "Your password was changed",
     code: "Access code",
     useCode: "Use this code",
@@ -35,6 +36,7 @@ const WORDS = {
     done: "密码已重置",
     password: "密码",
     signIn: "登录",
+    signOut: "退出登录",
     notice: "你的密码已修改",
     code: "兑换码",
     useCode: "使用此兑换码",
@@ -50,7 +52,7 @@ for (const [locale, w] of Object.entries(WORDS)) {
       const course = await createCourse(await adminApi());
       // The learner holds the course on one device.
       const phone = await browser.newContext({ locale });
-      const email = await newLearner(phone, `reset-${locale}`);
+      const email = await newLearner(phone, `reset-${locale.toLowerCase()}`);
       const page = await phone.newPage();
       await openHydrated(page, `/s/${course.slug}`);
       await page.getByLabel(w.code).fill(course.codes[0]);
@@ -82,7 +84,8 @@ for (const [locale, w] of Object.entries(WORDS)) {
       await tab.getByLabel(w.email).fill(email);
       await tab.getByLabel(w.password, { exact: true }).fill("my new password 2026");
       await tab.getByRole("main").getByRole("button", { name: w.signIn }).click();
-      await expect(tab.getByRole("navigation", { name: /Main|主导航/ })).toBeVisible();
+      // Signed in: the menu offers to sign out.
+      await expect(tab.getByRole("navigation", { name: /Main|主导航/ }).getByRole("button", { name: w.signOut })).toBeVisible();
       await openHydrated(tab, `/s/${course.slug}`);
       await expect(shareState(tab)).toHaveAttribute("data-state", "has-access");
       await expect(tab.locator(".bound-note")).toContainText(email);

@@ -5,13 +5,18 @@
 //! learner whose (public, printed) credentials work. Both are idempotent, so
 //! running them again is harmless.
 //!
-//! `create-tenant` never makes a stranger owner: if the admin email already
-//! has an account whose address is not verified (see
-//! [`accounts::is_trusted`]), anyone may have registered the owner's
-//! address first, and the command refuses (exit status 4) without writing
-//! anything. Accounts the command creates are verified: the operator
-//! vouches for the address, so a rerun after a failed first run finds its
-//! own account trusted.
+//! `create-tenant` never makes a stranger owner. An existing account with
+//! the admin email is accepted only when its address is verified (see
+//! [`accounts::is_trusted`]) **and** the operator's password file holds its
+//! password: anyone may have registered the owner's address first, and a
+//! verified flag proves only that someone opened the mailbox (a mail
+//! scanner, or the owner clicking a link they did not ask for), not who
+//! holds the account. Otherwise the command refuses (exit status 4) without
+//! writing anything. Accounts the command creates are verified (the
+//! operator vouches for the address) and have the operator's password, so
+//! a rerun after a failed first run finds its own account. A tenant that
+//! already exists is joined only by one of its owners (with self-signup,
+//! a stranger may have claimed the slug).
 
 use anyhow::Context as _;
 use engine::db::PgPool;
@@ -81,12 +86,18 @@ pub struct CreatedTenant {
 #[derive(Debug, thiserror::Error)]
 pub enum CreateTenantError {
     #[error(
-        "refusing to make {email} the owner: an account with this email already exists and its \
-         address is not verified, so anyone may have registered it; nothing was created. Ask the \
-         person to verify the address (the link registration mailed them, or \"Send the link \
-         again\" on their account page) and run this again, or use another --admin-email"
+        "refusing to make {email} the owner: an account with this email already exists and \
+         {why}, so it may not be the owner's; nothing was created. Use the account's own \
+         password in --admin-password-file (its address must be verified), or another \
+         --admin-email and invite the owner from the Team page"
     )]
-    UntrustedAccount { email: String },
+    UntrustedAccount { email: String, why: &'static str },
+    #[error(
+        "refusing to make {email} an owner of {slug:?}: the tenant already exists and this \
+         account is not one of its owners (someone else may have claimed the slug); nothing \
+         was changed. Choose another --slug"
+    )]
+    TenantTaken { email: String, slug: String },
     #[error(transparent)]
     Unexpected(#[from] anyhow::Error),
 }
@@ -99,6 +110,28 @@ pub async fn create_tenant(
     pool: &PgPool,
     new: &NewTenant,
 ) -> Result<CreatedTenant, CreateTenantError> {
+    // An existing tenant is only ever the same command run again: its
+    // owner is this email's account. Checked before anything is written.
+    if let Some(existing) = tenants::find_by_slug(pool, &new.slug)
+        .await
+        .context("looking for the tenant")?
+    {
+        let owner = match accounts::find_by_email(pool, &new.admin_email).await? {
+            Some(account) => {
+                tenants::role_of(pool, existing, account)
+                    .await
+                    .context("reading the admin's role")?
+                    == Some(tenants::Role::Owner)
+            }
+            None => false,
+        };
+        if !owner {
+            return Err(CreateTenantError::TenantTaken {
+                email: new.admin_email.as_str().to_owned(),
+                slug: new.slug.as_str().to_owned(),
+            });
+        }
+    }
     let (admin_id, admin_created) = accounts::ensure_account(
         pool,
         &new.admin_email,
@@ -109,17 +142,24 @@ pub async fn create_tenant(
     .await
     .context("creating the admin account")?;
     // `ensure_account` wrote nothing for an existing account (`Keep`), so a
-    // refusal here leaves the database as it was. An account this command
-    // created on an earlier run is verified (the operator vouched for it),
-    // so running it again after a failure goes through.
-    if !admin_created
-        && !accounts::is_trusted(pool, admin_id)
+    // refusal here leaves the database as it was.
+    if !admin_created {
+        let why = if !accounts::is_trusted(pool, admin_id)
             .await
             .context("checking the existing admin account")?
-    {
-        return Err(CreateTenantError::UntrustedAccount {
-            email: new.admin_email.as_str().to_owned(),
-        });
+        {
+            Some("its address is not verified")
+        } else if !operator_knows_password(pool, new).await? {
+            Some("--admin-password-file does not hold its password")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(CreateTenantError::UntrustedAccount {
+                email: new.admin_email.as_str().to_owned(),
+                why,
+            });
+        }
     }
     let (tenant_id, tenant_created) =
         tenants::ensure_tenant_with_owner(pool, &new.slug, &new.name, admin_id)
@@ -131,6 +171,17 @@ pub async fn create_tenant(
         admin_id,
         admin_created,
     })
+}
+
+/// Whether `--admin-password-file` holds the existing account's password.
+async fn operator_knows_password(pool: &PgPool, new: &NewTenant) -> anyhow::Result<bool> {
+    match accounts::authenticate(pool, &new.admin_email, &new.admin_password).await {
+        Ok(_) => Ok(true),
+        Err(accounts::AccountError::InvalidCredentials | accounts::AccountError::Disabled) => {
+            Ok(false)
+        }
+        Err(error) => Err(anyhow::Error::new(error).context("checking the existing admin account")),
+    }
 }
 
 /// The demo tenant's public credentials (development only).

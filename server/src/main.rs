@@ -14,8 +14,9 @@ use server::{
 
 /// `server reconcile`'s exit status when another reconciler holds the lock.
 const RECONCILE_SKIPPED: u8 = 3;
-/// `server admin create-tenant`'s exit status when the admin email belongs
-/// to an account whose address is not verified (nothing was written).
+/// `server admin create-tenant`'s exit status when it refuses (nothing was
+/// written): the admin email belongs to an account not proven to be the
+/// operator's, or the slug belongs to a tenant the account does not own.
 const UNVERIFIED_ADMIN: u8 = 4;
 
 #[derive(Parser)]
@@ -56,8 +57,10 @@ enum Command {
 
 #[derive(Subcommand)]
 enum AdminCommand {
-    /// Create a tenant and its first admin; prints the tenant id.
-    /// Idempotent on the slug.
+    /// Create a tenant and its first owner; prints the tenant id.
+    /// Idempotent on the slug. Exits 4 (writing nothing) when the email's
+    /// existing account is not proven the operator's, or the slug is
+    /// another account's tenant.
     CreateTenant {
         #[arg(long)]
         slug: String,
@@ -77,6 +80,9 @@ enum AdminCommand {
         #[arg(long)]
         email: String,
     },
+    /// Give every dead-lettered mail another round of attempts (once the
+    /// SMTP server or its credentials are fixed); prints how many.
+    RequeueMail,
 }
 
 #[derive(Subcommand)]
@@ -186,14 +192,17 @@ async fn run() -> anyhow::Result<ExitCode> {
             let pool = engine::db::connect_lazy(&database_url, &settings.db_options())?;
             let created = match bootstrap::create_tenant(&pool, &new).await {
                 Ok(created) => created,
-                Err(refusal @ bootstrap::CreateTenantError::UntrustedAccount { .. }) => {
+                Err(
+                    refusal @ (bootstrap::CreateTenantError::UntrustedAccount { .. }
+                    | bootstrap::CreateTenantError::TenantTaken { .. }),
+                ) => {
                     eprintln!("error: {refusal}");
                     return Ok(ExitCode::from(UNVERIFIED_ADMIN));
                 }
                 Err(error) => return Err(error.into()),
             };
             if !created.tenant_created {
-                eprintln!("tenant {slug:?} already existed; admin role ensured");
+                eprintln!("tenant {slug:?} already existed, owned by this account");
             }
             if !created.admin_created {
                 eprintln!(
@@ -213,6 +222,14 @@ async fn run() -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("no account has the email {email}"))?;
             engine::accounts::disable(&pool, account).await?;
             println!("disabled {email}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Admin {
+            command: AdminCommand::RequeueMail,
+        } => {
+            let pool = engine::db::connect_lazy(&database_url, &settings.db_options())?;
+            let requeued = engine::mail::requeue_dead(&pool).await?;
+            println!("requeued {requeued} dead-lettered mail(s)");
             Ok(ExitCode::SUCCESS)
         }
         Command::Dev {
@@ -246,7 +263,7 @@ async fn run() -> anyhow::Result<ExitCode> {
                 Some(code) => println!("  a fresh access code for the learner: {code}"),
                 None => println!("  the demo learner already holds the course"),
             }
-            if settings.mail.smtp_url.is_none() {
+            if settings.dev_mailbox() {
                 println!(
                     "  mail (verification, password reset, invitations): {origin}/dev/mailbox"
                 );

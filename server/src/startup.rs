@@ -120,7 +120,9 @@ impl Application {
         let links = Arc::new(engine::accounts::links::LinkKey::derive(
             &settings.session_key(),
         ));
-        if settings.mail.relay {
+        // Without an SMTP server the relay writes to the dev mailbox, which
+        // only a loopback development server has: elsewhere mail waits.
+        if settings.mail.relay && (settings.mail.smtp_url.is_some() || settings.dev_mailbox()) {
             crate::mail::MailRelay::new(
                 pool.clone(),
                 &settings.mail,
@@ -236,8 +238,8 @@ pub fn router(state: ServerState) -> Router {
         public_origin: Arc::from(settings.public_origin()),
     };
     let mut router = Router::new();
-    // Development without an SMTP server: mail lands in the dev mailbox.
-    if !settings.is_production() && settings.mail.smtp_url.is_none() {
+    // Development without an SMTP server, on loopback: the dev mailbox.
+    if settings.dev_mailbox() {
         router = router
             .route("/dev/mailbox", get(crate::mail::dev_mailbox::list))
             .route("/dev/mailbox/{id}", get(crate::mail::dev_mailbox::show));

@@ -250,47 +250,49 @@ fn back_or(fallback: &str) -> String {
         .unwrap_or_else(|| fallback.to_owned())
 }
 
-/// What a mailed link did, for its page.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum LinkOutcome {
-    /// The address is verified (or the account moved to the new one).
-    Done { email: Option<String> },
-    /// Used, expired, unknown: ask for a new one.
-    Invalid,
-}
-
-/// Uses a verification link (the page calls it when it renders: a mail
-/// scanner opening the link verifies the address of the mailbox it
-/// scans, which is the point).
+/// Uses a verification link: the address is verified. A POST from the
+/// link's page (its button), never the GET of the link itself: a mail
+/// scanner that opens every link must not verify an address for whoever
+/// registered it. On to the home page with a message.
 #[server(endpoint = "auth/verify")]
-pub async fn verify_email(token: String) -> Result<LinkOutcome, AppError> {
+pub async fn verify_email(token: String) -> Result<(), AppError> {
     let run = async {
         let state = crate::state::AppState::from_context()?;
         let ip = guard::client_ip().await?;
-        match service::accounts::verify_email(&state, ip, &token).await {
-            Ok(_) => Ok(LinkOutcome::Done { email: None }),
-            Err(service::ServiceError::Account(engine::accounts::AccountError::LinkInvalid)) => {
-                Ok(LinkOutcome::Invalid)
-            }
-            Err(error) => Err(error.into()),
-        }
+        service::accounts::verify_email(&state, ip, &token).await?;
+        guard::set_flash(&Flash {
+            kind: FlashKind::Success,
+            message: t(
+                "Your email address is verified. If you entered an access code, open the course again: your code is still waiting for you.",
+                "你的邮箱已验证。如果你已输入过兑换码，请重新打开课程：兑换码仍为你保留。",
+            )
+            .into(),
+        })
+        .await?;
+        leptos_axum::redirect("/");
+        Ok(())
     };
     run.await.map_err(AppError::respond)
 }
 
-/// Uses a change-of-address link.
+/// Uses a change-of-address link (a POST from its page, like
+/// [`verify_email`]); on to the home page with a message.
 #[server(endpoint = "auth/confirm-email")]
-pub async fn confirm_email(token: String) -> Result<LinkOutcome, AppError> {
+pub async fn confirm_email(token: String) -> Result<(), AppError> {
     let run = async {
         let state = crate::state::AppState::from_context()?;
         let ip = guard::client_ip().await?;
-        match service::accounts::confirm_email_change(&state, ip, &token).await {
-            Ok(email) => Ok(LinkOutcome::Done { email: Some(email) }),
-            Err(service::ServiceError::Account(engine::accounts::AccountError::LinkInvalid)) => {
-                Ok(LinkOutcome::Invalid)
-            }
-            Err(error) => Err(error.into()),
-        }
+        let email = service::accounts::confirm_email_change(&state, ip, &token).await?;
+        guard::set_flash(&Flash {
+            kind: FlashKind::Success,
+            message: crate::i18n::lang().pick(
+                format!("Your account now uses {email}. Sign in with it from now on."),
+                format!("你的账号已改用 {email}，以后请用它登录。"),
+            ),
+        })
+        .await?;
+        leptos_axum::redirect("/");
+        Ok(())
     };
     run.await.map_err(AppError::respond)
 }

@@ -28,7 +28,11 @@ pub fn InvitationPage() -> impl IntoView {
             <h1>{t("Invitation", "邀请")}</h1>
             <Transition fallback=|| view! { <p>{t("Loading…", "加载中…")}</p> }>
                 {move || Suspend::new(async move {
-                    let here = format!("{}{}", location.pathname.get_untracked(), location.search.get_untracked());
+                    let search = location.search.get_untracked();
+                    let here = match search.trim_start_matches('?') {
+                        "" => location.pathname.get_untracked(),
+                        query => format!("{}?{query}", location.pathname.get_untracked()),
+                    };
                     match data.await {
                         Ok(InvitationView::Open { tenant_name, email, role, invited_by, signed_in_as }) => {
                             let intro = lang().pick(

@@ -1,55 +1,45 @@
-//! The pages mailed links open that act at once: verifying an address
-//! (`/verify-email?token=…`) and confirming a change of address
-//! (`/confirm-email?token=…`). Both use the link while the page renders
-//! and say what happened; a link that no longer works says so, with the
-//! way to a new one.
+//! The pages mailed links open that confirm an address: verifying it
+//! (`/verify-email?token=…`) and moving the account to a new one
+//! (`/confirm-email?token=…`). Opening the link does nothing by itself
+//! (mail scanners open every link they see): the page asks for one click,
+//! a POST, and the next page says what happened. A link that no longer
+//! works says so beside the button, with the way to a new one.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::{
-    auth::{LinkOutcome, confirm_email, verify_email},
-    i18n::{lang, t},
+    auth::{ConfirmEmail, VerifyEmail},
+    components::form::FormAlert,
+    i18n::t,
 };
 
 #[component]
 pub fn VerifyEmailPage() -> impl IntoView {
     let query = use_query_map();
-    let outcome = Resource::new(
-        move || query.read().get("token").unwrap_or_default(),
-        verify_email,
-    );
+    let token = move || query.read().get("token").unwrap_or_default();
+    let verify = ServerAction::<VerifyEmail>::new();
+    let error = Signal::derive(move || verify.value().get().and_then(Result::err));
     view! {
         <Title text=t("Verify your email", "验证邮箱")/>
         <section class="auth card">
             <h1>{t("Verify your email", "验证邮箱")}</h1>
-            <Transition fallback=|| view! { <p>{t("Checking the link…", "正在检查链接…")}</p> }>
-                {move || Suspend::new(async move {
-                    match outcome.await {
-                        Ok(LinkOutcome::Done { .. }) => view! {
-                            <div class="flash success verified" role="status">
-                                {t("Your email address is verified. Thank you!", "你的邮箱已验证，谢谢！")}
-                            </div>
-                            <p>{t(
-                                "If you entered an access code, go back to the course and open it: your code is still waiting for you.",
-                                "如果你已输入过兑换码，请回到课程页面打开内容：兑换码仍为你保留。",
-                            )}</p>
-                            <p class="actions"><a class="button" href="/courses">{t("My courses", "我的课程")}</a></p>
-                        }.into_any(),
-                        Ok(LinkOutcome::Invalid) => view! {
-                            <div class="flash error link-invalid" role="alert">
-                                {t(
-                                    "This link has expired or was already used. Signed in, you can have a new one sent from your account page.",
-                                    "这个链接已过期或已被使用。登录后可在“我的账号”页面重新发送验证邮件。",
-                                )}
-                            </div>
-                            <p class="actions"><a class="button" href="/account">{t("Your account", "我的账号")}</a></p>
-                        }.into_any(),
-                        Err(error) => view! { <div class="flash error" role="alert">{error.sentence()}</div> }.into_any(),
-                    }
-                })}
-            </Transition>
+            <p>{t(
+                "Confirm that this email address is yours: your course codes are bound to your account, so it should be an address you can always reach.",
+                "请确认这个邮箱地址属于你：兑换码会绑定到你的账号，所以它应该是你一直能收到邮件的地址。",
+            )}</p>
+            <FormAlert error/>
+            {move || error.get().is_some().then(|| view! {
+                <p class="hint link-invalid">{t(
+                    "Signed in, you can have a new link sent from your account page.",
+                    "登录后可在“我的账号”页面重新发送验证邮件。",
+                )}</p>
+            })}
+            <ActionForm action=verify attr:class="form">
+                <input type="hidden" name="token" value=token/>
+                <button type="submit" class="button" disabled=move || verify.pending().get()>{t("Confirm my address", "验证我的邮箱")}</button>
+            </ActionForm>
         </section>
     }
 }
@@ -57,42 +47,22 @@ pub fn VerifyEmailPage() -> impl IntoView {
 #[component]
 pub fn ConfirmEmailPage() -> impl IntoView {
     let query = use_query_map();
-    let outcome = Resource::new(
-        move || query.read().get("token").unwrap_or_default(),
-        confirm_email,
-    );
+    let token = move || query.read().get("token").unwrap_or_default();
+    let confirm = ServerAction::<ConfirmEmail>::new();
+    let error = Signal::derive(move || confirm.value().get().and_then(Result::err));
     view! {
         <Title text=t("Confirm your new email", "确认新邮箱")/>
         <section class="auth card">
             <h1>{t("Confirm your new email", "确认新邮箱")}</h1>
-            <Transition fallback=|| view! { <p>{t("Checking the link…", "正在检查链接…")}</p> }>
-                {move || Suspend::new(async move {
-                    match outcome.await {
-                        Ok(LinkOutcome::Done { email }) => {
-                            let email = email.unwrap_or_default();
-                            view! {
-                                <div class="flash success email-changed" role="status">
-                                    {lang().pick(
-                                        format!("Your account now uses {email}. Sign in with it from now on."),
-                                        format!("你的账号已改用 {email}，以后请用它登录。"),
-                                    )}
-                                </div>
-                                <p class="actions"><a class="button" href="/account">{t("Your account", "我的账号")}</a></p>
-                            }.into_any()
-                        }
-                        Ok(LinkOutcome::Invalid) => view! {
-                            <div class="flash error link-invalid" role="alert">
-                                {t(
-                                    "This link has expired or was already used. Ask for the change again from your account page.",
-                                    "这个链接已过期或已被使用。请在“我的账号”页面重新申请更换邮箱。",
-                                )}
-                            </div>
-                            <p class="actions"><a class="button" href="/account">{t("Your account", "我的账号")}</a></p>
-                        }.into_any(),
-                        Err(error) => view! { <div class="flash error" role="alert">{error.sentence()}</div> }.into_any(),
-                    }
-                })}
-            </Transition>
+            <p>{t(
+                "Move your account to this address: you will sign in with it from now on, and your old address is told.",
+                "把账号改用这个邮箱：以后请用它登录，原邮箱会收到通知。",
+            )}</p>
+            <FormAlert error/>
+            <ActionForm action=confirm attr:class="form">
+                <input type="hidden" name="token" value=token/>
+                <button type="submit" class="button" disabled=move || confirm.pending().get()>{t("Confirm the new address", "确认新邮箱")}</button>
+            </ActionForm>
         </section>
     }
 }

@@ -40,6 +40,8 @@ pub enum Template {
     PasswordChanged,
     /// To a new address: "confirm it is yours".
     ChangeEmail,
+    /// To the current address: "someone asked to move your account to …".
+    EmailChangeRequested,
     /// To the old address: "your address was changed to …".
     EmailChanged,
     /// "You are invited to a tenant's team".
@@ -53,11 +55,12 @@ pub enum Template {
 }
 
 impl Template {
-    pub const ALL: [Template; 9] = [
+    pub const ALL: [Template; 10] = [
         Self::VerifyEmail,
         Self::ResetPassword,
         Self::PasswordChanged,
         Self::ChangeEmail,
+        Self::EmailChangeRequested,
         Self::EmailChanged,
         Self::Invitation,
         Self::CodeBound,
@@ -71,6 +74,7 @@ impl Template {
             Self::ResetPassword => "reset_password",
             Self::PasswordChanged => "password_changed",
             Self::ChangeEmail => "change_email",
+            Self::EmailChangeRequested => "email_change_requested",
             Self::EmailChanged => "email_changed",
             Self::Invitation => "invitation",
             Self::CodeBound => "code_bound",
@@ -266,6 +270,20 @@ pub async fn record(
     } else {
         recorded
     })
+}
+
+/// Gives every dead-lettered mail another round of attempts (`server admin
+/// requeue-mail`, once the SMTP server or its credentials are fixed).
+/// Returns how many.
+pub async fn requeue_dead(pool: &PgPool) -> anyhow::Result<u64> {
+    let requeued = sqlx::query!(
+        "UPDATE mail_outbox SET dead_at = NULL, attempts = 0, next_attempt_at = now()
+         WHERE dead_at IS NOT NULL AND sent_at IS NULL",
+    )
+    .execute(pool)
+    .await
+    .context("requeueing dead mail")?;
+    Ok(requeued.rows_affected())
 }
 
 /// Mails not yet sent, and dead-lettered ones: what an operator alerts on.

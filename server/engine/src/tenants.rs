@@ -225,6 +225,15 @@ pub async fn summary(
     }))
 }
 
+/// The tenant with this slug, if any.
+pub async fn find_by_slug(pool: &PgPool, slug: &TenantSlug) -> anyhow::Result<Option<TenantId>> {
+    let id = sqlx::query_scalar!("SELECT id FROM tenants WHERE slug = $1", slug.as_str())
+        .fetch_optional(pool)
+        .await
+        .context("finding a tenant by slug")?;
+    Ok(id.map(TenantId))
+}
+
 /// `account`'s role in `tenant`, if it is a member.
 pub async fn role_of(
     pool: &PgPool,
@@ -270,8 +279,10 @@ pub async fn update_settings(
     new: TenantSettings,
 ) -> anyhow::Result<()> {
     let mut tx = pool.begin().await.context("starting a transaction")?;
+    // NO KEY UPDATE: rows that reference the tenant (a binding's receipt)
+    // may still be written meanwhile.
     let before = sqlx::query_scalar!(
-        "SELECT require_verified_email FROM tenants WHERE id = $1 FOR UPDATE",
+        "SELECT require_verified_email FROM tenants WHERE id = $1 FOR NO KEY UPDATE",
         tenant.0
     )
     .fetch_one(&mut *tx)

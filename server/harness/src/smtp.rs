@@ -66,6 +66,8 @@ struct Failing {
 struct Inner {
     received: Mutex<Vec<Received>>,
     failing: Mutex<Option<Failing>>,
+    /// Accept connections and never answer (a server that hangs).
+    stalled: std::sync::atomic::AtomicBool,
     credentials: Option<(String, String)>,
     arrived: Notify,
 }
@@ -162,6 +164,14 @@ impl SmtpSink {
             Some(Failing { remaining, reply });
     }
 
+    /// While on, new connections are accepted and never answered (no
+    /// greeting): a server that hangs.
+    pub fn stall(&self, on: bool) {
+        self.inner
+            .stalled
+            .store(on, std::sync::atomic::Ordering::SeqCst);
+    }
+
     /// Waits (at most `timeout`) until a mail for `address` whose subject
     /// contains `subject` has arrived, and returns it.
     pub async fn wait_for(&self, address: &str, subject: &str, timeout: Duration) -> Received {
@@ -208,6 +218,13 @@ impl SmtpSink {
 
 /// One SMTP conversation.
 async fn converse(stream: TcpStream, inner: &Inner) -> std::io::Result<()> {
+    if inner.stalled.load(std::sync::atomic::Ordering::SeqCst) {
+        // Hold the connection open, say nothing, until the client gives up.
+        let mut sink = [0u8; 1024];
+        let mut stream = stream;
+        while tokio::io::AsyncReadExt::read(&mut stream, &mut sink).await? > 0 {}
+        return Ok(());
+    }
     let (read, mut write) = stream.into_split();
     let mut lines = BufReader::new(read);
     write.write_all(b"220 admitone-test-sink ESMTP\r\n").await?;

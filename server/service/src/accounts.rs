@@ -106,7 +106,11 @@ pub async fn login(
         .map_err(|_| AccountError::InvalidCredentials)?;
     let signed_in = accounts::authenticate(&services.pool, &email, &password).await?;
     session::sign_in(session, &signed_in).await?;
-    accounts::remember_lang(&services.pool, signed_in.principal.id, lang).await?;
+    // Best effort: a signed-in session is not undone for it.
+    if let Err(error) = accounts::remember_lang(&services.pool, signed_in.principal.id, lang).await
+    {
+        tracing::warn!(error = format!("{error:#}"), "remembering a language");
+    }
     // Answer from what authentication read: if a concurrent "sign out
     // everywhere" just revoked this session, the next request says so.
     Ok(signed_in.principal)

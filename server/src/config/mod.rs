@@ -113,6 +113,21 @@ impl Settings {
         self.server.environment == Environment::Production
     }
 
+    /// Whether mail goes to the dev mailbox and `/dev/mailbox` shows it:
+    /// development, no SMTP server, and a server listening on loopback
+    /// only. The page shows every reset link, so a development server
+    /// reachable from elsewhere (a demo on a public address) never has it;
+    /// its mail waits in the outbox until an SMTP server is configured.
+    pub fn dev_mailbox(&self) -> bool {
+        !self.is_production()
+            && self.mail.smtp_url.is_none()
+            && self
+                .server
+                .host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    }
+
     pub fn listen_addr(&self) -> Result<SocketAddr, ConfigError> {
         format!("{}:{}", self.server.host, self.server.port)
             .parse()
@@ -137,6 +152,22 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::{Settings, sections::RedisFailurePolicy};
+
+    #[test]
+    fn the_dev_mailbox_is_for_a_loopback_development_server_without_smtp() {
+        let mut s = Settings::default();
+        assert!(s.dev_mailbox(), "make run");
+        s.server.host = "::1".into();
+        assert!(s.dev_mailbox());
+        s.server.host = "0.0.0.0".into();
+        assert!(!s.dev_mailbox(), "reachable from elsewhere");
+        s.server.host = "127.0.0.1".into();
+        s.mail.smtp_url = Some("smtp://127.0.0.1:2525".to_owned().into());
+        assert!(!s.dev_mailbox(), "an SMTP server");
+        s.mail.smtp_url = None;
+        s.server.environment = super::sections::Environment::Production;
+        assert!(!s.dev_mailbox(), "production");
+    }
 
     #[test]
     fn public_origin_drops_the_path() {

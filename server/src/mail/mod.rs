@@ -173,6 +173,7 @@ fn link_purpose(template: Template) -> LinkPurpose {
         Template::Invitation => LinkPurpose::Invitation,
         Template::VerifyEmail
         | Template::PasswordChanged
+        | Template::EmailChangeRequested
         | Template::EmailChanged
         | Template::CodeBound
         | Template::CodeUnbound

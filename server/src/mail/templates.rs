@@ -157,6 +157,30 @@ pub fn render(template: Template, cx: &Context<'_>) -> Rendered {
                 cx.not_you(),
             ],
         ),
+        Template::EmailChangeRequested => (
+            cx.pick("Your email address is about to change", "你的邮箱地址即将更改").to_owned(),
+            vec![
+                cx.greeting(),
+                Block::Para(cx.pick(
+                    format!(
+                        "Someone signed in to your account asked to move it to {}. It moves once a link we sent there is opened.",
+                        cx.param("new_email")
+                    ),
+                    format!(
+                        "有人登录了你的账号，并请求把它改用 {}。打开我们发到那个地址的链接后，账号才会更改。",
+                        cx.param("new_email")
+                    ),
+                )),
+                Block::Para(cx.pick(
+                    "If this was not you, change your password now: that stops the move and signs everyone else out.".to_owned(),
+                    "如果这不是你本人的操作，请立即修改密码：这会阻止更改，并让其他人退出登录。".to_owned(),
+                )),
+                Block::Button(
+                    cx.pick("Forgot password", "忘记密码").to_owned(),
+                    format!("{}/forgot-password", cx.origin),
+                ),
+            ],
+        ),
         Template::EmailChanged => (
             cx.pick("Your email address was changed", "你的邮箱地址已更改").to_owned(),
             vec![

@@ -28,7 +28,13 @@ const DEV_FROM: &str = "AdmitOne <no-reply@admitone.test>";
 /// Where mail goes.
 #[derive(Clone)]
 pub enum Transport {
-    Smtp(AsyncSmtpTransport<Tokio1Executor>),
+    Smtp {
+        smtp: AsyncSmtpTransport<Tokio1Executor>,
+        /// Bound on one whole conversation (lettre bounds the connect
+        /// only: a server that accepts and then stalls would hold the
+        /// relay for good).
+        timeout: Duration,
+    },
     /// Development only: the `dev_mailbox` table.
     DevMailbox(PgPool),
 }
@@ -36,7 +42,7 @@ pub enum Transport {
 impl std::fmt::Debug for Transport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Self::Smtp(_) => "Transport::Smtp",
+            Self::Smtp { .. } => "Transport::Smtp",
             Self::DevMailbox(_) => "Transport::DevMailbox",
         })
     }
@@ -110,16 +116,16 @@ pub fn from_address(settings: &MailSettings) -> anyhow::Result<Mailbox> {
 }
 
 impl Transport {
-    /// SMTP when `mail.smtp_url` is set, else the dev mailbox.
+    /// SMTP when `mail.smtp_url` is set, else the dev mailbox (the relay
+    /// runs only where that is allowed, see `Settings::dev_mailbox`).
     pub fn new(settings: &MailSettings, pool: PgPool) -> anyhow::Result<Self> {
         Ok(match smtp(settings)? {
-            Some(smtp) => Self::Smtp(smtp),
+            Some(smtp) => Self::Smtp {
+                smtp,
+                timeout: Duration::from_millis(settings.timeout_ms.max(1)),
+            },
             None => Self::DevMailbox(pool),
         })
-    }
-
-    pub fn is_dev_mailbox(&self) -> bool {
-        matches!(self, Self::DevMailbox(_))
     }
 
     /// Sends one mail. Only coarse words are recorded of a failure (an
@@ -141,7 +147,7 @@ impl Transport {
             }
         };
         match self {
-            Self::Smtp(smtp) => {
+            Self::Smtp { smtp, timeout } => {
                 let message = match message(mail_id, from, to, rendered) {
                     Ok(message) => message,
                     Err(error) => {
@@ -152,31 +158,46 @@ impl Transport {
                         };
                     }
                 };
-                match smtp.send(message).await {
+                let sent = match tokio::time::timeout(*timeout, smtp.send(message)).await {
+                    Ok(sent) => sent,
+                    Err(_) => {
+                        tracing::warn!(%mail_id, "mail not sent: the SMTP conversation timed out");
+                        return Attempted::Failed {
+                            status: None,
+                            error: "the SMTP server timed out".to_owned(),
+                        };
+                    }
+                };
+                match sent {
                     Ok(response) => Attempted::Delivered {
                         status: u16::from(response.code()),
                     },
                     Err(error) => {
                         let status = error.status().map(u16::from);
-                        let words = if error.is_permanent() {
-                            "the SMTP server refused the mail"
-                        } else if error.is_transient() {
-                            "the SMTP server asked to try again later"
-                        } else if error.is_timeout() {
-                            "the SMTP server timed out"
-                        } else {
-                            "could not talk to the SMTP server"
-                        };
                         tracing::warn!(error = %error, %mail_id, "mail not sent");
-                        if error.is_permanent() {
+                        // Only the recipient's mailbox refused for good
+                        // makes trying again pointless. Any other refusal
+                        // (wrong credentials, a policy, a syntax error) is
+                        // the sender's to fix: retried with backoff, so no
+                        // mail is lost while an operator fixes it.
+                        if status.is_some_and(mailbox_refused) {
                             Attempted::Permanent {
                                 status,
-                                error: words.to_owned(),
+                                error: "the SMTP server refused the recipient".to_owned(),
                             }
                         } else {
                             Attempted::Failed {
                                 status,
-                                error: words.to_owned(),
+                                error: if error.is_permanent() {
+                                    "the SMTP server refused the mail"
+                                } else if error.is_transient() {
+                                    "the SMTP server asked to try again later"
+                                } else if error.is_timeout() {
+                                    "the SMTP server timed out"
+                                } else {
+                                    "could not talk to the SMTP server"
+                                }
+                                .to_owned(),
                             }
                         }
                     }
@@ -205,6 +226,13 @@ impl Transport {
             }
         }
     }
+}
+
+/// Whether an SMTP reply says the recipient's mailbox refuses for good
+/// (RFC 5321: 550 unavailable, 551 not local, 552 over its storage, 553
+/// name not allowed): the only replies that dead-letter a mail at once.
+fn mailbox_refused(code: u16) -> bool {
+    (550..=553).contains(&code)
 }
 
 /// A `multipart/alternative` mail (plain text, then HTML). Its
@@ -252,6 +280,17 @@ impl header::Header for AutoSubmitted {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_refused_mailbox_is_permanent() {
+        for code in [550, 551, 552, 553] {
+            assert!(mailbox_refused(code), "{code}");
+        }
+        // Credentials, policy, syntax, a full server: the sender's to fix.
+        for code in [421, 450, 451, 500, 501, 530, 535, 554, 549] {
+            assert!(!mailbox_refused(code), "{code}");
+        }
+    }
 
     #[test]
     fn the_tls_name_is_the_urls_host() {

@@ -62,6 +62,15 @@ fn path_of(link: &str) -> String {
     rest[rest.find('/').unwrap_or(rest.len())..].to_owned()
 }
 
+/// Clicks the button of a verification (or change-of-address) link's page:
+/// the POST that uses the link. Returns the status.
+async fn use_link(app: &TestApp, client: &reqwest::Client, endpoint: &str, link: &str) -> u16 {
+    app.post_form_as(client, endpoint, &[("token", token_of(link).as_str())])
+        .await
+        .status()
+        .as_u16()
+}
+
 async fn verified(app: &TestApp, email: &str) -> bool {
     sqlx::query_scalar("SELECT email_verified_at IS NOT NULL FROM accounts WHERE email = $1")
         .bind(email)
@@ -81,16 +90,46 @@ async fn registration_mails_a_link_that_verifies_the_address_once(pool: PgPool) 
         .await;
     let link = path_of(&mail.link("/verify-email").expect("link"));
 
-    // Opened in another browser (a phone's mail app): it works there too.
+    // Opening the link (a mail scanner does) only shows the button.
     let html = page(&app, &new_client(), &link).await;
-    assert!(html.contains("Your email address is verified"), "{html}");
+    assert!(html.contains("Confirm my address"), "{html}");
+    assert!(
+        !verified(&app, "ada@example.com").await,
+        "a GET verifies nothing"
+    );
+
+    // Clicked in another browser (a phone's mail app): it works there too.
+    let phone = new_client();
+    assert!(use_link(&app, &phone, "/api/auth/verify", &link).await < 400);
     assert!(verified(&app, "ada@example.com").await);
     assert_eq!(whoami(&app, &ada).await["email_verified"], true);
+    let next = app
+        .post_form_as(&phone, "/api/flash/take", &[])
+        .await
+        .text()
+        .await
+        .expect("flash");
+    assert!(next.contains("Your email address is verified"), "{next}");
 
-    let again = page(&app, &new_client(), &link).await;
-    assert!(again.contains("expired or was already used"), "{again}");
-    let junk = page(&app, &new_client(), "/verify-email?token=not-a-token").await;
-    assert!(junk.contains("expired or was already used"), "{junk}");
+    assert_eq!(
+        use_link(&app, &new_client(), "/api/auth/verify", &link).await,
+        410
+    );
+    let again = app
+        .post_form_as(
+            &new_client(),
+            "/api/auth/verify",
+            &[("token", token_of(&link).as_str())],
+        )
+        .await;
+    let body: Value = again.json().await.expect("json");
+    assert_eq!(body["Refused"]["reason"], "link_invalid", "{body}");
+    for junk in ["not-a-token", ""] {
+        let refused = app
+            .post_form_as(&new_client(), "/api/auth/verify", &[("token", junk)])
+            .await;
+        assert_eq!(refused.status(), 410, "{junk:?}");
+    }
 }
 
 #[sqlx::test(migrations = "../migrations")]
@@ -111,13 +150,11 @@ async fn a_verification_link_works_for_a_day(pool: PgPool) {
         .execute(&app.pool)
         .await
         .expect("age the link");
-    let html = page(
-        &app,
-        &new_client(),
-        &path_of(&mail.link("/verify-email").expect("link")),
-    )
-    .await;
-    assert!(html.contains("expired or was already used"), "{html}");
+    let link = mail.link("/verify-email").expect("link");
+    assert_eq!(
+        use_link(&app, &new_client(), "/api/auth/verify", &link).await,
+        410
+    );
     assert!(!verified(&app, "ada@example.com").await);
 }
 
@@ -180,8 +217,8 @@ async fn an_unverified_learner_is_told_to_verify_and_keeps_the_pending_code(pool
     );
 
     // Any of the links works; the pending code binds at the next opening.
-    let link = path_of(&mails[1].link("/verify-email").expect("link"));
-    assert!(page(&app, &ada, &link).await.contains("verified"));
+    let link = mails[1].link("/verify-email").expect("link");
+    assert!(use_link(&app, &ada, "/api/auth/verify", &link).await < 400);
     let opened = open(&app, &ada, &course, None).await;
     assert_eq!(opened.status(), 200);
     assert_eq!(opened.headers()["x-admitone-access"], "bound");
@@ -540,12 +577,22 @@ async fn a_new_address_is_verified_before_the_account_moves_and_the_old_one_is_t
         .expect("account");
     assert_eq!(email, "ada@example.com", "nothing moves before the link");
 
-    let link = path_of(&mail.link("/confirm-email").expect("link"));
-    let html = page(&app, &new_client(), &link).await;
+    let requested = sink
+        .wait_for("ada@example.com", "about to change", MAIL_WAIT)
+        .await;
     assert!(
-        html.contains("Your account now uses ada.new@example.com"),
-        "{html}"
+        requested.text.contains("ada.new@example.com"),
+        "the current address is told at once"
     );
+    let link = mail.link("/confirm-email").expect("link");
+    let html = page(&app, &new_client(), &path_of(&link)).await;
+    assert!(html.contains("Confirm the new address"), "{html}");
+    let email: String = sqlx::query_scalar("SELECT email FROM accounts WHERE email LIKE 'ada%'")
+        .fetch_one(&app.pool)
+        .await
+        .expect("account");
+    assert_eq!(email, "ada@example.com", "opening the link moves nothing");
+    assert!(use_link(&app, &new_client(), "/api/auth/confirm-email", &link).await < 400);
     assert!(verified(&app, "ada.new@example.com").await);
     let notice = sink
         .wait_for("ada@example.com", "address was changed", MAIL_WAIT)
@@ -561,11 +608,110 @@ async fn a_new_address_is_verified_before_the_account_moves_and_the_old_one_is_t
         )
         .await;
     assert_eq!(old.status(), 401);
-    assert!(
-        page(&app, &new_client(), &link)
-            .await
-            .contains("expired or was already used")
+    assert_eq!(
+        use_link(&app, &new_client(), "/api/auth/confirm-email", &link).await,
+        410
     );
+}
+
+/// A change of address dies with a password change (or "sign out
+/// everywhere"): whoever stole the password and asked for it loses it
+/// when the owner secures the account.
+#[sqlx::test(migrations = "../migrations")]
+async fn securing_the_account_ends_a_pending_change_of_address(pool: PgPool) {
+    let (app, sink) = spawn_app_with_mail(pool).await;
+    app.create_account("ada@example.com", PASSWORD).await;
+    let thief = new_client();
+    app.login_as(&thief, "ada@example.com", PASSWORD).await;
+    let ask = || async {
+        let asked = app
+            .post_form_as(
+                &thief,
+                "/api/auth/change-email",
+                &[
+                    ("new_email", "thief@example.com"),
+                    ("current_password", PASSWORD),
+                ],
+            )
+            .await;
+        assert!(asked.status().as_u16() < 400, "{}", asked.status());
+    };
+    ask().await;
+    let first = sink
+        .wait_for("thief@example.com", "new email", MAIL_WAIT)
+        .await
+        .link("/confirm-email")
+        .expect("link");
+
+    // Ada signs out everywhere: the change is gone.
+    let owner = new_client();
+    app.login_as(&owner, "ada@example.com", PASSWORD).await;
+    let out = app.post_form_as(&owner, "/api/auth/logout-all", &[]).await;
+    assert!(out.status().as_u16() < 400);
+    assert_eq!(
+        use_link(&app, &new_client(), "/api/auth/confirm-email", &first).await,
+        410
+    );
+
+    // Asked again, then the password changed: gone too.
+    app.login_as(&thief, "ada@example.com", PASSWORD).await;
+    ask().await;
+    let mails = sink.wait_for_count(4, MAIL_WAIT).await;
+    let second = mails
+        .iter()
+        .filter(|m| m.to == ["thief@example.com"])
+        .filter_map(|m| m.link("/confirm-email"))
+        .find(|l| *l != first)
+        .expect("a second link");
+    app.login_as(&owner, "ada@example.com", PASSWORD).await;
+    let changed = app
+        .post_form_as(
+            &owner,
+            "/api/auth/change-password",
+            &[
+                ("current_password", PASSWORD),
+                ("new_password", NEW_PASSWORD),
+                ("new_password_confirm", NEW_PASSWORD),
+            ],
+        )
+        .await;
+    assert!(changed.status().as_u16() < 400, "{}", changed.status());
+    assert_eq!(
+        use_link(&app, &new_client(), "/api/auth/confirm-email", &second).await,
+        410
+    );
+    let email: String = sqlx::query_scalar("SELECT email FROM accounts")
+        .fetch_one(&app.pool)
+        .await
+        .expect("account");
+    assert_eq!(email, "ada@example.com");
+}
+
+/// "Forgot password" answers before it looks anything up, so neither its
+/// answer nor its timing depends on the address: with the accounts table
+/// unreadable, it still answers as always (a look-up before the answer
+/// would fail the request).
+#[sqlx::test(migrations = "../migrations")]
+async fn forgot_password_answers_before_it_looks_the_address_up(pool: PgPool) {
+    let app = crate::helpers::spawn_app(pool).await;
+    app.create_account("ada@example.com", PASSWORD).await;
+    sqlx::query("ALTER TABLE accounts RENAME TO accounts_away")
+        .execute(&app.pool)
+        .await
+        .expect("hide the accounts");
+    let answered = app
+        .post_form_as(
+            &new_client(),
+            "/api/auth/forgot",
+            &[("email", "ada@example.com")],
+        )
+        .await;
+    let status = answered.status();
+    sqlx::query("ALTER TABLE accounts_away RENAME TO accounts")
+        .execute(&app.pool)
+        .await
+        .expect("bring them back");
+    assert!(status.as_u16() < 400, "answered without reading: {status}");
 }
 
 /// Notices follow the language an account last chose: at sign-in (the

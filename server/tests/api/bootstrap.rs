@@ -239,23 +239,80 @@ async fn create_tenant_refuses_an_unverified_account_even_with_its_password(pool
     assert_eq!(tenants, 0, "nothing was created");
 }
 
-/// The person who holds the address verified it: they are the owner the
-/// operator names, whoever registered first.
+/// A verified address proves only that someone opened the mailbox (a mail
+/// scanner, or the owner clicking a link they never asked for), not who
+/// holds the account: without its password, refused too.
 #[sqlx::test(migrations = "../migrations")]
-async fn create_tenant_accepts_an_account_that_verified_its_address(pool: PgPool) {
-    let account = self_register(&pool, "owner@acme.example", "their own password").await;
+async fn create_tenant_refuses_a_verified_account_without_its_password(pool: PgPool) {
+    let account = self_register(&pool, "owner@acme.example", "the squatter's password").await;
     sqlx::query("UPDATE accounts SET email_verified_at = now() WHERE id = $1")
         .bind(account.0)
         .execute(&pool)
         .await
         .expect("verify");
-    let out = create_acme(&pool, "another password entirely");
+    let out = create_acme(&pool, "the operator's password");
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("does not hold its password"), "{stderr}");
+    assert!(acme_owners(&pool).await.is_empty());
+}
+
+/// The account's own password and a verified address: the operator's (or
+/// the owner's, who gave it): accepted.
+#[sqlx::test(migrations = "../migrations")]
+async fn create_tenant_accepts_a_verified_account_with_its_password(pool: PgPool) {
+    let account = self_register(&pool, "owner@acme.example", "the owner's own password").await;
+    sqlx::query("UPDATE accounts SET email_verified_at = now() WHERE id = $1")
+        .bind(account.0)
+        .execute(&pool)
+        .await
+        .expect("verify");
+    let out = create_acme(&pool, "the owner's own password");
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(acme_owners(&pool).await, vec![account.0]);
+}
+
+/// With tenant signup open, a stranger may claim the slug first: the
+/// operator's owner never joins that tenant.
+#[sqlx::test(migrations = "../migrations")]
+async fn create_tenant_refuses_a_slug_another_account_owns(pool: PgPool) {
+    use engine::tenants::{TenantName, TenantSlug, create_with_owner};
+    let stranger = self_register(&pool, "stranger@example.com", "the stranger's password").await;
+    create_with_owner(
+        &pool,
+        &TenantSlug::parse("acme").expect("slug"),
+        &TenantName::parse("Not Acme").expect("name"),
+        stranger,
+    )
+    .await
+    .expect("claimed");
+    let before: i64 = sqlx::query_scalar("SELECT count(*) FROM accounts")
+        .fetch_one(&pool)
+        .await
+        .expect("count");
+    let out = create_acme(&pool, "the operator's password");
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already exists"));
+    assert_eq!(acme_owners(&pool).await, vec![stranger.0], "unchanged");
+    let after: i64 = sqlx::query_scalar("SELECT count(*) FROM accounts")
+        .fetch_one(&pool)
+        .await
+        .expect("count");
+    assert_eq!(after, before, "nothing written, not even the account");
 }
 
 /// Anyone can register the owner's email before the operator runs

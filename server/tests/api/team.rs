@@ -455,6 +455,70 @@ async fn owners_demoting_each_other_at_once_leave_one_owner(pool: PgPool) {
     }
 }
 
+/// The trigger alone, without the HTTP layer's role check in the way: two
+/// owners demoted at the same moment by the engine, 50 times; each time
+/// exactly one demotion commits and the other is refused as the last
+/// owner, never both (which would leave the tenant ownerless).
+#[sqlx::test(migrations = "../migrations")]
+async fn the_trigger_serialises_concurrent_demotions(pool: PgPool) {
+    use engine::{
+        team::{TeamError, change_role},
+        tenants::{Role, TenantId},
+    };
+    let app = spawn_app(pool).await;
+    let (tenant, _) = tenant_with_owner(&app, "first@acme.example").await;
+    let first: Uuid =
+        sqlx::query_scalar("SELECT id FROM accounts WHERE email = 'first@acme.example'")
+            .fetch_one(&app.pool)
+            .await
+            .expect("first");
+    let second = app.create_account("second@acme.example", PASSWORD).await.0;
+    let (tenant_id, actor) = (TenantId(tenant), engine::accounts::AccountId(first));
+    for round in 0..50 {
+        sqlx::query(
+            "INSERT INTO tenant_members (tenant_id, account_id, role) VALUES ($1, $2, 'owner'), ($1, $3, 'owner')
+             ON CONFLICT (tenant_id, account_id) DO UPDATE SET role = 'owner'",
+        )
+        .bind(tenant)
+        .bind(first)
+        .bind(second)
+        .execute(&app.pool)
+        .await
+        .expect("both owners");
+        let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(2));
+        let demote = |member: Uuid| {
+            let (pool, barrier) = (app.pool.clone(), barrier.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                change_role(
+                    &pool,
+                    tenant_id,
+                    actor,
+                    engine::accounts::AccountId(member),
+                    Role::Admin,
+                )
+                .await
+            })
+        };
+        let (a, b) = (demote(first), demote(second));
+        let results = [a.await.expect("task"), b.await.expect("task")];
+        let refused: Vec<&TeamError> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+        assert_eq!(refused.len(), 1, "round {round}: {results:?}");
+        assert!(
+            matches!(refused[0], TeamError::LastOwner),
+            "round {round}: {results:?}"
+        );
+        let owners: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM tenant_members WHERE tenant_id = $1 AND role = 'owner'",
+        )
+        .bind(tenant)
+        .fetch_one(&app.pool)
+        .await
+        .expect("owners");
+        assert_eq!(owners, 1, "round {round}");
+    }
+}
+
 /// Tenant signup from the web: off by default; on, only for a verified
 /// address, which becomes the new tenant's owner.
 #[sqlx::test(migrations = "../migrations")]

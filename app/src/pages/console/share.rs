@@ -104,13 +104,17 @@ fn Editor(
         // Support reads the forms with everything in them disabled (the
         // server refuses their posts anyway).
         <fieldset class="bare" disabled=editor.read_only>
-            <div class="console-grid">
-                <Settings editor=editor.clone() action=update/>
-                <div class="stack">
-                    <Resources tenant share resources=editor.resources.clone() actions/>
-                    <Codes tenant share ticket=editor.issue_ticket batches=editor.batches.clone() revoke/>
+            // Type-erased: the whole editor as one type is too deep for the
+            // compiler's layout queries.
+            {view! {
+                <div class="console-grid">
+                    <Settings editor=editor.clone() action=update/>
+                    <div class="stack">
+                        <Resources tenant share resources=editor.resources.clone() actions/>
+                        <Codes tenant share ticket=editor.issue_ticket batches=editor.batches.clone() revoke/>
+                    </div>
                 </div>
-            </div>
+            }.into_any()}
         </fieldset>
     }
 }

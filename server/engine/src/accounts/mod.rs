@@ -357,15 +357,43 @@ pub async fn session_principal(
 }
 
 /// "Sign out everywhere": invalidates every session of the account in one
-/// atomic UPDATE. Returns the new epoch.
+/// atomic UPDATE, and ends an open change of address (someone who had the
+/// session may have asked for it). Returns the new epoch.
 pub async fn revoke_all_sessions(pool: &PgPool, account: AccountId) -> anyhow::Result<i64> {
-    sqlx::query_scalar!(
+    let mut tx = pool
+        .begin()
+        .await
+        .context("starting a sign-out everywhere")?;
+    let epoch = sqlx::query_scalar!(
         "UPDATE accounts SET session_epoch = session_epoch + 1 WHERE id = $1 RETURNING session_epoch",
         account.0,
     )
-    .fetch_one(pool)
+    .fetch_one(&mut *tx)
     .await
-    .context("revoking an account's sessions")
+    .context("revoking an account's sessions")?;
+    end_open_links(&mut tx, account, &["reset_password", "change_email"]).await?;
+    tx.commit()
+        .await
+        .context("committing a sign-out everywhere")?;
+    Ok(epoch)
+}
+
+/// Ends the account's open links of these purposes.
+pub(crate) async fn end_open_links(
+    conn: &mut PgConnection,
+    account: AccountId,
+    purposes: &[&str],
+) -> anyhow::Result<()> {
+    sqlx::query!(
+        "UPDATE account_links SET used_at = now()
+         WHERE account_id = $1 AND purpose = ANY($2) AND used_at IS NULL",
+        account.0,
+        purposes as &[&str],
+    )
+    .execute(conn)
+    .await
+    .context("ending open links")?;
+    Ok(())
 }
 
 /// Replaces the password after checking the current one, and revokes every
@@ -398,8 +426,9 @@ pub async fn change_password(
 }
 
 /// Stores a new password hash: every session ends (the epoch moves),
-/// every open reset link dies, and the account is told by mail. Returns
-/// the new epoch.
+/// every open reset link and change of address dies (whoever knew the old
+/// password may have asked for them), and the account is told by mail.
+/// Returns the new epoch.
 pub(super) async fn set_password(
     conn: &mut PgConnection,
     account: AccountId,
@@ -415,14 +444,7 @@ pub(super) async fn set_password(
     .fetch_one(&mut *conn)
     .await
     .context("storing the new password")?;
-    sqlx::query!(
-        "UPDATE account_links SET used_at = now()
-         WHERE account_id = $1 AND purpose = 'reset_password' AND used_at IS NULL",
-        account.0,
-    )
-    .execute(&mut *conn)
-    .await
-    .context("ending open reset links")?;
+    end_open_links(&mut *conn, account, &["reset_password", "change_email"]).await?;
     mail::enqueue(
         conn,
         NewMail {

@@ -168,8 +168,10 @@ pub async fn verify(pool: &PgPool, token: &LinkToken) -> Result<AccountId, Accou
 }
 
 /// Starts moving `account` to `new`: checks the current password, then
-/// mails the new address a link (in `lang`); a newer request replaces an
-/// open one. The account keeps its address until the link comes back.
+/// mails the new address a link (in `lang`) and tells the current address
+/// (if someone else asked, they change the password, which ends the link);
+/// a newer request replaces an open one. The account keeps its address
+/// until the link comes back.
 pub async fn request_change(
     pool: &PgPool,
     links: &LinkKey,
@@ -196,14 +198,7 @@ pub async fn request_change(
         return Err(AccountError::EmailTaken);
     }
     let mut tx = pool.begin().await.context("starting a change of address")?;
-    sqlx::query!(
-        "UPDATE account_links SET used_at = now()
-         WHERE account_id = $1 AND purpose = 'change_email' AND used_at IS NULL",
-        account.0,
-    )
-    .execute(&mut *tx)
-    .await
-    .context("ending an earlier change of address")?;
+    super::end_open_links(&mut tx, account, &["change_email"]).await?;
     let link = write_link(
         &mut tx,
         links,
@@ -222,6 +217,19 @@ pub async fn request_change(
             lang,
             params: json!({ "name": row.display_name, "old_email": row.email }),
             link: Some(link),
+        },
+    )
+    .await?;
+    mail::enqueue(
+        &mut tx,
+        NewMail {
+            tenant: None,
+            account: Some(account),
+            template: Template::EmailChangeRequested,
+            to: &row.email,
+            lang,
+            params: json!({ "name": row.display_name, "new_email": new.as_str() }),
+            link: None,
         },
     )
     .await?;
@@ -272,13 +280,12 @@ pub async fn confirm_change(
                 .into());
         }
     }
-    sqlx::query!(
-        "UPDATE account_links SET used_at = now() WHERE account_id = $1 AND used_at IS NULL",
-        account.0,
+    super::end_open_links(
+        &mut tx,
+        account,
+        &["verify_email", "reset_password", "change_email"],
     )
-    .execute(&mut *tx)
-    .await
-    .context("ending the old address's links")?;
+    .await?;
     mail::enqueue(
         &mut tx,
         NewMail {
