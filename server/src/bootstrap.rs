@@ -103,9 +103,11 @@ pub enum CreateTenantError {
 }
 
 /// Creates the tenant and its owner, or finds them (idempotent on slug and
-/// email; an existing account keeps its password). An existing account
-/// that is not trusted ([`accounts::is_trusted`]: its address unverified)
-/// is refused before anything is written.
+/// email; an existing account keeps its password). Refused: an existing
+/// account not proven the operator's (its address unverified, or the
+/// password file not holding its password, or disabled), before anything
+/// is written; a slug whose tenant the account does not own (checked
+/// first, and again in the tenant's own transaction).
 pub async fn create_tenant(
     pool: &PgPool,
     new: &NewTenant,
@@ -149,10 +151,12 @@ pub async fn create_tenant(
             .context("checking the existing admin account")?
         {
             Some("its address is not verified")
-        } else if !operator_knows_password(pool, new).await? {
-            Some("--admin-password-file does not hold its password")
         } else {
-            None
+            match operator_knows_password(pool, new).await? {
+                Proof::Proven => None,
+                Proof::WrongPassword => Some("--admin-password-file does not hold its password"),
+                Proof::Disabled => Some("it is disabled"),
+            }
         };
         if let Some(why) = why {
             return Err(CreateTenantError::UntrustedAccount {
@@ -161,10 +165,23 @@ pub async fn create_tenant(
             });
         }
     }
+    // Checked again where it is decided, in the tenant's transaction: a
+    // stranger may claim the slug between the first check and here.
     let (tenant_id, tenant_created) =
-        tenants::ensure_tenant_with_owner(pool, &new.slug, &new.name, admin_id)
-            .await
-            .context("creating the tenant")?;
+        match tenants::ensure_tenant_with_owner(pool, &new.slug, &new.name, admin_id).await {
+            Ok(done) => done,
+            Err(tenants::TenantError::SlugTaken) => {
+                return Err(CreateTenantError::TenantTaken {
+                    email: new.admin_email.as_str().to_owned(),
+                    slug: new.slug.as_str().to_owned(),
+                });
+            }
+            Err(error) => {
+                return Err(anyhow::Error::new(error)
+                    .context("creating the tenant")
+                    .into());
+            }
+        };
     Ok(CreatedTenant {
         tenant_id,
         tenant_created,
@@ -173,13 +190,19 @@ pub async fn create_tenant(
     })
 }
 
+/// What the password file proves of an existing account.
+enum Proof {
+    Proven,
+    WrongPassword,
+    Disabled,
+}
+
 /// Whether `--admin-password-file` holds the existing account's password.
-async fn operator_knows_password(pool: &PgPool, new: &NewTenant) -> anyhow::Result<bool> {
+async fn operator_knows_password(pool: &PgPool, new: &NewTenant) -> anyhow::Result<Proof> {
     match accounts::authenticate(pool, &new.admin_email, &new.admin_password).await {
-        Ok(_) => Ok(true),
-        Err(accounts::AccountError::InvalidCredentials | accounts::AccountError::Disabled) => {
-            Ok(false)
-        }
+        Ok(_) => Ok(Proof::Proven),
+        Err(accounts::AccountError::InvalidCredentials) => Ok(Proof::WrongPassword),
+        Err(accounts::AccountError::Disabled) => Ok(Proof::Disabled),
         Err(error) => Err(anyhow::Error::new(error).context("checking the existing admin account")),
     }
 }

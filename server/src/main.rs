@@ -80,9 +80,14 @@ enum AdminCommand {
         #[arg(long)]
         email: String,
     },
-    /// Give every dead-lettered mail another round of attempts (once the
-    /// SMTP server or its credentials are fixed); prints how many.
-    RequeueMail,
+    /// Give the dead-lettered mails of the last days one more attempt each
+    /// (once the SMTP server, its credentials or mail.from are fixed),
+    /// except those whose link is used or expired; prints how many.
+    RequeueMail {
+        /// How far back, in days.
+        #[arg(long, default_value_t = 7)]
+        days: u32,
+    },
 }
 
 #[derive(Subcommand)]
@@ -225,10 +230,10 @@ async fn run() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Admin {
-            command: AdminCommand::RequeueMail,
+            command: AdminCommand::RequeueMail { days },
         } => {
             let pool = engine::db::connect_lazy(&database_url, &settings.db_options())?;
-            let requeued = engine::mail::requeue_dead(&pool).await?;
+            let requeued = engine::mail::requeue_dead(&pool, days).await?;
             println!("requeued {requeued} dead-lettered mail(s)");
             Ok(ExitCode::SUCCESS)
         }

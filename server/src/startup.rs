@@ -122,7 +122,15 @@ impl Application {
         ));
         // Without an SMTP server the relay writes to the dev mailbox, which
         // only a loopback development server has: elsewhere mail waits.
-        if settings.mail.relay && (settings.mail.smtp_url.is_some() || settings.dev_mailbox()) {
+        let mail_goes_somewhere = settings.mail.smtp_url.is_some() || settings.dev_mailbox();
+        if settings.mail.relay && !mail_goes_somewhere {
+            tracing::warn!(
+                host = %settings.server.host,
+                "no SMTP server (mail.smtp_url) and no dev mailbox (a development server on \
+                 loopback only): mail is queued and not sent until one is configured"
+            );
+        }
+        if settings.mail.relay && mail_goes_somewhere {
             crate::mail::MailRelay::new(
                 pool.clone(),
                 &settings.mail,

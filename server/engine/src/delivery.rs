@@ -22,8 +22,9 @@ pub enum Attempted {
     /// Anything else: a status, a timeout, a refused connection. Tried
     /// again after a pause, until the attempts run out.
     Failed { status: Option<u16>, error: String },
-    /// The receiver refused for good (an SMTP 5xx: no such mailbox):
-    /// dead-lettered at once, trying again cannot help.
+    /// It can never be sent as it is (the recipient is not an address,
+    /// the mail cannot be built): dead-lettered at once, trying again
+    /// cannot help.
     Permanent { status: Option<u16>, error: String },
 }
 

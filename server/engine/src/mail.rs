@@ -272,13 +272,24 @@ pub async fn record(
     })
 }
 
-/// Gives every dead-lettered mail another round of attempts (`server admin
-/// requeue-mail`, once the SMTP server or its credentials are fixed).
-/// Returns how many.
-pub async fn requeue_dead(pool: &PgPool) -> anyhow::Result<u64> {
+/// Gives the dead-lettered mails of the last `days` days one more attempt
+/// each (`server admin requeue-mail`, once the SMTP server, its
+/// credentials or `mail.from` are fixed), except those whose link is used
+/// or expired (nobody needs it any more). The attempt count goes on
+/// (leases are told apart by it), so a requeued mail that fails again is
+/// dead again at once. Returns how many.
+pub async fn requeue_dead(pool: &PgPool, days: u32) -> anyhow::Result<u64> {
     let requeued = sqlx::query!(
-        "UPDATE mail_outbox SET dead_at = NULL, attempts = 0, next_attempt_at = now()
-         WHERE dead_at IS NOT NULL AND sent_at IS NULL",
+        "UPDATE mail_outbox m SET dead_at = NULL, next_attempt_at = now()
+         WHERE m.dead_at IS NOT NULL AND m.sent_at IS NULL
+           AND m.created_at > now() - make_interval(days => $1)
+           AND (m.link_id IS NULL
+                OR EXISTS (SELECT 1 FROM account_links l
+                           WHERE l.id = m.link_id AND l.used_at IS NULL AND l.expires_at > now())
+                OR EXISTS (SELECT 1 FROM tenant_invitations i
+                           WHERE i.id = m.link_id AND i.accepted_at IS NULL
+                             AND i.revoked_at IS NULL AND i.expires_at > now()))",
+        i32::try_from(days).unwrap_or(i32::MAX),
     )
     .execute(pool)
     .await

@@ -74,9 +74,11 @@ impl TenantName {
     }
 }
 
-/// Creates the tenant (or finds it by slug: idempotent) and makes `owner`
-/// its owner (an existing member keeps their role). Returns the tenant id
-/// and whether it was created.
+/// Creates the tenant and makes `owner` its owner, or, when the slug is
+/// taken, finds it: idempotent for its owner only. A tenant that exists
+/// and that `owner` does not own is refused ([`TenantError::SlugTaken`]),
+/// nothing written: with tenant signup, a stranger may have claimed the
+/// slug. Returns the tenant id and whether it was created.
 pub async fn ensure_tenant_with_owner(
     pool: &PgPool,
     slug: &TenantSlug,
@@ -94,19 +96,25 @@ pub async fn ensure_tenant_with_owner(
     .fetch_optional(&mut *tx)
     .await
     .context("inserting a tenant")?;
-    let (id, created) = match inserted {
-        Some(id) => (id, true),
-        None => (
-            sqlx::query_scalar!("SELECT id FROM tenants WHERE slug = $1", slug.as_str())
-                .fetch_one(&mut *tx)
-                .await
-                .context("reading an existing tenant")?,
-            false,
-        ),
+    let Some(id) = inserted else {
+        // Taken: this command again for the tenant's own owner, or someone
+        // else's tenant (refused, the transaction rolls back).
+        let owned = sqlx::query_scalar!(
+            r#"SELECT t.id FROM tenants t
+               JOIN tenant_members m ON m.tenant_id = t.id AND m.account_id = $2 AND m.role = 'owner'
+               WHERE t.slug = $1"#,
+            slug.as_str(),
+            owner.0,
+        )
+        .fetch_optional(&mut *tx)
+        .await
+        .context("reading an existing tenant")?;
+        return owned
+            .map(|id| (TenantId(id), false))
+            .ok_or(TenantError::SlugTaken);
     };
     sqlx::query!(
-        "INSERT INTO tenant_members (tenant_id, account_id, role) VALUES ($1, $2, 'owner')
-         ON CONFLICT DO NOTHING",
+        "INSERT INTO tenant_members (tenant_id, account_id, role) VALUES ($1, $2, 'owner')",
         id,
         owner.0,
     )
@@ -114,7 +122,7 @@ pub async fn ensure_tenant_with_owner(
     .await
     .context("granting the owner role")?;
     tx.commit().await.context("committing the tenant")?;
-    Ok((TenantId(id), created))
+    Ok((TenantId(id), true))
 }
 
 /// A tenant new from the web (`tenants.self_signup`): `owner` (a verified

@@ -14,7 +14,10 @@
 //! learners; each language translates the variant, never English text, and
 //! a `match` on them is exhaustive, so a new variant cannot go untranslated.
 //! The ids ([`TenantId`], [`AccountId`], [`ShareId`]) are newtypes so that a
-//! share's id is never passed where a tenant's is expected.
+//! share's id is never passed where a tenant's is expected. [`Role`] and
+//! [`Permission`] are who may do what in a tenant (one table,
+//! [`Role::allows`]), and [`Lang`] the languages pages and mails are
+//! written in.
 //!
 //! With the `sqlx` feature (the engine's) the enums are read from and
 //! written to their `text` columns directly (the migrations' `CHECK`s

@@ -4,12 +4,15 @@
 //! what arrived, newest first, with each mail's text and its links;
 //! `/dev/mailbox/{id}` shows one mail's HTML part.
 //!
-//! The routes exist only in development without `mail.smtp_url`
-//! (`startup::router`); production refuses to start without an SMTP
-//! server, so there they are never mounted (404).
+//! The routes exist only in development without `mail.smtp_url`, on a
+//! loopback server (`Settings::dev_mailbox`), and answer only requests
+//! from this machine that no proxy relayed; production refuses to start
+//! without an SMTP server, so there they are never mounted (404).
+
+use std::net::SocketAddr;
 
 use axum::{
-    extract::{Path, State},
+    extract::{ConnectInfo, Path, State},
     http::{HeaderValue, StatusCode, header},
     response::{Html, IntoResponse, Response},
 };
@@ -21,8 +24,24 @@ use crate::startup::ServerState;
 /// How many mails the page lists.
 const SHOWN: i64 = 100;
 
+/// Whether the request comes straight from this machine: a loopback peer,
+/// not relayed by a proxy (a tunnel or a reverse proxy in front of a
+/// loopback server would otherwise show the mailbox to anyone).
+fn from_this_machine(peer: &SocketAddr, headers: &axum::http::HeaderMap) -> bool {
+    peer.ip().is_loopback()
+        && !headers.contains_key("x-forwarded-for")
+        && !headers.contains_key("forwarded")
+}
+
 /// The list: newest first, each with its text part (links clickable).
-pub async fn list(State(state): State<ServerState>) -> Response {
+pub async fn list(
+    State(state): State<ServerState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: axum::http::HeaderMap,
+) -> Response {
+    if !from_this_machine(&peer, &headers) {
+        return StatusCode::NOT_FOUND.into_response();
+    }
     let rows = engine::mail::dev_mailbox(&state.services.pool, SHOWN).await;
     let rows = match rows {
         Ok(rows) => rows,
@@ -62,7 +81,15 @@ pub async fn list(State(state): State<ServerState>) -> Response {
 }
 
 /// One mail's HTML part, sandboxed: its inline styles apply, nothing runs.
-pub async fn show(State(state): State<ServerState>, Path(id): Path<String>) -> Response {
+pub async fn show(
+    State(state): State<ServerState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: axum::http::HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    if !from_this_machine(&peer, &headers) {
+        return StatusCode::NOT_FOUND.into_response();
+    }
     let Ok(id) = id.parse::<Uuid>() else {
         return StatusCode::NOT_FOUND.into_response();
     };
@@ -109,6 +136,18 @@ fn linkify(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::linkify;
+
+    #[test]
+    fn only_this_machine_unrelayed_reads_the_mailbox() {
+        let local: std::net::SocketAddr = "127.0.0.1:5000".parse().expect("addr");
+        let remote: std::net::SocketAddr = "203.0.113.9:5000".parse().expect("addr");
+        let plain = axum::http::HeaderMap::new();
+        let mut relayed = axum::http::HeaderMap::new();
+        relayed.insert("x-forwarded-for", "203.0.113.9".parse().expect("value"));
+        assert!(super::from_this_machine(&local, &plain));
+        assert!(!super::from_this_machine(&remote, &plain));
+        assert!(!super::from_this_machine(&local, &relayed));
+    }
 
     #[test]
     fn links_are_clickable_and_everything_is_escaped() {

@@ -10,8 +10,11 @@
 //! attempt only while the lease is still this relay's. A relay that dies
 //! after the SMTP server took a mail and before recording it leaves the
 //! lease to run out: the mail goes again, once per lease at most, and is
-//! never lost. A permanent refusal (5xx) is dead-lettered at once; other
-//! failures back off, then dead-letter after `mail.max_attempts`.
+//! never lost. Every refusal backs off and is tried again (a reply code
+//! cannot tell a missing mailbox from a refused sender), then dead-letters
+//! after `mail.max_attempts`; `server admin requeue-mail` gives dead
+//! letters another attempt. Each mail is a conversation of its own,
+//! bounded by `mail.timeout_ms`.
 //!
 //! Several instances can run it at once: rows are claimed with
 //! `FOR UPDATE SKIP LOCKED`.

@@ -48,8 +48,8 @@ impl std::fmt::Debug for Transport {
     }
 }
 
-/// The SMTP transport `settings` describe, if they name a server. Builds
-/// its connection pool, which needs a Tokio runtime.
+/// The SMTP transport `settings` describe, if they name a server (one
+/// connection per mail: no pool).
 pub fn smtp(settings: &MailSettings) -> anyhow::Result<Option<AsyncSmtpTransport<Tokio1Executor>>> {
     Ok(smtp_builder(settings)?.map(AsyncSmtpTransportBuilder::build))
 }
@@ -175,30 +175,23 @@ impl Transport {
                     Err(error) => {
                         let status = error.status().map(u16::from);
                         tracing::warn!(error = %error, %mail_id, "mail not sent");
-                        // Only the recipient's mailbox refused for good
-                        // makes trying again pointless. Any other refusal
-                        // (wrong credentials, a policy, a syntax error) is
-                        // the sender's to fix: retried with backoff, so no
-                        // mail is lost while an operator fixes it.
-                        if status.is_some_and(mailbox_refused) {
-                            Attempted::Permanent {
-                                status,
-                                error: "the SMTP server refused the recipient".to_owned(),
+                        // Every refusal is tried again (with backoff) until
+                        // the attempts run out: a reply code cannot tell a
+                        // mailbox that does not exist (550 5.1.1) from a
+                        // sender the relay refuses (550 5.7.1, a typo in
+                        // mail.from), and the second must not lose mail.
+                        Attempted::Failed {
+                            status,
+                            error: if error.is_permanent() {
+                                "the SMTP server refused the mail"
+                            } else if error.is_transient() {
+                                "the SMTP server asked to try again later"
+                            } else if error.is_timeout() {
+                                "the SMTP server timed out"
+                            } else {
+                                "could not talk to the SMTP server"
                             }
-                        } else {
-                            Attempted::Failed {
-                                status,
-                                error: if error.is_permanent() {
-                                    "the SMTP server refused the mail"
-                                } else if error.is_transient() {
-                                    "the SMTP server asked to try again later"
-                                } else if error.is_timeout() {
-                                    "the SMTP server timed out"
-                                } else {
-                                    "could not talk to the SMTP server"
-                                }
-                                .to_owned(),
-                            }
+                            .to_owned(),
                         }
                     }
                 }
@@ -226,13 +219,6 @@ impl Transport {
             }
         }
     }
-}
-
-/// Whether an SMTP reply says the recipient's mailbox refuses for good
-/// (RFC 5321: 550 unavailable, 551 not local, 552 over its storage, 553
-/// name not allowed): the only replies that dead-letter a mail at once.
-fn mailbox_refused(code: u16) -> bool {
-    (550..=553).contains(&code)
 }
 
 /// A `multipart/alternative` mail (plain text, then HTML). Its
@@ -280,17 +266,6 @@ impl header::Header for AutoSubmitted {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_a_refused_mailbox_is_permanent() {
-        for code in [550, 551, 552, 553] {
-            assert!(mailbox_refused(code), "{code}");
-        }
-        // Credentials, policy, syntax, a full server: the sender's to fix.
-        for code in [421, 450, 451, 500, 501, 530, 535, 554, 549] {
-            assert!(!mailbox_refused(code), "{code}");
-        }
-    }
 
     #[test]
     fn the_tls_name_is_the_urls_host() {

@@ -744,3 +744,32 @@ async fn an_accounts_language_follows_its_sign_in_and_the_switcher(pool: PgPool)
     app.get_as(&new_client(), "/lang/zh-CN?back=/").await;
     assert_eq!(lang().await, "en");
 }
+
+/// Remembering the sign-in's language is best effort: when it cannot be
+/// saved, the sign-in still succeeds (the session is already signed in).
+#[sqlx::test(migrations = "../migrations")]
+async fn a_sign_in_succeeds_when_its_language_cannot_be_saved(pool: PgPool) {
+    let app = crate::helpers::spawn_app(pool).await;
+    app.create_account("ada@example.com", PASSWORD).await;
+    for statement in [
+        "CREATE FUNCTION refuse_lang() RETURNS trigger LANGUAGE plpgsql AS
+         $$ BEGIN RAISE EXCEPTION 'no language today'; END $$",
+        "CREATE TRIGGER refuse_lang BEFORE UPDATE OF lang ON accounts
+         FOR EACH ROW EXECUTE FUNCTION refuse_lang()",
+    ] {
+        sqlx::query(statement)
+            .execute(&app.pool)
+            .await
+            .expect("sabotage");
+    }
+    let client = new_client();
+    let signed_in = client
+        .post(format!("{}/api/auth/login", app.address))
+        .header("accept-language", "zh-CN")
+        .form(&[("email", "ada@example.com"), ("password", PASSWORD)])
+        .send()
+        .await
+        .expect("login");
+    assert!(signed_in.status().as_u16() < 400, "{}", signed_in.status());
+    assert_eq!(whoami(&app, &client).await["email"], "ada@example.com");
+}

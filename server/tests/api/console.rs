@@ -1274,22 +1274,18 @@ async fn issuing_reports_progress_and_a_resubmitted_form_issues_nothing_new(pool
     // Nobody else reads it: not another admin of the same tenant (the
     // ticket is the issuing admin's), nor an admin of another tenant.
     let colleague = {
-        use engine::tenants::{TenantName, TenantSlug, ensure_tenant_with_owner};
         let email = format!("colleague-{}@example.com", uuid::Uuid::new_v4());
         let id = app.create_account(&email, crate::course::PASSWORD).await;
-        let slug: String = sqlx::query_scalar("SELECT slug FROM tenants WHERE id = $1")
-            .bind(admin.tenant)
-            .fetch_one(&app.pool)
-            .await
-            .expect("slug");
-        ensure_tenant_with_owner(
-            &app.pool,
-            &TenantSlug::parse(&slug).expect("slug"),
-            &TenantName::parse("Course Co").expect("name"),
-            id,
+        // A second owner of the same tenant (as an accepted invitation
+        // makes one).
+        sqlx::query(
+            "INSERT INTO tenant_members (tenant_id, account_id, role) VALUES ($1, $2, 'owner')",
         )
+        .bind(admin.tenant)
+        .bind(id.0)
+        .execute(&app.pool)
         .await
-        .expect("second admin");
+        .expect("second owner");
         let client = crate::helpers::new_client();
         app.login_as(&client, &email, crate::course::PASSWORD).await;
         Admin {

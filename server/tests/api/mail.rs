@@ -159,21 +159,30 @@ async fn wrong_smtp_credentials_keep_the_mail_queued_until_fixed(pool: PgPool) {
         sink.url_with("relay-user", "relay-secret"),
     ));
     let app = spawn_app_with(pool, fixed).await;
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_server"))
-        .args(["admin", "requeue-mail"])
-        .env("DATABASE_URL", crate::helpers::database_url_of(&app.pool))
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("run the server binary");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        "requeued 1 dead-lettered mail(s)"
-    );
+    let requeue = || {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_server"))
+            .args(["admin", "requeue-mail"])
+            .env("DATABASE_URL", crate::helpers::database_url_of(&app.pool))
+            .env("RUST_LOG", "warn")
+            .output()
+            .expect("run the server binary");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    // A mail whose link was used meanwhile is nobody's need any more.
+    let set_used = |used: bool| {
+        sqlx::query("UPDATE account_links SET used_at = CASE WHEN $1 THEN now() END")
+            .bind(used)
+            .execute(&app.pool)
+    };
+    set_used(true).await.expect("use the link");
+    assert_eq!(requeue(), "requeued 0 dead-lettered mail(s)");
+    set_used(false).await.expect("reopen the link");
+    assert_eq!(requeue(), "requeued 1 dead-lettered mail(s)");
     sink.wait_for("ada@example.com", "Confirm", MAIL_WAIT).await;
 }
 
@@ -229,10 +238,17 @@ async fn a_server_that_says_later_is_tried_again_until_the_mail_is_taken(pool: P
     assert_eq!(sink.received().len(), 1, "delivered once");
 }
 
+/// A refusal (`550`) is tried again until the attempts run out, then
+/// dead-lettered: a reply code cannot tell a mailbox that does not exist
+/// from a sender the relay refuses (a typo in `mail.from`), which must not
+/// lose mail at the first attempt.
 #[sqlx::test(migrations = "../migrations")]
-async fn a_mailbox_refused_for_good_is_dead_lettered_at_once(pool: PgPool) {
-    let (app, sink) = spawn_app_with_mail(pool).await;
-    sink.fail_next_permanent(1);
+async fn a_refused_mail_is_tried_until_its_attempts_run_out(pool: PgPool) {
+    let sink = SmtpSink::start().await;
+    let mut settings = mail_settings(&sink);
+    settings.mail.max_attempts = 3;
+    let app = spawn_app_with(pool, settings).await;
+    sink.fail_next_permanent(3);
     register(&app, "ada@example.com", "en").await;
     let error = wait_until(
         &app.pool,
@@ -244,7 +260,7 @@ async fn a_mailbox_refused_for_good_is_dead_lettered_at_once(pool: PgPool) {
         .fetch_one(&app.pool)
         .await
         .expect("row");
-    assert_eq!(attempts, 1, "not tried again");
+    assert_eq!(attempts, 3, "every attempt used, no more");
     // Later rounds leave it alone.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(sink.received().is_empty());
@@ -391,6 +407,40 @@ async fn without_an_smtp_server_development_mail_lands_in_the_dev_mailbox(pool: 
             .expect("html")
             .contains("Confirm my address")
     );
+}
+
+/// The dev mailbox shows every reset link: only to this machine, never
+/// through a proxy, and a development server on another address has none
+/// (its mail waits until an SMTP server is configured).
+#[sqlx::test(migrations = "../migrations")]
+async fn the_dev_mailbox_is_for_this_machine_only(pool: PgPool) {
+    let local = spawn_app(pool.clone()).await;
+    let relayed = new_client()
+        .get(format!("{}/dev/mailbox", local.address))
+        .header("x-forwarded-for", "203.0.113.9")
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(relayed.status(), 404, "through a proxy");
+    drop(local);
+
+    let mut settings = crate::helpers::test_settings(&crate::helpers::redis_url());
+    settings.server.host = "0.0.0.0".into();
+    let open = spawn_app_with(pool, settings).await;
+    assert_eq!(open.get("/dev/mailbox").await.status(), 404);
+    register(&open, "ada@example.com", "en").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (attempts, sent): (i32, bool) =
+        sqlx::query_as("SELECT attempts, sent_at IS NOT NULL FROM mail_outbox")
+            .fetch_one(&open.pool)
+            .await
+            .expect("queued");
+    assert_eq!((attempts, sent), (0, false), "waits, delivered nowhere");
+    let kept: i64 = sqlx::query_scalar("SELECT count(*) FROM dev_mailbox")
+        .fetch_one(&open.pool)
+        .await
+        .expect("count");
+    assert_eq!(kept, 0);
 }
 
 #[sqlx::test(migrations = "../migrations")]

@@ -589,3 +589,46 @@ async fn tenant_signup_follows_its_setting_and_needs_a_verified_address(pool: Pg
         .expect("count");
     assert_eq!(tenants, 1);
 }
+
+/// A team change holds the tenant's row only as far as the last-owner
+/// rule needs (`FOR NO KEY UPDATE`): what references the tenant (a
+/// binding's receipt, here a mail row) still commits while a demotion is
+/// in flight. `FOR UPDATE` would make it wait (and time out).
+#[sqlx::test(migrations = "../migrations")]
+async fn a_team_change_does_not_block_what_references_the_tenant(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let (tenant, _) = tenant_with_owner(&app, "first@acme.example").await;
+    let second = app.create_account("second@acme.example", PASSWORD).await;
+    sqlx::query(
+        "INSERT INTO tenant_members (tenant_id, account_id, role) VALUES ($1, $2, 'owner')",
+    )
+    .bind(tenant)
+    .bind(second.0)
+    .execute(&app.pool)
+    .await
+    .expect("second owner");
+    let mut demotion = app.pool.begin().await.expect("begin");
+    sqlx::query(
+        "UPDATE tenant_members SET role = 'admin' WHERE tenant_id = $1 AND account_id = $2",
+    )
+    .bind(tenant)
+    .bind(second.0)
+    .execute(&mut *demotion)
+    .await
+    .expect("demote (the trigger locks the tenant)");
+    let mut other = app.pool.acquire().await.expect("connection");
+    sqlx::query("SET lock_timeout = '500ms'")
+        .execute(&mut *other)
+        .await
+        .expect("lock timeout");
+    let inserted = sqlx::query(
+        "INSERT INTO mail_outbox (id, tenant_id, template, to_address, lang)
+         VALUES ($1, $2, 'code_bound', 'learner@example.com', 'en')",
+    )
+    .bind(Uuid::now_v7())
+    .bind(tenant)
+    .execute(&mut *other)
+    .await;
+    assert!(inserted.is_ok(), "{inserted:?}");
+    demotion.rollback().await.expect("rollback");
+}
