@@ -48,7 +48,11 @@ test("create, upload, issue, download once, revoke, learner binds, unbind, audit
     page.waitForEvent("download"),
     page.getByRole("link", { name: "Download CSV (once)" }).click(),
   ]);
-  const csv = readFileSync(await download.path(), "utf8").trim().split(/\r?\n/);
+  // The BOM tells Excel the file is UTF-8; read it before trim() (which
+  // strips U+FEFF) can hide it.
+  const raw = readFileSync(await download.path(), "utf8");
+  expect(raw.startsWith("\uFEFFcode,link,batch_label\r\n")).toBe(true);
+  const csv = raw.trim().split(/\r?\n/);
   expect(csv[0]).toBe("code,link,batch_label");
   expect(csv.slice(1).map((line) => line.split(",")[0])).toEqual(codes);
   expect(csv[1]).toContain(`/s/${slug},e2e class`);

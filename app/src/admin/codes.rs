@@ -129,9 +129,14 @@ async fn admin_code(
     }
 }
 
-/// Revokes one code (a bound learner loses access).
+/// Revokes one code. A bound learner loses access: that needs `confirm`
+/// = `yes`, like unbinding.
 #[server(prefix = "/api/admin", endpoint = "codes/revoke")]
-pub async fn revoke_code(tenant_id: Uuid, code_id: Uuid) -> Result<(), AppError> {
+pub async fn revoke_code(
+    tenant_id: Uuid,
+    code_id: Uuid,
+    confirm: Option<String>,
+) -> Result<(), AppError> {
     let run = async {
         let (state, admin) = admin_code(
             tenant_id,
@@ -139,6 +144,16 @@ pub async fn revoke_code(tenant_id: Uuid, code_id: Uuid) -> Result<(), AppError>
             engine::tenants::Permission::ManageCourses,
         )
         .await?;
+        if engine::code_admin::is_bound(&state.pool, engine::tenants::TenantId(tenant_id), code_id)
+            .await
+            .map_err(support::internal)?
+        {
+            support::confirmed(
+                confirm.as_deref(),
+                "tick the box to confirm that the learner loses access",
+                "请勾选确认：学员将失去访问权限",
+            )?;
+        }
         engine::code_admin::revoke_code(
             &state.pool,
             engine::tenants::TenantId(tenant_id),
@@ -237,12 +252,22 @@ pub async fn unbind_code(
     run.await.map_err(AppError::respond)
 }
 
-/// Revokes every unused code of a batch.
+/// Revokes every unused code of a batch (`confirm` = `yes`: they can never
+/// be used again).
 #[server(prefix = "/api/admin", endpoint = "batches/revoke-unused")]
-pub async fn revoke_unused(tenant_id: Uuid, batch_id: Uuid) -> Result<u64, AppError> {
+pub async fn revoke_unused(
+    tenant_id: Uuid,
+    batch_id: Uuid,
+    confirm: Option<String>,
+) -> Result<u64, AppError> {
     let run = async {
         let (state, tenant, admin) =
             support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
+        support::confirmed(
+            confirm.as_deref(),
+            "tick the box to confirm that these codes can never be used again",
+            "请勾选确认：这些兑换码将永远不能再使用",
+        )?;
         engine::batches::revoke_unused_of_batch(&state.pool, tenant, admin.id, batch_id)
             .await
             .map_err(support::share_error)

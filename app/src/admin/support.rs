@@ -66,6 +66,21 @@ pub async fn admin_share(
     Ok((state, admin, share, role))
 }
 
+/// The explicit "I understand" a destructive action needs (a checkbox
+/// posting `confirm=yes`, as unbinding asks): without it nothing changes
+/// and the form says why, beside the box.
+pub fn confirmed(
+    confirm: Option<&str>,
+    en: &'static str,
+    zh: &'static str,
+) -> Result<(), AppError> {
+    if confirm == Some("yes") {
+        Ok(())
+    } else {
+        Err(AppError::invalid("confirm", crate::i18n::t(en, zh)))
+    }
+}
+
 /// A QR code of `text` as an SVG document (`None` if it does not fit).
 pub fn qr_svg(text: &str) -> Option<String> {
     let code = qrcode::QrCode::with_error_correction_level(text, qrcode::EcLevel::M).ok()?;

@@ -101,13 +101,22 @@ pub async fn create_token(
     run.await.map_err(AppError::respond)
 }
 
-/// Revokes an API token at once.
+/// Revokes an API token at once (`confirm` = `yes`: whatever uses it stops).
 #[server(prefix = "/api/admin", endpoint = "tokens/revoke")]
-pub async fn revoke_token(tenant_id: Uuid, token_id: Uuid) -> Result<(), AppError> {
+pub async fn revoke_token(
+    tenant_id: Uuid,
+    token_id: Uuid,
+    confirm: Option<String>,
+) -> Result<(), AppError> {
     let run = async {
         let (state, tenant, admin) =
             support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
                 .await?;
+        support::confirmed(
+            confirm.as_deref(),
+            "tick the box to confirm that whatever uses this token stops working",
+            "请勾选确认：使用这个令牌的程序将立即停止工作",
+        )?;
         engine::tokens::revoke(&state.pool, tenant, admin.id, token_id)
             .await
             .map_err(token_error)

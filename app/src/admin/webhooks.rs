@@ -161,11 +161,20 @@ pub async fn create_webhook(
 
 /// Stops an endpoint; its pending deliveries are dead-lettered.
 #[server(prefix = "/api/admin", endpoint = "webhooks/disable")]
-pub async fn disable_webhook(tenant_id: Uuid, endpoint_id: Uuid) -> Result<(), AppError> {
+pub async fn disable_webhook(
+    tenant_id: Uuid,
+    endpoint_id: Uuid,
+    confirm: Option<String>,
+) -> Result<(), AppError> {
     let run = async {
         let (state, tenant, admin) =
             support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
                 .await?;
+        support::confirmed(
+            confirm.as_deref(),
+            "tick the box to confirm that this endpoint gets no more events",
+            "请勾选确认：这个接收地址将不再收到任何事件",
+        )?;
         engine::webhooks::admin::disable_endpoint(&state.pool, tenant, admin.id, endpoint_id)
             .await
             .map_err(webhook_error)

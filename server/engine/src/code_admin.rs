@@ -141,6 +141,21 @@ pub async fn share_of_code(
     Ok(row.map(|r| (TenantId(r.tenant_id), ShareId(r.share_id))))
 }
 
+/// Whether `code` (of `tenant`) is bound to a learner now.
+pub async fn is_bound(pool: &PgPool, tenant: TenantId, code: Uuid) -> anyhow::Result<bool> {
+    sqlx::query_scalar!(
+        r#"SELECT EXISTS (
+             SELECT 1 FROM auth_codes
+             WHERE tenant_id = $1 AND id = $2 AND bound_principal IS NOT NULL
+           ) AS "bound!""#,
+        tenant.0,
+        code,
+    )
+    .fetch_one(pool)
+    .await
+    .context("reading whether a code is bound")
+}
+
 /// Ends every live grant made through `code`: its learner loses access now.
 async fn end_live_grants(
     conn: &mut sqlx::PgConnection,

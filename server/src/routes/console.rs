@@ -205,7 +205,9 @@ fn codes_csv_body(
         let mut chunk =
             String::with_capacity((end - csv.next) * (csv.link.len() + csv.label.len() + 20) + 32);
         if !csv.header_sent {
-            chunk.push_str("code,link,batch_label\r\n");
+            // A UTF-8 byte order mark first: Excel then reads non-ASCII
+            // labels right (others ignore it).
+            chunk.push_str("\u{feff}code,link,batch_label\r\n");
             csv.header_sent = true;
         }
         for code in &csv.codes[csv.next..end] {
@@ -230,7 +232,8 @@ fn codes_csv_body(
 /// A CSV field, quoted when it must be, and never read as a formula by a
 /// spreadsheet (a leading `=`, `+`, `-` or `@` gets a quote mark).
 fn csv_field(value: &str) -> String {
-    let safe = if value.starts_with(['=', '+', '-', '@']) {
+    // Spreadsheets start a formula with any of these (OWASP's list).
+    let safe = if value.starts_with(['=', '+', '-', '@', '\t', '\r']) {
         format!("'{value}")
     } else {
         value.to_owned()
@@ -264,7 +267,7 @@ pub async fn records_csv(
     use futures::StreamExt as _;
     let header = futures::stream::once(async {
         Ok::<_, std::io::Error>(bytes::Bytes::from_static(
-            b"granted_at,email,code_hint,resource,bound_now\r\n",
+            "\u{feff}granted_at,email,code_hint,resource,bound_now\r\n".as_bytes(),
         ))
     });
     let rows = async_stream_records(pool, TenantId(tenant), share.id);
@@ -370,5 +373,14 @@ mod tests {
         assert_eq!(csv_field("a,b"), "\"a,b\"");
         assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
         assert_eq!(csv_field("=HYPERLINK(1)"), "'=HYPERLINK(1)");
+        // Every character a spreadsheet starts a formula with (OWASP's
+        // list: tab and carriage return too).
+        for risky in ["+1", "-1", "@SUM(1)", "\tcmd", "\rcmd"] {
+            let field = csv_field(risky);
+            assert!(
+                field.starts_with('\'') || field.starts_with("\"'"),
+                "{risky:?} → {field:?}"
+            );
+        }
     }
 }

@@ -142,7 +142,7 @@ fn admin_calls(t: Target) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
         ),
         (
             "/api/admin/codes/revoke",
-            vec![tenant.clone(), code.clone()],
+            vec![tenant.clone(), code.clone(), field("confirm", "yes")],
         ),
         (
             "/api/admin/codes/unbind",
@@ -156,7 +156,7 @@ fn admin_calls(t: Target) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
         ),
         (
             "/api/admin/batches/revoke-unused",
-            vec![tenant.clone(), batch],
+            vec![tenant.clone(), batch, field("confirm", "yes")],
         ),
         ("/api/admin/learners", vec![tenant.clone(), share.clone()]),
         (
@@ -192,7 +192,11 @@ fn admin_calls(t: Target) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
         ),
         (
             "/api/admin/tokens/revoke",
-            vec![tenant.clone(), ("token_id", t.token.to_string())],
+            vec![
+                tenant.clone(),
+                ("token_id", t.token.to_string()),
+                field("confirm", "yes"),
+            ],
         ),
         (
             "/api/admin/codes/progress",
@@ -209,7 +213,11 @@ fn admin_calls(t: Target) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
         ),
         (
             "/api/admin/webhooks/disable",
-            vec![tenant.clone(), ("endpoint_id", t.doomed_hook.to_string())],
+            vec![
+                tenant.clone(),
+                ("endpoint_id", t.doomed_hook.to_string()),
+                field("confirm", "yes"),
+            ],
         ),
         (
             "/api/admin/webhooks/redeliver",

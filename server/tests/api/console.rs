@@ -172,7 +172,8 @@ async fn start_and_hold(admin: &Admin, csv_url: &str) -> (reqwest::Response, Vec
         .await
         .expect("first chunk")
         .expect("some bytes");
-    assert!(first.starts_with(b"code,link,batch_label"));
+    // A UTF-8 byte order mark first: Excel then reads Chinese labels right.
+    assert!(first.starts_with("\u{feff}code,link,batch_label".as_bytes()));
     (held, first.to_vec())
 }
 
@@ -439,7 +440,7 @@ async fn new_codes_are_shown_once_downloaded_once_and_stored_nowhere(pool: PgPoo
     );
     let body = csv.text().await.expect("csv body");
     let mut lines = body.lines();
-    assert_eq!(lines.next(), Some("code,link,batch_label"));
+    assert_eq!(lines.next(), Some("\u{feff}code,link,batch_label"));
     let rows: Vec<&str> = lines.collect();
     assert_eq!(rows.len(), 5);
     for (row, code) in rows.iter().zip(&codes) {
@@ -879,7 +880,10 @@ async fn learners_records_csv_and_the_leak_signal(pool: PgPool) {
     assert_eq!(csv.status(), 200);
     let body = csv.text().await.expect("body");
     let lines: Vec<&str> = body.lines().collect();
-    assert_eq!(lines[0], "granted_at,email,code_hint,resource,bound_now");
+    assert_eq!(
+        lines[0],
+        "\u{feff}granted_at,email,code_hint,resource,bound_now"
+    );
     assert_eq!(lines.len(), 2, "{body}");
     assert!(lines[1].ends_with(",Lesson 1,true"), "{}", lines[1]);
     // Learners cannot export.
@@ -1449,6 +1453,7 @@ async fn revoking_a_batchs_unused_codes_leaves_its_bound_ones_and_other_batches(
         &[
             ("tenant_id", &admin.tenant.to_string()),
             ("batch_id", &batch.to_string()),
+            ("confirm", "yes"),
         ],
     )
     .await;
@@ -1811,4 +1816,123 @@ async fn learner_pages_end_exactly_with_the_last_learner(pool: PgPool) {
     let second = page(Some(next)).await;
     assert_eq!(second["learners"].as_array().map(Vec::len), Some(1));
     assert_eq!(second["next_after"], serde_json::Value::Null);
+}
+
+/// Destructive console actions ask first, as unbinding does: revoking a
+/// bound code, revoking a batch's unused codes, revoking a token and
+/// disabling a webhook each need the "I understand" box (`confirm=yes`);
+/// without it they answer a field error and change nothing. Revoking an
+/// unused code (a lost one nobody holds) stays one click.
+#[sqlx::test(migrations = "../migrations")]
+async fn destructive_console_actions_need_their_confirmation(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    let codes = issue(&app, &admin, course.share, 3).await;
+    let (_, learner) = crate::course::learners(&app, 1).await.remove(0);
+    assert_eq!(
+        enter_code(&app, &learner, &course.slug, &codes[0].1)
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(open(&app, &learner, &course, None).await.status(), 200);
+    let tenant = admin.tenant.to_string();
+    let (status, _) = call(
+        &app,
+        &admin,
+        "/api/admin/tokens/create",
+        &[("tenant_id", &tenant), ("name", "shop"), ("read", "on")],
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (status, _) = call(
+        &app,
+        &admin,
+        "/api/admin/webhooks/create",
+        &[
+            ("tenant_id", &tenant),
+            ("url", "https://hooks.example.com/in"),
+            ("code_bound", "on"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200);
+    let ids = |table: &'static str| {
+        let pool = app.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, uuid::Uuid>(&format!("SELECT id FROM {table} LIMIT 1"))
+                .fetch_one(&pool)
+                .await
+                .expect("id")
+                .to_string()
+        }
+    };
+    let (token, hook) = (ids("api_tokens").await, ids("webhook_endpoints").await);
+    let batch: uuid::Uuid = sqlx::query_scalar("SELECT batch_id FROM auth_codes WHERE id = $1")
+        .bind(codes[0].0)
+        .fetch_one(&app.pool)
+        .await
+        .expect("batch");
+    let (bound, batch) = (codes[0].0.to_string(), batch.to_string());
+    let state = || async {
+        sqlx::query_scalar::<_, String>(
+            "SELECT concat_ws('|',
+                (SELECT string_agg(id::text || coalesce(revoked_at::text, '-'), ',' ORDER BY id) FROM auth_codes),
+                (SELECT string_agg(coalesce(revoked_at::text, '-'), ',') FROM api_tokens),
+                (SELECT string_agg(coalesce(disabled_at::text, '-'), ',') FROM webhook_endpoints),
+                (SELECT count(*)::text FROM audit_log))",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .expect("state")
+    };
+    let actions: [(&str, Vec<(&str, &str)>); 4] = [
+        ("/api/admin/codes/revoke", vec![("code_id", &bound)]),
+        (
+            "/api/admin/batches/revoke-unused",
+            vec![("batch_id", &batch)],
+        ),
+        ("/api/admin/tokens/revoke", vec![("token_id", &token)]),
+        ("/api/admin/webhooks/disable", vec![("endpoint_id", &hook)]),
+    ];
+    let before = state().await;
+    for (path, fields) in &actions {
+        for confirm in [None, Some("no")] {
+            let mut all = vec![("tenant_id", tenant.as_str())];
+            all.extend(fields.iter().copied());
+            all.extend(confirm.map(|c| ("confirm", c)));
+            let (status, body) = call(&app, &admin, path, &all).await;
+            assert_eq!(status, 422, "{path} {confirm:?}: {body}");
+            let error: serde_json::Value = serde_json::from_str(&body).expect("json");
+            assert_eq!(error["Invalid"]["field"], "confirm", "{path}: {body}");
+        }
+    }
+    assert_eq!(state().await, before, "nothing changed");
+
+    // An unused code goes in one click.
+    let (status, body) = call(
+        &app,
+        &admin,
+        "/api/admin/codes/revoke",
+        &[("tenant_id", &tenant), ("code_id", &codes[1].0.to_string())],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    // Confirmed, each goes through.
+    for (path, fields) in &actions {
+        let mut all = vec![("tenant_id", tenant.as_str()), ("confirm", "yes")];
+        all.extend(fields.iter().copied());
+        let (status, body) = call(&app, &admin, path, &all).await;
+        assert_eq!(status, 200, "{path}: {body}");
+    }
+    let (revoked_codes, revoked_tokens, disabled_hooks): (i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM auth_codes WHERE revoked_at IS NOT NULL),
+                (SELECT count(*) FROM api_tokens WHERE revoked_at IS NOT NULL),
+                (SELECT count(*) FROM webhook_endpoints WHERE disabled_at IS NOT NULL)",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .expect("after");
+    assert_eq!((revoked_codes, revoked_tokens, disabled_hooks), (3, 1, 1));
 }

@@ -541,3 +541,41 @@ async fn a_pending_code_is_never_bound_to_the_next_account_on_the_same_browser(p
     assert!(html.contains(r#"data-state="needs-code""#), "{html}");
     assert!(bound_codes(&app, course.share).await.is_empty());
 }
+
+/// A downloaded file keeps a name people recognise: the resource's title
+/// with its type's extension, in UTF-8 (`filename*`) with an ASCII
+/// fallback, so a Chinese title arrives as itself, not as "content".
+#[sqlx::test(migrations = "../migrations")]
+async fn a_downloaded_file_is_named_after_its_title(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let owner = admin(&app).await;
+    let course = course(&app, &owner, json!({})).await;
+    let pdf = crate::course::upload(
+        &app,
+        &owner,
+        course.share,
+        "第一课 讲义",
+        "application/pdf",
+        b"%PDF-1.4 a tiny one".to_vec(),
+    )
+    .await;
+    let code = issue(&app, &owner, course.share, 1).await.remove(0).1;
+    let (_, learner) = learners(&app, 1).await.remove(0);
+    assert_eq!(
+        enter_code(&app, &learner, &course.slug, &code)
+            .await
+            .status(),
+        200
+    );
+    let file = Course {
+        resource: pdf,
+        ..course.clone()
+    };
+    let response = open(&app, &learner, &file, None).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-disposition"],
+        "attachment; filename=\"_ _.pdf\"; \
+         filename*=UTF-8''%E7%AC%AC%E4%B8%80%E8%AF%BE%20%E8%AE%B2%E4%B9%89.pdf"
+    );
+}

@@ -162,6 +162,7 @@ async fn tokens_act_within_their_tenant_and_scopes_until_revoked(pool: PgPool) {
         .form(&[
             ("tenant_id", admin_a.tenant.to_string()),
             ("token_id", id.to_string()),
+            ("confirm", "yes".to_owned()),
         ])
         .send()
         .await

@@ -208,7 +208,12 @@ fn Row(
         format!("我明白 {learner} 会立即失去这门课程的访问权限。"),
     );
     let bound = !read_only && code.state == CodeState::Bound;
+    let revoke_confirm_text = lang().pick(
+        format!("I understand that {learner} loses access to this course at once, and the code can never be used again."),
+        format!("我明白 {learner} 会立即失去这门课程的访问权限，且这个兑换码永远不能再使用。"),
+    );
     let live = !read_only && code.state != CodeState::Revoked;
+    let revoke_bound_label = revoke_label.clone();
     let reason_id = format!("reason-{}", code.id);
     let after_id = format!("after-{}", code.id);
     view! {
@@ -220,13 +225,29 @@ fn Row(
             <td>{code.access_count}</td>
             <td>{code.batch.clone()}</td>
             <td class="row-actions">
-                {live.then(|| view! {
+                // An unused code goes in one click; a bound one takes the
+                // learner's access away, so it asks first, like unbinding.
+                {(live && !bound).then(|| view! {
                     <ActionForm action=revoke attr:class="inline-form">
                         <input type="hidden" name="tenant_id" value=tenant.to_string()/>
                         <input type="hidden" name="code_id" value=code.id.to_string()/>
                         <button type="submit" class="link-button danger-link"
                             aria-label=revoke_label>{t("Revoke", "作废")}</button>
                     </ActionForm>
+                })}
+                {(live && bound).then(|| view! {
+                    <details class="revoke-bound">
+                        <summary aria-label=revoke_bound_label>{t("Revoke…", "作废…")}</summary>
+                        <ActionForm action=revoke attr:class="form compact">
+                            <input type="hidden" name="tenant_id" value=tenant.to_string()/>
+                            <input type="hidden" name="code_id" value=code.id.to_string()/>
+                            <label class="check">
+                                <input type="checkbox" name="confirm" value="yes" required=true/>
+                                " "{revoke_confirm_text}
+                            </label>
+                            <button type="submit" class="button small danger">{t("Revoke", "作废")}</button>
+                        </ActionForm>
+                    </details>
                 })}
                 {unused.then(|| view! {
                     <ActionForm action=replace attr:class="inline-form">

@@ -371,11 +371,21 @@ fn Codes(
                                 format!(" · {} codes · {}", b.count, b.created),
                                 format!(" · {} 个 · {}", b.count, b.created),
                             )}</span>
-                            <ActionForm action=revoke attr:class="inline-form">
-                                <input type="hidden" name="tenant_id" value=tenant.to_string()/>
-                                <input type="hidden" name="batch_id" value=b.id.to_string()/>
-                                <button type="submit" class="link-button danger-link">{t("Revoke unused", "作废未用的码")}</button>
-                            </ActionForm>
+                            <details class="revoke-unused">
+                                <summary>{t("Revoke unused…", "作废未用的码…")}</summary>
+                                <ActionForm action=revoke attr:class="form compact">
+                                    <input type="hidden" name="tenant_id" value=tenant.to_string()/>
+                                    <input type="hidden" name="batch_id" value=b.id.to_string()/>
+                                    <label class="check">
+                                        <input type="checkbox" name="confirm" value="yes" required=true/>
+                                        {t(
+                                            " I understand that this batch's unused codes can never be used again (bound ones keep working).",
+                                            " 我明白这个批次中未使用的兑换码将永远不能再使用（已绑定的不受影响）。",
+                                        )}
+                                    </label>
+                                    <button type="submit" class="button small danger">{t("Revoke unused", "作废未用的码")}</button>
+                                </ActionForm>
+                            </details>
                         </li>
                     }).collect_view()}
                 </ul>

@@ -95,12 +95,21 @@ fn Tokens(
                                     <td>{match t.revoked {
                                         Some(when) => view! { <span class="status status-revoked">{lang().pick(format!("revoked {when}"), format!("已于 {when} 吊销"))}</span> }.into_any(),
                                         None => view! {
-                                            <ActionForm action=revoke attr:class="inline-form">
-                                                <input type="hidden" name="tenant_id" value=tenant.to_string()/>
-                                                <input type="hidden" name="token_id" value=t.id.to_string()/>
-                                                <button type="submit" class="link-button danger-link"
-                                                    aria-label=lang().pick(format!("Revoke token {}", t.name), format!("吊销令牌 {}", t.name))>{lang().pick("Revoke", "吊销")}</button>
-                                            </ActionForm>
+                                            <details class="revoke-token">
+                                                <summary aria-label=lang().pick(format!("Revoke token {}", t.name), format!("吊销令牌 {}", t.name))>{lang().pick("Revoke…", "吊销…")}</summary>
+                                                <ActionForm action=revoke attr:class="form compact">
+                                                    <input type="hidden" name="tenant_id" value=tenant.to_string()/>
+                                                    <input type="hidden" name="token_id" value=t.id.to_string()/>
+                                                    <label class="check">
+                                                        <input type="checkbox" name="confirm" value="yes" required=true/>
+                                                        {lang().pick(
+                                                            " I understand that whatever uses this token stops working at once.",
+                                                            " 我明白使用这个令牌的程序会立即停止工作。",
+                                                        )}
+                                                    </label>
+                                                    <button type="submit" class="button small danger">{lang().pick("Revoke", "吊销")}</button>
+                                                </ActionForm>
+                                            </details>
                                         }.into_any(),
                                     }}</td>
                                 </tr>

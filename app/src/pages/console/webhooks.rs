@@ -164,14 +164,21 @@ fn Endpoints(
                                         </span>
                                     }.into_any(),
                                     None => view! {
-                                        <ActionForm action=disable attr:class="inline-form">
-                                            <input type="hidden" name="tenant_id" value=tenant.to_string()/>
-                                            <input type="hidden" name="endpoint_id" value=e.id.to_string()/>
-                                            <button type="submit" class="link-button danger-link"
-                                                aria-label=lang().pick(format!("Disable {url}"), format!("停用 {url}"))>
-                                                {t("Disable", "停用")}
-                                            </button>
-                                        </ActionForm>
+                                        <details class="disable-webhook">
+                                            <summary aria-label=lang().pick(format!("Disable {url}"), format!("停用 {url}"))>{t("Disable…", "停用…")}</summary>
+                                            <ActionForm action=disable attr:class="form compact">
+                                                <input type="hidden" name="tenant_id" value=tenant.to_string()/>
+                                                <input type="hidden" name="endpoint_id" value=e.id.to_string()/>
+                                                <label class="check">
+                                                    <input type="checkbox" name="confirm" value="yes" required=true/>
+                                                    {t(
+                                                        " I understand that this endpoint gets no more events (its pending deliveries are dead-lettered).",
+                                                        " 我明白这个接收地址将不再收到任何事件（待投递的会进入死信）。",
+                                                    )}
+                                                </label>
+                                                <button type="submit" class="button small danger">{t("Disable", "停用")}</button>
+                                            </ActionForm>
+                                        </details>
                                     }.into_any(),
                                 }}</td>
                             </tr>
