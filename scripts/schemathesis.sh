@@ -30,6 +30,8 @@ export APP_SERVER__PORT=$PORT
 export APP_REDIS__KEY_PREFIX="fuzz:$db"
 export APP_STORAGE__ROOT="$work/storage"
 export RUST_LOG=${RUST_LOG:-warn}
+# The fuzzer calls far faster than any integration: its token is not throttled.
+export APP_THROTTLE__API_TOKEN_PER_MINUTE=100000000
 psql -q -d "$server_url/postgres" -c "CREATE DATABASE $db"
 "$SERVER_BIN" migrate >/dev/null
 "$SERVER_BIN" dev seed-demo >/dev/null
@@ -43,7 +45,8 @@ curl -fsS -c "$jar" -H 'content-type: application/json' \
   -d '{"email":"admin@demo.admitone.test","password":"demo-admin-password"}' "$base/api/v1/auth/login" >/dev/null
 tenant=$(psql -qtAX -d "$DATABASE_URL" -c "SELECT id FROM tenants WHERE slug = 'demo'")
 token=$(curl -fsS -b "$jar" --data-urlencode "tenant_id=$tenant" --data-urlencode "name=schemathesis" \
-  --data-urlencode "read=on" --data-urlencode "write=on" "$base/api/admin/tokens/create" | tr -d '"')
+  --data-urlencode "read=on" --data-urlencode "write=on" --data-urlencode "integrations=on" \
+  "$base/api/admin/tokens/create" | tr -d '"')
 
 status=0
 "$SCHEMATHESIS" run "$base/api/v1/openapi.json" \

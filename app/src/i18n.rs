@@ -176,6 +176,7 @@ pub fn scope(scope: &str) -> String {
     let word = match scope {
         "read" => t("read", "读取"),
         "write" => t("write", "写入"),
+        "integrations" => t("integrations", "集成"),
         other => return other.to_owned(),
     };
     word.to_owned()

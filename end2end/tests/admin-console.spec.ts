@@ -2,7 +2,7 @@
 import { readFileSync } from "node:fs";
 import { expect, test } from "@playwright/test";
 import { openHydrated, signIn } from "./fixtures";
-import { DEMO_ADMIN, newLearner, shareState, snapshot, sql } from "./course";
+import { DEMO_ADMIN, enterCode, newLearner, shareState, sloppy, snapshot, sql } from "./course";
 
 test("create, upload, issue, download once, revoke, learner binds, unbind, audit", async ({ page, browser }, testInfo) => {
   test.setTimeout(90_000);
@@ -100,6 +100,40 @@ test("create, upload, issue, download once, revoke, learner binds, unbind, audit
   // The learner lost access.
   await learner.reload();
   await expect(learner.locator(".refused")).toHaveAttribute("data-reason", "code_required");
+
+  // Support's "my code doesn't work": the full code, pasted as learners
+  // send it, opens the table at that code.
+  await page.goto(shareUrl + "/codes");
+  await page.getByLabel("Find a full code").fill("ABCD");
+  await page.getByRole("button", { name: "Find", exact: true }).click();
+  await expect(page.locator("#code-error")).toContainText("A code has 12 letters and digits");
+  await page.getByLabel("Find a full code").fill(sloppy(codes[2]));
+  await page.getByRole("button", { name: "Find", exact: true }).click();
+  await expect(page).toHaveURL(/\/codes\?code=/);
+  await expect(page.getByText("Showing the code you looked up.")).toBeVisible();
+  await expect(page.locator("tr[data-code]")).toHaveCount(1);
+  await expect(page.locator("tr[data-code] code")).toHaveText(`${codes[2].slice(0, 2)}…${codes[2].slice(-2)}`);
+  await expect(page.getByText("1–1 of 1 codes")).toBeVisible();
+
+  // The learner redeems that code; revoking a bound code asks first.
+  await openHydrated(learner, `/s/${slug}`);
+  await enterCode(learner, codes[2]);
+  await learner.getByRole("link", { name: "Lesson 1" }).click();
+  await expect(learner.locator(".bound-note")).toContainText(`Bound to ${email}`);
+  await page.goto(shareUrl + "/codes?state=bound");
+  const bound = page.locator("tr[data-state=bound]");
+  await expect(bound).toHaveCount(1);
+  await bound.locator("details.confirm-action summary").click();
+  const revokeBound = bound.locator("details.confirm-action").getByRole("button", { name: /^Revoke code / });
+  // Without the tick the browser does not send the form.
+  await revokeBound.click();
+  await expect(page.locator("tr[data-state=bound]")).toHaveCount(1);
+  await bound.getByLabel(`I understand that ${email} loses access to this course at once, and the code can never be used again.`).check();
+  await revokeBound.click();
+  await expect(page.locator("tr[data-state=bound]")).toHaveCount(0);
+  expect(sql(`SELECT count(*) FROM auth_codes c JOIN shares s ON s.id = c.share_id WHERE s.slug = '${slug}' AND c.revoked_at IS NOT NULL`)).toBe("2");
+  await learner.reload();
+  await expect(learner.locator(".refused")).toBeVisible();
   await learnerContext.close();
 
   // The audit log tells the story.

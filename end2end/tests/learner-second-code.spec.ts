@@ -29,7 +29,7 @@ test("a second code for a share already held is refused and stays unused", async
   // The JSON API says the same.
   const response = await context.request.post(`/api/v1/s/${course.slug}/code`, { data: { code: second } });
   expect(response.status()).toBe(409);
-  expect((await response.json()).error).toBe("already_has_access");
+  expect((await response.json()).code).toBe("already_has_access");
 
   expect(sql(`SELECT bound_principal FROM auth_codes WHERE id = '${course.codeIds[0]}'`)).toBe(accountId(email));
   expect(

@@ -30,7 +30,7 @@ test("a mistyped code is caught locally; 20 wrong codes are throttled with a wai
       data: { code: typo(course.codes[0]) },
     });
     expect(response.status()).toBe(422);
-    expect((await response.json()).error).toBe("invalid_code");
+    expect((await response.json()).code).toBe("invalid_code");
   }
 
   // Well-formed but unknown codes count: 20 are answered, the next waits.

@@ -37,7 +37,7 @@ test("closed window: explained, nothing bound", async ({ page, context }, testIn
   await snapshot(page, testInfo, "share-closed");
   const response = await context.request.post(`/api/v1/s/${course.slug}/code`, { data: { code: course.codes[0] } });
   expect(response.status()).toBe(403);
-  expect((await response.json()).error).toBe("share_unavailable");
+  expect((await response.json()).code).toBe("share_unavailable");
   expect(bound(course.id)).toBe("0");
 });
 

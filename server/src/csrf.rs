@@ -17,13 +17,14 @@
 use std::sync::Arc;
 
 use axum::{
-    Json,
     extract::{Request, State},
-    http::{HeaderMap, Method, StatusCode, header},
+    http::{HeaderMap, Method, header},
     middleware::Next,
     response::{IntoResponse, Response},
 };
-use serde_json::json;
+use engine::outcome::ErrorKind;
+
+use crate::routes::api::error::ApiError;
 
 /// The origins accepted besides the request's own host.
 #[derive(Clone, Debug)]
@@ -44,14 +45,12 @@ pub async fn same_origin(
         referer = ?request.headers().get(header::REFERER),
         "refused a cross-site request"
     );
-    (
-        StatusCode::FORBIDDEN,
-        Json(json!({
-            "error": "cross_site_request",
-            "message": "This request came from another site and was refused. Reload the page and try again.",
-        })),
+    ApiError::new(
+        ErrorKind::Forbidden,
+        "cross_site_request",
+        "This request came from another site and was refused. Reload the page and try again.",
     )
-        .into_response()
+    .into_response()
 }
 
 fn is_safe(method: &Method) -> bool {

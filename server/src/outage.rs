@@ -10,12 +10,14 @@
 //! which is how this layer, wrapped around it, tells them apart.
 
 use axum::{
-    body::Body,
     extract::Request,
-    http::{HeaderValue, StatusCode, header},
+    http::{StatusCode, header},
     middleware::Next,
-    response::Response,
+    response::{IntoResponse as _, Response},
 };
+use engine::outcome::ErrorKind;
+
+use crate::routes::api::error::ApiError;
 
 pub async fn session_store_failures(request: Request, next: Next) -> Response {
     let response = next.run(request).await;
@@ -25,17 +27,10 @@ pub async fn session_store_failures(request: Request, next: Next) -> Response {
         return response;
     }
     tracing::warn!("session store unavailable: answered 503");
-    let body = serde_json::json!({
-        "error": "unavailable",
-        "message": "the service is busy, please try again in a moment",
-    });
-    let mut response = Response::new(Body::from(body.to_string()));
-    *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
-    let headers = response.headers_mut();
-    headers.insert(header::RETRY_AFTER, HeaderValue::from_static("2"));
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
+    ApiError::new(
+        ErrorKind::Unavailable,
+        "unavailable",
+        "the service is busy, please try again in a moment",
+    )
+    .into_response()
 }

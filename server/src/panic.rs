@@ -7,7 +7,7 @@
 //! innermost layer around the router, so the answer still gets every
 //! standard header (request id, security headers, `no-store`) and the log
 //! line names the request; the panic message goes only to the log. The
-//! answer is the JSON error every `/api` client parses (`internal`), or a
+//! answer is the problem document every `/api` client parses (`internal`), or a
 //! small page for a person. What it cannot catch: a panic after the answer
 //! has started (inside a streamed body), which still ends that connection.
 
@@ -124,9 +124,10 @@ mod tests {
     async fn a_panicking_api_handler_answers_the_internal_error() {
         let (status, kind, body) = call("/api/v1/boom", "*/*").await;
         assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
-        assert_eq!(kind, "application/json");
+        assert_eq!(kind, "application/problem+json");
         let body: serde_json::Value = serde_json::from_str(&body).expect("json");
-        assert_eq!(body["error"], "internal");
+        assert_eq!(body["code"], "internal");
+        assert_eq!(body["status"], 500);
         assert!(
             !body.to_string().contains("broke"),
             "the panic stays in the log: {body}"
@@ -141,9 +142,9 @@ mod tests {
         assert!(body.contains("Something went wrong on our side"), "{body}");
         assert!(body.contains("服务器出错了"), "{body}");
         assert!(!body.contains("broke"), "{body}");
-        // A client asking for JSON gets JSON anywhere.
+        // A client asking for JSON gets a problem document anywhere.
         let (_, kind, _) = call("/page", "application/json").await;
-        assert_eq!(kind, "application/json");
+        assert_eq!(kind, "application/problem+json");
     }
 
     #[tokio::test]

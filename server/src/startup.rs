@@ -280,6 +280,10 @@ pub fn router(state: ServerState) -> Router {
             get(routes::console::codes_csv),
         )
         .route(
+            "/admin/t/{tenant}/s/{share}/codes.csv",
+            get(routes::console::code_table_csv),
+        )
+        .route(
             "/admin/t/{tenant}/s/{share}/records.csv",
             get(routes::console::records_csv),
         )

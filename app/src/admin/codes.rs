@@ -20,6 +20,12 @@ pub struct CodeTable {
     pub codes: Vec<CodeRow>,
     /// The keyset cursor of the next page, if there is one.
     pub next_after: Option<Uuid>,
+    /// The keyset cursor of the previous page, if there is one.
+    pub previous_before: Option<Uuid>,
+    /// How many codes match the filters.
+    pub total: i64,
+    /// The page's first row among them, counting from 1 (0: no rows).
+    pub first_row: i64,
     pub batches: Vec<BatchView>,
     /// The signed-in member may look but not change (support): no actions.
     pub read_only: bool,
@@ -37,77 +43,152 @@ pub struct CodeRow {
     pub batch: String,
 }
 
-/// One page of a share's codes, filtered.
-#[server(prefix = "/api/admin", endpoint = "codes", input = server_fn::codec::GetUrl)]
-pub async fn list_code_page(
-    tenant_id: Uuid,
-    share_id: Uuid,
-    state: Option<String>,
-    batch: Option<Uuid>,
-    q: Option<String>,
-    after: Option<Uuid>,
-) -> Result<CodeTable, AppError> {
-    use engine::code_admin::CodeFilter;
-    use support::{internal, share_error, when};
-    const PAGE: i64 = 50;
-    let run = async {
-        let (app, _, share, role) = support::admin_share(
-            tenant_id,
-            share_id,
-            engine::tenants::Permission::ViewConsole,
-        )
-        .await?;
-        let filter = CodeFilter {
-            state: state
-                .as_deref()
-                .filter(|s| !s.is_empty())
-                .map(CodeState::parse)
-                .transpose()
-                .map_err(|e| share_error(e.into()))?,
-            batch,
-            search: q,
-        };
-        let page = engine::code_admin::list_codes(
-            &app.pool,
-            share.tenant(),
-            share.id,
-            &filter,
-            after,
-            PAGE,
-        )
-        .await
-        .map_err(internal)?;
-        let batches = engine::console::batches(&app.pool, share.tenant(), share.id)
+/// Which codes the table shows: the page's query string.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodeQuery {
+    pub state: Option<String>,
+    pub batch: Option<Uuid>,
+    /// Part of a hint or of a learner's email.
+    pub q: Option<String>,
+    /// One code (what "find a full code" leads to).
+    pub code: Option<Uuid>,
+    pub after: Option<Uuid>,
+    pub before: Option<Uuid>,
+}
+
+impl CodeQuery {
+    /// The filters (not the cursor) as a query string: `state=bound&q=ada`,
+    /// for the page links and the CSV.
+    pub fn filters(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(state) = &self.state {
+            parts.push(format!("state={}", crate::pages::login::urlencode(state)));
+        }
+        if let Some(batch) = self.batch {
+            parts.push(format!("batch={batch}"));
+        }
+        if let Some(q) = &self.q {
+            parts.push(format!("q={}", crate::pages::login::urlencode(q)));
+        }
+        if let Some(code) = self.code {
+            parts.push(format!("code={code}"));
+        }
+        parts.join("&")
+    }
+}
+
+pub use table_page::{ListCodePage, list_code_page};
+
+/// The table's server function: one argument per query-string field, so the
+/// page's filter form is a plain GET.
+mod table_page {
+    #![expect(
+        clippy::too_many_arguments,
+        reason = "one argument per query-string field"
+    )]
+    use super::*;
+
+    /// One page of a share's codes, filtered, with the totals.
+    #[server(prefix = "/api/admin", endpoint = "codes", input = server_fn::codec::GetUrl)]
+    pub async fn list_code_page(
+        tenant_id: Uuid,
+        share_id: Uuid,
+        state: Option<String>,
+        batch: Option<Uuid>,
+        q: Option<String>,
+        code: Option<Uuid>,
+        after: Option<Uuid>,
+        before: Option<Uuid>,
+    ) -> Result<CodeTable, AppError> {
+        use engine::code_admin::{CodeFilter, Cursor};
+        use support::{internal, share_error, when};
+        const PAGE: i64 = 50;
+        let run = async {
+            let (app, _, share, role) = support::admin_share(
+                tenant_id,
+                share_id,
+                engine::tenants::Permission::ViewConsole,
+            )
+            .await?;
+            let filter = CodeFilter {
+                state: state
+                    .as_deref()
+                    .filter(|s| !s.is_empty())
+                    .map(CodeState::parse)
+                    .transpose()
+                    .map_err(|e| share_error(e.into()))?,
+                batch,
+                search: q,
+                code,
+            };
+            let cursor = match (after, before) {
+                (Some(after), _) => Cursor::After(after),
+                (None, Some(before)) => Cursor::Before(before),
+                (None, None) => Cursor::First,
+            };
+            let page = engine::code_admin::list_codes(
+                &app.pool,
+                share.tenant(),
+                share.id,
+                &filter,
+                cursor,
+                PAGE,
+            )
             .await
             .map_err(internal)?;
-        let label_of = |id: Uuid| {
-            batches
-                .iter()
-                .find(|b| b.id == id)
-                .map(|b| b.label.clone())
-                .unwrap_or_default()
-        };
-        Ok(CodeTable {
-            share_title: share.title,
-            codes: page
+            let bounds = page
                 .codes
-                .into_iter()
-                .map(|c| CodeRow {
-                    batch: label_of(c.batch_id),
-                    id: c.id,
-                    hint: c.hint,
-                    state: c.state,
-                    bound_email: c.bound_email,
-                    first_used: c.first_used_at.map(when),
-                    access_count: c.access_count,
-                })
-                .collect(),
-            next_after: page.next_after,
-            batches: batches.into_iter().map(BatchView::from).collect(),
-            read_only: !role.allows(engine::tenants::Permission::ManageCourses),
-        })
-    };
-    run.await.map_err(AppError::respond)
+                .first()
+                .zip(page.codes.last())
+                .map(|(f, l)| (f.id, l.id));
+            let counts = engine::code_admin::count_codes(
+                &app.pool,
+                share.tenant(),
+                share.id,
+                &filter,
+                bounds,
+            )
+            .await
+            .map_err(internal)?;
+            let batches = engine::console::batches(&app.pool, share.tenant(), share.id)
+                .await
+                .map_err(internal)?;
+            let label_of = |id: Uuid| {
+                batches
+                    .iter()
+                    .find(|b| b.id == id)
+                    .map(|b| b.label.clone())
+                    .unwrap_or_default()
+            };
+            Ok(CodeTable {
+                share_title: share.title,
+                codes: page
+                    .codes
+                    .into_iter()
+                    .map(|c| CodeRow {
+                        batch: label_of(c.batch_id),
+                        id: c.id,
+                        hint: c.hint,
+                        state: c.state,
+                        bound_email: c.bound_email,
+                        first_used: c.first_used_at.map(when),
+                        access_count: c.access_count,
+                    })
+                    .collect(),
+                next_after: page.next_after.filter(|_| counts.after > 0),
+                previous_before: page.previous_before.filter(|_| counts.before > 0),
+                first_row: if bounds.is_some() {
+                    counts.before + 1
+                } else {
+                    0
+                },
+                total: counts.total,
+                batches: batches.into_iter().map(BatchView::from).collect(),
+                read_only: !role.allows(engine::tenants::Permission::ManageCourses),
+            })
+        };
+        run.await.map_err(AppError::respond)
+    }
 }
 
 /// The code `code_id` of `tenant_id`, for its admin.
@@ -127,6 +208,43 @@ async fn admin_code(
         Some((owner, _)) if owner == tenant => Ok((state, admin)),
         _ => Err(AppError::NotFound),
     }
+}
+
+/// Finds a code a person pasted (support: "my code doesn't work") among
+/// the tenant's codes, whichever share it belongs to, and goes to it in
+/// that share's code table. Posted, so the plain code never reaches a URL,
+/// a log or the browser's history; it is only hashed.
+#[server(prefix = "/api/admin", endpoint = "codes/find")]
+pub async fn find_code(tenant_id: Uuid, code: String) -> Result<(), AppError> {
+    use crate::i18n::{errors::message, t};
+    let run = async {
+        let state = crate::state::AppState::from_context()?;
+        let tenant = engine::tenants::TenantId(tenant_id);
+        crate::auth::guard::require_member(tenant, engine::tenants::Permission::ViewConsole)
+            .await?;
+        let plain = engine::codes::PlainCode::parse(&code)
+            .map_err(|error| AppError::invalid("code", message(&error)))?;
+        match engine::code_admin::find_code(&state.pool, &state.keyring, tenant, &plain)
+            .await
+            .map_err(support::internal)?
+        {
+            Some((share, id)) => {
+                leptos_axum::redirect(&format!(
+                    "/admin/t/{tenant_id}/s/{}/codes?code={id}",
+                    share.0
+                ));
+                Ok(())
+            }
+            None => Err(AppError::invalid(
+                "code",
+                t(
+                    "No code of this tenant matches: it may belong to another course creator, or be mistyped.",
+                    "本机构没有这个兑换码：它可能属于其他课程创作者，或者输入有误。",
+                ),
+            )),
+        }
+    };
+    run.await.map_err(AppError::respond)
 }
 
 /// Revokes one code. A bound learner loses access: that needs `confirm`

@@ -129,7 +129,7 @@ pub async fn dashboard(tenant_id: Uuid) -> Result<DashboardView, AppError> {
         let days = engine::console::activity(&state.pool, tenant, 14)
             .await
             .map_err(internal)?;
-        let shares = engine::console::shares(&state.pool, tenant)
+        let shares = engine::console::shares(&state.pool, tenant, None, 500)
             .await
             .map_err(internal)?;
         let leaks = engine::console::leaks(&state.pool, tenant)

@@ -215,15 +215,18 @@ pub async fn revoke_invitation(tenant_id: Uuid, invitation_id: Uuid) -> Result<(
 #[server(prefix = "/api/admin", endpoint = "team/leave")]
 pub async fn leave_team(tenant_id: Uuid, confirm: Option<String>) -> Result<(), AppError> {
     let run = async {
-        if confirm.as_deref() != Some("yes") {
-            return Err(AppError::invalid(
-                "confirm",
-                crate::i18n::t(
-                    "tick the box to confirm that you leave this team",
-                    "请勾选确认：你将离开这个团队",
-                ),
-            ));
-        }
+        // A member, before anything about the request: an outsider learns
+        // nothing from an unconfirmed call either.
+        crate::auth::guard::require_member(
+            engine::tenants::TenantId(tenant_id),
+            engine::tenants::Permission::ViewConsole,
+        )
+        .await?;
+        support::confirmed(
+            confirm.as_deref(),
+            "tick the box to confirm that you leave this team",
+            "请勾选确认：你将离开这个团队",
+        )?;
         let state = crate::state::AppState::from_context()?;
         let session = crate::auth::guard::session().await?;
         service::team::leave(&state, &session, engine::tenants::TenantId(tenant_id))

@@ -20,6 +20,10 @@ pub struct TokenRow {
     pub created: String,
     pub last_used: Option<String>,
     pub revoked: Option<String>,
+    /// When it stops working, if it has an expiry.
+    pub expires: Option<String>,
+    /// It expired: refused like a revoked one.
+    pub expired: bool,
 }
 
 #[cfg(feature = "ssr")]
@@ -53,6 +57,10 @@ pub async fn api_tokens(tenant_id: Uuid) -> Result<Vec<TokenRow>, AppError> {
                 created: when(t.created_at),
                 last_used: t.last_used_at.map(when),
                 revoked: t.revoked_at.map(when),
+                expires: t.expires_at.map(when),
+                expired: t
+                    .expires_at
+                    .is_some_and(|at| at <= time::OffsetDateTime::now_utc()),
             })
             .collect())
     };
@@ -66,6 +74,8 @@ pub async fn create_token(
     name: String,
     read: Option<String>,
     write: Option<String>,
+    integrations: Option<String>,
+    expires_in_days: Option<String>,
 ) -> Result<String, AppError> {
     use engine::tokens::Scope;
     use secrecy::ExposeSecret as _;
@@ -80,9 +90,32 @@ pub async fn create_token(
         if write.is_some() {
             scopes.push(Scope::Write);
         }
-        let (_, token) = engine::tokens::create(&state.pool, tenant, admin.id, &name, &scopes)
-            .await
-            .map_err(token_error)?;
+        if integrations.is_some() {
+            scopes.push(Scope::Integrations);
+        }
+        let expires_at = match expires_in_days.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(days) => {
+                // Checked here too: a huge number must not overflow the date.
+                let days: i64 = days
+                    .parse()
+                    .ok()
+                    .filter(|d| (1..=3_653).contains(d))
+                    .ok_or_else(|| token_error(engine::tokens::TokenError::InvalidExpiry))?;
+                Some(time::OffsetDateTime::now_utc() + time::Duration::days(days))
+            }
+        };
+        let (_, token) = engine::tokens::create(
+            &state.pool,
+            tenant,
+            admin.id,
+            &name,
+            &scopes,
+            expires_at,
+            None,
+        )
+        .await
+        .map_err(token_error)?;
         let token = token.expose_secret().to_owned();
         // Without JavaScript the answer is a redirect: the token travels
         // to the next page as a one-time message.

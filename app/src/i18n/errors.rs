@@ -78,7 +78,15 @@ impl Localized for TokenError {
     fn zh(&self) -> String {
         match self {
             Self::InvalidName => "令牌名称为 1 到 80 个字符".into(),
-            Self::InvalidScope => "请至少选择一个权限：读取、写入".into(),
+            Self::InvalidScope => "请至少选择一个权限：读取、写入、集成".into(),
+            Self::InvalidExpiry => "令牌的到期时间必须在将来，且不超过 10 年".into(),
+            Self::BeyondCaller => {
+                "令牌不能创建比自身权限更多或有效期更长的令牌，也只能吊销自身及其创建的令牌".into()
+            }
+            Self::TooMany => format!(
+                "本机构已有 {} 个有效令牌：请先吊销一个",
+                engine::tokens::MAX_LIVE
+            ),
             Self::NotFound => "没有这个令牌".into(),
             Self::Unexpected(_) => "服务器出错了".into(),
         }
@@ -272,5 +280,6 @@ fn attempts_zh(scope: engine::coordination::ThrottleScope) -> &'static str {
         S::ResetEmail => "这个邮箱的重置密码请求",
         S::MailIp => "来自你所在网络的发信请求",
         S::MailAccount => "你的账号的发信请求",
+        S::ApiToken => "这个 API 令牌的调用",
     }
 }

@@ -201,6 +201,21 @@ pub async fn release_issue_key(pool: &PgPool, tenant: TenantId, key: &str) -> an
     Ok(())
 }
 
+/// The tenant and share of a batch, if it exists.
+pub async fn owner_of_batch(
+    pool: &PgPool,
+    batch: Uuid,
+) -> anyhow::Result<Option<(TenantId, ShareId)>> {
+    let row = sqlx::query!(
+        "SELECT tenant_id, share_id FROM code_batches WHERE id = $1",
+        batch
+    )
+    .fetch_optional(pool)
+    .await
+    .context("finding a batch's share")?;
+    Ok(row.map(|r| (TenantId(r.tenant_id), ShareId(r.share_id))))
+}
+
 /// Whether any code of `batch` was revoked (a held answer of it must not
 /// be handed out again as if fresh).
 pub async fn has_revoked_codes(

@@ -37,13 +37,34 @@ pub struct CodeView {
     pub access_count: i32,
 }
 
-/// Which codes of a share to list.
+/// Which codes of a share to list (the filter is written once, in the
+/// `code_table` SQL function, for the page, its totals and the CSV).
 #[derive(Debug, Clone, Default)]
 pub struct CodeFilter {
     pub state: Option<CodeState>,
     pub batch: Option<Uuid>,
     /// Part of a hint (`AB…YZ`, `AB`, `YZ`) or of the bound learner's email.
     pub search: Option<String>,
+    /// One code, by id (what [`find_code`] turns a pasted full code into).
+    pub code: Option<Uuid>,
+}
+
+impl CodeFilter {
+    /// `search` as an ILIKE pattern: trimmed, LIKE metacharacters literal,
+    /// `None` when empty.
+    fn pattern(&self) -> Option<String> {
+        self.search
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| {
+                let escaped = s
+                    .replace('\\', "\\\\")
+                    .replace('%', "\\%")
+                    .replace('_', "\\_");
+                format!("%{escaped}%")
+            })
+    }
 }
 
 pub use model::CodeState;
@@ -54,76 +75,186 @@ impl From<model::InvalidCodeState> for ShareError {
     }
 }
 
+/// Where a page of codes starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Cursor {
+    /// The first page.
+    #[default]
+    First,
+    /// The page after this id (the last id of the page before).
+    After(Uuid),
+    /// The page before this id (the first id of the page after).
+    Before(Uuid),
+}
+
 /// A page of codes, and where the next one starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CodeListPage {
     pub codes: Vec<CodeView>,
     /// The last id of this page when another page follows (pass it as
-    /// `after`); `None` when this page ends with the last code.
+    /// `after`); `None` when this page ends with the last code. Paging
+    /// backwards ([`Cursor::Before`]) sets it to the last id of the page
+    /// whenever the page is not empty (the cursor's code follows).
     pub next_after: Option<Uuid>,
+    /// The first id of this page when a page comes before it, as far as
+    /// this read can tell: exact going backwards; going forwards it is set
+    /// whenever the cursor was an id (the cursor's code precedes).
+    /// [`count_codes`] says exactly.
+    pub previous_before: Option<Uuid>,
 }
 
-/// A page of a share's codes in id order (keyset pagination: `after` is the
-/// last id of the previous page), so it stays fast at 100,000 codes. One
-/// row more than the page is read, so a page that ends with the last code
-/// says so (no empty page after it).
+/// A page of a share's codes in id order (keyset pagination, either
+/// direction), so it stays fast at 100,000 codes. One row more than the
+/// page is read, so a page that ends with the last code says so (no empty
+/// page after it).
 pub async fn list_codes(
     pool: &PgPool,
     tenant: TenantId,
     share: ShareId,
     filter: &CodeFilter,
-    after: Option<Uuid>,
+    cursor: Cursor,
     limit: i64,
 ) -> anyhow::Result<CodeListPage> {
     let limit = limit.clamp(1, 1_000);
-    let search = filter
-        .search
-        .as_deref()
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            // LIKE metacharacters are literal here.
-            let escaped = s
-                .replace('\\', "\\\\")
-                .replace('%', "\\%")
-                .replace('_', "\\_");
-            format!("%{escaped}%")
-        });
-    let mut codes = sqlx::query_as!(
-        CodeView,
-        r#"SELECT c.id, c.batch_id, c.hint,
-                  CASE WHEN c.revoked_at IS NOT NULL THEN 'revoked'
-                       WHEN c.bound_principal IS NOT NULL THEN 'bound'
-                       ELSE 'unused' END AS "state!: CodeState",
-                  a.email AS "bound_email?", c.first_used_at, c.access_count
-           FROM auth_codes c LEFT JOIN accounts a ON a.id = c.bound_principal
-           WHERE c.tenant_id = $1 AND c.share_id = $2 AND ($3::uuid IS NULL OR c.id > $3)
-             AND ($5::text IS NULL
-                  OR ($5 = 'revoked' AND c.revoked_at IS NOT NULL)
-                  OR ($5 = 'bound' AND c.revoked_at IS NULL AND c.bound_principal IS NOT NULL)
-                  OR ($5 = 'unused' AND c.revoked_at IS NULL AND c.bound_principal IS NULL))
-             AND ($6::uuid IS NULL OR c.batch_id = $6)
-             AND ($7::text IS NULL OR c.hint ILIKE $7 OR a.email ILIKE $7)
-           ORDER BY c.id
-           LIMIT $4"#,
-        tenant.0,
-        share.0,
-        after,
-        limit + 1,
-        filter.state.map(CodeState::as_str),
-        filter.batch,
-        search,
-    )
-    .fetch_all(pool)
-    .await
-    .context("listing codes")?;
+    let (state, pattern) = (filter.state.map(CodeState::as_str), filter.pattern());
+    let mut codes = match cursor {
+        Cursor::First | Cursor::After(_) => {
+            let after = match cursor {
+                Cursor::After(id) => Some(id),
+                _ => None,
+            };
+            sqlx::query_as!(
+                CodeView,
+                r#"SELECT id AS "id!", batch_id AS "batch_id!", hint AS "hint!",
+                          state AS "state!: CodeState", bound_email,
+                          first_used_at, access_count AS "access_count!"
+                   FROM code_table($1, $2, $3, $4, $5, $6)
+                   WHERE $7::uuid IS NULL OR id > $7
+                   ORDER BY id
+                   LIMIT $8"#,
+                tenant.0,
+                share.0,
+                state,
+                filter.batch,
+                pattern,
+                filter.code,
+                after,
+                limit + 1,
+            )
+            .fetch_all(pool)
+            .await
+            .context("listing codes")?
+        }
+        Cursor::Before(before) => sqlx::query_as!(
+            CodeView,
+            r#"SELECT id AS "id!", batch_id AS "batch_id!", hint AS "hint!",
+                      state AS "state!: CodeState", bound_email,
+                      first_used_at, access_count AS "access_count!"
+               FROM code_table($1, $2, $3, $4, $5, $6)
+               WHERE id < $7
+               ORDER BY id DESC
+               LIMIT $8"#,
+            tenant.0,
+            share.0,
+            state,
+            filter.batch,
+            pattern,
+            filter.code,
+            before,
+            limit + 1,
+        )
+        .fetch_all(pool)
+        .await
+        .context("listing codes backwards")?,
+    };
     let page = usize::try_from(limit).unwrap_or(usize::MAX);
     let more = codes.len() > page;
     codes.truncate(page);
+    let (next_after, previous_before) = match cursor {
+        Cursor::Before(_) => {
+            codes.reverse();
+            (
+                codes.last().map(|c| c.id),
+                more.then(|| codes.first().map(|c| c.id)).flatten(),
+            )
+        }
+        Cursor::First => (more.then(|| codes.last().map(|c| c.id)).flatten(), None),
+        Cursor::After(_) => (
+            more.then(|| codes.last().map(|c| c.id)).flatten(),
+            codes.first().map(|c| c.id),
+        ),
+    };
     Ok(CodeListPage {
-        next_after: more.then(|| codes.last().map(|c| c.id)).flatten(),
         codes,
+        next_after,
+        previous_before,
     })
+}
+
+/// How many codes match a filter, and how many of them come before and
+/// after a page (by id): the console's "120 codes · 51–100".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CodeCounts {
+    pub total: i64,
+    /// Matching codes before the page's first id.
+    pub before: i64,
+    /// Matching codes after the page's last id.
+    pub after: i64,
+}
+
+/// Counts the codes matching `filter`, around the page that runs from
+/// `first` to `last` (both `None` for an empty page: everything is
+/// "before").
+pub async fn count_codes(
+    pool: &PgPool,
+    tenant: TenantId,
+    share: ShareId,
+    filter: &CodeFilter,
+    page: Option<(Uuid, Uuid)>,
+) -> anyhow::Result<CodeCounts> {
+    let (first, last) = page.unzip();
+    let row = sqlx::query!(
+        r#"SELECT count(*) AS "total!",
+                  count(*) FILTER (WHERE $7::uuid IS NULL OR id < $7) AS "before!",
+                  count(*) FILTER (WHERE id > $8) AS "after!"
+           FROM code_table($1, $2, $3, $4, $5, $6)"#,
+        tenant.0,
+        share.0,
+        filter.state.map(CodeState::as_str),
+        filter.batch,
+        filter.pattern(),
+        filter.code,
+        first,
+        last,
+    )
+    .fetch_one(pool)
+    .await
+    .context("counting codes")?;
+    Ok(CodeCounts {
+        total: row.total,
+        before: row.before,
+        after: row.after,
+    })
+}
+
+/// The code a person pasted, among `tenant`'s codes: its share and id. The
+/// plain code is only hashed (with every key version still in the
+/// keyring), never stored or logged.
+pub async fn find_code(
+    pool: &PgPool,
+    keyring: &Keyring,
+    tenant: TenantId,
+    code: &PlainCode,
+) -> anyhow::Result<Option<(ShareId, Uuid)>> {
+    let row = sqlx::query!(
+        "SELECT share_id, id FROM auth_codes WHERE tenant_id = $1 AND digest = ANY($2)",
+        tenant.0,
+        &keyring.candidates(code),
+    )
+    .fetch_optional(pool)
+    .await
+    .context("finding a code by its digest")?;
+    Ok(row.map(|r| (ShareId(r.share_id), r.id)))
 }
 
 /// The share a code belongs to (for authorising by code id).

@@ -98,6 +98,10 @@ pub async fn activity(
         .collect())
 }
 
+/// The largest page a caller may ask for; the engine reads one row more
+/// than that when asked, so "is there another page" holds at the largest.
+pub const PAGE_MAX: i64 = 500;
+
 /// A share in the console's list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShareRow {
@@ -110,7 +114,15 @@ pub struct ShareRow {
     pub revoked: i64,
 }
 
-pub async fn shares(pool: &PgPool, tenant: TenantId) -> anyhow::Result<Vec<ShareRow>> {
+/// A tenant's shares, newest first, `limit` at a time: `after` is the last
+/// share of the previous page (keyset on creation time and id; a share of
+/// another tenant as `after` gives an empty page).
+pub async fn shares(
+    pool: &PgPool,
+    tenant: TenantId,
+    after: Option<Uuid>,
+    limit: i64,
+) -> anyhow::Result<Vec<ShareRow>> {
     sqlx::query_as!(
         ShareRow,
         r#"SELECT s.id, s.slug, s.title, s.status AS "status: ShareStatus",
@@ -119,10 +131,14 @@ pub async fn shares(pool: &PgPool, tenant: TenantId) -> anyhow::Result<Vec<Share
                   count(c.revoked_at) AS "revoked!"
            FROM shares s LEFT JOIN auth_codes c ON c.tenant_id = s.tenant_id AND c.share_id = s.id
            WHERE s.tenant_id = $1
+             AND ($2::uuid IS NULL OR (s.created_at, s.id) <
+                  (SELECT p.created_at, p.id FROM shares p WHERE p.tenant_id = $1 AND p.id = $2))
            GROUP BY s.tenant_id, s.id
-           ORDER BY s.created_at DESC
-           LIMIT 500"#,
+           ORDER BY s.created_at DESC, s.id DESC
+           LIMIT $3"#,
         tenant.0,
+        after,
+        limit.clamp(1, PAGE_MAX + 1),
     )
     .fetch_all(pool)
     .await
@@ -193,17 +209,22 @@ pub async fn audit(
                   l.reason, l.details::text AS "details!"
            FROM audit_log l LEFT JOIN accounts a ON a.id = l.actor_id
            WHERE l.tenant_id = $1
-             AND ($2::text IS NULL OR l.action LIKE $2 || '%')
+             AND ($2::text IS NULL OR l.action LIKE $2 || '%' ESCAPE '\')
              AND ($3::uuid IS NULL OR l.target_id = $3 OR l.details->>'share_id' = $3::text)
              AND ($4::timestamptz IS NULL OR (l.created_at, l.id) < ($4, $5))
            ORDER BY l.created_at DESC, l.id DESC
            LIMIT $6"#,
         tenant.0,
-        filter.action.as_deref(),
+        // A prefix, literally: `code_` does not match `codes…`.
+        filter.action.as_deref().map(|a| {
+            a.replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_")
+        }),
         filter.target,
         before_at,
         before_id,
-        limit.clamp(1, 500),
+        limit.clamp(1, PAGE_MAX + 1),
     )
     .fetch_all(pool)
     .await
@@ -278,7 +299,7 @@ pub async fn learners(
         tenant.0,
         share.0,
         after,
-        limit.clamp(1, 500),
+        limit.clamp(1, PAGE_MAX + 1),
     )
     .fetch_all(pool)
     .await

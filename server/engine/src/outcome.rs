@@ -312,7 +312,9 @@ impl Outcome for TenantError {
 impl Outcome for TokenError {
     fn kind(&self) -> ErrorKind {
         match self {
-            Self::InvalidName | Self::InvalidScope => ErrorKind::Invalid,
+            Self::InvalidName | Self::InvalidScope | Self::InvalidExpiry => ErrorKind::Invalid,
+            Self::BeyondCaller => ErrorKind::Forbidden,
+            Self::TooMany => ErrorKind::Conflict,
             Self::NotFound => ErrorKind::NotFound,
             Self::Unexpected(_) => ErrorKind::Internal,
         }
@@ -320,7 +322,9 @@ impl Outcome for TokenError {
 
     fn code(&self) -> &'static str {
         match self {
-            Self::InvalidName | Self::InvalidScope => INVALID_INPUT,
+            Self::InvalidName | Self::InvalidScope | Self::InvalidExpiry => INVALID_INPUT,
+            Self::BeyondCaller => "token_beyond_caller",
+            Self::TooMany => "too_many_tokens",
             Self::NotFound => "not_found",
             Self::Unexpected(_) => "internal",
         }
@@ -330,7 +334,8 @@ impl Outcome for TokenError {
         match self {
             Self::InvalidName => Some("name"),
             Self::InvalidScope => Some("scopes"),
-            Self::NotFound | Self::Unexpected(_) => None,
+            Self::InvalidExpiry => Some("expires_at"),
+            Self::BeyondCaller | Self::TooMany | Self::NotFound | Self::Unexpected(_) => None,
         }
     }
 

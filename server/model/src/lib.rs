@@ -53,6 +53,8 @@ pub enum ErrorKind {
     /// The request is not what the endpoint reads (not JSON, a broken
     /// multipart body, a query that does not parse). Nothing changed.
     Malformed,
+    /// The endpoint exists but does not take this HTTP method.
+    MethodNotAllowed,
     /// The input does not parse or breaks a rule about its own shape; a
     /// field names the input when there is one. Nothing changed.
     Invalid,
@@ -83,8 +85,9 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind, for tables and tests.
-    pub const ALL: [ErrorKind; 12] = [
+    pub const ALL: [ErrorKind; 13] = [
         Self::Malformed,
+        Self::MethodNotAllowed,
         Self::Invalid,
         Self::Unauthenticated,
         Self::Forbidden,
@@ -102,6 +105,7 @@ impl ErrorKind {
     pub fn status(self) -> StatusCode {
         match self {
             Self::Malformed => StatusCode::BAD_REQUEST,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Invalid => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Unauthenticated => StatusCode::UNAUTHORIZED,
             Self::Forbidden => StatusCode::FORBIDDEN,

@@ -101,6 +101,7 @@ pub fn attempts(scope: ThrottleScope) -> &'static str {
         ThrottleScope::ResetEmail => "password reset requests for this address",
         ThrottleScope::MailIp => "requests that send mail from your network",
         ThrottleScope::MailAccount => "requests that send mail from your account",
+        ThrottleScope::ApiToken => "calls with this API token",
     }
 }
 

@@ -54,6 +54,8 @@ pub struct AuthPolicy {
     /// Mail an account asks for (verification again, change of address,
     /// invitations) and tenant signups, per account.
     pub mail_per_account: Limit,
+    /// Calls of `/api/v1` per API token.
+    pub api_token: Limit,
     /// Whether a verified account may create a tenant from the web
     /// (`tenants.self_signup`).
     pub tenant_self_signup: bool,

@@ -179,6 +179,8 @@ pub struct ThrottleSettings {
     /// invitations) and tenant signups, per account per window.
     pub mail_per_account: u32,
     pub window_secs: u64,
+    /// Calls of `/api/v1` per API token per minute (its own window).
+    pub api_token_per_minute: u32,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -335,6 +337,7 @@ impl Default for ThrottleSettings {
             mail_per_ip: 50,
             mail_per_account: 10,
             window_secs: 15 * 60,
+            api_token_per_minute: 600,
         }
     }
 }

@@ -57,6 +57,12 @@ impl Settings {
                 message: "code limits must be above 0".into(),
             });
         }
+        if t.api_token_per_minute == 0 {
+            return Err(ConfigError::Invalid {
+                key: "throttle.api_token_per_minute",
+                message: "must be above 0".into(),
+            });
+        }
         if t.reset_per_email == 0 || t.mail_per_ip == 0 || t.mail_per_account == 0 {
             return Err(ConfigError::Invalid {
                 key: "throttle",

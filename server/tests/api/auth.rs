@@ -299,7 +299,7 @@ async fn cross_site_posts_are_refused_and_change_nothing(pool: PgPool) {
         .expect("request");
     assert_eq!(response.status(), 403);
     let body: Value = response.json().await.expect("json");
-    assert_eq!(body["error"], "cross_site_request");
+    assert_eq!(body["code"], "cross_site_request");
     assert_eq!(app.whoami_as(&app.client).await, None);
     let key = app
         .redis

@@ -28,6 +28,8 @@ struct Target {
     spare: Uuid,
     batch: Uuid,
     code: Uuid,
+    /// `code` as its learner has it (leaked: `Target` stays `Copy`).
+    plain: &'static str,
     /// A webhook endpoint with a dead-lettered delivery of `dead_event`.
     hook: Uuid,
     dead_event: Uuid,
@@ -53,6 +55,7 @@ fn permission_of(path: &str) -> Permission {
         | "/api/admin/dashboard"
         | "/api/admin/share"
         | "/api/admin/codes"
+        | "/api/admin/codes/find"
         | "/api/admin/learners"
         | "/api/admin/audit"
         | "/api/admin/team"
@@ -136,6 +139,10 @@ fn admin_calls(t: Target) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
             vec![tenant.clone(), share.clone(), batch.clone()],
         ),
         ("/api/admin/codes", vec![tenant.clone(), share.clone()]),
+        (
+            "/api/admin/codes/find",
+            vec![tenant.clone(), field("code", t.plain)],
+        ),
         (
             "/api/admin/codes/replace",
             vec![tenant.clone(), ("code_id", t.spare.to_string())],
@@ -398,6 +405,7 @@ async fn world(app: &TestApp) -> World {
     .await
     .expect("batch");
     let code = batch.codes[0].0;
+    let plain: &'static str = Box::leak(batch.codes[0].1.display().into_boxed_str());
     // In a batch of its own: `batches/revoke-unused` runs first.
     let spare = engine::batches::issue_codes(
         &app.pool,
@@ -422,6 +430,8 @@ async fn world(app: &TestApp) -> World {
         admin_b,
         "b's token",
         &[engine::tokens::Scope::Read],
+        None,
+        None,
     )
     .await
     .expect("token");
@@ -532,6 +542,7 @@ async fn world(app: &TestApp) -> World {
             spare,
             batch: batch.batch_id,
             code,
+            plain,
             hook: hooks[0],
             dead_event,
             doomed_hook: hooks[1],
@@ -606,6 +617,19 @@ async fn every_admin_server_function_refuses_outsiders(pool: PgPool) {
             call(&app, &w.admin_a, method, path, &args).await,
             403,
             "other tenant's admin {path}"
+        );
+        // The permission is checked before anything about the request
+        // itself (an unconfirmed action would otherwise answer 422 and say
+        // that the code exists and is bound).
+        let unconfirmed: Vec<(&str, String)> = args
+            .iter()
+            .filter(|(k, _)| *k != "confirm")
+            .cloned()
+            .collect();
+        assert_eq!(
+            call(&app, &w.admin_a, method, path, &unconfirmed).await,
+            403,
+            "other tenant's admin, unconfirmed {path}"
         );
         // A tenant that does not exist is refused the same way (no probing).
         let missing: Vec<(&str, String)> = args

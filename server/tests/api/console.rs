@@ -186,9 +186,9 @@ async fn assert_in_progress(admin: &Admin, csv_url: &str) {
         "a second download ran while the first was in flight"
     );
     let error: serde_json::Value = second.json().await.expect("error body");
-    assert_eq!(error["error"], "download_in_progress", "{error}");
+    assert_eq!(error["code"], "download_in_progress", "{error}");
     assert_eq!(
-        error["message"],
+        error["detail"],
         "this batch's codes are being downloaded right now; try again in a minute"
     );
 }
@@ -338,7 +338,7 @@ async fn after_a_completed_codes_download_every_request_is_gone(pool: PgPool) {
         let after = admin.client.get(&csv_url).send().await.expect("csv after");
         assert_eq!(after.status(), StatusCode::GONE);
         let error: serde_json::Value = after.json().await.expect("error body");
-        assert_eq!(error["error"], "already_downloaded", "{error}");
+        assert_eq!(error["code"], "already_downloaded", "{error}");
     }
     assert_eq!(
         csv_keys_left(&app, owner, batch).await,
@@ -464,10 +464,33 @@ async fn new_codes_are_shown_once_downloaded_once_and_stored_nowhere(pool: PgPoo
             .status(),
         200
     );
+    // Support looks a pasted code up: it is posted and only hashed, so it
+    // reaches no URL, log or page either.
+    let found = form(
+        &address,
+        &admin.client,
+        &format!("{share_page}/codes"),
+        "/api/admin/codes/find",
+        &[
+            ("tenant_id", &admin.tenant.to_string()),
+            ("code", &codes[1].to_lowercase()),
+        ],
+    )
+    .await;
+    assert_eq!(found.status(), StatusCode::FOUND);
+    let found_page = found.headers()["location"]
+        .to_str()
+        .expect("location")
+        .to_owned();
+    assert!(
+        found_page.starts_with(&format!("{share_page}/codes?code=")),
+        "{found_page}"
+    );
     let mut later = String::new();
     for path in [
         share_page.clone(),
         format!("{share_page}/codes"),
+        found_page.clone(),
         format!("/admin/t/{}", admin.tenant),
         format!("/admin/t/{}/audit", admin.tenant),
     ] {
@@ -1421,7 +1444,7 @@ async fn pages_and_form_errors_follow_the_language_choice(pool: PgPool) {
         .expect("issue");
     assert_eq!(response.status(), 422);
     let error: serde_json::Value = response.json().await.expect("json");
-    assert_eq!(error["message"], "a batch has 1 to 100,000 codes");
+    assert_eq!(error["detail"], "a batch has 1 to 100,000 codes");
 }
 
 /// "Revoke unused" on a batch revokes exactly its unused codes: bound
@@ -1641,7 +1664,7 @@ async fn a_taken_link_name_is_one_field_error_through_the_api_and_the_console(po
     .await;
     assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let body: serde_json::Value = response.json().await.expect("json");
-    assert_eq!(body["error"], "slug_taken", "{body}");
+    assert_eq!(body["code"], "slug_taken", "{body}");
     assert_eq!(body["field"], "slug", "{body}");
     let tenant = admin.tenant.to_string();
     let (status, body) = call(

@@ -243,7 +243,7 @@ pub async fn open(
 pub async fn error_of(response: reqwest::Response) -> (u16, String) {
     let status = response.status().as_u16();
     let body: Value = response.json().await.unwrap_or(Value::Null);
-    (status, body["error"].as_str().unwrap_or("").to_owned())
+    (status, body["code"].as_str().unwrap_or("").to_owned())
 }
 
 /// What the database says about a share.

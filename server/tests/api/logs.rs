@@ -229,6 +229,8 @@ async fn the_request_span_names_the_signed_in_learner_on_both_doors(pool: PgPool
         AccountId(uuid::Uuid::parse_str(&id).expect("uuid")),
         "logs",
         &[engine::tokens::Scope::Read],
+        None,
+        None,
     )
     .await
     .expect("token");

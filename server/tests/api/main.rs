@@ -3,9 +3,11 @@
 //! key prefix per test).
 
 mod account_mail;
+mod api_journey;
 mod auth;
 mod authorisation;
 mod bootstrap;
+mod code_table;
 mod console;
 mod course;
 mod headers;
@@ -16,6 +18,7 @@ mod logs;
 mod mail;
 mod notices;
 mod pages;
+mod problems;
 mod reconcile;
 mod security;
 mod settlement;

@@ -1795,7 +1795,7 @@ async fn code_entry_is_throttled_per_ip(pool: PgPool) {
     let status = refused.status().as_u16();
     let body: serde_json::Value = refused.json().await.expect("json");
     assert_eq!(
-        (status, body["error"].as_str()),
+        (status, body["code"].as_str()),
         (429, Some("rate_limited")),
         "{body}"
     );
@@ -1834,7 +1834,7 @@ async fn code_entry_is_throttled_per_share(pool: PgPool) {
     let status = refused.status().as_u16();
     let body: serde_json::Value = refused.json().await.expect("json");
     assert_eq!(
-        (status, body["error"].as_str()),
+        (status, body["code"].as_str()),
         (429, Some("rate_limited")),
         "{body}"
     );

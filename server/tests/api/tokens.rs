@@ -9,7 +9,7 @@ use sqlx::PgPool;
 use crate::course::{Admin, admin, course};
 use crate::helpers::{TestApp, new_client, spawn_app};
 
-async fn create_token(app: &TestApp, admin: &Admin, scopes: &[&str]) -> String {
+pub(crate) async fn create_token(app: &TestApp, admin: &Admin, scopes: &[&str]) -> String {
     let mut form = vec![
         ("tenant_id", admin.tenant.to_string()),
         ("name", format!("token {scopes:?}")),
@@ -30,7 +30,7 @@ async fn create_token(app: &TestApp, admin: &Admin, scopes: &[&str]) -> String {
     token
 }
 
-async fn as_token(
+pub(crate) async fn as_token(
     app: &TestApp,
     token: &str,
     method: reqwest::Method,

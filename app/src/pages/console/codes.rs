@@ -10,19 +10,14 @@ use uuid::Uuid;
 
 use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
-    admin::codes::{CodeRow, CodeTable, ReplaceCode, RevokeCode, UnbindCode, list_code_page},
+    admin::codes::{
+        CodeQuery, CodeRow, CodeTable, FindCode, ReplaceCode, RevokeCode, UnbindCode,
+        list_code_page,
+    },
     components::form::{FieldError, FormAlert},
     error::AppError,
     i18n::{code_state, lang, t},
 };
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Query {
-    state: Option<String>,
-    batch: Option<Uuid>,
-    q: Option<String>,
-    after: Option<Uuid>,
-}
 
 #[component]
 pub fn CodesPage() -> impl IntoView {
@@ -31,11 +26,14 @@ pub fn CodesPage() -> impl IntoView {
     let query = use_query_map();
     let current = move || {
         let q = query.read();
-        Query {
+        let id = |name: &str| q.get(name).and_then(|v| v.parse::<Uuid>().ok());
+        CodeQuery {
             state: q.get("state").filter(|s| !s.is_empty()),
-            batch: q.get("batch").and_then(|b| b.parse().ok()),
+            batch: id("batch"),
             q: q.get("q").filter(|s| !s.is_empty()),
-            after: q.get("after").and_then(|a| a.parse().ok()),
+            code: id("code"),
+            after: id("after"),
+            before: id("before"),
         }
     };
     let revoke = ServerAction::<RevokeCode>::new();
@@ -54,7 +52,17 @@ pub fn CodesPage() -> impl IntoView {
         |(tenant, share, query, _, _)| async move {
             match (tenant, share) {
                 (Some(t), Some(s)) => {
-                    list_code_page(t, s, query.state, query.batch, query.q, query.after).await
+                    list_code_page(
+                        t,
+                        s,
+                        query.state,
+                        query.batch,
+                        query.q,
+                        query.code,
+                        query.after,
+                        query.before,
+                    )
+                    .await
                 }
                 _ => Err(AppError::NotFound),
             }
@@ -86,7 +94,7 @@ fn Table(
     table: CodeTable,
     tenant: Uuid,
     share: Uuid,
-    query: Query,
+    query: CodeQuery,
     revoke: ServerAction<RevokeCode>,
     unbind: ServerAction<UnbindCode>,
     replace: ServerAction<ReplaceCode>,
@@ -100,19 +108,40 @@ fn Table(
             .or_else(|| revoke.value().get().and_then(Result::err))
             .or_else(|| replace.value().get().and_then(Result::err))
     });
-    let next = table.next_after.map(|after| {
-        let mut href = format!("{base}?after={after}");
-        if let Some(state) = &query.state {
-            href.push_str(&format!("&state={state}"));
+    let filters = query.filters();
+    let page_link = |cursor: String| {
+        if filters.is_empty() {
+            format!("{base}?{cursor}")
+        } else {
+            format!("{base}?{filters}&{cursor}")
         }
-        if let Some(batch) = query.batch {
-            href.push_str(&format!("&batch={batch}"));
-        }
-        if let Some(q) = &query.q {
-            href.push_str(&format!("&q={}", crate::pages::login::urlencode(q)));
-        }
-        href
-    });
+    };
+    let next = table
+        .next_after
+        .map(|after| page_link(format!("after={after}")));
+    let previous = table
+        .previous_before
+        .map(|before| page_link(format!("before={before}")));
+    let csv = if filters.is_empty() {
+        format!("{base}.csv")
+    } else {
+        format!("{base}.csv?{filters}")
+    };
+    let shown = table.codes.len() as i64;
+    let totals = if table.total == 0 {
+        String::new()
+    } else {
+        let last = table.first_row + shown - 1;
+        lang().pick(
+            format!("{}–{} of {} codes", table.first_row, last, table.total),
+            format!(
+                "第 {}–{} 个，共 {} 个兑换码",
+                table.first_row, last, table.total
+            ),
+        )
+    };
+    let find = ServerAction::<FindCode>::new();
+    let find_error = Signal::derive(move || find.value().get().and_then(Result::err));
     let state_option = |state: Option<CodeState>| {
         let value = state.map_or("", CodeState::as_str);
         let selected = query.state.as_deref().unwrap_or("") == value;
@@ -150,6 +179,24 @@ fn Table(
             </div>
             <button type="submit" class="button secondary">{t("Filter", "筛选")}</button>
         </form>
+        <ActionForm action=find attr:class="filters find-code">
+            <input type="hidden" name="tenant_id" value=tenant.to_string()/>
+            <div class="field">
+                <label for="find-code">{t("Find a full code", "查找完整兑换码")}</label>
+                <input id="find-code" name="code" required=true autocomplete="off" spellcheck="false"
+                    placeholder="ABCD-2345-WXYZ"/>
+            </div>
+            <button type="submit" class="button secondary">{t("Find", "查找")}</button>
+        </ActionForm>
+        <FieldError error=find_error field="code"/>
+        {query.code.map(|_| view! {
+            <p class="muted">{t("Showing the code you looked up. ", "正在显示你查找的兑换码。")}
+                <a href=base.clone()>{t("Show all codes", "显示全部兑换码")}</a></p>
+        })}
+        <p class="table-summary">
+            <span>{totals}</span>" "
+            <a href=csv download="">{t("Download these codes (CSV)", "下载这些兑换码（CSV）")}</a>
+        </p>
         <FormAlert error/>
         <FieldError error field="reason"/>
         <FieldError error field="after"/>
@@ -176,7 +223,12 @@ fn Table(
                 </div>
             }.into_any()
         }}
-        {next.map(|href| view! { <p><a class="button secondary" href=href>{t("Next page", "下一页")}</a></p> })}
+        {(previous.is_some() || next.is_some()).then(|| view! {
+            <nav class="pager" aria-label=t("Pages", "分页")>
+                {previous.map(|href| view! { <a class="button secondary" href=href rel="prev">{t("Previous page", "上一页")}</a> })}
+                {next.map(|href| view! { <a class="button secondary" href=href rel="next">{t("Next page", "下一页")}</a> })}
+            </nav>
+        })}
     }
 }
 
@@ -214,6 +266,7 @@ fn Row(
     );
     let live = !read_only && code.state != CodeState::Revoked;
     let revoke_bound_label = revoke_label.clone();
+    let revoke_button_label = revoke_label.clone();
     let reason_id = format!("reason-{}", code.id);
     let after_id = format!("after-{}", code.id);
     view! {
@@ -236,7 +289,7 @@ fn Row(
                     </ActionForm>
                 })}
                 {(live && bound).then(|| view! {
-                    <details class="revoke-bound">
+                    <details class="confirm-action">
                         <summary aria-label=revoke_bound_label>{t("Revoke…", "作废…")}</summary>
                         <ActionForm action=revoke attr:class="form compact">
                             <input type="hidden" name="tenant_id" value=tenant.to_string()/>
@@ -245,7 +298,8 @@ fn Row(
                                 <input type="checkbox" name="confirm" value="yes" required=true/>
                                 " "{revoke_confirm_text}
                             </label>
-                            <button type="submit" class="button small danger">{t("Revoke", "作废")}</button>
+                            <button type="submit" class="button small danger"
+                                aria-label=revoke_button_label>{t("Revoke", "作废")}</button>
                         </ActionForm>
                     </details>
                 })}

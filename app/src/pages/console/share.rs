@@ -359,20 +359,30 @@ fn Codes(
                 })}
             </ActionForm>
             <FormAlert error=revoke_error/>
+            <FieldError error=revoke_error field="confirm"/>
             {(!batches.is_empty()).then(|| view! {
                 <h3>{t("Batches", "批次")}</h3>
                 <ul class="batch-list">
-                    {batches.into_iter().map(|b| view! {
+                    {batches.into_iter().map(|b| {
+                        let batch_name = if b.label.is_empty() {
+                            lang().pick(format!("(no label) {}", b.created), format!("（未命名）{}", b.created))
+                        } else {
+                            b.label.clone()
+                        };
+                        view! {
                         <li>
                             <a href=format!("/admin/t/{tenant}/s/{share}/codes?batch={}", b.id)>
-                                {if b.label.is_empty() { t("(no label)", "（未命名）").to_owned() } else { b.label.clone() }}
+                                {batch_name.clone()}
                             </a>
                             <span class="muted">{lang().pick(
                                 format!(" · {} codes · {}", b.count, b.created),
                                 format!(" · {} 个 · {}", b.count, b.created),
                             )}</span>
-                            <details class="revoke-unused">
-                                <summary>{t("Revoke unused…", "作废未用的码…")}</summary>
+                            <details class="confirm-action">
+                                <summary aria-label=lang().pick(
+                                    format!("Revoke the unused codes of batch {}", batch_name),
+                                    format!("作废批次 {} 中未用的码", batch_name),
+                                )>{t("Revoke unused…", "作废未用的码…")}</summary>
                                 <ActionForm action=revoke attr:class="form compact">
                                     <input type="hidden" name="tenant_id" value=tenant.to_string()/>
                                     <input type="hidden" name="batch_id" value=b.id.to_string()/>
@@ -387,6 +397,7 @@ fn Codes(
                                 </ActionForm>
                             </details>
                         </li>
+                        }
                     }).collect_view()}
                 </ul>
             })}

@@ -49,6 +49,7 @@ fn Tokens(
     revoke: ServerAction<RevokeToken>,
 ) -> impl IntoView {
     let error = Signal::derive(move || create.value().get().and_then(Result::err));
+    let revoke_error = Signal::derive(move || revoke.value().get().and_then(Result::err));
     let created = move || create.value().get().and_then(Result::ok);
     view! {
         <Title text=t("API tokens", "API 令牌")/>
@@ -73,11 +74,25 @@ fn Tokens(
                     <legend>{t("Scopes", "权限")}</legend>
                     <label class="check"><input type="checkbox" name="read" value="on" checked=true/>{t(" read: shares and codes", " read：读取课程分享和兑换码")}</label>
                     <label class="check"><input type="checkbox" name="write" value="on"/>{t(" write: create shares, upload, issue, revoke, unbind", " write：创建课程分享、上传资源、生成兑换码、作废、解绑")}</label>
+                    <label class="check"><input type="checkbox" name="integrations" value="on"/>{t(" integrations: webhooks and API tokens", " integrations：管理 Webhook 和 API 令牌")}</label>
                     <FieldError error field="scopes"/>
                 </fieldset>
+                <label class="field">
+                    <span class="label">{t("Expires", "有效期")}</span>
+                    <select name="expires_in_days">
+                        <option value="" selected=true>{t("never (revoke it when done)", "永不过期（用完请吊销）")}</option>
+                        <option value="7">{t("in 7 days", "7 天")}</option>
+                        <option value="30">{t("in 30 days", "30 天")}</option>
+                        <option value="90">{t("in 90 days", "90 天")}</option>
+                        <option value="365">{t("in a year", "1 年")}</option>
+                    </select>
+                </label>
+                <FieldError error field="expires_at"/>
                 <button type="submit" class="button" disabled=move || create.pending().get()>{t("Create token", "创建令牌")}</button>
             </ActionForm>
         </section>
+        <FormAlert error=revoke_error/>
+        <FieldError error=revoke_error field="confirm"/>
         {if tokens.is_empty() {
             view! { <p class="muted">{t("No tokens yet.", "还没有令牌。")}</p> }.into_any()
         } else {
@@ -92,10 +107,11 @@ fn Tokens(
                                     <td>{t.scopes}</td>
                                     <td>{t.created}" · "{t.created_by}</td>
                                     <td>{t.last_used.unwrap_or_else(|| lang().pick("never", "从未使用").into())}</td>
-                                    <td>{match t.revoked {
-                                        Some(when) => view! { <span class="status status-revoked">{lang().pick(format!("revoked {when}"), format!("已于 {when} 吊销"))}</span> }.into_any(),
-                                        None => view! {
-                                            <details class="revoke-token">
+                                    <td>{match (t.revoked, t.expired) {
+                                        (Some(when), _) => view! { <span class="status status-revoked">{lang().pick(format!("revoked {when}"), format!("已于 {when} 吊销"))}</span> }.into_any(),
+                                        (None, true) => view! { <span class="status status-revoked">{lang().pick("expired", "已过期")}</span> }.into_any(),
+                                        (None, false) => view! {
+                                            <details class="confirm-action">
                                                 <summary aria-label=lang().pick(format!("Revoke token {}", t.name), format!("吊销令牌 {}", t.name))>{lang().pick("Revoke…", "吊销…")}</summary>
                                                 <ActionForm action=revoke attr:class="form compact">
                                                     <input type="hidden" name="tenant_id" value=tenant.to_string()/>
@@ -107,9 +123,11 @@ fn Tokens(
                                                             " 我明白使用这个令牌的程序会立即停止工作。",
                                                         )}
                                                     </label>
-                                                    <button type="submit" class="button small danger">{lang().pick("Revoke", "吊销")}</button>
+                                                    <button type="submit" class="button small danger"
+                                                        aria-label=lang().pick(format!("Revoke token {}", t.name), format!("吊销令牌 {}", t.name))>{lang().pick("Revoke", "吊销")}</button>
                                                 </ActionForm>
                                             </details>
+                                            {t.expires.clone().map(|when| view! { <span class="muted">{lang().pick(format!(" expires {when}"), format!(" {when} 到期"))}</span> })}
                                         }.into_any(),
                                     }}</td>
                                 </tr>

@@ -171,9 +171,9 @@ mod xhr {
             } else {
                 state.set(UploadState::Failed(super::upload_refusal(
                     lang(),
-                    json["error"].as_str().unwrap_or_default(),
+                    json["code"].as_str().unwrap_or_default(),
                     json["field"].as_str(),
-                    json["message"]
+                    json["detail"]
                         .as_str()
                         .unwrap_or("the server refused the file"),
                 )));

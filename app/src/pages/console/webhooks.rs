@@ -83,6 +83,12 @@ fn Webhooks(
             .or_else(|| disable.value().get().and_then(Result::err))
     });
     let created = move || create.value().get().and_then(Result::ok);
+    let disabled: Vec<Uuid> = view
+        .endpoints
+        .iter()
+        .filter(|e| e.disabled.is_some())
+        .map(|e| e.id)
+        .collect();
     view! {
         <Title text=t("Webhooks", "Webhook")/>
         <ConsoleNav tenant/>
@@ -122,8 +128,9 @@ fn Webhooks(
             </ActionForm>
         </section>
         <FormAlert error=action_error/>
+        <FieldError error=action_error field="confirm"/>
         <Endpoints endpoints=view.endpoints tenant disable/>
-        <Deliveries deliveries=view.deliveries tenant redeliver/>
+        <Deliveries deliveries=view.deliveries tenant redeliver disabled/>
     }
 }
 
@@ -164,7 +171,7 @@ fn Endpoints(
                                         </span>
                                     }.into_any(),
                                     None => view! {
-                                        <details class="disable-webhook">
+                                        <details class="confirm-action">
                                             <summary aria-label=lang().pick(format!("Disable {url}"), format!("停用 {url}"))>{t("Disable…", "停用…")}</summary>
                                             <ActionForm action=disable attr:class="form compact">
                                                 <input type="hidden" name="tenant_id" value=tenant.to_string()/>
@@ -172,11 +179,12 @@ fn Endpoints(
                                                 <label class="check">
                                                     <input type="checkbox" name="confirm" value="yes" required=true/>
                                                     {t(
-                                                        " I understand that this endpoint gets no more events (its pending deliveries are dead-lettered).",
-                                                        " 我明白这个接收地址将不再收到任何事件（待投递的会进入死信）。",
+                                                        " I understand that this endpoint gets no more events, for good: its pending deliveries are dead-lettered and it cannot be enabled again.",
+                                                        " 我明白这个接收地址将永久不再收到任何事件：待投递的会进入死信，且不能重新启用。",
                                                     )}
                                                 </label>
-                                                <button type="submit" class="button small danger">{t("Disable", "停用")}</button>
+                                                <button type="submit" class="button small danger"
+                                                    aria-label=lang().pick(format!("Disable {url}"), format!("停用 {url}"))>{t("Disable", "停用")}</button>
                                             </ActionForm>
                                         </details>
                                     }.into_any(),
@@ -196,6 +204,8 @@ fn Deliveries(
     deliveries: Vec<DeliveryRow>,
     tenant: Uuid,
     redeliver: ServerAction<Redeliver>,
+    /// Endpoints that are disabled: their dead letters stay dead.
+    disabled: Vec<Uuid>,
 ) -> impl IntoView {
     view! {
         <h2>{t("Deliveries that need a look", "需要处理的投递")}</h2>
@@ -219,7 +229,9 @@ fn Deliveries(
                                     <td><code>{d.url.clone()}</code></td>
                                     <td>{d.attempts}</td>
                                     <td>{d.last_error.clone().unwrap_or_default()}</td>
-                                    <td>{if d.dead {
+                                    <td>{if d.dead && disabled.contains(&d.endpoint_id) {
+                                        view! { <span class="muted">{t("endpoint disabled", "接收地址已停用")}</span> }.into_any()
+                                    } else if d.dead {
                                         view! {
                                             <ActionForm action=redeliver attr:class="inline-form">
                                                 <input type="hidden" name="tenant_id" value=tenant.to_string()/>

@@ -28,6 +28,8 @@ pub enum ThrottleScope {
     /// Mail an account asks for itself or others (verification again, a
     /// change of address, invitations), and tenant signups, per account.
     MailAccount,
+    /// Calls of `/api/v1` with one API token.
+    ApiToken,
 }
 
 impl ThrottleScope {
@@ -44,6 +46,7 @@ impl ThrottleScope {
             Self::ResetEmail => "reset-email",
             Self::MailIp => "mail-ip",
             Self::MailAccount => "mail-account",
+            Self::ApiToken => "api-token",
         }
     }
 }

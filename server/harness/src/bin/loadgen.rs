@@ -88,7 +88,7 @@ async fn open_all(
                         .json::<Value>()
                         .await
                         .ok()
-                        .and_then(|v| v["error"].as_str().map(str::to_owned))
+                        .and_then(|v| v["code"].as_str().map(str::to_owned))
                         .unwrap_or_else(|| "error".into()),
                     Err(_) => "transport".into(),
                 };
@@ -194,12 +194,13 @@ async fn main() -> anyhow::Result<()> {
     let in_redis = run.statuses.get("busy_retry").copied().unwrap_or(0);
     let in_pg = run.statuses.get("code_bound").copied().unwrap_or(0);
     let losers = claimers.len() - winners;
-    let bound = engine::console::shares(&pool, engine::tenants::TenantId(args.tenant_id))
-        .await?
-        .into_iter()
-        .find(|row| row.id == hot.id)
-        .context("the hot code's share in the console")?
-        .bound;
+    let bound =
+        engine::console::shares(&pool, engine::tenants::TenantId(args.tenant_id), None, 500)
+            .await?
+            .into_iter()
+            .find(|row| row.id == hot.id)
+            .context("the hot code's share in the console")?
+            .bound;
     let hot_figures = json!({
         "claims": claimers.len(),
         "winners": winners,

@@ -1,7 +1,11 @@
-//! The JSON API's one error shape: `{"error": "<stable code>", "message":
-//! "<for people>", "field"?: "<input field>"}` with the status of its kind
-//! and `Retry-After` where waiting helps. Bad input is always 4xx; 5xx
-//! means a real fault, whose cause chain goes to the log only.
+//! The JSON API's one error shape, RFC 9457 problem details
+//! (`application/problem+json`): `{"type", "title", "status", "detail",
+//! "code", "field"?}` with the status of its kind and `Retry-After` where
+//! waiting helps. `type` and `title` name the kind of problem (one per
+//! [`ErrorKind`], each described on `/api/v1/docs#problem-<kind>`); `code`
+//! is the stable, finer word clients match on (`code_bound`); `detail` is
+//! for people; `field` names the input. Bad input is always 4xx; 5xx means a
+//! real fault, whose cause chain goes to the log only.
 //!
 //! Every status comes from an [`ErrorKind`] (`model`): a domain error's or
 //! a use case's ([`ServiceError`]) kind, code and field from
@@ -11,7 +15,6 @@
 use std::borrow::Cow;
 
 use axum::{
-    Json,
     http::{HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
@@ -118,13 +121,58 @@ impl ApiError {
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let mut body = json!({ "error": self.code, "message": self.message });
+/// The media type of every error answer (RFC 9457).
+pub const PROBLEM_JSON: &str = "application/problem+json";
+
+/// A kind of problem as RFC 9457 names it: the anchor its `type` points to
+/// on the docs page, and its `title` (the same for every occurrence).
+pub fn problem_type(kind: ErrorKind) -> (&'static str, &'static str) {
+    match kind {
+        ErrorKind::Malformed => ("malformed", "The request is not what this endpoint reads"),
+        ErrorKind::MethodNotAllowed => (
+            "method-not-allowed",
+            "This endpoint does not take this method",
+        ),
+        ErrorKind::Invalid => ("invalid", "The input breaks a rule"),
+        ErrorKind::Unauthenticated => ("unauthenticated", "Sign in or send a valid API token"),
+        ErrorKind::Forbidden => ("forbidden", "Not allowed"),
+        ErrorKind::NotFound => ("not-found", "Not found"),
+        ErrorKind::Conflict => ("conflict", "Clashes with the current state"),
+        ErrorKind::Gone => ("gone", "Gone for good"),
+        ErrorKind::TooLarge => ("too-large", "Too large"),
+        ErrorKind::RateLimited => ("rate-limited", "Too many requests"),
+        ErrorKind::Busy => ("busy", "Busy, retry in a moment"),
+        ErrorKind::Unavailable => ("unavailable", "Temporarily unavailable"),
+        ErrorKind::Internal => ("internal", "A fault on our side"),
+    }
+}
+
+impl ApiError {
+    /// The problem details document (RFC 9457) this error answers with.
+    pub fn body(&self) -> serde_json::Value {
+        let (anchor, title) = problem_type(self.kind);
+        let mut body = json!({
+            "type": format!("/api/v1/docs#problem-{anchor}"),
+            "title": title,
+            "status": self.status().as_u16(),
+            "detail": self.message,
+            "code": self.code,
+        });
         if let Some(field) = &self.field {
             body["field"] = json!(field);
         }
-        let mut response = (self.status(), Json(body)).into_response();
+        body
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = (
+            self.status(),
+            [(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON))],
+            self.body().to_string(),
+        )
+            .into_response();
         if let Some(secs) = self.retry_after {
             let headers = response.headers_mut();
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));

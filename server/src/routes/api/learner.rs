@@ -339,25 +339,39 @@ pub async fn serve(
 }
 
 /// `Content-Disposition` of a downloaded file: the resource's title with
-/// its type's usual extension (unless it has one), as `filename*` in UTF-8
-/// (RFC 6266 / 5987) and an ASCII `filename` for old clients (each run of
-/// other characters an underscore).
+/// its stored type's usual extension (added unless the title already ends
+/// with it: "Week 3.10" as a PDF is `Week 3.10.pdf`, "notes.txt" stored as a
+/// PDF is `notes.txt.pdf`), as `filename*` in UTF-8 (RFC 6266 / 8187) and an
+/// ASCII `filename` for old clients (each run of other characters an
+/// underscore). Direction overrides and other invisible format characters
+/// are dropped, so a title cannot make `…fdp.exe` look like `…exe.pdf`.
 fn attachment(title: &str, content_type: &str) -> String {
-    let name = {
-        let title = title.trim();
-        let has_extension = title.rsplit_once('.').is_some_and(|(stem, ext)| {
-            !stem.is_empty()
-                && (1..=5).contains(&ext.len())
-                && ext.chars().all(|c| c.is_ascii_alphanumeric())
-        });
-        match extension_of(content_type) {
-            Some(ext) if !has_extension => format!("{title}.{ext}"),
-            _ => title.to_owned(),
+    let visible: String = title
+        .chars()
+        .filter(|&c| !c.is_control() && !is_invisible_format(c))
+        .collect();
+    let stem = match visible.trim() {
+        "" => "download",
+        stem => stem,
+    };
+    let name = match extension_of(content_type) {
+        Some(ext) => {
+            let lower = stem.to_lowercase();
+            let has_it =
+                lower.ends_with(&format!(".{ext}")) || (ext == "jpg" && lower.ends_with(".jpeg"));
+            if has_it {
+                stem.to_owned()
+            } else {
+                format!("{stem}.{ext}")
+            }
         }
+        None => stem.to_owned(),
     };
     let mut ascii = String::with_capacity(name.len());
     for c in name.chars() {
-        let keep = c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ';
+        // Quotes and backslashes would end or escape the quoted string;
+        // some browsers decode `%` and keep path separators in `filename`.
+        let keep = c.is_ascii_graphic() && !matches!(c, '"' | '\\' | '%' | '/') || c == ' ';
         if keep {
             ascii.push(c);
         } else if !ascii.ends_with('_') {
@@ -366,6 +380,7 @@ fn attachment(title: &str, content_type: &str) -> String {
     }
     let mut encoded = String::with_capacity(name.len() * 3);
     for byte in name.bytes() {
+        // RFC 8187 attr-char: ALPHA / DIGIT / "!#$&+-.^_`|~".
         if byte.is_ascii_alphanumeric() || b"!#$&+-.^_`|~".contains(&byte) {
             encoded.push(char::from(byte));
         } else {
@@ -373,6 +388,16 @@ fn attachment(title: &str, content_type: &str) -> String {
         }
     }
     format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{encoded}")
+}
+
+/// Characters that change how a name is displayed without showing
+/// themselves: bidirectional embeddings, overrides, isolates and marks,
+/// zero-width characters, the byte-order mark.
+fn is_invisible_format(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}'
+        | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{FEFF}'
+        | '\u{FFF9}'..='\u{FFFB}' | '\u{E0000}'..='\u{E007F}')
 }
 
 /// The usual extension of a content type (the parameters ignored).
@@ -420,9 +445,45 @@ mod tests {
             "attachment; filename=\"Slides.pdf\"; filename*=UTF-8''Slides.pdf"
         );
         assert_eq!(
-            attachment("notes.txt", "text/plain; charset=utf-8"),
-            "attachment; filename=\"notes.txt\"; filename*=UTF-8''notes.txt",
-            "an extension of its own is kept"
+            attachment("notes.TXT", "text/plain; charset=utf-8"),
+            "attachment; filename=\"notes.TXT\"; filename*=UTF-8''notes.TXT",
+            "the type's extension, already there, is not repeated"
+        );
+        assert_eq!(
+            attachment("photo.jpeg", "image/jpeg"),
+            "attachment; filename=\"photo.jpeg\"; filename*=UTF-8''photo.jpeg"
+        );
+        assert_eq!(
+            attachment("Week 3.10", "application/pdf"),
+            "attachment; filename=\"Week 3.10.pdf\"; filename*=UTF-8''Week%203.10.pdf",
+            "a dot in a title is not an extension"
+        );
+        assert_eq!(
+            attachment("notes.txt", "application/pdf"),
+            "attachment; filename=\"notes.txt.pdf\"; filename*=UTF-8''notes.txt.pdf",
+            "the stored type decides, not the title"
+        );
+        assert_eq!(
+            attachment("Syllabus\u{202E}fdp.exe", "application/pdf"),
+            "attachment; filename=\"Syllabusfdp.exe.pdf\"; filename*=UTF-8''Syllabusfdp.exe.pdf",
+            "direction overrides are dropped"
+        );
+        assert_eq!(
+            attachment(
+                "Sylla\u{00AD}bus\u{2028}\u{E0041}\u{FFF9}",
+                "application/pdf"
+            ),
+            "attachment; filename=\"Syllabus.pdf\"; filename*=UTF-8''Syllabus.pdf",
+            "soft hyphens, line separators, tags and annotations are dropped"
+        );
+        assert_eq!(
+            attachment("../a/b;c'd%41*", "application/x-unknown"),
+            "attachment; filename=\".._a_b;c'd_41*\"; filename*=UTF-8''..%2Fa%2Fb%3Bc%27d%2541%2A",
+            "separators and percent signs never reach either name as such"
+        );
+        assert_eq!(
+            attachment("\u{200B}", "application/pdf"),
+            "attachment; filename=\"download.pdf\"; filename*=UTF-8''download.pdf"
         );
         assert_eq!(
             attachment("第一课 讲义", "application/pdf"),

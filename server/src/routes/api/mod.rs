@@ -3,6 +3,7 @@
 
 pub mod admin;
 mod auth;
+mod docs;
 pub mod error;
 pub mod learner;
 pub mod schema;
@@ -10,32 +11,93 @@ pub mod schema;
 use axum::{
     Router,
     extract::DefaultBodyLimit,
-    routing::{get, post},
+    routing::{any, get, post},
 };
+use engine::outcome::ErrorKind;
+use error::ApiError;
 
 use crate::startup::ServerState;
 
 pub fn router() -> Router<ServerState> {
     Router::new()
         .route("/api/v1/openapi.json", get(schema::openapi_json))
-        .route("/api/v1/docs", get(docs))
+        .route("/api/v1/docs", get(docs::page))
         .route("/api/v1/auth/register", post(auth::register))
         .route("/api/v1/auth/login", post(auth::login))
         .route("/api/v1/auth/logout", post(auth::logout))
         .route(
             "/api/v1/tenants/{tenant_id}/shares",
-            post(admin::create_share),
+            post(admin::create_share).get(admin::shares::list_shares),
+        )
+        .route(
+            "/api/v1/tenants/{tenant_id}/codes/find",
+            post(admin::codes::find_code),
+        )
+        .route(
+            "/api/v1/tenants/{tenant_id}/audit",
+            get(admin::activity::audit_log),
+        )
+        .route(
+            "/api/v1/tenants/{tenant_id}/tokens",
+            get(admin::integrations::list_tokens).post(admin::integrations::create_token),
+        )
+        .route(
+            "/api/v1/tenants/{tenant_id}/tokens/{token_id}/revoke",
+            post(admin::integrations::revoke_token),
+        )
+        .route(
+            "/api/v1/tenants/{tenant_id}/webhooks",
+            get(admin::integrations::list_webhooks).post(admin::integrations::create_webhook),
+        )
+        .route(
+            "/api/v1/tenants/{tenant_id}/webhooks/deliveries",
+            get(admin::integrations::list_deliveries),
+        )
+        .route(
+            "/api/v1/tenants/{tenant_id}/webhooks/{endpoint_id}/disable",
+            post(admin::integrations::disable_webhook),
+        )
+        .route(
+            "/api/v1/tenants/{tenant_id}/webhooks/{endpoint_id}/deliveries/{event_id}/redeliver",
+            post(admin::integrations::redeliver),
+        )
+        .route(
+            "/api/v1/shares/{share_id}",
+            get(admin::shares::get_share).put(admin::shares::update_share),
         )
         .route("/api/v1/shares/{share_id}/status", post(admin::set_status))
         .route(
             "/api/v1/shares/{share_id}/resources",
             // The storage layer enforces `storage.max_upload_bytes` while streaming.
-            post(admin::upload_resource).layer(DefaultBodyLimit::disable()),
+            post(admin::upload_resource)
+                .layer(DefaultBodyLimit::disable())
+                .get(admin::resources::list_resources),
+        )
+        .route(
+            "/api/v1/shares/{share_id}/resources/{resource_id}",
+            post(admin::resources::change_resource).delete(admin::resources::remove_resource),
+        )
+        .route(
+            "/api/v1/shares/{share_id}/batches",
+            get(admin::batches::list_batches),
+        )
+        .route(
+            "/api/v1/batches/{batch_id}/revoke-unused",
+            post(admin::batches::revoke_unused),
+        )
+        .route(
+            "/api/v1/shares/{share_id}/learners",
+            get(admin::activity::list_learners),
+        )
+        .route(
+            "/api/v1/shares/{share_id}/records",
+            get(admin::activity::list_records),
         )
         .route(
             "/api/v1/shares/{share_id}/codes",
             post(admin::issue_codes).get(admin::list_codes),
         )
+        .route("/api/v1/codes/{code_id}", get(admin::codes::get_code))
         .route("/api/v1/codes/{code_id}/revoke", post(admin::revoke_code))
         .route("/api/v1/codes/{code_id}/unbind", post(admin::unbind_code))
         .route("/api/v1/s/{slug}", get(learner::share))
@@ -44,64 +106,71 @@ pub fn router() -> Router<ServerState> {
             "/api/v1/s/{slug}/resources/{resource_id}/content",
             get(learner::content),
         )
+        // Every answer under /api/v1 is JSON, its errors problem details:
+        // a path no route has, and a method a route does not take, too.
+        .route("/api/v1/{*rest}", any(no_such_route))
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn(problems_only))
 }
 
-/// `GET /api/v1/docs`: the API described for people, rendered on the
-/// server from the same OpenAPI document (no script, nothing downloaded).
-async fn docs() -> axum::response::Html<String> {
-    use utoipa::OpenApi as _;
-    let doc = schema::ApiDoc::openapi();
-    let escape = |s: &str| {
-        s.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
+/// What the router or an extractor answers on its own (a path segment
+/// that is not UTF-8, a body over the limit) becomes a problem document
+/// too, with the same status.
+async fn problems_only(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::{http::StatusCode, response::IntoResponse as _};
+    let response = next.run(request).await;
+    let is_problem = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(error::PROBLEM_JSON.as_bytes()));
+    if is_problem || !response.status().is_client_error() {
+        return response;
+    }
+    let (kind, code, detail) = match response.status() {
+        StatusCode::BAD_REQUEST => (
+            ErrorKind::Malformed,
+            "malformed_request",
+            "the request could not be read",
+        ),
+        StatusCode::NOT_FOUND => (ErrorKind::NotFound, "not_found", "not found"),
+        StatusCode::METHOD_NOT_ALLOWED => (
+            ErrorKind::MethodNotAllowed,
+            "method_not_allowed",
+            "this endpoint does not take this method",
+        ),
+        StatusCode::PAYLOAD_TOO_LARGE => (
+            ErrorKind::TooLarge,
+            "too_large",
+            "the request body is too large",
+        ),
+        _ => return response,
     };
-    let mut html = String::from(
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>AdmitOne API</title><link rel=\"stylesheet\" href=\"/pkg/admitone.css\"></head>\
-         <body><main class=\"container api-docs\"><h1>AdmitOne API</h1>",
+    let (mut parts, _) = response.into_parts();
+    let problem = ApiError::new(kind, code, detail).into_response();
+    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+    let (problem_parts, body) = problem.into_parts();
+    parts.headers.insert(
+        axum::http::header::CONTENT_TYPE,
+        problem_parts.headers[axum::http::header::CONTENT_TYPE].clone(),
     );
-    if let Some(description) = &doc.info.description {
-        html.push_str(&format!("<p class=\"lead\">{}</p>", escape(description)));
-    }
-    html.push_str(
-        "<p>The machine-readable document: <a href=\"/api/v1/openapi.json\"><code>/api/v1/openapi.json</code></a> (OpenAPI 3). \
-         Make a token under <em>API tokens</em> in the console.</p>",
-    );
-    for (path, item) in &doc.paths.paths {
-        for (method, operation) in [
-            ("GET", &item.get),
-            ("POST", &item.post),
-            ("PUT", &item.put),
-            ("DELETE", &item.delete),
-        ] {
-            let Some(operation) = operation else { continue };
-            html.push_str(&format!(
-                "<section class=\"card endpoint\"><h2><code>{method} {}</code></h2>",
-                escape(path)
-            ));
-            if let Some(summary) = &operation.summary {
-                html.push_str(&format!("<p>{}</p>", escape(summary)));
-            }
-            if let Some(description) = &operation.description {
-                html.push_str(&format!("<p class=\"muted\">{}</p>", escape(description)));
-            }
-            html.push_str("<ul>");
-            for (status, response) in &operation.responses.responses {
-                let description = match response {
-                    utoipa::openapi::RefOr::T(r) => r.description.clone(),
-                    utoipa::openapi::RefOr::Ref(_) => String::new(),
-                };
-                html.push_str(&format!(
-                    "<li><code>{}</code> {}</li>",
-                    escape(status),
-                    escape(&description)
-                ));
-            }
-            html.push_str("</ul></section>");
-        }
-    }
-    html.push_str("</main></body></html>");
-    axum::response::Html(html)
+    axum::response::Response::from_parts(parts, body)
+}
+
+async fn no_such_route() -> ApiError {
+    ApiError::new(
+        ErrorKind::NotFound,
+        "no_such_route",
+        "no such endpoint: /api/v1/docs lists them",
+    )
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        ErrorKind::MethodNotAllowed,
+        "method_not_allowed",
+        "this endpoint does not take this method: /api/v1/docs lists what it takes",
+    )
 }

@@ -9,12 +9,22 @@ use utoipa::{
 };
 use uuid::Uuid;
 
-/// Every error: a stable code, a message for people, the input field.
+/// Every error, as RFC 9457 problem details (`application/problem+json`).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorBody {
-    /// Stable: `invalid_input`, `not_found`, `code_bound`, `busy_retry`, …
-    pub error: String,
-    pub message: String,
+    /// The kind of problem: `/api/v1/docs#problem-<kind>` (e.g.
+    /// `#problem-conflict`), described on the docs page.
+    #[serde(rename = "type")]
+    pub problem_type: String,
+    /// The kind's summary, the same for every occurrence.
+    pub title: String,
+    /// The HTTP status, repeated.
+    pub status: u16,
+    /// What happened, for people (English).
+    pub detail: String,
+    /// Stable, what clients match on: `invalid_input`, `not_found`,
+    /// `code_bound`, `busy_retry`, …
+    pub code: String,
     /// The input field the error is about, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
@@ -118,6 +128,130 @@ pub struct CodeEntered {
     pub message: Option<String>,
 }
 
+/// A share in a tenant's list, with its code counts.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ShareSummary {
+    pub id: Uuid,
+    pub slug: String,
+    pub title: String,
+    pub status: model::ShareStatus,
+    /// Codes issued, bound to a learner, revoked.
+    pub issued: i64,
+    pub bound: i64,
+    pub revoked: i64,
+}
+
+/// A page of shares, newest first; pass `next_after` as `after` for the
+/// next one.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SharesPage {
+    pub shares: Vec<ShareSummary>,
+    pub next_after: Option<Uuid>,
+    /// Whether another page follows (`next_after` is set).
+    pub has_more: bool,
+}
+
+/// A batch of codes.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BatchBody {
+    pub id: Uuid,
+    pub label: String,
+    pub count: i32,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: time::OffsetDateTime,
+}
+
+/// What revoking a batch's unused codes did.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BatchRevoked {
+    pub batch_id: Uuid,
+    /// How many unused codes were revoked now (bound codes keep working).
+    pub revoked: u64,
+}
+
+/// A code found by its full text.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FoundCode {
+    pub share_id: Uuid,
+    pub code: engine::code_admin::CodeView,
+}
+
+/// A learner bound in a share.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LearnerBody {
+    /// The code they hold.
+    pub code_id: Uuid,
+    pub account_id: Uuid,
+    pub email: String,
+    pub hint: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub bound_at: time::OffsetDateTime,
+    pub accesses: i64,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub last_access: Option<time::OffsetDateTime>,
+    /// The tenant suspended this learner.
+    pub suspended: bool,
+}
+
+/// A page of a share's learners; pass `next_after` as `after`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LearnersPage {
+    pub learners: Vec<LearnerBody>,
+    pub next_after: Option<Uuid>,
+    pub has_more: bool,
+}
+
+/// One counted access.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RecordBody {
+    pub id: Uuid,
+    #[serde(with = "time::serde::rfc3339")]
+    pub granted_at: time::OffsetDateTime,
+    pub email: String,
+    pub hint: String,
+    /// The resource's title (`(deleted)` once removed).
+    pub resource: String,
+    /// This access bound the code.
+    pub bound_now: bool,
+}
+
+/// A page of access records, newest first; pass `next_before` as
+/// `before` for the next one.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RecordsPage {
+    pub records: Vec<RecordBody>,
+    /// An opaque cursor.
+    pub next_before: Option<String>,
+    pub has_more: bool,
+}
+
+/// One audit log entry.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuditBody {
+    pub id: Uuid,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: time::OffsetDateTime,
+    /// Who did it (none for the system).
+    pub actor_email: Option<String>,
+    /// `code.revoked`, `code.unbound`, `share.created`, …
+    pub action: String,
+    pub target_type: String,
+    pub target_id: Option<Uuid>,
+    pub reason: Option<String>,
+    /// What the action changed.
+    #[schema(value_type = Object)]
+    pub details: serde_json::Value,
+}
+
+/// A page of the audit log, newest first; pass `next_before` as `before`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuditPage {
+    pub entries: Vec<AuditBody>,
+    /// An opaque cursor.
+    pub next_before: Option<String>,
+    pub has_more: bool,
+}
+
 /// The multipart upload form.
 #[derive(Debug, ToSchema)]
 #[expect(
@@ -129,6 +263,74 @@ pub struct UploadForm {
     title: Option<String>,
     #[schema(format = Binary, content_media_type = "application/octet-stream")]
     file: String,
+}
+
+/// Every 4xx and 5xx answer is `application/problem+json` (RFC 9457): the
+/// handlers' annotations say `body = ErrorBody`, this names its media type
+/// once for all of them. It also adds the answers every operation can give
+/// whatever it does: 503 (a dependency away) everywhere, and 429 (the
+/// token's allowance spent) wherever a token is accepted.
+struct Problems;
+
+fn problem_response(description: &str) -> utoipa::openapi::RefOr<utoipa::openapi::Response> {
+    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+    ResponseBuilder::new()
+        .description(description)
+        .content(
+            super::error::PROBLEM_JSON,
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ErrorBody")))
+                .build(),
+        )
+        .build()
+        .into()
+}
+
+impl Modify for Problems {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for item in openapi.paths.paths.values_mut() {
+            for operation in [
+                &mut item.get,
+                &mut item.post,
+                &mut item.put,
+                &mut item.patch,
+                &mut item.delete,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                let takes_token = operation.security.as_ref().is_some_and(|all| {
+                    serde_json::to_string(all).is_ok_and(|json| json.contains("\"bearer\""))
+                });
+                let responses = &mut operation.responses.responses;
+                if takes_token && !responses.contains_key("429") {
+                    responses.insert(
+                        "429".to_owned(),
+                        problem_response("This token's calls per minute are spent (`rate_limited`): `Retry-After` says when to come back"),
+                    );
+                }
+                if !responses.contains_key("503") {
+                    responses.insert(
+                        "503".to_owned(),
+                        problem_response("A dependency cannot serve now (`unavailable`): retry after `Retry-After`"),
+                    );
+                }
+                for (status, response) in responses.iter_mut() {
+                    let utoipa::openapi::RefOr::T(response) = response else {
+                        continue;
+                    };
+                    if !(status.starts_with('4') || status.starts_with('5')) {
+                        continue;
+                    }
+                    if let Some(content) = response.content.shift_remove("application/json") {
+                        response
+                            .content
+                            .insert(super::error::PROBLEM_JSON.to_owned(), content);
+                    }
+                }
+            }
+        }
+    }
 }
 
 struct Security;
@@ -163,21 +365,41 @@ impl Modify for Security {
         super::auth::register,
         super::auth::login,
         super::auth::logout,
+        super::admin::shares::list_shares,
         super::admin::shares::create_share,
+        super::admin::shares::get_share,
+        super::admin::shares::update_share,
         super::admin::shares::set_status,
+        super::admin::resources::list_resources,
         super::admin::resources::upload_resource,
+        super::admin::batches::list_batches,
+        super::admin::batches::revoke_unused,
         super::admin::codes::issue_codes,
         super::admin::codes::list_codes,
+        super::admin::codes::get_code,
+        super::admin::codes::find_code,
         super::admin::codes::revoke_code,
         super::admin::codes::unbind_code,
+        super::admin::activity::list_learners,
+        super::admin::activity::list_records,
+        super::admin::activity::audit_log,
+        super::admin::integrations::list_tokens,
+        super::admin::integrations::create_token,
+        super::admin::integrations::revoke_token,
+        super::admin::integrations::list_webhooks,
+        super::admin::integrations::create_webhook,
+        super::admin::integrations::disable_webhook,
+        super::admin::integrations::list_deliveries,
+        super::admin::integrations::redeliver,
         super::learner::share,
         super::learner::enter_code,
         super::learner::content,
     ),
-    modifiers(&Security),
+    modifiers(&Security, &Problems),
     tags(
         (name = "accounts", description = "Sign up, sign in, sign out"),
-        (name = "admin", description = "A tenant's shares, resources and codes"),
+        (name = "admin", description = "A tenant's shares, resources, batches, codes, learners, access records and audit log"),
+        (name = "integrations", description = "API tokens and webhook endpoints"),
         (name = "learner", description = "A share's page, code entry, content")
     )
 )]

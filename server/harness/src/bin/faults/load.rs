@@ -94,7 +94,7 @@ pub(crate) async fn drive_load(
                     {
                         // Name the error code: what a client would see.
                         let body: serde_json::Value = response.json().await.unwrap_or_default();
-                        if let Some(code) = body["error"].as_str() {
+                        if let Some(code) = body["code"].as_str() {
                             outcome = format!("{outcome} {code}");
                         }
                     }

@@ -1,6 +1,5 @@
 //! Admin endpoints on a share's access codes: issue a batch, list them,
-//! revoke one, unbind one. Split from `admin/mod.rs` by concern; behaviour
-//! unchanged.
+//! read one, find one by its full text, revoke one, unbind one.
 
 use axum::{
     Json,
@@ -18,7 +17,7 @@ use super::{Caller, admin_of_share, parse_id};
 use crate::{
     routes::api::{
         error::{ApiError, rejection},
-        schema::{CodeChanged, CodePage, ErrorBody, IssuedBatch, IssuedCode},
+        schema::{CodeChanged, CodePage, ErrorBody, FoundCode, IssuedBatch, IssuedCode},
     },
     startup::ServerState,
 };
@@ -132,13 +131,16 @@ pub async fn list_codes(
             .map_err(ShareError::from)?,
         batch: query.batch,
         search: query.q,
+        code: None,
     };
     let page = code_admin::list_codes(
         &state.services.pool,
         share.tenant(),
         share.id,
         &filter,
-        query.after,
+        query
+            .after
+            .map_or(code_admin::Cursor::First, code_admin::Cursor::After),
         limit,
     )
     .await?;
@@ -146,6 +148,112 @@ pub async fn list_codes(
         codes: page.codes,
         has_more: page.next_after.is_some(),
         next_after: page.next_after,
+    }))
+}
+
+/// The code with id `code` of a share, as the code table shows it.
+async fn code_view(
+    state: &ServerState,
+    tenant: TenantId,
+    share: engine::shares::ShareId,
+    code: Uuid,
+) -> Result<code_admin::CodeView, ApiError> {
+    let filter = code_admin::CodeFilter {
+        code: Some(code),
+        ..Default::default()
+    };
+    code_admin::list_codes(
+        &state.services.pool,
+        tenant,
+        share,
+        &filter,
+        code_admin::Cursor::First,
+        1,
+    )
+    .await?
+    .codes
+    .pop()
+    .ok_or_else(ApiError::not_found)
+}
+
+/// Reads one code: its state, batch and, once bound, its learner.
+#[utoipa::path(get, path = "/api/v1/codes/{code_id}", tag = "admin",
+    params(("code_id" = Uuid, Path, description = "The code")),
+    responses(
+        (status = 200, description = "The code", body = FoundCode),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not a member of this tenant, or the token lacks the scope", body = ErrorBody),
+        (status = 404, description = "No such code", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
+pub async fn get_code(
+    State(state): State<ServerState>,
+    caller: Caller,
+    Path(code_id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    let code = parse_id(&code_id)?;
+    let Some((tenant, share)) = code_admin::share_of_code(&state.services.pool, code).await? else {
+        return Err(caller.refuse(&state).await);
+    };
+    caller
+        .admin_of(&state, tenant, Permission::ViewConsole)
+        .await?;
+    Ok(Json(FoundCode {
+        share_id: share.0,
+        code: code_view(&state, tenant, share, code).await?,
+    }))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+pub struct FindBody {
+    /// The full code as the learner has it (`XXXX-XXXX-XXXX`; case,
+    /// spaces and dashes do not matter).
+    code: String,
+}
+
+/// Finds a code of the tenant by its full text, whichever share it is of
+/// (support: "my code doesn't work"). Sent in the body, so the code never
+/// reaches a URL or a log; it is only hashed.
+#[utoipa::path(post, path = "/api/v1/tenants/{tenant_id}/codes/find", tag = "admin",
+    params(("tenant_id" = Uuid, Path, description = "The tenant")),
+    request_body = FindBody,
+    responses(
+        (status = 200, description = "The code", body = FoundCode),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not a member of this tenant, or the token lacks the scope", body = ErrorBody),
+        (status = 404, description = "No code of this tenant matches", body = ErrorBody),
+        (status = 422, description = "Not a code's format (`field`: `code`)", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
+pub async fn find_code(
+    State(state): State<ServerState>,
+    caller: Caller,
+    Path(tenant_id): Path<String>,
+    body: Result<Json<FindBody>, JsonRejection>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (tenant, _) =
+        super::shares::admin_of_tenant(&state, &caller, &tenant_id, Permission::ViewConsole)
+            .await?;
+    let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
+    let plain = engine::codes::PlainCode::parse(&body.code)?;
+    let Some((share, code)) = code_admin::find_code(
+        &state.services.pool,
+        &state.services.keyring,
+        tenant,
+        &plain,
+    )
+    .await?
+    else {
+        return Err(ApiError::new(
+            engine::outcome::ErrorKind::NotFound,
+            "code_not_found",
+            "no code of this tenant matches: it may belong to another course creator, or be mistyped",
+        ));
+    };
+    Ok(Json(FoundCode {
+        share_id: share.0,
+        code: code_view(&state, tenant, share, code).await?,
     }))
 }
 

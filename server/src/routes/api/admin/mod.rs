@@ -4,11 +4,17 @@
 //!
 //! This module holds what they share: the [`Caller`] (session or API
 //! token) and its `admin_of`/`refuse`, `admin_of_share`, `parse_id`. The
-//! handlers live by concern: `shares` (create a share, set its status),
-//! `resources` (upload; [`upload`] is also the console's form upload) and
-//! `codes` (issue, list, revoke, unbind).
+//! handlers live by concern: `shares` (list, create, read, set status),
+//! `resources` (list, upload, rename and move, remove; [`upload`] is also
+//! the console's form upload), `batches` (list, revoke unused), `codes`
+//! (issue, list, read, find by full code, revoke, unbind), `activity`
+//! (learners, access records, the audit log) and `integrations` (API
+//! tokens, webhooks).
 
+pub(super) mod activity;
+pub(super) mod batches;
 pub(super) mod codes;
+pub(super) mod integrations;
 pub(super) mod resources;
 pub(super) mod shares;
 
@@ -67,6 +73,15 @@ where
             )
             .await?
             .ok_or(ServiceError::Unauthenticated)?;
+            // Each token has its own allowance, so one runaway script
+            // slows down only itself.
+            service::throttle::hit(
+                &state.services,
+                engine::coordination::ThrottleScope::ApiToken,
+                &caller.token.to_string(),
+                state.services.auth.api_token,
+            )
+            .await?;
             return Ok(Self::Token(caller));
         }
         let session = Session::from_request_parts(parts, &state)

@@ -1,9 +1,9 @@
-//! Admin endpoints on a share itself: create one in a tenant, set its
-//! status. Split from `admin/mod.rs` by concern; behaviour unchanged.
+//! Admin endpoints on a share itself: list a tenant's, create one, read
+//! one, replace its settings, set its status.
 
 use axum::{
     Json,
-    extract::{Path, State, rejection::JsonRejection},
+    extract::{Path, Query, State, rejection::JsonRejection, rejection::QueryRejection},
     http::StatusCode,
     response::IntoResponse,
 };
@@ -14,15 +14,103 @@ use engine::{
 };
 use serde::Deserialize;
 use service::ServiceError;
+use uuid::Uuid;
 
 use super::{Caller, admin_of_share, parse_id};
 use crate::{
     routes::api::{
         error::{ApiError, rejection},
-        schema::{ErrorBody, StatusChanged},
+        schema::{ErrorBody, ShareSummary, SharesPage, StatusChanged},
     },
     startup::ServerState,
 };
+
+/// The tenant named by a path, and its member allowed `permission`: an id
+/// that does not parse is refused like a tenant the caller is not in.
+pub(super) async fn admin_of_tenant(
+    state: &ServerState,
+    caller: &Caller,
+    tenant_id: &str,
+    permission: Permission,
+) -> Result<(TenantId, engine::accounts::Principal), ApiError> {
+    let tenant =
+        TenantId(parse_id(tenant_id).map_err(|_| ApiError::from(ServiceError::Forbidden))?);
+    let admin = caller.admin_of(state, tenant, permission).await?;
+    Ok((tenant, admin))
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SharesQuery {
+    /// The last share of the previous page (`next_after`).
+    after: Option<Uuid>,
+    /// 1 to 500 (default 100).
+    limit: Option<i64>,
+}
+
+/// Lists a tenant's shares, newest first (keyset pages).
+#[utoipa::path(get, path = "/api/v1/tenants/{tenant_id}/shares", tag = "admin",
+    params(("tenant_id" = Uuid, Path, description = "The tenant"), SharesQuery),
+    responses(
+        (status = 200, description = "A page", body = SharesPage),
+        (status = 400, description = "Malformed query", body = ErrorBody),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not a member of this tenant, or the token lacks the scope", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
+pub async fn list_shares(
+    State(state): State<ServerState>,
+    caller: Caller,
+    Path(tenant_id): Path<String>,
+    query: Result<Query<SharesQuery>, QueryRejection>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (tenant, _) = admin_of_tenant(&state, &caller, &tenant_id, Permission::ViewConsole).await?;
+    let Query(query) = query.map_err(|e| rejection(e, "invalid_query"))?;
+    let limit = query.limit.unwrap_or(100).clamp(1, 500);
+    let mut rows =
+        engine::console::shares(&state.services.pool, tenant, query.after, limit + 1).await?;
+    let has_more = rows.len() > usize::try_from(limit).unwrap_or(usize::MAX);
+    rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+    Ok(Json(SharesPage {
+        next_after: if has_more {
+            rows.last().map(|r| r.id)
+        } else {
+            None
+        },
+        has_more,
+        shares: rows
+            .into_iter()
+            .map(|r| ShareSummary {
+                id: r.id,
+                slug: r.slug,
+                title: r.title,
+                status: r.status,
+                issued: r.issued,
+                bound: r.bound,
+                revoked: r.revoked,
+            })
+            .collect(),
+    }))
+}
+
+/// Reads a share: its settings and how much of its quota is used.
+#[utoipa::path(get, path = "/api/v1/shares/{share_id}", tag = "admin",
+    params(("share_id" = Uuid, Path, description = "The share")),
+    responses(
+        (status = 200, description = "The share", body = Share),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not a member of this tenant, or the token lacks the scope", body = ErrorBody),
+        (status = 404, description = "No such share", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
+pub async fn get_share(
+    State(state): State<ServerState>,
+    caller: Caller,
+    Path(share_id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (share, _) = admin_of_share(&state, &caller, &share_id, Permission::ViewConsole).await?;
+    Ok(Json(share))
+}
 
 /// Creates a share in a tenant.
 #[utoipa::path(post, path = "/api/v1/tenants/{tenant_id}/shares", tag = "admin",
@@ -42,15 +130,52 @@ pub async fn create_share(
     Path(tenant_id): Path<String>,
     body: Result<Json<ShareInput>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let tenant =
-        TenantId(parse_id(&tenant_id).map_err(|_| ApiError::from(ServiceError::Forbidden))?);
-    let admin = caller
-        .admin_of(&state, tenant, Permission::ManageCourses)
-        .await?;
+    let (tenant, admin) =
+        admin_of_tenant(&state, &caller, &tenant_id, Permission::ManageCourses).await?;
     let Json(input) = body.map_err(|e| rejection(e, "invalid_json"))?;
     let new = NewShare::parse(input)?;
     let share = shares::create_share(&state.services.pool, tenant, admin.id, new).await?;
     Ok((StatusCode::CREATED, Json(share)))
+}
+
+/// Replaces a share's settings. Absent `slug` and `status` keep the
+/// current ones; every other field is replaced (an absent limit, quota or
+/// date means none, an absent description is empty).
+#[utoipa::path(put, path = "/api/v1/shares/{share_id}", tag = "admin",
+    params(("share_id" = Uuid, Path, description = "The share")),
+    request_body = ShareInput,
+    responses(
+        (status = 200, description = "Saved", body = Share),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
+        (status = 404, description = "No such share", body = ErrorBody),
+        (status = 422, description = "Invalid field, or the link name is taken (`slug_taken`)", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
+pub async fn update_share(
+    State(state): State<ServerState>,
+    caller: Caller,
+    Path(share_id): Path<String>,
+    body: Result<Json<ShareInput>, JsonRejection>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (share, admin) =
+        admin_of_share(&state, &caller, &share_id, Permission::ManageCourses).await?;
+    let Json(mut input) = body.map_err(|e| rejection(e, "invalid_json"))?;
+    input.slug.get_or_insert_with(|| share.slug.clone());
+    input
+        .status
+        .get_or_insert_with(|| share.status.as_str().to_owned());
+    let new = NewShare::parse(input)?;
+    let saved = shares::update_share(
+        &state.services.pool,
+        share.tenant(),
+        admin.id,
+        share.id,
+        new,
+    )
+    .await?;
+    Ok(Json(saved))
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]

@@ -273,14 +273,20 @@ fn token_errors() -> Vec<TokenError> {
     let all = vec![
         E::InvalidName,
         E::InvalidScope,
+        E::InvalidExpiry,
+        E::BeyondCaller,
+        E::TooMany,
         E::NotFound,
         E::Unexpected(boom()),
     ];
-    covers(&all, 4, |e| match e {
+    covers(&all, 7, |e| match e {
         E::InvalidName => 0,
         E::InvalidScope => 1,
-        E::NotFound => 2,
-        E::Unexpected(_) => 3,
+        E::InvalidExpiry => 2,
+        E::BeyondCaller => 3,
+        E::TooMany => 4,
+        E::NotFound => 5,
+        E::Unexpected(_) => 6,
     });
     all
 }
