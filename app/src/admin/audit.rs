@@ -36,11 +36,12 @@ pub async fn audit_log(
     action: Option<String>,
     before: Option<String>,
 ) -> Result<AuditPage, AppError> {
-    use support::{internal, when};
+    use support::internal;
     const PAGE: i64 = 100;
     let run = async {
         let (state, tenant, _) =
             support::admin_of_tenant(tenant_id, engine::tenants::Permission::ViewConsole).await?;
+        let zone = support::zone(&state, tenant).await?;
         let before = match before.as_deref().filter(|b| !b.is_empty()) {
             None => None,
             Some(cursor) => Some(parse_cursor(cursor).ok_or_else(|| {
@@ -75,7 +76,7 @@ pub async fn audit_log(
             entries: rows
                 .into_iter()
                 .map(|r| AuditView {
-                    when: when(r.created_at),
+                    when: zone.when(r.created_at),
                     actor: r
                         .actor_email
                         .unwrap_or_else(|| crate::i18n::t("system", "系统").into()),

@@ -101,7 +101,7 @@ mod table_page {
         before: Option<Uuid>,
     ) -> Result<CodeTable, AppError> {
         use engine::code_admin::{CodeFilter, Cursor};
-        use support::{internal, share_error, when};
+        use support::{internal, share_error};
         const PAGE: i64 = 50;
         let run = async {
             let (app, _, share, role) = support::admin_share(
@@ -110,6 +110,7 @@ mod table_page {
                 engine::tenants::Permission::ViewConsole,
             )
             .await?;
+            let zone = support::zone(&app, share.tenant()).await?;
             let filter = CodeFilter {
                 state: state
                     .as_deref()
@@ -171,7 +172,7 @@ mod table_page {
                         hint: c.hint,
                         state: c.state,
                         bound_email: c.bound_email,
-                        first_used: c.first_used_at.map(when),
+                        first_used: c.first_used_at.map(|at| zone.when(at)),
                         access_count: c.access_count,
                     })
                     .collect(),
@@ -183,7 +184,10 @@ mod table_page {
                     0
                 },
                 total: counts.total,
-                batches: batches.into_iter().map(BatchView::from).collect(),
+                batches: batches
+                    .into_iter()
+                    .map(|b| crate::admin::share::BatchView::new(b, &zone))
+                    .collect(),
                 read_only: !role.allows(engine::tenants::Permission::ManageCourses),
             })
         };

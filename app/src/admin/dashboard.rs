@@ -119,6 +119,7 @@ pub async fn dashboard(tenant_id: Uuid) -> Result<DashboardView, AppError> {
     let run = async {
         let (state, tenant, me) =
             support::admin_of_tenant(tenant_id, engine::tenants::Permission::ViewConsole).await?;
+        let zone = support::zone(&state, tenant).await?;
         let summary = engine::tenants::summary(&state.pool, tenant, me.id)
             .await
             .map_err(internal)?
@@ -177,7 +178,7 @@ pub async fn dashboard(tenant_id: Uuid) -> Result<DashboardView, AppError> {
                     share_title: l.share_title,
                     hint: l.hint,
                     attempts: l.attempts,
-                    last_attempt: support::when(l.last_attempt),
+                    last_attempt: zone.when(l.last_attempt),
                 })
                 .collect(),
         })

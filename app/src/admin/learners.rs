@@ -53,7 +53,7 @@ pub async fn share_learners(
     learner: Option<Uuid>,
     after: Option<Uuid>,
 ) -> Result<LearnersPage, AppError> {
-    use support::{internal, when};
+    use support::internal;
     const PAGE: i64 = 100;
     let run = async {
         let (state, _, share, role) = support::admin_share(
@@ -62,6 +62,7 @@ pub async fn share_learners(
             engine::tenants::Permission::ViewConsole,
         )
         .await?;
+        let zone = support::zone(&state, share.tenant()).await?;
         let id = share.id;
         // One row more than the page: a page ending with the last learner
         // offers no (empty) next page.
@@ -92,7 +93,7 @@ pub async fn share_learners(
                     email,
                     list.into_iter()
                         .map(|r| RecordView {
-                            when: when(r.granted_at),
+                            when: zone.when(r.granted_at),
                             resource: r.resource,
                             bound_now: r.bound_now,
                         })
@@ -108,9 +109,9 @@ pub async fn share_learners(
                     principal: r.principal,
                     email: r.email,
                     hint: r.hint,
-                    bound_at: when(r.bound_at),
+                    bound_at: zone.when(r.bound_at),
                     accesses: r.accesses,
-                    last_access: r.last_access.map(when),
+                    last_access: r.last_access.map(|at| zone.when(at)),
                     suspended: r.suspended,
                 })
                 .collect(),

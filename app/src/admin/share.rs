@@ -22,12 +22,14 @@ pub struct ShareEditor {
     pub title: String,
     pub description: String,
     pub status: ShareStatus,
-    /// `datetime-local` values (UTC), empty when unset.
+    /// `datetime-local` values in the tenant's zone, empty when unset.
     pub valid_from: String,
     pub valid_until: String,
     pub per_learner_limit: String,
     pub quota: String,
     pub quota_used: i32,
+    /// The tenant's time zone (`Asia/Shanghai`): what the dates are in.
+    pub time_zone: String,
     pub resources: Vec<crate::learner::ResourceItem>,
     pub batches: Vec<BatchView>,
     /// A fresh ticket for the issue form (see [`issue_codes`](super::issued::issue_codes)).
@@ -47,13 +49,13 @@ pub struct BatchView {
 }
 
 #[cfg(feature = "ssr")]
-impl From<engine::console::BatchRow> for BatchView {
-    fn from(b: engine::console::BatchRow) -> Self {
+impl BatchView {
+    pub(crate) fn new(b: engine::console::BatchRow, zone: &engine::zone::Zone) -> Self {
         Self {
             id: b.id,
             label: b.label,
             count: b.count,
-            created: support::when(b.created_at),
+            created: zone.when(b.created_at),
         }
     }
 }
@@ -108,6 +110,7 @@ pub async fn share_settings(tenant_id: Uuid, share_id: Uuid) -> Result<ShareEdit
         let batches = engine::console::batches(&state.pool, share.tenant(), share.id)
             .await
             .map_err(internal)?;
+        let zone = support::zone(&state, share.tenant()).await?;
         Ok(ShareEditor {
             tenant_id,
             id: share.id.0,
@@ -115,16 +118,20 @@ pub async fn share_settings(tenant_id: Uuid, share_id: Uuid) -> Result<ShareEdit
             title: share.title,
             description: share.description,
             status: share.status,
-            valid_from: local_input(share.valid_from),
-            valid_until: local_input(share.valid_until),
+            valid_from: local_input(&zone, share.valid_from),
+            valid_until: local_input(&zone, share.valid_until),
             per_learner_limit: share
                 .per_learner_limit
                 .map(|n| n.to_string())
                 .unwrap_or_default(),
             quota: share.quota.map(|n| n.to_string()).unwrap_or_default(),
             quota_used: share.quota_used,
+            time_zone: zone.name().to_owned(),
             resources: resources.into_iter().map(crate::learner::item).collect(),
-            batches: batches.into_iter().map(BatchView::from).collect(),
+            batches: batches
+                .into_iter()
+                .map(|b| BatchView::new(b, &zone))
+                .collect(),
             issue_ticket: Uuid::new_v4(),
             read_only: !role.allows(engine::tenants::Permission::ManageCourses),
         })
@@ -163,6 +170,7 @@ mod settings_form {
                 engine::tenants::Permission::ManageCourses,
             )
             .await?;
+            let zone = support::zone(&state, share.tenant()).await?;
             let new = NewShare::parse(ShareInput {
                 title,
                 slug: Some(slug),
@@ -170,8 +178,8 @@ mod settings_form {
                 status: Some(status),
                 per_learner_limit: parse_number("per_learner_limit", &per_learner_limit)?,
                 quota: parse_number("quota", &quota)?,
-                valid_from: parse_local("valid_from", &valid_from)?,
-                valid_until: parse_local("valid_until", &valid_until)?,
+                valid_from: parse_local(&zone, "valid_from", &valid_from)?,
+                valid_until: parse_local(&zone, "valid_until", &valid_until)?,
             })
             .map_err(share_error)?;
             engine::shares::update_share(&state.pool, share.tenant(), admin.id, share.id, new)

@@ -92,43 +92,42 @@ pub fn qr_svg(text: &str) -> Option<String> {
     )
 }
 
-/// `2026-11-29 14:05 UTC`.
-pub fn when(at: OffsetDateTime) -> String {
-    let format = time::macros::format_description!("[year]-[month]-[day] [hour]:[minute] UTC");
-    at.to_offset(time::UtcOffset::UTC)
-        .format(&format)
-        .unwrap_or_default()
+/// The tenant's time zone: every time a console page shows, and every
+/// date it reads, is in it (`engine::zone`).
+pub async fn zone(
+    state: &AppState,
+    tenant: engine::tenants::TenantId,
+) -> Result<engine::zone::Zone, AppError> {
+    engine::tenants::zone(&state.pool, tenant)
+        .await
+        .map_err(internal)
 }
 
-/// A `datetime-local` value (UTC).
-pub fn local_input(at: Option<OffsetDateTime>) -> String {
-    let format = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]");
-    at.map(|t| {
-        t.to_offset(time::UtcOffset::UTC)
-            .format(&format)
-            .unwrap_or_default()
-    })
-    .unwrap_or_default()
+/// A `datetime-local` value in the tenant's zone; empty when unset.
+pub fn local_input(zone: &engine::zone::Zone, at: Option<OffsetDateTime>) -> String {
+    at.map(|t| zone.input_value(t)).unwrap_or_default()
 }
 
-/// Parses a `datetime-local` value (taken as UTC); empty is unset.
-pub fn parse_local(field: &str, raw: &str) -> Result<Option<OffsetDateTime>, AppError> {
+/// Parses a `datetime-local` value (a time in the tenant's zone); empty is
+/// unset.
+pub fn parse_local(
+    zone: &engine::zone::Zone,
+    field: &str,
+    raw: &str,
+) -> Result<Option<OffsetDateTime>, AppError> {
     let raw = raw.trim();
     if raw.is_empty() {
         return Ok(None);
     }
-    let format = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]");
-    time::PrimitiveDateTime::parse(raw, &format)
-        .map(|t| Some(t.assume_utc()))
-        .map_err(|_| {
-            AppError::invalid(
-                field,
-                crate::i18n::t(
-                    "a date and time like 2026-12-31T18:00",
-                    "请输入日期和时间，例如 2026-12-31T18:00",
-                ),
-            )
-        })
+    zone.from_input(raw).map(Some).ok_or_else(|| {
+        AppError::invalid(
+            field,
+            crate::i18n::t(
+                "a date and time like 2026-12-31T18:00",
+                "请输入日期和时间，例如 2026-12-31T18:00",
+            ),
+        )
+    })
 }
 
 /// Parses an optional limit field (1 to 1,000,000,000); empty is unset.

@@ -27,6 +27,8 @@ pub struct TeamView {
     pub invitations: Vec<InvitationRow>,
     /// A code binds only to verified addresses.
     pub require_verified_email: bool,
+    /// The console's times are in this zone (`Asia/Shanghai`).
+    pub time_zone: String,
 }
 
 /// A member as the team page lists them.
@@ -59,13 +61,14 @@ fn team_error(error: service::ServiceError) -> AppError {
 #[server(prefix = "/api/admin", endpoint = "team", input = server_fn::codec::GetUrl)]
 pub async fn team(tenant_id: Uuid) -> Result<TeamView, AppError> {
     use engine::tenants::Permission;
-    use support::{internal, when};
+    use support::internal;
     let run = async {
         let state = crate::state::AppState::from_context()?;
         let session = crate::auth::guard::session().await?;
         let tenant = engine::tenants::TenantId(tenant_id);
         let (me, my_role) =
             service::session::membership(&state, &session, tenant, Permission::ViewConsole).await?;
+        let zone = support::zone(&state, tenant).await?;
         let summary = engine::tenants::summary(&state.pool, tenant, me.id)
             .await
             .map_err(internal)?
@@ -96,7 +99,7 @@ pub async fn team(tenant_id: Uuid) -> Result<TeamView, AppError> {
                     email: m.email,
                     name: m.display_name,
                     role: m.role,
-                    since: when(m.since),
+                    since: zone.when(m.since),
                 })
                 .collect(),
             invitations: invitations
@@ -106,11 +109,12 @@ pub async fn team(tenant_id: Uuid) -> Result<TeamView, AppError> {
                     email: i.email,
                     role: i.role,
                     invited_by: i.invited_by,
-                    expires: when(i.expires_at),
+                    expires: zone.when(i.expires_at),
                     expired: i.expires_at <= now,
                 })
                 .collect(),
             require_verified_email: settings.require_verified_email,
+            time_zone: settings.time_zone.name().to_owned(),
         })
     };
     run.await.map_err(AppError::respond)
@@ -238,25 +242,33 @@ pub async fn leave_team(tenant_id: Uuid, confirm: Option<String>) -> Result<(), 
     run.await.map_err(AppError::respond)
 }
 
-/// Changes the tenant's settings (owners). A checkbox: present is on.
+/// Changes the tenant's settings (owners). A checkbox: present is on. The
+/// time zone is an IANA name (`Asia/Shanghai`); absent keeps the current.
 #[server(prefix = "/api/admin", endpoint = "tenant/settings")]
 pub async fn update_tenant_settings(
     tenant_id: Uuid,
     require_verified_email: Option<String>,
+    time_zone: Option<String>,
 ) -> Result<(), AppError> {
     let run = async {
         let (state, tenant, owner) =
             support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageTeam).await?;
+        let time_zone = match time_zone {
+            Some(name) => engine::zone::Zone::parse(&name)
+                .map_err(|e| AppError::outcome(engine::tenants::TenantError::from(e)))?,
+            None => support::zone(&state, tenant).await?,
+        };
         engine::tenants::update_settings(
             &state.pool,
             tenant,
             owner.id,
             engine::tenants::TenantSettings {
                 require_verified_email: require_verified_email.is_some(),
+                time_zone,
             },
         )
         .await
-        .map_err(support::internal)
+        .map_err(AppError::outcome)
     };
     run.await.map_err(AppError::respond)
 }

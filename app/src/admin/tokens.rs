@@ -34,11 +34,11 @@ fn token_error(error: engine::tokens::TokenError) -> AppError {
 /// The tenant's API tokens.
 #[server(prefix = "/api/admin", endpoint = "tokens", input = server_fn::codec::GetUrl)]
 pub async fn api_tokens(tenant_id: Uuid) -> Result<Vec<TokenRow>, AppError> {
-    use support::when;
     let run = async {
         let (state, tenant, _) =
             support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
                 .await?;
+        let zone = support::zone(&state, tenant).await?;
         let tokens = engine::tokens::list(&state.pool, tenant)
             .await
             .map_err(support::internal)?;
@@ -54,10 +54,10 @@ pub async fn api_tokens(tenant_id: Uuid) -> Result<Vec<TokenRow>, AppError> {
                     .collect::<Vec<_>>()
                     .join(", "),
                 created_by: t.created_by,
-                created: when(t.created_at),
-                last_used: t.last_used_at.map(when),
-                revoked: t.revoked_at.map(when),
-                expires: t.expires_at.map(when),
+                created: zone.when(t.created_at),
+                last_used: t.last_used_at.map(|at| zone.when(at)),
+                revoked: t.revoked_at.map(|at| zone.when(at)),
+                expires: t.expires_at.map(|at| zone.when(at)),
                 expired: t
                     .expires_at
                     .is_some_and(|at| at <= time::OffsetDateTime::now_utc()),

@@ -60,11 +60,12 @@ fn webhook_error(error: engine::webhooks::WebhookError) -> AppError {
 /// The tenant's webhook endpoints and its troubled deliveries.
 #[server(prefix = "/api/admin", endpoint = "webhooks", input = server_fn::codec::GetUrl)]
 pub async fn webhooks(tenant_id: Uuid) -> Result<WebhooksView, AppError> {
-    use support::{internal, when};
+    use support::internal;
     let run = async {
         let (state, tenant, _) =
             support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
                 .await?;
+        let zone = support::zone(&state, tenant).await?;
         let endpoints = engine::webhooks::admin::endpoints(&state.pool, tenant)
             .await
             .map_err(internal)?;
@@ -78,8 +79,8 @@ pub async fn webhooks(tenant_id: Uuid) -> Result<WebhooksView, AppError> {
                     id: e.id,
                     url: e.url,
                     events: e.events,
-                    created: when(e.created_at),
-                    disabled: e.disabled_at.map(when),
+                    created: zone.when(e.created_at),
+                    disabled: e.disabled_at.map(|at| zone.when(at)),
                     delivered: e.delivered,
                     dead: e.dead,
                 })
@@ -92,9 +93,9 @@ pub async fn webhooks(tenant_id: Uuid) -> Result<WebhooksView, AppError> {
                     url: d.url,
                     event_type: d.event_type,
                     attempts: d.attempts,
-                    happened: when(d.created_at),
+                    happened: zone.when(d.created_at),
                     dead: d.dead_at.is_some(),
-                    next_attempt: when(d.next_attempt_at),
+                    next_attempt: zone.when(d.next_attempt_at),
                     last_error: d.last_error,
                 })
                 .collect(),

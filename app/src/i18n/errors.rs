@@ -174,6 +174,9 @@ impl Localized for TenantError {
             }
             Self::InvalidName => "机构名称需要 1 到 120 个可见字符".into(),
             Self::SlugTaken => "这个机构标识已被占用，请换一个".into(),
+            Self::UnknownTimeZone(_) => {
+                "时区请用 IANA 名称，例如 Asia/Shanghai、Asia/Taipei 或 UTC".into()
+            }
             Self::Unexpected(_) => "服务器出错了".into(),
         }
     }

@@ -58,7 +58,7 @@ pub struct DayActivity {
 }
 
 /// The last `days` days of activity, oldest first, one row per day (zeros
-/// included, so a chart has no gaps).
+/// included, so a chart has no gaps); days are the tenant's local days.
 pub async fn activity(
     pool: &PgPool,
     tenant: TenantId,
@@ -66,16 +66,20 @@ pub async fn activity(
 ) -> anyhow::Result<Vec<DayActivity>> {
     let days = days.clamp(1, 366);
     let rows = sqlx::query!(
-        r#"WITH span AS (
-             SELECT generate_series((now() AT TIME ZONE 'UTC')::date - ($2::int - 1),
-                                    (now() AT TIME ZONE 'UTC')::date, interval '1 day')::date AS day
+        r#"WITH zone AS (
+             SELECT coalesce((SELECT time_zone FROM tenants WHERE id = $1), 'UTC') AS tz
+           ),
+           span AS (
+             SELECT generate_series((now() AT TIME ZONE zone.tz)::date - ($2::int - 1),
+                                    (now() AT TIME ZONE zone.tz)::date, interval '1 day')::date AS day
+             FROM zone
            ),
            counted AS (
-             SELECT (granted_at AT TIME ZONE 'UTC')::date AS day,
+             SELECT (granted_at AT TIME ZONE zone.tz)::date AS day,
                     count(*) FILTER (WHERE bound_now) AS bindings, count(*) AS accesses
-             FROM access_records
+             FROM access_records, zone
              WHERE tenant_id = $1
-               AND granted_at >= ((now() AT TIME ZONE 'UTC')::date - ($2::int - 1))::timestamp AT TIME ZONE 'UTC'
+               AND granted_at >= ((now() AT TIME ZONE zone.tz)::date - ($2::int - 1))::timestamp AT TIME ZONE zone.tz
              GROUP BY 1
            )
            SELECT span.day AS "day!", coalesce(counted.bindings, 0) AS "bindings!",

@@ -72,3 +72,4 @@ pub mod tenants;
 pub mod throttle;
 pub mod tokens;
 pub mod webhooks;
+pub mod zone;

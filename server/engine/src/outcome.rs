@@ -280,14 +280,16 @@ impl Outcome for TenantError {
     fn kind(&self) -> ErrorKind {
         match self {
             // Fixed by choosing another address, like a malformed one.
-            Self::InvalidSlug | Self::InvalidName | Self::SlugTaken => ErrorKind::Invalid,
+            Self::InvalidSlug | Self::InvalidName | Self::SlugTaken | Self::UnknownTimeZone(_) => {
+                ErrorKind::Invalid
+            }
             Self::Unexpected(_) => ErrorKind::Internal,
         }
     }
 
     fn code(&self) -> &'static str {
         match self {
-            Self::InvalidSlug | Self::InvalidName => INVALID_INPUT,
+            Self::InvalidSlug | Self::InvalidName | Self::UnknownTimeZone(_) => INVALID_INPUT,
             Self::SlugTaken => "slug_taken",
             Self::Unexpected(_) => "internal",
         }
@@ -297,6 +299,7 @@ impl Outcome for TenantError {
         match self {
             Self::InvalidSlug | Self::SlugTaken => Some("slug"),
             Self::InvalidName => Some("name"),
+            Self::UnknownTimeZone(_) => Some("time_zone"),
             Self::Unexpected(_) => None,
         }
     }

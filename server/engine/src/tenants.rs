@@ -24,10 +24,14 @@ pub enum TenantError {
     #[error("this tenant address is taken; choose another")]
     SlugTaken,
     #[error(transparent)]
+    UnknownTimeZone(#[from] crate::zone::UnknownZone),
+    #[error(transparent)]
     Unexpected(#[from] anyhow::Error),
 }
 
 pub use model::TenantId;
+
+use crate::zone::Zone;
 
 /// A tenant's URL-safe slug (same rule as the database CHECK).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -259,16 +263,30 @@ pub async fn role_of(
 }
 
 /// What a tenant decides for itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct TenantSettings {
     /// A code binds only to an account whose address is verified.
     pub require_verified_email: bool,
+    /// Where its console's times are read and typed.
+    pub time_zone: Zone,
+}
+
+/// A zone name as stored: one that no longer parses (a tz database that
+/// dropped it) reads as UTC rather than failing every page.
+fn stored_zone(name: &str) -> Zone {
+    Zone::parse(name).unwrap_or_else(|_| {
+        tracing::warn!(
+            zone = name,
+            "a tenant's stored time zone is unknown; using UTC"
+        );
+        Zone::utc()
+    })
 }
 
 /// A tenant's settings.
 pub async fn settings(pool: &PgPool, tenant: TenantId) -> anyhow::Result<Option<TenantSettings>> {
     let row = sqlx::query!(
-        "SELECT require_verified_email FROM tenants WHERE id = $1",
+        "SELECT require_verified_email, time_zone FROM tenants WHERE id = $1",
         tenant.0
     )
     .fetch_optional(pool)
@@ -276,31 +294,55 @@ pub async fn settings(pool: &PgPool, tenant: TenantId) -> anyhow::Result<Option<
     .context("reading a tenant's settings")?;
     Ok(row.map(|r| TenantSettings {
         require_verified_email: r.require_verified_email,
+        time_zone: stored_zone(&r.time_zone),
     }))
 }
 
-/// Changes a tenant's settings (audited with what changed).
+/// A tenant's time zone (UTC for a tenant that does not exist).
+pub async fn zone(pool: &PgPool, tenant: TenantId) -> anyhow::Result<Zone> {
+    let name = sqlx::query_scalar!("SELECT time_zone FROM tenants WHERE id = $1", tenant.0)
+        .fetch_optional(pool)
+        .await
+        .context("reading a tenant's time zone")?;
+    Ok(name.as_deref().map_or_else(Zone::utc, stored_zone))
+}
+
+/// Changes a tenant's settings (audited with what changed). The zone must
+/// be known to PostgreSQL too, which counts the chart's days in it.
 pub async fn update_settings(
     pool: &PgPool,
     tenant: TenantId,
     actor: AccountId,
     new: TenantSettings,
-) -> anyhow::Result<()> {
+) -> Result<(), TenantError> {
     let mut tx = pool.begin().await.context("starting a transaction")?;
+    let known = sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM pg_timezone_names WHERE name = $1) AS "known!""#,
+        new.time_zone.name(),
+    )
+    .fetch_one(&mut *tx)
+    .await
+    .context("looking a time zone up")?;
+    if !known {
+        return Err(crate::zone::UnknownZone.into());
+    }
     // NO KEY UPDATE: rows that reference the tenant (a binding's receipt)
     // may still be written meanwhile.
-    let before = sqlx::query_scalar!(
-        "SELECT require_verified_email FROM tenants WHERE id = $1 FOR NO KEY UPDATE",
+    let before = sqlx::query!(
+        "SELECT require_verified_email, time_zone FROM tenants WHERE id = $1 FOR NO KEY UPDATE",
         tenant.0
     )
     .fetch_one(&mut *tx)
     .await
     .context("reading a tenant's settings")?;
-    if before != new.require_verified_email {
+    if before.require_verified_email != new.require_verified_email
+        || before.time_zone != new.time_zone.name()
+    {
         sqlx::query!(
-            "UPDATE tenants SET require_verified_email = $2 WHERE id = $1",
+            "UPDATE tenants SET require_verified_email = $2, time_zone = $3 WHERE id = $1",
             tenant.0,
             new.require_verified_email,
+            new.time_zone.name(),
         )
         .execute(&mut *tx)
         .await
@@ -311,7 +353,10 @@ pub async fn update_settings(
             actor,
             "tenant.settings_changed",
             ("tenant", tenant.0),
-            serde_json::json!({ "require_verified_email": new.require_verified_email }),
+            serde_json::json!({
+                "require_verified_email": new.require_verified_email,
+                "time_zone": new.time_zone.name(),
+            }),
         )
         .await?;
     }

@@ -23,6 +23,7 @@ mod reconcile;
 mod security;
 mod settlement;
 mod team;
+mod time_zone;
 mod tokens;
 mod vocabulary;
 mod webhooks;

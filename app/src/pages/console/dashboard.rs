@@ -135,7 +135,7 @@ fn NewShareForm(tenant: uuid::Uuid) -> impl IntoView {
 #[component]
 pub fn OptionalField(
     name: &'static str,
-    label: &'static str,
+    #[prop(into)] label: String,
     #[prop(into)] error: Signal<Option<AppError>>,
     #[prop(optional)] hint: Option<&'static str>,
     #[prop(optional, into)] value: String,

@@ -178,8 +178,8 @@ fn Settings(editor: ShareEditor, action: ServerAction<UpdateShare>) -> impl Into
                     <FieldError error field="status"/>
                 </div>
                 <div class="field-row">
-                    <OptionalField name="valid_from" label=t("Opens (UTC)", "开放时间（UTC）") kind="datetime-local" value=editor.valid_from.clone() error/>
-                    <OptionalField name="valid_until" label=t("Closes (UTC)", "结束时间（UTC）") kind="datetime-local" value=editor.valid_until.clone() error/>
+                    <OptionalField name="valid_from" label=lang().pick(format!("Opens ({})", editor.time_zone), format!("开放时间（{}）", editor.time_zone)) kind="datetime-local" value=editor.valid_from.clone() error/>
+                    <OptionalField name="valid_until" label=lang().pick(format!("Closes ({})", editor.time_zone), format!("结束时间（{}）", editor.time_zone)) kind="datetime-local" value=editor.valid_until.clone() error/>
                 </div>
                 <div class="field-row">
                     <OptionalField name="per_learner_limit" label=t("Accesses per learner", "每位学员访问次数") kind="number"

@@ -233,6 +233,20 @@ fn Team(view: TeamView, tenant: Uuid, actions: Actions) -> impl IntoView {
                             " 兑换码只绑定到已验证邮箱的账号（推荐：这样“绑定账号”一栏显示的都是真实邮箱）。",
                         )}
                     </label>
+                    <div class="field">
+                        <label for="time_zone">{t("Time zone", "时区")}</label>
+                        <input id="time_zone" name="time_zone" type="text" list="time-zones" required=true
+                            maxlength=64 autocomplete="off" value=view.time_zone.clone()
+                            aria-describedby="time_zone-hint time_zone-error"/>
+                        <datalist id="time-zones">
+                            {COMMON_ZONES.iter().map(|zone| view! { <option value=*zone></option> }).collect_view()}
+                        </datalist>
+                        <p class="hint" id="time_zone-hint">{t(
+                            "Every time in the console is shown in it, dates you type are read in it, and the dashboard counts its days in it. An IANA name such as Asia/Shanghai.",
+                            "控制台中的时间都按这个时区显示，输入的日期也按它理解，仪表盘按它的日期统计。请用 IANA 名称，例如 Asia/Shanghai。",
+                        )}</p>
+                        <FieldError error=settings_error field="time_zone"/>
+                    </div>
                     <button type="submit" class="button secondary">{t("Save settings", "保存设置")}</button>
                 </ActionForm>
             </section>
@@ -240,6 +254,26 @@ fn Team(view: TeamView, tenant: Uuid, actions: Actions) -> impl IntoView {
         <LeaveTeam tenant/>
     }
 }
+
+/// Time zones offered as you type (any IANA name is accepted).
+const COMMON_ZONES: [&str; 16] = [
+    "UTC",
+    "Asia/Shanghai",
+    "Asia/Hong_Kong",
+    "Asia/Taipei",
+    "Asia/Singapore",
+    "Asia/Tokyo",
+    "Asia/Seoul",
+    "Asia/Kolkata",
+    "Asia/Dubai",
+    "Europe/London",
+    "Europe/Berlin",
+    "Europe/Moscow",
+    "America/New_York",
+    "America/Chicago",
+    "America/Los_Angeles",
+    "Australia/Sydney",
+];
 
 #[component]
 fn LeaveTeam(tenant: Uuid) -> impl IntoView {

@@ -222,13 +222,15 @@ fn tenant_errors() -> Vec<TenantError> {
         E::InvalidSlug,
         E::InvalidName,
         E::SlugTaken,
+        E::UnknownTimeZone(engine::zone::UnknownZone),
         E::Unexpected(boom()),
     ];
-    covers(&all, 4, |e| match e {
+    covers(&all, 5, |e| match e {
         E::InvalidSlug => 0,
         E::InvalidName => 1,
         E::SlugTaken => 2,
-        E::Unexpected(_) => 3,
+        E::UnknownTimeZone(_) => 3,
+        E::Unexpected(_) => 4,
     });
     all
 }
