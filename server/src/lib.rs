@@ -9,6 +9,7 @@ pub mod bad_input;
 pub mod bootstrap;
 pub mod config;
 pub mod csrf;
+pub mod deadline;
 pub mod headers;
 pub mod mail;
 pub mod outage;

@@ -24,13 +24,19 @@ use futures::FutureExt as _;
 
 use crate::routes::api::error::ApiError;
 
-pub async fn catch_panic(request: Request, next: Next) -> Response {
-    let json = request.uri().path().starts_with("/api/")
+/// Whether the caller reads JSON (an `/api` path, or `Accept` says so)
+/// rather than a page.
+pub fn wants_json(request: &Request) -> bool {
+    request.uri().path().starts_with("/api/")
         || request
             .headers()
             .get(header::ACCEPT)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|accept| accept.contains("application/json"));
+            .is_some_and(|accept| accept.contains("application/json"))
+}
+
+pub async fn catch_panic(request: Request, next: Next) -> Response {
+    let json = wants_json(&request);
     match AssertUnwindSafe(next.run(request)).catch_unwind().await {
         Ok(response) => response,
         Err(panic) => {

@@ -242,6 +242,7 @@ pub fn router(state: ServerState) -> Router {
     let security = crate::headers::Security {
         https: settings.server.public_url.starts_with("https://"),
     };
+    let request_timeout = std::time::Duration::from_secs(settings.server.request_timeout_secs);
     let same_origin = csrf::SameOrigin {
         public_origin: Arc::from(settings.public_origin()),
     };
@@ -308,6 +309,10 @@ pub fn router(state: ServerState) -> Router {
                 // catches the handlers' with every header on.
                 .layer(axum::middleware::from_fn(crate::panic::catch_panic))
                 .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+                .layer(axum::middleware::from_fn_with_state(
+                    request_timeout,
+                    crate::deadline::deadline,
+                ))
                 .layer(TraceLayer::new_for_http().make_span_with(RequestSpan))
                 .layer(axum::middleware::from_fn(
                     crate::telemetry::carry_request_span,

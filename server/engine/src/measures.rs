@@ -32,6 +32,7 @@ pub const REDIS_UP: &str = "admitone_redis_up";
 pub const INVARIANT_VIOLATIONS: &str = "admitone_invariant_violations";
 pub const COUNTER_DRIFT_REPAIRED: &str = "admitone_counter_drift_repaired_total";
 pub const PANICS: &str = "admitone_request_panics_total";
+pub const TIMEOUTS: &str = "admitone_request_timeouts_total";
 
 /// Describes every metric (help texts and units in the exposition).
 pub fn describe() {
@@ -62,6 +63,10 @@ pub fn describe() {
     );
     describe_counter!(THROTTLED, "Attempts refused by a rate limit, by scope.");
     describe_counter!(PANICS, "Requests whose handler panicked (answered 500).");
+    describe_counter!(
+        TIMEOUTS,
+        "Requests unanswered at their deadline (answered 503)."
+    );
     describe_counter!(
         LEAK_SIGNALS,
         "Attempts by other accounts to use an already bound code."
@@ -141,6 +146,11 @@ pub fn throttled(scope: &'static str) {
 /// A request's handler panicked (it was answered 500).
 pub fn request_panicked() {
     counter!(PANICS).increment(1);
+}
+
+/// A request outlived its deadline (`server.request_timeout_secs`).
+pub fn request_timed_out() {
+    counter!(TIMEOUTS).increment(1);
 }
 
 /// Another account tried a code that is already bound.

@@ -126,6 +126,9 @@ pub struct ServerSettings {
     pub site_root: String,
     /// How long in-flight requests may take to finish after SIGTERM/SIGINT.
     pub shutdown_grace_secs: u64,
+    /// A request still unanswered after this long is answered 503
+    /// (uploads excepted; see `deadline.rs`).
+    pub request_timeout_secs: u64,
     /// After SIGTERM/SIGINT, how long the server still accepts requests
     /// while `/readyz` answers 503 `draining`, so that a load balancer
     /// takes it out of rotation before the listener closes. Unset: 5 in
@@ -282,6 +285,7 @@ impl Default for ServerSettings {
             port: 3000,
             site_root: "target/site".into(),
             shutdown_grace_secs: 20,
+            request_timeout_secs: 60,
             drain_secs: None,
             public_url: "http://127.0.0.1:3000".into(),
             trusted_proxy_hops: 0,

@@ -24,6 +24,12 @@ impl Settings {
                 message: "must be above 0".into(),
             });
         }
+        if self.server.request_timeout_secs == 0 {
+            return Err(ConfigError::Invalid {
+                key: "server.request_timeout_secs",
+                message: "must be above 0".into(),
+            });
+        }
         if self.sessions.idle_timeout_mins == 0 || self.sessions.absolute_timeout_hours == 0 {
             return Err(ConfigError::Invalid {
                 key: "sessions",
