@@ -55,6 +55,7 @@ pub mod db;
 pub mod delivery;
 pub mod handover;
 pub mod health;
+pub mod idempotency;
 pub mod invariants;
 pub mod learners;
 pub mod mail;

@@ -13,6 +13,7 @@ mod course;
 mod headers;
 mod health;
 mod helpers;
+mod idempotency;
 mod learner_pages;
 mod logs;
 mod mail;

@@ -124,6 +124,12 @@ impl Keys {
         )
     }
 
+    /// The answer of an API create, held for a retry with the same
+    /// `Idempotency-Key` (the key itself appears only as a digest).
+    pub fn idempotent_answer(&self, tenant: Uuid, actor: Uuid, key: &str) -> String {
+        format!("{}:idem:{tenant}:{actor}:{}", self.prefix, self.digest(key))
+    }
+
     /// A short digest of personal data, salted with the prefix so that keys
     /// of different deployments do not correlate.
     fn digest(&self, subject: &str) -> String {

@@ -60,7 +60,7 @@ impl ShareSlug {
 }
 
 /// What an admin sends to create a share (all optional but the title).
-#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 #[derive(utoipa::ToSchema)]
 pub struct ShareInput {

@@ -5,6 +5,7 @@ pub mod admin;
 mod auth;
 mod docs;
 pub mod error;
+pub mod idempotency;
 pub mod learner;
 pub mod schema;
 

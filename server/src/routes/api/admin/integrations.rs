@@ -8,10 +8,11 @@
 use axum::{
     Json,
     extract::{Path, State, rejection::JsonRejection},
-    http::StatusCode,
-    response::IntoResponse,
+    http::{HeaderMap, StatusCode},
+    response::{IntoResponse, Response},
 };
 use engine::{
+    idempotency,
     tenants::Permission,
     tokens::{self, Scope, TokenError},
     webhooks::{self, destination::EndpointUrl},
@@ -26,6 +27,7 @@ use super::{Caller, parse_id, shares::admin_of_tenant};
 use crate::{
     routes::api::{
         error::{ApiError, rejection},
+        idempotency::{create_once, key_of},
         schema::ErrorBody,
     },
     startup::ServerState,
@@ -51,7 +53,7 @@ pub struct TokenBody {
     pub expires_at: Option<OffsetDateTime>,
 }
 
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
 pub struct NewTokenBody {
     /// 1 to 80 characters: what uses it.
     name: String,
@@ -108,26 +110,32 @@ pub async fn list_tokens(
 
 /// Makes an API token that acts as the caller's member in this tenant.
 #[utoipa::path(post, path = "/api/v1/tenants/{tenant_id}/tokens", tag = "integrations",
-    params(("tenant_id" = Uuid, Path, description = "The tenant")),
+    params(
+        ("tenant_id" = Uuid, Path, description = "The tenant"),
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key creates nothing new and answers the original 201, secret included (for 15 minutes)"),
+    ),
     request_body = NewTokenBody,
     responses(
         (status = 201, description = "Created; the token is shown this once", body = CreatedToken),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
         (status = 403, description = "Not an owner of this tenant, the token lacks `integrations`, or asks for more than it has (`token_beyond_caller`)", body = ErrorBody),
-        (status = 409, description = "The tenant has 100 live tokens (`too_many_tokens`)", body = ErrorBody),
-        (status = 422, description = "Bad name, scopes or expiry", body = ErrorBody),
+        (status = 409, description = "The tenant has 100 live tokens (`too_many_tokens`), or the Idempotency-Key's first attempt still runs or its answer is no longer held", body = ErrorBody),
+        (status = 422, description = "Bad name, scopes or expiry, or the Idempotency-Key was used for another request", body = ErrorBody),
     ),
     security(("bearer" = []), ("session" = [])))]
 pub async fn create_token(
     State(state): State<ServerState>,
     caller: Caller,
     Path(tenant_id): Path<String>,
+    headers: HeaderMap,
     body: Result<Json<NewTokenBody>, JsonRejection>,
-) -> Result<impl IntoResponse, ApiError> {
+) -> Result<Response, ApiError> {
     let (tenant, admin) =
         admin_of_tenant(&state, &caller, &tenant_id, Permission::ManageIntegrations).await?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
+    let key = key_of(&headers)?;
+    let request = serde_json::to_vec(&body).map_err(|e| anyhow::anyhow!("encoding: {e}"))?;
     let scopes = body
         .scopes
         .iter()
@@ -140,28 +148,40 @@ pub async fn create_token(
         Caller::Token(token) => Some(token.token),
         Caller::Session(_) => None,
     };
-    let (id, token) = tokens::create(
-        &state.services.pool,
-        tenant,
-        admin.id,
-        &body.name,
-        &scopes,
-        body.expires_at,
-        parent,
+    let pool = state.services.pool.clone();
+    create_once(
+        &state,
+        key,
+        idempotency::Scope {
+            tenant,
+            actor: admin.id,
+        },
+        "create_token",
+        &request,
+        |created: &CreatedToken| created.id,
+        async move {
+            let (id, token) = tokens::create(
+                &pool,
+                tenant,
+                admin.id,
+                &body.name,
+                &scopes,
+                body.expires_at,
+                parent,
+            )
+            .await?;
+            let mut names: Vec<String> = scopes.iter().map(|s| s.as_str().to_owned()).collect();
+            names.sort_unstable();
+            names.dedup();
+            Ok(CreatedToken {
+                id,
+                token: token.expose_secret().to_owned(),
+                scopes: names,
+                expires_at: body.expires_at,
+            })
+        },
     )
-    .await?;
-    let mut names: Vec<String> = scopes.iter().map(|s| s.as_str().to_owned()).collect();
-    names.sort_unstable();
-    names.dedup();
-    Ok((
-        StatusCode::CREATED,
-        Json(CreatedToken {
-            id,
-            token: token.expose_secret().to_owned(),
-            scopes: names,
-            expires_at: body.expires_at,
-        }),
-    ))
+    .await
 }
 
 /// Revokes a token at once, and every token it made; whatever uses them
@@ -214,7 +234,7 @@ pub struct WebhookBody {
     pub dead: i64,
 }
 
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
 pub struct NewWebhookBody {
     /// `https://…` (or `http://`), at most 2,000 characters.
     url: String,
@@ -283,37 +303,55 @@ pub async fn list_webhooks(
 
 /// Adds a webhook endpoint for the named events.
 #[utoipa::path(post, path = "/api/v1/tenants/{tenant_id}/webhooks", tag = "integrations",
-    params(("tenant_id" = Uuid, Path, description = "The tenant")),
+    params(
+        ("tenant_id" = Uuid, Path, description = "The tenant"),
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key creates nothing new and answers the original 201, secret included (for 15 minutes)"),
+    ),
     request_body = NewWebhookBody,
     responses(
         (status = 201, description = "Created; the secret is shown this once", body = CreatedWebhook),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
         (status = 403, description = "Not an owner of this tenant, or the token lacks `integrations`", body = ErrorBody),
-        (status = 422, description = "Bad URL or events", body = ErrorBody),
+        (status = 409, description = "The Idempotency-Key's first attempt still runs, or its answer is no longer held", body = ErrorBody),
+        (status = 422, description = "Bad URL or events, or the Idempotency-Key was used for another request", body = ErrorBody),
     ),
     security(("bearer" = []), ("session" = [])))]
 pub async fn create_webhook(
     State(state): State<ServerState>,
     caller: Caller,
     Path(tenant_id): Path<String>,
+    headers: HeaderMap,
     body: Result<Json<NewWebhookBody>, JsonRejection>,
-) -> Result<impl IntoResponse, ApiError> {
+) -> Result<Response, ApiError> {
     let (tenant, admin) =
         admin_of_tenant(&state, &caller, &tenant_id, Permission::ManageIntegrations).await?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
+    let key = key_of(&headers)?;
+    let request = serde_json::to_vec(&body).map_err(|e| anyhow::anyhow!("encoding: {e}"))?;
     let url = EndpointUrl::parse(&body.url)?;
     let events = webhooks::parse_events(body.events.iter().map(String::as_str))?;
-    let (id, secret) =
-        webhooks::admin::create_endpoint(&state.services.pool, tenant, admin.id, &url, &events)
-            .await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(CreatedWebhook {
-            id,
-            secret: secret.expose_secret().to_owned(),
-        }),
-    ))
+    let pool = state.services.pool.clone();
+    create_once(
+        &state,
+        key,
+        idempotency::Scope {
+            tenant,
+            actor: admin.id,
+        },
+        "create_webhook",
+        &request,
+        |created: &CreatedWebhook| created.id,
+        async move {
+            let (id, secret) =
+                webhooks::admin::create_endpoint(&pool, tenant, admin.id, &url, &events).await?;
+            Ok(CreatedWebhook {
+                id,
+                secret: secret.expose_secret().to_owned(),
+            })
+        },
+    )
+    .await
 }
 
 /// Disables an endpoint for good: it gets no more events and its pending

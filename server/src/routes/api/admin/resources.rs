@@ -16,6 +16,7 @@ use super::{Caller, admin_of_share};
 use crate::{
     routes::api::{
         error::{ApiError, rejection},
+        idempotency,
         schema::{ErrorBody, UploadForm},
     },
     startup::ServerState,
@@ -166,7 +167,10 @@ pub async fn remove_resource(
 
 /// Uploads a file as a new resource of a share (streamed; size limited).
 #[utoipa::path(post, path = "/api/v1/shares/{share_id}/resources", tag = "admin",
-    params(("share_id" = Uuid, Path, description = "The share")),
+    params(
+        ("share_id" = Uuid, Path, description = "The share"),
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key stores nothing new and answers the original 201 (for 15 minutes); the file is not compared, only the share"),
+    ),
     request_body(content = UploadForm, content_type = "multipart/form-data"),
     responses(
         (status = 201, description = "Stored", body = engine::resources::Resource),
@@ -174,19 +178,38 @@ pub async fn remove_resource(
         (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
         (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
         (status = 404, description = "No such share", body = ErrorBody),
+        (status = 409, description = "The Idempotency-Key's first attempt still runs, or its answer is no longer held", body = ErrorBody),
         (status = 413, description = "Larger than the configured limit", body = ErrorBody),
-        (status = 422, description = "Missing file or bad title", body = ErrorBody),
+        (status = 422, description = "Missing file or bad title, or the Idempotency-Key was used for another request", body = ErrorBody),
     ),
     security(("bearer" = []), ("session" = [])))]
 pub async fn upload_resource(
     State(state): State<ServerState>,
     caller: Caller,
     Path(share_id): Path<String>,
+    headers: axum::http::HeaderMap,
     multipart: Result<Multipart, axum::extract::multipart::MultipartRejection>,
-) -> Result<impl IntoResponse, ApiError> {
+) -> Result<axum::response::Response, ApiError> {
     let multipart = multipart.map_err(|e| rejection(e, "invalid_multipart"))?;
-    let resource = upload(&state, &caller, &share_id, multipart).await?;
-    Ok((StatusCode::CREATED, Json(resource)))
+    let key = idempotency::key_of(&headers)?;
+    // Who asks, for the key's scope (`upload` checks again as it stores).
+    let (share, admin) =
+        admin_of_share(&state, &caller, &share_id, Permission::ManageCourses).await?;
+    let scope = engine::idempotency::Scope {
+        tenant: share.tenant(),
+        actor: admin.id,
+    };
+    let task_state = state.clone();
+    idempotency::create_once(
+        &state,
+        key,
+        scope,
+        "upload_resource",
+        share.id.0.as_bytes(),
+        |resource: &resources::Resource| resource.id,
+        async move { upload(&task_state, &caller, &share_id, multipart).await },
+    )
+    .await
 }
 
 /// Stores an uploaded file as a new resource of the share (its admins

@@ -4,10 +4,11 @@
 use axum::{
     Json,
     extract::{Path, Query, State, rejection::JsonRejection, rejection::QueryRejection},
-    http::StatusCode,
-    response::IntoResponse,
+    http::HeaderMap,
+    response::{IntoResponse, Response},
 };
 use engine::{
+    idempotency::Scope,
     shares::{self, NewShare, Share, ShareError, ShareInput, ShareStatus},
     tenants::Permission,
     tenants::TenantId,
@@ -20,6 +21,7 @@ use super::{Caller, admin_of_share, parse_id};
 use crate::{
     routes::api::{
         error::{ApiError, rejection},
+        idempotency,
         schema::{ErrorBody, ShareSummary, SharesPage, StatusChanged},
     },
     startup::ServerState,
@@ -114,28 +116,47 @@ pub async fn get_share(
 
 /// Creates a share in a tenant.
 #[utoipa::path(post, path = "/api/v1/tenants/{tenant_id}/shares", tag = "admin",
-    params(("tenant_id" = Uuid, Path, description = "The tenant")),
+    params(
+        ("tenant_id" = Uuid, Path, description = "The tenant"),
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key creates nothing new and answers the original 201 (for 15 minutes)"),
+    ),
     request_body = ShareInput,
     responses(
-        (status = 201, description = "Created", body = Share),
+        (status = 201, description = "Created (or, with a reused Idempotency-Key, the original answer, marked `Idempotent-Replayed: true`)", body = Share),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
         (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
-        (status = 422, description = "Invalid field, or the link name is taken (`slug_taken`)", body = ErrorBody),
+        (status = 409, description = "The Idempotency-Key's first attempt still runs, or its answer is no longer held", body = ErrorBody),
+        (status = 422, description = "Invalid field, the link name is taken (`slug_taken`), or the Idempotency-Key was used for another request", body = ErrorBody),
     ),
     security(("bearer" = []), ("session" = [])))]
 pub async fn create_share(
     State(state): State<ServerState>,
     caller: Caller,
     Path(tenant_id): Path<String>,
+    headers: HeaderMap,
     body: Result<Json<ShareInput>, JsonRejection>,
-) -> Result<impl IntoResponse, ApiError> {
+) -> Result<Response, ApiError> {
     let (tenant, admin) =
         admin_of_tenant(&state, &caller, &tenant_id, Permission::ManageCourses).await?;
     let Json(input) = body.map_err(|e| rejection(e, "invalid_json"))?;
+    let key = idempotency::key_of(&headers)?;
+    let request = serde_json::to_vec(&input).map_err(|e| anyhow::anyhow!("encoding: {e}"))?;
     let new = NewShare::parse(input)?;
-    let share = shares::create_share(&state.services.pool, tenant, admin.id, new).await?;
-    Ok((StatusCode::CREATED, Json(share)))
+    let pool = state.services.pool.clone();
+    idempotency::create_once(
+        &state,
+        key,
+        Scope {
+            tenant,
+            actor: admin.id,
+        },
+        "create_share",
+        &request,
+        |share: &Share| share.id.0,
+        async move { Ok(shares::create_share(&pool, tenant, admin.id, new).await?) },
+    )
+    .await
 }
 
 /// Replaces a share's settings. Absent `slug` and `status` keep the
