@@ -6,8 +6,13 @@
 CREATE TABLE idempotency_keys (
     tenant_id      uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
     actor_id       uuid NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
-    key            text NOT NULL CHECK (length(key) BETWEEN 1 AND 255),
+    -- The caller's key, prefixed with which login sent it (an API token's
+    -- id, or the session), so another login of the member never replays
+    -- this one's answer.
+    key            text NOT NULL CHECK (length(key) BETWEEN 1 AND 320),
     request_digest bytea NOT NULL,
+    -- The attempt that holds the claim: only it completes or releases it.
+    attempt        uuid NOT NULL,
     created_id     uuid,
     claimed_at     timestamptz NOT NULL DEFAULT now(),
     completed_at   timestamptz,

@@ -4,9 +4,12 @@
 //! up.
 //!
 //! The deadline covers the time until the answer starts; a streamed body
-//! (a CSV, a video) flows on as long as it takes. Uploads are exempt: their
-//! body is read by the handler, so a large file on a slow line would look
-//! stuck when it is not (`storage.max_upload_bytes` bounds them instead).
+//! (a CSV, a video) flows on as long as it takes. Two kinds of request are
+//! exempt, being long by design and bounded otherwise: uploads (their body
+//! is read by the handler, so a large file on a slow line would look stuck;
+//! `storage.max_upload_bytes` bounds them) and the console's issuing of a
+//! batch (up to 100,000 codes in one transaction, whose progress the page
+//! shows; the batch's size bounds it).
 //! Dropping a handler at its deadline rolls back its open transaction; the
 //! settlement has its own, shorter timeouts inside.
 
@@ -22,23 +25,28 @@ use engine::outcome::ErrorKind;
 
 use crate::routes::api::error::ApiError;
 
-/// Whether `request` is an upload, which only its size limit bounds.
-fn is_upload(request: &Request) -> bool {
+/// Whether `request` is long by design and bounded by its size instead: an
+/// upload, or the console issuing a batch.
+fn is_exempt(request: &Request) -> bool {
     let path = request.uri().path();
     request.method() == Method::POST
         && ((path.starts_with("/api/v1/shares/") && path.ends_with("/resources"))
-            || (path.starts_with("/admin/t/") && path.ends_with("/upload")))
+            || (path.starts_with("/admin/t/") && path.ends_with("/upload"))
+            || path == "/api/admin/codes/issue")
 }
 
 pub async fn deadline(State(limit): State<Duration>, request: Request, next: Next) -> Response {
-    if is_upload(&request) {
+    if is_exempt(&request) {
         return next.run(request).await;
     }
     let json = crate::panic::wants_json(&request);
+    let (method, path) = (request.method().clone(), request.uri().path().to_owned());
     match tokio::time::timeout(limit, next.run(request)).await {
         Ok(response) => response,
         Err(_) => {
             tracing::error!(
+                %method,
+                %path,
                 deadline_secs = limit.as_secs_f64(),
                 "a request outlived its deadline; answered 503"
             );
@@ -88,6 +96,7 @@ mod tests {
             .route("/api/v1/slow", get(slow))
             .route("/page", get(slow))
             .route("/api/v1/shares/x/resources", post(slow))
+            .route("/api/admin/codes/issue", post(slow))
             .route("/fine", get(|| async { "fine" }))
             .layer(axum::middleware::from_fn_with_state(
                 Duration::from_millis(50),
@@ -137,12 +146,13 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn uploads_are_bounded_by_their_size_not_the_deadline() {
-        assert_eq!(
-            call(Method::POST, "/api/v1/shares/x/resources", "*/*")
-                .await
-                .0,
-            StatusCode::OK
-        );
+    async fn uploads_and_issuing_are_bounded_by_their_size_not_the_deadline() {
+        for path in ["/api/v1/shares/x/resources", "/api/admin/codes/issue"] {
+            assert_eq!(
+                call(Method::POST, path, "*/*").await.0,
+                StatusCode::OK,
+                "{path}"
+            );
+        }
     }
 }

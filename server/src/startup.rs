@@ -309,10 +309,6 @@ pub fn router(state: ServerState) -> Router {
                 // catches the handlers' with every header on.
                 .layer(axum::middleware::from_fn(crate::panic::catch_panic))
                 .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
-                .layer(axum::middleware::from_fn_with_state(
-                    request_timeout,
-                    crate::deadline::deadline,
-                ))
                 .layer(TraceLayer::new_for_http().make_span_with(RequestSpan))
                 .layer(axum::middleware::from_fn(
                     crate::telemetry::carry_request_span,
@@ -322,6 +318,12 @@ pub fn router(state: ServerState) -> Router {
                 .layer(axum::middleware::from_fn_with_state(
                     security,
                     crate::headers::security,
+                ))
+                // Inside the request's span, id and headers: a timed-out
+                // answer is dressed and logged like any other.
+                .layer(axum::middleware::from_fn_with_state(
+                    request_timeout,
+                    crate::deadline::deadline,
                 ))
                 .layer(axum::middleware::from_fn(
                     crate::bad_input::server_fn_status,

@@ -127,7 +127,7 @@ pub async fn dashboard(tenant_id: Uuid) -> Result<DashboardView, AppError> {
         let totals = engine::console::totals(&state.pool, tenant)
             .await
             .map_err(internal)?;
-        let days = engine::console::activity(&state.pool, tenant, 14)
+        let days = engine::console::activity(&state.pool, tenant, &zone, 14)
             .await
             .map_err(internal)?;
         let shares = engine::console::shares(&state.pool, tenant, None, 500)

@@ -162,7 +162,7 @@ mod settings_form {
         quota: String,
     ) -> Result<(), AppError> {
         use engine::shares::{NewShare, ShareInput};
-        use support::{parse_local, parse_number, share_error};
+        use support::{parse_number, share_error};
         let run = async {
             let (state, admin, share, _) = support::admin_share(
                 tenant_id,
@@ -178,8 +178,18 @@ mod settings_form {
                 status: Some(status),
                 per_learner_limit: parse_number("per_learner_limit", &per_learner_limit)?,
                 quota: parse_number("quota", &quota)?,
-                valid_from: parse_local(&zone, "valid_from", &valid_from)?,
-                valid_until: parse_local(&zone, "valid_until", &valid_until)?,
+                valid_from: support::parse_local_or_kept(
+                    &zone,
+                    "valid_from",
+                    &valid_from,
+                    share.valid_from,
+                )?,
+                valid_until: support::parse_local_or_kept(
+                    &zone,
+                    "valid_until",
+                    &valid_until,
+                    share.valid_until,
+                )?,
             })
             .map_err(share_error)?;
             engine::shares::update_share(&state.pool, share.tenant(), admin.id, share.id, new)

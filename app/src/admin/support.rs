@@ -130,6 +130,23 @@ pub fn parse_local(
     })
 }
 
+/// Like [`parse_local`], but a field sent back exactly as the form showed
+/// `stored` keeps `stored` itself: its seconds, and which of a repeated
+/// hour's two readings it was, survive saving another field.
+pub fn parse_local_or_kept(
+    zone: &engine::zone::Zone,
+    field: &str,
+    raw: &str,
+    stored: Option<OffsetDateTime>,
+) -> Result<Option<OffsetDateTime>, AppError> {
+    if let Some(at) = stored
+        && raw.trim() == zone.input_value(at)
+    {
+        return Ok(Some(at));
+    }
+    parse_local(zone, field, raw)
+}
+
 /// Parses an optional limit field (1 to 1,000,000,000); empty is unset.
 pub fn parse_number(field: &str, raw: &str) -> Result<Option<i64>, AppError> {
     let raw = raw.trim();

@@ -49,7 +49,7 @@ pub async fn totals(pool: &PgPool, tenant: TenantId) -> anyhow::Result<Totals> {
     })
 }
 
-/// Bindings and counted accesses of one day (UTC).
+/// Bindings and counted accesses of one day (in the tenant's zone).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DayActivity {
     pub day: Date,
@@ -62,13 +62,12 @@ pub struct DayActivity {
 pub async fn activity(
     pool: &PgPool,
     tenant: TenantId,
+    zone: &crate::zone::Zone,
     days: i32,
 ) -> anyhow::Result<Vec<DayActivity>> {
     let days = days.clamp(1, 366);
     let rows = sqlx::query!(
-        r#"WITH zone AS (
-             SELECT coalesce((SELECT time_zone FROM tenants WHERE id = $1), 'UTC') AS tz
-           ),
+        r#"WITH zone AS (SELECT $3::text AS tz),
            span AS (
              SELECT generate_series((now() AT TIME ZONE zone.tz)::date - ($2::int - 1),
                                     (now() AT TIME ZONE zone.tz)::date, interval '1 day')::date AS day
@@ -88,6 +87,7 @@ pub async fn activity(
            ORDER BY span.day"#,
         tenant.0,
         days,
+        zone.name(),
     )
     .fetch_all(pool)
     .await

@@ -7,9 +7,12 @@
 //! is one `INSERT … ON CONFLICT DO NOTHING`, so of any number of retries
 //! racing, exactly one runs. The answer itself may carry a secret shown
 //! once (a token), so it is never stored in PostgreSQL: it is held in Redis
-//! for [`ANSWER_TTL`] ([`hold`], [`held`]). A claim whose attempt died
-//! (a crash between claim and completion) is taken over after
-//! [`STALE_AFTER`]; keys are reusable after a day.
+//! for [`ANSWER_TTL`] ([`hold`], [`held`]). Each claim names its attempt;
+//! only that attempt completes or releases it. An attempt is cut off well
+//! before [`STALE_AFTER`] (the adapter's [`RUN_LIMIT`]), so a claim still
+//! unfinished then belongs to an attempt that died (a crash between the
+//! creation and its completion) and is taken over. Keys are reusable after
+//! a day; a member's day-old keys are swept whenever they claim one.
 
 use std::time::Duration;
 
@@ -24,6 +27,9 @@ use crate::{accounts::AccountId, coordination::Redis, tenants::TenantId};
 pub const ANSWER_TTL: Duration = Duration::from_secs(15 * 60);
 /// How long a claim may stay unfinished before a retry takes it over.
 pub const STALE_AFTER: Duration = Duration::from_secs(5 * 60);
+/// The longest an attempt may run: well inside [`STALE_AFTER`], so no
+/// live attempt is ever taken over.
+pub const RUN_LIMIT: Duration = Duration::from_secs(3 * 60);
 
 /// Who uses a key: keys of different members (or tenants) never meet.
 #[derive(Debug, Clone, Copy)]
@@ -35,8 +41,9 @@ pub struct Scope {
 /// What claiming a key found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Claim {
-    /// First use (or a stale claim taken over): run the request.
-    Run,
+    /// First use (or a stale claim taken over): run the request as this
+    /// attempt.
+    Run(Uuid),
     /// Another attempt with this key is running now.
     InFlight,
     /// The key was used for a different request.
@@ -62,31 +69,32 @@ pub async fn claim(
     request_digest: &[u8],
 ) -> anyhow::Result<Claim> {
     let stale = i64::try_from(STALE_AFTER.as_secs()).unwrap_or(i64::MAX);
-    // A day-old key is free again; its row goes.
+    let attempt = Uuid::now_v7();
+    // Day-old keys are free again: the member's go (this one's included).
     sqlx::query!(
         "DELETE FROM idempotency_keys
-         WHERE tenant_id = $1 AND actor_id = $2 AND key = $3 AND claimed_at < now() - interval '1 day'",
+         WHERE tenant_id = $1 AND actor_id = $2 AND claimed_at < now() - interval '1 day'",
         scope.tenant.0,
         scope.actor.0,
-        key,
     )
     .execute(pool)
     .await
-    .context("expiring an idempotency key")?;
+    .context("expiring idempotency keys")?;
     let inserted = sqlx::query!(
-        "INSERT INTO idempotency_keys (tenant_id, actor_id, key, request_digest)
-         VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+        "INSERT INTO idempotency_keys (tenant_id, actor_id, key, request_digest, attempt)
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
         scope.tenant.0,
         scope.actor.0,
         key,
         request_digest,
+        attempt,
     )
     .execute(pool)
     .await
     .context("claiming an idempotency key")?
     .rows_affected();
     if inserted == 1 {
-        return Ok(Claim::Run);
+        return Ok(Claim::Run(attempt));
     }
     let Some(row) = sqlx::query!(
         r#"SELECT request_digest, created_id, claimed_at < now() - make_interval(secs => $4) AS "stale!"
@@ -112,33 +120,42 @@ pub async fn claim(
     if row.stale {
         // The attempt that claimed it died; exactly one retry takes over.
         let taken = sqlx::query!(
-            "UPDATE idempotency_keys SET claimed_at = now()
+            "UPDATE idempotency_keys SET claimed_at = now(), attempt = $5
              WHERE tenant_id = $1 AND actor_id = $2 AND key = $3 AND completed_at IS NULL
                AND claimed_at < now() - make_interval(secs => $4)",
             scope.tenant.0,
             scope.actor.0,
             key,
             stale as f64,
+            attempt,
         )
         .execute(pool)
         .await
         .context("taking over a stale idempotency key")?
         .rows_affected();
         if taken == 1 {
-            return Ok(Claim::Run);
+            return Ok(Claim::Run(attempt));
         }
     }
     Ok(Claim::InFlight)
 }
 
-/// Records what the claimed request created.
-pub async fn complete(pool: &PgPool, scope: Scope, key: &str, created: Uuid) -> anyhow::Result<()> {
+/// Records what the claimed request created (only its own attempt can).
+pub async fn complete(
+    pool: &PgPool,
+    scope: Scope,
+    key: &str,
+    attempt: Uuid,
+    created: Uuid,
+) -> anyhow::Result<()> {
     sqlx::query!(
-        "UPDATE idempotency_keys SET created_id = $4, completed_at = now()
-         WHERE tenant_id = $1 AND actor_id = $2 AND key = $3",
+        "UPDATE idempotency_keys SET created_id = $5, completed_at = now()
+         WHERE tenant_id = $1 AND actor_id = $2 AND key = $3 AND attempt = $4
+           AND completed_at IS NULL",
         scope.tenant.0,
         scope.actor.0,
         key,
+        attempt,
         created,
     )
     .execute(pool)
@@ -147,14 +164,17 @@ pub async fn complete(pool: &PgPool, scope: Scope, key: &str, created: Uuid) -> 
     Ok(())
 }
 
-/// Frees a claim whose request failed: a retry runs it again.
-pub async fn release(pool: &PgPool, scope: Scope, key: &str) -> anyhow::Result<()> {
+/// Frees a claim whose request failed: a retry runs it again (only its
+/// own attempt can).
+pub async fn release(pool: &PgPool, scope: Scope, key: &str, attempt: Uuid) -> anyhow::Result<()> {
     sqlx::query!(
         "DELETE FROM idempotency_keys
-         WHERE tenant_id = $1 AND actor_id = $2 AND key = $3 AND completed_at IS NULL",
+         WHERE tenant_id = $1 AND actor_id = $2 AND key = $3 AND attempt = $4
+           AND completed_at IS NULL",
         scope.tenant.0,
         scope.actor.0,
         key,
+        attempt,
     )
     .execute(pool)
     .await

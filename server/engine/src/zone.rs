@@ -38,10 +38,10 @@ impl Zone {
             return Err(UnknownZone);
         }
         let tz = TimeZone::get(name).map_err(|_| UnknownZone)?;
-        Ok(Self {
-            name: name.to_owned(),
-            tz,
-        })
+        // The database's spelling (`asia/shanghai` is `Asia/Shanghai`):
+        // PostgreSQL matches names exactly.
+        let name = tz.iana_name().unwrap_or(name).to_owned();
+        Ok(Self { name, tz })
     }
 
     pub fn name(&self) -> &str {
@@ -124,6 +124,14 @@ mod tests {
         assert_eq!(Zone::utc().when(at), "2026-12-02 10:05 UTC");
         let shanghai = Zone::parse(" Asia/Shanghai ").expect("zone");
         assert_eq!(shanghai.name(), "Asia/Shanghai");
+        assert_eq!(
+            Zone::parse("asia/shanghai").expect("any case").name(),
+            "Asia/Shanghai"
+        );
+        assert_eq!(
+            Zone::parse("America/St_Johns").expect("zone").when(at),
+            "2026-12-02 06:35 UTC-3:30"
+        );
         assert_eq!(shanghai.when(at), "2026-12-02 18:05 UTC+8");
         assert_eq!(shanghai.input_value(at), "2026-12-02T18:05");
         assert_eq!(

@@ -216,6 +216,18 @@ mod tests {
     }
 
     #[test]
+    fn the_request_deadline_leaves_a_settlement_room_and_limits_are_positive() {
+        let mut settings = Settings::default();
+        assert!(settings.validate().is_ok());
+        settings.server.request_timeout_secs = 15; // = 3 × 5 s transactions
+        assert!(settings.validate().is_err(), "no room for three transactions");
+        settings.server.request_timeout_secs = 16;
+        assert!(settings.validate().is_ok());
+        settings.throttle.api_token_per_minute = 0;
+        assert!(settings.validate().is_err());
+    }
+
+    #[test]
     fn proxy_hops_are_explicit_and_the_old_bool_still_reads() {
         let dir = std::env::temp_dir().join(format!("admitone-hops-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");

@@ -24,10 +24,15 @@ impl Settings {
                 message: "must be above 0".into(),
             });
         }
-        if self.server.request_timeout_secs == 0 {
+        // A settlement may take up to three of its transactions: the
+        // deadline must leave it room to finish.
+        if self.server.request_timeout_secs.saturating_mul(1000)
+            <= self.settlement.transaction_timeout_ms.saturating_mul(3)
+        {
             return Err(ConfigError::Invalid {
                 key: "server.request_timeout_secs",
-                message: "must be above 0".into(),
+                message: "must be above three settlement transactions (settlement.transaction_timeout_ms)"
+                    .into(),
             });
         }
         if self.sessions.idle_timeout_mins == 0 || self.sessions.absolute_timeout_hours == 0 {

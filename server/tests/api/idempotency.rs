@@ -150,12 +150,16 @@ async fn a_retry_with_the_same_key_gets_the_original_answer_and_creates_nothing(
     );
 
     // Once the answer is no longer held, the retry hears what was created.
-    let (tenant, actor): (uuid::Uuid, uuid::Uuid) =
-        sqlx::query_as("SELECT tenant_id, actor_id FROM idempotency_keys WHERE key = 'mint-1'")
-            .fetch_one(&app.pool)
-            .await
-            .expect("claim");
-    let held = app.redis.keys().idempotent_answer(tenant, actor, "mint-1");
+    let (tenant, actor, stored_key): (uuid::Uuid, uuid::Uuid, String) = sqlx::query_as(
+        "SELECT tenant_id, actor_id, key FROM idempotency_keys WHERE key LIKE 'token:%:mint-1'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .expect("claim");
+    let held = app
+        .redis
+        .keys()
+        .idempotent_answer(tenant, actor, &stored_key);
     let _: () = redis::cmd("DEL")
         .arg(&held)
         .query_async(&mut app.redis.conn())
@@ -206,6 +210,21 @@ async fn a_retry_with_the_same_key_gets_the_original_answer_and_creates_nothing(
             .await
             .expect("count");
     assert_eq!(stored, 1);
+
+    // Keys are per login: the same member's session with the same key and
+    // request creates its own (a token's answer never reaches it).
+    let from_session = admin
+        .client
+        .post(format!("{}{tokens}", app.address))
+        .header("Idempotency-Key", "mint-1")
+        .json(&json!({ "name": "shop", "scopes": ["read"] }))
+        .send()
+        .await
+        .expect("session");
+    assert_eq!(from_session.status(), StatusCode::CREATED);
+    assert!(from_session.headers().get("idempotent-replayed").is_none());
+    let from_session: Value = from_session.json().await.expect("token");
+    assert_ne!(from_session["token"], minted.2["token"]);
 
     // Keys are per member: another admin's same key is theirs.
     let other = admin_in(&app, admin.tenant).await;

@@ -146,28 +146,34 @@ async fn a_tenant_in_shanghai_reads_types_and_counts_local_times(pool: PgPool) {
     .await
     .expect("move the access");
     let tenant_id = engine::tenants::TenantId(admin.tenant);
-    let days = engine::console::activity(&app.pool, tenant_id, 2)
+    // The access's day as each zone reads it (the moment is fixed above;
+    // the span of three days holds it whenever the test runs).
+    let (shanghai_day, utc_day): (time::Date, time::Date) = sqlx::query_as(
+        "SELECT (granted_at AT TIME ZONE 'Asia/Shanghai')::date, (granted_at AT TIME ZONE 'UTC')::date
+         FROM access_records WHERE share_id = $1",
+    )
+    .bind(course.share)
+    .fetch_one(&app.pool)
+    .await
+    .expect("days");
+    assert_eq!(
+        utc_day.next_day(),
+        Some(shanghai_day),
+        "00:30 in Shanghai is the day before in UTC"
+    );
+    let counted_on = |days: Vec<engine::console::DayActivity>| {
+        days.into_iter()
+            .filter(|d| d.accesses > 0)
+            .map(|d| (d.day, d.accesses))
+            .collect::<Vec<_>>()
+    };
+    let shanghai = engine::zone::Zone::parse("Asia/Shanghai").expect("zone");
+    let days = engine::console::activity(&app.pool, tenant_id, &shanghai, 3)
         .await
         .expect("activity");
-    assert_eq!(
-        days.iter().map(|d| d.accesses).collect::<Vec<_>>(),
-        [0, 1],
-        "today in Shanghai"
-    );
-    sqlx::query("UPDATE tenants SET time_zone = 'UTC' WHERE id = $1")
-        .bind(admin.tenant)
-        .execute(&app.pool)
-        .await
-        .expect("back to UTC");
-    let days = engine::console::activity(&app.pool, tenant_id, 2)
+    assert_eq!(counted_on(days), [(shanghai_day, 1)], "Shanghai's day");
+    let days = engine::console::activity(&app.pool, tenant_id, &engine::zone::Zone::utc(), 3)
         .await
         .expect("activity");
-    // In UTC the access is yesterday's, unless UTC is already past 16:00
-    // (then the Shanghai day began "today" in UTC too).
-    let utc_hour = OffsetDateTime::now_utc().hour();
-    let expected = if utc_hour >= 16 { [0, 1] } else { [1, 0] };
-    assert_eq!(
-        days.iter().map(|d| d.accesses).collect::<Vec<_>>(),
-        expected
-    );
+    assert_eq!(counted_on(days), [(utc_day, 1)], "UTC's day");
 }

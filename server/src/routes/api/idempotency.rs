@@ -70,12 +70,15 @@ fn created_response(body: String, replayed: bool) -> Response {
 }
 
 /// Runs `create` once per key: `201` with its answer, the first time and
-/// on every retry while the answer is held. `request` is what the caller
-/// asked (its canonical bytes), compared across retries; `id_of` names what
-/// was created.
+/// on every retry while the answer is held. `login` names who sent it (an
+/// API token, or the session: keys of different logins never meet);
+/// `request` is what the caller asked (its canonical bytes), compared
+/// across retries; `id_of` names what was created.
+#[expect(clippy::too_many_arguments, reason = "one use case's inputs")]
 pub async fn create_once<T, F>(
     state: &ServerState,
     key: Option<String>,
+    login: &str,
     scope: Scope,
     operation: &'static str,
     request: &[u8],
@@ -89,10 +92,11 @@ where
     let Some(key) = key else {
         return Ok((StatusCode::CREATED, Json(create.await?)).into_response());
     };
+    let key = format!("{login}:{key}");
     let services = &state.services;
     let digest = idempotency::digest(operation, request);
-    match idempotency::claim(&services.pool, scope, &key, &digest).await? {
-        Claim::Run => {}
+    let attempt = match idempotency::claim(&services.pool, scope, &key, &digest).await? {
+        Claim::Run(attempt) => attempt,
         Claim::InFlight => {
             return Err(ApiError::new(
                 ErrorKind::Busy,
@@ -120,26 +124,44 @@ where
                 )),
             };
         }
+    };
+    // A claim taken over from an attempt that died after holding its
+    // answer: that answer is the original result.
+    if let Some(answer) = idempotency::held(&services.redis, scope, &key).await? {
+        idempotency::release(&services.pool, scope, &key, attempt).await?;
+        return Ok(created_response(answer, true));
     }
     let services = services.clone();
-    let attempt = tokio::spawn(async move {
-        match create.await {
+    let task_services = services.clone();
+    let task_key = key.clone();
+    let running = tokio::spawn(async move {
+        let (services, key) = (task_services, task_key);
+        // Cut off well before the claim could be taken over.
+        let outcome = tokio::time::timeout(idempotency::RUN_LIMIT, create)
+            .await
+            .unwrap_or_else(|_| {
+                Err(anyhow::anyhow!("a create ran past its idempotency claim's limit").into())
+            });
+        match outcome {
             Ok(value) => {
                 let body = serde_json::to_string(&value)
                     .map_err(|e| anyhow::anyhow!("encoding an answer: {e}"))?;
-                // Held before the claim completes: a retry that finds the
-                // key done always finds its answer (for 15 minutes).
+                // Held before the claim completes, so a retry that finds
+                // the key done finds its answer while it is held. (If
+                // holding fails, retries hear `idempotent_answer_gone`.)
                 if let Err(error) = idempotency::hold(&services.redis, scope, &key, &body).await {
                     tracing::warn!(
                         error = format!("{error:#}"),
                         "holding an answer for retries failed"
                     );
                 }
-                idempotency::complete(&services.pool, scope, &key, id_of(&value)).await?;
+                idempotency::complete(&services.pool, scope, &key, attempt, id_of(&value)).await?;
                 Ok(body)
             }
             Err(error) => {
-                if let Err(release) = idempotency::release(&services.pool, scope, &key).await {
+                if let Err(release) =
+                    idempotency::release(&services.pool, scope, &key, attempt).await
+                {
                     tracing::error!(
                         error = format!("{release:#}"),
                         "releasing an idempotency key failed; a retry waits until it is stale"
@@ -149,8 +171,14 @@ where
             }
         }
     });
-    let body = attempt
-        .await
-        .map_err(|e| anyhow::anyhow!("the creating task failed: {e}"))??;
+    let body = match running.await {
+        Ok(outcome) => outcome?,
+        Err(panicked) => {
+            // Nothing was created by a task that panicked before
+            // completing (its transaction rolled back): free the key.
+            idempotency::release(&services.pool, scope, &key, attempt).await?;
+            return Err(anyhow::anyhow!("the creating task failed: {panicked}").into());
+        }
+    };
     Ok(created_response(body, false))
 }

@@ -152,6 +152,7 @@ pub async fn create_token(
     create_once(
         &state,
         key,
+        &caller.login(),
         idempotency::Scope {
             tenant,
             actor: admin.id,
@@ -335,6 +336,7 @@ pub async fn create_webhook(
     create_once(
         &state,
         key,
+        &caller.login(),
         idempotency::Scope {
             tenant,
             actor: admin.id,

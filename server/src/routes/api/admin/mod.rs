@@ -92,6 +92,15 @@ where
 }
 
 impl Caller {
+    /// Which login this is (an API token, or the session), for what must
+    /// not cross logins even of one member (idempotency keys).
+    pub fn login(&self) -> String {
+        match self {
+            Self::Session(_) => "session".to_owned(),
+            Self::Token(token) => format!("token:{}", token.token),
+        }
+    }
+
     /// The member acting on `tenant` with `permission` (a session's role, or
     /// a token's scope and its creator's role), or 401/403.
     pub async fn admin_of(

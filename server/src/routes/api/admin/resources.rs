@@ -200,9 +200,11 @@ pub async fn upload_resource(
         actor: admin.id,
     };
     let task_state = state.clone();
+    let login = caller.login();
     idempotency::create_once(
         &state,
         key,
+        &login,
         scope,
         "upload_resource",
         share.id.0.as_bytes(),

@@ -147,6 +147,7 @@ pub async fn create_share(
     idempotency::create_once(
         &state,
         key,
+        &caller.login(),
         Scope {
             tenant,
             actor: admin.id,
