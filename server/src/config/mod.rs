@@ -220,7 +220,10 @@ mod tests {
         let mut settings = Settings::default();
         assert!(settings.validate().is_ok());
         settings.server.request_timeout_secs = 15; // = 3 × 5 s transactions
-        assert!(settings.validate().is_err(), "no room for three transactions");
+        assert!(
+            settings.validate().is_err(),
+            "no room for three transactions"
+        );
         settings.server.request_timeout_secs = 16;
         assert!(settings.validate().is_ok());
         settings.throttle.api_token_per_minute = 0;
