@@ -11,7 +11,7 @@
 #?
 #? --run installs only what `make run` needs (Rust tools, wasm-opt,
 #? PostgreSQL and Redis): not chromium, the CJK font, Playwright or
-#? schemathesis, which only the tests use.
+#? schemathesis or moto, which only the tests use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -94,6 +94,17 @@ if [ "$want_test_tools" = 1 ]; then
     command -v python3 >/dev/null || apt_install python3 python3-venv
     python3 -m venv "$venv" 2>/dev/null || { apt_install python3-venv; python3 -m venv "$venv"; }
     "$venv/bin/pip" install -q "schemathesis==$SCHEMATHESIS_VERSION"
+  fi
+  # moto's S3 server (PyPI), in a virtualenv of its own: the storage tests
+  # start one per test (`harness::s3`) to test the S3 backend for real.
+  MOTO_VERSION=5.2.1
+  venv="$HOME/.cache/admitone/moto"
+  if ! "$venv/bin/python" -c "import moto, sys; sys.exit(moto.__version__ != '$MOTO_VERSION')" 2>/dev/null \
+    || [ ! -x "$venv/bin/moto_server" ]; then
+    log "installing moto[server] $MOTO_VERSION (PyPI, once)"
+    command -v python3 >/dev/null || apt_install python3 python3-venv
+    python3 -m venv "$venv" 2>/dev/null || { apt_install python3-venv; python3 -m venv "$venv"; }
+    "$venv/bin/pip" install -q "moto[server]==$MOTO_VERSION"
   fi
 fi
 log "tools ready"

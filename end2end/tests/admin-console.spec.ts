@@ -42,7 +42,18 @@ test("create, upload, issue, download once, revoke, learner binds, unbind, audit
   await expect(page.locator(".code-card")).toHaveCount(20);
   await expect(page.locator(".code-card").first().locator("svg")).toBeVisible();
   await expect(page.locator(".code-card").first()).toContainText(codes[0]);
+  await expect(page.locator(".code-card").first()).toContainText("Sign in, then enter the code once.");
+  // The cards follow the learners' language, chosen in place (a reload
+  // would find the codes gone); the console stays English.
+  await expect(page.locator("body")).toHaveAttribute("data-hydrated", "true");
+  await page.getByLabel("Language of the cards").selectOption("zh-CN");
+  await expect(page.locator(".code-card").first()).toContainText("登录后输入一次兑换码");
+  await expect(page.locator(".code-card").first()).toHaveAttribute("lang", "zh-CN");
+  await expect(page.locator(".code-card").last()).toContainText(codes[19]);
+  await expect(page.getByRole("heading", { name: `New codes for ${title}` })).toBeVisible();
   await snapshot(page, testInfo, "console-code-cards");
+  await page.getByLabel("Language of the cards").selectOption("en");
+  await expect(page.locator(".code-card").first()).toContainText("Sign in, then enter the code once.");
   const resultUrl = page.url();
   const [download] = await Promise.all([
     page.waitForEvent("download"),

@@ -289,6 +289,10 @@ pub fn router(state: ServerState) -> Router {
             get(routes::console::records_csv),
         )
         .route(
+            "/admin/t/{tenant}/s/{share}/learners.csv",
+            get(routes::console::learners_csv),
+        )
+        .route(
             "/admin/t/{tenant}/s/{share}/r/{resource}/preview",
             get(routes::console::preview),
         )

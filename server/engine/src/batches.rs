@@ -201,6 +201,54 @@ pub async fn release_issue_key(pool: &PgPool, tenant: TenantId, key: &str) -> an
     Ok(())
 }
 
+/// A batch with how its codes stand now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchSummary {
+    pub id: Uuid,
+    pub share: ShareId,
+    pub label: String,
+    /// How many codes were issued (replacements are counted in `unused`,
+    /// `bound` and `revoked`, not here).
+    pub count: i32,
+    pub created_at: time::OffsetDateTime,
+    pub unused: i64,
+    pub bound: i64,
+    pub revoked: i64,
+}
+
+/// `batch` of `tenant` with its codes counted by state, if it exists.
+pub async fn summary(
+    pool: &PgPool,
+    tenant: TenantId,
+    batch: Uuid,
+) -> anyhow::Result<Option<BatchSummary>> {
+    let row = sqlx::query!(
+        r#"SELECT b.id, b.share_id, b.label, b.count, b.created_at,
+                  count(c.id) FILTER (WHERE c.revoked_at IS NULL AND c.bound_principal IS NULL) AS "unused!",
+                  count(c.id) FILTER (WHERE c.revoked_at IS NULL AND c.bound_principal IS NOT NULL) AS "bound!",
+                  count(c.id) FILTER (WHERE c.revoked_at IS NOT NULL) AS "revoked!"
+           FROM code_batches b
+           LEFT JOIN auth_codes c ON c.tenant_id = b.tenant_id AND c.batch_id = b.id
+           WHERE b.tenant_id = $1 AND b.id = $2
+           GROUP BY b.id, b.share_id, b.label, b.count, b.created_at"#,
+        tenant.0,
+        batch,
+    )
+    .fetch_optional(pool)
+    .await
+    .context("reading a batch")?;
+    Ok(row.map(|r| BatchSummary {
+        id: r.id,
+        share: ShareId(r.share_id),
+        label: r.label,
+        count: r.count,
+        created_at: r.created_at,
+        unused: r.unused,
+        bound: r.bound,
+        revoked: r.revoked,
+    }))
+}
+
 /// The tenant and share of a batch, if it exists.
 pub async fn owner_of_batch(
     pool: &PgPool,

@@ -362,6 +362,16 @@ pub async fn revoke_code(
     Ok(())
 }
 
+/// A replacement code: the only value that holds it in plain (its
+/// `Debug` hides it).
+#[derive(Debug)]
+pub struct Replacement {
+    pub id: Uuid,
+    /// The batch of the code it replaced, and now its own.
+    pub batch: Uuid,
+    pub plain: PlainCode,
+}
+
 /// Replaces a lost, unused code: revokes it and issues one new code in the
 /// same batch, atomically (both or neither). Returns the new code, which
 /// exists in plain only in this value.
@@ -371,7 +381,7 @@ pub async fn replace_code(
     tenant: TenantId,
     actor: AccountId,
     code: Uuid,
-) -> Result<(Uuid, PlainCode), ShareError> {
+) -> Result<Replacement, ShareError> {
     let mut tx = pool.begin().await.context("starting a transaction")?;
     let old = sqlx::query!(
         "SELECT share_id, batch_id, bound_principal, revoked_at FROM auth_codes
@@ -421,7 +431,11 @@ pub async fn replace_code(
     )
     .await?;
     tx.commit().await.context("committing the replacement")?;
-    Ok((new_id, plain))
+    Ok(Replacement {
+        id: new_id,
+        batch: old.batch_id,
+        plain,
+    })
 }
 
 /// Unbinds a bound code (the learner changed account): the learner loses

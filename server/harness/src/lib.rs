@@ -2,7 +2,8 @@
 //! binaries `loadgen` (`make bench`), `faults` (`make faults`), `soak`
 //! (`make soak`) and `smtp-sink` (the Playwright journeys' mail server),
 //! [`drive`], the code they share to drive a running server through its
-//! public JSON API, and [`smtp`], a real SMTP server the tests send to.
+//! public JSON API, [`smtp`], a real SMTP server the tests send to, and
+//! [`s3`], a real S3 server (moto) the storage tests store in.
 //!
 //! Why a crate of its own: the production `server` package builds only
 //! what is deployed, and the only SQL outside `server/engine` (tests and
@@ -11,4 +12,5 @@
 //! query the engine already has is asked through the engine.
 
 pub mod drive;
+pub mod s3;
 pub mod smtp;

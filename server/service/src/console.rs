@@ -256,9 +256,10 @@ pub async fn replace_for_handover(
         Some((owner, share)) if owner == tenant => share,
         _ => return Err(ServiceError::NotFound),
     };
-    let (new_id, plain) =
-        code_admin::replace_code(&services.pool, &services.keyring, tenant, admin.id, code_id)
-            .await?;
+    let code_admin::Replacement {
+        id: new_id, plain, ..
+    } = code_admin::replace_code(&services.pool, &services.keyring, tenant, admin.id, code_id)
+        .await?;
     if let Err(error) = handover::park(&services.redis, admin.id, new_id, &[plain.display()]).await
     {
         tracing::error!(

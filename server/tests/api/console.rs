@@ -101,7 +101,7 @@ fn qr_payloads(html: &str) -> Vec<String> {
 
 /// Issues a small batch through the console form; returns the result
 /// page's path and the batch id.
-async fn issue_by_form(
+pub(crate) async fn issue_by_form(
     address: &str,
     admin: &Admin,
     share: uuid::Uuid,

@@ -3,6 +3,7 @@
 //! key prefix per test).
 
 mod account_mail;
+mod api_handover;
 mod api_journey;
 mod auth;
 mod authorisation;
@@ -23,6 +24,7 @@ mod problems;
 mod reconcile;
 mod security;
 mod settlement;
+mod storage_s3;
 mod team;
 mod time_zone;
 mod tokens;

@@ -9,7 +9,7 @@ use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
     admin::issued::{IssuedView, issued_codes},
     error::AppError,
-    i18n::{lang, t},
+    i18n::{Lang, lang, t},
 };
 
 #[component]
@@ -56,6 +56,10 @@ fn Issued(view: IssuedView, tenant: uuid::Uuid, back: String) -> impl IntoView {
                 let printable = cards.iter().any(|c| c.qr_svg.is_some());
                 let title = view.share_title.clone();
                 let link = view.link.clone();
+                // The cards speak the learners' language, which need not be
+                // the console's: switched in place (a reload would find the
+                // codes gone).
+                let card_lang = RwSignal::new(lang());
                 view! {
                 <div class="flash warning" role="status">
                     {t("These codes are shown only now. Download the CSV or copy them before you leave this page: ", "这些兑换码只在此刻显示。离开本页前，请下载 CSV 或复制保存：")}
@@ -76,13 +80,14 @@ fn Issued(view: IssuedView, tenant: uuid::Uuid, back: String) -> impl IntoView {
                     <section class="code-cards" aria-label=t("Printable code cards", "可打印的兑换码卡片")>
                         <h2 class="no-print">{t("Cards to print", "打印卡片")}</h2>
                         <p class="muted no-print">{t("One card per learner: the link, the code, and a QR code that opens the link with the code filled in.", "每位学员一张卡片：链接、兑换码，以及一个二维码，扫码打开链接时会自动填好兑换码。")}</p>
+                        <CardLanguage card_lang/>
                         {cards.into_iter().map(|c| view! {
-                            <article class="code-card">
+                            <article class="code-card" lang=move || card_lang.get().tag()>
                                 <h3>{title.clone()}</h3>
                                 <div class="qr" inner_html=c.qr_svg.unwrap_or_default()></div>
                                 <p class="card-link">{link.clone()}</p>
                                 <p class="card-code"><code>{c.code}</code></p>
-                                <p class="card-help">{t("Sign in, then enter the code once. It will be bound to your account.", "登录后输入一次兑换码，它就会绑定到你的账号。")}</p>
+                                <p class="card-help">{move || card_help(card_lang.get())}</p>
                             </article>
                         }).collect_view()}
                     </section>
@@ -96,6 +101,40 @@ fn Issued(view: IssuedView, tenant: uuid::Uuid, back: String) -> impl IntoView {
                 <p><a class="button" href=back>{t("Back to the share", "返回课程分享")}</a></p>
             }.into_any(),
         }}
+    }
+}
+
+/// What a card tells its learner, in the cards' language.
+fn card_help(lang: Lang) -> &'static str {
+    lang.pick(
+        "Sign in, then enter the code once. It will be bound to your account.",
+        "登录后输入一次兑换码，它就会绑定到你的账号。",
+    )
+}
+
+/// Chooses the cards' language (every language of the interface), the
+/// page's own by default. Needs the hydrated page.
+#[component]
+fn CardLanguage(card_lang: RwSignal<Lang>) -> impl IntoView {
+    let page_lang = lang();
+    view! {
+        <p class="no-print">
+            <label for="card-lang">{t("Language of the cards", "卡片语言")}</label>
+            " "
+            <select
+                id="card-lang"
+                on:change=move |ev| {
+                    if let Some(chosen) = Lang::parse(&event_target_value(&ev)) {
+                        card_lang.set(chosen);
+                    }
+                }
+            >
+                {Lang::ALL
+                    .into_iter()
+                    .map(|l| view! { <option value=l.tag() selected=l == page_lang>{l.name()}</option> })
+                    .collect_view()}
+            </select>
+        </p>
     }
 }
 

@@ -72,7 +72,10 @@ fn Learners(
         <Title text=lang().pick(format!("Learners · {}", page.share_title), format!("学员 · {}", page.share_title))/>
         <ConsoleNav tenant/>
         <h1>{t("Learners of ", "学员：")} <a href=format!("/admin/t/{tenant}/s/{share}")>{page.share_title.clone()}</a></h1>
-        <p><a class="button secondary" href=format!("/admin/t/{tenant}/s/{share}/records.csv") download="">{t("Export every access record (CSV)", "导出全部访问记录（CSV）")}</a></p>
+        <p class="actions">
+            <a class="button secondary" href=format!("/admin/t/{tenant}/s/{share}/learners.csv") download="">{t("Export the learners (CSV)", "导出学员名单（CSV）")}</a>
+            <a class="button secondary" href=format!("/admin/t/{tenant}/s/{share}/records.csv") download="">{t("Export every access record (CSV)", "导出全部访问记录（CSV）")}</a>
+        </p>
         {page.records.map(|(email, records)| view! {
             <section class="card">
                 <h2>{t("Access records of ", "访问记录：")} {email}</h2>

@@ -82,6 +82,11 @@ pub fn router() -> Router<ServerState> {
             "/api/v1/shares/{share_id}/batches",
             get(admin::batches::list_batches),
         )
+        .route("/api/v1/batches/{batch_id}", get(admin::batches::get_batch))
+        .route(
+            "/api/v1/batches/{batch_id}/codes.csv",
+            get(admin::batches::codes_csv),
+        )
         .route(
             "/api/v1/batches/{batch_id}/revoke-unused",
             post(admin::batches::revoke_unused),
@@ -95,12 +100,24 @@ pub fn router() -> Router<ServerState> {
             get(admin::activity::list_records),
         )
         .route(
+            "/api/v1/shares/{share_id}/learners.csv",
+            get(admin::activity::learners_csv),
+        )
+        .route(
+            "/api/v1/shares/{share_id}/records.csv",
+            get(admin::activity::records_csv),
+        )
+        .route(
             "/api/v1/shares/{share_id}/codes",
             post(admin::issue_codes).get(admin::list_codes),
         )
         .route("/api/v1/codes/{code_id}", get(admin::codes::get_code))
         .route("/api/v1/codes/{code_id}/revoke", post(admin::revoke_code))
         .route("/api/v1/codes/{code_id}/unbind", post(admin::unbind_code))
+        .route(
+            "/api/v1/codes/{code_id}/replace",
+            post(admin::codes::replace_code),
+        )
         .route("/api/v1/s/{slug}", get(learner::share))
         .route("/api/v1/s/{slug}/code", post(learner::enter_code))
         .route(

@@ -161,6 +161,24 @@ pub struct BatchBody {
     pub created_at: time::OffsetDateTime,
 }
 
+/// A batch with its codes counted by state.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BatchDetail {
+    pub id: Uuid,
+    pub share_id: Uuid,
+    pub label: String,
+    /// How many codes were issued.
+    pub count: i32,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: time::OffsetDateTime,
+    /// Codes nobody has used yet (replacement codes included).
+    pub unused: i64,
+    /// Codes bound to a learner.
+    pub bound: i64,
+    /// Codes revoked (replaced ones included).
+    pub revoked: i64,
+}
+
 /// What revoking a batch's unused codes did.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct BatchRevoked {
@@ -373,6 +391,8 @@ impl Modify for Security {
         super::admin::resources::list_resources,
         super::admin::resources::upload_resource,
         super::admin::batches::list_batches,
+        super::admin::batches::get_batch,
+        super::admin::batches::codes_csv,
         super::admin::batches::revoke_unused,
         super::admin::codes::issue_codes,
         super::admin::codes::list_codes,
@@ -380,8 +400,11 @@ impl Modify for Security {
         super::admin::codes::find_code,
         super::admin::codes::revoke_code,
         super::admin::codes::unbind_code,
+        super::admin::codes::replace_code,
         super::admin::activity::list_learners,
         super::admin::activity::list_records,
+        super::admin::activity::learners_csv,
+        super::admin::activity::records_csv,
         super::admin::activity::audit_log,
         super::admin::integrations::list_tokens,
         super::admin::integrations::create_token,

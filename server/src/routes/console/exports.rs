@@ -12,7 +12,7 @@ use axum::{
 };
 use engine::{
     code_admin::{self, CodeFilter, CodeState, Cursor},
-    shares::{self, ShareError, ShareId},
+    shares::{self, Share, ShareError, ShareId},
     tenants::{Permission, TenantId},
 };
 use serde::Deserialize;
@@ -48,29 +48,72 @@ pub async fn records_csv(
     session: Session,
     Path((tenant, share)): Path<(Uuid, Uuid)>,
 ) -> Result<Response, ApiError> {
-    service::session::member_of(
-        &state.services,
-        &session,
-        TenantId(tenant),
-        Permission::ViewConsole,
-    )
-    .await?;
-    let share = shares::get_in(&state.services.pool, TenantId(tenant), ShareId(share))
-        .await?
-        .ok_or_else(ApiError::not_found)?;
-    let pool = state.services.pool.clone();
-    let slug = share.slug.clone();
+    let share = viewed_share(&state, &session, tenant, share).await?;
+    records_download(&state, &share)
+}
+
+/// A share's access records as CSV (the console's route and the JSON
+/// API's `GET /api/v1/shares/{id}/records.csv`, after each authorised its
+/// caller).
+pub fn records_download(state: &ServerState, share: &Share) -> Result<Response, ApiError> {
     use futures::StreamExt as _;
     let header = futures::stream::once(async {
         Ok::<_, std::io::Error>(bytes::Bytes::from_static(
             "\u{feff}granted_at,email,code_hint,resource,bound_now\r\n".as_bytes(),
         ))
     });
-    let rows = async_stream_records(pool, TenantId(tenant), share.id);
+    let rows = async_stream_records(state.services.pool.clone(), share.tenant(), share.id);
     csv_response(
         Body::from_stream(header.chain(rows)),
-        &format!("records-{slug}.csv"),
+        &format!("records-{}.csv", share.slug),
     )
+}
+
+/// `GET /admin/t/{tenant}/s/{share}/learners.csv`: the learners bound in a
+/// share with their use of it, as the learners page lists them.
+pub async fn learners_csv(
+    State(state): State<ServerState>,
+    session: Session,
+    Path((tenant, share)): Path<(Uuid, Uuid)>,
+) -> Result<Response, ApiError> {
+    let share = viewed_share(&state, &session, tenant, share).await?;
+    learners_download(&state, &share)
+}
+
+/// A share's learners as CSV (the console's route and the JSON API's
+/// `GET /api/v1/shares/{id}/learners.csv`).
+pub fn learners_download(state: &ServerState, share: &Share) -> Result<Response, ApiError> {
+    use futures::StreamExt as _;
+    let header = futures::stream::once(async {
+        Ok::<_, std::io::Error>(bytes::Bytes::from_static(
+            "\u{feff}email,code_hint,bound_at,accesses,last_access,suspended\r\n".as_bytes(),
+        ))
+    });
+    let rows = learner_rows(state.services.pool.clone(), share.tenant(), share.id);
+    csv_response(
+        Body::from_stream(header.chain(rows)),
+        &format!("learners-{}.csv", share.slug),
+    )
+}
+
+/// The share `share` of `tenant`, for a signed-in member who may view the
+/// console: 401/403, or 404 for a share of another tenant.
+async fn viewed_share(
+    state: &ServerState,
+    session: &Session,
+    tenant: Uuid,
+    share: Uuid,
+) -> Result<Share, ApiError> {
+    service::session::member_of(
+        &state.services,
+        session,
+        TenantId(tenant),
+        Permission::ViewConsole,
+    )
+    .await?;
+    shares::get_in(&state.services.pool, TenantId(tenant), ShareId(share))
+        .await?
+        .ok_or_else(ApiError::not_found)
 }
 
 /// The filters of the code table, as its page puts them in the URL.
@@ -203,6 +246,51 @@ fn csv_response(body: Body, filename: &str) -> Result<Response, ApiError> {
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(response)
+}
+
+/// Rows fetched per query while streaming the learners CSV.
+const LEARNERS_PAGE: i64 = 1_000;
+
+/// The learners as CSV lines, a keyset page at a time (by code id); a
+/// database error ends the stream with an error.
+fn learner_rows(
+    pool: engine::db::PgPool,
+    tenant: TenantId,
+    share: ShareId,
+) -> impl futures::Stream<Item = Result<bytes::Bytes, std::io::Error>> {
+    let start: Option<Option<Uuid>> = Some(None);
+    futures::stream::unfold(start, move |cursor| {
+        let pool = pool.clone();
+        async move {
+            let after = cursor?;
+            match engine::console::learners(&pool, tenant, share, after, LEARNERS_PAGE).await {
+                Ok(rows) => {
+                    let next = (rows.len() as i64 == LEARNERS_PAGE)
+                        .then(|| rows.last().map(|r| r.code_id));
+                    let format = time::format_description::well_known::Rfc3339;
+                    let mut chunk = String::with_capacity(rows.len() * 96);
+                    for r in &rows {
+                        chunk.push_str(&format!(
+                            "{},{},{},{},{},{}\r\n",
+                            csv_field(&r.email),
+                            csv_field(&r.hint),
+                            r.bound_at.format(&format).unwrap_or_default(),
+                            r.accesses,
+                            r.last_access
+                                .and_then(|at| at.format(&format).ok())
+                                .unwrap_or_default(),
+                            r.suspended,
+                        ));
+                    }
+                    Some((Ok(bytes::Bytes::from(chunk)), next))
+                }
+                Err(error) => {
+                    tracing::error!(error = format!("{error:#}"), "streaming learners failed");
+                    Some((Err(std::io::Error::other("reading learners failed")), None))
+                }
+            }
+        }
+    })
 }
 
 /// Rows fetched per query while streaming the records CSV.

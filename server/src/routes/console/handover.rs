@@ -8,8 +8,9 @@ use axum::{
     response::Response,
 };
 use engine::{
+    accounts::AccountId,
     handover::{self, Download, DownloadLease},
-    shares::{self, ShareId},
+    shares::{self, Share, ShareId},
     tenants::{Permission, TenantId},
 };
 use tower_sessions::Session;
@@ -38,19 +39,32 @@ pub async fn codes_csv(
     let share = shares::get_in(&state.services.pool, TenantId(tenant), ShareId(share))
         .await?
         .ok_or_else(ApiError::not_found)?;
+    download(&state, admin.id, &share, batch).await
+}
+
+/// The one-time CSV of `batch` (a batch, or a single replacement code) of
+/// `share`, parked for `admin`: the console's route and the JSON API's
+/// `GET /api/v1/batches/{id}/codes.csv` both answer with it, after each
+/// authorised its caller.
+pub async fn download(
+    state: &ServerState,
+    admin: AccountId,
+    share: &Share,
+    batch: Uuid,
+) -> Result<Response, ApiError> {
+    let tenant = share.tenant();
     // A batch, or a single replacement code (labelled with its batch).
-    let label =
-        engine::console::handover_label(&state.services.pool, TenantId(tenant), share.id, batch)
-            .await?
-            .ok_or_else(ApiError::not_found)?;
+    let label = engine::console::handover_label(&state.services.pool, tenant, share.id, batch)
+        .await?
+        .ok_or_else(ApiError::not_found)?;
     // One download at a time; the codes are removed only once the whole
     // body has been sent (see `engine::handover`), so a broken download can
     // be repeated.
     let (codes, lease) = match handover::start_download(
         &state.services.pool,
         &state.services.redis,
-        TenantId(tenant),
-        admin.id,
+        tenant,
+        admin,
         batch,
     )
     .await?

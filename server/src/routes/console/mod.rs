@@ -7,8 +7,8 @@
 mod exports;
 mod handover;
 
-pub use exports::{code_table_csv, records_csv};
-pub use handover::codes_csv;
+pub use exports::{code_table_csv, learners_csv, learners_download, records_csv, records_download};
+pub use handover::{codes_csv, download as codes_download};
 
 use app::{
     auth::{Flash, FlashKind, guard},

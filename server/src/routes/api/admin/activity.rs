@@ -5,7 +5,7 @@
 use axum::{
     Json,
     extract::{Path, Query, State, rejection::QueryRejection},
-    response::IntoResponse,
+    response::{IntoResponse, Response},
 };
 use engine::tenants::Permission;
 use serde::Deserialize;
@@ -45,6 +45,46 @@ fn split_page<T>(rows: &mut Vec<T>, limit: i64) -> bool {
     let more = rows.len() > limit;
     rows.truncate(limit);
     more
+}
+
+/// Every learner bound in a share as CSV (UTF-8 with a byte-order mark,
+/// formula-safe fields): `email,code_hint,bound_at,accesses,last_access,suspended`.
+#[utoipa::path(get, path = "/api/v1/shares/{share_id}/learners.csv", tag = "admin",
+    params(("share_id" = Uuid, Path, description = "The share")),
+    responses(
+        (status = 200, description = "The learners, streamed", content_type = "text/csv", body = String),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not a member of this tenant, or the token lacks the scope", body = ErrorBody),
+        (status = 404, description = "No such share", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
+pub async fn learners_csv(
+    State(state): State<ServerState>,
+    caller: Caller,
+    Path(share_id): Path<String>,
+) -> Result<Response, ApiError> {
+    let (share, _) = admin_of_share(&state, &caller, &share_id, Permission::ViewConsole).await?;
+    crate::routes::console::learners_download(&state, &share)
+}
+
+/// Every access record of a share as CSV (UTF-8 with a byte-order mark,
+/// formula-safe fields): `granted_at,email,code_hint,resource,bound_now`.
+#[utoipa::path(get, path = "/api/v1/shares/{share_id}/records.csv", tag = "admin",
+    params(("share_id" = Uuid, Path, description = "The share")),
+    responses(
+        (status = 200, description = "The records, streamed", content_type = "text/csv", body = String),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not a member of this tenant, or the token lacks the scope", body = ErrorBody),
+        (status = 404, description = "No such share", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
+pub async fn records_csv(
+    State(state): State<ServerState>,
+    caller: Caller,
+    Path(share_id): Path<String>,
+) -> Result<Response, ApiError> {
+    let (share, _) = admin_of_share(&state, &caller, &share_id, Permission::ViewConsole).await?;
+    crate::routes::console::records_download(&state, &share)
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]

@@ -1,12 +1,12 @@
-//! Admin endpoints on a share's code batches: list them, revoke a batch's
-//! unused codes (a batch handed to the wrong class, or never delivered).
-//! Issuing a batch is `codes::issue_codes`; its one-time download stays in
-//! the console, where the handover is watched by a person.
+//! Admin endpoints on a share's code batches: list them, read one with its
+//! codes counted by state, take the one-time CSV of codes parked for the
+//! caller, revoke a batch's unused codes (a batch handed to the wrong
+//! class, or never delivered). Issuing a batch is `codes::issue_codes`.
 
 use axum::{
     Json,
     extract::{Path, State},
-    response::IntoResponse,
+    response::{IntoResponse, Response},
 };
 use engine::tenants::Permission;
 
@@ -14,7 +14,7 @@ use super::{Caller, admin_of_share, parse_id};
 use crate::{
     routes::api::{
         error::ApiError,
-        schema::{BatchBody, BatchRevoked, ErrorBody},
+        schema::{BatchBody, BatchDetail, BatchRevoked, ErrorBody},
     },
     startup::ServerState,
 };
@@ -46,6 +46,97 @@ pub async fn list_batches(
             })
             .collect::<Vec<_>>(),
     ))
+}
+
+/// A batch of `batch_id` and the member acting on it with `permission`:
+/// 401/403 before revealing whether it exists, 404 then.
+async fn batch_of(
+    state: &ServerState,
+    caller: &Caller,
+    batch_id: &str,
+    permission: Permission,
+) -> Result<(engine::batches::BatchSummary, engine::accounts::Principal), ApiError> {
+    let batch = parse_id(batch_id)?;
+    let pool = &state.services.pool;
+    let Some((tenant, _share)) = engine::batches::owner_of_batch(pool, batch).await? else {
+        return Err(caller.refuse(state).await);
+    };
+    let admin = caller.admin_of(state, tenant, permission).await?;
+    let summary = engine::batches::summary(pool, tenant, batch)
+        .await?
+        .ok_or_else(ApiError::not_found)?;
+    Ok((summary, admin))
+}
+
+/// Reads a batch with its codes counted by state.
+#[utoipa::path(get, path = "/api/v1/batches/{batch_id}", tag = "admin",
+    params(("batch_id" = Uuid, Path, description = "The batch")),
+    responses(
+        (status = 200, description = "The batch", body = BatchDetail),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not a member of this tenant, or the token lacks the scope", body = ErrorBody),
+        (status = 404, description = "No such batch", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
+pub async fn get_batch(
+    State(state): State<ServerState>,
+    caller: Caller,
+    Path(batch_id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (b, _) = batch_of(&state, &caller, &batch_id, Permission::ViewConsole).await?;
+    Ok(Json(BatchDetail {
+        id: b.id,
+        share_id: b.share.0,
+        label: b.label,
+        count: b.count,
+        created_at: b.created_at,
+        unused: b.unused,
+        bound: b.bound,
+        revoked: b.revoked,
+    }))
+}
+
+/// The plain codes of a batch issued in the console (or of a replacement
+/// code: pass its code id), once, as CSV: `code,link,batch`. Only the
+/// member who issued them gets them (a token acts as the member who made
+/// it), within 15 minutes of issuing; a completed download removes them,
+/// a broken one can be repeated. `409 download_in_progress` while another
+/// download of them runs, `410 already_downloaded` once they are gone. (A
+/// batch issued through this API has its codes in the issuing answer.)
+#[utoipa::path(get, path = "/api/v1/batches/{batch_id}/codes.csv", tag = "admin",
+    params(("batch_id" = Uuid, Path, description = "The batch, or a replacement code's id")),
+    responses(
+        (status = 200, description = "The plain codes, streamed, once", content_type = "text/csv", body = String),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
+        (status = 404, description = "No such batch", body = ErrorBody),
+        (status = 409, description = "Another download of these codes is running", body = ErrorBody),
+        (status = 410, description = "Downloaded already, or no longer held", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
+pub async fn codes_csv(
+    State(state): State<ServerState>,
+    caller: Caller,
+    Path(batch_id): Path<String>,
+) -> Result<Response, ApiError> {
+    let id = parse_id(&batch_id)?;
+    let pool = &state.services.pool;
+    // A batch, or a replacement code's own handover (named by the code).
+    let owner = match engine::batches::owner_of_batch(pool, id).await? {
+        Some(owner) => Some(owner),
+        None => engine::code_admin::share_of_code(pool, id).await?,
+    };
+    let Some((tenant, share)) = owner else {
+        return Err(caller.refuse(&state).await);
+    };
+    // Plain codes: for those who may issue them.
+    let admin = caller
+        .admin_of(&state, tenant, Permission::ManageCourses)
+        .await?;
+    let share = engine::shares::get_in(pool, tenant, share)
+        .await?
+        .ok_or_else(ApiError::not_found)?;
+    crate::routes::console::codes_download(&state, admin.id, &share, id).await
 }
 
 /// Revokes every unused code of a batch, for good; bound codes keep their

@@ -1,5 +1,6 @@
 //! Admin endpoints on a share's access codes: issue a batch, list them,
-//! read one, find one by its full text, revoke one, unbind one.
+//! read one, find one by its full text, revoke one, unbind one, replace a
+//! lost one.
 
 use axum::{
     Json,
@@ -8,15 +9,17 @@ use axum::{
     response::IntoResponse,
 };
 use engine::{
-    accounts::Principal, code_admin, shares::ShareError, tenants::Permission, tenants::TenantId,
+    accounts::Principal, code_admin, idempotency, shares::ShareError, tenants::Permission,
+    tenants::TenantId,
 };
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::{Caller, admin_of_share, parse_id};
 use crate::{
     routes::api::{
         error::{ApiError, rejection},
+        idempotency::{create_once, key_of},
         schema::{CodeChanged, CodePage, ErrorBody, FoundCode, IssuedBatch, IssuedCode},
     },
     startup::ServerState,
@@ -338,4 +341,79 @@ pub async fn unbind_code(
     )
     .await?;
     Ok(Json(CodeChanged { id: code, state }))
+}
+
+/// A replacement code: the only answer that carries it in full.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ReplacedCode {
+    /// The new code's id.
+    pub id: Uuid,
+    /// `XXXX-XXXX-XXXX`, shown in this answer only (and to a retry with
+    /// the same `Idempotency-Key` for 15 minutes).
+    pub code: String,
+    /// The code it replaces, revoked now.
+    pub replaced_id: Uuid,
+    pub batch_id: Uuid,
+}
+
+/// Never the plain code (logs, error chains).
+impl std::fmt::Debug for ReplacedCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReplacedCode")
+            .field("id", &self.id)
+            .field("replaced_id", &self.replaced_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Replaces a lost unused code: in one transaction the old code is revoked
+/// and a new one issued in the same batch (audited `code.replaced`). The
+/// new plain code is in this answer only; send an `Idempotency-Key` so a
+/// retry of a lost answer gets it instead of replacing it again (which
+/// would refuse: the old code is revoked by then).
+#[utoipa::path(post, path = "/api/v1/codes/{code_id}/replace", tag = "admin",
+    params(
+        ("code_id" = Uuid, Path, description = "The unused code to replace"),
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key replaces nothing new and answers the original 201, code included (for 15 minutes)"),
+    ),
+    responses(
+        (status = 201, description = "Replaced", body = ReplacedCode),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
+        (status = 404, description = "No such code", body = ErrorBody),
+        (status = 409, description = "The code is bound or revoked (`code_not_replaceable`), or the Idempotency-Key's first attempt still runs or its answer is no longer held", body = ErrorBody),
+        (status = 422, description = "The Idempotency-Key was used for another request", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
+pub async fn replace_code(
+    State(state): State<ServerState>,
+    caller: Caller,
+    Path(code_id): Path<String>,
+    headers: axum::http::HeaderMap,
+) -> Result<axum::response::Response, ApiError> {
+    let (tenant, code, admin) = admin_of_code(&state, &caller, &code_id).await?;
+    let key = key_of(&headers)?;
+    let (pool, keyring) = (state.services.pool.clone(), state.services.keyring.clone());
+    create_once(
+        &state,
+        key,
+        &caller.login(),
+        idempotency::Scope {
+            tenant,
+            actor: admin.id,
+        },
+        "replace_code",
+        code.as_bytes(),
+        |replaced: &ReplacedCode| replaced.id,
+        async move {
+            let new = code_admin::replace_code(&pool, &keyring, tenant, admin.id, code).await?;
+            Ok(ReplacedCode {
+                id: new.id,
+                code: new.plain.display(),
+                replaced_id: code,
+                batch_id: new.batch,
+            })
+        },
+    )
+    .await
 }
