@@ -287,6 +287,22 @@ pub async fn is_bound(pool: &PgPool, tenant: TenantId, code: Uuid) -> anyhow::Re
     .context("reading whether a code is bound")
 }
 
+/// Whether `code` (of `tenant`) is unused now: neither bound nor revoked.
+pub async fn is_unused(pool: &PgPool, tenant: TenantId, code: Uuid) -> anyhow::Result<bool> {
+    sqlx::query_scalar!(
+        r#"SELECT EXISTS (
+             SELECT 1 FROM auth_codes
+             WHERE tenant_id = $1 AND id = $2
+               AND bound_principal IS NULL AND revoked_at IS NULL
+           ) AS "unused!""#,
+        tenant.0,
+        code,
+    )
+    .fetch_one(pool)
+    .await
+    .context("reading whether a code is unused")
+}
+
 /// Ends every live grant made through `code`: its learner loses access now.
 async fn end_live_grants(
     conn: &mut sqlx::PgConnection,

@@ -2,8 +2,10 @@
 //! installed by `scripts/ensure-tools.sh` into its own virtualenv), started
 //! on a free port of loopback for one test and stopped when dropped. The
 //! server under test talks to it with `object_store`'s S3 client exactly
-//! as it would to AWS, MinIO or R2: signed requests, multipart uploads,
-//! ranged reads, deletes. Nothing of the client is mocked.
+//! as it would to AWS, MinIO or R2: multipart uploads, ranged reads,
+//! deletes, over HTTP. Nothing of the client is mocked. (moto checks that
+//! a request names credentials, not its signature: signing itself is
+//! `object_store`'s, tested by that crate and by any real store.)
 //!
 //! A test looks at the bucket from outside (lists its objects and
 //! unfinished multipart uploads, reads an object) without going through the
@@ -53,19 +55,45 @@ impl S3Server {
     /// Starts `moto_server` and creates `bucket` in it; fails (with what to
     /// install) when moto is missing: a test that needs it never skips.
     pub async fn start(bucket: &str) -> anyhow::Result<Self> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .context("finding a free port")?
-            .port();
-        let child = Command::new(program())
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        // Port 0: the server picks a free port and prints it, so tests
+        // starting servers at once never race for one.
+        let mut child = Command::new(program())
+            .args(["-H", "127.0.0.1", "-p", "0"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .context(
                 "starting moto_server (run scripts/ensure-tools.sh, or set MOTO_SERVER to its path)",
             )?;
+        let stderr = child.stderr.take().context("moto_server's stderr")?;
+        let (port_tx, port_rx) = std::sync::mpsc::channel();
+        // Reads the address, then keeps draining stderr (request logs) so
+        // the server never blocks on a full pipe.
+        std::thread::spawn(move || {
+            use std::io::BufRead as _;
+            let mut sent = false;
+            for line in std::io::BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if !sent
+                    && let Some(port) = line
+                        .split("http://127.0.0.1:")
+                        .nth(1)
+                        .and_then(|rest| rest.trim().parse::<u16>().ok())
+                {
+                    let _ = port_tx.send(port);
+                    sent = true;
+                }
+            }
+        });
+        let port = match port_rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(port) => port,
+            Err(_) => {
+                let _ = child.kill();
+                let status = child.wait().ok();
+                anyhow::bail!("moto_server did not start in 60 s (exit: {status:?})");
+            }
+        };
         let server = Self {
             child,
             endpoint: format!("http://127.0.0.1:{port}"),
@@ -81,10 +109,10 @@ impl S3Server {
             {
                 Ok(response) if response.status().is_success() => break,
                 Ok(response) => anyhow::bail!("creating the bucket: {}", response.status()),
-                Err(_) if started.elapsed() < Duration::from_secs(60) => {
+                Err(_) if started.elapsed() < Duration::from_secs(30) => {
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
-                Err(error) => return Err(error).context("moto_server did not start in 60 s"),
+                Err(error) => return Err(error).context("moto_server did not answer in 30 s"),
             }
         }
         Ok(server)

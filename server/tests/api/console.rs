@@ -185,6 +185,12 @@ async fn assert_in_progress(admin: &Admin, csv_url: &str) {
         StatusCode::CONFLICT,
         "a second download ran while the first was in flight"
     );
+    // It ends by itself: the client is told when to try again.
+    assert!(
+        second.headers().contains_key("retry-after"),
+        "{:?}",
+        second.headers()
+    );
     let error: serde_json::Value = second.json().await.expect("error body");
     assert_eq!(error["code"], "download_in_progress", "{error}");
     assert_eq!(

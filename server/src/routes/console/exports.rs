@@ -1,8 +1,9 @@
-//! The console's exports: a share's access records and its code table (as
-//! the admin filtered it), as CSV streamed a keyset page at a time, never
-//! all in memory. UTF-8 with a byte-order mark (Excel then shows Chinese as
-//! written), every text field quoted when it must be and defused so a
-//! spreadsheet never runs it as a formula.
+//! The console's exports (and the JSON API's): a share's learners, its
+//! access records and its code table (as the admin filtered it), as CSV
+//! streamed a keyset page at a time, never all in memory. UTF-8 with a
+//! byte-order mark (Excel then shows Chinese as written), every text field
+//! quoted when it must be and defused so a spreadsheet never runs it as a
+//! formula.
 
 use axum::{
     body::Body,
@@ -248,8 +249,9 @@ fn csv_response(body: Body, filename: &str) -> Result<Response, ApiError> {
     Ok(response)
 }
 
-/// Rows fetched per query while streaming the learners CSV.
-const LEARNERS_PAGE: i64 = 1_000;
+/// Rows fetched per query while streaming the learners CSV: the most the
+/// query returns (a larger page would be cut short and look like the end).
+const LEARNERS_PAGE: i64 = engine::console::PAGE_MAX;
 
 /// The learners as CSV lines, a keyset page at a time (by code id); a
 /// database error ends the stream with an error.

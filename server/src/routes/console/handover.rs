@@ -39,16 +39,18 @@ pub async fn codes_csv(
     let share = shares::get_in(&state.services.pool, TenantId(tenant), ShareId(share))
         .await?
         .ok_or_else(ApiError::not_found)?;
-    download(&state, admin.id, &share, batch).await
+    download(&state, admin.id, "session", &share, batch).await
 }
 
 /// The one-time CSV of `batch` (a batch, or a single replacement code) of
-/// `share`, parked for `admin`: the console's route and the JSON API's
+/// `share`, parked for `admin`, downloaded by its `login` (`session`,
+/// `token:<id>`: the audit entry names it): the console's route and the JSON API's
 /// `GET /api/v1/batches/{id}/codes.csv` both answer with it, after each
 /// authorised its caller.
 pub async fn download(
     state: &ServerState,
     admin: AccountId,
+    login: &str,
     share: &Share,
     batch: Uuid,
 ) -> Result<Response, ApiError> {
@@ -69,10 +71,13 @@ pub async fn download(
     )
     .await?
     {
-        Download::Ready(codes, lease) => (codes, lease),
+        Download::Ready(codes, mut lease) => {
+            lease.via(login.to_owned());
+            (codes, lease)
+        }
         Download::InProgress => {
             return Err(ApiError::new(
-                engine::outcome::ErrorKind::Conflict,
+                engine::outcome::ErrorKind::Busy,
                 "download_in_progress",
                 "this batch's codes are being downloaded right now; try again in a minute",
             ));
@@ -81,7 +86,7 @@ pub async fn download(
             return Err(ApiError::new(
                 engine::outcome::ErrorKind::Gone,
                 "already_downloaded",
-                "these codes were downloaded once already (or 15 minutes passed); only their hints remain",
+                "no plain codes are held for you under this id: they were downloaded once already, their 15 minutes passed, or they were handed to whoever issued them (a batch issued through the API has its codes in the issuing answer); only their hints remain",
             ));
         }
     };

@@ -75,7 +75,7 @@ async fn batch_of(
         (status = 200, description = "The batch", body = BatchDetail),
         (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
         (status = 403, description = "Not a member of this tenant, or the token lacks the scope", body = ErrorBody),
-        (status = 404, description = "No such batch", body = ErrorBody),
+        (status = 404, description = "Not an id (an unknown batch answers 403, as another tenant's does)", body = ErrorBody),
     ),
     security(("bearer" = []), ("session" = [])))]
 pub async fn get_batch(
@@ -97,7 +97,8 @@ pub async fn get_batch(
 }
 
 /// The plain codes of a batch issued in the console (or of a replacement
-/// code: pass its code id), once, as CSV: `code,link,batch`. Only the
+/// code made in the console: pass its code id), once, as CSV:
+/// `code,link,batch_label`. Only the
 /// member who issued them gets them (a token acts as the member who made
 /// it), within 15 minutes of issuing; a completed download removes them,
 /// a broken one can be repeated. `409 download_in_progress` while another
@@ -109,7 +110,7 @@ pub async fn get_batch(
         (status = 200, description = "The plain codes, streamed, once", content_type = "text/csv", body = String),
         (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
         (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
-        (status = 404, description = "No such batch", body = ErrorBody),
+        (status = 404, description = "Not an id (an unknown batch answers 403, as another tenant's does)", body = ErrorBody),
         (status = 409, description = "Another download of these codes is running", body = ErrorBody),
         (status = 410, description = "Downloaded already, or no longer held", body = ErrorBody),
     ),
@@ -136,7 +137,7 @@ pub async fn codes_csv(
     let share = engine::shares::get_in(pool, tenant, share)
         .await?
         .ok_or_else(ApiError::not_found)?;
-    crate::routes::console::codes_download(&state, admin.id, &share, id).await
+    crate::routes::console::codes_download(&state, admin.id, &caller.login(), &share, id).await
 }
 
 /// Revokes every unused code of a batch, for good; bound codes keep their
@@ -147,7 +148,7 @@ pub async fn codes_csv(
         (status = 200, description = "Revoked", body = BatchRevoked),
         (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
         (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
-        (status = 404, description = "No such batch", body = ErrorBody),
+        (status = 404, description = "Not an id (an unknown batch answers 403, as another tenant's does)", body = ErrorBody),
     ),
     security(("bearer" = []), ("session" = [])))]
 pub async fn revoke_unused(

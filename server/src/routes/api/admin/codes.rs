@@ -382,7 +382,7 @@ impl std::fmt::Debug for ReplacedCode {
         (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
         (status = 404, description = "No such code", body = ErrorBody),
         (status = 409, description = "The code is bound or revoked (`code_not_replaceable`), or the Idempotency-Key's first attempt still runs or its answer is no longer held", body = ErrorBody),
-        (status = 422, description = "The Idempotency-Key was used for another request", body = ErrorBody),
+        (status = 422, description = "The Idempotency-Key is malformed, or was used for another request", body = ErrorBody),
     ),
     security(("bearer" = []), ("session" = [])))]
 pub async fn replace_code(
@@ -394,7 +394,7 @@ pub async fn replace_code(
     let (tenant, code, admin) = admin_of_code(&state, &caller, &code_id).await?;
     let key = key_of(&headers)?;
     let (pool, keyring) = (state.services.pool.clone(), state.services.keyring.clone());
-    create_once(
+    let answer = create_once(
         &state,
         key,
         &caller.login(),
@@ -415,5 +415,40 @@ pub async fn replace_code(
             })
         },
     )
-    .await
+    .await?;
+    still_unused_if_replayed(&state, tenant, answer).await
+}
+
+/// A replayed answer hands its code out again only while that code is
+/// still unused: once it was replaced in turn, bound or revoked, the retry
+/// hears `idempotent_answer_gone` naming it instead.
+async fn still_unused_if_replayed(
+    state: &ServerState,
+    tenant: TenantId,
+    answer: axum::response::Response,
+) -> Result<axum::response::Response, ApiError> {
+    if !answer.headers().contains_key("idempotent-replayed") {
+        return Ok(answer);
+    }
+    let (parts, body) = answer.into_parts();
+    let bytes = axum::body::to_bytes(body, 64 * 1024)
+        .await
+        .map_err(|e| anyhow::anyhow!("reading a held answer: {e}"))?;
+    let id = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()
+        .and_then(|v| v["id"].as_str().and_then(|id| Uuid::parse_str(id).ok()))
+        .ok_or_else(|| anyhow::anyhow!("a held replacement answer has no id"))?;
+    if !code_admin::is_unused(&state.services.pool, tenant, id).await? {
+        return Err(ApiError::new(
+            engine::outcome::ErrorKind::Conflict,
+            "idempotent_answer_gone",
+            format!(
+                "this Idempotency-Key replaced the code with {id}, which is no longer unused; its code is not handed out again"
+            ),
+        ));
+    }
+    Ok(axum::response::Response::from_parts(
+        parts,
+        axum::body::Body::from(bytes),
+    ))
 }

@@ -6,10 +6,10 @@
 //! token) and its `admin_of`/`refuse`, `admin_of_share`, `parse_id`. The
 //! handlers live by concern: `shares` (list, create, read, set status),
 //! `resources` (list, upload, rename and move, remove; [`upload`] is also
-//! the console's form upload), `batches` (list, revoke unused), `codes`
-//! (issue, list, read, find by full code, revoke, unbind), `activity`
-//! (learners, access records, the audit log) and `integrations` (API
-//! tokens, webhooks).
+//! the console's form upload), `batches` (list, read, the one-time codes
+//! CSV, revoke unused), `codes` (issue, list, read, find by full code,
+//! revoke, unbind, replace), `activity` (learners and access records, as
+//! pages and CSV, the audit log) and `integrations` (API tokens, webhooks).
 
 pub(super) mod activity;
 pub(super) mod batches;
