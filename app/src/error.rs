@@ -8,6 +8,7 @@
 //! reference, and its full cause chain goes to the log only, never to the
 //! browser.
 
+use crate::i18n::Msg;
 pub use model::ErrorKind;
 use serde::{Deserialize, Serialize};
 use server_fn::codec::JsonEncoding;
@@ -104,23 +105,14 @@ impl AppError {
     pub fn text(&self) -> String {
         use crate::i18n::t;
         let fixed = match self {
-            Self::Unauthenticated => t("please sign in first", "请先登录"),
-            Self::InvalidCredentials => t("the email or the password is wrong", "邮箱或密码错误"),
-            Self::AccountDisabled => t(
-                "this account is disabled; contact the course provider",
-                "这个账号已被停用，请联系课程提供方",
-            ),
-            Self::Forbidden => t("you do not have access to this", "你没有权限访问这里"),
-            Self::NotFound => t("not found", "找不到这个页面"),
-            Self::Unavailable { .. } => t(
-                "the service is busy, please try again in a moment",
-                "服务繁忙，请稍后再试",
-            ),
+            Self::Unauthenticated => t(Msg::PleaseSignInFirst),
+            Self::InvalidCredentials => t(Msg::TheEmailOrThePasswordIs),
+            Self::AccountDisabled => t(Msg::ThisAccountIsDisabledContactThe),
+            Self::Forbidden => t(Msg::YouDoNotHaveAccessTo),
+            Self::NotFound => t(Msg::NotFound),
+            Self::Unavailable { .. } => t(Msg::TheServiceIsBusyPleaseTry),
             Self::Internal { reference } => {
-                return crate::i18n::lang().pick(
-                    self.to_string(),
-                    format!("服务器出错了（参考编号 {reference}）"),
-                );
+                return crate::i18n::tf(Msg::ServerErrorWithReference, &[("reference", reference)]);
             }
             Self::Invalid { .. }
             | Self::RateLimited { .. }

@@ -1,10 +1,15 @@
-//! The two languages of the interface: English and Simplified Chinese.
+//! The languages of the interface: English, Simplified Chinese (zh-CN) and
+//! Traditional Chinese (zh-TW, also chosen for zh-HK and zh-MO).
 //!
 //! Many people who sell courses this way, and their learners, read Chinese
-//! first. Every string a person sees is written in both languages at the
-//! place it is used (`t("Sign in", "登录")`), so a page cannot gain an
-//! untranslated string without its author seeing the gap, and no key file
-//! can drift from the code.
+//! first. Every string a person sees is a message of the translation
+//! catalogues (`server/model/locales/<tag>/messages.ftl`, Fluent), named
+//! by its id: `t(Msg::SignIn)`, or `tf(Msg::CodesFor, &[("total", &n)])`
+//! with variables and plural forms. The build compiles the catalogues and
+//! refuses one that lacks a message or gives it other variables (see
+//! `server/model/build.rs`); `tests/translations.rs` fails on any literal a
+//! page shows without a catalogue. The domain errors' messages are in
+//! `errors.ftl` (see [`errors`]).
 //!
 //! The language is chosen per request: the `lang` cookie set by the
 //! switcher (`/lang/{tag}`) wins, then `Accept-Language`, then English. The
@@ -17,7 +22,7 @@ pub mod errors;
 
 use model::{CodeState, ResourceKind, ShareStatus};
 
-pub use model::Lang;
+pub use model::{ErrorMsg, Lang, Msg, catalogue::Args};
 
 /// The language of the page being rendered or the server function being
 /// served: provided by [`crate::App`]; on the server read from the request
@@ -42,9 +47,14 @@ pub fn lang() -> Lang {
     Lang::En
 }
 
-/// `en` or `zh`, in the current language.
-pub fn t(en: &'static str, zh: &'static str) -> &'static str {
-    lang().pick(en, zh)
+/// A message in the current language.
+pub fn t(msg: Msg) -> &'static str {
+    lang().text(msg)
+}
+
+/// A message with variables in the current language.
+pub fn tf(msg: Msg, args: Args<'_>) -> String {
+    lang().format(msg, args)
 }
 
 /// A number with thousands separators (`100,000`), the same in both
@@ -68,48 +78,45 @@ pub fn number(n: impl Into<i64>) -> String {
 /// A share's status as a word.
 pub fn share_status(status: ShareStatus) -> &'static str {
     match status {
-        ShareStatus::Draft => t("Draft", "草稿"),
-        ShareStatus::Active => t("Active", "开放中"),
-        ShareStatus::Paused => t("Paused", "已暂停"),
-        ShareStatus::Archived => t("Archived", "已归档"),
+        ShareStatus::Draft => t(Msg::Draft),
+        ShareStatus::Active => t(Msg::Active),
+        ShareStatus::Paused => t(Msg::Paused),
+        ShareStatus::Archived => t(Msg::Archived),
     }
 }
 
 /// A code's state as a word.
 pub fn code_state(state: CodeState) -> &'static str {
     match state {
-        CodeState::Unused => t("Unused", "未使用"),
-        CodeState::Bound => t("Bound", "已绑定"),
-        CodeState::Revoked => t("Revoked", "已作废"),
+        CodeState::Unused => t(Msg::Unused),
+        CodeState::Bound => t(Msg::Bound),
+        CodeState::Revoked => t(Msg::Revoked),
     }
 }
 
 /// An audit action (`code.revoked`, …) as a phrase.
 pub fn audit_action(action: &str) -> String {
     let phrase = match action {
-        "share.created" => t("Share created", "创建课程分享"),
-        "share.updated" => t("Share edited", "修改课程分享"),
-        "share.status_changed" => t("Status changed", "状态变更"),
-        "resource.uploaded" => t("Resource uploaded", "上传资源"),
-        "resource.renamed" => t("Resource renamed", "资源改名"),
-        "resource.moved" => t("Resource moved", "资源排序"),
-        "resource.deleted" => t("Resource removed", "删除资源"),
-        "batch.issued" => t("Codes issued", "生成兑换码"),
-        "batch.unused_revoked" => t("Unused codes of a batch revoked", "作废批次中未用的码"),
-        "batch.downloaded" => t("Codes downloaded (CSV)", "下载兑换码（CSV）"),
-        "batch.download_broken" => t(
-            "Codes download broke off (the codes stay downloadable)",
-            "兑换码下载中断（仍可重新下载）",
-        ),
-        "code.revoked" => t("Code revoked", "作废兑换码"),
-        "code.replaced" => t("Code replaced", "补发兑换码"),
-        "code.unbound" => t("Code unbound", "解绑兑换码"),
-        "code.bound" => t("Code bound", "兑换码绑定"),
-        "token.created" => t("API token created", "创建 API 令牌"),
-        "token.revoked" => t("API token revoked", "吊销 API 令牌"),
-        "webhook.created" => t("Webhook added", "添加 Webhook"),
-        "webhook.disabled" => t("Webhook disabled", "停用 Webhook"),
-        "webhook.redelivered" => t("Webhook delivery sent again", "重新投递 Webhook"),
+        "share.created" => t(Msg::ShareCreated),
+        "share.updated" => t(Msg::ShareEdited),
+        "share.status_changed" => t(Msg::StatusChanged),
+        "resource.uploaded" => t(Msg::ResourceUploaded),
+        "resource.renamed" => t(Msg::ResourceRenamed),
+        "resource.moved" => t(Msg::ResourceMoved),
+        "resource.deleted" => t(Msg::ResourceRemoved),
+        "batch.issued" => t(Msg::CodesIssued2),
+        "batch.unused_revoked" => t(Msg::UnusedCodesOfABatchRevoked),
+        "batch.downloaded" => t(Msg::CodesDownloadedCsv),
+        "batch.download_broken" => t(Msg::CodesDownloadBrokeOffTheCodes),
+        "code.revoked" => t(Msg::CodeRevoked),
+        "code.replaced" => t(Msg::CodeReplaced),
+        "code.unbound" => t(Msg::CodeUnbound),
+        "code.bound" => t(Msg::CodeBound),
+        "token.created" => t(Msg::ApiTokenCreated),
+        "token.revoked" => t(Msg::ApiTokenRevoked),
+        "webhook.created" => t(Msg::WebhookAdded),
+        "webhook.disabled" => t(Msg::WebhookDisabled),
+        "webhook.redelivered" => t(Msg::WebhookDeliverySentAgain),
         other => return other.to_owned(),
     };
     phrase.to_owned()
@@ -118,41 +125,40 @@ pub fn audit_action(action: &str) -> String {
 /// What is wrong with a typed code, in the current language (the browser
 /// checks codes before they are sent, so this is not server-only).
 pub fn code_format_error(error: &codeformat::CodeFormatError) -> String {
-    match lang() {
-        Lang::En => error.to_string(),
-        Lang::Zh => code_format_error_zh(error).to_owned(),
-    }
+    let lang = lang();
+    code_format_message(error, lang).unwrap_or_else(|| error.to_string())
 }
 
-/// A code format problem in Chinese.
-pub fn code_format_error_zh(error: &codeformat::CodeFormatError) -> &'static str {
+/// A code format problem in `lang` (`None` in English: its `Display`).
+pub fn code_format_message(error: &codeformat::CodeFormatError, lang: Lang) -> Option<String> {
     use codeformat::CodeFormatError as E;
-    match error {
-        E::WrongLength => "兑换码由 12 位字母和数字组成，例如 ABCD-2345-WXYZ",
-        E::BadSymbol => "兑换码只包含字母和数字",
-        E::BadCheckSymbol => "兑换码有输入错误，请核对后重试",
-    }
+    let msg = match error {
+        E::WrongLength => ErrorMsg::CodeWrongLength,
+        E::BadSymbol => ErrorMsg::CodeBadSymbol,
+        E::BadCheckSymbol => ErrorMsg::CodeBadCheckSymbol,
+    };
+    lang.error(msg, &[])
 }
 
 /// A resource's kind as a word.
 pub fn resource_kind(kind: ResourceKind) -> &'static str {
     match kind {
-        ResourceKind::Video => t("Video", "视频"),
-        ResourceKind::Page => t("Page", "页面"),
-        ResourceKind::File => t("File", "文件"),
+        ResourceKind::Video => t(Msg::Video),
+        ResourceKind::Page => t(Msg::Page),
+        ResourceKind::File => t(Msg::File),
     }
 }
 
 /// What an audit entry is about (`share`, `code`, …) as a word.
 pub fn target_type(kind: &str) -> String {
     let word = match kind {
-        "share" => t("share", "课程分享"),
-        "code" | "auth_code" => t("code", "兑换码"),
-        "code_batch" => t("batch", "批次"),
-        "resource" => t("resource", "资源"),
-        "api_token" => t("token", "令牌"),
-        "webhook_endpoint" => t("webhook", "Webhook"),
-        "account" => t("account", "账号"),
+        "share" => t(Msg::Share2),
+        "code" | "auth_code" => t(Msg::Code4),
+        "code_batch" => t(Msg::Batch2),
+        "resource" => t(Msg::Resource2),
+        "api_token" => t(Msg::Token),
+        "webhook_endpoint" => t(Msg::Webhook),
+        "account" => t(Msg::Account),
         other => return other.to_owned(),
     };
     word.to_owned()
@@ -161,11 +167,11 @@ pub fn target_type(kind: &str) -> String {
 /// A webhook event (`code.bound`, …) as a phrase.
 pub fn event(event: &str) -> String {
     let phrase = match event {
-        "code.bound" => t("code bound", "兑换码绑定"),
-        "code.unbound" => t("code unbound", "兑换码解绑"),
-        "code.revoked" => t("code revoked", "兑换码作废"),
-        "access.recorded" => t("access recorded", "访问记录"),
-        "batch.issued" => t("codes issued", "生成兑换码"),
+        "code.bound" => t(Msg::CodeBound2),
+        "code.unbound" => t(Msg::CodeUnbound2),
+        "code.revoked" => t(Msg::CodeRevoked2),
+        "access.recorded" => t(Msg::AccessRecorded),
+        "batch.issued" => t(Msg::CodesIssued3),
         other => return other.to_owned(),
     };
     phrase.to_owned()
@@ -174,9 +180,9 @@ pub fn event(event: &str) -> String {
 /// An API token scope (`read`, `write`) as a word.
 pub fn scope(scope: &str) -> String {
     let word = match scope {
-        "read" => t("read", "读取"),
-        "write" => t("write", "写入"),
-        "integrations" => t("integrations", "集成"),
+        "read" => t(Msg::Read),
+        "write" => t(Msg::Write),
+        "integrations" => t(Msg::Integrations),
         other => return other.to_owned(),
     };
     word.to_owned()

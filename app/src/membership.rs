@@ -3,6 +3,8 @@
 //! tenant of one's own where the server allows it (`tenants.self_signup`).
 //! Thin adapters over `service::team`, under `/api/team/`.
 
+#[cfg(feature = "ssr")]
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use model::Role;
 use serde::{Deserialize, Serialize};
@@ -64,7 +66,7 @@ pub async fn accept_invitation(token: String) -> Result<(), AppError> {
         let (tenant, _) = service::team::accept(&state, &principal, ip, &token).await?;
         guard::set_flash(&crate::auth::Flash {
             kind: crate::auth::FlashKind::Success,
-            message: crate::i18n::t("Welcome to the team!", "欢迎加入团队！").into(),
+            message: crate::i18n::t(Msg::WelcomeToTheTeam).into(),
         })
         .await?;
         leptos_axum::redirect(&format!("/admin/t/{}", tenant.0));

@@ -1,6 +1,8 @@
-//! Every string a person reads is written in both languages.
+//! Every string a person reads comes from the translation catalogues.
 //!
-//! Pages wrap their words in `t("English", "中文")`. This test reads the
+//! Pages name their words by message id, `t(Msg::SignIn)`, and the words
+//! live in `server/model/locales/<tag>/messages.ftl`, every language of
+//! which the build checks for every message. This test reads the
 //! view code of every page and component and fails on the shapes an
 //! untranslated string takes in a `view!`: a bare text node (`<h2>"Codes"`,
 //! or a literal alone on the line after a tag) and a bare literal in a
@@ -112,7 +114,7 @@ fn no_page_or_component_shows_an_untranslated_string() {
     }
     assert!(
         problems.is_empty(),
-        "wrap these in t(\"English\", \"中文\"):\n{}",
+        "put these in server/model/locales/*/messages.ftl and show them with t(Msg::…):\n{}",
         problems.join("\n")
     );
 }
@@ -126,7 +128,7 @@ fn the_check_finds_each_untranslated_shape() {
         </p>
         <Field name="email" label="Email" error/>
         <button aria-label="Close">"×"</button>
-        <h2>{t("Codes", "兑换码")}</h2>
+        <h2>{t(Msg::Codes)}</h2>
         <span data-label="raw">" · "</span>
         <a>"AdmitOne"</a>
     "#;

@@ -1,6 +1,8 @@
 //! The tenant's audit log (`/admin/t/{tenant}/audit`, the page in
 //! `pages/console/audit.rs`): filtered keyset pages, newest first.
 
+#[cfg(feature = "ssr")]
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -45,13 +47,7 @@ pub async fn audit_log(
         let before = match before.as_deref().filter(|b| !b.is_empty()) {
             None => None,
             Some(cursor) => Some(parse_cursor(cursor).ok_or_else(|| {
-                AppError::invalid(
-                    "before",
-                    crate::i18n::t(
-                        "this page link is damaged; start from the first page",
-                        "这个分页链接已损坏，请从第一页开始",
-                    ),
-                )
+                AppError::invalid("before", crate::i18n::t(Msg::ThisPageLinkIsDamagedStart))
             })?),
         };
         let filter = engine::console::AuditFilter {
@@ -79,7 +75,7 @@ pub async fn audit_log(
                     when: zone.when(r.created_at),
                     actor: r
                         .actor_email
-                        .unwrap_or_else(|| crate::i18n::t("system", "系统").into()),
+                        .unwrap_or_else(|| crate::i18n::t(Msg::System).into()),
                     target: match r.target_id {
                         Some(id) => format!(
                             "{} {}",

@@ -2,6 +2,8 @@
 //! keyset pages of codes, and what an admin does to one code (revoke,
 //! replace, unbind) or to a batch's unused codes.
 
+#[cfg(feature = "ssr")]
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use model::CodeState;
 use serde::{Deserialize, Serialize};
@@ -239,13 +241,7 @@ pub async fn find_code(tenant_id: Uuid, code: String) -> Result<(), AppError> {
                 ));
                 Ok(())
             }
-            None => Err(AppError::invalid(
-                "code",
-                t(
-                    "No code of this tenant matches: it may belong to another course creator, or be mistyped.",
-                    "本机构没有这个兑换码：它可能属于其他课程创作者，或者输入有误。",
-                ),
-            )),
+            None => Err(AppError::invalid("code", t(Msg::NoCodeOfThisTenantMatches))),
         }
     };
     run.await.map_err(AppError::respond)
@@ -272,8 +268,7 @@ pub async fn revoke_code(
         {
             support::confirmed(
                 confirm.as_deref(),
-                "tick the box to confirm that the learner loses access",
-                "请勾选确认：学员将失去访问权限",
+                crate::i18n::Msg::ConfirmLearnerLosesAccess,
             )?;
         }
         engine::code_admin::revoke_code(
@@ -340,10 +335,7 @@ pub async fn unbind_code(
         if confirm.as_deref() != Some("yes") {
             return Err(AppError::invalid(
                 "confirm",
-                crate::i18n::t(
-                    "tick the box to confirm that the learner loses access",
-                    "请勾选确认：学员将失去访问权限",
-                ),
+                crate::i18n::t(Msg::TickTheBoxToConfirmThat),
             ));
         }
         let revoke = match after.as_str() {
@@ -352,10 +344,7 @@ pub async fn unbind_code(
             _ => {
                 return Err(AppError::invalid(
                     "after",
-                    crate::i18n::t(
-                        "choose whether the code stays usable or is revoked",
-                        "请选择兑换码解绑后可再次使用还是作废",
-                    ),
+                    crate::i18n::t(Msg::ChooseWhetherTheCodeStaysUsable),
                 ));
             }
         };
@@ -387,8 +376,7 @@ pub async fn revoke_unused(
             support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
         support::confirmed(
             confirm.as_deref(),
-            "tick the box to confirm that these codes can never be used again",
-            "请勾选确认：这些兑换码将永远不能再使用",
+            crate::i18n::Msg::ConfirmCodesNeverUsedAgain,
         )?;
         engine::batches::revoke_unused_of_batch(&state.pool, tenant, admin.id, batch_id)
             .await

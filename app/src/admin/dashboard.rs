@@ -140,7 +140,7 @@ pub async fn dashboard(tenant_id: Uuid) -> Result<DashboardView, AppError> {
             crate::i18n::Lang::En => {
                 time::macros::format_description!("[day padding:none] [month repr:short]")
             }
-            crate::i18n::Lang::Zh => {
+            crate::i18n::Lang::ZhCn | crate::i18n::Lang::ZhTw => {
                 time::macros::format_description!("[month padding:none]月[day padding:none]日")
             }
         };

@@ -2,6 +2,8 @@
 //! the page in `pages/console/issued.rs`): the issue form's server function,
 //! its progress while it runs, and the plain codes, shown once.
 
+#[cfg(feature = "ssr")]
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -67,15 +69,7 @@ pub async fn issue_codes(
             .parse::<i64>()
             .ok()
             .filter(|n| (1..=MAX_BATCH).contains(n))
-            .ok_or_else(|| {
-                AppError::invalid(
-                    "count",
-                    crate::i18n::t(
-                        "a number of codes from 1 to 100,000",
-                        "兑换码数量为 1 到 100,000",
-                    ),
-                )
-            })?;
+            .ok_or_else(|| AppError::invalid("count", crate::i18n::t(Msg::ANumberOfCodesFrom1)))?;
         let issued = service::console::issue_for_handover(
             &state,
             &admin,

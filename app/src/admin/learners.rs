@@ -2,6 +2,8 @@
 //! `pages/console/learners.rs`): who is bound with which code, and one
 //! learner's access records.
 
+#[cfg(feature = "ssr")]
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -88,7 +90,7 @@ pub async fn share_learners(
                 let email = list
                     .first()
                     .map(|r| r.email.clone())
-                    .unwrap_or_else(|| crate::i18n::t("this learner", "这位学员").into());
+                    .unwrap_or_else(|| crate::i18n::t(Msg::ThisLearner).into());
                 Some((
                     email,
                     list.into_iter()
@@ -138,7 +140,7 @@ pub async fn suspend_learner(
             _ => {
                 return Err(AppError::invalid(
                     "suspend",
-                    crate::i18n::t("choose to suspend or to re-enable", "请选择停用或恢复"),
+                    crate::i18n::t(Msg::ChooseToSuspendOrToRe),
                 ));
             }
         };

@@ -3,6 +3,8 @@
 //! (rename, reorder, remove; uploads are a plain HTTP route in
 //! `server/src/routes/console.rs`) and the batches it lists.
 
+#[cfg(feature = "ssr")]
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use model::ShareStatus;
 use serde::{Deserialize, Serialize};
@@ -199,7 +201,7 @@ mod settings_form {
             if crate::auth::guard::from_plain_form() {
                 crate::auth::guard::set_flash(&crate::auth::Flash {
                     kind: crate::auth::FlashKind::Success,
-                    message: crate::i18n::t("Saved.", "已保存。").into(),
+                    message: crate::i18n::t(Msg::Saved).into(),
                 })
                 .await?;
                 leptos_axum::redirect(&format!("/admin/t/{tenant_id}/s/{share_id}"));
@@ -254,7 +256,7 @@ pub async fn move_resource(
             _ => {
                 return Err(AppError::invalid(
                     "direction",
-                    crate::i18n::t("up or down", "只能是上移或下移"),
+                    crate::i18n::t(Msg::UpOrDown),
                 ));
             }
         };

@@ -3,6 +3,7 @@
 //! allows the function's one `Permission`), and how dates,
 //! limits and QR codes are read and written.
 
+use crate::i18n::Msg;
 use engine::shares::{Share, ShareError, ShareId};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -69,15 +70,11 @@ pub async fn admin_share(
 /// The explicit "I understand" a destructive action needs (a checkbox
 /// posting `confirm=yes`, as unbinding asks): without it nothing changes
 /// and the form says why, beside the box.
-pub fn confirmed(
-    confirm: Option<&str>,
-    en: &'static str,
-    zh: &'static str,
-) -> Result<(), AppError> {
+pub fn confirmed(confirm: Option<&str>, why: crate::i18n::Msg) -> Result<(), AppError> {
     if confirm == Some("yes") {
         Ok(())
     } else {
-        Err(AppError::invalid("confirm", crate::i18n::t(en, zh)))
+        Err(AppError::invalid("confirm", crate::i18n::t(why)))
     }
 }
 
@@ -119,15 +116,9 @@ pub fn parse_local(
     if raw.is_empty() {
         return Ok(None);
     }
-    zone.from_input(raw).map(Some).ok_or_else(|| {
-        AppError::invalid(
-            field,
-            crate::i18n::t(
-                "a date and time like 2026-12-31T18:00",
-                "请输入日期和时间，例如 2026-12-31T18:00",
-            ),
-        )
-    })
+    zone.from_input(raw)
+        .map(Some)
+        .ok_or_else(|| AppError::invalid(field, crate::i18n::t(Msg::ADateAndTimeLike2026)))
 }
 
 /// Like [`parse_local`], but a field sent back exactly as the form showed
@@ -157,13 +148,5 @@ pub fn parse_number(field: &str, raw: &str) -> Result<Option<i64>, AppError> {
         .ok()
         .filter(|n| (1..=1_000_000_000).contains(n))
         .map(Some)
-        .ok_or_else(|| {
-            AppError::invalid(
-                field,
-                crate::i18n::t(
-                    "a whole number from 1 to 1,000,000,000, or empty for no limit",
-                    "请输入 1 到 1,000,000,000 之间的整数，留空表示不限",
-                ),
-            )
-        })
+        .ok_or_else(|| AppError::invalid(field, crate::i18n::t(Msg::AWholeNumberFrom1To)))
 }

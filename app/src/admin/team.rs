@@ -5,6 +5,8 @@
 //! invitations and change the settings. The use cases are
 //! `service::team`'s; the last-owner rule is the database's.
 
+#[cfg(feature = "ssr")]
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use model::Role;
 use serde::{Deserialize, Serialize};
@@ -144,10 +146,8 @@ pub async fn invite_member(tenant_id: Uuid, email: String, role: String) -> Resu
         if crate::auth::guard::from_plain_form() {
             crate::auth::guard::set_flash(&crate::auth::Flash {
                 kind: crate::auth::FlashKind::Success,
-                message: crate::i18n::lang().pick(
-                    format!("Invitation sent to {}.", email.trim()),
-                    format!("邀请已发送到 {}。", email.trim()),
-                ),
+                message: crate::i18n::lang()
+                    .format(Msg::InvitationSentTo, &[("value", &email.trim())]),
             })
             .await?;
         }
@@ -226,11 +226,7 @@ pub async fn leave_team(tenant_id: Uuid, confirm: Option<String>) -> Result<(), 
             engine::tenants::Permission::ViewConsole,
         )
         .await?;
-        support::confirmed(
-            confirm.as_deref(),
-            "tick the box to confirm that you leave this team",
-            "请勾选确认：你将离开这个团队",
-        )?;
+        support::confirmed(confirm.as_deref(), crate::i18n::Msg::ConfirmYouLeaveTheTeam)?;
         let state = crate::state::AppState::from_context()?;
         let session = crate::auth::guard::session().await?;
         service::team::leave(&state, &session, engine::tenants::TenantId(tenant_id))

@@ -1,6 +1,8 @@
 //! The tenant's API tokens (`/admin/t/{tenant}/tokens`, the page in
 //! `pages/console/tokens.rs`): list, create (shown once), revoke.
 
+#[cfg(feature = "ssr")]
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -122,10 +124,8 @@ pub async fn create_token(
         if crate::auth::guard::from_plain_form() {
             crate::auth::guard::set_flash(&crate::auth::Flash {
                 kind: crate::auth::FlashKind::Success,
-                message: crate::i18n::lang().pick(
-                    format!("New token (shown once, copy it now): {token}"),
-                    format!("新令牌（只显示这一次，请立即复制）：{token}"),
-                ),
+                message: crate::i18n::lang()
+                    .format(Msg::NewTokenShownOnceCopyIt, &[("token", &token)]),
             })
             .await?;
         }
@@ -147,8 +147,7 @@ pub async fn revoke_token(
                 .await?;
         support::confirmed(
             confirm.as_deref(),
-            "tick the box to confirm that whatever uses this token stops working",
-            "请勾选确认：使用这个令牌的程序将立即停止工作",
+            crate::i18n::Msg::ConfirmTokenStopsWorking,
         )?;
         engine::tokens::revoke(&state.pool, tenant, admin.id, token_id)
             .await

@@ -2,6 +2,8 @@
 //! `pages/console/webhooks.rs`): endpoints, troubled deliveries, and adding,
 //! disabling and redelivering.
 
+#[cfg(feature = "ssr")]
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -146,11 +148,9 @@ pub async fn create_webhook(
         if crate::auth::guard::from_plain_form() {
             crate::auth::guard::set_flash(&crate::auth::Flash {
                 kind: crate::auth::FlashKind::Success,
-                message: crate::i18n::lang().pick(
-                    format!(
-                        "Endpoint added. Its signing secret (shown once, copy it now): {secret}"
-                    ),
-                    format!("已添加接收地址。签名密钥（只显示这一次，请立即复制）：{secret}"),
+                message: crate::i18n::lang().format(
+                    Msg::EndpointAddedItsSigningSecretShown,
+                    &[("secret", &secret)],
                 ),
             })
             .await?;
@@ -173,8 +173,7 @@ pub async fn disable_webhook(
                 .await?;
         support::confirmed(
             confirm.as_deref(),
-            "tick the box to confirm that this endpoint gets no more events",
-            "请勾选确认：这个接收地址将不再收到任何事件",
+            crate::i18n::Msg::ConfirmEndpointGetsNoEvents,
         )?;
         engine::webhooks::admin::disable_endpoint(&state.pool, tenant, admin.id, endpoint_id)
             .await

@@ -11,6 +11,8 @@
 #[cfg(feature = "ssr")]
 pub mod guard;
 
+#[cfg(feature = "ssr")]
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -79,15 +81,12 @@ pub async fn register(
         let principal = service::accounts::register(&state, &session, ip, form, lang).await?;
         guard::set_flash(&Flash {
             kind: FlashKind::Success,
-            message: lang.pick(
-                format!(
-                    "Welcome, {}! Your account is ready. We sent a link to {}: open it to confirm your address.",
-                    principal.display_name, principal.email
-                ),
-                format!(
-                    "欢迎你，{}！账号已创建好。我们已向 {} 发送了一封邮件，请打开其中的链接验证邮箱。",
-                    principal.display_name, principal.email
-                ),
+            message: lang.format(
+                Msg::WelcomeYourAccountIsReadyWe,
+                &[
+                    ("display_name", &principal.display_name),
+                    ("email", &principal.email),
+                ],
             ),
         })
         .await?;
@@ -119,7 +118,7 @@ pub async fn logout() -> Result<(), AppError> {
         guard::sign_out().await?;
         guard::set_flash(&Flash {
             kind: FlashKind::Info,
-            message: t("You have signed out.", "你已退出登录。").into(),
+            message: t(Msg::YouHaveSignedOut).into(),
         })
         .await?;
         leptos_axum::redirect("/");
@@ -138,11 +137,7 @@ pub async fn logout_all() -> Result<(), AppError> {
         service::accounts::sign_out_everywhere(&state, &session, &principal).await?;
         guard::set_flash(&Flash {
             kind: FlashKind::Info,
-            message: t(
-                "You have signed out on every device.",
-                "你已在所有设备上退出登录。",
-            )
-            .into(),
+            message: t(Msg::YouHaveSignedOutOnEvery).into(),
         })
         .await?;
         leptos_axum::redirect("/");
@@ -174,11 +169,7 @@ pub async fn change_password(
         guard::restamp(principal.id, epoch).await?;
         guard::set_flash(&Flash {
             kind: FlashKind::Success,
-            message: t(
-                "Password changed. Your other devices were signed out.",
-                "密码已修改，你的其他设备已退出登录。",
-            )
-            .into(),
+            message: t(Msg::PasswordChangedYourOtherDevicesWere).into(),
         })
         .await?;
         leptos_axum::redirect("/account");
@@ -212,15 +203,12 @@ pub async fn resend_verification() -> Result<String, AppError> {
             service::accounts::resend_verification(&state, &principal, ip, crate::i18n::lang())
                 .await?;
         let message = match resent {
-            engine::accounts::verification::Resent::Sent => crate::i18n::lang().pick(
-                format!("We sent a new link to {}.", principal.email),
-                format!("新的验证链接已发送到 {}。", principal.email),
-            ),
-            engine::accounts::verification::Resent::AlreadyVerified => t(
-                "Your address is verified already.",
-                "你的邮箱已经验证过了。",
-            )
-            .to_owned(),
+            engine::accounts::verification::Resent::Sent => {
+                crate::i18n::lang().format(Msg::WeSentANewLinkTo, &[("email", &principal.email)])
+            }
+            engine::accounts::verification::Resent::AlreadyVerified => {
+                t(Msg::YourAddressIsVerifiedAlready).to_owned()
+            }
         };
         if guard::from_plain_form() {
             guard::set_flash(&Flash {
@@ -262,11 +250,7 @@ pub async fn verify_email(token: String) -> Result<(), AppError> {
         service::accounts::verify_email(&state, ip, &token).await?;
         guard::set_flash(&Flash {
             kind: FlashKind::Success,
-            message: t(
-                "Your email address is verified. If you entered an access code, open the course again: your code is still waiting for you.",
-                "你的邮箱已验证。如果你已输入过兑换码，请重新打开课程：兑换码仍为你保留。",
-            )
-            .into(),
+            message: t(Msg::YourEmailAddressIsVerifiedIf).into(),
         })
         .await?;
         leptos_axum::redirect("/");
@@ -285,10 +269,8 @@ pub async fn confirm_email(token: String) -> Result<(), AppError> {
         let email = service::accounts::confirm_email_change(&state, ip, &token).await?;
         guard::set_flash(&Flash {
             kind: FlashKind::Success,
-            message: crate::i18n::lang().pick(
-                format!("Your account now uses {email}. Sign in with it from now on."),
-                format!("你的账号已改用 {email}，以后请用它登录。"),
-            ),
+            message: crate::i18n::lang()
+                .format(Msg::YourAccountNowUsesSignIn, &[("email", &email)]),
         })
         .await?;
         leptos_axum::redirect("/");
@@ -306,11 +288,7 @@ pub async fn forgot_password(email: String) -> Result<(), AppError> {
         service::accounts::forgot_password(&state, ip, &email, crate::i18n::lang()).await?;
         guard::set_flash(&Flash {
             kind: FlashKind::Info,
-            message: t(
-                "If an account uses this address, a link to reset its password is on its way. It works for 30 minutes.",
-                "如果有账号使用这个邮箱，重置密码的链接已发出，30 分钟内有效。",
-            )
-            .into(),
+            message: t(Msg::IfAnAccountUsesThisAddress).into(),
         })
         .await?;
         leptos_axum::redirect("/login");
@@ -349,11 +327,7 @@ pub async fn reset_password(
         guard::sign_out().await?;
         guard::set_flash(&Flash {
             kind: FlashKind::Success,
-            message: t(
-                "Your password is reset and every device was signed out. Sign in with the new password.",
-                "密码已重置，所有设备都已退出登录。请用新密码登录。",
-            )
-            .into(),
+            message: t(Msg::YourPasswordIsResetAndEvery).into(),
         })
         .await?;
         leptos_axum::redirect("/login");
@@ -377,10 +351,7 @@ pub async fn change_email(current_password: String, new_email: String) -> Result
         let email = new_email.trim().to_lowercase();
         guard::set_flash(&Flash {
             kind: FlashKind::Info,
-            message: crate::i18n::lang().pick(
-                format!("We sent a link to {email}: open it to move your account there. Until then nothing changes."),
-                format!("我们已向 {email} 发送了一封邮件，打开其中的链接即可改用这个邮箱。在此之前一切不变。"),
-            ),
+            message: crate::i18n::lang().format(Msg::WeSentALinkToOpen, &[("email", &email)]),
         })
         .await?;
         leptos_axum::redirect("/account");

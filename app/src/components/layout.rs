@@ -1,5 +1,6 @@
 //! The page shell: header with navigation and the signed-in state, footer.
 
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use leptos_router::hooks::use_location;
 
@@ -24,7 +25,7 @@ pub fn Header() -> impl IntoView {
         open.set(false);
     });
     view! {
-        <a class="skip-link" href="#main">{t("Skip to content", "跳到正文")}</a>
+        <a class="skip-link" href="#main">{t(Msg::SkipToContent)}</a>
         <header class="site-header">
             <div class="container header-row">
                 <a class="brand" href="/">
@@ -38,33 +39,33 @@ pub fn Header() -> impl IntoView {
                     aria-expanded=move || open.get().to_string()
                     on:click=move |_| open.update(|o| *o = !*o)
                 >
-                    <span class="visually-hidden">{t("Menu", "菜单")}</span>
+                    <span class="visually-hidden">{t(Msg::Menu)}</span>
                     <span aria-hidden="true">"☰"</span>
                 </button>
-                <nav id="site-nav" class="site-nav" class:open=move || open.get() aria-label=t("Main", "主导航")>
+                <nav id="site-nav" class="site-nav" class:open=move || open.get() aria-label=t(Msg::Main)>
                     <ul>
-                        <li><a href="/">{t("Home", "首页")}</a></li>
+                        <li><a href="/">{t(Msg::Home)}</a></li>
                         <Transition fallback=|| ()>
                             {move || Suspend::new(async move {
                                 match user.await.ok().flatten() {
                                     Some(user) => view! {
-                                        <li><a href="/courses">{t("My courses", "我的课程")}</a></li>
-                                        <li><a href="/admin">{t("Console", "管理后台")}</a></li>
+                                        <li><a href="/courses">{t(Msg::MyCourses)}</a></li>
+                                        <li><a href="/admin">{t(Msg::Console)}</a></li>
                                         <li>
                                             <a href="/account" class="account-link">
-                                                <span class="visually-hidden">{t("Signed in as ", "当前登录：")}</span>
+                                                <span class="visually-hidden">{t(Msg::SignedInAs)}</span>
                                                 {user.display_name}
                                             </a>
                                         </li>
                                         <li>
                                             <ActionForm action=logout attr:class="inline-form">
-                                                <button type="submit" class="link-button">{t("Sign out", "退出登录")}</button>
+                                                <button type="submit" class="link-button">{t(Msg::SignOut)}</button>
                                             </ActionForm>
                                         </li>
                                     }.into_any(),
                                     None => view! {
-                                        <li><a href="/login">{t("Sign in", "登录")}</a></li>
-                                        <li><a href="/register" class="button small">{t("Create account", "注册账号")}</a></li>
+                                        <li><a href="/login">{t(Msg::SignIn)}</a></li>
+                                        <li><a href="/register" class="button small">{t(Msg::CreateAccount)}</a></li>
                                     }.into_any(),
                                 }
                             })}
@@ -90,8 +91,8 @@ pub fn Footer() -> impl IntoView {
     view! {
         <footer class="site-footer">
             <div class="container footer-row">
-                <p>{t("AdmitOne: one person, one code.", "AdmitOne：一人一码。")}</p>
-                <nav class="lang-switch" aria-label=t("Language", "语言")>
+                <p>{t(Msg::AdmitoneOnePersonOneCode)}</p>
+                <nav class="lang-switch" aria-label=t(Msg::Language)>
                     {Lang::ALL
                         .into_iter()
                         .map(|l| {

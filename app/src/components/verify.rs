@@ -2,6 +2,7 @@
 //! shown where an unverified learner is held back (a pending code, a
 //! resource that would bind it) and on the account page.
 
+use crate::i18n::Msg;
 use leptos::prelude::*;
 
 use crate::{
@@ -17,16 +18,13 @@ pub fn VerifyNotice(email: String) -> impl IntoView {
     let sent = move || resend.value().get().and_then(Result::ok);
     view! {
         <section class="card state-card verify-first" role="status">
-            <h2>{t("Verify your email address", "请验证你的邮箱")}</h2>
-            <p>{lang().pick(
-                format!("A code binds only to a verified account. We sent a link to {email}: open it, then come back here. Your code stays reserved for you."),
-                format!("兑换码只能绑定到已验证邮箱的账号。我们已向 {email} 发送了验证链接：打开链接后回到这里即可，你的兑换码会一直为你保留。"),
-            )}</p>
+            <h2>{t(Msg::VerifyYourEmailAddress)}</h2>
+            <p>{lang().format(Msg::ACodeBindsOnlyToA, &[("email", &email)])}</p>
             <FormAlert error/>
             {move || sent().map(|message| view! { <div class="flash success" role="status">{message}</div> })}
             <ActionForm action=resend>
                 <button type="submit" class="button secondary" disabled=move || resend.pending().get()>
-                    {t("Send the link again", "重新发送验证邮件")}
+                    {t(Msg::SendTheLinkAgain)}
                 </button>
             </ActionForm>
         </section>

@@ -6,6 +6,7 @@
 //! case, and shape its outcome for the pages (localised text, human
 //! dates). Each has a stable endpoint under `/api/learner/`.
 
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use model::ResourceKind;
 use serde::{Deserialize, Serialize};
@@ -128,11 +129,10 @@ pub async fn share_view(slug: String) -> Result<SharePage, AppError> {
                 since: human_date(binding.bound_at),
             }),
         };
-        let unavailable = overview.unavailable.map(|why| match crate::i18n::lang() {
-            crate::i18n::Lang::En => capitalise(&why.to_string()),
-            crate::i18n::Lang::Zh => {
-                format!("{}。", crate::i18n::errors::share_unavailable(why))
-            }
+        let unavailable = overview.unavailable.map(|why| {
+            crate::i18n::errors::share_unavailable(why, crate::i18n::lang())
+                .map(|text| format!("{text}。"))
+                .unwrap_or_else(|| capitalise(&why.to_string()))
         });
         let share = overview.share;
         Ok(SharePage {
@@ -177,14 +177,8 @@ pub enum CodeOutcome {
 impl CodeOutcome {
     pub fn message(self) -> &'static str {
         match self {
-            Self::Pending => t(
-                "Code accepted. It will be bound to this account when you first open the course.",
-                "兑换码已接受。你第一次打开课程时，它会绑定到这个账号。",
-            ),
-            Self::AlreadyBound => t(
-                "This code is already bound to your account.",
-                "这个兑换码已绑定到你的账号。",
-            ),
+            Self::Pending => t(Msg::CodeAcceptedItWillBeBound),
+            Self::AlreadyBound => t(Msg::ThisCodeIsAlreadyBoundTo),
         }
     }
 }
@@ -260,19 +254,12 @@ pub async fn my_courses() -> Result<Vec<CourseItem>, AppError> {
             .into_iter()
             .map(|h| {
                 let note = if h.revoked {
-                    Some(t(
-                        "Your access was withdrawn by the course provider.",
-                        "课程提供方已收回你的访问权限。",
-                    ))
+                    Some(t(Msg::YourAccessWasWithdrawnByThe))
                 } else {
                     match h.status {
                         ShareStatus::Active => None,
-                        ShareStatus::Paused => {
-                            Some(t("Paused by the course provider.", "课程提供方已暂停。"))
-                        }
-                        ShareStatus::Draft | ShareStatus::Archived => {
-                            Some(t("No longer offered.", "已不再提供。"))
-                        }
+                        ShareStatus::Paused => Some(t(Msg::PausedByTheCourseProvider)),
+                        ShareStatus::Draft | ShareStatus::Archived => Some(t(Msg::NoLongerOffered)),
                     }
                 };
                 CourseItem {
@@ -300,11 +287,7 @@ pub fn settlement_error(error: engine::settlement::SettlementError) -> AppError 
         SettlementError::AlreadyHasAccess => AppError::Refused {
             kind: engine::outcome::Outcome::kind(&error),
             reason: engine::outcome::Outcome::code(&error).to_owned(),
-            message: t(
-                "You already have access to this course, so this code was not used: keep it for someone else.",
-                "你已经可以访问这门课程，这个兑换码没有被使用：请留给其他人。",
-            )
-            .to_owned(),
+            message: t(Msg::YouAlreadyHaveAccessToThis).to_owned(),
             field: None,
         },
         error => AppError::outcome(error),
@@ -318,7 +301,7 @@ pub fn human_date(at: time::OffsetDateTime) -> String {
         crate::i18n::Lang::En => {
             time::macros::format_description!("[day padding:none] [month repr:long] [year]")
         }
-        crate::i18n::Lang::Zh => {
+        crate::i18n::Lang::ZhCn | crate::i18n::Lang::ZhTw => {
             time::macros::format_description!("[year]年[month padding:none]月[day padding:none]日")
         }
     };
@@ -355,7 +338,7 @@ pub fn human_size(bytes: i64) -> String {
         unit += 1;
     }
     if unit == 0 {
-        crate::i18n::lang().pick(format!("{bytes} bytes"), format!("{bytes} 字节"))
+        crate::i18n::lang().format(Msg::Bytes, &[("bytes", &bytes)])
     } else {
         format!("{value:.1} {}", UNITS[unit])
     }

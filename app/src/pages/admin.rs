@@ -3,6 +3,7 @@
 //! server allows it (`tenants.self_signup`), a form to create a tenant of
 //! one's own.
 
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::Redirect;
@@ -21,16 +22,16 @@ pub fn ConsoleHome() -> impl IntoView {
     let tenants = Resource::new(|| (), |_| my_tenants());
     let signup = Resource::new(|| (), |_| tenant_signup_open());
     view! {
-        <Title text=t("Console", "管理后台")/>
-        <h1>{t("Console", "管理后台")}</h1>
-        <Transition fallback=|| view! { <p>{t("Loading…", "加载中…")}</p> }>
+        <Title text=t(Msg::Console)/>
+        <h1>{t(Msg::Console)}</h1>
+        <Transition fallback=|| view! { <p>{t(Msg::Loading)}</p> }>
             {move || Suspend::new(async move {
                 let open = signup.await.unwrap_or(false);
                 match tenants.await {
                     Ok(list) => view! {
                         {if list.is_empty() {
                             view! {
-                                <p>{t("You are not on any tenant's team. Learners open courses from the link they were given.", "你还不是任何机构的团队成员。学员通过收到的链接打开课程。")}</p>
+                                <p>{t(Msg::YouAreNotOnAnyTenant)}</p>
                             }.into_any()
                         } else {
                             view! {
@@ -58,17 +59,14 @@ fn NewTenant() -> impl IntoView {
     let error = Signal::derive(move || create.value().get().and_then(Result::err));
     view! {
         <section class="card new-tenant">
-            <h2>{t("Create a tenant", "创建机构")}</h2>
-            <p class="muted">{t(
-                "A tenant is your workspace for courses, codes and a team. You become its owner. Your email address must be verified.",
-                "机构是你管理课程、兑换码和团队的空间，你将成为它的所有者。你的邮箱需要先通过验证。",
-            )}</p>
+            <h2>{t(Msg::CreateATenant)}</h2>
+            <p class="muted">{t(Msg::ATenantIsYourWorkspaceFor)}</p>
             <FormAlert error/>
             <ActionForm action=create attr:class="form narrow">
-                <Field name="name" label=t("Name", "名称") maxlength=120 error/>
-                <Field name="slug" label=t("Address", "标识") maxlength=48
-                    hint=t("Lower-case letters, digits and dashes, e.g. acme-courses.", "小写字母、数字或连字符，例如 acme-courses。") error/>
-                <button type="submit" class="button" disabled=move || create.pending().get()>{t("Create the tenant", "创建机构")}</button>
+                <Field name="name" label=t(Msg::Name) maxlength=120 error/>
+                <Field name="slug" label=t(Msg::Address) maxlength=48
+                    hint=t(Msg::LowerCaseLettersDigitsAndDashes) error/>
+                <button type="submit" class="button" disabled=move || create.pending().get()>{t(Msg::CreateTheTenant)}</button>
             </ActionForm>
         </section>
     }

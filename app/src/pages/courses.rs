@@ -1,6 +1,7 @@
 //! "My courses" (`/courses`): every share the learner holds a code of, in
 //! every tenant, so a returning learner needs neither the link nor the code.
 
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::Redirect;
@@ -15,8 +16,8 @@ use crate::{
 pub fn CoursesPage() -> impl IntoView {
     let courses = Resource::new(|| (), |_| my_courses());
     view! {
-        <Title text=t("My courses", "我的课程")/>
-        <Transition fallback=|| view! { <p>{t("Loading…", "加载中…")}</p> }>
+        <Title text=t(Msg::MyCourses)/>
+        <Transition fallback=|| view! { <p>{t(Msg::Loading)}</p> }>
             {move || Suspend::new(async move {
                 match courses.await {
                     Ok(courses) => view! { <CourseList courses/> }.into_any(),
@@ -31,18 +32,13 @@ pub fn CoursesPage() -> impl IntoView {
 #[component]
 fn CourseList(courses: Vec<CourseItem>) -> impl IntoView {
     view! {
-        <h1>{t("My courses", "我的课程")}</h1>
+        <h1>{t(Msg::MyCourses)}</h1>
         {if courses.is_empty() {
             view! {
                 <section class="card empty">
-                    <p>{t("You have no courses yet.", "你还没有课程。")}</p>
+                    <p>{t(Msg::YouHaveNoCoursesYet)}</p>
                     <p class="muted">
-                        {t(
-                            "Open the link your course provider gave you and enter your access code. \
-                             Once you open the course, it stays here on every device you sign in on.",
-                            "打开课程提供方给你的链接并输入兑换码。\
-                             打开课程后，它会一直显示在这里，在你登录的任何设备上都能看到。",
-                        )}
+                        {t(Msg::OpenTheLinkYourCourseProvider)}
                     </p>
                 </section>
             }
@@ -64,7 +60,7 @@ fn CourseList(courses: Vec<CourseItem>) -> impl IntoView {
                                         }}
                                     </h2>
                                     <p class="muted">
-                                        {c.provider}{t(" · since ", " · 绑定于 ")}{c.since}{t(" · code ", " · 兑换码 ")}<code>{c.hint}</code>
+                                        {c.provider}{t(Msg::Since2)}{c.since}{t(Msg::Code2)}<code>{c.hint}</code>
                                     </p>
                                     {c.note.map(|note| view! { <p class="note">{note}</p> })}
                                 </li>

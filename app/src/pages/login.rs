@@ -1,5 +1,6 @@
 //! Sign in. `?next=/path` returns there afterwards (e.g. to a share link).
 
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -21,18 +22,18 @@ pub fn LoginPage() -> impl IntoView {
     };
     let error = Signal::derive(move || action.value().get().and_then(Result::err));
     view! {
-        <Title text=t("Sign in", "登录")/>
+        <Title text=t(Msg::SignIn)/>
         <section class="auth card">
-            <h1>{t("Sign in", "登录")}</h1>
+            <h1>{t(Msg::SignIn)}</h1>
             <FormAlert error/>
             <ActionForm action=action attr:class="form">
                 <input type="hidden" name="next" value=next/>
-                <Field name="email" label=t("Email", "邮箱") kind="email" autocomplete="username" error/>
-                <Field name="password" label=t("Password", "密码") kind="password" autocomplete="current-password" error/>
-                <button type="submit" class="button" disabled=move || action.pending().get()>{t("Sign in", "登录")}</button>
+                <Field name="email" label=t(Msg::Email) kind="email" autocomplete="username" error/>
+                <Field name="password" label=t(Msg::Password) kind="password" autocomplete="current-password" error/>
+                <button type="submit" class="button" disabled=move || action.pending().get()>{t(Msg::SignIn)}</button>
             </ActionForm>
-            <p class="muted"><a href="/forgot-password">{t("Forgot your password?", "忘记密码？")}</a></p>
-            <p class="muted">{t("New here? ", "还没有账号？")} <a href=register_href>{t("Create an account", "注册账号")}</a></p>
+            <p class="muted"><a href="/forgot-password">{t(Msg::ForgotYourPassword)}</a></p>
+            <p class="muted">{t(Msg::NewHere)} <a href=register_href>{t(Msg::CreateAnAccount)}</a></p>
         </section>
     }
 }

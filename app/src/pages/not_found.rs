@@ -1,5 +1,6 @@
 //! The page for unknown addresses (served with status 404).
 
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -14,11 +15,11 @@ pub fn NotFound() -> impl IntoView {
         }
     }
     view! {
-        <Title text=t("Page not found", "页面不存在")/>
+        <Title text=t(Msg::PageNotFound)/>
         <section class="error-page">
-            <h1>{t("Page not found", "页面不存在")}</h1>
-            <p>{t("There is nothing at this address. Check the link you were given, or go back home.", "这个地址没有内容。请检查你收到的链接，或返回首页。")}</p>
-            <p><a class="button" href="/">{t("Go to the home page", "返回首页")}</a></p>
+            <h1>{t(Msg::PageNotFound)}</h1>
+            <p>{t(Msg::ThereIsNothingAtThisAddress)}</p>
+            <p><a class="button" href="/">{t(Msg::GoToTheHomePage)}</a></p>
         </section>
     }
 }

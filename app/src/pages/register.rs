@@ -1,5 +1,6 @@
 //! Create an account. `?next=/path` returns there afterwards.
 
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -22,21 +23,21 @@ pub fn RegisterPage() -> impl IntoView {
     };
     let error = Signal::derive(move || action.value().get().and_then(Result::err));
     view! {
-        <Title text=t("Create an account", "注册账号")/>
+        <Title text=t(Msg::CreateAnAccount)/>
         <section class="auth card">
-            <h1>{t("Create an account", "注册账号")}</h1>
+            <h1>{t(Msg::CreateAnAccount)}</h1>
             <FormAlert error/>
             <ActionForm action=action attr:class="form">
                 <input type="hidden" name="next" value=next/>
-                <Field name="email" label=t("Email", "邮箱") kind="email" autocomplete="email" error/>
-                <Field name="display_name" label=t("Your name", "你的名字") autocomplete="name" maxlength=80 error/>
-                <Field name="password" label=t("Password", "密码") kind="password" autocomplete="new-password"
-                    minlength=10 hint=t("At least 10 characters.", "至少 10 个字符。") error/>
-                <Field name="password_confirm" label=t("Repeat the password", "再次输入密码") kind="password"
+                <Field name="email" label=t(Msg::Email) kind="email" autocomplete="email" error/>
+                <Field name="display_name" label=t(Msg::YourName) autocomplete="name" maxlength=80 error/>
+                <Field name="password" label=t(Msg::Password) kind="password" autocomplete="new-password"
+                    minlength=10 hint=t(Msg::AtLeast10Characters) error/>
+                <Field name="password_confirm" label=t(Msg::RepeatThePassword) kind="password"
                     autocomplete="new-password" error/>
-                <button type="submit" class="button" disabled=move || action.pending().get()>{t("Create account", "注册账号")}</button>
+                <button type="submit" class="button" disabled=move || action.pending().get()>{t(Msg::CreateAccount)}</button>
             </ActionForm>
-            <p class="muted">{t("Already registered? ", "已有账号？")} <a href=login_href>{t("Sign in", "登录")}</a></p>
+            <p class="muted">{t(Msg::AlreadyRegistered)} <a href=login_href>{t(Msg::SignIn)}</a></p>
         </section>
     }
 }

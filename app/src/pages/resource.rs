@@ -3,6 +3,7 @@
 //! code), so it works without JavaScript; the player then streams from the
 //! content route, which decides again on every request.
 
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::{components::Redirect, hooks::use_params_map};
@@ -25,7 +26,7 @@ pub fn ResourcePage() -> impl IntoView {
         |(slug, resource)| open_resource(slug, resource),
     );
     view! {
-        <Transition fallback=|| view! { <p>{t("Opening…", "正在打开…")}</p> }>
+        <Transition fallback=|| view! { <p>{t(Msg::Opening)}</p> }>
             {move || Suspend::new(async move {
                 let here = format!("/s/{}/r/{}", slug(), resource());
                 let share = format!("/s/{}", slug());
@@ -58,7 +59,7 @@ fn Opened(opened: OpenedResource) -> impl IntoView {
             let fallback = content_url.clone();
             view! {
                 <video class="player" controls=true preload="metadata" playsinline=true src=content_url>
-                    <a href=fallback>{t("Download the video", "下载视频")}</a>
+                    <a href=fallback>{t(Msg::DownloadTheVideo)}</a>
                 </video>
             }
             .into_any()
@@ -71,7 +72,7 @@ fn Opened(opened: OpenedResource) -> impl IntoView {
         ResourceKind::File => view! {
             <p>
                 <a class="button" href=content_url download="">
-                    {t("Download ", "下载 ")} {title.clone()} {t(" (", "（")} {human_size(resource.size_bytes)} {t(")", "）")}
+                    {t(Msg::Download)} {title.clone()} {t(Msg::Punctuation3)} {human_size(resource.size_bytes)} {t(Msg::Punctuation4)}
                 </a>
             </p>
         }
@@ -79,17 +80,14 @@ fn Opened(opened: OpenedResource) -> impl IntoView {
     };
     view! {
         <Title text=format!("{} · {}", resource.title, share_title)/>
-        <nav class="breadcrumb" aria-label=t("Breadcrumb", "当前位置")>
+        <nav class="breadcrumb" aria-label=t(Msg::Breadcrumb)>
             <a href=format!("/s/{share_slug}")>{share_title}</a>
         </nav>
         <article class="opened" data-kind=resource.kind.as_str()>
             <h1>{resource.title}</h1>
             {bound_now.then(|| view! {
                 <div class="flash success" role="status">
-                    {t(
-                        "Your code is now bound to this account. You will not need it again.",
-                        "你的兑换码已绑定到此账号，以后无需再次输入。",
-                    )}
+                    {t(Msg::YourCodeIsNowBoundTo)}
                 </div>
             })}
             {content}
@@ -113,9 +111,9 @@ fn Refused(error: AppError, here: String, share: String) -> impl IntoView {
     // A code binds to verified addresses only: offer the link again here.
     let verify = reason == "email_not_verified";
     let heading = if retry {
-        t("Not just now", "暂时无法打开")
+        t(Msg::NotJustNow)
     } else {
-        t("This did not open", "无法打开")
+        t(Msg::ThisDidNotOpen)
     };
     view! {
         <Title text=heading/>
@@ -127,9 +125,9 @@ fn Refused(error: AppError, here: String, share: String) -> impl IntoView {
                 // A whole new request (rel="external"): the router would
                 // ignore a link to the page it is on, and opening it here
                 // must be a request from this site.
-                {retry.then(|| view! { <a class="button" rel="external" href=here.clone()>{t("Try again", "重试")}</a> })}
-                {open_here.then(|| view! { <a class="button" rel="external" href=here.clone()>{t("Open it", "打开")}</a> })}
-                <a class=if retry || open_here { "button secondary" } else { "button" } href=share>{t("Back to the course", "返回课程")}</a>
+                {retry.then(|| view! { <a class="button" rel="external" href=here.clone()>{t(Msg::TryAgain)}</a> })}
+                {open_here.then(|| view! { <a class="button" rel="external" href=here.clone()>{t(Msg::OpenIt)}</a> })}
+                <a class=if retry || open_here { "button secondary" } else { "button" } href=share>{t(Msg::BackToTheCourse)}</a>
             </p>
         </section>
     }
@@ -147,7 +145,7 @@ fn ResendLink() -> impl IntoView {
         {move || sent().map(|message| view! { <div class="flash success" role="status">{message}</div> })}
         <ActionForm action=resend attr:class="resend-verification">
             <button type="submit" class="button secondary" disabled=move || resend.pending().get()>
-                {t("Send the verification link again", "重新发送验证邮件")}
+                {t(Msg::SendTheVerificationLinkAgain)}
             </button>
         </ActionForm>
     }

@@ -5,6 +5,7 @@
 //! function, which redirects back here); hydrated, the check symbol is
 //! verified in the browser first, so a typo never costs an attempt.
 
+use crate::i18n::Msg;
 use leptos::{ev::SubmitEvent, html, prelude::*};
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
@@ -45,13 +46,13 @@ pub fn SharePageView() -> impl IntoView {
         |(slug, _)| share_view(slug),
     );
     view! {
-        <Transition fallback=|| view! { <p>{t("Loading…", "加载中…")}</p> }>
+        <Transition fallback=|| view! { <p>{t(Msg::Loading)}</p> }>
             {move || Suspend::new(async move {
                 match page.await {
                     Ok(page) => view! { <ShareBody page enter/> }.into_any(),
                     Err(AppError::NotFound) => view! { <NotFound/> }.into_any(),
                     Err(error) => view! {
-                        <Title text=t("Course", "课程")/>
+                        <Title text=t(Msg::Course)/>
                         <div class="flash error" role="alert">{error.sentence()}</div>
                     }.into_any(),
                 }
@@ -89,7 +90,7 @@ fn ShareBody(page: SharePage, enter: ServerAction<EnterCode>) -> impl IntoView {
         <Title text=title.clone()/>
         <article class="share" data-state=state>
             <header class="share-header">
-                <p class="eyebrow">{t("Course", "课程")}</p>
+                <p class="eyebrow">{t(Msg::Course)}</p>
                 <h1>{title}</h1>
                 {(!description.is_empty()).then(|| view! { <p class="lead description">{description}</p> })}
             </header>
@@ -118,11 +119,11 @@ fn StateBanner(
             let next = urlencode(&here);
             view! {
                 <section class="card state-card">
-                    <h2>{t("Have an access code?", "有兑换码？")}</h2>
-                    <p>{t("Sign in or create an account, then enter your code. You will come back to this page.", "请先登录或注册账号，再输入兑换码。完成后会回到本页。")}</p>
+                    <h2>{t(Msg::HaveAnAccessCode)}</h2>
+                    <p>{t(Msg::SignInOrCreateAnAccount)}</p>
                     <p class="actions">
-                        <a class="button" href=format!("/login?next={next}")>{t("Sign in", "登录")}</a>
-                        <a class="button secondary" href=format!("/register?next={next}")>{t("Create account", "注册账号")}</a>
+                        <a class="button" href=format!("/login?next={next}")>{t(Msg::SignIn)}</a>
+                        <a class="button secondary" href=format!("/register?next={next}")>{t(Msg::CreateAccount)}</a>
                     </p>
                 </section>
             }
@@ -130,37 +131,34 @@ fn StateBanner(
         }
         LearnerState::NeedsCode { email } if !blocked => view! {
             <section class="card state-card">
-                <h2>{t("Enter your access code", "输入兑换码")}</h2>
+                <h2>{t(Msg::EnterYourAccessCode)}</h2>
                 <p>
-                    {t("Your code will be bound to this account (", "你首次打开课程时，兑换码将绑定到此账号（")}
+                    {t(Msg::YourCodeWillBeBoundTo)}
                     <strong>{email}</strong>
-                    {t(
-                        ") when you first open the course. Until then, entering it binds nothing.",
-                        "）。在此之前，输入兑换码不会产生任何绑定。",
-                    )}
+                    {t(Msg::WhenYouFirstOpenTheCourse)}
                 </p>
                 <CodeForm slug enter/>
             </section>
         }
         .into_any(),
         LearnerState::NeedsCode { .. } => ().into_any(),
-        LearnerState::Pending { email, must_verify: true } => view! {
+        LearnerState::Pending {
+            email,
+            must_verify: true,
+        } => view! {
             <section class="card state-card accepted" role="status">
-                <h2>{t("Code accepted", "兑换码有效")}</h2>
+                <h2>{t(Msg::CodeAccepted)}</h2>
             </section>
             <crate::components::verify::VerifyNotice email/>
         }
         .into_any(),
         LearnerState::Pending { email, .. } => view! {
             <section class="card state-card accepted" role="status">
-                <h2>{t("Code accepted", "兑换码有效")}</h2>
+                <h2>{t(Msg::CodeAccepted)}</h2>
                 <p>
-                    {t("It will be bound to this account (", "你首次打开课程时，它将绑定到此账号（")}
+                    {t(Msg::ItWillBeBoundToThis)}
                     <strong>{email}</strong>
-                    {t(
-                        ") when you first open the course. Open any item below to start.",
-                        "）。打开下方任意内容即可开始。",
-                    )}
+                    {t(Msg::WhenYouFirstOpenTheCourse2)}
                 </p>
             </section>
         }
@@ -168,13 +166,13 @@ fn StateBanner(
         LearnerState::HasAccess(bound) => view! { <BoundNote bound/> }.into_any(),
         LearnerState::Withdrawn { email, hint } => view! {
             <section class="card state-card withdrawn" role="status">
-                <h2>{t("Access withdrawn", "访问权限已收回")}</h2>
+                <h2>{t(Msg::AccessWithdrawn)}</h2>
                 <p>
-                    {t("The course provider revoked the code ", "课程提供方已作废兑换码 ")}
+                    {t(Msg::TheCourseProviderRevokedTheCode)}
                     <code>{hint}</code>
-                    {t(" bound to ", "（绑定账号：")}
+                    {t(Msg::BoundTo)}
                     <strong>{email}</strong>
-                    {t(". Contact them if you think this is a mistake.", "）。如认为有误，请联系课程提供方。")}
+                    {t(Msg::ContactThemIfYouThinkThis)}
                 </p>
             </section>
         }
@@ -187,18 +185,15 @@ fn StateBanner(
 pub fn BoundNote(bound: Bound) -> impl IntoView {
     view! {
         <section class="card state-card bound" role="status">
-            <h2>{t("You have access", "你已获得访问权限")}</h2>
+            <h2>{t(Msg::YouHaveAccess)}</h2>
             <p class="bound-note">
-                {t("Bound to ", "已绑定到 ")}
+                {t(Msg::BoundTo2)}
                 <strong>{bound.email}</strong>
-                {t(" since ", "，绑定于 ")}
+                {t(Msg::Since3)}
                 {bound.since}
                 {(!bound.hint.is_empty())
-                    .then(|| view! { {t(" (code ", "（兑换码 ")} <code>{bound.hint}</code> {t(")", "）")} })}
-                {t(
-                    ". Sign in on any device to come back; you will not need the code again.",
-                    "。在任何设备上登录即可回来，无需再次输入兑换码。",
-                )}
+                    .then(|| view! { {t(Msg::Code3)} <code>{bound.hint}</code> {t(Msg::Punctuation4)} })}
+                {t(Msg::SignInOnAnyDeviceTo)}
             </p>
         </section>
     }
@@ -281,7 +276,7 @@ fn CodeForm(slug: String, enter: ServerAction<EnterCode>) -> impl IntoView {
         <form method="post" action=EnterCode::url() class="form code-form" on:submit=on_submit>
             <input type="hidden" name="slug" value=slug/>
             <div class="field">
-                <label for="code">{t("Access code", "兑换码")}</label>
+                <label for="code">{t(Msg::AccessCode)}</label>
                 <input
                     id="code"
                     name="code"
@@ -298,16 +293,13 @@ fn CodeForm(slug: String, enter: ServerAction<EnterCode>) -> impl IntoView {
                     aria-describedby="code-hint code-error"
                 />
                 <p class="hint" id="code-hint">
-                    {t(
-                        "12 letters and digits. Spaces, dashes and lower case are fine.",
-                        "12 位字母和数字，可含空格和短横线，不区分大小写。",
-                    )}
+                    {t(Msg::N12LettersAndDigitsSpacesDashes)}
                 </p>
                 <FieldError error field="code"/>
             </div>
             <p class="visually-hidden" role="status">{outcome}</p>
             <button type="submit" class="button" disabled=move || enter.pending().get()>
-                {move || if enter.pending().get() { t("Checking…", "正在验证…") } else { t("Use this code", "使用此兑换码") }}
+                {move || if enter.pending().get() { t(Msg::Checking) } else { t(Msg::UseThisCode) }}
             </button>
         </form>
     }
@@ -316,12 +308,11 @@ fn CodeForm(slug: String, enter: ServerAction<EnterCode>) -> impl IntoView {
 #[component]
 fn ResourceList(slug: String, resources: Vec<ResourceItem>, can_open: bool) -> impl IntoView {
     if resources.is_empty() {
-        return view! { <p class="muted">{t("Nothing has been published in this course yet.", "此课程尚未发布任何内容。")}</p> }
-            .into_any();
+        return view! { <p class="muted">{t(Msg::NothingHasBeenPublishedInThis)}</p> }.into_any();
     }
     view! {
         <section class="resources">
-            <h2>{t("In this course", "课程内容")}</h2>
+            <h2>{t(Msg::InThisCourse)}</h2>
             <ul class="resource-list">
                 {resources
                     .into_iter()

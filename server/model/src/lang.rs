@@ -1,5 +1,6 @@
-//! The languages of the interface and of mails: English and Simplified
-//! Chinese.
+//! The languages of the interface and of mails: English, Simplified
+//! Chinese (zh-CN) and Traditional Chinese (zh-TW, also for Hong Kong and
+//! Macau). Their words are in the catalogues ([`crate::catalogue`]).
 //!
 //! Here rather than in the pages' crate because the server writes in them
 //! too: a mail is written in the language of whoever asked for it (a
@@ -15,20 +16,24 @@ use serde::{Deserialize, Serialize};
 pub enum Lang {
     #[default]
     En,
-    Zh,
+    /// 简体中文.
+    ZhCn,
+    /// 繁體中文.
+    ZhTw,
 }
 
 impl Lang {
     /// The cookie the switcher sets.
     pub const COOKIE: &'static str = "lang";
     /// Every language, in the switcher's order.
-    pub const ALL: [Lang; 2] = [Lang::En, Lang::Zh];
+    pub const ALL: [Lang; 3] = [Lang::En, Lang::ZhCn, Lang::ZhTw];
 
     /// The BCP 47 tag written into `<html lang>` and the switcher's links.
     pub fn tag(self) -> &'static str {
         match self {
             Self::En => "en",
-            Self::Zh => "zh-CN",
+            Self::ZhCn => "zh-CN",
+            Self::ZhTw => "zh-TW",
         }
     }
 
@@ -36,22 +41,24 @@ impl Lang {
     pub fn name(self) -> &'static str {
         match self {
             Self::En => "English",
-            Self::Zh => "简体中文",
+            Self::ZhCn => "简体中文",
+            Self::ZhTw => "繁體中文",
         }
     }
 
-    /// A language from a tag (`zh`, `zh-CN`, `zh-Hans`, `en-GB`, …); any
-    /// Chinese tag gets Simplified Chinese, the only Chinese we have.
+    /// A language from a tag (`zh`, `zh-CN`, `zh-Hant`, `zh-HK`, `en-GB`,
+    /// …): Traditional Chinese for the Hant script and for Taiwan, Hong
+    /// Kong and Macau, Simplified Chinese for any other Chinese.
     pub fn parse(tag: &str) -> Option<Self> {
-        let primary = tag
-            .trim()
-            .split(['-', '_'])
-            .next()
-            .unwrap_or_default()
-            .to_ascii_lowercase();
-        match primary.as_str() {
+        let mut subtags = tag.trim().split(['-', '_']).map(str::to_ascii_lowercase);
+        match subtags.next()?.as_str() {
             "en" => Some(Self::En),
-            "zh" => Some(Self::Zh),
+            "zh" => {
+                let traditional = subtags
+                    .take_while(|s| s != "hans")
+                    .any(|s| matches!(s.as_str(), "hant" | "tw" | "hk" | "mo"));
+                Some(if traditional { Self::ZhTw } else { Self::ZhCn })
+            }
             _ => None,
         }
     }
@@ -97,14 +104,6 @@ impl Lang {
             })
             .unwrap_or_default()
     }
-
-    /// `en` in English, `zh` in Chinese.
-    pub fn pick<T>(self, en: T, zh: T) -> T {
-        match self {
-            Self::En => en,
-            Self::Zh => zh,
-        }
-    }
 }
 
 impl std::fmt::Display for Lang {
@@ -121,14 +120,22 @@ mod tests {
     fn accept_language_picks_the_best_supported_language() {
         assert_eq!(
             Lang::from_accept_language("zh-CN,zh;q=0.9,en;q=0.8"),
-            Some(Lang::Zh)
+            Some(Lang::ZhCn)
         );
         assert_eq!(Lang::from_accept_language("en-US,en;q=0.9"), Some(Lang::En));
         assert_eq!(
             Lang::from_accept_language("fr-FR, en;q=0.5, zh;q=0.7"),
-            Some(Lang::Zh)
+            Some(Lang::ZhCn)
         );
-        assert_eq!(Lang::from_accept_language("zh-Hant-TW"), Some(Lang::Zh));
+        assert_eq!(Lang::from_accept_language("zh-Hant-TW"), Some(Lang::ZhTw));
+        assert_eq!(
+            Lang::from_accept_language("zh-TW,zh;q=0.9"),
+            Some(Lang::ZhTw)
+        );
+        assert_eq!(Lang::from_accept_language("zh-HK"), Some(Lang::ZhTw));
+        assert_eq!(Lang::from_accept_language("zh-hant"), Some(Lang::ZhTw));
+        assert_eq!(Lang::from_accept_language("zh-Hans-HK"), Some(Lang::ZhCn));
+        assert_eq!(Lang::from_accept_language("zh-SG"), Some(Lang::ZhCn));
         assert_eq!(Lang::from_accept_language("de, fr;q=0.8"), None);
         assert_eq!(
             Lang::from_accept_language("zh;q=0, en;q=0.1"),
@@ -142,11 +149,13 @@ mod tests {
     fn the_cookie_wins_over_accept_language() {
         let mut headers = http::HeaderMap::new();
         headers.insert(http::header::ACCEPT_LANGUAGE, "zh-CN".parse().unwrap());
-        assert_eq!(Lang::from_headers(&headers), Lang::Zh);
+        assert_eq!(Lang::from_headers(&headers), Lang::ZhCn);
         headers.insert(http::header::COOKIE, "a=1; lang=en; b=2".parse().unwrap());
         assert_eq!(Lang::from_headers(&headers), Lang::En);
+        headers.insert(http::header::COOKIE, "lang=zh-TW".parse().unwrap());
+        assert_eq!(Lang::from_headers(&headers), Lang::ZhTw);
         headers.insert(http::header::COOKIE, "lang=xx".parse().unwrap());
-        assert_eq!(Lang::from_headers(&headers), Lang::Zh);
+        assert_eq!(Lang::from_headers(&headers), Lang::ZhCn);
         assert_eq!(Lang::from_headers(&http::HeaderMap::new()), Lang::En);
     }
 }

@@ -29,12 +29,14 @@
 
 mod text_enum;
 
+pub mod catalogue;
 mod code;
 mod ids;
 mod lang;
 mod role;
 mod share;
 
+pub use catalogue::{ErrorMsg, Msg};
 pub use code::{CodeState, InvalidCodeState};
 pub use ids::{AccountId, ShareId, TenantId};
 pub use lang::Lang;

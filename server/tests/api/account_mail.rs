@@ -773,3 +773,44 @@ async fn a_sign_in_succeeds_when_its_language_cannot_be_saved(pool: PgPool) {
     assert!(signed_in.status().as_u16() < 400, "{}", signed_in.status());
     assert_eq!(whoami(&app, &client).await["email"], "ada@example.com");
 }
+
+/// Traditional Chinese end to end: a Hong Kong browser's sign-in makes the
+/// account `zh-TW`, and the reset it asks for arrives in Traditional
+/// characters. (Before zh-TW was a language of the outbox, its row was
+/// refused by the table's CHECK.)
+#[sqlx::test(migrations = "../migrations")]
+async fn a_traditional_chinese_reader_gets_traditional_mail(pool: PgPool) {
+    let (app, sink) = spawn_app_with_mail(pool).await;
+    app.create_account("mei@example.com", PASSWORD).await;
+    let client = new_client();
+    let signed_in = client
+        .post(format!("{}/api/auth/login", app.address))
+        .header("accept-language", "zh-HK,zh;q=0.9,en;q=0.5")
+        .form(&[("email", "mei@example.com"), ("password", PASSWORD)])
+        .send()
+        .await
+        .expect("login");
+    assert!(signed_in.status().as_u16() < 400, "{}", signed_in.status());
+    let lang: String =
+        sqlx::query_scalar("SELECT lang FROM accounts WHERE email = 'mei@example.com'")
+            .fetch_one(&app.pool)
+            .await
+            .expect("lang");
+    assert_eq!(lang, "zh-TW");
+    let asked = new_client()
+        .post(format!("{}/api/auth/forgot", app.address))
+        .header("accept-language", "zh-TW")
+        .form(&[("email", "mei@example.com")])
+        .send()
+        .await
+        .expect("forgot");
+    assert!(asked.status().as_u16() < 400, "{}", asked.status());
+    let mail = sink.wait_for("mei@example.com", "重設", MAIL_WAIT).await;
+    assert!(mail.subject.contains("密碼"), "{}", mail.subject);
+    assert!(
+        !mail.text.contains("密码"),
+        "Simplified characters: {}",
+        mail.text
+    );
+    assert!(mail.html.contains("lang=\"zh-TW\""));
+}

@@ -1,6 +1,7 @@
 //! The tenant's audit log (`/admin/t/{tenant}/audit`): who did what, when,
 //! to what, and why; filterable by action, newest first, keyset pages.
 
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -13,13 +14,13 @@ use crate::{
     i18n::{audit_action, t},
 };
 
-const ACTIONS: [(&str, &str, &str); 6] = [
-    ("", "Everything", "全部"),
-    ("share.", "Shares", "课程分享"),
-    ("resource.", "Resources", "资源"),
-    ("batch.", "Code batches", "兑换码批次"),
-    ("code.", "Codes (revoke, unbind)", "兑换码（作废、解绑）"),
-    ("code.unbound", "Unbinds only", "仅解绑"),
+const ACTIONS: [(&str, Msg); 6] = [
+    ("", Msg::AuditFilterEverything),
+    ("share.", Msg::AuditFilterShares),
+    ("resource.", Msg::AuditFilterResources),
+    ("batch.", Msg::AuditFilterBatches),
+    ("code.", Msg::AuditFilterCodes),
+    ("code.unbound", Msg::AuditFilterUnbinds),
 ];
 
 #[component]
@@ -40,7 +41,7 @@ pub fn AuditLogPage() -> impl IntoView {
         },
     );
     view! {
-        <Transition fallback=|| view! { <p>{t("Loading…", "加载中…")}</p> }>
+        <Transition fallback=|| view! { <p>{t(Msg::Loading)}</p> }>
             {move || Suspend::new(async move {
                 let here = format!("/admin/t/{}/audit", tenant().map(|t| t.to_string()).unwrap_or_default());
                 match (data.await, tenant()) {
@@ -64,27 +65,27 @@ fn Log(page: AuditPage, tenant: Uuid, action: Option<String>) -> impl IntoView {
         href
     });
     view! {
-        <Title text=t("Audit log", "审计日志")/>
+        <Title text=t(Msg::AuditLog)/>
         <ConsoleNav tenant/>
-        <h1>{t("Audit log", "审计日志")}</h1>
+        <h1>{t(Msg::AuditLog)}</h1>
         <form method="get" action=base class="filters">
             <div class="field">
-                <label for="action">{t("Show", "显示")}</label>
+                <label for="action">{t(Msg::Show)}</label>
                 <select id="action" name="action">
-                    {ACTIONS.iter().map(|(value, en, zh)| view! {
-                        <option value=*value selected=action.as_deref().unwrap_or("") == *value>{t(en, zh)}</option>
+                    {ACTIONS.iter().map(|(value, label)| view! {
+                        <option value=*value selected=action.as_deref().unwrap_or("") == *value>{t(*label)}</option>
                     }).collect_view()}
                 </select>
             </div>
-            <button type="submit" class="button secondary">{t("Filter", "筛选")}</button>
+            <button type="submit" class="button secondary">{t(Msg::Filter)}</button>
         </form>
         {if page.entries.is_empty() {
-            view! { <p class="muted">{t("Nothing recorded yet.", "暂无记录。")}</p> }.into_any()
+            view! { <p class="muted">{t(Msg::NothingRecordedYet)}</p> }.into_any()
         } else {
             view! {
                 <div class="table-wrap">
                     <table class="data audit">
-                        <thead><tr><th>{t("When", "时间")}</th><th>{t("Who", "操作人")}</th><th>{t("What", "操作")}</th><th>{t("On", "对象")}</th><th>{t("Why", "原因")}</th><th>{t("Details", "详情")}</th></tr></thead>
+                        <thead><tr><th>{t(Msg::When)}</th><th>{t(Msg::Who)}</th><th>{t(Msg::What)}</th><th>{t(Msg::On)}</th><th>{t(Msg::Why)}</th><th>{t(Msg::Details)}</th></tr></thead>
                         <tbody>
                             {page.entries.into_iter().map(|e| {
                                 let action = e.action.clone();
@@ -103,6 +104,6 @@ fn Log(page: AuditPage, tenant: Uuid, action: Option<String>) -> impl IntoView {
                 </div>
             }.into_any()
         }}
-        {next.map(|href| view! { <p><a class="button secondary" href=href>{t("Older entries", "更早的记录")}</a></p> })}
+        {next.map(|href| view! { <p><a class="button secondary" href=href>{t(Msg::OlderEntries)}</a></p> })}
     }
 }

@@ -2,6 +2,7 @@
 //! picture that needs no JavaScript and no charting library, with the same
 //! figures in a table for screen readers.
 
+use crate::i18n::Msg;
 use leptos::prelude::*;
 
 use crate::{
@@ -46,10 +47,10 @@ pub fn ActivityChart(days: Vec<DayView>) -> impl IntoView {
             view! {
                 <g>
                     <rect class="bar-accesses" x=format!("{x:.1}") y=format!("{ya:.1}") width=format!("{bar:.1}") height=format!("{:.1}", base - ya)>
-                        <title>{lang().pick(format!("{}: {} accesses", d.label, d.accesses), format!("{}：{} 次访问", d.label, d.accesses))}</title>
+                        <title>{lang().format(Msg::Accesses, &[("accesses", &d.accesses), ("label", &d.label)])}</title>
                     </rect>
                     <rect class="bar-bindings" x=format!("{:.1}", x + bar + 1.0) y=format!("{yb:.1}") width=format!("{bar:.1}") height=format!("{:.1}", base - yb)>
-                        <title>{lang().pick(format!("{}: {} bindings", d.label, d.bindings), format!("{}：{} 次新绑定", d.label, d.bindings))}</title>
+                        <title>{lang().format(Msg::Bindings, &[("bindings", &d.bindings), ("label", &d.label)])}</title>
                     </rect>
                     {(i % 2 == 0).then(|| view! {
                         <text class="axis-label" x=format!("{:.1}", x + bar) y=format!("{:.1}", HEIGHT - 8.0) text-anchor="middle">{d.label.clone()}</text>
@@ -65,19 +66,19 @@ pub fn ActivityChart(days: Vec<DayView>) -> impl IntoView {
     view! {
         <figure class="chart card">
             <figcaption>
-                {t("Last 14 days: ", "近 14 天：")}
-                <span class="legend accesses">{t("accesses", "访问")}</span>{t(" and ", "和")}
-                <span class="legend bindings">{t("new bindings", "新绑定")}</span>
+                {t(Msg::Last14Days)}
+                <span class="legend accesses">{t(Msg::Accesses2)}</span>{t(Msg::And)}
+                <span class="legend bindings">{t(Msg::NewBindings)}</span>
             </figcaption>
-            <svg viewBox=format!("0 0 {WIDTH} {HEIGHT}") role="img" aria-label=t("Accesses and new bindings per day", "每日访问和新绑定") class="activity-chart">
+            <svg viewBox=format!("0 0 {WIDTH} {HEIGHT}") role="img" aria-label=t(Msg::AccessesAndNewBindingsPerDay) class="activity-chart">
                 <line class="axis" x1=LEFT y1=TOP + plot_h x2=WIDTH y2=TOP + plot_h/>
                 <text class="axis-label" x=LEFT - 6.0 y=TOP + 4.0 text-anchor="end">{top}</text>
                 <text class="axis-label" x=LEFT - 6.0 y=TOP + plot_h text-anchor="end">"0"</text>
                 {bars}
             </svg>
             <table class="visually-hidden">
-                <caption>{t("Activity per day", "每日动态")}</caption>
-                <thead><tr><th>{t("Day", "日期")}</th><th>{t("New bindings", "新绑定")}</th><th>{t("Accesses", "访问")}</th></tr></thead>
+                <caption>{t(Msg::ActivityPerDay)}</caption>
+                <thead><tr><th>{t(Msg::Day)}</th><th>{t(Msg::NewBindings2)}</th><th>{t(Msg::Accesses3)}</th></tr></thead>
                 <tbody>{rows}</tbody>
             </table>
         </figure>

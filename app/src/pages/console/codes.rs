@@ -2,6 +2,7 @@
 //! state and batch, search by hint or email, keyset pages, and the actions
 //! on one code (revoke; unbind with a reason).
 
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -69,7 +70,7 @@ pub fn CodesPage() -> impl IntoView {
         },
     );
     view! {
-        <Transition fallback=|| view! { <p>{t("Loading…", "加载中…")}</p> }>
+        <Transition fallback=|| view! { <p>{t(Msg::Loading)}</p> }>
             {move || Suspend::new(async move {
                 let (tn, sh) = (tenant(), share());
                 let here = format!(
@@ -132,12 +133,13 @@ fn Table(
         String::new()
     } else {
         let last = table.first_row + shown - 1;
-        lang().pick(
-            format!("{}–{} of {} codes", table.first_row, last, table.total),
-            format!(
-                "第 {}–{} 个，共 {} 个兑换码",
-                table.first_row, last, table.total
-            ),
+        lang().format(
+            Msg::OfCodes,
+            &[
+                ("first_row", &table.first_row),
+                ("last", &last),
+                ("total", &table.total),
+            ],
         )
     };
     let find = ServerAction::<FindCode>::new();
@@ -145,28 +147,25 @@ fn Table(
     let state_option = |state: Option<CodeState>| {
         let value = state.map_or("", CodeState::as_str);
         let selected = query.state.as_deref().unwrap_or("") == value;
-        let label = state.map_or(t("Any", "全部"), code_state);
+        let label = state.map_or(t(Msg::Any), code_state);
         view! { <option value=value selected=selected>{label}</option> }
     };
     view! {
-        <Title text=lang().pick(
-            format!("Codes · {}", table.share_title),
-            format!("兑换码 · {}", table.share_title),
-        )/>
+        <Title text=lang().format(Msg::Codes, &[("share_title", &table.share_title)])/>
         <ConsoleNav tenant/>
-        <h1>{t("Codes of ", "兑换码：")}<a href=format!("/admin/t/{tenant}/s/{share}")>{table.share_title.clone()}</a></h1>
+        <h1>{t(Msg::CodesOf)}<a href=format!("/admin/t/{tenant}/s/{share}")>{table.share_title.clone()}</a></h1>
         <form method="get" action=base.clone() class="filters">
             <div class="field">
-                <label for="state">{t("State", "状态")}</label>
+                <label for="state">{t(Msg::State)}</label>
                 <select id="state" name="state">
                     {state_option(None)}
                     {CodeState::ALL.iter().map(|&state| state_option(Some(state))).collect_view()}
                 </select>
             </div>
             <div class="field">
-                <label for="batch">{t("Batch", "批次")}</label>
+                <label for="batch">{t(Msg::Batch)}</label>
                 <select id="batch" name="batch">
-                    <option value="">{t("Any", "全部")}</option>
+                    <option value="">{t(Msg::Any)}</option>
                     {table.batches.iter().map(|b| {
                         let label = if b.label.is_empty() { format!("{} ({})", b.created, b.count) } else { b.label.clone() };
                         view! { <option value=b.id.to_string() selected=query.batch == Some(b.id)>{label}</option> }
@@ -174,47 +173,47 @@ fn Table(
                 </select>
             </div>
             <div class="field">
-                <label for="q">{t("Hint or email", "提示或邮箱")}</label>
-                <input id="q" name="q" type="search" value=query.q.clone().unwrap_or_default() placeholder=t("AB…YZ or ada@", "AB…YZ 或 ada@")/>
+                <label for="q">{t(Msg::HintOrEmail)}</label>
+                <input id="q" name="q" type="search" value=query.q.clone().unwrap_or_default() placeholder=t(Msg::AbYzOrAda)/>
             </div>
-            <button type="submit" class="button secondary">{t("Filter", "筛选")}</button>
+            <button type="submit" class="button secondary">{t(Msg::Filter)}</button>
         </form>
         <ActionForm action=find attr:class="filters find-code">
             <input type="hidden" name="tenant_id" value=tenant.to_string()/>
             <div class="field">
-                <label for="find-code">{t("Find a full code", "查找完整兑换码")}</label>
+                <label for="find-code">{t(Msg::FindAFullCode)}</label>
                 <input id="find-code" name="code" required=true autocomplete="off" spellcheck="false"
                     placeholder="ABCD-2345-WXYZ"/>
             </div>
-            <button type="submit" class="button secondary">{t("Find", "查找")}</button>
+            <button type="submit" class="button secondary">{t(Msg::Find)}</button>
         </ActionForm>
         <FieldError error=find_error field="code"/>
         {query.code.map(|_| view! {
-            <p class="muted">{t("Showing the code you looked up. ", "正在显示你查找的兑换码。")}
-                <a href=base.clone()>{t("Show all codes", "显示全部兑换码")}</a></p>
+            <p class="muted">{t(Msg::ShowingTheCodeYouLookedUp)}
+                <a href=base.clone()>{t(Msg::ShowAllCodes)}</a></p>
         })}
         <p class="table-summary">
             <span>{totals}</span>" "
-            <a href=csv download="">{t("Download these codes (CSV)", "下载这些兑换码（CSV）")}</a>
+            <a href=csv download="">{t(Msg::DownloadTheseCodesCsv)}</a>
         </p>
         <FormAlert error/>
         <FieldError error field="reason"/>
         <FieldError error field="after"/>
         <FieldError error field="confirm"/>
         {if table.codes.is_empty() {
-            view! { <p class="muted">{t("No codes match.", "没有符合条件的兑换码。")}</p> }.into_any()
+            view! { <p class="muted">{t(Msg::NoCodesMatch)}</p> }.into_any()
         } else {
             view! {
                 <div class="table-wrap">
                     <table class="data codes">
                         <thead><tr>
-                            <th>{t("Hint", "提示")}</th>
-                            <th>{t("State", "状态")}</th>
-                            <th>{t("Learner", "学员")}</th>
-                            <th>{t("First access", "首次访问")}</th>
-                            <th>{t("Accesses", "访问次数")}</th>
-                            <th>{t("Batch", "批次")}</th>
-                            <th>{t("Actions", "操作")}</th>
+                            <th>{t(Msg::Hint)}</th>
+                            <th>{t(Msg::State)}</th>
+                            <th>{t(Msg::Learner)}</th>
+                            <th>{t(Msg::FirstAccess)}</th>
+                            <th>{t(Msg::Accesses4)}</th>
+                            <th>{t(Msg::Batch)}</th>
+                            <th>{t(Msg::Actions)}</th>
                         </tr></thead>
                         <tbody>
                             {table.codes.into_iter().map(|code| view! { <Row code tenant revoke unbind replace read_only=table.read_only/> }).collect_view()}
@@ -224,9 +223,9 @@ fn Table(
             }.into_any()
         }}
         {(previous.is_some() || next.is_some()).then(|| view! {
-            <nav class="pager" aria-label=t("Pages", "分页")>
-                {previous.map(|href| view! { <a class="button secondary" href=href rel="prev">{t("Previous page", "上一页")}</a> })}
-                {next.map(|href| view! { <a class="button secondary" href=href rel="next">{t("Next page", "下一页")}</a> })}
+            <nav class="pager" aria-label=t(Msg::Pages)>
+                {previous.map(|href| view! { <a class="button secondary" href=href rel="prev">{t(Msg::PreviousPage)}</a> })}
+                {next.map(|href| view! { <a class="button secondary" href=href rel="next">{t(Msg::NextPage)}</a> })}
             </nav>
         })}
     }
@@ -245,25 +244,14 @@ fn Row(
     // Support reads the table; the actions are the others' (the server
     // refuses them anyway).
     let unused = !read_only && code.state == CodeState::Unused;
-    let revoke_label = lang().pick(
-        format!("Revoke code {}", code.hint),
-        format!("作废兑换码 {}", code.hint),
-    );
-    let replace_label = lang().pick(
-        format!("Replace lost code {}", code.hint),
-        format!("补发丢失的兑换码 {}", code.hint),
-    );
+    let revoke_label = lang().format(Msg::RevokeCode, &[("hint", &code.hint)]);
+    let replace_label = lang().format(Msg::ReplaceLostCode, &[("hint", &code.hint)]);
     let confirm_id = format!("confirm-{}", code.id);
     let learner = code.bound_email.clone().unwrap_or_default();
-    let confirm_text = lang().pick(
-        format!("I understand that {learner} loses access to this course at once."),
-        format!("我明白 {learner} 会立即失去这门课程的访问权限。"),
-    );
+    let confirm_text = lang().format(Msg::IUnderstandThatLosesAccessTo, &[("learner", &learner)]);
     let bound = !read_only && code.state == CodeState::Bound;
-    let revoke_confirm_text = lang().pick(
-        format!("I understand that {learner} loses access to this course at once, and the code can never be used again."),
-        format!("我明白 {learner} 会立即失去这门课程的访问权限，且这个兑换码永远不能再使用。"),
-    );
+    let revoke_confirm_text =
+        lang().format(Msg::IUnderstandThatLosesAccessTo2, &[("learner", &learner)]);
     let live = !read_only && code.state != CodeState::Revoked;
     let revoke_bound_label = revoke_label.clone();
     let revoke_button_label = revoke_label.clone();
@@ -285,12 +273,12 @@ fn Row(
                         <input type="hidden" name="tenant_id" value=tenant.to_string()/>
                         <input type="hidden" name="code_id" value=code.id.to_string()/>
                         <button type="submit" class="link-button danger-link"
-                            aria-label=revoke_label>{t("Revoke", "作废")}</button>
+                            aria-label=revoke_label>{t(Msg::Revoke)}</button>
                     </ActionForm>
                 })}
                 {(live && bound).then(|| view! {
                     <details class="confirm-action">
-                        <summary aria-label=revoke_bound_label>{t("Revoke…", "作废…")}</summary>
+                        <summary aria-label=revoke_bound_label>{t(Msg::Revoke2)}</summary>
                         <ActionForm action=revoke attr:class="form compact">
                             <input type="hidden" name="tenant_id" value=tenant.to_string()/>
                             <input type="hidden" name="code_id" value=code.id.to_string()/>
@@ -299,7 +287,7 @@ fn Row(
                                 " "{revoke_confirm_text}
                             </label>
                             <button type="submit" class="button small danger"
-                                aria-label=revoke_button_label>{t("Revoke", "作废")}</button>
+                                aria-label=revoke_button_label>{t(Msg::Revoke)}</button>
                         </ActionForm>
                     </details>
                 })}
@@ -308,27 +296,27 @@ fn Row(
                         <input type="hidden" name="tenant_id" value=tenant.to_string()/>
                         <input type="hidden" name="code_id" value=code.id.to_string()/>
                         <button type="submit" class="link-button"
-                            aria-label=replace_label>{t("Replace", "补发")}</button>
+                            aria-label=replace_label>{t(Msg::Replace)}</button>
                     </ActionForm>
                 })}
                 {bound.then(|| view! {
                     <details class="unbind">
-                        <summary>{t("Unbind…", "解绑…")}</summary>
+                        <summary>{t(Msg::Unbind)}</summary>
                         <ActionForm action=unbind attr:class="form compact">
                             <input type="hidden" name="tenant_id" value=tenant.to_string()/>
                             <input type="hidden" name="code_id" value=code.id.to_string()/>
-                            <label for=reason_id.clone()>{t("Reason (the learner loses access)", "原因（学员将失去访问权限）")}</label>
+                            <label for=reason_id.clone()>{t(Msg::ReasonTheLearnerLosesAccess)}</label>
                             <input id=reason_id name="reason" required=true maxlength="500"/>
-                            <label for=after_id.clone()>{t("Afterwards the code", "解绑后这个兑换码")}</label>
+                            <label for=after_id.clone()>{t(Msg::AfterwardsTheCode)}</label>
                             <select id=after_id name="after">
-                                <option value="usable">{t("can be used again", "可以再次使用")}</option>
-                                <option value="revoked">{t("stays revoked", "保持作废")}</option>
+                                <option value="usable">{t(Msg::CanBeUsedAgain)}</option>
+                                <option value="revoked">{t(Msg::StaysRevoked)}</option>
                             </select>
                             <label class="check">
                                 <input id=confirm_id type="checkbox" name="confirm" value="yes" required=true/>
                                 " "{confirm_text}
                             </label>
-                            <button type="submit" class="button small danger">{t("Unbind", "解绑")}</button>
+                            <button type="submit" class="button small danger">{t(Msg::Unbind2)}</button>
                         </ActionForm>
                     </details>
                 })}

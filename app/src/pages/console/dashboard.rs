@@ -1,6 +1,7 @@
 //! A tenant's dashboard (`/admin/t/{tenant}`): figures, the activity
 //! chart, the shares, and a form to create one.
 
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -25,7 +26,7 @@ pub fn DashboardPage() -> impl IntoView {
         }
     });
     view! {
-        <Transition fallback=|| view! { <p>{t("Loading…", "加载中…")}</p> }>
+        <Transition fallback=|| view! { <p>{t(Msg::Loading)}</p> }>
             {move || Suspend::new(async move {
                 let here = format!("/admin/t/{}", tenant().map(|t| t.to_string()).unwrap_or_default());
                 match data.await {
@@ -41,11 +42,11 @@ pub fn DashboardPage() -> impl IntoView {
 fn Dashboard(view: DashboardView) -> impl IntoView {
     let tenant = view.tenant.id;
     let tiles = [
-        (t("Shares", "课程分享"), view.shares_count),
-        (t("Codes issued", "已发兑换码"), view.issued),
-        (t("Bound", "已绑定"), view.bound),
-        (t("Revoked", "已作废"), view.revoked),
-        (t("Accesses, 7 days", "近 7 天访问"), view.accesses_7d),
+        (t(Msg::Shares), view.shares_count),
+        (t(Msg::CodesIssued), view.issued),
+        (t(Msg::Bound), view.bound),
+        (t(Msg::Revoked), view.revoked),
+        (t(Msg::Accesses7Days), view.accesses_7d),
     ];
     view! {
         <Title text=view.tenant.name.clone()/>
@@ -58,11 +59,11 @@ fn Dashboard(view: DashboardView) -> impl IntoView {
         </ul>
         {(!view.leaks.is_empty()).then(|| view! {
             <section class="card leak-alert" role="status">
-                <h2>{t("Codes other accounts keep trying", "被其他账号反复尝试的兑换码")}</h2>
-                <p class="muted">{t("These codes are bound, yet other accounts enter them: they were probably passed around. The learner keeps access; consider contacting them, or unbind and revoke the code.", "这些兑换码已绑定，却仍有其他账号在输入：很可能被转给了别人。已绑定的学员仍可访问；可以考虑联系该学员，或解绑并作废这个兑换码。")}</p>
+                <h2>{t(Msg::CodesOtherAccountsKeepTrying)}</h2>
+                <p class="muted">{t(Msg::TheseCodesAreBoundYetOther)}</p>
                 <div class="table-wrap">
                     <table class="data">
-                        <thead><tr><th>{t("Code", "兑换码")}</th><th>{t("Share", "课程分享")}</th><th>{t("Attempts", "尝试次数")}</th><th>{t("Last attempt", "最近尝试")}</th></tr></thead>
+                        <thead><tr><th>{t(Msg::Code)}</th><th>{t(Msg::Share)}</th><th>{t(Msg::Attempts)}</th><th>{t(Msg::LastAttempt)}</th></tr></thead>
                         <tbody>
                             {view.leaks.iter().map(|l| view! {
                                 <tr class="leak">
@@ -79,14 +80,14 @@ fn Dashboard(view: DashboardView) -> impl IntoView {
         })}
         <ActivityChart days=view.days/>
         <section class="card">
-            <h2>{t("Shares", "课程分享")}</h2>
+            <h2>{t(Msg::Shares)}</h2>
             {if view.shares.is_empty() {
-                view! { <p class="muted">{t("No shares yet: create the first one below.", "还没有课程分享：在下方创建第一个。")}</p> }.into_any()
+                view! { <p class="muted">{t(Msg::NoSharesYetCreateTheFirst)}</p> }.into_any()
             } else {
                 view! {
                     <div class="table-wrap">
                         <table class="data">
-                            <thead><tr><th>{t("Title", "标题")}</th><th>{t("Status", "状态")}</th><th>{t("Issued", "已发放")}</th><th>{t("Bound", "已绑定")}</th><th>{t("Revoked", "已作废")}</th><th>{t("Link", "链接")}</th></tr></thead>
+                            <thead><tr><th>{t(Msg::Title)}</th><th>{t(Msg::Status)}</th><th>{t(Msg::Issued)}</th><th>{t(Msg::Bound)}</th><th>{t(Msg::Revoked)}</th><th>{t(Msg::Link)}</th></tr></thead>
                             <tbody>
                                 {view.shares.into_iter().map(|s| view! {
                                     <tr>
@@ -114,18 +115,18 @@ fn NewShareForm(tenant: uuid::Uuid) -> impl IntoView {
     let error = Signal::derive(move || action.value().get().and_then(Result::err));
     view! {
         <section class="card">
-            <h2>{t("New share", "新建课程分享")}</h2>
-            <p class="muted">{t("A share starts as a draft: learners see it once you make it active.", "新建的课程分享是草稿：设为开放后学员才能看到。")}</p>
+            <h2>{t(Msg::NewShare)}</h2>
+            <p class="muted">{t(Msg::AShareStartsAsADraft)}</p>
             <FormAlert error/>
             <ActionForm action=action attr:class="form narrow">
                 <input type="hidden" name="tenant_id" value=tenant.to_string()/>
-                <Field name="title" label=t("Title", "标题") error maxlength=200/>
-                <OptionalField name="slug" label=t("Link name (optional)", "链接名（可选）") hint=t("Lower-case letters, digits and dashes; made from the title when empty.", "小写字母、数字和连字符；留空时根据标题生成。") error/>
+                <Field name="title" label=t(Msg::Title) error maxlength=200/>
+                <OptionalField name="slug" label=t(Msg::LinkNameOptional) hint=t(Msg::LowerCaseLettersDigitsAndDashes2) error/>
                 <div class="field">
-                    <label for="description">{t("Description (optional)", "简介（可选）")}</label>
+                    <label for="description">{t(Msg::DescriptionOptional)}</label>
                     <textarea id="description" name="description" rows="3" maxlength="10000"></textarea>
                 </div>
-                <button type="submit" class="button" disabled=move || action.pending().get()>{t("Create share", "创建课程分享")}</button>
+                <button type="submit" class="button" disabled=move || action.pending().get()>{t(Msg::CreateShare)}</button>
             </ActionForm>
         </section>
     }

@@ -2,6 +2,7 @@
 //! (`/admin/t/{tenant}/s/{share}/batches/{batch}`): once, with the CSV
 //! download (also once). Reloading shows that they are gone.
 
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -27,7 +28,7 @@ pub fn IssuedPage() -> impl IntoView {
         },
     );
     view! {
-        <Transition fallback=|| view! { <p>{t("Loading…", "加载中…")}</p> }>
+        <Transition fallback=|| view! { <p>{t(Msg::Loading)}</p> }>
             {move || Suspend::new(async move {
                 let here = format!(
                     "/admin/t/{}/s/{}",
@@ -47,9 +48,9 @@ pub fn IssuedPage() -> impl IntoView {
 #[component]
 fn Issued(view: IssuedView, tenant: uuid::Uuid, back: String) -> impl IntoView {
     view! {
-        <Title text=t("New codes", "新兑换码")/>
+        <Title text=t(Msg::NewCodes)/>
         <ConsoleNav tenant/>
-        <h1>{t("New codes for ", "新兑换码：")} {view.share_title.clone()}</h1>
+        <h1>{t(Msg::NewCodesFor)} {view.share_title.clone()}</h1>
         {match view.codes {
             Some(cards) => {
                 let shown = cards.len();
@@ -62,24 +63,24 @@ fn Issued(view: IssuedView, tenant: uuid::Uuid, back: String) -> impl IntoView {
                 let card_lang = RwSignal::new(lang());
                 view! {
                 <div class="flash warning" role="status">
-                    {t("These codes are shown only now. Download the CSV or copy them before you leave this page: ", "这些兑换码只在此刻显示。离开本页前，请下载 CSV 或复制保存：")}
-                    {t("afterwards only their first and last two characters remain.", "之后每个码只保留首尾各两个字符。")}
+                    {t(Msg::TheseCodesAreShownOnlyNow)}
+                    {t(Msg::AfterwardsOnlyTheirFirstAndLast)}
                 </div>
                 <p class="actions no-print">
-                    <a class="button" href=view.csv_url.clone() download="">{t("Download CSV (once)", "下载 CSV（仅一次）")}</a>
+                    <a class="button" href=view.csv_url.clone() download="">{t(Msg::DownloadCsvOnce)}</a>
                     {printable.then(|| view! { <PrintButton/> })}
-                    <a class="button secondary" href=back.clone()>{t("Back to the share", "返回课程分享")}</a>
+                    <a class="button secondary" href=back.clone()>{t(Msg::BackToTheShare)}</a>
                 </p>
-                <p class="muted no-print">{lang().pick(format!("{} codes for ", view.total), format!("共 {} 个兑换码，链接 ", view.total))}<code>{view.link.clone()}</code>
-                    {(shown < view.total).then(|| lang().pick(format!(" (the first {shown} are listed; the CSV has all {})", view.total), format!("（此处列出前 {shown} 个，CSV 中有全部 {} 个）", view.total)))}
+                <p class="muted no-print">{lang().format(Msg::CodesFor, &[("total", &view.total)])}<code>{view.link.clone()}</code>
+                    {(shown < view.total).then(|| lang().format(Msg::TheFirstAreListedTheCsv, &[("shown", &shown), ("total", &view.total)]))}
                 </p>
                 <ol class="code-list no-print">
                     {cards.iter().map(|c| view! { <li><code class="plain-code">{c.code.clone()}</code></li> }).collect_view()}
                 </ol>
                 {printable.then(|| view! {
-                    <section class="code-cards" aria-label=t("Printable code cards", "可打印的兑换码卡片")>
-                        <h2 class="no-print">{t("Cards to print", "打印卡片")}</h2>
-                        <p class="muted no-print">{t("One card per learner: the link, the code, and a QR code that opens the link with the code filled in.", "每位学员一张卡片：链接、兑换码，以及一个二维码，扫码打开链接时会自动填好兑换码。")}</p>
+                    <section class="code-cards" aria-label=t(Msg::PrintableCodeCards)>
+                        <h2 class="no-print">{t(Msg::CardsToPrint)}</h2>
+                        <p class="muted no-print">{t(Msg::OneCardPerLearnerTheLink)}</p>
                         <CardLanguage card_lang/>
                         {cards.into_iter().map(|c| view! {
                             <article class="code-card" lang=move || card_lang.get().tag()>
@@ -96,9 +97,9 @@ fn Issued(view: IssuedView, tenant: uuid::Uuid, back: String) -> impl IntoView {
             }
             None => view! {
                 <div class="flash info" role="status">
-                    {t("These codes were already shown once. Plain codes are never stored: only their hints remain in the code table.", "这些兑换码已经显示过一次。完整兑换码从不保存：兑换码列表中只保留其提示。")}
+                    {t(Msg::TheseCodesWereAlreadyShownOnce)}
                 </div>
-                <p><a class="button" href=back>{t("Back to the share", "返回课程分享")}</a></p>
+                <p><a class="button" href=back>{t(Msg::BackToTheShare)}</a></p>
             }.into_any(),
         }}
     }
@@ -106,10 +107,7 @@ fn Issued(view: IssuedView, tenant: uuid::Uuid, back: String) -> impl IntoView {
 
 /// What a card tells its learner, in the cards' language.
 fn card_help(lang: Lang) -> &'static str {
-    lang.pick(
-        "Sign in, then enter the code once. It will be bound to your account.",
-        "登录后输入一次兑换码，它就会绑定到你的账号。",
-    )
+    lang.text(Msg::SignInThenEnterTheCode)
 }
 
 /// Chooses the cards' language (every language of the interface), the
@@ -119,7 +117,7 @@ fn CardLanguage(card_lang: RwSignal<Lang>) -> impl IntoView {
     let page_lang = lang();
     view! {
         <p class="no-print">
-            <label for="card-lang">{t("Language of the cards", "卡片语言")}</label>
+            <label for="card-lang">{t(Msg::LanguageOfTheCards)}</label>
             " "
             <select
                 id="card-lang"
@@ -148,5 +146,5 @@ fn PrintButton() -> impl IntoView {
             let _ = leptos::prelude::window().print();
         }
     };
-    view! { <button type="button" class="button secondary" on:click=print>{t("Print code cards", "打印兑换码卡片")}</button> }
+    view! { <button type="button" class="button secondary" on:click=print>{t(Msg::PrintCodeCards)}</button> }
 }

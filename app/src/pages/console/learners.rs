@@ -4,6 +4,7 @@
 //! `?learner=`; every record as a streamed CSV. A learner can be suspended
 //! from every course of the tenant (and re-enabled): their binding stays.
 
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -40,7 +41,7 @@ pub fn LearnersPage() -> impl IntoView {
         },
     );
     view! {
-        <Transition fallback=|| view! { <p>{t("Loading…", "加载中…")}</p> }>
+        <Transition fallback=|| view! { <p>{t(Msg::Loading)}</p> }>
             {move || Suspend::new(async move {
                 let (t, s) = (tenant(), share());
                 let here = format!(
@@ -69,28 +70,28 @@ fn Learners(
     let error = Signal::derive(move || suspend.value().get().and_then(Result::err));
     let read_only = page.read_only;
     view! {
-        <Title text=lang().pick(format!("Learners · {}", page.share_title), format!("学员 · {}", page.share_title))/>
+        <Title text=lang().format(Msg::Learners, &[("share_title", &page.share_title)])/>
         <ConsoleNav tenant/>
-        <h1>{t("Learners of ", "学员：")} <a href=format!("/admin/t/{tenant}/s/{share}")>{page.share_title.clone()}</a></h1>
+        <h1>{t(Msg::LearnersOf)} <a href=format!("/admin/t/{tenant}/s/{share}")>{page.share_title.clone()}</a></h1>
         <p class="actions">
-            <a class="button secondary" href=format!("/admin/t/{tenant}/s/{share}/learners.csv") download="">{t("Export the learners (CSV)", "导出学员名单（CSV）")}</a>
-            <a class="button secondary" href=format!("/admin/t/{tenant}/s/{share}/records.csv") download="">{t("Export every access record (CSV)", "导出全部访问记录（CSV）")}</a>
+            <a class="button secondary" href=format!("/admin/t/{tenant}/s/{share}/learners.csv") download="">{t(Msg::ExportTheLearnersCsv)}</a>
+            <a class="button secondary" href=format!("/admin/t/{tenant}/s/{share}/records.csv") download="">{t(Msg::ExportEveryAccessRecordCsv)}</a>
         </p>
         {page.records.map(|(email, records)| view! {
             <section class="card">
-                <h2>{t("Access records of ", "访问记录：")} {email}</h2>
+                <h2>{t(Msg::AccessRecordsOf)} {email}</h2>
                 {if records.is_empty() {
-                    view! { <p class="muted">{t("No access recorded.", "暂无访问记录。")}</p> }.into_any()
+                    view! { <p class="muted">{t(Msg::NoAccessRecorded)}</p> }.into_any()
                 } else {
                     view! {
                         <table class="data records">
-                            <thead><tr><th>{t("When", "时间")}</th><th>{t("Resource", "资源")}</th><th>{t("Note", "备注")}</th></tr></thead>
+                            <thead><tr><th>{t(Msg::When)}</th><th>{t(Msg::Resource)}</th><th>{t(Msg::Note)}</th></tr></thead>
                             <tbody>
                                 {records.into_iter().map(|r| view! {
                                     <tr>
                                         <td class="nowrap">{r.when}</td>
                                         <td>{r.resource}</td>
-                                        <td>{r.bound_now.then_some(t("first access: code bound", "首次访问：兑换码已绑定"))}</td>
+                                        <td>{r.bound_now.then_some(t(Msg::FirstAccessCodeBound))}</td>
                                     </tr>
                                 }).collect_view()}
                             </tbody>
@@ -101,13 +102,13 @@ fn Learners(
         })}
         <FormAlert error/>
         {if page.learners.is_empty() {
-            view! { <p class="muted">{t("Nobody is bound yet.", "还没有学员绑定。")}</p> }.into_any()
+            view! { <p class="muted">{t(Msg::NobodyIsBoundYet)}</p> }.into_any()
         } else {
             let base = base.clone();
             view! {
                 <div class="table-wrap">
                     <table class="data learners">
-                        <thead><tr><th>{t("Learner", "学员")}</th><th>{t("Code", "兑换码")}</th><th>{t("Bound since", "绑定时间")}</th><th>{t("Accesses", "访问次数")}</th><th>{t("Last access", "最近访问")}</th><th>{t("Access to your courses", "课程访问")}</th></tr></thead>
+                        <thead><tr><th>{t(Msg::Learner)}</th><th>{t(Msg::Code)}</th><th>{t(Msg::BoundSince)}</th><th>{t(Msg::Accesses4)}</th><th>{t(Msg::LastAccess)}</th><th>{t(Msg::AccessToYourCourses)}</th></tr></thead>
                         <tbody>
                             {page.learners.into_iter().map(|l| view! {
                                 <tr>
@@ -117,7 +118,7 @@ fn Learners(
                                     <td>{l.accesses}</td>
                                     <td class="nowrap">{l.last_access.unwrap_or_default()}</td>
                                     <td>
-                                        {l.suspended.then(|| view! { <span class="status status-revoked">{t("suspended", "已停用")}</span>" " })}
+                                        {l.suspended.then(|| view! { <span class="status status-revoked">{t(Msg::Suspended)}</span>" " })}
                                         {(!read_only).then(|| view! {
                                         <ActionForm action=suspend attr:class="inline-form">
                                             <input type="hidden" name="tenant_id" value=tenant.to_string()/>
@@ -125,11 +126,11 @@ fn Learners(
                                             <input type="hidden" name="suspend" value=if l.suspended { "no" } else { "yes" }/>
                                             <button type="submit" class=if l.suspended { "link-button" } else { "link-button danger-link" }
                                                 aria-label=if l.suspended {
-                                                    lang().pick(format!("Re-enable {}", l.email), format!("恢复 {}", l.email))
+                                                    lang().format(Msg::ReEnable, &[("email", &l.email)])
                                                 } else {
-                                                    lang().pick(format!("Suspend {}", l.email), format!("停用 {}", l.email))
+                                                    lang().format(Msg::Suspend, &[("email", &l.email)])
                                                 }>
-                                                {if l.suspended { t("Re-enable", "恢复") } else { t("Suspend", "停用") }}
+                                                {if l.suspended { t(Msg::ReEnable2) } else { t(Msg::Suspend2) }}
                                             </button>
                                         </ActionForm>
                                         })}
@@ -141,6 +142,6 @@ fn Learners(
                 </div>
             }.into_any()
         }}
-        {page.next_after.map(|after| view! { <p><a class="button secondary" href=format!("{base}?after={after}")>{t("Next page", "下一页")}</a></p> })}
+        {page.next_after.map(|after| view! { <p><a class="button secondary" href=format!("{base}?after={after}")>{t(Msg::NextPage)}</a></p> })}
     }
 }

@@ -19,6 +19,7 @@ pub mod webhooks;
 /// (the module itself is private: only the share page uses the widget).
 pub use upload::upload_refusal;
 
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::{components::Redirect, hooks::use_params_map};
@@ -36,14 +37,14 @@ pub fn param_id(name: &'static str) -> impl Fn() -> Option<Uuid> + Copy + Send +
 #[component]
 pub fn ConsoleNav(tenant: Uuid) -> impl IntoView {
     view! {
-        <nav class="console-nav" aria-label=t("Console", "管理后台")>
-            <a href=format!("/admin/t/{tenant}")>{t("Dashboard", "概览")}</a>
-            <a href=format!("/admin/t/{tenant}/team")>{t("Team", "团队")}</a>
-            <a href=format!("/admin/t/{tenant}/audit")>{t("Audit log", "审计日志")}</a>
-            <a href=format!("/admin/t/{tenant}/tokens")>{t("API tokens", "API 令牌")}</a>
-            <a href=format!("/admin/t/{tenant}/webhooks")>{t("Webhooks", "Webhook")}</a>
-            <a href="/api/v1/docs">{t("API docs", "API 文档")}</a>
-            <a href="/admin">{t("All tenants", "全部机构")}</a>
+        <nav class="console-nav" aria-label=t(Msg::Console)>
+            <a href=format!("/admin/t/{tenant}")>{t(Msg::Dashboard)}</a>
+            <a href=format!("/admin/t/{tenant}/team")>{t(Msg::Team)}</a>
+            <a href=format!("/admin/t/{tenant}/audit")>{t(Msg::AuditLog)}</a>
+            <a href=format!("/admin/t/{tenant}/tokens")>{t(Msg::ApiTokens)}</a>
+            <a href=format!("/admin/t/{tenant}/webhooks")>{t(Msg::Webhooks)}</a>
+            <a href="/api/v1/docs">{t(Msg::ApiDocs)}</a>
+            <a href="/admin">{t(Msg::AllTenants)}</a>
         </nav>
     }
 }
@@ -58,8 +59,8 @@ pub fn ConsoleError(error: AppError, here: String) -> impl IntoView {
         .into_any(),
         AppError::NotFound => view! { <crate::pages::not_found::NotFound/> }.into_any(),
         error => view! {
-            <Title text=t("Not available", "无法访问")/>
-            <h1>{t("Not available", "无法访问")}</h1>
+            <Title text=t(Msg::NotAvailable)/>
+            <h1>{t(Msg::NotAvailable)}</h1>
             <div class="flash error" role="alert">{error.sentence()}</div>
         }
         .into_any(),

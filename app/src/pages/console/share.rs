@@ -2,6 +2,7 @@
 //! settings, resources (the upload form is in `upload.rs`), code batches
 //! (issue, revoke unused).
 
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use model::ShareStatus;
@@ -59,7 +60,7 @@ pub fn ShareAdminPage() -> impl IntoView {
         },
     );
     view! {
-        <Transition fallback=|| view! { <p>{t("Loading…", "加载中…")}</p> }>
+        <Transition fallback=|| view! { <p>{t(Msg::Loading)}</p> }>
             {move || Suspend::new(async move {
                 let here = format!(
                     "/admin/t/{}/s/{}",
@@ -90,16 +91,13 @@ fn Editor(
         <ConsoleNav tenant/>
         <h1>{editor.title.clone()}</h1>
         <p class="share-link">
-            {t("Learners' link: ", "学员链接：")}<a href=link.clone() id="share-link">{link.clone()}</a>" "
+            {t(Msg::LearnersLink)}<a href=link.clone() id="share-link">{link.clone()}</a>" "
             <CopyButton path=link/>
-            " · "<a href=format!("/admin/t/{tenant}/s/{share}/codes")>{t("Code table", "兑换码列表")}</a>
-            " · "<a href=format!("/admin/t/{tenant}/s/{share}/learners")>{t("Learners and records", "学员与访问记录")}</a>
+            " · "<a href=format!("/admin/t/{tenant}/s/{share}/codes")>{t(Msg::CodeTable)}</a>
+            " · "<a href=format!("/admin/t/{tenant}/s/{share}/learners")>{t(Msg::LearnersAndRecords)}</a>
         </p>
         {editor.read_only.then(|| view! {
-            <p class="flash info read-only-note" role="status">{t(
-                "You can look at this share but not change it (your role is support).",
-                "你可以查看这个课程分享，但不能修改（你的角色是客服）。",
-            )}</p>
+            <p class="flash info read-only-note" role="status">{t(Msg::YouCanLookAtThisShare)}</p>
         })}
         // Support reads the forms with everything in them disabled (the
         // server refuses their posts anyway).
@@ -140,7 +138,7 @@ fn CopyButton(path: String) -> impl IntoView {
     };
     view! {
         <button type="button" class="link-button copy" on:click=copy>
-            {move || if copied.get() { t("Copied", "已复制") } else { t("Copy link", "复制链接") }}
+            {move || if copied.get() { t(Msg::Copied) } else { t(Msg::CopyLink) }}
         </button>
     }
 }
@@ -154,49 +152,40 @@ fn Settings(editor: ShareEditor, action: ServerAction<UpdateShare>) -> impl Into
     };
     view! {
         <section class="card">
-            <h2>{t("Settings", "设置")}</h2>
+            <h2>{t(Msg::Settings)}</h2>
             <FormAlert error/>
             <ActionForm action=action attr:class="form">
                 <input type="hidden" name="tenant_id" value=editor.tenant_id.to_string()/>
                 <input type="hidden" name="share_id" value=editor.id.to_string()/>
-                <OptionalField name="title" label=t("Title", "标题") value=editor.title.clone() error/>
-                <OptionalField name="slug" label=t("Link name", "链接名") value=editor.slug.clone()
-                    hint=t(
-                        "Fixed once codes are issued: printed cards and sent links use it.",
-                        "生成兑换码后不能再改：已打印的卡片和已发出的链接都用它。",
-                    ) error/>
+                <OptionalField name="title" label=t(Msg::Title) value=editor.title.clone() error/>
+                <OptionalField name="slug" label=t(Msg::LinkName) value=editor.slug.clone()
+                    hint=t(Msg::FixedOnceCodesAreIssuedPrinted) error/>
                 <div class="field">
-                    <label for="description">{t("Description", "简介")}</label>
+                    <label for="description">{t(Msg::Description)}</label>
                     <textarea id="description" name="description" rows="4" maxlength="10000">{editor.description.clone()}</textarea>
                     <FieldError error field="description"/>
                 </div>
                 <div class="field">
-                    <label for="status">{t("Status", "状态")}</label>
+                    <label for="status">{t(Msg::Status)}</label>
                     <select id="status" name="status">
                         {ShareStatus::ALL.iter().map(|&value| option(value, status_choice(value))).collect_view()}
                     </select>
                     <FieldError error field="status"/>
                 </div>
                 <div class="field-row">
-                    <OptionalField name="valid_from" label=lang().pick(format!("Opens ({})", editor.time_zone), format!("开放时间（{}）", editor.time_zone)) kind="datetime-local" value=editor.valid_from.clone() error/>
-                    <OptionalField name="valid_until" label=lang().pick(format!("Closes ({})", editor.time_zone), format!("结束时间（{}）", editor.time_zone)) kind="datetime-local" value=editor.valid_until.clone() error/>
+                    <OptionalField name="valid_from" label=lang().format(Msg::Opens, &[("time_zone", &editor.time_zone)]) kind="datetime-local" value=editor.valid_from.clone() error/>
+                    <OptionalField name="valid_until" label=lang().format(Msg::Closes, &[("time_zone", &editor.time_zone)]) kind="datetime-local" value=editor.valid_until.clone() error/>
                 </div>
                 <div class="field-row">
-                    <OptionalField name="per_learner_limit" label=t("Accesses per learner", "每位学员访问次数") kind="number"
-                        value=editor.per_learner_limit.clone() hint=t("Empty: unlimited.", "留空表示不限。") error/>
-                    <OptionalField name="quota" label=t("Accesses in all", "总访问次数") kind="number"
-                        value=editor.quota.clone() hint=t(
-                            "Empty: unlimited. Counted once per learner per access window.",
-                            "留空表示不限。每位学员在每个访问时段内计一次。",
-                        ) error/>
+                    <OptionalField name="per_learner_limit" label=t(Msg::AccessesPerLearner) kind="number"
+                        value=editor.per_learner_limit.clone() hint=t(Msg::EmptyUnlimited) error/>
+                    <OptionalField name="quota" label=t(Msg::AccessesInAll) kind="number"
+                        value=editor.quota.clone() hint=t(Msg::EmptyUnlimitedCountedOncePerLearner) error/>
                 </div>
-                <p class="hint">{lang().pick(
-                    format!("{} accesses counted so far.", editor.quota_used),
-                    format!("目前已计入 {} 次访问。", editor.quota_used),
-                )}</p>
-                <button type="submit" class="button" disabled=move || action.pending().get()>{t("Save", "保存")}</button>
+                <p class="hint">{lang().format(Msg::AccessesCountedSoFar, &[("quota_used", &editor.quota_used)])}</p>
+                <button type="submit" class="button" disabled=move || action.pending().get()>{t(Msg::Save)}</button>
                 <p class="saved" role="status">
-                    {move || matches!(action.value().get(), Some(Ok(()))).then_some(t("Saved.", "已保存。"))}
+                    {move || matches!(action.value().get(), Some(Ok(()))).then_some(t(Msg::Saved))}
                 </p>
             </ActionForm>
         </section>
@@ -254,17 +243,17 @@ fn Resources(
     };
     view! {
         <section class="card">
-            <h2>{t("Resources", "资源")}</h2>
+            <h2>{t(Msg::Resources)}</h2>
             <FormAlert error/>
             <FieldError error field="force"/>
             {if resources.is_empty() {
-                view! { <p class="muted">{t("Nothing uploaded yet.", "还没有上传任何内容。")}</p> }.into_any()
+                view! { <p class="muted">{t(Msg::NothingUploadedYet)}</p> }.into_any()
             } else {
                 view! {
                     <ul class="resource-list admin-resources">
                         {resources.into_iter().map(|r| {
-                            let up = lang().pick(format!("Move {} up", r.title), format!("上移 {}", r.title));
-                            let down = lang().pick(format!("Move {} down", r.title), format!("下移 {}", r.title));
+                            let up = lang().format(Msg::MoveUp, &[("title", &r.title)]);
+                            let down = lang().format(Msg::MoveDown, &[("title", &r.title)]);
                             view! {
                             <li class="resource" data-resource=r.id.to_string()>
                                 <span class="tag">{resource_kind(r.kind)}</span>
@@ -282,20 +271,20 @@ fn Resources(
                                         <button type="submit" class="link-button" aria-label=down>"↓"</button>
                                     </ActionForm>
                                     <details class="resource-edit">
-                                        <summary>{t("Rename or remove", "改名或删除")}</summary>
+                                        <summary>{t(Msg::RenameOrRemove)}</summary>
                                         <ActionForm action=actions.rename attr:class="form compact">
                                             {hidden(r.id)}
-                                            <label for=format!("rename-{}", r.id)>{t("New title", "新标题")}</label>
+                                            <label for=format!("rename-{}", r.id)>{t(Msg::NewTitle)}</label>
                                             <input id=format!("rename-{}", r.id) name="title" value=r.title.clone() required=true maxlength="200"/>
-                                            <button type="submit" class="button small secondary">{t("Rename", "改名")}</button>
+                                            <button type="submit" class="button small secondary">{t(Msg::Rename)}</button>
                                         </ActionForm>
                                         <ActionForm action=actions.delete attr:class="form compact">
                                             {hidden(r.id)}
                                             <label class="check">
                                                 <input type="checkbox" name="force" value="on"/>
-                                                {t(" remove anyway, even if learners opened it", " 仍然删除，即使学员已打开过")}
+                                                {t(Msg::RemoveAnywayEvenIfLearnersOpened)}
                                             </label>
-                                            <button type="submit" class="button small danger">{t("Remove", "删除")}</button>
+                                            <button type="submit" class="button small danger">{t(Msg::Remove)}</button>
                                         </ActionForm>
                                     </details>
                                 </span>
@@ -323,32 +312,26 @@ fn Codes(
     let revoke_error = Signal::derive(move || revoke.value().get().and_then(Result::err));
     view! {
         <section class="card">
-            <h2>{t("Access codes", "兑换码")}</h2>
+            <h2>{t(Msg::AccessCodes)}</h2>
             <FormAlert error/>
             <ActionForm action=issue attr:class="form">
                 <input type="hidden" name="tenant_id" value=tenant.to_string()/>
                 <input type="hidden" name="share_id" value=share.to_string()/>
                 <input type="hidden" name="ticket" value=ticket.to_string()/>
                 <div class="field-row">
-                    <OptionalField name="count" label=t("How many", "数量") kind="number" value="20" error/>
-                    <OptionalField name="label" label=t("Label", "批次名称") hint=t("E.g. the class or the shop order.", "例如班级或店铺订单号。") error/>
+                    <OptionalField name="count" label=t(Msg::HowMany) kind="number" value="20" error/>
+                    <OptionalField name="label" label=t(Msg::Label) hint=t(Msg::EGTheClassOrThe) error/>
                 </div>
-                <p class="hint">{t(
-                    "The codes are shown once, on the next page, with a CSV download. Afterwards only hints remain.",
-                    "兑换码只在下一页显示一次，并可下载一次 CSV。之后只保留提示（首尾各两位）。",
-                )}</p>
+                <p class="hint">{t(Msg::TheCodesAreShownOnceOn)}</p>
                 <button type="submit" class="button" disabled=move || issue.pending().get()>
-                    {move || if issue.pending().get() { t("Issuing…", "生成中…") } else { t("Issue codes", "生成兑换码") }}
+                    {move || if issue.pending().get() { t(Msg::Issuing) } else { t(Msg::IssueCodes) }}
                 </button>
                 {move || issue.pending().get().then(|| {
                     let (done, total) = progress.get().unwrap_or((0, 0));
                     let text = if total == 0 {
-                        t("Starting…", "准备中…").to_owned()
+                        t(Msg::Starting).to_owned()
                     } else {
-                        lang().pick(
-                            format!("{} of {} codes written…", number_u64(done), number_u64(total)),
-                            format!("已写入 {} / {} 个兑换码…", number_u64(done), number_u64(total)),
-                        )
+                        lang().format(Msg::OfCodesWritten, &[("value", &number_u64(done)), ("value2", &number_u64(total))])
                     };
                     view! {
                         <div class="progress" role="status" data-testid="issue-progress">
@@ -361,11 +344,11 @@ fn Codes(
             <FormAlert error=revoke_error/>
             <FieldError error=revoke_error field="confirm"/>
             {(!batches.is_empty()).then(|| view! {
-                <h3>{t("Batches", "批次")}</h3>
+                <h3>{t(Msg::Batches)}</h3>
                 <ul class="batch-list">
                     {batches.into_iter().map(|b| {
                         let batch_name = if b.label.is_empty() {
-                            lang().pick(format!("(no label) {}", b.created), format!("（未命名）{}", b.created))
+                            lang().format(Msg::NoLabel, &[("created", &b.created)])
                         } else {
                             b.label.clone()
                         };
@@ -374,26 +357,17 @@ fn Codes(
                             <a href=format!("/admin/t/{tenant}/s/{share}/codes?batch={}", b.id)>
                                 {batch_name.clone()}
                             </a>
-                            <span class="muted">{lang().pick(
-                                format!(" · {} codes · {}", b.count, b.created),
-                                format!(" · {} 个 · {}", b.count, b.created),
-                            )}</span>
+                            <span class="muted">{lang().format(Msg::Codes2, &[("count", &b.count), ("created", &b.created)])}</span>
                             <details class="confirm-action">
-                                <summary aria-label=lang().pick(
-                                    format!("Revoke the unused codes of batch {}", batch_name),
-                                    format!("作废批次 {} 中未用的码", batch_name),
-                                )>{t("Revoke unused…", "作废未用的码…")}</summary>
+                                <summary aria-label=lang().format(Msg::RevokeTheUnusedCodesOfBatch, &[("batch_name", &batch_name)])>{t(Msg::RevokeUnused)}</summary>
                                 <ActionForm action=revoke attr:class="form compact">
                                     <input type="hidden" name="tenant_id" value=tenant.to_string()/>
                                     <input type="hidden" name="batch_id" value=b.id.to_string()/>
                                     <label class="check">
                                         <input type="checkbox" name="confirm" value="yes" required=true/>
-                                        {t(
-                                            " I understand that this batch's unused codes can never be used again (bound ones keep working).",
-                                            " 我明白这个批次中未使用的兑换码将永远不能再使用（已绑定的不受影响）。",
-                                        )}
+                                        {t(Msg::IUnderstandThatThisBatchS)}
                                     </label>
-                                    <button type="submit" class="button small danger">{t("Revoke unused", "作废未用的码")}</button>
+                                    <button type="submit" class="button small danger">{t(Msg::RevokeUnused2)}</button>
                                 </ActionForm>
                             </details>
                         </li>
@@ -451,9 +425,9 @@ fn issue_progress_of(
 /// A status as the editor offers it: with what it means for learners.
 fn status_choice(status: ShareStatus) -> &'static str {
     match status {
-        ShareStatus::Draft => t("Draft: hidden from learners", "草稿：学员看不到"),
-        ShareStatus::Active => t("Active", "开放中"),
-        ShareStatus::Paused => t("Paused: nobody can open it", "已暂停：谁都打不开"),
-        ShareStatus::Archived => t("Archived: gone for learners", "已归档：对学员下架"),
+        ShareStatus::Draft => t(Msg::DraftHiddenFromLearners),
+        ShareStatus::Active => t(Msg::Active),
+        ShareStatus::Paused => t(Msg::PausedNobodyCanOpenIt),
+        ShareStatus::Archived => t(Msg::ArchivedGoneForLearners),
     }
 }

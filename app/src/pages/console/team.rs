@@ -3,6 +3,7 @@
 //! settings (owners), and "leave this team" (everyone). What each role may
 //! do is spelled out on the page, from the same table the server enforces.
 
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use model::{Permission, Role};
@@ -22,27 +23,18 @@ use crate::{
 /// A role as a word.
 pub fn role_name(role: Role) -> &'static str {
     match role {
-        Role::Owner => t("Owner", "所有者"),
-        Role::Admin => t("Admin", "管理员"),
-        Role::Support => t("Support (read-only)", "客服（只读）"),
+        Role::Owner => t(Msg::Owner),
+        Role::Admin => t(Msg::Admin),
+        Role::Support => t(Msg::SupportReadOnly),
     }
 }
 
 /// What a role may do, in a sentence.
 fn role_duties(role: Role) -> &'static str {
     match role {
-        Role::Owner => t(
-            "everything: the team, settings, API tokens and webhooks, and all an admin does",
-            "全部权限：团队、设置、API 令牌和 Webhook，以及管理员的全部操作",
-        ),
-        Role::Admin => t(
-            "courses: shares, resources, codes and learners",
-            "课程：课程分享、资源、兑换码和学员",
-        ),
-        Role::Support => t(
-            "reads codes, learners, access records and the audit log; changes nothing",
-            "查看兑换码、学员、访问记录和审计日志；不能做任何修改",
-        ),
+        Role::Owner => t(Msg::EverythingTheTeamSettingsApiTokens),
+        Role::Admin => t(Msg::CoursesSharesResourcesCodesAndLearners),
+        Role::Support => t(Msg::ReadsCodesLearnersAccessRecordsAnd),
     }
 }
 
@@ -80,7 +72,7 @@ pub fn TeamPage() -> impl IntoView {
         settings,
     };
     view! {
-        <Transition fallback=|| view! { <p>{t("Loading…", "加载中…")}</p> }>
+        <Transition fallback=|| view! { <p>{t(Msg::Loading)}</p> }>
             {move || Suspend::new(async move {
                 let here = format!("/admin/t/{}/team", tenant().map(|t| t.to_string()).unwrap_or_default());
                 match (data.await, tenant()) {
@@ -120,25 +112,22 @@ fn Team(view: TeamView, tenant: Uuid, actions: Actions) -> impl IntoView {
         Signal::derive(move || actions.settings.value().get().and_then(Result::err));
     let me = view.me;
     view! {
-        <Title text=lang().pick(format!("Team · {}", view.tenant_name), format!("团队 · {}", view.tenant_name))/>
+        <Title text=lang().format(Msg::Team2, &[("tenant_name", &view.tenant_name)])/>
         <ConsoleNav tenant/>
-        <h1>{t("Team", "团队")}</h1>
-        <p class="muted">{lang().pick(
-            format!("You are {} of {}: {}.", role_name(view.my_role).to_lowercase(), view.tenant_name, role_duties(view.my_role)),
-            format!("你是 {} 的{}：{}。", view.tenant_name, role_name(view.my_role), role_duties(view.my_role)),
-        )}</p>
+        <h1>{t(Msg::Team)}</h1>
+        <p class="muted">{lang().format(Msg::YouAreOf, &[("tenant_name", &view.tenant_name), ("role", &view.my_role.as_str()), ("duties", &role_duties(view.my_role))])}</p>
         <FormAlert error=member_error/>
         <div class="table-wrap">
             <table class="data members">
-                <thead><tr><th>{t("Member", "成员")}</th><th>{t("Role", "角色")}</th><th>{t("Since", "加入时间")}</th>{owner.then(|| view! { <th>{t("Actions", "操作")}</th> })}</tr></thead>
+                <thead><tr><th>{t(Msg::Member)}</th><th>{t(Msg::Role)}</th><th>{t(Msg::Since)}</th>{owner.then(|| view! { <th>{t(Msg::Actions)}</th> })}</tr></thead>
                 <tbody>
                     {view.members.into_iter().map(|m| {
                         let label = format!("{} <{}>", m.name, m.email);
-                        let role_label = lang().pick(format!("Role of {label}"), format!("{label} 的角色"));
-                        let remove_label = lang().pick(format!("Remove {label}"), format!("移除 {label}"));
+                        let role_label = lang().format(Msg::RoleOf, &[("label", &label)]);
+                        let remove_label = lang().format(Msg::Remove2, &[("label", &label)]);
                         view! {
                             <tr data-member=m.email.clone()>
-                                <td>{m.name.clone()}<br/><span class="muted">{m.email.clone()}</span>{(m.account == me).then(|| view! { " " <span class="muted">{t("(you)", "（你）")}</span> })}</td>
+                                <td>{m.name.clone()}<br/><span class="muted">{m.email.clone()}</span>{(m.account == me).then(|| view! { " " <span class="muted">{t(Msg::You)}</span> })}</td>
                                 <td class="role">{role_name(m.role)}</td>
                                 <td class="nowrap">{m.since}</td>
                                 {owner.then(|| view! {
@@ -151,14 +140,14 @@ fn Team(view: TeamView, tenant: Uuid, actions: Actions) -> impl IntoView {
                                                     <option value=r.as_str() selected=*r == m.role>{role_name(*r)}</option>
                                                 }).collect_view()}
                                             </select>
-                                            <button type="submit" class="link-button">{t("Change", "修改")}</button>
+                                            <button type="submit" class="link-button">{t(Msg::Change)}</button>
                                         </ActionForm>
                                         {(m.account != me).then(|| view! {
                                             <ActionForm action=actions.remove attr:class="inline-form">
                                                 <input type="hidden" name="tenant_id" value=tenant.to_string()/>
                                                 <input type="hidden" name="account_id" value=m.account.to_string()/>
                                                 <button type="submit" class="link-button danger-link"
-                                                    aria-label=remove_label>{t("Remove", "移除")}</button>
+                                                    aria-label=remove_label>{t(Msg::Remove3)}</button>
                                             </ActionForm>
                                         })}
                                     </td>
@@ -171,18 +160,15 @@ fn Team(view: TeamView, tenant: Uuid, actions: Actions) -> impl IntoView {
         </div>
         {owner.then(|| view! {
             <section class="card">
-                <h2>{t("Invite someone", "邀请成员")}</h2>
-                <p class="muted">{t(
-                    "They get a link by mail, valid for 7 days, and join once they sign in with that address.",
-                    "对方会收到一封邮件，链接 7 天内有效；用这个邮箱登录后即可加入。",
-                )}</p>
+                <h2>{t(Msg::InviteSomeone)}</h2>
+                <p class="muted">{t(Msg::TheyGetALinkByMail)}</p>
                 <FormAlert error=invite_error/>
-                {move || invited().then(|| view! { <div class="flash success" role="status">{t("Invitation sent.", "邀请已发送。")}</div> })}
+                {move || invited().then(|| view! { <div class="flash success" role="status">{t(Msg::InvitationSent)}</div> })}
                 <ActionForm action=actions.invite attr:class="form narrow">
                     <input type="hidden" name="tenant_id" value=tenant.to_string()/>
-                    <Field name="email" label=t("Email", "邮箱") kind="email" autocomplete="off" error=invite_error/>
+                    <Field name="email" label=t(Msg::Email) kind="email" autocomplete="off" error=invite_error/>
                     <div class="field">
-                        <label for="invite-role">{t("Role", "角色")}</label>
+                        <label for="invite-role">{t(Msg::Role)}</label>
                         <select id="invite-role" name="role">
                             {Role::ALL.iter().map(|r| view! {
                                 <option value=r.as_str() selected=*r == Role::Support>{role_name(*r)}" · "{role_duties(*r)}</option>
@@ -190,28 +176,28 @@ fn Team(view: TeamView, tenant: Uuid, actions: Actions) -> impl IntoView {
                         </select>
                         <FieldError error=invite_error field="role"/>
                     </div>
-                    <button type="submit" class="button" disabled=move || actions.invite.pending().get()>{t("Send invitation", "发送邀请")}</button>
+                    <button type="submit" class="button" disabled=move || actions.invite.pending().get()>{t(Msg::SendInvitation)}</button>
                 </ActionForm>
             </section>
         })}
         {(owner && !view.invitations.is_empty()).then(|| view! {
             <section class="card">
-                <h2>{t("Open invitations", "待接受的邀请")}</h2>
+                <h2>{t(Msg::OpenInvitations)}</h2>
                 <table class="data invitations">
-                    <thead><tr><th>{t("Email", "邮箱")}</th><th>{t("Role", "角色")}</th><th>{t("Invited by", "邀请人")}</th><th>{t("Expires", "过期时间")}</th><th></th></tr></thead>
+                    <thead><tr><th>{t(Msg::Email)}</th><th>{t(Msg::Role)}</th><th>{t(Msg::InvitedBy)}</th><th>{t(Msg::Expires)}</th><th></th></tr></thead>
                     <tbody>
                         {view.invitations.into_iter().map(|i| { let email = i.email.clone(); view! {
                             <tr data-invitation=i.email.clone()>
                                 <td>{i.email.clone()}</td>
                                 <td>{role_name(i.role)}</td>
                                 <td>{i.invited_by}</td>
-                                <td class="nowrap">{i.expires}{i.expired.then(|| view! { " " <span class="status status-revoked">{t("expired", "已过期")}</span> })}</td>
+                                <td class="nowrap">{i.expires}{i.expired.then(|| view! { " " <span class="status status-revoked">{t(Msg::Expired)}</span> })}</td>
                                 <td>
                                     <ActionForm action=actions.revoke attr:class="inline-form">
                                         <input type="hidden" name="tenant_id" value=tenant.to_string()/>
                                         <input type="hidden" name="invitation_id" value=i.id.to_string()/>
                                         <button type="submit" class="link-button danger-link"
-                                            aria-label=lang().pick(format!("Withdraw the invitation of {email}"), format!("撤回给 {email} 的邀请"))>{t("Withdraw", "撤回")}</button>
+                                            aria-label=lang().format(Msg::WithdrawTheInvitationOf, &[("email", &email)])>{t(Msg::Withdraw)}</button>
                                     </ActionForm>
                                 </td>
                             </tr>
@@ -222,32 +208,26 @@ fn Team(view: TeamView, tenant: Uuid, actions: Actions) -> impl IntoView {
         })}
         {owner.then(|| view! {
             <section class="card">
-                <h2>{t("Settings", "设置")}</h2>
+                <h2>{t(Msg::Settings)}</h2>
                 <FormAlert error=settings_error/>
                 <ActionForm action=actions.settings attr:class="form">
                     <input type="hidden" name="tenant_id" value=tenant.to_string()/>
                     <label class="check">
                         <input type="checkbox" name="require_verified_email" value="on" checked=view.require_verified_email/>
-                        {t(
-                            " A code binds only to an account whose email address is verified (recommended: the \"bound to\" column then shows real addresses).",
-                            " 兑换码只绑定到已验证邮箱的账号（推荐：这样“绑定账号”一栏显示的都是真实邮箱）。",
-                        )}
+                        {t(Msg::ACodeBindsOnlyToAn)}
                     </label>
                     <div class="field">
-                        <label for="time_zone">{t("Time zone", "时区")}</label>
+                        <label for="time_zone">{t(Msg::TimeZone)}</label>
                         <input id="time_zone" name="time_zone" type="text" list="time-zones" required=true
                             maxlength=64 autocomplete="off" value=view.time_zone.clone()
                             aria-describedby="time_zone-hint time_zone-error"/>
                         <datalist id="time-zones">
                             {COMMON_ZONES.iter().map(|zone| view! { <option value=*zone></option> }).collect_view()}
                         </datalist>
-                        <p class="hint" id="time_zone-hint">{t(
-                            "Every time in the console is shown in it, dates you type are read in it, and the dashboard counts its days in it. An IANA name such as Asia/Shanghai.",
-                            "控制台中的时间都按这个时区显示，输入的日期也按它理解，仪表盘按它的日期统计。请用 IANA 名称，例如 Asia/Shanghai。",
-                        )}</p>
+                        <p class="hint" id="time_zone-hint">{t(Msg::EveryTimeInTheConsoleIs)}</p>
                         <FieldError error=settings_error field="time_zone"/>
                     </div>
-                    <button type="submit" class="button secondary">{t("Save settings", "保存设置")}</button>
+                    <button type="submit" class="button secondary">{t(Msg::SaveSettings)}</button>
                 </ActionForm>
             </section>
         })}
@@ -281,17 +261,14 @@ fn LeaveTeam(tenant: Uuid) -> impl IntoView {
     let error = Signal::derive(move || leave.value().get().and_then(Result::err));
     view! {
         <section class="card">
-            <h2>{t("Leave this team", "离开团队")}</h2>
-            <p class="muted">{t(
-                "You lose access to this tenant's console (your own courses as a learner stay). A team always keeps an owner: the last owner cannot leave.",
-                "你将无法再访问这个机构的管理后台（你作为学员的课程不受影响）。团队必须保留一位所有者：最后一位所有者不能离开。",
-            )}</p>
+            <h2>{t(Msg::LeaveThisTeam)}</h2>
+            <p class="muted">{t(Msg::YouLoseAccessToThisTenant)}</p>
             <FormAlert error/>
             <ActionForm action=leave attr:class="form">
                 <input type="hidden" name="tenant_id" value=tenant.to_string()/>
-                <label class="check"><input type="checkbox" name="confirm" value="yes"/>{t(" I understand", " 我已了解")}</label>
+                <label class="check"><input type="checkbox" name="confirm" value="yes"/>{t(Msg::IUnderstand)}</label>
                 <FieldError error field="confirm"/>
-                <button type="submit" class="button danger" disabled=move || leave.pending().get()>{t("Leave the team", "离开团队")}</button>
+                <button type="submit" class="button danger" disabled=move || leave.pending().get()>{t(Msg::LeaveTheTeam)}</button>
             </ActionForm>
         </section>
     }

@@ -4,6 +4,7 @@
 //! words its refusals with [`upload_refusal`]); hydrated, the same form goes
 //! by `XMLHttpRequest` to the JSON API and shows a progress bar.
 
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use uuid::Uuid;
 
@@ -49,15 +50,15 @@ pub fn Upload(
         <form method="post" enctype="multipart/form-data" class="form"
             action=format!("/admin/t/{tenant}/s/{share}/upload") on:submit=on_submit>
             <div class="field">
-                <label for="upload-title">{t("Title", "标题")}</label>
+                <label for="upload-title">{t(Msg::Title)}</label>
                 <input id="upload-title" name="title" maxlength="200"
-                    placeholder=t("From the file name when empty", "留空则用文件名")/>
+                    placeholder=t(Msg::FromTheFileNameWhenEmpty)/>
             </div>
             <div class="field">
-                <label for="upload-file">{t("File (video, page or any file)", "文件（视频、网页或任意文件）")}</label>
+                <label for="upload-file">{t(Msg::FileVideoPageOrAnyFile)}</label>
                 <input id="upload-file" name="file" type="file" required=true/>
             </div>
-            <button type="submit" class="button secondary" disabled=sending>{t("Upload", "上传")}</button>
+            <button type="submit" class="button secondary" disabled=sending>{t(Msg::Upload)}</button>
             {move || match state.get() {
                 UploadState::Idle => ().into_any(),
                 UploadState::Sending { sent, total } => {
@@ -65,10 +66,7 @@ pub fn Upload(
                     view! {
                         <div class="progress" role="status" data-testid="upload-progress">
                             <progress max="100" value=percent.to_string()></progress>
-                            <span>{lang().pick(
-                                format!("Uploading… {percent}%"),
-                                format!("上传中… {percent}%"),
-                            )}</span>
+                            <span>{lang().format(Msg::Uploading, &[("percent", &percent)])}</span>
                         </div>
                     }.into_any()
                 }
@@ -86,21 +84,18 @@ pub fn Upload(
 /// Why an upload was refused, in `lang`, from the JSON API's error code,
 /// field and (English) message. Shared by the XHR upload and the plain
 /// form's redirect.
-pub fn upload_refusal(lang: Lang, code: &str, field: Option<&str>, message: &str) -> String {
-    let zh = match (code, field) {
-        ("too_large", _) => "文件超过了上传大小上限。",
-        (_, Some("title")) => "标题需要 1 到 200 个可见字符。",
-        (_, Some("file")) => "请选择要上传的文件。",
-        ("invalid_multipart", _) => "上传的数据不完整，请重试。",
-        ("unauthenticated", _) => "请先登录。",
-        ("forbidden", _) => "你没有权限上传到这里。",
-        ("not_found", _) => "找不到这个课程分享。",
-        _ => "上传失败，请稍后重试。",
+pub fn upload_refusal(lang: Lang, code: &str, field: Option<&str>, _message: &str) -> String {
+    let reason = match (code, field) {
+        ("too_large", _) => Msg::UploadTooLarge,
+        (_, Some("title")) => Msg::UploadBadTitle,
+        (_, Some("file")) => Msg::UploadNoFile,
+        ("invalid_multipart", _) => Msg::UploadIncomplete,
+        ("unauthenticated", _) => Msg::UploadSignInFirst,
+        ("forbidden", _) => Msg::UploadForbidden,
+        ("not_found", _) => Msg::UploadNoShare,
+        _ => Msg::UploadTryLater,
     };
-    lang.pick(
-        format!("Upload refused: {}", crate::error::sentence(message)),
-        format!("上传被拒绝：{zh}"),
-    )
+    lang.format(Msg::UploadRefused, &[("reason", &lang.text(reason))])
 }
 
 #[cfg(feature = "hydrate")]
@@ -112,7 +107,7 @@ mod xhr {
     use wasm_bindgen::{JsCast as _, closure::Closure};
 
     use super::UploadState;
-    use crate::i18n::{lang, t};
+    use crate::i18n::{Msg, lang, t};
 
     pub fn send(
         ev: leptos::ev::SubmitEvent,
@@ -137,9 +132,7 @@ mod xhr {
             .open("POST", &format!("/api/v1/shares/{share}/resources"))
             .is_err()
         {
-            state.set(UploadState::Failed(
-                t("Upload failed.", "上传失败。").into(),
-            ));
+            state.set(UploadState::Failed(t(Msg::UploadFailed).into()));
             return;
         }
         let _ = xhr.set_request_header("Accept", "application/json");
@@ -164,7 +157,7 @@ mod xhr {
             if status == 201 {
                 let title = json["title"].as_str().unwrap_or_default().to_owned();
                 state.set(UploadState::Done(
-                    lang().pick(format!("Uploaded {title}."), format!("已上传 {title}。")),
+                    lang().format(Msg::Uploaded, &[("title", &title)]),
                 ));
                 form.reset();
                 uploaded.update(|n| *n += 1);
@@ -183,11 +176,7 @@ mod xhr {
         on_load.forget();
         let on_error = Closure::<dyn FnMut()>::new(move || {
             state.set(UploadState::Failed(
-                t(
-                    "Upload failed: the connection was lost. Try again.",
-                    "上传失败：连接中断，请重试。",
-                )
-                .into(),
+                t(Msg::UploadFailedTheConnectionWasLost).into(),
             ));
         });
         xhr.set_onerror(Some(on_error.as_ref().unchecked_ref()));
@@ -197,9 +186,7 @@ mod xhr {
             total: 0.0,
         });
         if xhr.send_with_opt_form_data(Some(&data)).is_err() {
-            state.set(UploadState::Failed(
-                t("Upload failed.", "上传失败。").into(),
-            ));
+            state.set(UploadState::Failed(t(Msg::UploadFailed).into()));
         }
     }
 }

@@ -2,6 +2,7 @@
 //! receive signed events, the signing secret shown once, and the deliveries
 //! that need a look (retrying, or dead-lettered with a "redeliver" button).
 
+use crate::i18n::Msg;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use uuid::Uuid;
@@ -39,7 +40,7 @@ pub fn WebhooksPage() -> impl IntoView {
         },
     );
     view! {
-        <Transition fallback=|| view! { <p>{t("Loading…", "加载中…")}</p> }>
+        <Transition fallback=|| view! { <p>{t(Msg::Loading)}</p> }>
             {move || Suspend::new(async move {
                 let here = format!(
                     "/admin/t/{}/webhooks",
@@ -90,30 +91,27 @@ fn Webhooks(
         .map(|e| e.id)
         .collect();
     view! {
-        <Title text=t("Webhooks", "Webhook")/>
+        <Title text=t(Msg::Webhooks)/>
         <ConsoleNav tenant/>
-        <h1>{t("Webhooks", "Webhook")}</h1>
+        <h1>{t(Msg::Webhooks)}</h1>
         <p class="muted">
-            {t(
-                "AdmitOne posts each event to your endpoints as JSON, signed with HMAC-SHA256 in the AdmitOne-Signature header, and retries with backoff until your endpoint answers 2xx. Deliveries that keep failing wait below for you to send them again.",
-                "AdmitOne 会把每个事件以 JSON 形式发送到你的接收地址，并在 AdmitOne-Signature 请求头中附上 HMAC-SHA256 签名；接收地址返回 2xx 之前会按退避策略重试。多次失败的投递会停在下方，等你重新投递。",
-            )}
+            {t(Msg::AdmitonePostsEachEventToYour)}
         </p>
         {move || created().map(|new| view! {
             <div class="flash success new-token" role="status">
-                {t("Endpoint added. Its signing secret (shown once, copy it now): ", "已添加接收地址。签名密钥（只显示这一次，请立即复制）：")}
+                {t(Msg::EndpointAddedItsSigningSecretShown2)}
                 <code class="token">{new.secret}</code>
             </div>
         })}
         <section class="card">
-            <h2>{t("New endpoint", "新接收地址")}</h2>
+            <h2>{t(Msg::NewEndpoint)}</h2>
             <FormAlert error/>
             <ActionForm action=create attr:class="form narrow">
                 <input type="hidden" name="tenant_id" value=tenant.to_string()/>
-                <Field name="url" label=t("Endpoint URL", "接收地址") kind="url"
-                    hint=t("https://… on your server.", "你服务器上的 https://… 地址。") maxlength=2000 error/>
+                <Field name="url" label=t(Msg::EndpointUrl) kind="url"
+                    hint=t(Msg::HttpsOnYourServer) maxlength=2000 error/>
                 <fieldset class="scopes">
-                    <legend>{t("Events", "事件")}</legend>
+                    <legend>{t(Msg::Events)}</legend>
                     {EVENTS.into_iter().map(|(field, name)| view! {
                         <label class="check">
                             <input type="checkbox" name=field value="on" checked=true/>
@@ -123,7 +121,7 @@ fn Webhooks(
                     <FieldError error field="events"/>
                 </fieldset>
                 <button type="submit" class="button" disabled=move || create.pending().get()>
-                    {t("Add endpoint", "添加接收地址")}
+                    {t(Msg::AddEndpoint)}
                 </button>
             </ActionForm>
         </section>
@@ -141,22 +139,21 @@ fn Endpoints(
     disable: ServerAction<DisableWebhook>,
 ) -> impl IntoView {
     if endpoints.is_empty() {
-        return view! { <p class="muted">{t("No endpoints yet.", "还没有接收地址。")}</p> }
-            .into_any();
+        return view! { <p class="muted">{t(Msg::NoEndpointsYet)}</p> }.into_any();
     }
     view! {
         <div class="table-wrap">
             <table class="data webhooks">
                 <thead><tr>
-                    <th>{t("Endpoint", "接收地址")}</th>
-                    <th>{t("Events", "事件")}</th>
-                    <th>{t("Delivered", "已投递")}</th>
-                    <th>{t("Dead letters", "死信")}</th>
-                    <th>{t("State", "状态")}</th>
+                    <th>{t(Msg::Endpoint)}</th>
+                    <th>{t(Msg::Events)}</th>
+                    <th>{t(Msg::Delivered)}</th>
+                    <th>{t(Msg::DeadLetters)}</th>
+                    <th>{t(Msg::State)}</th>
                 </tr></thead>
                 <tbody>
                     {endpoints.into_iter().map(|e| {
-                        let events = e.events.iter().map(|name| event(name)).collect::<Vec<_>>().join(lang().pick(", ", "、"));
+                        let events = e.events.iter().map(|name| event(name)).collect::<Vec<_>>().join(lang().text(Msg::Punctuation2));
                         let url = e.url.clone();
                         view! {
                             <tr data-endpoint=e.id.to_string()>
@@ -167,24 +164,21 @@ fn Endpoints(
                                 <td>{match e.disabled {
                                     Some(when) => view! {
                                         <span class="status status-revoked">
-                                            {lang().pick(format!("disabled {when}"), format!("已于 {when} 停用"))}
+                                            {lang().format(Msg::Disabled, &[("when", &when)])}
                                         </span>
                                     }.into_any(),
                                     None => view! {
                                         <details class="confirm-action">
-                                            <summary aria-label=lang().pick(format!("Disable {url}"), format!("停用 {url}"))>{t("Disable…", "停用…")}</summary>
+                                            <summary aria-label=lang().format(Msg::Disable, &[("url", &url)])>{t(Msg::Disable2)}</summary>
                                             <ActionForm action=disable attr:class="form compact">
                                                 <input type="hidden" name="tenant_id" value=tenant.to_string()/>
                                                 <input type="hidden" name="endpoint_id" value=e.id.to_string()/>
                                                 <label class="check">
                                                     <input type="checkbox" name="confirm" value="yes" required=true/>
-                                                    {t(
-                                                        " I understand that this endpoint gets no more events, for good: its pending deliveries are dead-lettered and it cannot be enabled again.",
-                                                        " 我明白这个接收地址将永久不再收到任何事件：待投递的会进入死信，且不能重新启用。",
-                                                    )}
+                                                    {t(Msg::IUnderstandThatThisEndpointGets)}
                                                 </label>
                                                 <button type="submit" class="button small danger"
-                                                    aria-label=lang().pick(format!("Disable {url}"), format!("停用 {url}"))>{t("Disable", "停用")}</button>
+                                                    aria-label=lang().format(Msg::Disable, &[("url", &url)])>{t(Msg::Disable3)}</button>
                                             </ActionForm>
                                         </details>
                                     }.into_any(),
@@ -208,19 +202,19 @@ fn Deliveries(
     disabled: Vec<Uuid>,
 ) -> impl IntoView {
     view! {
-        <h2>{t("Deliveries that need a look", "需要处理的投递")}</h2>
+        <h2>{t(Msg::DeliveriesThatNeedALook)}</h2>
         {if deliveries.is_empty() {
-            view! { <p class="muted">{t("Every event was delivered.", "所有事件都已投递。")}</p> }.into_any()
+            view! { <p class="muted">{t(Msg::EveryEventWasDelivered)}</p> }.into_any()
         } else {
             view! {
                 <div class="table-wrap">
                     <table class="data deliveries">
                         <thead><tr>
-                            <th>{t("Event", "事件")}</th>
-                            <th>{t("Endpoint", "接收地址")}</th>
-                            <th>{t("Attempts", "尝试次数")}</th>
-                            <th>{t("Last error", "最近错误")}</th>
-                            <th>{t("State", "状态")}</th>
+                            <th>{t(Msg::Event)}</th>
+                            <th>{t(Msg::Endpoint)}</th>
+                            <th>{t(Msg::Attempts)}</th>
+                            <th>{t(Msg::LastError)}</th>
+                            <th>{t(Msg::State)}</th>
                         </tr></thead>
                         <tbody>
                             {deliveries.into_iter().map(|d| view! {
@@ -230,20 +224,20 @@ fn Deliveries(
                                     <td>{d.attempts}</td>
                                     <td>{d.last_error.clone().unwrap_or_default()}</td>
                                     <td>{if d.dead && disabled.contains(&d.endpoint_id) {
-                                        view! { <span class="muted">{t("endpoint disabled", "接收地址已停用")}</span> }.into_any()
+                                        view! { <span class="muted">{t(Msg::EndpointDisabled)}</span> }.into_any()
                                     } else if d.dead {
                                         view! {
                                             <ActionForm action=redeliver attr:class="inline-form">
                                                 <input type="hidden" name="tenant_id" value=tenant.to_string()/>
                                                 <input type="hidden" name="endpoint_id" value=d.endpoint_id.to_string()/>
                                                 <input type="hidden" name="event_id" value=d.event_id.to_string()/>
-                                                <button type="submit" class="button small secondary">{t("Redeliver", "重新投递")}</button>
+                                                <button type="submit" class="button small secondary">{t(Msg::Redeliver)}</button>
                                             </ActionForm>
                                         }.into_any()
                                     } else {
                                         view! {
                                             <span class="muted">
-                                                {lang().pick(format!("retrying at {}", d.next_attempt), format!("将于 {} 重试", d.next_attempt))}
+                                                {lang().format(Msg::RetryingAt, &[("next_attempt", &d.next_attempt)])}
                                             </span>
                                         }.into_any()
                                     }}</td>

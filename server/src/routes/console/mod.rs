@@ -10,6 +10,7 @@ mod handover;
 pub use exports::{code_table_csv, learners_csv, learners_download, records_csv, records_download};
 pub use handover::{codes_csv, download as codes_download};
 
+use app::i18n::Msg;
 use app::{
     auth::{Flash, FlashKind, guard},
     i18n::Lang,
@@ -49,10 +50,7 @@ pub async fn upload_form(
     let flash = match upload(&state, &caller, &share.to_string(), multipart).await {
         Ok(resource) => Flash {
             kind: FlashKind::Success,
-            message: lang.pick(
-                format!("Uploaded {}.", resource.title),
-                format!("已上传 {}。", resource.title),
-            ),
+            message: lang.format(Msg::Uploaded, &[("title", &resource.title)]),
         },
         Err(error)
             if error.status().is_client_error() && error.status() != StatusCode::FORBIDDEN =>
