@@ -57,8 +57,8 @@ pub fn tf(msg: Msg, args: Args<'_>) -> String {
     lang().format(msg, args)
 }
 
-/// A number with thousands separators (`100,000`), the same in both
-/// languages.
+/// A number with thousands separators (`100,000`), the same in every
+/// language.
 pub fn number(n: impl Into<i64>) -> String {
     let n: i64 = n.into();
     let digits = n.unsigned_abs().to_string();
@@ -116,6 +116,7 @@ pub fn audit_action(action: &str) -> String {
         "token.revoked" => t(Msg::ApiTokenRevoked),
         "webhook.created" => t(Msg::WebhookAdded),
         "webhook.disabled" => t(Msg::WebhookDisabled),
+        "webhook.updated" => t(Msg::WebhookChanged),
         "webhook.redelivered" => t(Msg::WebhookDeliverySentAgain),
         other => return other.to_owned(),
     };

@@ -128,7 +128,7 @@ fn the_check_finds_each_untranslated_shape() {
         </p>
         <Field name="email" label="Email" error/>
         <button aria-label="Close">"×"</button>
-        <h2>{t(Msg::Codes)}</h2>
+        <h2>{t(Msg::Filter)}</h2>
         <span data-label="raw">" · "</span>
         <a>"AdmitOne"</a>
     "#;

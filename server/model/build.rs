@@ -71,6 +71,7 @@ fn main() {
         if catalogues.len() != langs.len() {
             continue;
         }
+        let before = problems.len();
         let (first_lang, first) = &catalogues[0];
         for (lang, messages) in &catalogues[1..] {
             for id in first.keys().filter(|id| !messages.contains_key(*id)) {
@@ -91,10 +92,23 @@ fn main() {
                             "{lang}/{file}: `{id}` uses {mine:?}, {first_lang} uses {theirs:?}"
                         ));
                     }
+                    // Word keys (`[owner]`) are values the code passes:
+                    // every language must name the same ones. (Plural
+                    // categories differ by language; numbers may.)
+                    let (mine, theirs) = (word_keys(parts), word_keys(&first[id]));
+                    if mine != theirs {
+                        problems.push(format!(
+                            "{lang}/{file}: `{id}` selects on {mine:?}, {first_lang} on {theirs:?}"
+                        ));
+                    }
                 }
             }
         }
-        generate(&mut out, name, &catalogues);
+        // Tables are generated only from complete catalogues (the list of
+        // problems is the build's answer otherwise).
+        if problems.len() == before {
+            generate(&mut out, name, &catalogues);
+        }
     }
     if !problems.is_empty() {
         panic!(
@@ -249,6 +263,22 @@ fn variables(parts: &[Part]) -> BTreeSet<String> {
     found
 }
 
+/// The (variable, key) pairs of word-keyed variants, at any depth.
+fn word_keys(parts: &[Part]) -> BTreeSet<(String, String)> {
+    let mut found = BTreeSet::new();
+    for part in parts {
+        if let Part::Select { var, variants, .. } = part {
+            for (key, inner) in variants {
+                if !PLURAL_CATEGORIES.contains(&key.as_str()) && key.parse::<i64>().is_err() {
+                    found.insert((var.clone(), key.clone()));
+                }
+                found.extend(word_keys(inner));
+            }
+        }
+    }
+    found
+}
+
 /// `hello-world` → `HelloWorld`.
 fn variant_name(id: &str) -> String {
     id.split(['-', '_'])
@@ -328,6 +358,28 @@ fn generate(out: &mut String, name: &str, catalogues: &[(&str, BTreeMap<String, 
         writeln!(out, "        Self::{},", variant_name(id)).ok();
     }
     writeln!(out, "    ];\n").ok();
+    writeln!(
+        out,
+        "    /// The variables the message takes (the same in every language)."
+    )
+    .ok();
+    writeln!(
+        out,
+        "    pub fn variables(self) -> &'static [&'static str] {{"
+    )
+    .ok();
+    writeln!(out, "        match self {{").ok();
+    for (id, parts) in first {
+        let names: Vec<String> = variables(parts).iter().map(|v| format!("{v:?}")).collect();
+        writeln!(
+            out,
+            "            Self::{} => &[{}],",
+            variant_name(id),
+            names.join(", ")
+        )
+        .ok();
+    }
+    writeln!(out, "        }}\n    }}\n").ok();
     writeln!(out, "    /// The Fluent id.").ok();
     writeln!(out, "    pub fn id(self) -> &'static str {{").ok();
     writeln!(out, "        match self {{").ok();

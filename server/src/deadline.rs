@@ -76,7 +76,9 @@ const PAGE: &str = r#"<!DOCTYPE html>
 <body><main><h1>This is taking too long</h1>
 <p>Nothing is lost: please try again in a moment. <a href="/">Home</a></p>
 <h1 lang="zh-CN">响应超时</h1>
-<p lang="zh-CN">没有数据丢失，请稍后再试。<a href="/">首页</a></p></main></body></html>
+<p lang="zh-CN">没有数据丢失，请稍后再试。<a href="/">首页</a></p>
+<h1 lang="zh-TW">回應逾時</h1>
+<p lang="zh-TW">沒有資料遺失，請稍後再試。<a href="/">首頁</a></p></main></body></html>
 "#;
 
 #[cfg(test)]

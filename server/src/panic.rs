@@ -65,7 +65,7 @@ fn message(panic: &(dyn Any + Send)) -> &str {
         .unwrap_or("(not a string)")
 }
 
-/// The page a person sees, in both languages (which one the visitor chose
+/// The page a person sees, in every language (which one the visitor chose
 /// is not known past a panic).
 const PAGE: &str = r#"<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -73,7 +73,9 @@ const PAGE: &str = r#"<!DOCTYPE html>
 <body><main><h1>Something went wrong on our side</h1>
 <p>Please try again in a moment. <a href="/">Home</a></p>
 <h1 lang="zh-CN">服务器出错了</h1>
-<p lang="zh-CN">请稍后再试。<a href="/">首页</a></p></main></body></html>
+<p lang="zh-CN">请稍后再试。<a href="/">首页</a></p>
+<h1 lang="zh-TW">伺服器出錯了</h1>
+<p lang="zh-TW">請稍後再試。<a href="/">首頁</a></p></main></body></html>
 "#;
 
 #[cfg(test)]

@@ -194,9 +194,18 @@ mod settings_form {
                 )?,
             })
             .map_err(share_error)?;
-            engine::shares::update_share(&state.pool, share.tenant(), admin.id, share.id, new)
-                .await
-                .map_err(share_error)?;
+            // The form sends every field: nothing is kept.
+            let kept = engine::shares::Kept::default();
+            engine::shares::update_share(
+                &state.pool,
+                share.tenant(),
+                admin.id,
+                share.id,
+                new,
+                kept,
+            )
+            .await
+            .map_err(share_error)?;
             // Hydrated pages say "Saved." in place; a plain form gets a flash.
             if crate::auth::guard::from_plain_form() {
                 crate::auth::guard::set_flash(&crate::auth::Flash {

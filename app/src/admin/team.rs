@@ -147,7 +147,7 @@ pub async fn invite_member(tenant_id: Uuid, email: String, role: String) -> Resu
             crate::auth::guard::set_flash(&crate::auth::Flash {
                 kind: crate::auth::FlashKind::Success,
                 message: crate::i18n::lang()
-                    .format(Msg::InvitationSentTo, &[("value", &email.trim())]),
+                    .format(Msg::InvitationSentTo, &[("email", &email.trim())]),
             })
             .await?;
         }

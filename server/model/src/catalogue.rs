@@ -67,8 +67,8 @@ impl ErrorMsg {
 }
 
 impl Lang {
-    /// A message without variables. (One with variables comes back as its
-    /// text with the variables left out; use [`Lang::format`] for those.)
+    /// A message without variables. (A message with variables comes back
+    /// as its id, and a debug build stops: use [`Lang::format`] for those.)
     pub fn text(self, msg: Msg) -> &'static str {
         match msg.parts(self) {
             [Part::Text(text)] => text,
@@ -145,17 +145,73 @@ fn select(lang: Lang, variants: &[(&str, &[Part])], value: &str) -> Option<usize
 mod tests {
     use super::*;
 
+    /// Every message of every language, filled with a value for each of
+    /// its variables, leaves no variable unfilled and no text empty; the
+    /// plain ones read with `text`.
     #[test]
     fn every_message_reads_in_every_language() {
+        let seven = 7;
         for lang in Lang::ALL {
             for msg in Msg::ALL {
-                let parts = msg.parts(lang);
-                assert!(!parts.is_empty(), "{lang} {} is empty", msg.id());
+                let args: Vec<(&str, &(dyn Display + Sync))> =
+                    msg.variables().iter().map(|v| (*v, &seven as _)).collect();
+                let text = lang.format(msg, &args);
+                assert!(!text.trim().is_empty(), "{lang} {} is empty", msg.id());
+                assert!(!text.contains("{$"), "{lang} {}: {text}", msg.id());
+                if msg.variables().is_empty() {
+                    assert_eq!(lang.text(msg), text, "{lang} {}", msg.id());
+                }
             }
             for msg in ErrorMsg::ALL {
-                assert_eq!(msg.parts(lang).is_none(), lang == Lang::En);
+                let args: Vec<(&str, &(dyn Display + Sync))> =
+                    msg.variables().iter().map(|v| (*v, &seven as _)).collect();
+                match lang.error(msg, &args) {
+                    None => assert_eq!(lang, Lang::En, "{}", msg.id()),
+                    Some(text) => {
+                        assert!(!text.trim().is_empty(), "{lang} {}", msg.id());
+                        assert!(!text.contains("{$"), "{lang} {}: {text}", msg.id());
+                    }
+                }
             }
         }
+    }
+
+    /// The zh-TW catalogues are in Traditional characters: none of the
+    /// Simplified-only characters the zh-CN catalogues use (listed by
+    /// OpenCC's s2t when zh-TW was made) appears in them.
+    #[test]
+    fn traditional_chinese_has_no_simplified_characters() {
+        const SIMPLIFIED_ONLY: &str = "与丢两个为习于产仅从仪们会传体兑关内册写准凭则刚创删别务动区单卖占却参发变号后启员响团坏处备复头学实审对导将尝属并应废开张归当录态总扫择损换据数断无时昵显暂机权条来构标栏样档检横欢没状电盘码确离称筛签简级线组经绑结给络绝统继续维编网联脑脚节荐获营虑补见视览计订认让记设访证识试话该详语误请读课谁调败账资转载输过运还这进远连适选递邮里钟钥铺链销错长门问间阅队页须领频题验";
+        let seven = 7;
+        let mut found = Vec::new();
+        for msg in Msg::ALL {
+            let args: Vec<(&str, &(dyn Display + Sync))> =
+                msg.variables().iter().map(|v| (*v, &seven as _)).collect();
+            let text = Lang::ZhTw.format(msg, &args);
+            if text.chars().any(|c| SIMPLIFIED_ONLY.contains(c)) {
+                found.push(format!("{}: {text}", msg.id()));
+            }
+        }
+        for msg in ErrorMsg::ALL {
+            let args: Vec<(&str, &(dyn Display + Sync))> =
+                msg.variables().iter().map(|v| (*v, &seven as _)).collect();
+            let text = Lang::ZhTw.error(msg, &args).unwrap_or_default();
+            if text.chars().any(|c| SIMPLIFIED_ONLY.contains(c)) {
+                found.push(format!("{}: {text}", msg.id()));
+            }
+        }
+        assert!(
+            found.is_empty(),
+            "Simplified characters in zh-TW:\n{}",
+            found.join("\n")
+        );
+        // And the check bites: the zh-CN catalogue is full of them.
+        assert!(
+            Lang::ZhCn
+                .text(Msg::AccessCode)
+                .chars()
+                .any(|c| SIMPLIFIED_ONLY.contains(c))
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! Here rather than in the pages' crate because the server writes in them
 //! too: a mail is written in the language of whoever asked for it (a
 //! reset requested from a Chinese page arrives in Chinese), which the
-//! engine stores beside the mail (its `tag`: `en`, `zh-CN`). How a request
+//! engine stores beside the mail (its `tag`: `en`, `zh-CN`, `zh-TW`). How a request
 //! chooses its language (the switcher's cookie, then `Accept-Language`)
 //! is also here, so the pages and the mails agree.
 

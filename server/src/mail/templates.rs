@@ -7,7 +7,7 @@
 //! name, a course title, an admin's reason) is escaped in the HTML part;
 //! the headers are encoded by lettre.
 //!
-//! Every template is rendered in both languages by the tests below, so a
+//! Every template is rendered in every language by the tests below, so a
 //! template cannot lose a parameter or a language unseen.
 
 use app::i18n::Msg;
@@ -128,7 +128,7 @@ pub fn render(template: Template, cx: &Context<'_>) -> Rendered {
                 cx.greeting(),
                 Block::Para(cx.format(
                     Msg::YouAskedToMoveYourAccount,
-                    &[("value", &cx.param("old_email"))],
+                    &[("old_email", &cx.param("old_email"))],
                 )),
                 Block::Button(cx.text(Msg::ConfirmTheNewAddress).to_owned(), cx.link()),
                 Block::Small(cx.text(Msg::TheLinkWorksOnceFor242).to_owned()),
@@ -141,7 +141,7 @@ pub fn render(template: Template, cx: &Context<'_>) -> Rendered {
                 cx.greeting(),
                 Block::Para(cx.format(
                     Msg::SomeoneSignedInToYourAccount,
-                    &[("value", &cx.param("new_email"))],
+                    &[("new_email", &cx.param("new_email"))],
                 )),
                 Block::Para(cx.text(Msg::IfThisWasNotYouChange).to_owned()),
                 Block::Button(
@@ -156,7 +156,7 @@ pub fn render(template: Template, cx: &Context<'_>) -> Rendered {
                 cx.greeting(),
                 Block::Para(cx.format(
                     Msg::YourAccountNowUsesInsteadOf,
-                    &[("value", &cx.param("new_email"))],
+                    &[("new_email", &cx.param("new_email"))],
                 )),
                 Block::Para(cx.text(Msg::IfThisWasNotYouContact).to_owned()),
             ],
@@ -164,16 +164,16 @@ pub fn render(template: Template, cx: &Context<'_>) -> Rendered {
         Template::Invitation => (
             cx.format(
                 Msg::YouAreInvitedToOnAdmitone,
-                &[("value", &cx.param("tenant"))],
+                &[("tenant", &cx.param("tenant"))],
             ),
             vec![
                 Block::Para(cx.text(Msg::Hello).to_owned()),
                 Block::Para(cx.format(
                     Msg::InvitesYouToTheTeamOf,
                     &[
-                        ("value", &cx.param("inviter")),
-                        ("value2", &cx.param("tenant")),
-                        ("value3", &cx.role()),
+                        ("inviter", &cx.param("inviter")),
+                        ("tenant", &cx.param("tenant")),
+                        ("role", &cx.role()),
                     ],
                 )),
                 Block::Button(cx.text(Msg::AcceptTheInvitation).to_owned(), cx.link()),
@@ -181,14 +181,14 @@ pub fn render(template: Template, cx: &Context<'_>) -> Rendered {
             ],
         ),
         Template::CodeBound => (
-            cx.format(Msg::YouNowHold, &[("value", &cx.param("course"))]),
+            cx.format(Msg::YouNowHold, &[("course", &cx.param("course"))]),
             vec![
                 cx.greeting(),
                 Block::Para(cx.format(
                     Msg::YourCodeForByIsNow,
                     &[
-                        ("value", &cx.param("course")),
-                        ("value2", &cx.param("tenant")),
+                        ("course", &cx.param("course")),
+                        ("tenant", &cx.param("tenant")),
                     ],
                 )),
                 Block::Button(
@@ -201,15 +201,15 @@ pub fn render(template: Template, cx: &Context<'_>) -> Rendered {
         Template::CodeUnbound => (
             cx.format(
                 Msg::YourCodeForWasUnbound,
-                &[("value", &cx.param("course"))],
+                &[("course", &cx.param("course"))],
             ),
             vec![
                 cx.greeting(),
                 Block::Para(cx.format(
                     Msg::UnboundYourCodeForFromYour,
                     &[
-                        ("value", &cx.param("tenant")),
-                        ("value2", &cx.param("course")),
+                        ("tenant", &cx.param("tenant")),
+                        ("course", &cx.param("course")),
                     ],
                 )),
                 Block::Quote(cx.param("reason")),
@@ -219,15 +219,15 @@ pub fn render(template: Template, cx: &Context<'_>) -> Rendered {
         Template::CodeRevoked => (
             cx.format(
                 Msg::YourCodeForWasRevoked,
-                &[("value", &cx.param("course"))],
+                &[("course", &cx.param("course"))],
             ),
             vec![
                 cx.greeting(),
                 Block::Para(cx.format(
                     Msg::RevokedTheCodeBoundToYour,
                     &[
-                        ("value", &cx.param("tenant")),
-                        ("value2", &cx.param("course")),
+                        ("tenant", &cx.param("tenant")),
+                        ("course", &cx.param("course")),
                     ],
                 )),
                 Block::Para(cx.text(Msg::IfYouDidNotExpectThis2).to_owned()),
@@ -339,7 +339,7 @@ mod tests {
         })
     }
 
-    /// Every template, in both languages: a subject, both parts, the link
+    /// Every template, in every language: a subject, both parts, the link
     /// where there is one, every parameter it names filled in, people's
     /// words escaped in the HTML, and nothing left in the other language.
     #[test]

@@ -786,3 +786,71 @@ async fn each_api_token_is_throttled_on_its_own(pool: PgPool) {
     let (status, _) = as_token(&app, &calm, Method::GET, &path, None).await;
     assert_eq!(status, 200, "another token is not slowed down");
 }
+
+/// `PUT /shares/{id}` without `status` keeps the status the share has when
+/// the update takes its lock, not one read before: a pause committed while
+/// the update waits for the row is not undone.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_settings_update_keeps_a_status_changed_while_it_waited(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let token = create_token(&app, &admin, &["read", "write"]).await;
+    let course = crate::course::course(&app, &admin, json!({})).await;
+    // Another writer holds the share's row.
+    let mut other = app.pool.begin().await.expect("begin");
+    sqlx::query("SELECT 1 FROM shares WHERE id = $1 FOR UPDATE")
+        .bind(course.share)
+        .execute(&mut *other)
+        .await
+        .expect("lock");
+    let put = {
+        let address = app.address.clone();
+        let token = token.clone();
+        let share = course.share;
+        tokio::spawn(async move {
+            new_client()
+                .put(format!("{address}/api/v1/shares/{share}"))
+                .bearer_auth(token)
+                .json(&json!({ "title": "Renamed" }))
+                .send()
+                .await
+                .expect("put")
+                .status()
+        })
+    };
+    // Once the update waits for the row, the other writer pauses the share.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE wait_event_type = 'Lock' AND query ILIKE '%FROM shares%FOR UPDATE%'
+               AND datname = current_database()",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .expect("activity");
+        if waiting > 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the update never waited"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    sqlx::query("UPDATE shares SET status = 'paused' WHERE id = $1")
+        .bind(course.share)
+        .execute(&mut *other)
+        .await
+        .expect("pause");
+    other.commit().await.expect("commit");
+    assert_eq!(put.await.expect("task"), 200);
+    let (title, status): (String, String) =
+        sqlx::query_as("SELECT title, status FROM shares WHERE id = $1")
+            .bind(course.share)
+            .fetch_one(&app.pool)
+            .await
+            .expect("share");
+    assert_eq!(title, "Renamed");
+    assert_eq!(status, "paused", "the pause was undone");
+}

@@ -1405,9 +1405,17 @@ async fn pages_and_form_errors_follow_the_language_choice(pool: PgPool) {
     let en = get(Some("en-GB"), None).await;
     assert!(en.contains("<html lang=\"en\""), "{en}");
     assert!(en.contains("Sign in") && !en.contains("登录"), "{en}");
+    // Traditional Chinese for Taiwan and Hong Kong.
+    for tag in ["zh-TW", "zh-HK,zh;q=0.8"] {
+        let tw = get(Some(tag), None).await;
+        assert!(tw.contains("<html lang=\"zh-TW\""), "{tag}: {tw}");
+        assert!(tw.contains("登入") && !tw.contains("登录"), "{tag}: {tw}");
+    }
     // The switcher's cookie wins over the header.
     let chosen = get(Some("zh-CN"), Some("lang=en")).await;
     assert!(chosen.contains("<html lang=\"en\""), "{chosen}");
+    let chosen = get(Some("en"), Some("lang=zh-TW")).await;
+    assert!(chosen.contains("<html lang=\"zh-TW\""), "{chosen}");
 
     // The switcher sets the cookie and returns to the page.
     let response = browser

@@ -350,7 +350,7 @@ async fn a_link_from_another_site_counts_nothing_and_offers_to_open_here(pool: P
             .expect("records")
     };
 
-    for lang in ["en", "zh-CN"] {
+    for lang in ["en", "zh-CN", "zh-TW"] {
         let response = client
             .get(format!("{}{resource_page}", app.address))
             .header("accept", "text/html")
@@ -365,10 +365,10 @@ async fn a_link_from_another_site_counts_nothing_and_offers_to_open_here(pool: P
             html.contains(r#"data-reason="open_from_course_page""#),
             "{html}"
         );
-        let (sentence, button) = if lang == "en" {
-            ("Open this resource from its course page.", "Open it")
-        } else {
-            ("请从课程页面打开这个资源", "打开")
+        let (sentence, button) = match lang {
+            "en" => ("Open this resource from its course page.", "Open it"),
+            "zh-CN" => ("请从课程页面打开这个资源", "打开"),
+            _ => ("請從課程頁面開啟這個資源", "開啟"),
         };
         assert!(html.contains(sentence), "{lang}: {html}");
         assert!(

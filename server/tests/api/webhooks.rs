@@ -508,3 +508,110 @@ async fn endpoints_on_the_internal_network_are_never_called(pool: PgPool) {
         );
     }
 }
+
+/// Through the JSON API an endpoint is read and repointed: a receiver that
+/// keeps failing is replaced by another URL, and every delivery not yet
+/// made reaches the new one, signed with the same secret. A bad change
+/// changes nothing; another tenant's token reads and changes nothing.
+#[sqlx::test(migrations = "../migrations")]
+async fn an_endpoint_is_read_and_repointed_through_the_api(pool: PgPool) {
+    use crate::tokens::{as_token, create_token};
+    use reqwest::Method;
+    let app = spawn_app(pool.clone()).await;
+    let admin = admin(&app).await;
+    let token = create_token(&app, &admin, &["integrations"]).await;
+    let stranger = create_token(&app, &crate::course::admin(&app).await, &["integrations"]).await;
+    let (broken_url, broken) = receiver(|_| Answer::Fail).await;
+    let (good_url, good) = receiver(|_| Answer::Accept).await;
+    let (endpoint, secret) = subscribe(&app, &admin, &broken_url).await;
+    *broken.secret.lock().expect("lock") = secret.clone();
+    *good.secret.lock().expect("lock") = secret;
+    let events = every_kind_of_event(&app, &admin).await;
+    let relay = Relay::new(pool.clone(), &relay_settings(50)).expect("relay");
+    let failed = broken.seen.clone();
+    relay_until(&relay, || !failed.lock().expect("lock").attempts.is_empty()).await;
+
+    let path = format!("/api/v1/tenants/{}/webhooks/{endpoint}", admin.tenant);
+    let (status, read) = as_token(&app, &token, Method::GET, &path, None).await;
+    assert_eq!(status, 200, "{read}");
+    assert_eq!(read["url"], broken_url.as_str());
+    assert_eq!(read["disabled_at"], serde_json::Value::Null);
+    for (body, field) in [
+        (
+            json!({ "url": "ftp://example.com/hook", "events": ["code.bound"] }),
+            "url",
+        ),
+        (json!({ "url": good_url, "events": [] }), "events"),
+        (
+            json!({ "url": good_url, "events": ["code.sold"] }),
+            "events",
+        ),
+    ] {
+        let (status, refused) = as_token(&app, &token, Method::PUT, &path, Some(body)).await;
+        assert_eq!(status, 422, "{refused}");
+        assert_eq!(refused["field"], field, "{refused}");
+    }
+    for method in [Method::GET, Method::PUT] {
+        let (status, _) = as_token(
+            &app,
+            &stranger,
+            method.clone(),
+            &path,
+            Some(json!({ "url": good_url, "events": ["code.bound"] })),
+        )
+        .await;
+        assert_eq!(status, 403, "{method}");
+    }
+    let (_, unchanged) = as_token(&app, &token, Method::GET, &path, None).await;
+    assert_eq!(
+        unchanged["url"],
+        broken_url.as_str(),
+        "refusals changed nothing"
+    );
+    let unknown = format!(
+        "/api/v1/tenants/{}/webhooks/{}",
+        admin.tenant,
+        Uuid::new_v4()
+    );
+    let (status, missing) = as_token(&app, &token, Method::GET, &unknown, None).await;
+    assert_eq!(
+        (status.as_u16(), &missing["code"]),
+        (404, &json!("not_found"))
+    );
+
+    let all = [
+        "code.bound",
+        "code.unbound",
+        "code.revoked",
+        "access.recorded",
+        "batch.issued",
+    ];
+    let (status, changed) = as_token(
+        &app,
+        &token,
+        Method::PUT,
+        &path,
+        Some(json!({ "url": good_url, "events": all })),
+    )
+    .await;
+    assert_eq!(status, 200, "{changed}");
+    assert_eq!(changed["url"], good_url.as_str());
+    let seen = good.seen.clone();
+    relay_until(&relay, || {
+        seen.lock().expect("lock").accepted.len() >= usize::try_from(events).unwrap_or(0)
+    })
+    .await;
+    {
+        let seen = good.seen.lock().expect("lock");
+        assert_eq!(seen.bad_signatures, 0, "the secret stayed");
+        assert_eq!(seen.accepted.len() as i64, events);
+    }
+    let audited: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM audit_log WHERE action = 'webhook.updated' AND target_id = $1",
+    )
+    .bind(endpoint)
+    .fetch_one(&pool)
+    .await
+    .expect("audit");
+    assert_eq!(audited, 1, "one change, audited; refusals are not");
+}

@@ -331,7 +331,7 @@ fn Codes(
                     let text = if total == 0 {
                         t(Msg::Starting).to_owned()
                     } else {
-                        lang().format(Msg::OfCodesWritten, &[("value", &number_u64(done)), ("value2", &number_u64(total))])
+                        lang().format(Msg::OfCodesWritten, &[("done", &number_u64(done)), ("total", &number_u64(total))])
                     };
                     view! {
                         <div class="progress" role="status" data-testid="issue-progress">

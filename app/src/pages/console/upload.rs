@@ -84,18 +84,23 @@ pub fn Upload(
 /// Why an upload was refused, in `lang`, from the JSON API's error code,
 /// field and (English) message. Shared by the XHR upload and the plain
 /// form's redirect.
-pub fn upload_refusal(lang: Lang, code: &str, field: Option<&str>, _message: &str) -> String {
+pub fn upload_refusal(lang: Lang, code: &str, field: Option<&str>, message: &str) -> String {
+    use crate::i18n::ErrorMsg as E;
     let reason = match (code, field) {
-        ("too_large", _) => Msg::UploadTooLarge,
-        (_, Some("title")) => Msg::UploadBadTitle,
-        (_, Some("file")) => Msg::UploadNoFile,
-        ("invalid_multipart", _) => Msg::UploadIncomplete,
-        ("unauthenticated", _) => Msg::UploadSignInFirst,
-        ("forbidden", _) => Msg::UploadForbidden,
-        ("not_found", _) => Msg::UploadNoShare,
-        _ => Msg::UploadTryLater,
+        ("too_large", _) => E::UploadTooLarge,
+        (_, Some("title")) => E::UploadBadTitle,
+        (_, Some("file")) => E::UploadNoFile,
+        ("invalid_multipart", _) => E::UploadIncomplete,
+        ("unauthenticated", _) => E::UploadSignInFirst,
+        ("forbidden", _) => E::UploadForbidden,
+        ("not_found", _) => E::UploadNoShare,
+        _ => E::UploadTryLater,
     };
-    lang.format(Msg::UploadRefused, &[("reason", &lang.text(reason))])
+    // English is the API's own message, as for every domain error.
+    let reason = lang
+        .error(reason, &[])
+        .unwrap_or_else(|| crate::error::sentence(message));
+    lang.format(Msg::UploadRefused, &[("reason", &reason)])
 }
 
 #[cfg(feature = "hydrate")]

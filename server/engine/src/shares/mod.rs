@@ -196,13 +196,24 @@ pub async fn create_share(
     Ok(share)
 }
 
-/// Changes a share's settings (audited with the fields that changed).
+/// Which settings an update leaves as the share has them when the update
+/// holds its row (a caller that did not name them), rather than as the
+/// caller read them before: a change committed meanwhile is kept.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Kept {
+    pub slug: bool,
+    pub status: bool,
+}
+
+/// Changes a share's settings (audited with the fields that changed);
+/// `kept` names those left as they are.
 pub async fn update_share(
     pool: &PgPool,
     tenant: TenantId,
     actor: AccountId,
     share: ShareId,
     new: NewShare,
+    kept: Kept,
 ) -> Result<Share, ShareError> {
     let mut tx = pool.begin().await.context("starting a transaction")?;
     let before = sqlx::query_as!(
@@ -242,7 +253,17 @@ pub async fn update_share(
             used: i64::from(usage.most),
         });
     }
-    if new.slug.as_str() != before.slug && usage.codes > 0 {
+    let slug = if kept.slug {
+        before.slug.as_str()
+    } else {
+        new.slug.as_str()
+    };
+    let status = if kept.status {
+        before.status
+    } else {
+        new.status
+    };
+    if slug != before.slug && usage.codes > 0 {
         return Err(ShareError::SlugLocked);
     }
     let updated = sqlx::query_as!(
@@ -256,10 +277,10 @@ pub async fn update_share(
                      per_learner_limit, quota, quota_used"#,
         tenant.0,
         share.0,
-        new.slug.as_str(),
+        slug,
         new.title,
         new.description,
-        new.status.as_str(),
+        status.as_str(),
         new.valid_from,
         new.valid_until,
         new.per_learner_limit,

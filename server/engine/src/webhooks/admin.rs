@@ -1,5 +1,5 @@
 //! What the admin console does with webhooks: add an endpoint (its signing
-//! secret shown once), list and disable endpoints, list the deliveries
+//! secret shown once), list, read, change and disable endpoints, list the deliveries
 //! that need a look and put a dead-lettered one back in line. Every action
 //! is audited; every query filters by the tenant passed in.
 
@@ -105,6 +105,60 @@ pub async fn endpoints(pool: &PgPool, tenant: TenantId) -> anyhow::Result<Vec<En
             delivered: r.delivered,
         })
         .collect())
+}
+
+/// One endpoint of the tenant, if it exists.
+pub async fn endpoint(
+    pool: &PgPool,
+    tenant: TenantId,
+    id: Uuid,
+) -> anyhow::Result<Option<Endpoint>> {
+    Ok(endpoints(pool, tenant)
+        .await?
+        .into_iter()
+        .find(|e| e.id == id))
+}
+
+/// Points an endpoint at another URL and another set of events (its
+/// secret stays; a disabled one stays disabled). Every delivery not yet
+/// made goes to the new URL (the URL is read at each attempt); events from
+/// now on are fanned out by the new list. Audited `webhook.updated`.
+pub async fn update_endpoint(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    endpoint: Uuid,
+    url: &EndpointUrl,
+    events: &[String],
+) -> Result<(), WebhookError> {
+    if events.is_empty() {
+        return Err(WebhookError::InvalidEvents);
+    }
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let changed = sqlx::query!(
+        "UPDATE webhook_endpoints SET url = $3, events = $4 WHERE tenant_id = $1 AND id = $2",
+        tenant.0,
+        endpoint,
+        url.as_str(),
+        events,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("changing a webhook endpoint")?;
+    if changed.rows_affected() == 0 {
+        return Err(WebhookError::EndpointNotFound);
+    }
+    audit::admin_action(
+        &mut tx,
+        tenant,
+        actor,
+        "webhook.updated",
+        ("webhook_endpoint", endpoint),
+        json!({ "url": url.as_str(), "events": events }),
+    )
+    .await?;
+    tx.commit().await.context("committing the change")?;
+    Ok(())
 }
 
 /// Stops an endpoint: nothing new is fanned out to it, and its pending

@@ -55,6 +55,10 @@ pub fn router() -> Router<ServerState> {
             get(admin::integrations::list_deliveries),
         )
         .route(
+            "/api/v1/tenants/{tenant_id}/webhooks/{endpoint_id}",
+            get(admin::integrations::get_webhook).put(admin::integrations::update_webhook),
+        )
+        .route(
             "/api/v1/tenants/{tenant_id}/webhooks/{endpoint_id}/disable",
             post(admin::integrations::disable_webhook),
         )

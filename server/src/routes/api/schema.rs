@@ -411,6 +411,8 @@ impl Modify for Security {
         super::admin::integrations::revoke_token,
         super::admin::integrations::list_webhooks,
         super::admin::integrations::create_webhook,
+        super::admin::integrations::get_webhook,
+        super::admin::integrations::update_webhook,
         super::admin::integrations::disable_webhook,
         super::admin::integrations::list_deliveries,
         super::admin::integrations::redeliver,

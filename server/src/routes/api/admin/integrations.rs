@@ -287,19 +287,7 @@ pub async fn list_webhooks(
     let (tenant, _) =
         admin_of_tenant(&state, &caller, &tenant_id, Permission::ManageIntegrations).await?;
     let list = webhooks::admin::endpoints(&state.services.pool, tenant).await?;
-    Ok(Json(
-        list.into_iter()
-            .map(|e| WebhookBody {
-                id: e.id,
-                url: e.url,
-                events: e.events,
-                created_at: e.created_at,
-                disabled_at: e.disabled_at,
-                delivered: e.delivered,
-                dead: e.dead,
-            })
-            .collect::<Vec<_>>(),
-    ))
+    Ok(Json(list.into_iter().map(webhook_body).collect::<Vec<_>>()))
 }
 
 /// Adds a webhook endpoint for the named events.
@@ -354,6 +342,82 @@ pub async fn create_webhook(
         },
     )
     .await
+}
+
+fn webhook_body(e: webhooks::admin::Endpoint) -> WebhookBody {
+    WebhookBody {
+        id: e.id,
+        url: e.url,
+        events: e.events,
+        created_at: e.created_at,
+        disabled_at: e.disabled_at,
+        delivered: e.delivered,
+        dead: e.dead,
+    }
+}
+
+/// Reads one webhook endpoint (never its secret).
+#[utoipa::path(get, path = "/api/v1/tenants/{tenant_id}/webhooks/{endpoint_id}", tag = "integrations",
+    params(
+        ("tenant_id" = Uuid, Path, description = "The tenant"),
+        ("endpoint_id" = Uuid, Path, description = "The endpoint"),
+    ),
+    responses(
+        (status = 200, description = "The endpoint", body = WebhookBody),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not an owner of this tenant, or the token lacks `integrations`", body = ErrorBody),
+        (status = 404, description = "No such endpoint in this tenant", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
+pub async fn get_webhook(
+    State(state): State<ServerState>,
+    caller: Caller,
+    Path((tenant_id, endpoint_id)): Path<(String, String)>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (tenant, _) =
+        admin_of_tenant(&state, &caller, &tenant_id, Permission::ManageIntegrations).await?;
+    let endpoint = parse_id(&endpoint_id)?;
+    let found = webhooks::admin::endpoint(&state.services.pool, tenant, endpoint)
+        .await?
+        .ok_or(webhooks::WebhookError::EndpointNotFound)?;
+    Ok(Json(webhook_body(found)))
+}
+
+/// Changes an endpoint's URL and events (its secret stays; a disabled
+/// endpoint stays disabled). Deliveries not yet made go to the new URL.
+#[utoipa::path(put, path = "/api/v1/tenants/{tenant_id}/webhooks/{endpoint_id}", tag = "integrations",
+    params(
+        ("tenant_id" = Uuid, Path, description = "The tenant"),
+        ("endpoint_id" = Uuid, Path, description = "The endpoint"),
+    ),
+    request_body = NewWebhookBody,
+    responses(
+        (status = 200, description = "Changed", body = WebhookBody),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not an owner of this tenant, or the token lacks `integrations`", body = ErrorBody),
+        (status = 404, description = "No such endpoint in this tenant", body = ErrorBody),
+        (status = 422, description = "Bad URL or events (nothing changes)", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
+pub async fn update_webhook(
+    State(state): State<ServerState>,
+    caller: Caller,
+    Path((tenant_id, endpoint_id)): Path<(String, String)>,
+    body: Result<Json<NewWebhookBody>, JsonRejection>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (tenant, admin) =
+        admin_of_tenant(&state, &caller, &tenant_id, Permission::ManageIntegrations).await?;
+    let endpoint = parse_id(&endpoint_id)?;
+    let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
+    let url = EndpointUrl::parse(&body.url)?;
+    let events = webhooks::parse_events(body.events.iter().map(String::as_str))?;
+    let pool = &state.services.pool;
+    webhooks::admin::update_endpoint(pool, tenant, admin.id, endpoint, &url, &events).await?;
+    let changed = webhooks::admin::endpoint(pool, tenant, endpoint)
+        .await?
+        .ok_or(webhooks::WebhookError::EndpointNotFound)?;
+    Ok(Json(webhook_body(changed)))
 }
 
 /// Disables an endpoint for good: it gets no more events and its pending

@@ -184,6 +184,12 @@ pub async fn update_share(
     let (share, admin) =
         admin_of_share(&state, &caller, &share_id, Permission::ManageCourses).await?;
     let Json(mut input) = body.map_err(|e| rejection(e, "invalid_json"))?;
+    // Absent ones stay as the share has them under the update's lock (the
+    // values filled in here only make the input parse).
+    let kept = shares::Kept {
+        slug: input.slug.is_none(),
+        status: input.status.is_none(),
+    };
     input.slug.get_or_insert_with(|| share.slug.clone());
     input
         .status
@@ -195,6 +201,7 @@ pub async fn update_share(
         admin.id,
         share.id,
         new,
+        kept,
     )
     .await?;
     Ok(Json(saved))
