@@ -792,7 +792,10 @@ async fn each_api_token_is_throttled_on_its_own(pool: PgPool) {
 /// the update waits for the row is not undone.
 #[sqlx::test(migrations = "../migrations")]
 async fn a_settings_update_keeps_a_status_changed_while_it_waited(pool: PgPool) {
-    let app = spawn_app(pool).await;
+    let mut settings = test_settings(&redis_url());
+    // The update waits for the row as long as this test needs.
+    settings.database.lock_timeout_ms = 60_000;
+    let app = spawn_app_with(pool, settings).await;
     let admin = admin(&app).await;
     let token = create_token(&app, &admin, &["read", "write"]).await;
     let course = crate::course::course(&app, &admin, json!({})).await;
@@ -811,7 +814,7 @@ async fn a_settings_update_keeps_a_status_changed_while_it_waited(pool: PgPool) 
             new_client()
                 .put(format!("{address}/api/v1/shares/{share}"))
                 .bearer_auth(token)
-                .json(&json!({ "title": "Renamed" }))
+                .json(&json!({ "title": "Renamed", "slug": "" }))
                 .send()
                 .await
                 .expect("put")
@@ -832,6 +835,7 @@ async fn a_settings_update_keeps_a_status_changed_while_it_waited(pool: PgPool) 
         if waiting > 0 {
             break;
         }
+        assert!(!put.is_finished(), "the update did not wait for the row");
         assert!(
             std::time::Instant::now() < deadline,
             "the update never waited"
@@ -853,4 +857,10 @@ async fn a_settings_update_keeps_a_status_changed_while_it_waited(pool: PgPool) 
             .expect("share");
     assert_eq!(title, "Renamed");
     assert_eq!(status, "paused", "the pause was undone");
+    let slug: String = sqlx::query_scalar("SELECT slug FROM shares WHERE id = $1")
+        .bind(course.share)
+        .fetch_one(&app.pool)
+        .await
+        .expect("slug");
+    assert_eq!(slug, course.slug, "an empty slug keeps the link");
 }

@@ -562,6 +562,24 @@ async fn an_endpoint_is_read_and_repointed_through_the_api(pool: PgPool) {
         .await;
         assert_eq!(status, 403, "{method}");
     }
+    // Another tenant's owner, on their own tenant's path: no such endpoint.
+    let stranger_admin = crate::course::admin(&app).await;
+    let own = create_token(&app, &stranger_admin, &["integrations"]).await;
+    let theirs = format!(
+        "/api/v1/tenants/{}/webhooks/{endpoint}",
+        stranger_admin.tenant
+    );
+    for method in [Method::GET, Method::PUT] {
+        let (status, _) = as_token(
+            &app,
+            &own,
+            method.clone(),
+            &theirs,
+            Some(json!({ "url": good_url, "events": ["code.bound"] })),
+        )
+        .await;
+        assert_eq!(status, 404, "{method}");
+    }
     let (_, unchanged) = as_token(&app, &token, Method::GET, &path, None).await;
     assert_eq!(
         unchanged["url"],
@@ -614,4 +632,13 @@ async fn an_endpoint_is_read_and_repointed_through_the_api(pool: PgPool) {
     .await
     .expect("audit");
     assert_eq!(audited, 1, "one change, audited; refusals are not");
+    let details: serde_json::Value = sqlx::query_scalar(
+        "SELECT details FROM audit_log WHERE action = 'webhook.updated' AND target_id = $1",
+    )
+    .bind(endpoint)
+    .fetch_one(&pool)
+    .await
+    .expect("details");
+    assert_eq!(details["from"]["url"], broken_url.as_str());
+    assert_eq!(details["to"]["url"], good_url.as_str());
 }

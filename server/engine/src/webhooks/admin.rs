@@ -121,8 +121,10 @@ pub async fn endpoint(
 
 /// Points an endpoint at another URL and another set of events (its
 /// secret stays; a disabled one stays disabled). Every delivery not yet
-/// made goes to the new URL (the URL is read at each attempt); events from
-/// now on are fanned out by the new list. Audited `webhook.updated`.
+/// made goes to the new URL at its next attempt (the URL is read at each
+/// attempt; retries keep their schedule, and dead-lettered ones can be
+/// redelivered); events from now on are fanned out by the new list.
+/// Audited `webhook.updated` with what it was and what it is.
 pub async fn update_endpoint(
     pool: &PgPool,
     tenant: TenantId,
@@ -135,7 +137,16 @@ pub async fn update_endpoint(
         return Err(WebhookError::InvalidEvents);
     }
     let mut tx = pool.begin().await.context("starting a transaction")?;
-    let changed = sqlx::query!(
+    let before = sqlx::query!(
+        "SELECT url, events FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
+        tenant.0,
+        endpoint,
+    )
+    .fetch_optional(&mut *tx)
+    .await
+    .context("locking a webhook endpoint")?
+    .ok_or(WebhookError::EndpointNotFound)?;
+    sqlx::query!(
         "UPDATE webhook_endpoints SET url = $3, events = $4 WHERE tenant_id = $1 AND id = $2",
         tenant.0,
         endpoint,
@@ -145,16 +156,16 @@ pub async fn update_endpoint(
     .execute(&mut *tx)
     .await
     .context("changing a webhook endpoint")?;
-    if changed.rows_affected() == 0 {
-        return Err(WebhookError::EndpointNotFound);
-    }
     audit::admin_action(
         &mut tx,
         tenant,
         actor,
         "webhook.updated",
         ("webhook_endpoint", endpoint),
-        json!({ "url": url.as_str(), "events": events }),
+        json!({
+            "from": { "url": before.url, "events": before.events },
+            "to": { "url": url.as_str(), "events": events },
+        }),
     )
     .await?;
     tx.commit().await.context("committing the change")?;

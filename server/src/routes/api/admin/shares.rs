@@ -186,10 +186,15 @@ pub async fn update_share(
     let Json(mut input) = body.map_err(|e| rejection(e, "invalid_json"))?;
     // Absent ones stay as the share has them under the update's lock (the
     // values filled in here only make the input parse).
+    // An empty slug is an absent one (it would otherwise be made anew
+    // from the title and change the public link).
     let kept = shares::Kept {
-        slug: input.slug.is_none(),
+        slug: input.slug.as_deref().is_none_or(|s| s.trim().is_empty()),
         status: input.status.is_none(),
     };
+    if kept.slug {
+        input.slug = None;
+    }
     input.slug.get_or_insert_with(|| share.slug.clone());
     input
         .status
