@@ -151,6 +151,9 @@ impl Application {
                 keyring: Arc::new(settings.keyring()?),
                 links,
                 settler: engine::settlement::Settler::new(settlement),
+                grants: service::content::GrantCache::new(Duration::from_secs(
+                    settings.settlement.grant_recheck_secs,
+                )),
                 storage: engine::storage::Storage::new(&settings.storage_config()?)?,
                 max_upload_bytes: settings.storage.max_upload_bytes,
                 public_origin: Arc::from(settings.public_origin()),

@@ -29,7 +29,8 @@ pub struct ShareEditor {
     pub valid_until: String,
     pub per_learner_limit: String,
     pub quota: String,
-    pub quota_used: i32,
+    /// Accesses counted so far (with or without a quota).
+    pub quota_used: i64,
     /// The tenant's time zone (`Asia/Shanghai`): what the dates are in.
     pub time_zone: String,
     pub resources: Vec<crate::learner::ResourceItem>,
@@ -113,6 +114,9 @@ pub async fn share_settings(tenant_id: Uuid, share_id: Uuid) -> Result<ShareEdit
             .await
             .map_err(internal)?;
         let zone = support::zone(&state, share.tenant()).await?;
+        let counted = engine::console::accesses_counted(&state.pool, share.tenant(), share.id)
+            .await
+            .map_err(internal)?;
         Ok(ShareEditor {
             tenant_id,
             id: share.id.0,
@@ -127,7 +131,7 @@ pub async fn share_settings(tenant_id: Uuid, share_id: Uuid) -> Result<ShareEdit
                 .map(|n| n.to_string())
                 .unwrap_or_default(),
             quota: share.quota.map(|n| n.to_string()).unwrap_or_default(),
-            quota_used: share.quota_used,
+            quota_used: counted,
             time_zone: zone.name().to_owned(),
             resources: resources.into_iter().map(crate::learner::item).collect(),
             batches: batches

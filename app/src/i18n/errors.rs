@@ -306,5 +306,6 @@ fn attempts(scope: engine::coordination::ThrottleScope) -> ErrorMsg {
         S::MailIp => M::AttemptsMailIp,
         S::MailAccount => M::AttemptsMailAccount,
         S::ApiToken => M::AttemptsApiToken,
+        S::ContentAccount => M::AttemptsContentAccount,
     }
 }

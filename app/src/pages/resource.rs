@@ -1,7 +1,9 @@
-//! Opening one resource (`/s/{slug}/r/{id}`): phase 3. Rendering the page
-//! runs the settlement on the server (a first opening binds the pending
-//! code), so it works without JavaScript; the player then streams from the
-//! content route, which decides again on every request.
+//! Opening one resource (`/s/{slug}/r/{id}`): phase 3, the one place a
+//! person's opening counts an access. Rendering the page runs the
+//! settlement on the server (a first opening binds the pending code), so it
+//! works without JavaScript; the player then streams from the content
+//! route, which only serves under the live grant this opening left and
+//! never counts.
 
 use crate::i18n::Msg;
 use leptos::prelude::*;

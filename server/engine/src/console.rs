@@ -16,6 +16,23 @@ use crate::{
     tenants::TenantId,
 };
 
+/// Accesses counted in a share so far (its access records), with or
+/// without a quota.
+pub async fn accesses_counted(
+    pool: &PgPool,
+    tenant: TenantId,
+    share: ShareId,
+) -> anyhow::Result<i64> {
+    sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM access_records WHERE tenant_id = $1 AND share_id = $2"#,
+        tenant.0,
+        share.0,
+    )
+    .fetch_one(pool)
+    .await
+    .context("counting a share's accesses")
+}
+
 /// A tenant's headline figures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Totals {

@@ -165,10 +165,27 @@ fn checks() -> Vec<(&'static str, Plan)> {
             ))),
         ),
         (
+            // With a quota, its slots' used sum to the access records; without
+            // one, no slots at all.
             "a share's used quota equals its counted accesses",
             Plan::Sum(shares(concat!(
-                batch2!("tenant_id, id, quota_used", "shares"),
-                " SELECT count(*) FILTER (WHERE quota_used <> (SELECT count(*) FROM access_records a
+                batch2!("tenant_id, id, quota", "shares"),
+                ", slots AS (SELECT q.tenant_id, q.share_id, sum(q.used) AS used FROM share_quota_slots q
+                             JOIN batch ON q.tenant_id = batch.tenant_id AND q.share_id = batch.id
+                             GROUP BY q.tenant_id, q.share_id)",
+                " SELECT count(*) FILTER (WHERE CASE WHEN batch.quota IS NULL THEN slots.used IS NOT NULL
+                         ELSE coalesce(slots.used, -1) <> (SELECT count(*) FROM access_records a
+                                  WHERE a.tenant_id = batch.tenant_id AND a.share_id = batch.id) END),
+                         (SELECT count(*) FROM batch), ",
+                "(SELECT ARRAY[tenant_id, id] FROM batch ORDER BY tenant_id DESC, id DESC LIMIT 1)",
+                " FROM batch LEFT JOIN slots ON slots.tenant_id = batch.tenant_id AND slots.share_id = batch.id"
+            ))),
+        ),
+        (
+            "a share never uses more than its quota",
+            Plan::Sum(shares(concat!(
+                batch2!("tenant_id, id, quota", "shares"),
+                " SELECT count(*) FILTER (WHERE quota IS NOT NULL AND quota < (SELECT count(*) FROM access_records a
                                           WHERE a.tenant_id = batch.tenant_id AND a.share_id = batch.id)),
                          (SELECT count(*) FROM batch), ",
                 "(SELECT ARRAY[tenant_id, id] FROM batch ORDER BY tenant_id DESC, id DESC LIMIT 1)",
@@ -176,10 +193,14 @@ fn checks() -> Vec<(&'static str, Plan)> {
             ))),
         ),
         (
-            "a share never uses more than its quota",
+            // The slots' caps are the quota, split: none can spend past it.
+            "a share's quota slots add up to its quota",
             Plan::Sum(shares(concat!(
-                batch2!("tenant_id, id, quota, quota_used", "shares"),
-                " SELECT count(*) FILTER (WHERE quota IS NOT NULL AND quota_used > quota), (SELECT count(*) FROM batch), ",
+                batch2!("tenant_id, id, quota", "shares"),
+                " SELECT count(*) FILTER (WHERE quota IS NOT NULL AND quota IS DISTINCT FROM
+                         (SELECT sum(q.cap)::integer FROM share_quota_slots q
+                          WHERE q.tenant_id = batch.tenant_id AND q.share_id = batch.id)),
+                         (SELECT count(*) FROM batch), ",
                 "(SELECT ARRAY[tenant_id, id] FROM batch ORDER BY tenant_id DESC, id DESC LIMIT 1)",
                 " FROM batch"
             ))),
@@ -366,24 +387,36 @@ pub async fn violations(pool: &PgPool) -> anyhow::Result<Vec<Check>> {
         .collect())
 }
 
-/// Repairs what is safely repairable: a share's used quota drifted from
-/// its counted access records (the records are the truth). One share at a
-/// time, its row locked while it is counted, so a settlement committing
-/// meanwhile is never overwritten; a share whose records exceed its quota
-/// is left alone (that is a violation for a person, not drift). Bindings
-/// are never touched. Returns the shares fixed.
+/// The drift of one share's quota slots, as SQL over `s` (a `shares`
+/// row): with a quota, slots whose used differ from the access records or
+/// whose caps differ from the quota; without one, any slot at all.
+const DRIFT: &str = "CASE WHEN s.quota IS NULL
+         THEN EXISTS (SELECT 1 FROM share_quota_slots q WHERE q.tenant_id = s.tenant_id AND q.share_id = s.id)
+         ELSE (SELECT coalesce(sum(q.used), -1) FROM share_quota_slots q
+                WHERE q.tenant_id = s.tenant_id AND q.share_id = s.id)
+              <> (SELECT count(*) FROM access_records a WHERE a.tenant_id = s.tenant_id AND a.share_id = s.id)
+           OR (SELECT sum(q.cap)::integer FROM share_quota_slots q
+                WHERE q.tenant_id = s.tenant_id AND q.share_id = s.id) IS DISTINCT FROM s.quota
+    END";
+
+/// Repairs what is safely repairable: a share's quota slots drifted from
+/// its counted access records (the records are the truth) or from its
+/// quota. One share at a time, under the share's quota lock
+/// (`share_quota_rebalance`: settlements in flight finish first, new ones
+/// wait), so a settlement committing meanwhile is never overwritten; a
+/// share whose records exceed its quota is left alone (that is a
+/// violation for a person, not drift). Bindings are never touched. Returns
+/// the shares fixed.
 pub async fn repair_counters(pool: &PgPool, options: &Options<'_>) -> anyhow::Result<u64> {
     // Found a batch of shares at a time, like the checks.
     let mut drifted: Vec<(Uuid, Uuid)> = Vec::new();
     let mut cursor = (Uuid::nil(), Uuid::nil());
     loop {
-        let batch: Vec<(Uuid, Uuid, bool)> = sqlx::query_as(
-            "SELECT s.tenant_id, s.id,
-                    s.quota_used <> (SELECT count(*) FROM access_records a
-                                     WHERE a.tenant_id = s.tenant_id AND a.share_id = s.id)
+        let batch: Vec<(Uuid, Uuid, bool)> = sqlx::query_as(&format!(
+            "SELECT s.tenant_id, s.id, {DRIFT}
              FROM shares s WHERE (s.tenant_id, s.id) > ($1, $2)
-             ORDER BY s.tenant_id, s.id LIMIT $3",
-        )
+             ORDER BY s.tenant_id, s.id LIMIT $3"
+        ))
         .bind(cursor.0)
         .bind(cursor.1)
         .bind(options.shares_batch)
@@ -402,38 +435,34 @@ pub async fn repair_counters(pool: &PgPool, options: &Options<'_>) -> anyhow::Re
     let mut fixed = 0;
     for (tenant, share) in drifted {
         let mut tx = pool.begin().await.context("starting a repair")?;
-        let quota: Option<Option<i32>> = sqlx::query_scalar(
-            "SELECT quota FROM shares WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
-        )
+        // The lock first (as `shares::update_share` takes it), then the
+        // share as it is now.
+        sqlx::query("SELECT pg_advisory_xact_lock(share_quota_lock_key($1))")
+            .bind(share)
+            .execute(&mut *tx)
+            .await
+            .context("waiting for the share's settlements")?;
+        let still: Option<(Option<i32>, bool)> = sqlx::query_as(&format!(
+            "SELECT s.quota, {DRIFT} FROM shares s WHERE s.tenant_id = $1 AND s.id = $2"
+        ))
         .bind(tenant)
         .bind(share)
         .fetch_optional(&mut *tx)
         .await
-        .context("locking a drifted share")?;
-        let Some(quota) = quota else { continue };
-        let counted: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM access_records WHERE tenant_id = $1 AND share_id = $2",
-        )
-        .bind(tenant)
-        .bind(share)
-        .fetch_one(&mut *tx)
-        .await
-        .context("counting a share's records")?;
+        .context("re-reading a drifted share")?;
+        let Some((quota, true)) = still else { continue };
+        let counted: i64 = sqlx::query_scalar("SELECT share_quota_rebalance($1, $2, $3)")
+            .bind(tenant)
+            .bind(share)
+            .bind(quota)
+            .fetch_one(&mut *tx)
+            .await
+            .context("repairing a share's quota slots")?;
         if quota.is_some_and(|q| counted > i64::from(q)) {
             continue;
         }
-        let updated = sqlx::query(
-            "UPDATE shares SET quota_used = $3 WHERE tenant_id = $1 AND id = $2 AND quota_used <> $3",
-        )
-        .bind(tenant)
-        .bind(share)
-        .bind(i32::try_from(counted).context("more records than fit a quota")?)
-        .execute(&mut *tx)
-        .await
-        .context("repairing a used quota")?
-        .rows_affected();
         tx.commit().await.context("committing a repair")?;
-        fixed += updated;
+        fixed += 1;
     }
     Ok(fixed)
 }

@@ -53,6 +53,7 @@ pub mod console;
 pub mod coordination;
 pub mod db;
 pub mod delivery;
+pub mod grants;
 pub mod handover;
 pub mod health;
 pub mod idempotency;

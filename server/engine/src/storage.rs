@@ -56,6 +56,12 @@ pub enum StorageError {
     Unexpected(#[from] anyhow::Error),
 }
 
+/// The object asked for is not there: its resource was removed (a grant
+/// checked a few seconds ago may still name it).
+#[derive(Debug, thiserror::Error)]
+#[error("the object is not there (removed)")]
+pub struct Missing;
+
 /// One object read: its total size, the range served, and the bytes.
 pub struct Read {
     pub size: u64,
@@ -226,19 +232,21 @@ impl Storage {
     }
 
     /// Reads `key`, or the byte range of it that `range` asks for.
-    /// `Ok(Err(size))`: the range cannot be satisfied.
+    /// `Ok(Err(size))`: the range cannot be satisfied. An object that is
+    /// not there (removed meanwhile) is the error [`Missing`].
     pub async fn get(
         &self,
         key: &str,
         range: Option<ByteRange>,
     ) -> anyhow::Result<Result<Read, u64>> {
         let path = Self::path_of(key)?;
-        let size = self
-            .store
-            .head(&path)
-            .await
-            .context("reading the object's size")?
-            .size;
+        let size = match self.store.head(&path).await {
+            Ok(meta) => meta.size,
+            Err(object_store::Error::NotFound { .. }) => return Err(Missing.into()),
+            Err(error) => {
+                return Err(anyhow::Error::new(error).context("reading the object's size"));
+            }
+        };
         let wanted = match range {
             None => None,
             Some(range) => match range.resolve(size) {

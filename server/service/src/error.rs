@@ -102,6 +102,7 @@ pub fn attempts(scope: ThrottleScope) -> &'static str {
         ThrottleScope::MailIp => "requests that send mail from your network",
         ThrottleScope::MailAccount => "requests that send mail from your account",
         ThrottleScope::ApiToken => "calls with this API token",
+        ThrottleScope::ContentAccount => "requests for course content from your account",
     }
 }
 

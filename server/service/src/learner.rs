@@ -48,7 +48,7 @@ pub async fn visible_share(services: &Services, slug: &str) -> Result<Share, Ser
 
 /// The code id `principal` entered for `share` in this session (phase 2),
 /// if any.
-async fn pending_code(
+pub(crate) async fn pending_code(
     session: &Session,
     share: ShareId,
     principal: AccountId,

@@ -27,6 +27,7 @@
 
 pub mod accounts;
 pub mod console;
+pub mod content;
 pub mod error;
 pub mod learner;
 pub mod request_span;

@@ -62,6 +62,28 @@ pub async fn principal_of(
     services: &Services,
     session: &Session,
 ) -> Result<Option<Principal>, ServiceError> {
+    let Some((account, epoch)) = claim_of(services, session).await? else {
+        return Ok(None);
+    };
+    let principal = accounts::session_principal(&services.pool, account, epoch).await?;
+    match &principal {
+        // The request's span names who is acting (an id, never an email).
+        Some(p) => {
+            crate::request_span::record("principal", p.id.0);
+        }
+        None => session.flush().await.map_err(session_error)?,
+    }
+    Ok(principal)
+}
+
+/// The account and session epoch `session` was signed in with, if it is
+/// signed in and within its absolute lifetime, **without reading the
+/// account**: for a caller whose own single read checks the epoch (the
+/// bytes route, `crate::content`). Everyone else uses [`principal_of`].
+pub async fn claim_of(
+    services: &Services,
+    session: &Session,
+) -> Result<Option<(AccountId, i64)>, ServiceError> {
     let Some(auth) = session
         .get::<SessionAuth>(AUTH_KEY)
         .await
@@ -71,19 +93,11 @@ pub async fn principal_of(
     };
     let age = now_unix().saturating_sub(auth.signed_in_at);
     let max_age = i64::try_from(services.auth.absolute_session.as_secs()).unwrap_or(i64::MAX);
-    let principal = if age > max_age {
-        None
-    } else {
-        accounts::session_principal(&services.pool, AccountId(auth.account), auth.epoch).await?
-    };
-    match &principal {
-        // The request's span names who is acting (an id, never an email).
-        Some(p) => {
-            crate::request_span::record("principal", p.id.0);
-        }
-        None => session.flush().await.map_err(session_error)?,
+    if age > max_age {
+        session.flush().await.map_err(session_error)?;
+        return Ok(None);
     }
-    Ok(principal)
+    Ok(Some((AccountId(auth.account), auth.epoch)))
 }
 
 /// Any signed-in account (every account may act as a learner).

@@ -24,6 +24,8 @@ pub struct Services {
     /// Derives the single-use links mails carry (`engine::accounts::links`).
     pub links: Arc<LinkKey>,
     pub settler: Settler,
+    /// Live grants this instance checked lately (`crate::content`).
+    pub grants: crate::content::GrantCache,
     pub storage: Storage,
     /// Largest accepted upload, in bytes.
     pub max_upload_bytes: u64,
@@ -56,6 +58,8 @@ pub struct AuthPolicy {
     pub mail_per_account: Limit,
     /// Calls of `/api/v1` per API token.
     pub api_token: Limit,
+    /// Requests of resource bytes per account.
+    pub content_per_account: Limit,
     /// Whether a verified account may create a tenant from the web
     /// (`tenants.self_signup`).
     pub tenant_self_signup: bool,

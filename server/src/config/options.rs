@@ -32,6 +32,7 @@ impl Settings {
             mail_per_ip: Limit::new(t.mail_per_ip, t.window_secs),
             mail_per_account: Limit::new(t.mail_per_account, t.window_secs),
             api_token: Limit::new(t.api_token_per_minute, 60),
+            content_per_account: Limit::new(t.content_per_account_per_minute, 60),
             tenant_self_signup: self.tenants.self_signup,
         }
     }

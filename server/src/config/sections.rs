@@ -184,6 +184,9 @@ pub struct ThrottleSettings {
     pub window_secs: u64,
     /// Calls of `/api/v1` per API token per minute (its own window).
     pub api_token_per_minute: u32,
+    /// Requests of resource bytes per account per minute (its own window):
+    /// a video player makes a few a second while seeking; a scraper more.
+    pub content_per_account_per_minute: u32,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -196,6 +199,11 @@ pub struct SettlementSettings {
     /// How long one counted access lasts (Range requests and reloads of the
     /// resource within it are not counted again).
     pub grant_ttl_secs: u64,
+    /// How long an instance may serve bytes on a grant it checked without
+    /// checking again: the bound on how fast a revoke, an unbind, a pause
+    /// or "sign out everywhere" stops a player that is already streaming
+    /// (0: check on every request).
+    pub grant_recheck_secs: u64,
     /// How often `serve` checks every invariant (0: never; `server
     /// reconcile` runs it by hand).
     pub reconcile_interval_secs: u64,
@@ -342,6 +350,7 @@ impl Default for ThrottleSettings {
             mail_per_account: 10,
             window_secs: 15 * 60,
             api_token_per_minute: 600,
+            content_per_account_per_minute: 3_000,
         }
     }
 }
@@ -352,6 +361,7 @@ impl Default for SettlementSettings {
             transaction_timeout_ms: 5_000,
             reservation_ttl_ms: 4_000,
             grant_ttl_secs: 6 * 3600,
+            grant_recheck_secs: 5,
             reconcile_interval_secs: 600,
         }
     }

@@ -74,6 +74,19 @@ impl Settings {
                 message: "must be above 0".into(),
             });
         }
+        if t.content_per_account_per_minute == 0 {
+            return Err(ConfigError::Invalid {
+                key: "throttle.content_per_account_per_minute",
+                message: "must be above 0".into(),
+            });
+        }
+        if st.grant_recheck_secs > 60 {
+            return Err(ConfigError::Invalid {
+                key: "settlement.grant_recheck_secs",
+                message: "must be at most 60: it is how long a revoked learner may keep streaming"
+                    .into(),
+            });
+        }
         if t.reset_per_email == 0 || t.mail_per_ip == 0 || t.mail_per_account == 0 {
             return Err(ConfigError::Invalid {
                 key: "throttle",

@@ -203,12 +203,24 @@ async fn an_api_token_does_everything_the_console_journey_does(pool: PgPool) {
         enter_code(&app, &learner, slug, &codes[0].1).await.status(),
         200
     );
-    let lesson_path = format!(
-        "{}/api/v1/s/{slug}/resources/{lesson_id}/content",
-        app.address
-    );
-    let opened = learner.get(&lesson_path).send().await.expect("open");
+    let lesson_path = format!("{}/api/v1/s/{slug}/resources/{lesson_id}", app.address);
+    let opened = learner
+        .post(format!("{lesson_path}/open"))
+        .send()
+        .await
+        .expect("open");
     assert_eq!(opened.status(), 200);
+    let opened: Value = opened.json().await.expect("json");
+    assert_eq!(opened["access"], "bound", "{opened}");
+    let content_path = format!("{lesson_path}/content");
+    assert_eq!(
+        opened["content_url"]
+            .as_str()
+            .map(|p| format!("{}{p}", app.address)),
+        Some(content_path.clone())
+    );
+    let bytes = learner.get(&content_path).send().await.expect("bytes");
+    assert_eq!(bytes.status(), 200);
     let (_, code) = call(Method::GET, format!("/api/v1/codes/{}", codes[0].0), None).await;
     assert_eq!(code["code"]["state"], "bound", "{code}");
     let (_, learners_page) = call(

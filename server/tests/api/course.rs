@@ -78,8 +78,10 @@ pub async fn post_json(
 }
 
 /// An active share (with `extra` fields) and one uploaded video resource.
+/// Its quota is far above what any test spends, so that every settlement
+/// debits a quota slot (`"quota": null` in `extra` for none).
 pub async fn course(app: &TestApp, admin: &Admin, extra: Value) -> Course {
-    let mut body = json!({ "title": "Rust in Depth", "status": "active" });
+    let mut body = json!({ "title": "Rust in Depth", "status": "active", "quota": 1_000_000 });
     if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
         body.extend(extra.clone());
     }
@@ -223,20 +225,52 @@ pub async fn enter_code(
     .await
 }
 
+/// Opens the course's resource the way a learner does (`POST …/open`, the
+/// one request that may count an access), and, when it opened, fetches
+/// the bytes under the grant it left, which must serve. The opening's
+/// answer.
 pub async fn open(
     app: &TestApp,
     client: &reqwest::Client,
     course: &Course,
     key: Option<&str>,
 ) -> reqwest::Response {
-    let mut request = client.get(format!(
-        "{}/api/v1/s/{}/resources/{}/content",
+    let mut request = client.post(format!(
+        "{}/api/v1/s/{}/resources/{}/open",
         app.address, course.slug, course.resource
     ));
     if let Some(key) = key {
         request = request.header("idempotency-key", key);
     }
+    let opened = request.send().await.expect("request");
+    if opened.status() == 200 {
+        let bytes = fetch(app, client, course, None).await;
+        assert_eq!(bytes.status(), 200, "the bytes under the grant just opened");
+    }
+    opened
+}
+
+/// `GET …/content` of the course's resource (with `range`): the bytes,
+/// served only under a live grant; never counts.
+pub async fn fetch(
+    app: &TestApp,
+    client: &reqwest::Client,
+    course: &Course,
+    range: Option<&str>,
+) -> reqwest::Response {
+    let mut request = client.get(content_url(app, course));
+    if let Some(range) = range {
+        request = request.header("range", range);
+    }
     request.send().await.expect("request")
+}
+
+/// Where the course's resource's bytes are.
+pub fn content_url(app: &TestApp, course: &Course) -> String {
+    format!(
+        "{}/api/v1/s/{}/resources/{}/content",
+        app.address, course.slug, course.resource
+    )
 }
 
 /// The error code of a JSON error response.
@@ -257,7 +291,7 @@ pub struct ShareState {
 pub async fn state_of(app: &TestApp, share: Uuid) -> ShareState {
     let (bound, quota_used, records): (i64, i64, i64) = sqlx::query_as(
         "SELECT (SELECT count(*) FROM auth_codes WHERE share_id = $1 AND bound_principal IS NOT NULL),
-                (SELECT quota_used::bigint FROM shares WHERE id = $1),
+                (SELECT coalesce(sum(used), 0)::bigint FROM share_quota_slots WHERE share_id = $1),
                 (SELECT count(*) FROM access_records WHERE share_id = $1)",
     )
     .bind(share)

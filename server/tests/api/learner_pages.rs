@@ -571,7 +571,8 @@ async fn a_downloaded_file_is_named_after_its_title(pool: PgPool) {
         resource: pdf,
         ..course.clone()
     };
-    let response = open(&app, &learner, &file, None).await;
+    assert_eq!(open(&app, &learner, &file, None).await.status(), 200);
+    let response = crate::course::fetch(&app, &learner, &file, None).await;
     assert_eq!(response.status(), 200);
     assert_eq!(
         response.headers()["content-disposition"],

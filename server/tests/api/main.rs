@@ -2,6 +2,7 @@
 //! (a fresh database per test, from `#[sqlx::test]`) and real Redis (a uuid
 //! key prefix per test).
 
+mod access_rule;
 mod account_mail;
 mod api_handover;
 mod api_journey;
@@ -21,6 +22,7 @@ mod mail;
 mod notices;
 mod pages;
 mod problems;
+mod quota_slots;
 mod reconcile;
 mod security;
 mod settlement;

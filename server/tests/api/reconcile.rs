@@ -121,7 +121,7 @@ async fn the_reconciler_reports_planted_violations_and_repairs_only_counters(poo
         .await
         .expect("plant a double binding");
     // And drift a counter.
-    sqlx::query("UPDATE shares SET quota_used = quota_used + 5 WHERE id = $1")
+    sqlx::query("UPDATE share_quota_slots SET used = used + 5 WHERE share_id = $1 AND slot = 15")
         .bind(course.share)
         .execute(&pool)
         .await
@@ -297,21 +297,25 @@ async fn batched_checks_find_violations_at_batch_boundaries_exactly_once(pool: P
     assert_only(&findings(&pool, BATCH).await, None, 0);
 
     // A share's counter drifted: the last of one batch, the first of the next.
-    sqlx::query("UPDATE shares SET quota_used = quota_used + 1 WHERE id = ANY($1)")
-        .bind(vec![shares[1], shares[2]])
-        .execute(&pool)
-        .await
-        .expect("drift");
+    sqlx::query(
+        "UPDATE share_quota_slots SET used = used + 1 WHERE share_id = ANY($1) AND slot = 15",
+    )
+    .bind(vec![shares[1], shares[2]])
+    .execute(&pool)
+    .await
+    .expect("drift");
     assert_only(
         &findings(&pool, BATCH).await,
         Some("a share's used quota equals its counted accesses"),
         2,
     );
-    sqlx::query("UPDATE shares SET quota_used = quota_used - 1 WHERE id = ANY($1)")
-        .bind(vec![shares[1], shares[2]])
-        .execute(&pool)
-        .await
-        .expect("restore");
+    sqlx::query(
+        "UPDATE share_quota_slots SET used = used - 1 WHERE share_id = ANY($1) AND slot = 15",
+    )
+    .bind(vec![shares[1], shares[2]])
+    .execute(&pool)
+    .await
+    .expect("restore");
 
     // Announcements lost for the first and the last record.
     let last = records.len() - 1;

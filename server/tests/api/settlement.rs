@@ -25,7 +25,7 @@ async fn a_hundred_learners_claiming_one_code_bind_it_once(pool: PgPool) {
 #[sqlx::test(migrations = "../migrations")]
 async fn one_learner_with_a_hundred_pending_codes_binds_exactly_one(pool: PgPool) {
     let app = spawn_app_with(pool, load_settings()).await;
-    one_learner_with_many_codes(&app, false, false, "case 2").await;
+    one_learner_with_many_codes(&app, false, false, false, "case 2").await;
 }
 
 /// Case 2 with the reservation failing (`db-only`): every attempt reaches
@@ -42,7 +42,7 @@ async fn one_learner_with_a_hundred_pending_codes_binds_exactly_one_with_the_res
         ..load_settings().settlement_options()
     };
     let app = spawn_app_with_settlement(pool, load_settings(), options).await;
-    one_learner_with_many_codes(&app, true, true, "case 2 db-only").await;
+    one_learner_with_many_codes(&app, true, true, false, "case 2 db-only").await;
     let (transactions, binds, start_overs) = probe.counts();
     eprintln!(
         "case 2 db-only: {transactions} transactions, {binds} binds, {start_overs} start-overs"
@@ -57,7 +57,10 @@ async fn one_learner_with_a_hundred_pending_codes_binds_exactly_one_with_the_res
 /// Case 2 with reservations that expire at once (TTL 1 ms): Redis turns
 /// almost nobody away, so the learner's attempts with different codes
 /// reach PostgreSQL together and the partial unique index (one code per
-/// learner and share) is what keeps the learner to one code.
+/// learner and share) is what keeps the learner to one code. (A settlement
+/// is one quick call, so the test makes "together" certain: it holds the
+/// share's quota lock, as a quota change would, until several attempts
+/// wait on it, then lets them all go at once.)
 #[sqlx::test(migrations = "../migrations")]
 async fn one_learner_with_a_hundred_pending_codes_binds_exactly_one_with_reservations_expiring_instantly(
     pool: PgPool,
@@ -69,7 +72,7 @@ async fn one_learner_with_a_hundred_pending_codes_binds_exactly_one_with_reserva
         ..load_settings().settlement_options()
     };
     let app = spawn_app_with_settlement(pool, load_settings(), options).await;
-    one_learner_with_many_codes(&app, false, true, "case 2 ttl 1ms").await;
+    one_learner_with_many_codes(&app, false, true, true, "case 2 ttl 1ms").await;
     let (transactions, binds, start_overs) = probe.counts();
     eprintln!(
         "case 2 ttl 1ms: {transactions} transactions, {binds} binds, {start_overs} start-overs"
@@ -86,16 +89,59 @@ async fn one_learner_with_a_hundred_pending_codes_binds_exactly_one_with_reserva
     );
 }
 
+/// A connection of the test's own holding `share`'s quota lock exclusively,
+/// as `share_quota_rebalance` does: settlements of the share wait on it.
+async fn hold_quota_lock(
+    app: &crate::helpers::TestApp,
+    share: Uuid,
+) -> sqlx::pool::PoolConnection<sqlx::Postgres> {
+    let mut held = app.pool.acquire().await.expect("connection");
+    sqlx::query("SELECT pg_advisory_lock(share_quota_lock_key($1))")
+        .bind(share)
+        .execute(&mut *held)
+        .await
+        .expect("the share's quota lock");
+    held
+}
+
+/// Lets the lock of [`hold_quota_lock`] go once `waiters` settlements wait
+/// on it (or after three seconds, below the settlements' own budget).
+async fn release_when_waited_on(
+    mut held: sqlx::pool::PoolConnection<sqlx::Postgres>,
+    waiters: i64,
+) {
+    for _ in 0..300 {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+               AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+        )
+        .fetch_one(&mut *held)
+        .await
+        .expect("pg_locks");
+        if waiting >= waiters {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    sqlx::query("SELECT pg_advisory_unlock_all()")
+        .execute(&mut *held)
+        .await
+        .expect("release");
+}
+
 /// One learner, 100 sessions, each with its own pending code, opens content
 /// at once, `repeats()` times; `poison_learner`: the learner's reservation key
 /// makes `reserve.lua` fail. `may_time_out`: with the reservation out of
 /// the way, the learner's settlements queue on its binding's row lock in
 /// PostgreSQL; on a loaded machine some exceed the transaction timeout and
 /// get the documented retryable 503 (`unavailable`, with Retry-After).
+/// `gate`: the settlements are held at the share's quota lock until
+/// several wait there, then released together.
 async fn one_learner_with_many_codes(
     app: &crate::helpers::TestApp,
     poison_learner: bool,
     may_time_out: bool,
+    gate: bool,
     context: &str,
 ) {
     let admin = admin(app).await;
@@ -132,7 +178,16 @@ async fn one_learner_with_many_codes(
             .await;
         }
 
-        let opened = join_all(sessions.iter().map(|c| open(app, c, &course, None))).await;
+        let opened = if gate {
+            let held = hold_quota_lock(app, course.share).await;
+            let (opened, ()) = tokio::join!(
+                join_all(sessions.iter().map(|c| open(app, c, &course, None))),
+                release_when_waited_on(held, 2),
+            );
+            opened
+        } else {
+            join_all(sessions.iter().map(|c| open(app, c, &course, None))).await
+        };
         let mut granted = 0;
         for response in opened {
             if response.status() == 200 {
@@ -718,11 +773,12 @@ async fn race_for_one_code(
         );
         let opened = join_all(crowd.iter().map(|(_, c)| open(app, c, &course, None))).await;
         let mut winners = 0;
-        for response in opened {
+        for (response, (_, client)) in opened.into_iter().zip(&crowd) {
             if response.status() == 200 {
                 winners += 1;
+                let bytes = course::fetch(app, client, &course, None).await;
                 assert_eq!(
-                    response.bytes().await.expect("body").as_ref(),
+                    bytes.bytes().await.expect("body").as_ref(),
                     b"0123456789abcdefghij"
                 );
             } else {
@@ -1283,10 +1339,14 @@ async fn content_honours_byte_ranges_and_is_never_cached(pool: PgPool) {
             .status(),
         200
     );
-    let url = format!(
-        "{}/api/v1/s/{}/resources/{}/content",
-        app.address, course.slug, course.resource
+    // Bytes are served only under the grant an opening leaves.
+    let before = course::fetch(&app, &client, &course, None).await;
+    assert_eq!(
+        error_of(before).await,
+        (403, "open_from_course_page".into())
     );
+    assert_eq!(open(&app, &client, &course, None).await.status(), 200);
+    let url = course::content_url(&app, &course);
     let get = |range: Option<&'static str>| {
         let mut request = client.get(&url);
         if let Some(range) = range {
@@ -1478,12 +1538,13 @@ async fn a_cross_site_request_cannot_bind_a_pending_code(pool: PgPool) {
             .status(),
         200
     );
-    let url = format!(
-        "{}/api/v1/s/{}/resources/{}/content",
+    let opening = format!(
+        "{}/api/v1/s/{}/resources/{}/open",
         app.address, course.slug, course.resource
     );
+    // Neither an opening from another site nor its bytes bind anything.
     let forged = client
-        .get(&url)
+        .post(&opening)
         .header("sec-fetch-site", "cross-site")
         .send()
         .await
@@ -1492,28 +1553,55 @@ async fn a_cross_site_request_cannot_bind_a_pending_code(pool: PgPool) {
         error_of(forged).await,
         (403, "open_from_course_page".into())
     );
-    assert_eq!(state_of(&app, course.share).await.bound, 0);
+    let forged = client
+        .get(course::content_url(&app, &course))
+        .header("sec-fetch-site", "cross-site")
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(
+        error_of(forged).await,
+        (403, "open_from_course_page".into())
+    );
+    assert_eq!(
+        state_of(&app, course.share).await,
+        ShareState {
+            bound: 0,
+            quota_used: 0,
+            records: 0
+        }
+    );
     let own = client
-        .get(&url)
+        .post(&opening)
         .header("sec-fetch-site", "same-origin")
         .send()
         .await
         .expect("request");
-    assert_eq!(own.status(), 200);
-    // Once bound, the learner's own links from elsewhere work.
+    assert_eq!(own.headers()["x-admitone-access"], "bound");
+    // Once opened, the learner's own links from elsewhere serve the bytes
+    // (and count nothing more).
     let from_mail = client
-        .get(&url)
+        .get(course::content_url(&app, &course))
         .header("sec-fetch-site", "cross-site")
         .send()
         .await
         .expect("request");
     assert_eq!(from_mail.status(), 200);
+    assert_eq!(
+        state_of(&app, course.share).await,
+        ShareState {
+            bound: 1,
+            quota_used: 1,
+            records: 1
+        }
+    );
 }
 
 /// A cross-site request (a link or an embed on any other site, which
-/// `SameSite=Lax` lets through with the cookie) never counts an access: it
-/// reaches only a live grant, so no website can spend a learner's
-/// allowance or the share's quota.
+/// `SameSite=Lax` lets through with the cookie) never counts an access:
+/// an opening from elsewhere is refused, and the bytes never count at all,
+/// so no website can spend a learner's allowance or the share's quota,
+/// with or without a live grant.
 #[sqlx::test(migrations = "../migrations")]
 async fn a_cross_site_request_never_counts_an_access(pool: PgPool) {
     let app = spawn_app_with(pool, load_settings()).await;
@@ -1527,23 +1615,18 @@ async fn a_cross_site_request_never_counts_an_access(pool: PgPool) {
             .status(),
         200
     );
-    let url = format!(
-        "{}/api/v1/s/{}/resources/{}/content",
+    let opening = format!(
+        "{}/api/v1/s/{}/resources/{}/open",
         app.address, course.slug, course.resource
     );
+    let bytes = course::content_url(&app, &course);
     let own = client
-        .get(&url)
+        .post(&opening)
         .header("sec-fetch-site", "same-origin")
         .send()
         .await
         .expect("request");
     assert_eq!(own.headers()["x-admitone-access"], "bound");
-    // The grant runs out; the learner is still bound.
-    sqlx::query("UPDATE access_records SET expires_at = now() - interval '1 second'")
-        .execute(&app.pool)
-        .await
-        .expect("end the grant");
-    let before = state_of(&app, course.share).await;
     let counts = || async {
         sqlx::query_scalar::<_, i32>("SELECT access_count FROM auth_codes WHERE share_id = $1 AND bound_principal IS NOT NULL")
             .bind(course.share)
@@ -1551,25 +1634,50 @@ async fn a_cross_site_request_never_counts_an_access(pool: PgPool) {
             .await
             .expect("access count")
     };
-    let count_before = counts().await;
-
-    // Another site, a sibling subdomain, a value no browser sends, and the
-    // browser preloading what nobody opened yet.
-    for (name, value) in [
+    let forged_headers = [
         ("sec-fetch-site", "cross-site"),
         ("sec-fetch-site", "same-site"),
         ("sec-fetch-site", "elsewhere"),
         ("sec-purpose", "prefetch;prerender"),
-    ] {
+    ];
+
+    // With a live grant: the bytes serve to any site, counting nothing.
+    let before = state_of(&app, course.share).await;
+    let count_before = counts().await;
+    for (name, value) in forged_headers {
+        let response = client
+            .get(&bytes)
+            .header(name, value)
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(response.status(), 200, "{name}: {value}");
+    }
+    assert_eq!(
+        state_of(&app, course.share).await,
+        before,
+        "nothing counted"
+    );
+    assert_eq!(counts().await, count_before, "the allowance is untouched");
+
+    // The grant runs out; the learner is still bound. Another site, a
+    // sibling subdomain, a value no browser sends, and the browser
+    // preloading what nobody opened yet: neither an opening nor the bytes.
+    sqlx::query("UPDATE access_records SET expires_at = now() - interval '1 second'")
+        .execute(&app.pool)
+        .await
+        .expect("end the grant");
+    for (name, value) in forged_headers {
         let forged = client
-            .get(&url)
+            .post(&opening)
             .header(name, value)
             .send()
             .await
             .expect("request");
         assert_eq!(
             error_of(forged).await,
-            (403, "open_from_course_page".into())
+            (403, "open_from_course_page".into()),
+            "{name}: {value}"
         );
     }
     assert_eq!(
@@ -1583,7 +1691,7 @@ async fn a_cross_site_request_never_counts_an_access(pool: PgPool) {
     // or bookmarked (`none`), or from a client that sends no such header,
     // the same.
     let own = client
-        .get(&url)
+        .post(&opening)
         .header("sec-fetch-site", "same-origin")
         .send()
         .await
@@ -1595,7 +1703,7 @@ async fn a_cross_site_request_never_counts_an_access(pool: PgPool) {
             .execute(&app.pool)
             .await
             .expect("end the grant");
-        let mut request = client.get(&url);
+        let mut request = client.post(&opening);
         if let Some(site) = site {
             request = request.header("sec-fetch-site", site);
         }
@@ -1609,10 +1717,12 @@ async fn a_cross_site_request_never_counts_an_access(pool: PgPool) {
     assert_eq!(counts().await, count_before + 3);
 }
 
-/// A video player's parallel Range requests on a first access all succeed:
-/// the learner's own requests wait for each other instead of failing.
+/// A learner opening the same resource from two tabs at once (and a video
+/// player's parallel Range requests after it) all succeed: the learner's
+/// own openings wait for each other instead of failing, one access is
+/// counted, and the Range requests count nothing.
 #[sqlx::test(migrations = "../migrations")]
-async fn parallel_range_requests_of_a_first_access_all_succeed(pool: PgPool) {
+async fn parallel_openings_and_range_requests_all_succeed(pool: PgPool) {
     let app = spawn_app_with(pool, load_settings()).await;
     let admin = admin(&app).await;
     let (_, client) = learners(&app, 1).await.remove(0);
@@ -1625,19 +1735,23 @@ async fn parallel_range_requests_of_a_first_access_all_succeed(pool: PgPool) {
                 .status(),
             200
         );
-        let url = format!(
-            "{}/api/v1/s/{}/resources/{}/content",
+        let opening = format!(
+            "{}/api/v1/s/{}/resources/{}/open",
             app.address, course.slug, course.resource
         );
-        let ranges = join_all((0..8).map(|i| {
-            client
-                .get(&url)
-                .header("range", format!("bytes={i}-{}", i + 1))
-                .send()
-        }))
+        let openings = join_all((0..4).map(|_| client.post(&opening).send())).await;
+        for response in openings {
+            assert_eq!(response.expect("request").status(), 200, "round {round}");
+        }
+        let ranges: Vec<String> = (0..8).map(|i| format!("bytes={i}-{}", i + 1)).collect();
+        let ranges = join_all(
+            ranges
+                .iter()
+                .map(|range| course::fetch(&app, &client, &course, Some(range))),
+        )
         .await;
         for response in ranges {
-            assert_eq!(response.expect("request").status(), 206, "round {round}");
+            assert_eq!(response.status(), 206, "round {round}");
         }
         assert_eq!(
             state_of(&app, course.share).await,

@@ -40,14 +40,7 @@ async fn get_range(
     course: &Course,
     range: Option<&str>,
 ) -> reqwest::Response {
-    let mut request = learner.get(format!(
-        "{}/api/v1/s/{}/resources/{}/content",
-        app.address, course.slug, course.resource
-    ));
-    if let Some(range) = range {
-        request = request.header(header::RANGE, range);
-    }
-    request.send().await.expect("content")
+    crate::course::fetch(app, learner, course, range).await
 }
 
 fn key_of(tenant: Uuid, course: &Course) -> String {
@@ -89,6 +82,12 @@ async fn resources_live_in_s3_and_are_read_by_ranges(pool: PgPool) {
     let codes = issue(&app, &admin, big.share, 1).await;
     assert_eq!(
         enter_code(&app, &learner, &big.slug, &codes[0].1)
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(
+        crate::course::open(&app, &learner, &big, None)
             .await
             .status(),
         200

@@ -224,6 +224,7 @@ async fn the_openapi_document_describes_every_route_of_the_json_api(pool: PgPool
         "/api/v1/codes/{code_id}/unbind",
         "/api/v1/s/{slug}",
         "/api/v1/s/{slug}/code",
+        "/api/v1/s/{slug}/resources/{resource_id}/open",
         "/api/v1/s/{slug}/resources/{resource_id}/content",
     ] {
         assert!(paths.contains_key(path), "{path} is documented");

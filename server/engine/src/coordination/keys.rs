@@ -30,6 +30,8 @@ pub enum ThrottleScope {
     MailAccount,
     /// Calls of `/api/v1` with one API token.
     ApiToken,
+    /// Requests of resource bytes (a player's Range requests), per account.
+    ContentAccount,
 }
 
 impl ThrottleScope {
@@ -47,6 +49,7 @@ impl ThrottleScope {
             Self::MailIp => "mail-ip",
             Self::MailAccount => "mail-account",
             Self::ApiToken => "api-token",
+            Self::ContentAccount => "content-account",
         }
     }
 }

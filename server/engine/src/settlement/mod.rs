@@ -2,17 +2,21 @@
 //!
 //! DESIGN.md's three phases: [`validate`] (phase 1: a typed code is looked
 //! up, nothing is bound; the caller keeps the code id in the session:
-//! phase 2), then [`Settler::settle`] (phase 3) on a real content request:
+//! phase 2), then [`Settler::settle`] (phase 3) when a person opens a
+//! resource (the resource page, `POST …/open`; never its bytes, which
+//! `crate::grants` serves under the grant this leaves):
 //!
-//! 1. a returning learner (bound in PostgreSQL) skips Redis entirely;
+//! 1. a learner with no code pending (a returning one) skips Redis
+//!    entirely: the transaction's binding decides;
 //! 2. otherwise `reserve.lua` takes the code and the learner for this
 //!    attempt, turning away concurrent losers cheaply;
-//! 3. **the settlement transaction** ([`Settler::transaction`]) checks the
-//!    share, the account and an existing binding, binds with a
-//!    compare-and-set `UPDATE … WHERE bound_principal IS NULL`, debits the
-//!    learner's and the share's counters with conditional UPDATEs, writes the
-//!    access record (unique per request id) and the outbox rows, and commits,
-//!    or leaves nothing behind;
+//! 3. **the settlement transaction** ([`Settler::transaction`], one call of
+//!    the PL/pgSQL function `settle_access`) checks the share, the account
+//!    and an existing binding, binds with a compare-and-set `UPDATE … WHERE
+//!    bound_principal IS NULL`, debits the learner's counter and the
+//!    share's quota slot with conditional UPDATEs, writes the access record
+//!    (unique per request id) and the outbox rows, and commits, or leaves
+//!    nothing behind;
 //! 4. `release.lua` frees the reservation, committed or not.
 //!
 //! A unique violation rolls the transaction back and the settlement starts
@@ -35,8 +39,10 @@
 //! * `settler.rs`: [`Settler`] and phase 3 around the transaction (steps 1,
 //!   2 and 4: the returning learner, the reservation and its waits, the
 //!   release);
-//! * `transaction.rs`: **the settlement transaction** (step 3), the
-//!   start-overs around it and its fault points;
+//! * `transaction.rs`: **the settlement transaction** (step 3: the call of
+//!   `settle_access`, whose statements are in the migration
+//!   `20261202000007_quota_slots_and_settle.sql`, and the mapping of its
+//!   answers), the start-overs around it and its fault points;
 //! * [`patience`]: the one wait schedule for a busy code;
 //! * [`options`]: how a settler is configured, and the hooks only tests set
 //!   (fault points, the probe).

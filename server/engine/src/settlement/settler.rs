@@ -82,18 +82,16 @@ impl Settler {
         if let Some(reason) = share.unavailable_because(OffsetDateTime::now_utc()) {
             return Err(SettlementError::ShareUnavailable(reason));
         }
-        // Returning learners: the database binding decides, no Redis.
-        let bound = binding_of(pool, share, request.principal)
-            .await
-            .map_err(classify)?;
-        if bound.is_some() {
+        // No code pending: a returning learner (or nobody), and the
+        // database binding decides in the one call, no Redis. (Without a
+        // binding it answers `CodeRequired`.)
+        let Some(code) = request.pending_code else {
             return self.run_transaction(pool, request).await;
-        }
-        let code = request.pending_code.ok_or(SettlementError::CodeRequired)?;
-        // Not bound, and this request may not bind (another site): no
-        // reservation, no transaction; the learner opens it here.
+        };
+        // A code pending and this request may not bind (another site): only
+        // a binding it already has serves it, without Redis.
         if request.counting == Counting::LiveGrantOnly {
-            return Err(SettlementError::OpenFromCoursePage);
+            return self.run_transaction(pool, request).await;
         }
         let keys = ReservationKeys {
             code: redis
@@ -127,6 +125,17 @@ impl Settler {
                 // hears "busy" at once and retries with its request id, so
                 // a hot code's losers stay off PostgreSQL.
                 Ok(Reservation::CodeHeld) => request.patience == Patience::WaitBriefly,
+                // A learner who is bound already (a code left pending from
+                // an earlier session) needs no reservation: Redis being
+                // away never stops a returning learner.
+                Err(_)
+                    if binding_of(pool, share, request.principal)
+                        .await
+                        .map_err(classify)?
+                        .is_some() =>
+                {
+                    return self.run_transaction(pool, request).await;
+                }
                 Err(error) => match self.options.failure_policy {
                     FailurePolicy::FailClosed => {
                         tracing::warn!(

@@ -112,6 +112,9 @@ pub struct Share {
     pub valid_until: Option<OffsetDateTime>,
     pub per_learner_limit: Option<i32>,
     pub quota: Option<i32>,
+    /// Accesses counted against `quota` (the sum of its slots in
+    /// `share_quota_slots`); 0 for a share without a quota, which counts
+    /// nothing of its own (its access records are the count).
     pub quota_used: i32,
 }
 
@@ -123,20 +126,7 @@ impl Share {
     /// Why learners cannot use the share now, if they cannot (its state
     /// and window; the quota is `unavailable_to_newcomers`).
     pub fn unavailable_because(&self, now: OffsetDateTime) -> Option<Unavailability> {
-        match self.status {
-            ShareStatus::Active => {}
-            ShareStatus::Paused => return Some(Unavailability::Paused),
-            ShareStatus::Draft | ShareStatus::Archived => {
-                return Some(Unavailability::NotAvailable);
-            }
-        }
-        if self.valid_from.is_some_and(|from| now < from) {
-            return Some(Unavailability::NotOpenYet);
-        }
-        if self.valid_until.is_some_and(|until| now >= until) {
-            return Some(Unavailability::Closed);
-        }
-        None
+        unavailable(self.status, self.valid_from, self.valid_until, now)
     }
 
     /// Why nobody new can get in right now, if so: the share's own state,
@@ -148,6 +138,31 @@ impl Share {
                 .then_some(Unavailability::LimitReached)
         })
     }
+}
+
+/// Why learners cannot use a share in `status` with this window at `now`,
+/// if they cannot ([`Share::unavailable_because`], for callers that read
+/// only these columns).
+pub fn unavailable(
+    status: ShareStatus,
+    valid_from: Option<OffsetDateTime>,
+    valid_until: Option<OffsetDateTime>,
+    now: OffsetDateTime,
+) -> Option<Unavailability> {
+    match status {
+        ShareStatus::Active => {}
+        ShareStatus::Paused => return Some(Unavailability::Paused),
+        ShareStatus::Draft | ShareStatus::Archived => {
+            return Some(Unavailability::NotAvailable);
+        }
+    }
+    if valid_from.is_some_and(|from| now < from) {
+        return Some(Unavailability::NotOpenYet);
+    }
+    if valid_until.is_some_and(|until| now >= until) {
+        return Some(Unavailability::Closed);
+    }
+    None
 }
 
 /// Creates a share (audited).
@@ -166,7 +181,9 @@ pub async fn create_share(
            ON CONFLICT (slug) DO NOTHING
            RETURNING tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
                      status AS "status: ShareStatus", valid_from, valid_until,
-                     per_learner_limit, quota, quota_used"#,
+                     per_learner_limit, quota,
+                  (SELECT coalesce(sum(q.used), 0)::integer FROM share_quota_slots q
+                   WHERE q.tenant_id = shares.tenant_id AND q.share_id = shares.id) AS "quota_used!""#,
         tenant.0,
         Uuid::now_v7(),
         new.slug.as_str(),
@@ -183,6 +200,9 @@ pub async fn create_share(
     .await
     .context("inserting a share")?
     .ok_or(ShareError::SlugTaken)?;
+    if share.quota.is_some() {
+        rebalance_quota(&mut tx, tenant, share.id, share.quota).await?;
+    }
     audit::admin_action(
         &mut tx,
         tenant,
@@ -216,11 +236,23 @@ pub async fn update_share(
     kept: Kept,
 ) -> Result<Share, ShareError> {
     let mut tx = pool.begin().await.context("starting a transaction")?;
+    // First, before the share's row: settlements in flight hold this lock
+    // shared while they wait for that row (their access record's foreign
+    // key), so taking it after the row could deadlock.
+    sqlx::query!(
+        "SELECT pg_advisory_xact_lock(share_quota_lock_key($1))",
+        share.0
+    )
+    .execute(&mut *tx)
+    .await
+    .context("waiting for the share's settlements")?;
     let before = sqlx::query_as!(
         Share,
         r#"SELECT tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
                      status AS "status: ShareStatus", valid_from, valid_until,
-                  per_learner_limit, quota, quota_used
+                  per_learner_limit, quota,
+                  (SELECT coalesce(sum(q.used), 0)::integer FROM share_quota_slots q
+                   WHERE q.tenant_id = shares.tenant_id AND q.share_id = shares.id) AS "quota_used!"
            FROM shares WHERE tenant_id = $1 AND id = $2 FOR UPDATE"#,
         tenant.0,
         share.0,
@@ -231,10 +263,11 @@ pub async fn update_share(
     .ok_or(ShareError::ShareNotFound)?;
     // Limits cannot go below what is already used (the invariants would
     // be broken for good), and a link handed out with codes stays valid.
-    if new.quota.is_some_and(|quota| quota < before.quota_used) {
-        return Err(ShareError::QuotaBelowUse {
-            used: i64::from(before.quota_used),
-        });
+    if new.quota != before.quota {
+        let used = rebalance_quota(&mut tx, tenant, share, new.quota).await?;
+        if new.quota.is_some_and(|quota| i64::from(quota) < used) {
+            return Err(ShareError::QuotaBelowUse { used });
+        }
     }
     let usage = sqlx::query!(
         r#"SELECT coalesce(max(access_count), 0) AS "most!", count(*) AS "codes!"
@@ -274,7 +307,9 @@ pub async fn update_share(
            WHERE tenant_id = $1 AND id = $2
            RETURNING tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
                      status AS "status: ShareStatus", valid_from, valid_until,
-                     per_learner_limit, quota, quota_used"#,
+                     per_learner_limit, quota,
+                  (SELECT coalesce(sum(q.used), 0)::integer FROM share_quota_slots q
+                   WHERE q.tenant_id = shares.tenant_id AND q.share_id = shares.id) AS "quota_used!""#,
         tenant.0,
         share.0,
         slug,
@@ -303,6 +338,10 @@ pub async fn update_share(
     let after_json = serde_json::to_value(&updated).context("serialising a share")?;
     if let (Some(old), Some(new)) = (before_json.as_object(), after_json.as_object()) {
         for (field, value) in new {
+            // Counted by settlements, not changed by this update.
+            if field == "quota_used" {
+                continue;
+            }
             if old.get(field) != Some(value) {
                 changed.insert(
                     field.clone(),
@@ -326,13 +365,36 @@ pub async fn update_share(
     Ok(updated)
 }
 
+/// Sets the quota slots of `share` for `quota` (none without one) and
+/// returns the accesses counted so far; changes nothing when they exceed
+/// `quota` (the caller refuses). Waits for the share's settlements in
+/// flight (`share_quota_rebalance` in the migrations).
+async fn rebalance_quota(
+    tx: &mut sqlx::PgConnection,
+    tenant: TenantId,
+    share: ShareId,
+    quota: Option<i32>,
+) -> anyhow::Result<i64> {
+    sqlx::query_scalar!(
+        r#"SELECT share_quota_rebalance($1, $2, $3) AS "used!""#,
+        tenant.0,
+        share.0,
+        quota,
+    )
+    .fetch_one(tx)
+    .await
+    .context("setting a share's quota slots")
+}
+
 /// The share behind a public link.
 pub async fn find_by_slug(pool: &PgPool, slug: &str) -> anyhow::Result<Option<Share>> {
     sqlx::query_as!(
         Share,
         r#"SELECT tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
                      status AS "status: ShareStatus", valid_from, valid_until,
-                  per_learner_limit, quota, quota_used
+                  per_learner_limit, quota,
+                  (SELECT coalesce(sum(q.used), 0)::integer FROM share_quota_slots q
+                   WHERE q.tenant_id = shares.tenant_id AND q.share_id = shares.id) AS "quota_used!"
            FROM shares WHERE slug = $1"#,
         slug,
     )
@@ -347,7 +409,9 @@ pub async fn get(pool: &PgPool, share: ShareId) -> anyhow::Result<Option<Share>>
         Share,
         r#"SELECT tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
                      status AS "status: ShareStatus", valid_from, valid_until,
-                  per_learner_limit, quota, quota_used
+                  per_learner_limit, quota,
+                  (SELECT coalesce(sum(q.used), 0)::integer FROM share_quota_slots q
+                   WHERE q.tenant_id = shares.tenant_id AND q.share_id = shares.id) AS "quota_used!"
            FROM shares WHERE id = $1"#,
         share.0,
     )
@@ -368,7 +432,9 @@ pub async fn get_in(
         Share,
         r#"SELECT tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
                      status AS "status: ShareStatus", valid_from, valid_until,
-                  per_learner_limit, quota, quota_used
+                  per_learner_limit, quota,
+                  (SELECT coalesce(sum(q.used), 0)::integer FROM share_quota_slots q
+                   WHERE q.tenant_id = shares.tenant_id AND q.share_id = shares.id) AS "quota_used!"
            FROM shares WHERE tenant_id = $1 AND id = $2"#,
         tenant.0,
         share.0,

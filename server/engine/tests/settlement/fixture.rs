@@ -20,11 +20,22 @@ use secrecy::SecretString;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-/// What the share is created with.
-#[derive(Debug, Clone, Copy, Default)]
+/// What the share is created with. By default a quota far above what any
+/// test spends, so that every settlement debits a quota slot (set `quota:
+/// None` for a share without one).
+#[derive(Debug, Clone, Copy)]
 pub struct Policy {
     pub per_learner_limit: Option<i32>,
     pub quota: Option<i32>,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self {
+            per_learner_limit: None,
+            quota: Some(1_000_000),
+        }
+    }
 }
 
 pub struct World {
@@ -211,13 +222,15 @@ impl World {
                 .fetch_one(&self.pool)
                 .await
                 .expect("records");
-        let quota_used: i32 =
-            sqlx::query_scalar("SELECT quota_used FROM shares WHERE tenant_id = $1 AND id = $2")
-                .bind(self.tenant.0)
-                .bind(self.share.id.0)
-                .fetch_one(&self.pool)
-                .await
-                .expect("quota used");
+        let quota_used: i32 = sqlx::query_scalar(
+            "SELECT coalesce(sum(used), 0)::integer FROM share_quota_slots
+             WHERE tenant_id = $1 AND share_id = $2",
+        )
+        .bind(self.tenant.0)
+        .bind(self.share.id.0)
+        .fetch_one(&self.pool)
+        .await
+        .expect("quota used");
         // The learner's receipt (mail outbox) counts as an event of its
         // own: one per binding, written by the same transaction.
         let events: Vec<(String, i64)> = sqlx::query_as(

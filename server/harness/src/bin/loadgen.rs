@@ -72,14 +72,14 @@ async fn open_all(
     clients: &[reqwest::Client],
     concurrency: usize,
 ) -> Run {
-    let url = share.content_url(base);
+    let url = share.open_url(base);
     let started = Instant::now();
     let results: Vec<(Duration, String)> = stream::iter(clients)
         .map(|c| {
             let url = url.clone();
             async move {
                 let t = Instant::now();
-                let outcome = match c.get(&url).send().await {
+                let outcome = match c.post(&url).send().await {
                     Ok(r) if r.status().is_success() => {
                         let _ = r.bytes().await;
                         "ok".to_owned()

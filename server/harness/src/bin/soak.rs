@@ -91,7 +91,7 @@ async fn main() -> anyhow::Result<()> {
         )
         .await?;
         let opened = learner
-            .get(share.content_url(&base))
+            .post(share.open_url(&base))
             .send()
             .await
             .context("first access")?;

@@ -80,7 +80,16 @@ pub struct Share {
 }
 
 impl Share {
-    /// The URL a learner opens (phase 3).
+    /// Where a learner opens the resource (`POST`, phase 3): the one
+    /// request that binds and counts.
+    pub fn open_url(&self, base: &str) -> String {
+        format!(
+            "{base}/api/v1/s/{}/resources/{}/open",
+            self.slug, self.resource
+        )
+    }
+
+    /// Where the resource's bytes are (`GET`, under a live grant).
     pub fn content_url(&self, base: &str) -> String {
         format!(
             "{base}/api/v1/s/{}/resources/{}/content",

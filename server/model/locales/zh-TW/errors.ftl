@@ -10,6 +10,7 @@ account-invalid-password = 密碼需要 { $min } 到 { $max } 個字元
 account-link-invalid = 這個連結已過期或已被使用，請重新取得
 account-same-email = 這已經是你的電子郵件地址
 attempts-api-token = 這個 API 權杖的呼叫
+attempts-content-account = 你的帳號對課程內容的請求
 attempts-code-account = 兌換碼嘗試
 attempts-code-ip = 來自你所在網路的兌換碼嘗試
 attempts-code-share = 這門課程的兌換碼嘗試

@@ -20,6 +20,7 @@ use engine::{
 use model::ResourceKind;
 use serde::Deserialize;
 use service::{
+    content,
     learner::{self, CodeEntered, Standing},
     session::{self, client_ip},
 };
@@ -176,27 +177,45 @@ fn request_id(request: &Request) -> Result<RequestId, ApiError> {
     }
 }
 
-/// Phase 3: opens a resource. A first opening binds the pending code for
-/// good; later ones reuse the binding. Supports `Range`.
-#[utoipa::path(get, path = "/api/v1/s/{slug}/resources/{resource_id}/content", tag = "learner",
+/// The answer to opening a resource.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct Opened {
+    /// `bound` (this opening bound your code), `counted` (a new access),
+    /// `reused` (a live grant of this resource already held) or `replayed`
+    /// (a retry with the same `Idempotency-Key`, answered from its record).
+    access: &'static str,
+    /// The code this access is through.
+    code_id: Uuid,
+    /// Until when the bytes are served without opening it again.
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    expires_at: time::OffsetDateTime,
+    /// Where the bytes are (`GET`, with `Range`), under this grant.
+    content_url: String,
+}
+
+/// Phase 3: opens a resource, the one moment an access is counted. A first
+/// opening binds the pending code for good; later ones count a new access
+/// once the last one expired, or reuse the live grant. A retry with the
+/// same `Idempotency-Key` is answered from the first attempt. Cross-site
+/// requests are refused (the `Origin` check).
+#[utoipa::path(post, path = "/api/v1/s/{slug}/resources/{resource_id}/open", tag = "learner",
     params(
         ("slug" = String, Path, description = "The share's link name"),
         ("resource_id" = Uuid, Path, description = "The resource"),
         ("Idempotency-Key" = Option<String>, Header, description = "Reuse for retries of one attempt"),
     ),
     responses(
-        (status = 200, description = "The bytes", content_type = "application/octet-stream"),
-        (status = 206, description = "A byte range", content_type = "application/octet-stream"),
+        (status = 200, description = "Opened: the grant and where its bytes are", body = Opened),
         (status = 401, description = "Not signed in", body = ErrorBody),
-        (status = 403, description = "No access: enter a code first, paused, limit reached, or from another site without a live grant (open_from_course_page)", body = ErrorBody),
+        (status = 403, description = "No access: enter a code first, paused, limit reached, or a request from another site", body = ErrorBody),
         (status = 404, description = "No such share or resource", body = ErrorBody),
         (status = 409, description = "Code used by another account, or busy: retry", body = ErrorBody),
-        (status = 416, description = "Range not satisfiable"),
         (status = 422, description = "Bad Idempotency-Key", body = ErrorBody),
         (status = 503, description = "Degraded: retry", body = ErrorBody),
     ),
     security(("session" = [])))]
-pub async fn content(
+pub async fn open(
     State(state): State<ServerState>,
     session: Session,
     Path((slug, resource_id)): Path<(String, String)>,
@@ -220,8 +239,6 @@ pub async fn content(
         },
     )
     .await?;
-    let mut response = serve(&state, &resource, request.headers()).await?;
-    let headers = response.headers_mut();
     let access = if grant.replayed {
         "replayed"
     } else if grant.bound_now {
@@ -231,11 +248,50 @@ pub async fn content(
     } else {
         "reused"
     };
-    headers.insert(
+    let mut response = Json(Opened {
+        access,
+        code_id: grant.code_id,
+        expires_at: grant.expires_at,
+        content_url: format!("/api/v1/s/{}/resources/{}/content", share.slug, resource.id),
+    })
+    .into_response();
+    response.headers_mut().insert(
         HeaderName::from_static("x-admitone-access"),
         HeaderValue::from_static(access),
     );
     Ok(response)
+}
+
+/// A resource's bytes, with `Range`, under the live grant an opening left
+/// (`POST …/open` or the resource page). Never counts, binds or debits: a
+/// request from any site serves only what the learner opened. A revoke,
+/// an unbind, a pause or "sign out everywhere" stops it within
+/// `settlement.grant_recheck_secs` (5 s by default).
+#[utoipa::path(get, path = "/api/v1/s/{slug}/resources/{resource_id}/content", tag = "learner",
+    params(
+        ("slug" = String, Path, description = "The share's link name"),
+        ("resource_id" = Uuid, Path, description = "The resource"),
+    ),
+    responses(
+        (status = 200, description = "The bytes", content_type = "application/octet-stream"),
+        (status = 206, description = "A byte range", content_type = "application/octet-stream"),
+        (status = 401, description = "Not signed in", body = ErrorBody),
+        (status = 403, description = "No live grant (open_from_course_page: open it first), a paused share, or a revoked code", body = ErrorBody),
+        (status = 404, description = "No such share or resource", body = ErrorBody),
+        (status = 416, description = "Range not satisfiable"),
+        (status = 429, description = "Too many requests from this account", body = ErrorBody),
+        (status = 503, description = "Degraded: retry", body = ErrorBody),
+    ),
+    security(("session" = [])))]
+pub async fn content(
+    State(state): State<ServerState>,
+    session: Session,
+    Path((slug, resource_id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let resource_id = Uuid::parse_str(&resource_id).map_err(|_| ApiError::not_found())?;
+    let grant = content::live_grant(&state.services, &session, &slug, resource_id).await?;
+    serve(&state, &grant.resource, &headers).await
 }
 
 /// The bytes of `resource` with Range support and the headers every copy
@@ -250,12 +306,16 @@ pub async fn serve(
         .get(header::RANGE)
         .and_then(|v| v.to_str().ok())
         .and_then(ByteRange::parse);
-    let mut response = match state
+    let read = state
         .services
         .storage
         .get(&resource.storage_key, range)
-        .await?
-    {
+        .await;
+    let read = match read {
+        Err(error) if error.is::<engine::storage::Missing>() => return Err(ApiError::not_found()),
+        other => other?,
+    };
+    let mut response = match read {
         Ok(read) => {
             let mut response = Response::new(Body::from_stream(read.body));
             let headers = response.headers_mut();

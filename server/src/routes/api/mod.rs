@@ -125,6 +125,10 @@ pub fn router() -> Router<ServerState> {
         .route("/api/v1/s/{slug}", get(learner::share))
         .route("/api/v1/s/{slug}/code", post(learner::enter_code))
         .route(
+            "/api/v1/s/{slug}/resources/{resource_id}/open",
+            post(learner::open),
+        )
+        .route(
             "/api/v1/s/{slug}/resources/{resource_id}/content",
             get(learner::content),
         )

@@ -418,6 +418,7 @@ impl Modify for Security {
         super::admin::integrations::redeliver,
         super::learner::share,
         super::learner::enter_code,
+        super::learner::open,
         super::learner::content,
     ),
     modifiers(&Security, &Problems),

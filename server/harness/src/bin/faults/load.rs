@@ -69,9 +69,13 @@ pub(crate) async fn drive_load(
                     // Alternate instances: a dead one is left for the other.
                     let base = &bases[attempt % bases.len()];
                     attempt += 1;
-                    let result = if entered {
+                    // Enter the code, open the resource (retrying with one
+                    // request id), then stream its bytes under the grant.
+                    let result = if inside {
+                        client.get(share.content_url(base)).send().await
+                    } else if entered {
                         client
-                            .get(share.content_url(base))
+                            .post(share.open_url(base))
                             .header("idempotency-key", &key)
                             .send()
                             .await
