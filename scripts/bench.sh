@@ -2,12 +2,17 @@
 #? `make bench`: release build, fresh database and Redis prefix, then one
 #? table of figures from the same run, each HTTP figure next to its raw
 #? counterpart:
-#?   (a) pgbench of the equivalent settlement transaction (scripts/bench/settle.sql)
+#?   (a) pgbench of the app's settlement call itself (scripts/bench/settle.sql:
+#?       `settle_access`, the function the app calls, so the two cannot drift),
+#?       on one share and on 100 shares; and of the transaction as it was
+#?       before issue 18 (settle_before.sql: a dozen round trips, one counter row)
 #?   (b) redis-benchmark of reserve.lua
-#?   (c) first-access settlements through the HTTP API at 16 and 64 clients
-#?   (d) returning-learner accesses   (e) the hot-code stampede
+#?   (c) first accesses (`POST …/open`) through the HTTP API at 16 and 64 clients
+#?   (d) returning learners opening again   (e) the hot-code stampede
 #?   (f) issuing 100,000 codes        (g) the server's peak RSS
 #?   (h) `server reconcile` over 1,000,000 more codes (scripts/bench/codes_1m.sql)
+#?   (i) bound Range requests at 64 clients, with the PostgreSQL write
+#?       transactions they caused   (j) the wasm the pages load (raw/gzip/brotli)
 #? Results: target/bench/latest.json and target/bench/latest.md.
 #? Targets are reported, never asserted.
 set -euo pipefail
@@ -43,6 +48,7 @@ echo "==> release build"
 cargo leptos build --release
 cargo build --release -p harness --bin loadgen
 bin="$CARGO_TARGET_DIR/release"
+"$bin/server" precompress
 
 echo "==> fresh database $db"
 psql -q -d "$server_url/postgres" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)"
@@ -70,20 +76,21 @@ echo "==> HTTP load (loadgen)"
 rss_kib=$(awk '/VmHWM/ {print $2}' "/proc/$server_pid/status")
 kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
 
-echo "==> raw PostgreSQL (pgbench, the same transaction)"
-share=$(cat /proc/sys/kernel/random/uuid); resource=$(cat /proc/sys/kernel/random/uuid)
+echo "==> raw PostgreSQL (pgbench: the app's call, and the transaction before issue 18)"
 admin=$(psql -tA -d "$DATABASE_URL" -c "SELECT id FROM accounts WHERE email = 'admin@bench.example'")
-psql -q -d "$DATABASE_URL" -v ON_ERROR_STOP=1 -v tenant="$tenant" -v share="$share" -v resource="$resource" \
+psql -q -d "$DATABASE_URL" -v ON_ERROR_STOP=1 -v tenant="$tenant" \
   -v admin="$admin" -v pairs=100000 -f scripts/bench/prepare.sql >/dev/null
 pg_conn=$(printf '%s' "$server_url" | sed -E 's#^postgres(ql)?://##')
 pg_user=${pg_conn%%@*}; pg_hostport=${pg_conn#*@}; pg_host=${pg_hostport%%:*}; pg_port=${pg_hostport##*:}
-for c in 16 64; do
-  conns=$(( c < POOL ? c : POOL ))
+# name, script, layout, clients
+for run in "c16 settle one 16" "c64 settle one 64" "many_c64 settle many 64" "before_c64 settle_before one 64"; do
+  set -- $run
+  conns=$(( $4 < POOL ? $4 : POOL ))
   rm -f "$OUT"/pgbench_log.*
   (cd "$OUT" && pgbench -n -M prepared -h "$pg_host" -p "$pg_port" -U "$pg_user" -c "$conns" -j 2 -T 15 -l --log-prefix=pgbench_log \
-    -D tenant="$tenant" -D share="$share" -D resource="$resource" -D pairs=100000 \
-    -f "$REPO_ROOT/scripts/bench/settle.sql" "$db" > "$OUT/pgbench_c$c.txt")
-  cat "$OUT"/pgbench_log.* | awk '{print $3}' | sort -n > "$OUT/pgbench_lat_c$c.txt"
+    -D tenant="$tenant" -D layout="$3" -D pairs=100000 \
+    -f "$REPO_ROOT/scripts/bench/$2.sql" "$db" > "$OUT/pgbench_$1.txt")
+  cat "$OUT"/pgbench_log.* | awk '{print $3}' | sort -n > "$OUT/pgbench_lat_$1.txt"
 done
 
 echo "==> reconciler over ${RECONCILE_CODES:=${BENCH_RECONCILE_CODES:-1000000}} codes"
@@ -106,17 +113,21 @@ redis-benchmark -h "$redis_host" -p "$redis_port" -q -n 100000 -c 64 -r 1000000 
   EVAL "$(cat server/engine/src/reservation/reserve.lua)" 2 \
   "$prefix:res:{t}:code:__rand_int__" "$prefix:res:{t}:user:__rand_int__" owner 4000 > "$OUT/redis.txt" 2>&1 || true
 
-python3 - "$OUT" "$rss_kib" <<'PY'
-import json, re, sys, datetime, platform, os
-out, rss_kib = sys.argv[1], int(sys.argv[2])
+python3 - "$OUT" "$rss_kib" "$REPO_ROOT/target/site/pkg" <<'PY'
+import json, re, sys, datetime, platform, os, gzip, glob
+out, rss_kib, pkg = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 http = json.load(open(f"{out}/http.json"))
 def pgbench(c):
-    text = open(f"{out}/pgbench_c{c}.txt").read()
+    text = open(f"{out}/pgbench_{c}.txt").read()
     tps = float(re.search(r"tps = ([0-9.]+) \(without", text).group(1))
-    lat = [int(x) / 1000.0 for x in open(f"{out}/pgbench_lat_c{c}.txt").read().split()]
+    lat = [int(x) / 1000.0 for x in open(f"{out}/pgbench_lat_{c}.txt").read().split()]
     pct = lambda p: lat[round((len(lat) - 1) * p)] if lat else 0.0
     return {"per_second": tps, "p50_ms": pct(0.5), "p99_ms": pct(0.99), "transactions": len(lat)}
-raw = {c: pgbench(c) for c in (16, 64)}
+raw = {c: pgbench(f"c{c}") for c in (16, 64)}
+many, before = pgbench("many_c64"), pgbench("before_c64")
+# The figures issue 18 measured before its changes (one sitting, this kind
+# of machine): the "before" of the HTTP rows.
+BASE_FIRST_C64, BASE_RETURNING_C64 = 153.0, 326.0
 redis_text = open(f"{out}/redis.txt").read()
 m = re.search(r"([0-9.]+) requests per second", redis_text)
 redis_rps = float(m.group(1)) if m else 0.0
@@ -127,9 +138,20 @@ for c in (16, 64):
     rows.append((f"(c) first access, {c} clients", f'{h["per_second"]:.0f}/s p50 {h["p50_ms"]:.1f} ms p99 {h["p99_ms"]:.1f} ms',
                  f'(a) pgbench {raw[c]["per_second"]:.0f}/s p50 {raw[c]["p50_ms"]:.1f} ms p99 {raw[c]["p99_ms"]:.1f} ms',
                  f"{ratio:.0f} % of raw (target ≥ 60 %)" + ("; p99 < 50 ms" if c == 64 and h["p99_ms"] < 50 else ("; p99 target 50 ms" if c == 64 else ""))))
+h = http["first_access"]["c64"]
+rows.append(("(c) first access, 64 clients, against issue 18's before", f'{h["per_second"]:.0f}/s',
+             f"{BASE_FIRST_C64:.0f}/s before (p99 1,038 ms)", f'{h["per_second"] / BASE_FIRST_C64:.1f}× (target ≥ 5×, p99 < 50 ms)'))
+rows.append(("(a) raw, 100 shares, 64 clients", f'pgbench {many["per_second"]:.0f}/s p99 {many["p99_ms"]:.1f} ms',
+             f'one share: {raw[64]["per_second"]:.0f}/s', f'{many["per_second"] / raw[64]["per_second"]:.2f}× one share'))
+rows.append(("(a) raw, the transaction before issue 18, 64 clients", f'pgbench {before["per_second"]:.0f}/s p99 {before["p99_ms"]:.1f} ms',
+             f'the app\'s call now: {raw[64]["per_second"]:.0f}/s', f'{raw[64]["per_second"] / before["per_second"]:.1f}× faster now'))
 r = http["returning_access_c64"]
-rows.append(("(d) returning learner, 64 clients", f'{r["per_second"]:.0f}/s p50 {r["p50_ms"]:.1f} ms p99 {r["p99_ms"]:.1f} ms',
+rows.append(("(d) returning learner opens again, 64 clients", f'{r["per_second"]:.0f}/s p50 {r["p50_ms"]:.1f} ms p99 {r["p99_ms"]:.1f} ms',
              f'(a) pgbench {raw[64]["per_second"]:.0f}/s', f'{100.0 * r["per_second"] / raw[64]["per_second"]:.0f} % of raw'))
+g = http["bound_range_c64"]
+rows.append(("(i) bound Range requests, 64 clients", f'{g["per_second"]:.0f}/s p50 {g["p50_ms"]:.1f} ms p99 {g["p99_ms"]:.1f} ms',
+             f'{g["write_transactions"]} write transactions, {g["transactions_committed"]} committed in all (pg_stat_database)',
+             f'{g["per_second"] / BASE_RETURNING_C64:.1f}× the {BASE_RETURNING_C64:.0f}/s before (target ≥ 10×, 0 writes)'))
 hot = http["hot_code"]
 rows.append(("(e) hot code, %d claims" % hot["claims"], f'{hot["winners"]} winner(s), {hot["bound_in_db"]} bound in the database',
              f'{hot["losers_stopped_in_redis"]} losers stopped in Redis, {hot["losers_reaching_postgres"]} reached PostgreSQL',
@@ -152,11 +174,18 @@ rows.append((f'(h) reconcile, {recon["codes"]:,} codes', f'{recon["secs"]:.2f} s
              "SKIPPED: another reconciler was running" if recon_skipped
              else "violations found (pgbench's placeholder outbox rows)" if recon["exit"] else "no violations",
              "every statement within the 5 s timeout" if recon_ok else "FAILED: see reconcile.txt"))
+wasm = sorted(glob.glob(f"{pkg}/*.wasm"), key=os.path.getsize)
+if wasm:
+    data = open(wasm[-1], "rb").read()
+    br = wasm[-1] + ".br"
+    br_size = f"{os.path.getsize(br) / 1024:.0f} KiB brotli" if os.path.exists(br) else "no .br (not precompressed)"
+    rows.append(("(j) the pages' wasm", f"{len(data) / 1024:.0f} KiB raw", f"{len(gzip.compress(data, 9)) / 1024:.0f} KiB gzip, {br_size}",
+                 "target: a learner page < 400 KB compressed"))
 header = f"AdmitOne bench, {datetime.date.today()}, {os.cpu_count()} cores, {platform.machine()}"
 md = [f"**{header}**", "", "| figure | through AdmitOne | raw counterpart | ratio / target |", "| --- | --- | --- | --- |"]
 md += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
 open(f"{out}/latest.md", "w").write("\n".join(md) + "\n")
-json.dump({"date": str(datetime.date.today()), "http": http, "pgbench": raw, "redis_reserve_per_second": redis_rps,
+json.dump({"date": str(datetime.date.today()), "http": http, "pgbench": raw, "pgbench_100_shares": many, "pgbench_before": before, "redis_reserve_per_second": redis_rps,
            "server_peak_rss_kib": rss_kib, "reconcile": recon}, open(f"{out}/latest.json", "w"), indent=2)
 print("\n".join(md))
 PY

@@ -67,5 +67,7 @@ scripts/schemathesis.sh
 step "release build hydrates (cargo leptos build --release, shell spec)"
 cd "$REPO_ROOT"
 cargo leptos build --release
+# Served compressed, as in production: hydrating from the .br copy is part of the check.
+"$CARGO_TARGET_DIR/release/server" precompress
 cd end2end
 SERVER_BIN="$CARGO_TARGET_DIR/release/server" npx playwright test tests/shell.spec.ts

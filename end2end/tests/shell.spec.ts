@@ -47,3 +47,15 @@ test("every page links the site icon, and the icon is served", async ({ page, re
   expect(ico.status()).toBe(301);
   expect(ico.headers()["location"]).toBe("/favicon.svg");
 });
+
+test("the pages' wasm is revalidated, and arrives compressed from a precompressed site", async ({ page }) => {
+  const wasm = page.waitForResponse((r) => r.url().endsWith(".wasm"));
+  await openHydrated(page, "/");
+  const response = await wasm;
+  // Names are not hashed: a browser asks again after every deploy.
+  expect(response.headers()["cache-control"]).toBe("no-cache");
+  // `make test` runs this file against the release site, precompressed as
+  // in production (scripts/test.sh), and against the debug site, which is not.
+  const release = (process.env.SERVER_BIN ?? "").includes("/release/");
+  expect(response.headers()["content-encoding"]).toBe(release ? "br" : undefined);
+});

@@ -32,6 +32,6 @@ INSERT INTO outbox (tenant_id, id, event_type, payload)
 INSERT INTO outbox (tenant_id, id, event_type, payload)
   SELECT :'tenant', gen_random_uuid(), 'access.recorded', json_build_object('access_id', access_id)
   FROM recon_codes WHERE account_id IS NOT NULL;
-UPDATE shares SET quota_used = (SELECT count(*) FROM recon_codes WHERE account_id IS NOT NULL)
-  WHERE tenant_id = :'tenant' AND id = :'share';
+-- The share has no quota: no slots to count its accesses (its records are
+-- the count).
 ANALYZE;

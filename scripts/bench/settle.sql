@@ -1,29 +1,13 @@
--- pgbench (-M prepared: variables are bound as parameters): the settlement transaction of server/engine/src/settlement/transaction.rs,
--- statement for statement, on pre-made (code, account) pairs. The raw
--- PostgreSQL figure that `make bench` compares the HTTP figure with.
+-- pgbench (-M prepared): the app's settlement, as the app calls it: one
+-- call of `settle_access` (migrations/20261202000007_quota_slots_and_settle.sql),
+-- the very function `server/engine/src/settlement/transaction.rs` calls, so
+-- the raw figure and the app's cannot drift apart. A first access (bind +
+-- record) for a random pre-made (code, account) pair; a pair drawn twice is
+-- a returning learner. `pairs` chooses the share layout (prepare.sql):
+-- `layout` 'one' (every code in one share) or 'many' (100 shares).
 \set n random(1, :pairs)
-SELECT code_id AS code, account_id AS acct FROM bench_pairs WHERE n = :n \gset
-BEGIN;
-SELECT code_id FROM access_records WHERE tenant_id = :tenant AND request_id = md5(random()::text);
-SELECT status, valid_from, valid_until, per_learner_limit FROM shares WHERE tenant_id = :tenant AND id = :share;
-SELECT EXISTS (SELECT 1 FROM resources WHERE tenant_id = :tenant AND share_id = :share AND id = :resource);
-SELECT a.disabled_at IS NULL, a.email_verified_at IS NOT NULL OR NOT t.require_verified_email,
-       EXISTS (SELECT 1 FROM suspended_learners s WHERE s.tenant_id = t.id AND s.account_id = a.id)
-  FROM accounts a, tenants t WHERE a.id = :acct AND t.id = :tenant;
-SELECT id FROM auth_codes WHERE tenant_id = :tenant AND share_id = :share AND bound_principal = :acct AND bound_principal IS NOT NULL FOR UPDATE;
-UPDATE auth_codes SET bound_principal = :acct, first_used_at = now()
-  WHERE tenant_id = :tenant AND share_id = :share AND id = :code AND bound_principal IS NULL AND revoked_at IS NULL RETURNING id;
-SELECT expires_at FROM access_records WHERE tenant_id = :tenant AND share_id = :share AND principal_id = :acct
-  AND resource_id = :resource AND expires_at > now() + interval '7 hours' ORDER BY expires_at DESC LIMIT 1;
-UPDATE auth_codes SET access_count = access_count + 1 WHERE tenant_id = :tenant AND id = :code;
-INSERT INTO access_records (tenant_id, id, share_id, code_id, principal_id, resource_id, request_id, bound_now, expires_at)
-  VALUES (:tenant, gen_random_uuid(), :share, :code, :acct, :resource, gen_random_uuid()::text, true, now() + interval '6 hours');
-INSERT INTO outbox (tenant_id, id, event_type, payload) VALUES (:tenant, gen_random_uuid(), 'code.bound', '{}');
-INSERT INTO mail_outbox (id, tenant_id, account_id, template, to_address, lang, params)
-  SELECT gen_random_uuid(), :tenant, a.id, 'code_bound', a.email, a.lang,
-         jsonb_build_object('course', s.title, 'course_slug', s.slug, 'tenant', t.name) || '{}'::jsonb
-  FROM accounts a JOIN shares s ON s.tenant_id = :tenant AND s.id = :share JOIN tenants t ON t.id = :tenant
-  WHERE a.id = :acct;
-INSERT INTO outbox (tenant_id, id, event_type, payload) VALUES (:tenant, gen_random_uuid(), 'access.recorded', '{}');
-UPDATE shares SET quota_used = quota_used + 1 WHERE tenant_id = :tenant AND id = :share AND (quota IS NULL OR quota_used < quota);
-COMMIT;
+SELECT code_id AS code, account_id AS acct, share_id AS share, resource_id AS resource
+  FROM bench_pairs WHERE layout = :layout AND n = :n \gset
+SELECT outcome FROM settle_access(:tenant, :share, :acct, :resource, md5(random()::text),
+                                  :code, true, 21600, gen_random_uuid(), gen_random_uuid(),
+                                  gen_random_uuid(), gen_random_uuid(), 4000, NULL);

@@ -5,6 +5,7 @@
 // The router is one long type; its layers nest deeper than the default.
 #![recursion_limit = "256"]
 
+pub mod assets;
 pub mod bad_input;
 pub mod bootstrap;
 pub mod config;

@@ -43,6 +43,14 @@ enum Command {
         #[arg(long)]
         repair: bool,
     },
+    /// Write Brotli and gzip copies of the built site's assets beside them
+    /// (run after `cargo leptos build`; `/pkg` serves them to browsers that
+    /// accept them).
+    Precompress {
+        /// The assets' directory (default: the site root's `pkg`).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Operator tasks.
     Admin {
         #[command(subcommand)]
@@ -137,6 +145,19 @@ async fn run() -> anyhow::Result<ExitCode> {
             let app = Application::build(settings).await?;
             tracing::info!(port = app.port(), "listening");
             app.run_until(shutdown_signal()).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Precompress { dir } => {
+            let dir = dir.unwrap_or_else(|| PathBuf::from(&settings.server.site_root).join("pkg"));
+            for file in server::assets::precompress(&dir)? {
+                println!(
+                    "{}: {} bytes, gzip {}, brotli {}",
+                    file.path.display(),
+                    file.raw,
+                    file.gzip,
+                    file.brotli
+                );
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Migrate => {

@@ -249,7 +249,11 @@ pub fn router(state: ServerState) -> Router {
     let same_origin = csrf::SameOrigin {
         public_origin: Arc::from(settings.public_origin()),
     };
-    let mut router = Router::new();
+    let mut router = crate::assets::mount(
+        Router::new(),
+        &state.leptos_options.site_root,
+        &state.leptos_options.site_pkg_dir,
+    );
     // Development without an SMTP server, on loopback: the dev mailbox.
     if settings.dev_mailbox() {
         router = router

@@ -6,6 +6,7 @@ mod access_rule;
 mod account_mail;
 mod api_handover;
 mod api_journey;
+mod assets;
 mod auth;
 mod authorisation;
 mod bootstrap;

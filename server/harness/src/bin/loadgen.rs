@@ -2,8 +2,9 @@
 //!
 //! Drives a running server through its public JSON API the way learners do
 //! and prints one JSON object of figures: issuing 100,000 codes, first-access
-//! settlements at two concurrencies, returning-learner accesses, and the
-//! hot-code stampede. Learner accounts are inserted straight into the
+//! settlements (`POST …/open`) at two concurrencies, returning learners
+//! opening again, their players' Range requests (with the PostgreSQL
+//! transactions they caused), and the hot-code stampede. Learner accounts are inserted straight into the
 //! database (with one real argon2 hash) so that the benchmark measures
 //! settlement, not account creation; they sign in through the API.
 //!
@@ -65,7 +66,8 @@ impl Run {
     }
 }
 
-/// Opens the share's resource once per client, `concurrency` at a time.
+/// Opens the share's resource once per client (`POST …/open`, where an
+/// access is counted), `concurrency` at a time.
 async fn open_all(
     base: &str,
     share: &Share,
@@ -73,27 +75,39 @@ async fn open_all(
     concurrency: usize,
 ) -> Run {
     let url = share.open_url(base);
+    fire(clients, concurrency, 1, |c| c.post(&url)).await
+}
+
+/// `per_client` requests of every client, `concurrency` at a time.
+async fn fire(
+    clients: &[reqwest::Client],
+    concurrency: usize,
+    per_client: usize,
+    request: impl Fn(&reqwest::Client) -> reqwest::RequestBuilder,
+) -> Run {
     let started = Instant::now();
-    let results: Vec<(Duration, String)> = stream::iter(clients)
-        .map(|c| {
-            let url = url.clone();
-            async move {
-                let t = Instant::now();
-                let outcome = match c.post(&url).send().await {
-                    Ok(r) if r.status().is_success() => {
-                        let _ = r.bytes().await;
-                        "ok".to_owned()
-                    }
-                    Ok(r) => r
-                        .json::<Value>()
-                        .await
-                        .ok()
-                        .and_then(|v| v["code"].as_str().map(str::to_owned))
-                        .unwrap_or_else(|| "error".into()),
-                    Err(_) => "transport".into(),
-                };
-                (t.elapsed(), outcome)
-            }
+    let requests: Vec<reqwest::RequestBuilder> = clients
+        .iter()
+        .flat_map(|c| std::iter::repeat_n(c, per_client))
+        .map(&request)
+        .collect();
+    let results: Vec<(Duration, String)> = stream::iter(requests)
+        .map(|r| async move {
+            let t = Instant::now();
+            let outcome = match r.send().await {
+                Ok(r) if r.status().is_success() => {
+                    let _ = r.bytes().await;
+                    "ok".to_owned()
+                }
+                Ok(r) => r
+                    .json::<Value>()
+                    .await
+                    .ok()
+                    .and_then(|v| v["code"].as_str().map(str::to_owned))
+                    .unwrap_or_else(|| "error".into()),
+                Err(_) => "transport".into(),
+            };
+            (t.elapsed(), outcome)
         })
         .buffer_unordered(concurrency)
         .collect()
@@ -108,6 +122,23 @@ async fn open_all(
         wall,
         statuses,
     }
+}
+
+/// PostgreSQL's transaction counters: (write transactions, that is
+/// transaction ids handed out in the whole cluster; transactions committed
+/// in this database, reads included, from `pg_stat_database`).
+async fn transactions(pool: &sqlx::PgPool) -> anyhow::Result<(i64, i64)> {
+    // Statistics reach pg_stat_database when a backend flushes them (at
+    // most a second late when it is idle): wait that out first.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let row: (i64, i64) = sqlx::query_as(
+        "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint,
+                (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database())",
+    )
+    .fetch_one(pool)
+    .await
+    .context("reading PostgreSQL's transaction counters")?;
+    Ok(row)
 }
 
 async fn enter_codes(
@@ -161,6 +192,7 @@ async fn main() -> anyhow::Result<()> {
     // (c) First accesses at 16 and 64 concurrent clients: each learner binds its own code.
     let mut first = serde_json::Map::new();
     let mut returning = Value::Null;
+    let mut ranges = Value::Null;
     for (i, concurrency) in [16usize, 64].into_iter().enumerate() {
         let share = new_share(
             &admin,
@@ -176,10 +208,24 @@ async fn main() -> anyhow::Result<()> {
         eprintln!("first access c={concurrency}: {}", run.figures());
         first.insert(format!("c{concurrency}"), run.figures());
         if concurrency == 64 {
-            // (d) The same learners come back: decided by their binding.
+            // (d) The same learners open it again: a live grant, reused.
             let run = open_all(&base, &share, clients, 64).await;
             eprintln!("returning c=64: {}", run.figures());
             returning = run.figures();
+            // (i) And their players fetch the bytes: Range requests under
+            // the grant, which must write nothing.
+            let url = share.content_url(&base);
+            let before = transactions(&pool).await?;
+            let run = fire(clients, 64, 10, |c| {
+                c.get(&url).header(reqwest::header::RANGE, "bytes=0-1023")
+            })
+            .await;
+            let after = transactions(&pool).await?;
+            let mut figures = run.figures();
+            figures["write_transactions"] = json!(after.0 - before.0);
+            figures["transactions_committed"] = json!(after.1 - before.1);
+            eprintln!("bound Range requests c=64: {figures}");
+            ranges = figures;
         }
     }
 
@@ -218,6 +264,7 @@ async fn main() -> anyhow::Result<()> {
             "issue_100k_secs": issue_secs,
             "first_access": first,
             "returning_access_c64": returning,
+            "bound_range_c64": ranges,
             "hot_code": hot_figures,
         })
     );
