@@ -73,6 +73,47 @@ $$;
 SELECT share_quota_rebalance(tenant_id, id, quota) FROM shares WHERE quota IS NOT NULL;
 ALTER TABLE shares DROP COLUMN quota_used;
 
+-- Invariant: a share's slots add up to its quota (none without one), at the
+-- end of every transaction that changes either: whoever writes, a quota
+-- is changed through share_quota_rebalance or not at all. (Settlements
+-- change only `used`, which this never looks at.)
+CREATE FUNCTION share_quota_slots_match() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    v_tenant uuid;
+    v_share uuid;
+    v_quota integer;
+    v_caps integer;
+BEGIN
+    IF TG_TABLE_NAME = 'shares' THEN
+        v_tenant := NEW.tenant_id;
+        v_share := NEW.id;
+    ELSIF TG_OP = 'DELETE' THEN
+        v_tenant := OLD.tenant_id;
+        v_share := OLD.share_id;
+    ELSE
+        v_tenant := NEW.tenant_id;
+        v_share := NEW.share_id;
+    END IF;
+    SELECT s.quota INTO v_quota FROM shares s WHERE s.tenant_id = v_tenant AND s.id = v_share;
+    SELECT sum(q.cap)::integer INTO v_caps FROM share_quota_slots q
+     WHERE q.tenant_id = v_tenant AND q.share_id = v_share;
+    IF v_quota IS DISTINCT FROM v_caps THEN
+        RAISE EXCEPTION 'share %: quota % but its slots allow %; change a quota through share_quota_rebalance',
+            v_share, v_quota, v_caps
+            USING ERRCODE = 'check_violation';
+    END IF;
+    RETURN NULL;
+END;
+$$;
+CREATE CONSTRAINT TRIGGER shares_quota_slots_match
+    AFTER INSERT OR UPDATE OF quota ON shares
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION share_quota_slots_match();
+CREATE CONSTRAINT TRIGGER share_quota_slots_match
+    AFTER INSERT OR DELETE OR UPDATE OF cap ON share_quota_slots
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION share_quota_slots_match();
+
 -- A settlement's time budget (`p_budget_ms`, below the caller's own
 -- bound): past it, the call fails and rolls back, so a caller that gave up
 -- waiting never leaves a settlement committing behind its back.

@@ -3,12 +3,14 @@
 -- and two sets of :pairs (code, account) pairs in bench_pairs: layout 'one',
 -- every code in the first share; 'many', codes spread over the 100 shares.
 -- Run with: psql -v tenant=… -v admin=… -v pairs=…
+BEGIN;
 CREATE TABLE bench_shares AS
   SELECT i, gen_random_uuid() AS share_id, gen_random_uuid() AS resource_id FROM generate_series(0, 99) i;
 INSERT INTO shares (tenant_id, id, slug, title, status, quota, created_by)
   SELECT :'tenant', share_id, 'pgbench-' || left(md5(share_id::text), 12), 'pgbench', 'active', 1000000000, :'admin'
   FROM bench_shares;
 SELECT share_quota_rebalance(:'tenant', share_id, 1000000000) FROM bench_shares;
+COMMIT;
 INSERT INTO resources (tenant_id, id, share_id, kind, title, content_type, size_bytes, storage_key)
   SELECT :'tenant', resource_id, share_id, 'video', 'Lesson', 'video/mp4', 0, 'none' FROM bench_shares;
 INSERT INTO code_batches (tenant_id, id, share_id, label, count, created_by)

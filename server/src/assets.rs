@@ -185,6 +185,12 @@ pub fn mount<S: Clone + Send + Sync + 'static>(
                 header::CACHE_CONTROL,
                 HeaderValue::from_static("no-cache"),
             ))
+            // The same address answers br, gzip or plain bytes: a shared
+            // cache must keep them apart.
+            .layer(SetResponseHeaderLayer::appending(
+                header::VARY,
+                HeaderValue::from_static("accept-encoding"),
+            ))
             .service(files),
     )
 }

@@ -50,6 +50,7 @@ async fn assets_are_served_precompressed_and_revalidated(pool: PgPool) {
     assert_eq!(br.headers()[header::CONTENT_ENCODING], "br");
     assert_eq!(br.headers()[header::CONTENT_TYPE], "application/wasm");
     assert_eq!(br.headers()[header::CACHE_CONTROL], "no-cache");
+    assert_eq!(br.headers()[header::VARY], "accept-encoding");
     let body = br.bytes().await.expect("body");
     assert_eq!(body.len() as u64, compressed[0].brotli);
     let mut plain = Vec::new();

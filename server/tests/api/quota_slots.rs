@@ -135,6 +135,7 @@ async fn a_changed_quota_rebalances_its_slots(pool: PgPool) {
     );
     assert_eq!(sums(slots(&app, course.share).await), (10, 10));
     let refused = set_quota(&app, &admin, &course, json!(9)).await;
+    assert_eq!(refused.status(), 422);
     let body: Value = refused.json().await.expect("json");
     assert_eq!(body["field"], "quota", "{body}");
     assert_eq!(sums(slots(&app, course.share).await), (10, 10), "unchanged");
@@ -161,6 +162,29 @@ async fn a_changed_quota_rebalances_its_slots(pool: PgPool) {
     assert_eq!(open(&app, &clients[11], &course, None).await.status(), 200);
     assert_eq!(sums(slots(&app, course.share).await), (12, 12));
     assert_invariants(&app, "with the quota set again").await;
+
+    // The database keeps the two together whoever writes: a quota or a cap
+    // changed around `share_quota_rebalance` is refused at commit.
+    for statement in [
+        "UPDATE shares SET quota = 15 WHERE id = $1",
+        "UPDATE share_quota_slots SET cap = cap + 1 WHERE share_id = $1 AND slot = 0",
+        "DELETE FROM share_quota_slots WHERE share_id = $1 AND slot = 0",
+    ] {
+        let refused = sqlx::query(statement)
+            .bind(course.share)
+            .execute(&app.pool)
+            .await
+            .expect_err(statement);
+        assert_eq!(
+            refused
+                .as_database_error()
+                .and_then(|e| e.code())
+                .as_deref(),
+            Some("23514"),
+            "{statement}: {refused}"
+        );
+    }
+    assert_eq!(sums(slots(&app, course.share).await), (12, 12));
 }
 
 /// A share without a quota: settlements write nothing of the share's (its

@@ -1,11 +1,14 @@
 //! Phase 3 around the settlement transaction: what [`Settler::settle`] does
 //! before and after it.
 //!
-//! A returning learner (bound in PostgreSQL) goes straight to the
-//! transaction. Otherwise `reserve.lua` takes the code and the learner for
-//! this attempt; while another attempt holds either, the request waits on
-//! the one schedule of [`super::patience`] (or answers `Busy` at once), and
-//! `release.lua` frees the reservation afterwards, committed or not. This
+//! A learner with no code pending (a returning one) goes straight to the
+//! transaction, whose binding decides. Otherwise `reserve.lua` takes the
+//! code and the learner for this attempt; while another attempt holds
+//! either, the request waits on the one schedule of [`super::patience`] (or
+//! answers `Busy` at once, unless the learner turns out to be bound
+//! already), and `release.lua` frees the reservation afterwards, committed
+//! or not. If Redis does not answer, a learner bound already is served
+//! from PostgreSQL whatever the failure policy. This
 //! file is the coordination in Redis; the invariants in PostgreSQL are
 //! `transaction.rs`.
 
@@ -154,6 +157,15 @@ impl Settler {
                 },
             };
             let Some(wait) = waits.next().filter(|_| worth_waiting) else {
+                // A learner bound already (a code left pending from an
+                // earlier session) is never "busy" on that code.
+                if binding_of(pool, share, request.principal)
+                    .await
+                    .map_err(classify)?
+                    .is_some()
+                {
+                    return self.run_transaction(pool, request).await;
+                }
                 return Err(SettlementError::Busy);
             };
             tokio::time::sleep(Duration::from_millis(*wait)).await;

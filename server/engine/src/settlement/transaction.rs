@@ -75,7 +75,7 @@ impl Settler {
             let started = std::time::Instant::now();
             let attempt = tokio::time::timeout(
                 self.options.transaction_timeout,
-                self.transaction(pool, request)
+                self.transaction(pool, request, started)
                     .instrument(tracing::debug_span!("settlement transaction")),
             )
             .await;
@@ -110,14 +110,30 @@ impl Settler {
         &self,
         pool: &PgPool,
         request: &SettlementRequest,
+        started: std::time::Instant,
     ) -> Result<Grant, Attempt> {
         let share = &request.share;
+        // The connection first: waiting for one counts against the bound,
+        // and the call's budget is what is left of it.
+        let mut conn = pool.acquire().await.map_err(|e| {
+            Attempt::Failed(classify(
+                anyhow::Error::new(e).context("a connection for the settlement"),
+            ))
+        })?;
         self.count(|p| &p.transactions);
         let ttl = self.options.grant_ttl.as_secs_f64();
-        // Four fifths of the caller's bound: PostgreSQL gives up (and rolls
-        // back) before this side stops waiting for its answer.
-        let budget_ms =
-            i32::try_from(self.options.transaction_timeout.as_millis() * 4 / 5).unwrap_or(i32::MAX);
+        // Four fifths of what is left of the caller's bound: PostgreSQL
+        // gives up (and rolls back) before this side stops waiting for its
+        // answer, so a caller told "unavailable" never has a settlement
+        // committing behind its back.
+        let left = self
+            .options
+            .transaction_timeout
+            .saturating_sub(started.elapsed());
+        let budget_ms = i32::try_from(left.as_millis() * 4 / 5).unwrap_or(i32::MAX);
+        if budget_ms <= 0 {
+            return Err(Attempt::Failed(SettlementError::Unavailable));
+        }
         let fault = match self.options.fault {
             Some(FaultPoint::AfterBind) => Some("after_bind"),
             Some(FaultPoint::AfterLearnerDebit) => Some("after_learner_debit"),
@@ -144,7 +160,7 @@ impl Settler {
             budget_ms,
             fault,
         )
-        .fetch_one(pool)
+        .fetch_one(&mut *conn)
         .await;
         let settled = match settled {
             Ok(row) => row,

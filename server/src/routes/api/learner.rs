@@ -1,6 +1,7 @@
 //! The learner's side of the API: a share's page data, phase 1+2 (enter a
-//! code: validate, keep it pending in the session) and phase 3 (open
-//! content: settle, then stream the bytes with Range support).
+//! code: validate, keep it pending in the session), phase 3 (open a
+//! resource: settle, the one request that binds and counts) and its bytes
+//! (served with Range support under the live grant an opening left).
 
 use std::net::SocketAddr;
 
