@@ -333,7 +333,9 @@ async fn a_bound_learner_never_spends_a_second_code(pool: PgPool) {
 /// Seed test 3: 100 concurrent *first* accesses with one request id (a
 /// client retrying an attempt that is still in flight). They all get past
 /// Redis (one owner re-takes its own reservation), race into PostgreSQL
-/// while the code is still unbound, and queue on the code's row: one binds
+/// (released together from the share's quota lock, which the test holds
+/// until they wait on it) while the code is still unbound, and queue on
+/// the code's row: one binds
 /// and counts, every other one answers from that attempt (its record) or
 /// its live grant. Nothing is counted twice.
 #[sqlx::test(migrations = "../migrations")]
@@ -357,7 +359,14 @@ async fn a_hundred_first_accesses_with_one_request_id_bind_and_count_once(pool: 
             200
         );
         let key = Uuid::new_v4().to_string();
-        let opened = join_all((0..100).map(|_| open(&app, &client, &course, Some(&key)))).await;
+        // A settlement is one quick call: hold the share's quota lock (as a
+        // quota change would) until several duplicates wait on it, so that
+        // they certainly race into PostgreSQL together.
+        let held = hold_quota_lock(&app, course.share).await;
+        let (opened, ()) = tokio::join!(
+            join_all((0..100).map(|_| open(&app, &client, &course, Some(&key)))),
+            release_when_waited_on(held, 2),
+        );
         let mut answers = std::collections::BTreeMap::<String, usize>::new();
         for response in opened {
             let answer = if response.status() == 200 {
