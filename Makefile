@@ -29,7 +29,7 @@ unit: ## Unit + integration tests only (needs PostgreSQL and Redis; see scripts/
 	@. scripts/env.sh && . scripts/services.sh && services_up && trap services_down EXIT && use_test_database && cargo test --workspace --exclude frontend --features app/ssr $(ARGS)
 
 e2e: ## Build the site and run Playwright only
-	@. scripts/env.sh && . scripts/services.sh && services_up && trap services_down EXIT && cargo leptos build && cargo build -p harness --bin smtp-sink && cd end2end && npx playwright test $(ARGS)
+	@. scripts/env.sh && . scripts/services.sh && services_up && trap services_down EXIT && cargo leptos build --split && cargo build -p harness --bin smtp-sink && cd end2end && npx playwright test $(ARGS)
 
 fuzz: ## Fuzz /api/v1 against its OpenAPI document (schemathesis; SCHEMATHESIS_MAX_EXAMPLES=25)
 	@. scripts/env.sh && . scripts/services.sh && services_up && trap services_down EXIT && cargo build -p server --features app/ssr && scripts/schemathesis.sh

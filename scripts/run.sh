@@ -14,7 +14,7 @@ trap services_down EXIT
 
 profile_flag=""; profile_dir=debug
 if [ "${RELEASE:-0}" = 1 ]; then profile_flag="--release"; profile_dir=release; fi
-cargo leptos build $profile_flag
+cargo leptos build --split $profile_flag
 server="$CARGO_TARGET_DIR/$profile_dir/server"
 # A release site is served compressed (a debug wasm is too big to be worth it).
 if [ "$profile_dir" = release ]; then "$server" precompress >/dev/null; fi

@@ -53,7 +53,7 @@ step "soak: a real server, 64 parallel clients over every page kind (make soak r
 SOAK_SECS=${SOAK_SECS:-20} scripts/soak.sh
 
 step "build the site (cargo leptos build) and the journeys' SMTP server"
-cargo leptos build
+cargo leptos build --split
 cargo build -p harness --bin smtp-sink
 
 step "end-to-end tests (Playwright, chromium)"
@@ -64,10 +64,22 @@ step "API fuzzing against its OpenAPI document (schemathesis)"
 cd "$REPO_ROOT"
 scripts/schemathesis.sh
 
-step "release build hydrates (cargo leptos build --release, shell spec)"
+step "release build hydrates, and so does a deploy over it (cargo leptos build --release; shell and deploy specs)"
 cd "$REPO_ROOT"
-cargo leptos build --release
+release_server="$CARGO_TARGET_DIR/release/server"
+deploy=$(mktemp -d)
+trap 'rm -rf "$deploy"; cluster_down; services_down' EXIT
+ADMITONE_BUILD=deploy-a cargo leptos build --release --split
 # Served compressed, as in production: hydrating from the .br copy is part of the check.
-"$CARGO_TARGET_DIR/release/server" precompress
+"$release_server" precompress
 cd end2end
-SERVER_BIN="$CARGO_TARGET_DIR/release/server" npx playwright test tests/shell.spec.ts
+SERVER_BIN="$release_server" npx playwright test tests/shell.spec.ts
+SERVER_BIN="$release_server" DEPLOY_PHASE=a DEPLOY_STATE="$deploy" npx playwright test tests/deploy.spec.ts
+# Build B: a changed stylesheet and a wasm compiled with another mark; the
+# browser profile of phase a still holds build A's files.
+cd "$REPO_ROOT"
+{ cat style/main.css; printf '\n:root { --deploy-build: "b"; }\n'; } > "$deploy/main.css"
+ADMITONE_BUILD=deploy-b LEPTOS_STYLE_FILE="$deploy/main.css" cargo leptos build --release --split
+"$release_server" precompress
+cd end2end
+SERVER_BIN="$release_server" DEPLOY_PHASE=b DEPLOY_STATE="$deploy" npx playwright test tests/deploy.spec.ts

@@ -17,9 +17,9 @@ pub mod pages;
 pub mod state;
 
 use leptos::prelude::*;
-use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
+use leptos_meta::{MetaTags, Title, provide_meta_context};
 use leptos_router::{
-    SsrMode, StaticSegment,
+    Lazy, SsrMode, StaticSegment,
     components::{Route, Router, Routes},
     path,
 };
@@ -30,29 +30,31 @@ use crate::components::{
     layout::{Footer, Header},
 };
 use crate::pages::{
-    account::AccountPage,
-    admin::ConsoleHome,
-    console::{
-        audit::AuditLogPage, codes::CodesPage, dashboard::DashboardPage, issued::IssuedPage,
-        learners::LearnersPage, share::ShareAdminPage, team::TeamPage, tokens::TokensPage,
-        webhooks::WebhooksPage,
-    },
     courses::CoursesPage,
     home::HomePage,
-    invitation::InvitationPage,
-    links::{ConfirmEmailPage, VerifyEmailPage},
+    lazy::{
+        AccountRoute, AuditLogRoute, CodesRoute, ConfirmEmailRoute, ConsoleHomeRoute,
+        DashboardRoute, ForgotPasswordRoute, InvitationRoute, IssuedRoute, LearnersRoute,
+        RegisterRoute, ResetPasswordRoute, ShareAdminRoute, TeamRoute, TokensRoute,
+        VerifyEmailRoute, WebhooksRoute,
+    },
     login::LoginPage,
     not_found::NotFound,
-    recovery::{ForgotPasswordPage, ResetPasswordPage},
-    register::RegisterPage,
     resource::ResourcePage,
     share::SharePageView,
 };
+
+/// Where the page's stylesheet is: `/pkg/admitone.css`, or its hashed name
+/// in a build with hashed file names (the server provides it in context).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stylesheet(pub std::sync::Arc<str>);
 
 /// The HTML document around every page.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     #[cfg(feature = "ssr")]
     content_security_policy();
+    let stylesheet = use_context::<Stylesheet>()
+        .map_or_else(|| "/pkg/admitone.css".to_owned(), |css| css.0.to_string());
     view! {
         <!DOCTYPE html>
         <html lang=i18n::lang().tag()>
@@ -62,6 +64,8 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <link rel="icon" href="/favicon.svg" type="image/svg+xml"/>
                 <AutoReload options=options.clone()/>
                 <HydrationScripts options/>
+                // `id="leptos"`: `cargo leptos watch` swaps it on a CSS change.
+                <link rel="stylesheet" id="leptos" href=stylesheet/>
                 <MetaTags/>
             </head>
             <body>
@@ -151,13 +155,29 @@ pub fn App() -> impl IntoView {
     // Decided once per page, from the request (server) or `<html lang>`
     // (browser), so every component renders in the same language.
     provide_context(i18n::lang());
-    components::hydration::mark_hydrated();
     // One sign-out action for the whole page, so the header and the flash
     // message refresh when it completes.
     provide_context(ServerAction::<Logout>::new());
+    // The pages loaded on demand (see `pages::lazy`).
+    let register_route = Lazy::<RegisterRoute>::new();
+    let account_route = Lazy::<AccountRoute>::new();
+    let forgot_password_route = Lazy::<ForgotPasswordRoute>::new();
+    let reset_password_route = Lazy::<ResetPasswordRoute>::new();
+    let verify_email_route = Lazy::<VerifyEmailRoute>::new();
+    let confirm_email_route = Lazy::<ConfirmEmailRoute>::new();
+    let invitation_route = Lazy::<InvitationRoute>::new();
+    let console_home_route = Lazy::<ConsoleHomeRoute>::new();
+    let dashboard_route = Lazy::<DashboardRoute>::new();
+    let team_route = Lazy::<TeamRoute>::new();
+    let audit_log_route = Lazy::<AuditLogRoute>::new();
+    let tokens_route = Lazy::<TokensRoute>::new();
+    let webhooks_route = Lazy::<WebhooksRoute>::new();
+    let share_admin_route = Lazy::<ShareAdminRoute>::new();
+    let codes_route = Lazy::<CodesRoute>::new();
+    let learners_route = Lazy::<LearnersRoute>::new();
+    let issued_route = Lazy::<IssuedRoute>::new();
 
     view! {
-        <Stylesheet id="leptos" href="/pkg/admitone.css"/>
         <Title formatter=page_title/>
         <Router>
             <Header/>
@@ -169,26 +189,26 @@ pub fn App() -> impl IntoView {
                 <Routes fallback=NotFound>
                     <Route path=StaticSegment("") view=HomePage ssr=SsrMode::Async/>
                     <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async/>
-                    <Route path=path!("/register") view=RegisterPage ssr=SsrMode::Async/>
-                    <Route path=path!("/account") view=AccountPage ssr=SsrMode::Async/>
-                    <Route path=path!("/forgot-password") view=ForgotPasswordPage ssr=SsrMode::Async/>
-                    <Route path=path!("/reset-password") view=ResetPasswordPage ssr=SsrMode::Async/>
-                    <Route path=path!("/verify-email") view=VerifyEmailPage ssr=SsrMode::Async/>
-                    <Route path=path!("/confirm-email") view=ConfirmEmailPage ssr=SsrMode::Async/>
-                    <Route path=path!("/invitation") view=InvitationPage ssr=SsrMode::Async/>
+                    <Route path=path!("/register") view=register_route ssr=SsrMode::Async/>
+                    <Route path=path!("/account") view=account_route ssr=SsrMode::Async/>
+                    <Route path=path!("/forgot-password") view=forgot_password_route ssr=SsrMode::Async/>
+                    <Route path=path!("/reset-password") view=reset_password_route ssr=SsrMode::Async/>
+                    <Route path=path!("/verify-email") view=verify_email_route ssr=SsrMode::Async/>
+                    <Route path=path!("/confirm-email") view=confirm_email_route ssr=SsrMode::Async/>
+                    <Route path=path!("/invitation") view=invitation_route ssr=SsrMode::Async/>
                     <Route path=path!("/courses") view=CoursesPage ssr=SsrMode::Async/>
                     <Route path=path!("/s/:slug") view=SharePageView ssr=SsrMode::Async/>
                     <Route path=path!("/s/:slug/r/:resource") view=ResourcePage ssr=SsrMode::Async/>
-                    <Route path=path!("/admin") view=ConsoleHome ssr=SsrMode::Async/>
-                    <Route path=path!("/admin/t/:tenant") view=DashboardPage ssr=SsrMode::Async/>
-                    <Route path=path!("/admin/t/:tenant/team") view=TeamPage ssr=SsrMode::Async/>
-                    <Route path=path!("/admin/t/:tenant/audit") view=AuditLogPage ssr=SsrMode::Async/>
-                    <Route path=path!("/admin/t/:tenant/tokens") view=TokensPage ssr=SsrMode::Async/>
-                    <Route path=path!("/admin/t/:tenant/webhooks") view=WebhooksPage ssr=SsrMode::Async/>
-                    <Route path=path!("/admin/t/:tenant/s/:share") view=ShareAdminPage ssr=SsrMode::Async/>
-                    <Route path=path!("/admin/t/:tenant/s/:share/codes") view=CodesPage ssr=SsrMode::Async/>
-                    <Route path=path!("/admin/t/:tenant/s/:share/learners") view=LearnersPage ssr=SsrMode::Async/>
-                    <Route path=path!("/admin/t/:tenant/s/:share/batches/:batch") view=IssuedPage ssr=SsrMode::Async/>
+                    <Route path=path!("/admin") view=console_home_route ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/t/:tenant") view=dashboard_route ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/t/:tenant/team") view=team_route ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/t/:tenant/audit") view=audit_log_route ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/t/:tenant/tokens") view=tokens_route ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/t/:tenant/webhooks") view=webhooks_route ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/t/:tenant/s/:share") view=share_admin_route ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/t/:tenant/s/:share/codes") view=codes_route ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/t/:tenant/s/:share/learners") view=learners_route ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/t/:tenant/s/:share/batches/:batch") view=issued_route ssr=SsrMode::Async/>
                 </Routes>
             </main>
             <Footer/>

@@ -67,6 +67,9 @@ for (const [locale, w] of Object.entries(WORDS)) {
       const tab = await laptop.newPage();
       await openHydrated(tab, "/login");
       await tab.getByRole("link", { name: w.forgotLink }).click();
+      // The sign-in form (with its own email field) stays until the page's
+      // chunk has arrived.
+      await expect(tab.getByRole("heading", { level: 1, name: w.forgotLink })).toBeVisible();
       await tab.getByLabel(w.email).fill(email);
       await tab.getByRole("button", { name: w.send }).click();
       await expect(tab.getByRole("status")).toContainText(w.sent);

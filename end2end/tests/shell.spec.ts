@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { expect, test } from "@playwright/test";
 import { openHydrated } from "./fixtures";
 
@@ -48,12 +49,21 @@ test("every page links the site icon, and the icon is served", async ({ page, re
   expect(ico.headers()["location"]).toBe("/favicon.svg");
 });
 
-test("the pages' wasm is revalidated, and arrives compressed from a precompressed site", async ({ page }) => {
+test("the pages' assets have hashed names, a year of caching where the name pins the bytes, and arrive compressed", async ({ page, request }) => {
   const wasm = page.waitForResponse((r) => r.url().endsWith(".wasm"));
   await openHydrated(page, "/");
   const response = await wasm;
-  // Names are not hashed: a browser asks again after every deploy.
+  // Names carry their build's hash (cargo-leptos `hash-files`): a deploy
+  // changes them, so a page never meets another build's files.
+  expect(new URL(response.url()).pathname).toMatch(/^\/pkg\/admitone\.[A-Za-z0-9_-]{22}\.wasm$/);
+  // cargo-leptos writes the split loader's name into the main wasm after
+  // hashing it: that name does not pin the bytes, so it is revalidated.
   expect(response.headers()["cache-control"]).toBe("no-cache");
+  // The stylesheet's does: a year.
+  const css = (await page.locator("head link#leptos").getAttribute("href"))!;
+  const stylesheet = await request.get(css);
+  expect(stylesheet.headers()["cache-control"]).toBe("public, max-age=31536000, immutable");
+  expect(css.split(".")[1]).toBe(createHash("md5").update(await stylesheet.body()).digest("base64url"));
   // `make test` runs this file against the release site, precompressed as
   // in production (scripts/test.sh), and against the debug site, which is not.
   // (Chromium asks for br over HTTPS only; over http://127.0.0.1 it gets

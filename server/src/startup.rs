@@ -35,6 +35,8 @@ pub const BUNDLE_NAME: &str = "admitone";
 #[derive(Clone, Debug)]
 pub struct ServerState {
     pub leptos_options: LeptosOptions,
+    /// Where the page's stylesheet is (its hashed name in a hashed build).
+    pub stylesheet: app::Stylesheet,
     /// The use cases' handles; the pages get the same in their context.
     pub services: Services,
     pub settings: Arc<Settings>,
@@ -98,10 +100,39 @@ impl Application {
             .await
             .with_context(|| format!("binding {addr}"))?;
         let local = listener.local_addr().context("reading the bound address")?;
+        let hashes = crate::assets::Hashes::locate(settings.server.asset_hashes.as_deref())?;
+        let pkg = std::path::Path::new(&settings.server.site_root).join("pkg");
+        let checked = match &hashes {
+            Some(hashes) => hashes.check(&pkg, BUNDLE_NAME),
+            None => crate::assets::check_unhashed(&pkg, BUNDLE_NAME),
+        };
+        if let Err(error) = checked {
+            // In production a binary beside another build's site is a
+            // broken deploy; in development the site was most likely
+            // rebuilt by the other profile, or not built yet.
+            if settings.is_production() {
+                return Err(error);
+            }
+            tracing::warn!(
+                error = format!("{error:#}"),
+                "the site is not this binary's build: pages will not hydrate until `cargo leptos build --split` runs again"
+            );
+        }
+        let stylesheet = match &hashes {
+            Some(hashes) => format!("/pkg/{}", hashes.stylesheet(BUNDLE_NAME)),
+            None => format!("/pkg/{BUNDLE_NAME}.css"),
+        };
         let leptos_options = LeptosOptions::builder()
             .output_name(BUNDLE_NAME)
             .site_root(settings.server.site_root.as_str())
             .site_pkg_dir("pkg")
+            // Leptos joins this to the binary's directory; an absolute path
+            // stays as it is.
+            .hash_files(hashes.is_some())
+            .hash_file(hashes.as_ref().map_or_else(
+                || crate::assets::HASH_FILE.into(),
+                |hashes| hashes.file.to_string_lossy().into(),
+            ))
             .site_addr(local)
             .env(if settings.is_production() {
                 Env::PROD
@@ -143,6 +174,7 @@ impl Application {
         }
         let state = ServerState {
             leptos_options,
+            stylesheet: app::Stylesheet(stylesheet.into()),
             services: Services {
                 pool,
                 redis,
@@ -227,7 +259,11 @@ pub fn router(state: ServerState) -> Router {
     let routes = page_routes();
     let app_state = app::state::AppState::new(state.services.clone());
     let leptos_options = state.leptos_options.clone();
-    let context = move || provide_context(app_state.clone());
+    let stylesheet = state.stylesheet.clone();
+    let context = move || {
+        provide_context(app_state.clone());
+        provide_context(stylesheet.clone());
+    };
     let settings = &state.settings;
     let sessions = SessionManagerLayer::new(engine::sessions::RedisSessionStore::new(
         state.services.redis.clone(),

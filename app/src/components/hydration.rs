@@ -5,14 +5,12 @@
 
 use leptos::prelude::*;
 
-/// Sets `data-hydrated="true"` on `<body>` once the page is interactive.
-/// Effects never run during server rendering, so the attribute appears only
-/// in the browser, after hydration.
+/// Sets `data-hydrated="true"` on `<body>`. The wasm entry point calls it
+/// once hydration is done, the chunk of a page loaded on demand included
+/// (an effect would run before that chunk arrives); the server never does.
 pub fn mark_hydrated() {
-    Effect::new(move |_| {
-        if let Some(body) = document().body() {
-            // Failing to set a data attribute is harmless: only tests read it.
-            let _ = body.set_attribute("data-hydrated", "true");
-        }
-    });
+    if let Some(body) = document().body() {
+        // Failing to set a data attribute is harmless: only tests read it.
+        let _ = body.set_attribute("data-hydrated", "true");
+    }
 }

@@ -6,6 +6,7 @@ pub mod console;
 pub mod courses;
 pub mod home;
 pub mod invitation;
+pub mod lazy;
 pub mod links;
 pub mod login;
 pub mod not_found;

@@ -124,6 +124,10 @@ pub struct ServerSettings {
     pub port: u16,
     /// Where cargo-leptos wrote the site (wasm, js, css, assets).
     pub site_root: String,
+    /// The file naming the site's hashed bundle (`hash.txt`, written by
+    /// cargo-leptos beside the binary it built). Unset: `hash.txt` beside
+    /// the running binary, when there is one.
+    pub asset_hashes: Option<String>,
     /// How long in-flight requests may take to finish after SIGTERM/SIGINT.
     pub shutdown_grace_secs: u64,
     /// A request still unanswered after this long is answered 503
@@ -292,6 +296,7 @@ impl Default for ServerSettings {
             host: "127.0.0.1".into(),
             port: 3000,
             site_root: "target/site".into(),
+            asset_hashes: None,
             shutdown_grace_secs: 20,
             request_timeout_secs: 60,
             drain_secs: None,

@@ -54,12 +54,13 @@ pub async fn list(
                 .into_response();
         }
     };
-    let mut page = String::from(
+    let mut page = format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <title>Dev mailbox · AdmitOne</title><link rel=\"stylesheet\" href=\"/pkg/admitone.css\"></head>\
+         <title>Dev mailbox · AdmitOne</title><link rel=\"stylesheet\" href=\"{}\"></head>\
          <body><main class=\"container\"><h1>Dev mailbox</h1>\
          <p class=\"muted\">Development only: mail AdmitOne sent while no SMTP server is configured \
          (<code>mail.smtp_url</code>). Newest first; reload to see new mail.</p>",
+        escape(&state.stylesheet.0)
     );
     if rows.is_empty() {
         page.push_str("<p>No mail yet.</p>");

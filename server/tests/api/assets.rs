@@ -1,11 +1,14 @@
 //! The site's assets (`/pkg`): served compressed from the copies `server
-//! precompress` wrote, to browsers that accept them, and revalidated on
-//! every use (their names are not hashed).
+//! precompress` wrote, to browsers that accept them; a hashed build's names
+//! named by its pages and cached for a year, other names revalidated on
+//! every use.
 
 use std::io::Read as _;
 
 use reqwest::header;
 use sqlx::PgPool;
+
+use server::assets::content_hash;
 
 use crate::helpers::{redis_url, spawn_app_with, test_settings};
 
@@ -49,6 +52,7 @@ async fn assets_are_served_precompressed_and_revalidated(pool: PgPool) {
     assert_eq!(br.status(), 200);
     assert_eq!(br.headers()[header::CONTENT_ENCODING], "br");
     assert_eq!(br.headers()[header::CONTENT_TYPE], "application/wasm");
+    // An unhashed name: asked again before every use.
     assert_eq!(br.headers()[header::CACHE_CONTROL], "no-cache");
     assert_eq!(br.headers()[header::VARY], "accept-encoding");
     let body = br.bytes().await.expect("body");
@@ -105,5 +109,89 @@ async fn assets_are_served_precompressed_and_revalidated(pool: PgPool) {
         .expect("rebuilt");
     assert!(!served.headers().contains_key(header::CONTENT_ENCODING));
     assert_eq!(served.bytes().await.expect("body"), rebuilt);
+    let _ = std::fs::remove_dir_all(site);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_hashed_build_is_named_by_its_pages_and_cached_for_a_year(pool: PgPool) {
+    let site = std::env::temp_dir().join(format!("admitone-site-{}", uuid::Uuid::new_v4()));
+    let pkg = site.join("pkg");
+    std::fs::create_dir_all(&pkg).expect("pkg");
+    // As cargo-leptos writes them: the main JS rewritten after it was
+    // hashed (its name does not pin its bytes), the rest pinned.
+    let wasm_bytes = module();
+    let (js, wasm, css) = (
+        content_hash(b"export default 0;"),
+        content_hash(&wasm_bytes),
+        content_hash(b"p{}"),
+    );
+    std::fs::write(pkg.join(format!("admitone.{js}.js")), "export default 1;").expect("js");
+    std::fs::write(pkg.join(format!("admitone.{wasm}.wasm")), &wasm_bytes).expect("wasm");
+    std::fs::write(pkg.join(format!("admitone.{css}.css")), "p{}").expect("css");
+    std::fs::write(pkg.join("unhashed.js"), "1").expect("unhashed");
+    let split = content_hash(b"loader");
+    std::fs::write(pkg.join(format!("__wasm_split.{split}.js")), "loader").expect("loader");
+    let hashes = site.join("hash.txt");
+    std::fs::write(
+        &hashes,
+        format!("js: {js}\nwasm: {wasm}\ncss: {css}\nsplit: {split}\n"),
+    )
+    .expect("hashes");
+
+    let mut settings = test_settings(&redis_url());
+    settings.server.site_root = site.display().to_string();
+    settings.server.asset_hashes = Some(hashes.display().to_string());
+    let app = spawn_app_with(pool, settings).await;
+
+    // The page names this build's files, and no unhashed one.
+    let html = app.get("/").await.text().await.expect("page");
+    assert!(html.contains(&format!("/pkg/admitone.{js}.js")), "{html}");
+    assert!(
+        html.contains(&format!("/pkg/admitone.{wasm}.wasm")),
+        "{html}"
+    );
+    assert!(
+        html.contains(&format!(r#"href="/pkg/admitone.{css}.css""#)),
+        "{html}"
+    );
+    assert!(!html.contains("/pkg/admitone.js"), "{html}");
+    assert!(!html.contains("/pkg/admitone.css"), "{html}");
+
+    // A name holding its bytes' hash never changes them: a year. Anything
+    // else (a name whose file was rewritten after hashing, no hash, a
+    // refusal) is asked again.
+    let cache_control = |path: String| {
+        let app = &app;
+        async move {
+            let response = app.get(&path).await;
+            let value = response.headers()[header::CACHE_CONTROL]
+                .to_str()
+                .expect("ascii")
+                .to_owned();
+            (response.status().as_u16(), value)
+        }
+    };
+    let year = "public, max-age=31536000, immutable".to_owned();
+    assert_eq!(
+        cache_control(format!("/pkg/admitone.{wasm}.wasm")).await,
+        (200, year.clone())
+    );
+    assert_eq!(
+        cache_control(format!("/pkg/admitone.{css}.css")).await,
+        (200, year)
+    );
+    assert_eq!(
+        cache_control(format!("/pkg/admitone.{js}.js")).await,
+        (200, "no-cache".to_owned())
+    );
+    assert_eq!(
+        cache_control("/pkg/unhashed.js".into()).await,
+        (200, "no-cache".to_owned())
+    );
+    assert_eq!(
+        cache_control("/pkg/admitone.Zz9Yy8Xx7Ww6Vv5Uu4Tt3S.wasm".into()).await,
+        (404, "no-cache".to_owned())
+    );
+
     let _ = std::fs::remove_dir_all(site);
 }

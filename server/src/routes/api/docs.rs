@@ -6,15 +6,16 @@
 //! answer's schema; the schemas follow, one table of fields each, and the
 //! kinds of problem every error's `type` points to (`#problem-<kind>`).
 
-use axum::response::Html;
+use axum::{extract::State, response::Html};
 use engine::outcome::ErrorKind;
 use serde_json::Value;
 use utoipa::OpenApi as _;
 
 use super::{error::problem_type, schema::ApiDoc};
+use crate::startup::ServerState;
 
-pub async fn page() -> Html<String> {
-    Html(render(&ApiDoc::openapi()))
+pub async fn page(State(state): State<ServerState>) -> Html<String> {
+    Html(render(&ApiDoc::openapi(), &state.stylesheet.0))
 }
 
 fn escape(s: &str) -> String {
@@ -173,13 +174,15 @@ fn schema_table(html: &mut String, name: &str, schema: &Value) {
     html.push_str("</tbody></table></section>");
 }
 
-fn render(doc: &utoipa::openapi::OpenApi) -> String {
+/// The page, styled with the site's stylesheet (`stylesheet`: its address).
+fn render(doc: &utoipa::openapi::OpenApi, stylesheet: &str) -> String {
     let doc = serde_json::to_value(doc).unwrap_or_default();
-    let mut html = String::from(
+    let mut html = format!(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>AdmitOne API</title><link rel=\"stylesheet\" href=\"/pkg/admitone.css\"></head>\
+         <title>AdmitOne API</title><link rel=\"stylesheet\" href=\"{}\"></head>\
          <body><main class=\"container api-docs\"><h1>AdmitOne API</h1>",
+        escape(stylesheet)
     );
     if let Some(description) = doc.pointer("/info/description").and_then(Value::as_str) {
         html.push_str(&format!("<p class=\"lead\">{}</p>", escape(description)));
@@ -235,7 +238,13 @@ mod tests {
     #[test]
     fn the_page_shows_every_operation_its_schemas_and_every_problem_kind() {
         let doc = ApiDoc::openapi();
-        let html = render(&doc);
+        let html = render(&doc, "/pkg/admitone.Aa1-_Bb2Cc3Dd4Ee5Ff6Gg.css");
+        assert!(
+            html.contains(
+                r#"<link rel="stylesheet" href="/pkg/admitone.Aa1-_Bb2Cc3Dd4Ee5Ff6Gg.css">"#
+            ),
+            "the page is styled by the build's own stylesheet"
+        );
         let json = serde_json::to_value(&doc).expect("json");
         for (path, item) in json["paths"].as_object().expect("paths") {
             for method in item.as_object().expect("item").keys() {
