@@ -91,6 +91,7 @@ pub fn code_state(state: CodeState) -> &'static str {
         CodeState::Unused => t(Msg::Unused),
         CodeState::Bound => t(Msg::Bound),
         CodeState::Revoked => t(Msg::Revoked),
+        CodeState::Expired => t(Msg::CodeStateExpired),
     }
 }
 
@@ -110,6 +111,8 @@ pub fn audit_action(action: &str) -> String {
         "batch.download_broken" => t(Msg::CodesDownloadBrokeOffTheCodes),
         "code.revoked" => t(Msg::CodeRevoked),
         "code.replaced" => t(Msg::CodeReplaced),
+        "code.expiry_changed" => t(Msg::CodeExpiryChanged),
+        "batch.expiry_changed" => t(Msg::BatchExpiryChanged),
         "code.unbound" => t(Msg::CodeUnbound),
         "code.bound" => t(Msg::CodeBound),
         "token.created" => t(Msg::ApiTokenCreated),

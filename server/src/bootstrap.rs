@@ -316,6 +316,7 @@ pub async fn seed_demo(
                 share: share.id,
                 count: 1,
                 label: "demo",
+                expires_at: None,
                 idempotency_key: None,
                 progress: None,
             },

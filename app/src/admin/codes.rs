@@ -29,6 +29,8 @@ pub struct CodeTable {
     /// The page's first row among them, counting from 1 (0: no rows).
     pub first_row: i64,
     pub batches: Vec<BatchView>,
+    /// The tenant's time zone: what the expiry inputs are in.
+    pub time_zone: String,
     /// The signed-in member may look but not change (support): no actions.
     pub read_only: bool,
 }
@@ -43,6 +45,11 @@ pub struct CodeRow {
     pub first_used: Option<String>,
     pub access_count: i32,
     pub batch: String,
+    /// When it stops working unless bound first (its own date or its
+    /// batch's), as a person reads it; `None`: never.
+    pub expires: Option<String>,
+    /// The same as a `datetime-local` value, empty when unset.
+    pub expires_input: String,
 }
 
 /// Which codes the table shows: the page's query string.
@@ -176,6 +183,8 @@ mod table_page {
                         bound_email: c.bound_email,
                         first_used: c.first_used_at.map(|at| zone.when(at)),
                         access_count: c.access_count,
+                        expires: c.expires_at.map(|at| zone.when(at)),
+                        expires_input: support::local_input(&zone, c.expires_at),
                     })
                     .collect(),
                 next_after: page.next_after.filter(|_| counts.after > 0),
@@ -190,6 +199,7 @@ mod table_page {
                     .into_iter()
                     .map(|b| crate::admin::share::BatchView::new(b, &zone))
                     .collect(),
+                time_zone: zone.name().to_owned(),
                 read_only: !role.allows(engine::tenants::Permission::ManageCourses),
             })
         };
@@ -359,6 +369,51 @@ pub async fn unbind_code(
         .await
         .map_err(support::share_error)?;
         Ok(())
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Sets one unused code's own expiry date (a `datetime-local` value in the
+/// tenant's zone; empty: its batch's date applies again).
+#[server(prefix = "/api/admin", endpoint = "codes/expiry")]
+pub async fn set_code_expiry(
+    tenant_id: Uuid,
+    code_id: Uuid,
+    expires_at: String,
+) -> Result<(), AppError> {
+    let run = async {
+        let (state, admin) = admin_code(
+            tenant_id,
+            code_id,
+            engine::tenants::Permission::ManageCourses,
+        )
+        .await?;
+        let tenant = engine::tenants::TenantId(tenant_id);
+        let zone = support::zone(&state, tenant).await?;
+        let expires_at = support::parse_local(&zone, "expires_at", &expires_at)?;
+        engine::code_admin::set_code_expiry(&state.pool, tenant, admin.id, code_id, expires_at)
+            .await
+            .map_err(support::share_error)
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Sets when a batch's unused codes stop working (a `datetime-local` value
+/// in the tenant's zone; empty: never).
+#[server(prefix = "/api/admin", endpoint = "batches/expiry")]
+pub async fn set_batch_expiry(
+    tenant_id: Uuid,
+    batch_id: Uuid,
+    expires_at: String,
+) -> Result<(), AppError> {
+    let run = async {
+        let (state, tenant, admin) =
+            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
+        let zone = support::zone(&state, tenant).await?;
+        let expires_at = support::parse_local(&zone, "expires_at", &expires_at)?;
+        engine::batches::set_batch_expiry(&state.pool, tenant, admin.id, batch_id, expires_at)
+            .await
+            .map_err(support::share_error)
     };
     run.await.map_err(AppError::respond)
 }

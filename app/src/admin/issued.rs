@@ -55,6 +55,7 @@ pub async fn issue_codes(
     share_id: Uuid,
     count: String,
     label: String,
+    expires_at: Option<String>,
     ticket: Option<Uuid>,
 ) -> Result<(), AppError> {
     let run = async {
@@ -70,6 +71,9 @@ pub async fn issue_codes(
             .ok()
             .filter(|n| (1..=MAX_BATCH).contains(n))
             .ok_or_else(|| AppError::invalid("count", crate::i18n::t(Msg::ANumberOfCodesFrom1)))?;
+        let zone = support::zone(&state, share.tenant()).await?;
+        let expires_at =
+            support::parse_local(&zone, "expires_at", expires_at.as_deref().unwrap_or(""))?;
         let issued = service::console::issue_for_handover(
             &state,
             &admin,
@@ -77,6 +81,7 @@ pub async fn issue_codes(
                 share: &share,
                 count,
                 label: &label,
+                expires_at,
                 ticket,
             },
         )

@@ -49,6 +49,13 @@ pub struct BatchView {
     pub label: String,
     pub count: i32,
     pub created: String,
+    /// When its unused codes stop working, as a person reads it (`None`:
+    /// never).
+    pub expires: Option<String>,
+    /// The same as a `datetime-local` value, empty when unset.
+    pub expires_input: String,
+    /// The date has passed: its unused codes no longer work.
+    pub expired: bool,
 }
 
 #[cfg(feature = "ssr")]
@@ -59,6 +66,11 @@ impl BatchView {
             label: b.label,
             count: b.count,
             created: zone.when(b.created_at),
+            expires: b.expires_at.map(|at| zone.when(at)),
+            expires_input: support::local_input(zone, b.expires_at),
+            expired: b
+                .expires_at
+                .is_some_and(|at| at <= time::OffsetDateTime::now_utc()),
         }
     }
 }

@@ -75,6 +75,8 @@ impl Localized for ShareError {
             Self::ShareNotFound => M::ShareShareNotFound,
             Self::CodeNotFound => M::ShareCodeNotFound,
             Self::CodeNotBound => M::ShareCodeNotBound,
+            Self::InvalidExpiry => M::ShareInvalidExpiry,
+            Self::CodeNotUnused => M::ShareCodeNotUnused,
             Self::Unexpected(_) => M::Unexpected,
         };
         lang.error(msg, &[])
@@ -134,6 +136,7 @@ impl Localized for SettlementError {
             Self::CodeRequired => M::SettlementCodeRequired,
             Self::CodeBound => M::SettlementCodeBound,
             Self::CodeRevoked => M::SettlementCodeRevoked,
+            Self::CodeExpired => M::SettlementCodeExpired,
             Self::WrongShare => M::SettlementWrongShare,
             Self::InvalidCode => M::SettlementInvalidCode,
             Self::AlreadyHasAccess => M::SettlementAlreadyHasAccess,

@@ -11,11 +11,12 @@
 use anyhow::Context as _;
 use serde_json::json;
 use sqlx::PgPool;
+use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::{
     accounts::AccountId,
-    audit,
+    audit, code_admin,
     codes::{Keyring, PlainCode},
     progress::Progress,
     shares::{ShareError, ShareId},
@@ -38,6 +39,9 @@ pub struct BatchRequest<'a> {
     pub share: ShareId,
     pub count: i64,
     pub label: &'a str,
+    /// When the batch's unused codes stop working (`None`: never). Codes
+    /// bound before it keep working.
+    pub expires_at: Option<OffsetDateTime>,
     /// The caller's `Idempotency-Key`: a retry of the same request issues
     /// nothing new (`BatchAlreadyIssued`).
     pub idempotency_key: Option<&'a str>,
@@ -63,14 +67,17 @@ pub async fn issue_codes(
     if label.chars().count() > 120 || label.chars().any(char::is_control) {
         return Err(ShareError::InvalidLabel);
     }
+    let expires_at = code_admin::check_expiry(request.expires_at, OffsetDateTime::now_utc())?;
     let codes: Vec<(Uuid, PlainCode)> = (0..count)
         .map(|_| (Uuid::now_v7(), PlainCode::generate()))
         .collect();
     let batch_id = Uuid::now_v7();
     let mut tx = pool.begin().await.context("starting a transaction")?;
     if let Some(key) = request.idempotency_key {
-        let response =
-            json!({ "batch_id": batch_id, "count": count, "share_id": share.0, "label": label });
+        let response = json!({
+            "batch_id": batch_id, "count": count, "share_id": share.0, "label": label,
+            "expires_at": code_admin::rfc3339(expires_at),
+        });
         let claimed = sqlx::query_scalar!(
             "INSERT INTO idempotency_records (tenant_id, key, principal_id, operation, response)
              VALUES ($1, $2, $3, 'issue_codes', $4)
@@ -99,7 +106,9 @@ pub async fn issue_codes(
                 && earlier.operation == "issue_codes"
                 && earlier.response["share_id"] == json!(share.0)
                 && earlier.response["count"] == json!(count)
-                && earlier.response["label"] == json!(label);
+                && earlier.response["label"] == json!(label)
+                && earlier.response.get("expires_at").unwrap_or(&json!(null))
+                    == &json!(code_admin::rfc3339(expires_at));
             if !same {
                 return Err(ShareError::IdempotencyKeyReused);
             }
@@ -112,14 +121,15 @@ pub async fn issue_codes(
         }
     }
     let inserted = sqlx::query!(
-        "INSERT INTO code_batches (tenant_id, id, share_id, label, count, created_by)
-         SELECT $1, $2, $3, $4, $5, $6 WHERE EXISTS (SELECT 1 FROM shares WHERE tenant_id = $1 AND id = $3)",
+        "INSERT INTO code_batches (tenant_id, id, share_id, label, count, created_by, expires_at)
+         SELECT $1, $2, $3, $4, $5, $6, $7 WHERE EXISTS (SELECT 1 FROM shares WHERE tenant_id = $1 AND id = $3)",
         tenant.0,
         batch_id,
         share.0,
         label,
         i32::try_from(count).map_err(|_| ShareError::InvalidCount)?,
         actor.0,
+        expires_at,
     )
     .execute(&mut *tx)
     .await
@@ -169,7 +179,8 @@ pub async fn issue_codes(
         actor,
         "batch.issued",
         ("code_batch", batch_id),
-        json!({ "share_id": share.0, "count": count, "label": label }),
+        json!({ "share_id": share.0, "count": count, "label": label,
+                "expires_at": code_admin::rfc3339(expires_at) }),
     )
     .await?;
     audit::emit(
@@ -211,9 +222,14 @@ pub struct BatchSummary {
     /// `bound` and `revoked`, not here).
     pub count: i32,
     pub created_at: time::OffsetDateTime,
+    /// When its unused codes stop working (a code's own date overrides it).
+    pub expires_at: Option<OffsetDateTime>,
+    /// Unused and still usable.
     pub unused: i64,
     pub bound: i64,
     pub revoked: i64,
+    /// Unused past their date.
+    pub expired: i64,
 }
 
 /// `batch` of `tenant` with its codes counted by state, if it exists.
@@ -223,14 +239,17 @@ pub async fn summary(
     batch: Uuid,
 ) -> anyhow::Result<Option<BatchSummary>> {
     let row = sqlx::query!(
-        r#"SELECT b.id, b.share_id, b.label, b.count, b.created_at,
-                  count(c.id) FILTER (WHERE c.revoked_at IS NULL AND c.bound_principal IS NULL) AS "unused!",
+        r#"SELECT b.id, b.share_id, b.label, b.count, b.created_at, b.expires_at,
+                  count(c.id) FILTER (WHERE c.revoked_at IS NULL AND c.bound_principal IS NULL
+                                        AND NOT coalesce(coalesce(c.expires_at, b.expires_at) <= now(), false)) AS "unused!",
                   count(c.id) FILTER (WHERE c.revoked_at IS NULL AND c.bound_principal IS NOT NULL) AS "bound!",
-                  count(c.id) FILTER (WHERE c.revoked_at IS NOT NULL) AS "revoked!"
+                  count(c.id) FILTER (WHERE c.revoked_at IS NOT NULL) AS "revoked!",
+                  count(c.id) FILTER (WHERE c.revoked_at IS NULL AND c.bound_principal IS NULL
+                                        AND coalesce(c.expires_at, b.expires_at) <= now()) AS "expired!"
            FROM code_batches b
            LEFT JOIN auth_codes c ON c.tenant_id = b.tenant_id AND c.batch_id = b.id
            WHERE b.tenant_id = $1 AND b.id = $2
-           GROUP BY b.id, b.share_id, b.label, b.count, b.created_at"#,
+           GROUP BY b.id, b.share_id, b.label, b.count, b.created_at, b.expires_at"#,
         tenant.0,
         batch,
     )
@@ -243,10 +262,56 @@ pub async fn summary(
         label: r.label,
         count: r.count,
         created_at: r.created_at,
+        expires_at: r.expires_at,
         unused: r.unused,
         bound: r.bound,
         revoked: r.revoked,
+        expired: r.expired,
     }))
+}
+
+/// Sets when a batch's unused codes stop working (`None`: never); a code
+/// with its own date keeps it. Codes already bound keep working whatever
+/// the date. Audited.
+pub async fn set_batch_expiry(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    batch: Uuid,
+    expires_at: Option<OffsetDateTime>,
+) -> Result<(), ShareError> {
+    let expires_at = code_admin::check_expiry(expires_at, OffsetDateTime::now_utc())?;
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let before = sqlx::query!(
+        "SELECT share_id, expires_at FROM code_batches WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
+        tenant.0,
+        batch,
+    )
+    .fetch_optional(&mut *tx)
+    .await
+    .context("locking the batch")?
+    .ok_or(ShareError::CodeNotFound)?;
+    sqlx::query!(
+        "UPDATE code_batches SET expires_at = $3 WHERE tenant_id = $1 AND id = $2",
+        tenant.0,
+        batch,
+        expires_at,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("setting a batch's expiry")?;
+    audit::admin_action(
+        &mut tx,
+        tenant,
+        actor,
+        "batch.expiry_changed",
+        ("code_batch", batch),
+        json!({ "share_id": before.share_id, "from": code_admin::rfc3339(before.expires_at),
+                "to": code_admin::rfc3339(expires_at) }),
+    )
+    .await?;
+    tx.commit().await.context("committing a batch's expiry")?;
+    Ok(())
 }
 
 /// The tenant and share of a batch, if it exists.

@@ -35,6 +35,10 @@ pub struct CodeView {
     #[serde(with = "time::serde::rfc3339::option")]
     pub first_used_at: Option<OffsetDateTime>,
     pub access_count: i32,
+    /// When the code stops being usable if nobody binds it first: its own
+    /// date, else its batch's; `None`: never.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub expires_at: Option<OffsetDateTime>,
 }
 
 /// Which codes of a share to list (the filter is written once, in the
@@ -127,7 +131,7 @@ pub async fn list_codes(
                 CodeView,
                 r#"SELECT id AS "id!", batch_id AS "batch_id!", hint AS "hint!",
                           state AS "state!: CodeState", bound_email,
-                          first_used_at, access_count AS "access_count!"
+                          first_used_at, access_count AS "access_count!", expires_at
                    FROM code_table($1, $2, $3, $4, $5, $6)
                    WHERE $7::uuid IS NULL OR id > $7
                    ORDER BY id
@@ -149,7 +153,7 @@ pub async fn list_codes(
             CodeView,
             r#"SELECT id AS "id!", batch_id AS "batch_id!", hint AS "hint!",
                       state AS "state!: CodeState", bound_email,
-                      first_used_at, access_count AS "access_count!"
+                      first_used_at, access_count AS "access_count!", expires_at
                FROM code_table($1, $2, $3, $4, $5, $6)
                WHERE id < $7
                ORDER BY id DESC
@@ -378,6 +382,73 @@ pub async fn revoke_code(
     Ok(())
 }
 
+/// An expiry date an admin asks for: a moment still to come, or none.
+pub fn check_expiry(
+    expires_at: Option<OffsetDateTime>,
+    now: OffsetDateTime,
+) -> Result<Option<OffsetDateTime>, ShareError> {
+    match expires_at {
+        Some(at) if at <= now => Err(ShareError::InvalidExpiry),
+        other => Ok(other),
+    }
+}
+
+/// Sets one unused code's own expiry date, overriding its batch's (`None`:
+/// the batch's date applies again). Only an unused code's date can change
+/// (an expired one included: that is how it comes back); a bound code keeps
+/// working whatever its date. Audited.
+pub async fn set_code_expiry(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    code: Uuid,
+    expires_at: Option<OffsetDateTime>,
+) -> Result<(), ShareError> {
+    let expires_at = check_expiry(expires_at, OffsetDateTime::now_utc())?;
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let before = sqlx::query!(
+        "SELECT share_id, bound_principal, revoked_at, expires_at FROM auth_codes
+         WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
+        tenant.0,
+        code,
+    )
+    .fetch_optional(&mut *tx)
+    .await
+    .context("locking the code")?
+    .ok_or(ShareError::CodeNotFound)?;
+    if before.bound_principal.is_some() || before.revoked_at.is_some() {
+        return Err(ShareError::CodeNotUnused);
+    }
+    sqlx::query!(
+        "UPDATE auth_codes SET expires_at = $3 WHERE tenant_id = $1 AND id = $2",
+        tenant.0,
+        code,
+        expires_at,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("setting a code's expiry")?;
+    audit::admin_action(
+        &mut tx,
+        tenant,
+        actor,
+        "code.expiry_changed",
+        ("code", code),
+        json!({ "share_id": before.share_id, "from": rfc3339(before.expires_at), "to": rfc3339(expires_at) }),
+    )
+    .await?;
+    tx.commit().await.context("committing a code's expiry")?;
+    Ok(())
+}
+
+/// A moment as RFC 3339 text for the audit log (`null`: none).
+pub(crate) fn rfc3339(at: Option<OffsetDateTime>) -> Option<String> {
+    at.and_then(|at| {
+        at.format(&time::format_description::well_known::Rfc3339)
+            .ok()
+    })
+}
+
 /// A replacement code: the only value that holds it in plain (its
 /// `Debug` hides it).
 #[derive(Debug)]
@@ -400,7 +471,7 @@ pub async fn replace_code(
 ) -> Result<Replacement, ShareError> {
     let mut tx = pool.begin().await.context("starting a transaction")?;
     let old = sqlx::query!(
-        "SELECT share_id, batch_id, bound_principal, revoked_at FROM auth_codes
+        "SELECT share_id, batch_id, bound_principal, revoked_at, expires_at FROM auth_codes
          WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
         tenant.0,
         code,
@@ -424,8 +495,8 @@ pub async fn replace_code(
     let plain = PlainCode::generate();
     let (version, digest) = keyring.digest(&plain);
     sqlx::query!(
-        "INSERT INTO auth_codes (tenant_id, id, share_id, batch_id, digest, key_version, hint)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        "INSERT INTO auth_codes (tenant_id, id, share_id, batch_id, digest, key_version, hint, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         tenant.0,
         new_id,
         old.share_id,
@@ -433,6 +504,8 @@ pub async fn replace_code(
         digest,
         i16::try_from(version).context("key version above 32767")?,
         plain.hint(),
+        // The lost code's own date, if it had one (else the batch's).
+        old.expires_at,
     )
     .execute(&mut *tx)
     .await

@@ -173,6 +173,8 @@ pub struct BatchRow {
     pub label: String,
     pub count: i32,
     pub created_at: OffsetDateTime,
+    /// When its unused codes stop working (`None`: never).
+    pub expires_at: Option<OffsetDateTime>,
 }
 
 pub async fn batches(
@@ -182,7 +184,7 @@ pub async fn batches(
 ) -> anyhow::Result<Vec<BatchRow>> {
     sqlx::query_as!(
         BatchRow,
-        r#"SELECT id, label, count, created_at FROM code_batches
+        r#"SELECT id, label, count, created_at, expires_at FROM code_batches
            WHERE tenant_id = $1 AND share_id = $2 ORDER BY created_at DESC LIMIT 1000"#,
         tenant.0,
         share.0,

@@ -206,6 +206,20 @@ fn checks() -> Vec<(&'static str, Plan)> {
             ))),
         ),
         (
+            // The trigger auth_codes_refuse_expired. A date is only ever
+            // set in the future, so moving it later cannot put an earlier
+            // binding past it.
+            "no code was bound after its expiry date",
+            Plan::Sum(walk2(concat!(
+                batch2!("tenant_id, id, batch_id, first_used_at, expires_at", "auth_codes"),
+                " SELECT count(*) FILTER (WHERE first_used_at IS NOT NULL
+                           AND first_used_at >= code_expires_at(tenant_id, batch_id, expires_at)),
+                         (SELECT count(*) FROM batch), ",
+                "(SELECT ARRAY[tenant_id, id] FROM batch ORDER BY tenant_id DESC, id DESC LIMIT 1)",
+                " FROM batch"
+            ))),
+        ),
+        (
             "a code never counts more accesses than the share's per-learner limit",
             Plan::Sum(walk2(concat!(
                 batch2!("tenant_id, id, share_id, access_count", "auth_codes"),

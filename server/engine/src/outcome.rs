@@ -54,7 +54,9 @@ impl Outcome for SettlementError {
             | Self::LearnerSuspended
             | Self::EmailNotVerified
             | Self::OpenFromCoursePage => K::Forbidden,
-            Self::CodeBound | Self::CodeRevoked | Self::AlreadyHasAccess => K::Conflict,
+            Self::CodeBound | Self::CodeRevoked | Self::CodeExpired | Self::AlreadyHasAccess => {
+                K::Conflict
+            }
             Self::WrongShare
             | Self::InvalidCode
             | Self::RequestIdReused
@@ -71,6 +73,7 @@ impl Outcome for SettlementError {
             Self::CodeRequired => "code_required",
             Self::CodeBound => "code_bound",
             Self::CodeRevoked => "code_revoked",
+            Self::CodeExpired => "code_expired",
             Self::WrongShare => "wrong_share",
             Self::InvalidCode => "invalid_code",
             Self::AlreadyHasAccess => "already_has_access",
@@ -127,9 +130,11 @@ impl Outcome for ShareError {
             | Self::ResourceInUse { .. }
             // Fixed by choosing another link name, like a malformed one.
             | Self::SlugTaken
+            | Self::InvalidExpiry
             | Self::IdempotencyKeyReused => K::Invalid,
             Self::BatchAlreadyIssued { .. }
             | Self::CodeNotBound
+            | Self::CodeNotUnused
             | Self::CodeNotReplaceable => K::Conflict,
             Self::ShareNotFound | Self::CodeNotFound | Self::ResourceNotFound => K::NotFound,
             Self::Unexpected(_) => K::Internal,
@@ -150,12 +155,14 @@ impl Outcome for ShareError {
             | Self::InvalidReason
             | Self::QuotaBelowUse { .. }
             | Self::LearnerLimitBelowUse { .. }
+            | Self::InvalidExpiry
             | Self::SlugLocked => INVALID_INPUT,
             Self::ResourceInUse { .. } => "resource_in_use",
             Self::IdempotencyKeyReused => "idempotency_key_reused",
             Self::SlugTaken => "slug_taken",
             Self::BatchAlreadyIssued { .. } => "batch_already_issued",
             Self::CodeNotBound => "code_not_bound",
+            Self::CodeNotUnused => "code_not_unused",
             Self::CodeNotReplaceable => "code_not_replaceable",
             Self::ShareNotFound | Self::CodeNotFound | Self::ResourceNotFound => "not_found",
             Self::Unexpected(_) => "internal",
@@ -175,6 +182,7 @@ impl Outcome for ShareError {
             Self::InvalidCount => Some("count"),
             Self::InvalidLabel => Some("label"),
             Self::InvalidReason => Some("reason"),
+            Self::InvalidExpiry => Some("expires_at"),
             Self::ResourceInUse { .. } => Some("force"),
             Self::ResourceNotFound
             | Self::CodeNotReplaceable
@@ -183,6 +191,7 @@ impl Outcome for ShareError {
             | Self::ShareNotFound
             | Self::CodeNotFound
             | Self::CodeNotBound
+            | Self::CodeNotUnused
             | Self::Unexpected(_) => None,
         }
     }

@@ -47,6 +47,8 @@ pub struct Issue<'a> {
     pub share: &'a Share,
     pub count: i64,
     pub label: &'a str,
+    /// When the batch's unused codes stop working (`None`: never).
+    pub expires_at: Option<time::OffsetDateTime>,
     /// Chosen when the form was rendered: the progress report's name and
     /// the request's idempotency key (the same form sent twice opens the
     /// first batch).
@@ -76,6 +78,7 @@ pub async fn issue_for_handover(
         share,
         count,
         label,
+        expires_at,
         ticket,
     } = issue;
     let idempotency_key = ticket.map(|t| format!("console-issue:{t}"));
@@ -89,6 +92,7 @@ pub async fn issue_for_handover(
             share: share.id,
             count,
             label,
+            expires_at,
             idempotency_key: idempotency_key.as_deref(),
             progress: progress.as_ref(),
         },
@@ -156,6 +160,7 @@ pub async fn issue_for_api(
     share: &Share,
     count: i64,
     label: &str,
+    expires_at: Option<time::OffsetDateTime>,
     idempotency_key: Option<&str>,
 ) -> Result<IssuedForApi, ServiceError> {
     let (task_services, admin_id, tenant, share_id) =
@@ -172,6 +177,7 @@ pub async fn issue_for_api(
                 share: share_id,
                 count,
                 label: &label,
+                expires_at,
                 idempotency_key: key.as_deref(),
                 progress: None,
             },

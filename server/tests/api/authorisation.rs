@@ -69,6 +69,8 @@ fn permission_of(path: &str) -> Permission {
         | "/api/admin/codes/revoke"
         | "/api/admin/codes/unbind"
         | "/api/admin/batches/revoke-unused"
+        | "/api/admin/codes/expiry"
+        | "/api/admin/batches/expiry"
         | "/api/admin/resources/rename"
         | "/api/admin/resources/move"
         | "/api/admin/resources/delete"
@@ -163,7 +165,24 @@ fn admin_calls(t: Target) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
         ),
         (
             "/api/admin/batches/revoke-unused",
-            vec![tenant.clone(), batch, field("confirm", "yes")],
+            vec![tenant.clone(), batch.clone(), field("confirm", "yes")],
+        ),
+        (
+            "/api/admin/batches/expiry",
+            vec![
+                tenant.clone(),
+                batch,
+                field("expires_at", "2099-01-01T00:00"),
+            ],
+        ),
+        (
+            // Before `codes/replace` (paths run in order): still unused.
+            "/api/admin/codes/expiry",
+            vec![
+                tenant.clone(),
+                ("code_id", t.spare.to_string()),
+                field("expires_at", "2099-01-01T00:00"),
+            ],
         ),
         ("/api/admin/learners", vec![tenant.clone(), share.clone()]),
         (
@@ -398,6 +417,7 @@ async fn world(app: &TestApp) -> World {
             share: share.id,
             count: 2,
             label: "b",
+            expires_at: None,
             idempotency_key: None,
             progress: None,
         },
@@ -416,6 +436,7 @@ async fn world(app: &TestApp) -> World {
             share: share.id,
             count: 1,
             label: "spare",
+            expires_at: None,
             idempotency_key: None,
             progress: None,
         },

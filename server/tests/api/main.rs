@@ -10,6 +10,7 @@ mod assets;
 mod auth;
 mod authorisation;
 mod bootstrap;
+mod code_expiry;
 mod code_table;
 mod console;
 mod course;

@@ -12,8 +12,8 @@ use uuid::Uuid;
 use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
     admin::codes::{
-        CodeQuery, CodeRow, CodeTable, FindCode, ReplaceCode, RevokeCode, UnbindCode,
-        list_code_page,
+        CodeQuery, CodeRow, CodeTable, FindCode, ReplaceCode, RevokeCode, SetCodeExpiry,
+        UnbindCode, list_code_page,
     },
     components::form::{FieldError, FormAlert},
     error::AppError,
@@ -40,6 +40,7 @@ pub fn CodesPage() -> impl IntoView {
     let revoke = ServerAction::<RevokeCode>::new();
     let unbind = ServerAction::<UnbindCode>::new();
     let replace = ServerAction::<ReplaceCode>::new();
+    let expiry = ServerAction::<SetCodeExpiry>::new();
     let data = Resource::new(
         move || {
             (
@@ -48,9 +49,10 @@ pub fn CodesPage() -> impl IntoView {
                 current(),
                 revoke.version().get(),
                 unbind.version().get(),
+                expiry.version().get(),
             )
         },
-        |(tenant, share, query, _, _)| async move {
+        |(tenant, share, query, _, _, _)| async move {
             match (tenant, share) {
                 (Some(t), Some(s)) => {
                     list_code_page(
@@ -80,7 +82,7 @@ pub fn CodesPage() -> impl IntoView {
                 );
                 match (data.await, tn, sh) {
                     (Ok(table), Some(tenant), Some(share)) => view! {
-                        <Table table tenant share query=current() revoke unbind replace/>
+                        <Table table tenant share query=current() actions=Actions { revoke, unbind, replace, expiry }/>
                     }.into_any(),
                     (Ok(_), _, _) => view! { <crate::pages::not_found::NotFound/> }.into_any(),
                     (Err(error), _, _) => view! { <ConsoleError error here/> }.into_any(),
@@ -90,16 +92,29 @@ pub fn CodesPage() -> impl IntoView {
     }
 }
 
+/// What an admin does to one code, from its row.
+#[derive(Clone, Copy)]
+struct Actions {
+    revoke: ServerAction<RevokeCode>,
+    unbind: ServerAction<UnbindCode>,
+    replace: ServerAction<ReplaceCode>,
+    expiry: ServerAction<SetCodeExpiry>,
+}
+
 #[component]
 fn Table(
     table: CodeTable,
     tenant: Uuid,
     share: Uuid,
     query: CodeQuery,
-    revoke: ServerAction<RevokeCode>,
-    unbind: ServerAction<UnbindCode>,
-    replace: ServerAction<ReplaceCode>,
+    actions: Actions,
 ) -> impl IntoView {
+    let Actions {
+        revoke,
+        unbind,
+        replace,
+        expiry,
+    } = actions;
     let base = format!("/admin/t/{tenant}/s/{share}/codes");
     let error = Signal::derive(move || {
         unbind
@@ -108,6 +123,7 @@ fn Table(
             .and_then(Result::err)
             .or_else(|| revoke.value().get().and_then(Result::err))
             .or_else(|| replace.value().get().and_then(Result::err))
+            .or_else(|| expiry.value().get().and_then(Result::err))
     });
     let filters = query.filters();
     let page_link = |cursor: String| {
@@ -200,6 +216,7 @@ fn Table(
         <FieldError error field="reason"/>
         <FieldError error field="after"/>
         <FieldError error field="confirm"/>
+        <FieldError error field="expires_at"/>
         {if table.codes.is_empty() {
             view! { <p class="muted">{t(Msg::NoCodesMatch)}</p> }.into_any()
         } else {
@@ -213,10 +230,13 @@ fn Table(
                             <th>{t(Msg::FirstAccess)}</th>
                             <th>{t(Msg::Accesses4)}</th>
                             <th>{t(Msg::Batch)}</th>
+                            <th>{t(Msg::Expires)}</th>
                             <th>{t(Msg::Actions)}</th>
                         </tr></thead>
                         <tbody>
-                            {table.codes.into_iter().map(|code| view! { <Row code tenant revoke unbind replace read_only=table.read_only/> }).collect_view()}
+                            {table.codes.into_iter().map(|code| view! {
+                                <Row code tenant actions time_zone=table.time_zone.clone() read_only=table.read_only/>
+                            }).collect_view()}
                         </tbody>
                     </table>
                 </div>
@@ -235,12 +255,23 @@ fn Table(
 fn Row(
     code: CodeRow,
     tenant: Uuid,
-    revoke: ServerAction<RevokeCode>,
-    unbind: ServerAction<UnbindCode>,
-    replace: ServerAction<ReplaceCode>,
+    actions: Actions,
+    /// The tenant's time zone, for the expiry input's label.
+    time_zone: String,
     /// Support: the row has no actions.
     read_only: bool,
 ) -> impl IntoView {
+    let Actions {
+        revoke,
+        unbind,
+        replace,
+        expiry,
+    } = actions;
+    // An unused code's date can change (an expired one's too: that is how
+    // it comes back); a bound code keeps working whatever its date.
+    let datable = !read_only && matches!(code.state, CodeState::Unused | CodeState::Expired);
+    let expiry_label = lang().format(Msg::ChangeExpiryOfCode, &[("hint", &code.hint)]);
+    let expiry_input_id = format!("expires-{}", code.id);
     // Support reads the table; the actions are the others' (the server
     // refuses them anyway).
     let unused = !read_only && code.state == CodeState::Unused;
@@ -265,6 +296,7 @@ fn Row(
             <td>{code.first_used.clone().unwrap_or_default()}</td>
             <td>{code.access_count}</td>
             <td>{code.batch.clone()}</td>
+            <td>{code.expires.clone().unwrap_or_else(|| t(Msg::Never).to_owned())}</td>
             <td class="row-actions">
                 // An unused code goes in one click; a bound one takes the
                 // learner's access away, so it asks first, like unbinding.
@@ -298,6 +330,19 @@ fn Row(
                         <button type="submit" class="link-button"
                             aria-label=replace_label>{t(Msg::Replace)}</button>
                     </ActionForm>
+                })}
+                {datable.then(|| view! {
+                    <details class="expiry">
+                        <summary aria-label=expiry_label>{t(Msg::ExpiryDate)}</summary>
+                        <ActionForm action=expiry attr:class="form compact">
+                            <input type="hidden" name="tenant_id" value=tenant.to_string()/>
+                            <input type="hidden" name="code_id" value=code.id.to_string()/>
+                            <label for=expiry_input_id.clone()>{lang().format(Msg::CodeExpiresAt, &[("time_zone", &time_zone)])}</label>
+                            <input id=expiry_input_id type="datetime-local" name="expires_at" value=code.expires_input.clone()/>
+                            <p class="hint">{t(Msg::EmptyTheBatchDateApplies)}</p>
+                            <button type="submit" class="button small">{t(Msg::Save)}</button>
+                        </ActionForm>
+                    </details>
                 })}
                 {bound.then(|| view! {
                     <details class="unbind">

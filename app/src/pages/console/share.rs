@@ -16,7 +16,7 @@ use super::{
 };
 use crate::{
     admin::{
-        codes::RevokeUnused,
+        codes::{RevokeUnused, SetBatchExpiry},
         issued::IssueCodes,
         share::{
             BatchView, DeleteResource, MoveResource, RenameResource, ShareEditor, UpdateShare,
@@ -33,7 +33,10 @@ use crate::{
 pub fn ShareAdminPage() -> impl IntoView {
     let tenant = param_id("tenant");
     let share = param_id("share");
-    let revoke = ServerAction::<RevokeUnused>::new();
+    let batch_actions = BatchActions {
+        revoke: ServerAction::new(),
+        expiry: ServerAction::new(),
+    };
     let update = ServerAction::<UpdateShare>::new();
     let actions = ResourceActions {
         rename: ServerAction::new(),
@@ -47,7 +50,7 @@ pub fn ShareAdminPage() -> impl IntoView {
             (
                 tenant(),
                 share(),
-                revoke.version().get(),
+                batch_actions.versions(),
                 update.version().get(),
                 actions.versions(),
             )
@@ -68,7 +71,7 @@ pub fn ShareAdminPage() -> impl IntoView {
                     share().map(|s| s.to_string()).unwrap_or_default()
                 );
                 match data.await {
-                    Ok(editor) => view! { <Editor editor revoke update actions/> }.into_any(),
+                    Ok(editor) => view! { <Editor editor batch_actions update actions/> }.into_any(),
                     Err(error) => view! { <ConsoleError error here/> }.into_any(),
                 }
             })}
@@ -76,10 +79,24 @@ pub fn ShareAdminPage() -> impl IntoView {
     }
 }
 
+/// What an admin does to a batch from the share's page.
+#[derive(Clone, Copy)]
+struct BatchActions {
+    revoke: ServerAction<RevokeUnused>,
+    expiry: ServerAction<SetBatchExpiry>,
+}
+
+impl BatchActions {
+    /// Changes whenever one of them completed: the page reloads.
+    fn versions(&self) -> (usize, usize) {
+        (self.revoke.version().get(), self.expiry.version().get())
+    }
+}
+
 #[component]
 fn Editor(
     editor: ShareEditor,
-    revoke: ServerAction<RevokeUnused>,
+    batch_actions: BatchActions,
     update: ServerAction<UpdateShare>,
     actions: ResourceActions,
 ) -> impl IntoView {
@@ -109,7 +126,8 @@ fn Editor(
                     <Settings editor=editor.clone() action=update/>
                     <div class="stack">
                         <Resources tenant share resources=editor.resources.clone() actions/>
-                        <Codes tenant share ticket=editor.issue_ticket batches=editor.batches.clone() revoke/>
+                        <Codes tenant share ticket=editor.issue_ticket batches=editor.batches.clone()
+                            time_zone=editor.time_zone.clone() actions=batch_actions/>
                     </div>
                 </div>
             }.into_any()}
@@ -304,12 +322,23 @@ fn Codes(
     share: uuid::Uuid,
     ticket: uuid::Uuid,
     batches: Vec<BatchView>,
-    revoke: ServerAction<RevokeUnused>,
+    /// The tenant's time zone: what the expiry inputs are in.
+    time_zone: String,
+    actions: BatchActions,
 ) -> impl IntoView {
+    let BatchActions { revoke, expiry } = actions;
     let issue = ServerAction::<IssueCodes>::new();
     let error = Signal::derive(move || issue.value().get().and_then(Result::err));
     let progress = issue_progress_of(tenant, ticket, issue);
-    let revoke_error = Signal::derive(move || revoke.value().get().and_then(Result::err));
+    let revoke_error = Signal::derive(move || {
+        revoke
+            .value()
+            .get()
+            .and_then(Result::err)
+            .or_else(|| expiry.value().get().and_then(Result::err))
+    });
+    let expires_label = lang().format(Msg::UnusedCodesExpire, &[("time_zone", &time_zone)]);
+    let batch_expires_label = expires_label.clone();
     view! {
         <section class="card">
             <h2>{t(Msg::AccessCodes)}</h2>
@@ -322,6 +351,8 @@ fn Codes(
                     <OptionalField name="count" label=t(Msg::HowMany) kind="number" value="20" error/>
                     <OptionalField name="label" label=t(Msg::Label) hint=t(Msg::EGTheClassOrThe) error/>
                 </div>
+                <OptionalField name="expires_at" label=expires_label.clone() kind="datetime-local"
+                    hint=t(Msg::EmptyNeverBoundCodesKeepWorking) error/>
                 <p class="hint">{t(Msg::TheCodesAreShownOnceOn)}</p>
                 <button type="submit" class="button" disabled=move || issue.pending().get()>
                     {move || if issue.pending().get() { t(Msg::Issuing) } else { t(Msg::IssueCodes) }}
@@ -343,6 +374,7 @@ fn Codes(
             </ActionForm>
             <FormAlert error=revoke_error/>
             <FieldError error=revoke_error field="confirm"/>
+            <FieldError error=revoke_error field="expires_at"/>
             {(!batches.is_empty()).then(|| view! {
                 <h3>{t(Msg::Batches)}</h3>
                 <ul class="batch-list">
@@ -352,12 +384,29 @@ fn Codes(
                         } else {
                             b.label.clone()
                         };
+                        let expires = b.expires.as_ref().map(|when| {
+                            let msg = if b.expired { Msg::BatchExpiredOn } else { Msg::BatchExpiresOn };
+                            lang().format(msg, &[("when", when)])
+                        });
+                        let expiry_input_id = format!("batch-expires-{}", b.id);
+                        let expires_label = batch_expires_label.clone();
                         view! {
                         <li>
                             <a href=format!("/admin/t/{tenant}/s/{share}/codes?batch={}", b.id)>
                                 {batch_name.clone()}
                             </a>
-                            <span class="muted">{lang().format(Msg::Codes2, &[("count", &b.count), ("created", &b.created)])}</span>
+                            <span class="muted">{lang().format(Msg::Codes2, &[("count", &b.count), ("created", &b.created)])}{expires}</span>
+                            <details class="expiry">
+                                <summary aria-label=lang().format(Msg::ChangeExpiryOfBatch, &[("batch_name", &batch_name)])>{t(Msg::ExpiryDate)}</summary>
+                                <ActionForm action=expiry attr:class="form compact">
+                                    <input type="hidden" name="tenant_id" value=tenant.to_string()/>
+                                    <input type="hidden" name="batch_id" value=b.id.to_string()/>
+                                    <label for=expiry_input_id.clone()>{expires_label.clone()}</label>
+                                    <input id=expiry_input_id type="datetime-local" name="expires_at" value=b.expires_input.clone()/>
+                                    <p class="hint">{t(Msg::EmptyNeverBoundCodesKeepWorking)}</p>
+                                    <button type="submit" class="button small">{t(Msg::Save)}</button>
+                                </ActionForm>
+                            </details>
                             <details class="confirm-action">
                                 <summary aria-label=lang().format(Msg::RevokeTheUnusedCodesOfBatch, &[("batch_name", &batch_name)])>{t(Msg::RevokeUnused)}</summary>
                                 <ActionForm action=revoke attr:class="form compact">

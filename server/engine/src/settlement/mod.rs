@@ -143,6 +143,10 @@ pub enum SettlementError {
     CodeBound,
     #[error("this code was revoked by the course provider")]
     CodeRevoked,
+    /// Unused past its date (its own, or its batch's). A code bound before
+    /// its date keeps working.
+    #[error("this code has expired; ask the course provider for a new one")]
+    CodeExpired,
     #[error("this code does not belong to this course")]
     WrongShare,
     #[error("this code is not valid")]
@@ -211,7 +215,8 @@ pub async fn validate(
     }
     let candidates = keyring.candidates(code);
     let found = sqlx::query!(
-        r#"SELECT id, tenant_id, share_id, bound_principal, revoked_at IS NOT NULL AS "revoked!"
+        r#"SELECT id, tenant_id, share_id, bound_principal, revoked_at IS NOT NULL AS "revoked!",
+                  coalesce(code_expires_at(tenant_id, batch_id, expires_at) <= now(), false) AS "expired!"
            FROM auth_codes WHERE digest = ANY($1)"#,
         &candidates,
     )
@@ -244,6 +249,8 @@ pub async fn validate(
             crate::measures::leak_signal();
             return Err(SettlementError::CodeBound);
         }
+        // Refused here for a clear message; the binding's trigger decides.
+        None if found.expired => return Err(SettlementError::CodeExpired),
         None => {}
     }
     if binding_of(pool, share, principal).await?.is_some() {

@@ -245,6 +245,8 @@ fn refusal(outcome: &str) -> SettlementError {
     match outcome {
         "request_id_reused" => SettlementError::RequestIdReused,
         "code_revoked" => SettlementError::CodeRevoked,
+        // Raised by the trigger auth_codes_refuse_expired, from the bind.
+        "code_expired" => SettlementError::CodeExpired,
         "code_required" => SettlementError::CodeRequired,
         "code_bound" => SettlementError::CodeBound,
         "wrong_share" => SettlementError::WrongShare,
@@ -306,5 +308,21 @@ mod tests {
             refusal("nonsense"),
             SettlementError::Unexpected(_)
         ));
+    }
+
+    /// The refusals the triggers on a binding raise (SQLSTATE AOREF) map
+    /// too: they reach the caller through `settle_access`'s bind.
+    #[test]
+    fn every_refusal_a_binding_trigger_raises_is_known() {
+        let migration = include_str!("../../../../migrations/20261203000001_code_expiry.sql");
+        let raised: Vec<&str> = migration
+            .split("RAISE EXCEPTION '")
+            .skip(1)
+            .filter_map(|rest| rest.split('\'').next())
+            .collect();
+        assert_eq!(raised, ["code_expired"]);
+        for outcome in raised {
+            assert!(matches!(refusal(outcome), SettlementError::CodeExpired));
+        }
     }
 }

@@ -51,7 +51,7 @@ pub enum ShareError {
     InvalidDescription,
     #[error("status is one of draft, active, paused, archived")]
     InvalidStatus,
-    #[error("a code's state is one of unused, bound, revoked")]
+    #[error("a code's state is one of unused, bound, revoked, expired")]
     InvalidCodeState,
     #[error("no such resource")]
     ResourceNotFound,
@@ -91,6 +91,13 @@ pub enum ShareError {
     CodeNotFound,
     #[error("this code is not bound to anyone")]
     CodeNotBound,
+    /// An expiry date is a moment still to come (none: never expires).
+    #[error("an expiry date must be in the future")]
+    InvalidExpiry,
+    /// Only an unused code's date can change: a bound code keeps working
+    /// whatever its date, and a revoked one is refused anyway.
+    #[error("this code is already bound or revoked: its expiry date no longer applies")]
+    CodeNotUnused,
     #[error(transparent)]
     Unexpected(#[from] anyhow::Error),
 }

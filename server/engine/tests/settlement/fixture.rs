@@ -357,6 +357,7 @@ async fn issue(
             share: share.id,
             count,
             label: "test",
+            expires_at: None,
             idempotency_key: None,
             progress: None,
         },

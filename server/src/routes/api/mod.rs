@@ -96,6 +96,10 @@ pub fn router() -> Router<ServerState> {
             post(admin::batches::revoke_unused),
         )
         .route(
+            "/api/v1/batches/{batch_id}/expiry",
+            post(admin::batches::set_expiry),
+        )
+        .route(
             "/api/v1/shares/{share_id}/learners",
             get(admin::activity::list_learners),
         )
@@ -118,6 +122,10 @@ pub fn router() -> Router<ServerState> {
         .route("/api/v1/codes/{code_id}", get(admin::codes::get_code))
         .route("/api/v1/codes/{code_id}/revoke", post(admin::revoke_code))
         .route("/api/v1/codes/{code_id}/unbind", post(admin::unbind_code))
+        .route(
+            "/api/v1/codes/{code_id}/expiry",
+            post(admin::codes::set_code_expiry),
+        )
         .route(
             "/api/v1/codes/{code_id}/replace",
             post(admin::codes::replace_code),

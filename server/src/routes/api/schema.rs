@@ -2,7 +2,7 @@
 //! (`/api/v1/openapi.json`), generated from the handlers' annotations and
 //! these types so that it cannot drift from what the server sends.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::{
     Modify, OpenApi, ToSchema,
     openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme},
@@ -159,6 +159,10 @@ pub struct BatchBody {
     pub count: i32,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: time::OffsetDateTime,
+    /// When its unused codes stop working (a code's own date overrides
+    /// it); `null`: never.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub expires_at: Option<time::OffsetDateTime>,
 }
 
 /// A batch with its codes counted by state.
@@ -171,12 +175,28 @@ pub struct BatchDetail {
     pub count: i32,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: time::OffsetDateTime,
-    /// Codes nobody has used yet (replacement codes included).
+    /// When its unused codes stop working (a code's own date overrides
+    /// it); `null`: never.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub expires_at: Option<time::OffsetDateTime>,
+    /// Codes nobody has used yet and still usable (replacement codes
+    /// included).
     pub unused: i64,
     /// Codes bound to a learner.
     pub bound: i64,
     /// Codes revoked (replaced ones included).
     pub revoked: i64,
+    /// Codes nobody used before their date: refused to everyone.
+    pub expired: i64,
+}
+
+/// A new expiry date for a batch or one code.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct ExpiryBody {
+    /// RFC 3339, in the future; `null` (or absent): never (for a code:
+    /// its batch's date applies again).
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub expires_at: Option<String>,
 }
 
 /// What revoking a batch's unused codes did.
@@ -394,6 +414,7 @@ impl Modify for Security {
         super::admin::batches::get_batch,
         super::admin::batches::codes_csv,
         super::admin::batches::revoke_unused,
+        super::admin::batches::set_expiry,
         super::admin::codes::issue_codes,
         super::admin::codes::list_codes,
         super::admin::codes::get_code,
@@ -401,6 +422,7 @@ impl Modify for Security {
         super::admin::codes::revoke_code,
         super::admin::codes::unbind_code,
         super::admin::codes::replace_code,
+        super::admin::codes::set_code_expiry,
         super::admin::activity::list_learners,
         super::admin::activity::list_records,
         super::admin::activity::learners_csv,

@@ -171,7 +171,7 @@ pub async fn code_table_csv(
     use futures::StreamExt as _;
     let header = futures::stream::once(async {
         Ok::<_, std::io::Error>(bytes::Bytes::from_static(
-            "\u{feff}hint,state,learner_email,first_used_at,access_count,batch_label\r\n"
+            "\u{feff}hint,state,learner_email,first_used_at,access_count,batch_label,expires_at\r\n"
                 .as_bytes(),
         ))
     });
@@ -201,7 +201,7 @@ fn code_table_rows(
                     let mut chunk = String::with_capacity(page.codes.len() * 96);
                     for c in &page.codes {
                         chunk.push_str(&format!(
-                            "{},{},{},{},{},{}\r\n",
+                            "{},{},{},{},{},{},{}\r\n",
                             csv_field(&c.hint),
                             c.state.as_str(),
                             csv_field(c.bound_email.as_deref().unwrap_or_default()),
@@ -210,6 +210,9 @@ fn code_table_rows(
                                 .unwrap_or_default(),
                             c.access_count,
                             labels.get(&c.batch_id).map_or("", String::as_str),
+                            c.expires_at
+                                .and_then(|at| at.format(&format).ok())
+                                .unwrap_or_default(),
                         ));
                     }
                     Some((

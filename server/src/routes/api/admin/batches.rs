@@ -5,7 +5,7 @@
 
 use axum::{
     Json,
-    extract::{Path, State},
+    extract::{Path, State, rejection::JsonRejection},
     response::{IntoResponse, Response},
 };
 use engine::tenants::Permission;
@@ -13,8 +13,8 @@ use engine::tenants::Permission;
 use super::{Caller, admin_of_share, parse_id};
 use crate::{
     routes::api::{
-        error::ApiError,
-        schema::{BatchBody, BatchDetail, BatchRevoked, ErrorBody},
+        error::{ApiError, rejection},
+        schema::{BatchBody, BatchDetail, BatchRevoked, ErrorBody, ExpiryBody},
     },
     startup::ServerState,
 };
@@ -43,6 +43,7 @@ pub async fn list_batches(
                 label: b.label,
                 count: b.count,
                 created_at: b.created_at,
+                expires_at: b.expires_at,
             })
             .collect::<Vec<_>>(),
     ))
@@ -55,7 +56,14 @@ async fn batch_of(
     caller: &Caller,
     batch_id: &str,
     permission: Permission,
-) -> Result<(engine::batches::BatchSummary, engine::accounts::Principal), ApiError> {
+) -> Result<
+    (
+        engine::batches::BatchSummary,
+        engine::accounts::Principal,
+        engine::tenants::TenantId,
+    ),
+    ApiError,
+> {
     let batch = parse_id(batch_id)?;
     let pool = &state.services.pool;
     let Some((tenant, _share)) = engine::batches::owner_of_batch(pool, batch).await? else {
@@ -65,7 +73,7 @@ async fn batch_of(
     let summary = engine::batches::summary(pool, tenant, batch)
         .await?
         .ok_or_else(ApiError::not_found)?;
-    Ok((summary, admin))
+    Ok((summary, admin, tenant))
 }
 
 /// Reads a batch with its codes counted by state.
@@ -83,17 +91,68 @@ pub async fn get_batch(
     caller: Caller,
     Path(batch_id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (b, _) = batch_of(&state, &caller, &batch_id, Permission::ViewConsole).await?;
-    Ok(Json(BatchDetail {
+    let (b, _, _) = batch_of(&state, &caller, &batch_id, Permission::ViewConsole).await?;
+    Ok(Json(detail(b)))
+}
+
+fn detail(b: engine::batches::BatchSummary) -> BatchDetail {
+    BatchDetail {
         id: b.id,
         share_id: b.share.0,
         label: b.label,
         count: b.count,
         created_at: b.created_at,
+        expires_at: b.expires_at,
         unused: b.unused,
         bound: b.bound,
         revoked: b.revoked,
-    }))
+        expired: b.expired,
+    }
+}
+
+/// Sets when a batch's unused codes stop working, or that they never do
+/// (`null`). Codes already bound keep working; a code with its own date
+/// keeps it. Audited.
+#[utoipa::path(post, path = "/api/v1/batches/{batch_id}/expiry", tag = "admin",
+    params(("batch_id" = Uuid, Path, description = "The batch")),
+    request_body = ExpiryBody,
+    responses(
+        (status = 200, description = "The batch with its new date", body = BatchDetail),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
+        (status = 404, description = "Not an id (an unknown batch answers 403, as another tenant's does)", body = ErrorBody),
+        (status = 422, description = "Not an RFC 3339 date, or not in the future", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
+pub async fn set_expiry(
+    State(state): State<ServerState>,
+    caller: Caller,
+    Path(batch_id): Path<String>,
+    body: Result<Json<ExpiryBody>, JsonRejection>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (b, admin, tenant) =
+        batch_of(&state, &caller, &batch_id, Permission::ManageCourses).await?;
+    let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
+    let expires_at = parse_expiry(body.expires_at.as_deref())?;
+    let pool = &state.services.pool;
+    engine::batches::set_batch_expiry(pool, tenant, admin.id, b.id, expires_at).await?;
+    let after = engine::batches::summary(pool, tenant, b.id)
+        .await?
+        .ok_or_else(ApiError::not_found)?;
+    Ok(Json(detail(after)))
+}
+
+/// An API client's expiry date: RFC 3339 or none (in the future is the
+/// engine's to check).
+pub(super) fn parse_expiry(
+    raw: Option<&str>,
+) -> Result<Option<time::OffsetDateTime>, engine::shares::ShareError> {
+    raw.map(|raw| {
+        time::OffsetDateTime::parse(raw.trim(), &time::format_description::well_known::Rfc3339)
+            .map_err(|_| engine::shares::ShareError::InvalidExpiry)
+    })
+    .transpose()
 }
 
 /// The plain codes of a batch issued in the console (or of a replacement

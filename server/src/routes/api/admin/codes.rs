@@ -20,7 +20,9 @@ use crate::{
     routes::api::{
         error::{ApiError, rejection},
         idempotency::{create_once, key_of},
-        schema::{CodeChanged, CodePage, ErrorBody, FoundCode, IssuedBatch, IssuedCode},
+        schema::{
+            CodeChanged, CodePage, ErrorBody, ExpiryBody, FoundCode, IssuedBatch, IssuedCode,
+        },
     },
     startup::ServerState,
 };
@@ -30,6 +32,10 @@ pub struct IssueBody {
     /// 1 to 100,000.
     count: i64,
     label: Option<String>,
+    /// When the batch's unused codes stop working (RFC 3339, in the
+    /// future); absent or `null`: never. Codes bound before it keep working.
+    #[schema(value_type = Option<String>, format = DateTime)]
+    expires_at: Option<String>,
 }
 
 /// Issues a batch of codes; the plain codes are in this answer only.
@@ -46,7 +52,7 @@ pub struct IssueBody {
         (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
         (status = 404, description = "No such share", body = ErrorBody),
         (status = 409, description = "This Idempotency-Key issued a batch whose answer is no longer held (15 minutes passed)", body = ErrorBody),
-        (status = 422, description = "Invalid count or label", body = ErrorBody),
+        (status = 422, description = "Invalid count, label or expiry date", body = ErrorBody),
     ),
     security(("bearer" = []), ("session" = [])))]
 pub async fn issue_codes(
@@ -59,6 +65,7 @@ pub async fn issue_codes(
     let (share, admin) =
         admin_of_share(&state, &caller, &share_id, Permission::ManageCourses).await?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
+    let expires_at = super::batches::parse_expiry(body.expires_at.as_deref())?;
     let key = match headers.get("idempotency-key") {
         None => None,
         Some(value) => {
@@ -74,6 +81,7 @@ pub async fn issue_codes(
         &share,
         body.count,
         body.label.as_deref().unwrap_or(""),
+        expires_at,
         key.as_ref().map(engine::settlement::RequestId::as_str),
     )
     .await?;
@@ -97,7 +105,7 @@ pub async fn issue_codes(
 pub struct ListQuery {
     after: Option<Uuid>,
     limit: Option<i64>,
-    /// `unused`, `bound` or `revoked`.
+    /// `unused`, `bound`, `revoked` or `expired`.
     state: Option<String>,
     batch: Option<Uuid>,
     /// Part of a hint or of a bound learner's email.
@@ -275,6 +283,43 @@ async fn admin_of_code(
         .admin_of(state, tenant, Permission::ManageCourses)
         .await?;
     Ok((tenant, code, admin))
+}
+
+/// Sets one unused code's own expiry date, overriding its batch's, or
+/// (`null`) lets its batch's date apply again; an expired unused code
+/// given a later date is usable again. Audited.
+#[utoipa::path(post, path = "/api/v1/codes/{code_id}/expiry", tag = "admin",
+    params(("code_id" = Uuid, Path, description = "The code")),
+    request_body = ExpiryBody,
+    responses(
+        (status = 200, description = "The code with its new date", body = FoundCode),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
+        (status = 404, description = "No such code", body = ErrorBody),
+        (status = 409, description = "The code is bound or revoked: its date no longer applies", body = ErrorBody),
+        (status = 422, description = "Not an RFC 3339 date, or not in the future", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
+pub async fn set_code_expiry(
+    State(state): State<ServerState>,
+    caller: Caller,
+    Path(code_id): Path<String>,
+    body: Result<Json<ExpiryBody>, JsonRejection>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (tenant, code, admin) = admin_of_code(&state, &caller, &code_id).await?;
+    let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
+    let expires_at = super::batches::parse_expiry(body.expires_at.as_deref())?;
+    let pool = &state.services.pool;
+    code_admin::set_code_expiry(pool, tenant, admin.id, code, expires_at).await?;
+    let share = code_admin::share_of_code(pool, code)
+        .await?
+        .map(|(_, share)| share)
+        .ok_or_else(ApiError::not_found)?;
+    Ok(Json(FoundCode {
+        share_id: share.0,
+        code: code_view(&state, tenant, share, code).await?,
+    }))
 }
 
 /// Revokes a code; a learner bound to it loses access.

@@ -92,8 +92,9 @@ fn settlement_errors() -> Vec<SettlementError> {
         E::Unexpected(boom()),
         E::LearnerSuspended,
         E::EmailNotVerified,
+        E::CodeExpired,
     ];
-    covers(&all, 19, |e| match e {
+    covers(&all, 20, |e| match e {
         E::CodeRequired => 0,
         E::CodeBound => 1,
         E::CodeRevoked => 2,
@@ -113,6 +114,7 @@ fn settlement_errors() -> Vec<SettlementError> {
         E::OpenFromCoursePage => 16,
         E::LearnerSuspended => 17,
         E::EmailNotVerified => 18,
+        E::CodeExpired => 19,
     });
     all
 }
@@ -150,8 +152,10 @@ fn share_errors() -> Vec<ShareError> {
         E::CodeNotFound,
         E::CodeNotBound,
         E::Unexpected(boom()),
+        E::InvalidExpiry,
+        E::CodeNotUnused,
     ];
-    covers(&all, 23, |e| match e {
+    covers(&all, 25, |e| match e {
         E::InvalidTitle => 0,
         E::InvalidSlug => 1,
         E::SlugTaken => 2,
@@ -175,6 +179,8 @@ fn share_errors() -> Vec<ShareError> {
         E::CodeNotFound => 20,
         E::CodeNotBound => 21,
         E::Unexpected(_) => 22,
+        E::InvalidExpiry => 23,
+        E::CodeNotUnused => 24,
     });
     all
 }

@@ -1,0 +1,387 @@
+//! Code expiry (issue 17): an unused code past its date (its own, else its
+//! batch's) is refused like a revoked one, with its own error; a code bound
+//! before its date keeps working. The settlement decides inside its
+//! transaction (the trigger on the binding), so a code typed in before its
+//! date and opened after it is refused too. Admins set dates at issuing and
+//! later, per batch and per code (API and console), never in the past.
+//!
+//! Time passing is simulated by moving a stored date into the past in SQL:
+//! the product refuses past dates, and a test does not wait for the clock.
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use time::{Duration, OffsetDateTime, format_description::well_known::Rfc3339};
+use uuid::Uuid;
+
+use crate::course::{
+    self, Admin, Course, admin, assert_invariants, course, enter_code, error_of, issue, learners,
+    open, post_json, state_of,
+};
+use crate::helpers::{TestApp, spawn_app};
+
+fn rfc3339(at: OffsetDateTime) -> String {
+    at.format(&Rfc3339).expect("format")
+}
+
+/// A moment `days` from now, in whole seconds (what PostgreSQL stores
+/// comes back as sent).
+fn in_days(days: i64) -> OffsetDateTime {
+    (OffsetDateTime::now_utc() + Duration::days(days))
+        .replace_nanosecond(0)
+        .expect("whole seconds")
+}
+
+/// Issues `n` codes through the API with `expires_at`: (batch id, codes).
+async fn issue_expiring(
+    app: &TestApp,
+    admin: &Admin,
+    share: Uuid,
+    n: usize,
+    expires_at: Value,
+) -> (Uuid, Vec<(Uuid, String)>) {
+    let response = post_json(
+        app,
+        &admin.client,
+        &format!("/api/v1/shares/{share}/codes"),
+        json!({ "count": n, "expires_at": expires_at }),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let body: Value = response.json().await.expect("json");
+    let codes = body["codes"]
+        .as_array()
+        .expect("codes")
+        .iter()
+        .map(|c| {
+            (
+                c["id"].as_str().expect("id").parse().expect("uuid"),
+                c["code"].as_str().expect("code").to_owned(),
+            )
+        })
+        .collect();
+    (
+        body["batch_id"]
+            .as_str()
+            .expect("batch")
+            .parse()
+            .expect("uuid"),
+        codes,
+    )
+}
+
+/// Moves a batch's date to now, as time passing would (every binding so
+/// far came before it, as it would have).
+async fn let_batch_expire(app: &TestApp, batch: Uuid) {
+    sqlx::query("UPDATE code_batches SET expires_at = now() WHERE id = $1")
+        .bind(batch)
+        .execute(&app.pool)
+        .await
+        .expect("expire the batch");
+}
+
+async fn batch_of(app: &TestApp, code: Uuid) -> Uuid {
+    sqlx::query_scalar("SELECT batch_id FROM auth_codes WHERE id = $1")
+        .bind(code)
+        .fetch_one(&app.pool)
+        .await
+        .expect("batch")
+}
+
+async fn get_json(app: &TestApp, client: &reqwest::Client, path: &str) -> Value {
+    let response = client
+        .get(format!("{}{path}", app.address))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(response.status(), 200, "{path}");
+    response.json().await.expect("json")
+}
+
+/// What a refused code must leave unchanged: the share's bindings, quota
+/// and records, and the code itself.
+async fn snapshot(app: &TestApp, course: &Course, code: Uuid) -> (course::ShareState, Value) {
+    let row: Value =
+        sqlx::query_scalar("SELECT to_jsonb(c) - 'created_at' FROM auth_codes c WHERE id = $1")
+            .bind(code)
+            .fetch_one(&app.pool)
+            .await
+            .expect("code");
+    (state_of(app, course.share).await, row)
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn an_unused_code_past_its_date_is_refused_and_a_bound_one_keeps_working(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    let (batch, codes) =
+        issue_expiring(&app, &admin, course.share, 3, json!(rfc3339(in_days(30)))).await;
+    let mut people = learners(&app, 3).await.into_iter();
+    let (_, holder) = people.next().expect("learner");
+    let (_, late) = people.next().expect("learner");
+    let (_, typed_in_time) = people.next().expect("learner");
+
+    // Before the date: a code binds as usual; another is typed in (pending)
+    // but not opened yet.
+    assert_eq!(
+        enter_code(&app, &holder, &course.slug, &codes[0].1)
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(open(&app, &holder, &course, None).await.status(), 200);
+    assert_eq!(
+        enter_code(&app, &typed_in_time, &course.slug, &codes[2].1)
+            .await
+            .status(),
+        200
+    );
+
+    let_batch_expire(&app, batch).await;
+
+    // The bound code keeps working: its learner opens again (a fresh
+    // request id; the grant is reused or a new access counted).
+    assert_eq!(open(&app, &holder, &course, None).await.status(), 200);
+
+    // An unused code is refused at entry with its own error, and nothing
+    // changes.
+    let before = snapshot(&app, &course, codes[1].0).await;
+    let refused = enter_code(&app, &late, &course.slug, &codes[1].1).await;
+    assert_eq!(error_of(refused).await, (409, "code_expired".to_owned()));
+    assert_eq!(snapshot(&app, &course, codes[1].0).await, before);
+
+    // A code typed in before the date and opened after it: the settlement
+    // refuses it inside its transaction (the binding's trigger), and
+    // nothing stays (no binding, no access record, no quota spent).
+    let before = snapshot(&app, &course, codes[2].0).await;
+    let opened = open(&app, &typed_in_time, &course, None).await;
+    assert_eq!(error_of(opened).await, (409, "code_expired".to_owned()));
+    assert_eq!(snapshot(&app, &course, codes[2].0).await, before);
+
+    // The code table says which is which.
+    let page = get_json(
+        &app,
+        &admin.client,
+        &format!("/api/v1/shares/{}/codes", course.share),
+    )
+    .await;
+    let states: Vec<(&str, &str)> = page["codes"]
+        .as_array()
+        .expect("codes")
+        .iter()
+        .map(|c| {
+            (
+                c["id"].as_str().expect("id"),
+                c["state"].as_str().expect("state"),
+            )
+        })
+        .collect();
+    let state_of_code = |id: Uuid| {
+        states
+            .iter()
+            .find(|(c, _)| *c == id.to_string())
+            .map(|(_, s)| *s)
+    };
+    assert_eq!(state_of_code(codes[0].0), Some("bound"));
+    assert_eq!(state_of_code(codes[1].0), Some("expired"));
+    assert_eq!(state_of_code(codes[2].0), Some("expired"));
+    let expired = get_json(
+        &app,
+        &admin.client,
+        &format!("/api/v1/shares/{}/codes?state=expired", course.share),
+    )
+    .await;
+    assert_eq!(expired["codes"].as_array().expect("codes").len(), 2);
+    let detail = get_json(&app, &admin.client, &format!("/api/v1/batches/{batch}")).await;
+    assert_eq!(
+        (&detail["unused"], &detail["bound"], &detail["expired"]),
+        (&json!(0), &json!(1), &json!(2)),
+        "{detail}"
+    );
+    assert_invariants(&app, "after expiry").await;
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_code_date_overrides_its_batch_and_brings_an_expired_code_back(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    let codes = issue(&app, &admin, course.share, 2).await;
+    let batch = batch_of(&app, codes[0].0).await;
+    let ((_, learner), (_, other)) = {
+        let mut people = learners(&app, 2).await.into_iter();
+        (
+            people.next().expect("learner"),
+            people.next().expect("learner"),
+        )
+    };
+    // The batch's date moves in the future through the API, then passes.
+    let later = in_days(7);
+    let changed = post_json(
+        &app,
+        &admin.client,
+        &format!("/api/v1/batches/{batch}/expiry"),
+        json!({ "expires_at": rfc3339(later) }),
+    )
+    .await;
+    assert_eq!(changed.status(), 200);
+    let changed: Value = changed.json().await.expect("json");
+    assert_eq!(changed["expires_at"], json!(rfc3339(later)));
+    let_batch_expire(&app, batch).await;
+    let refused = enter_code(&app, &learner, &course.slug, &codes[0].1).await;
+    assert_eq!(error_of(refused).await.1, "code_expired");
+
+    // One code gets a date of its own: it works again, its sibling not.
+    let own = in_days(2);
+    let answer = post_json(
+        &app,
+        &admin.client,
+        &format!("/api/v1/codes/{}/expiry", codes[0].0),
+        json!({ "expires_at": rfc3339(own) }),
+    )
+    .await;
+    assert_eq!(answer.status(), 200);
+    let answer: Value = answer.json().await.expect("json");
+    assert_eq!(answer["code"]["state"], "unused");
+    assert_eq!(answer["code"]["expires_at"], json!(rfc3339(own)));
+    assert_eq!(
+        enter_code(&app, &learner, &course.slug, &codes[0].1)
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(open(&app, &learner, &course, None).await.status(), 200);
+    let refused = enter_code(&app, &other, &course.slug, &codes[1].1).await;
+    assert_eq!(error_of(refused).await.1, "code_expired");
+
+    // A bound code's date no longer applies: changing it is refused.
+    let bound = post_json(
+        &app,
+        &admin.client,
+        &format!("/api/v1/codes/{}/expiry", codes[0].0),
+        json!({ "expires_at": null }),
+    )
+    .await;
+    assert_eq!(error_of(bound).await, (409, "code_not_unused".to_owned()));
+
+    // Both changes are in the audit log, by whom and from what to what.
+    let actions: Vec<(String, Value)> = sqlx::query_as(
+        "SELECT action, details FROM audit_log WHERE action LIKE '%.expiry_changed' ORDER BY created_at",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .expect("audit");
+    assert_eq!(actions.len(), 2, "{actions:?}");
+    assert_eq!(actions[0].0, "batch.expiry_changed");
+    assert_eq!(actions[0].1["to"], json!(rfc3339(later)));
+    assert_eq!(actions[1].0, "code.expiry_changed");
+    assert_eq!(actions[1].1["to"], json!(rfc3339(own)));
+    assert_invariants(&app, "after overriding").await;
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_date_in_the_past_or_not_a_date_is_refused_and_changes_nothing(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    let codes = issue(&app, &admin, course.share, 1).await;
+    let batch = batch_of(&app, codes[0].0).await;
+    let past = rfc3339(OffsetDateTime::now_utc() - Duration::minutes(1));
+    let batches = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM code_batches")
+            .fetch_one(&app.pool)
+            .await
+            .expect("count")
+    };
+    let dates = || async {
+        sqlx::query_as::<_, (Option<OffsetDateTime>, Option<OffsetDateTime>)>(
+            "SELECT b.expires_at, c.expires_at FROM auth_codes c
+             JOIN code_batches b ON b.id = c.batch_id WHERE c.id = $1",
+        )
+        .bind(codes[0].0)
+        .fetch_one(&app.pool)
+        .await
+        .expect("dates")
+    };
+    let issued_before = batches().await;
+    for bad in [
+        json!(past),
+        json!("next tuesday"),
+        json!("2031-02-30T00:00:00Z"),
+    ] {
+        let answer = post_json(
+            &app,
+            &admin.client,
+            &format!("/api/v1/shares/{}/codes", course.share),
+            json!({ "count": 5, "expires_at": bad }),
+        )
+        .await;
+        assert_eq!(answer.status(), 422, "{bad}");
+        let body: Value = answer.json().await.expect("json");
+        assert_eq!(body["field"], "expires_at", "{bad}: {body}");
+        for path in [
+            format!("/api/v1/batches/{batch}/expiry"),
+            format!("/api/v1/codes/{}/expiry", codes[0].0),
+        ] {
+            let answer = post_json(&app, &admin.client, &path, json!({ "expires_at": bad })).await;
+            assert_eq!(answer.status(), 422, "{path} {bad}");
+        }
+    }
+    assert_eq!(batches().await, issued_before, "no batch was issued");
+    assert_eq!(dates().await, (None, None), "no date was set");
+    let audited: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE action LIKE '%.expiry_changed'")
+            .fetch_one(&app.pool)
+            .await
+            .expect("audit");
+    assert_eq!(audited, 0);
+
+    // Another tenant's admin cannot change this batch's date.
+    let stranger = course::admin(&app).await;
+    let answer = post_json(
+        &app,
+        &stranger.client,
+        &format!("/api/v1/batches/{batch}/expiry"),
+        json!({ "expires_at": null }),
+    )
+    .await;
+    assert_eq!(answer.status(), 403);
+    assert_eq!(dates().await, (None, None));
+}
+
+/// The reconciler finds a binding made after its code's date (planted
+/// behind the trigger's back) and nothing in a clean database.
+#[sqlx::test(migrations = "../migrations")]
+async fn the_reconciler_finds_a_code_bound_after_its_date(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    let codes = issue(&app, &admin, course.share, 1).await;
+    let (_, learner) = learners(&app, 1).await.remove(0);
+    enter_code(&app, &learner, &course.slug, &codes[0].1).await;
+    assert_eq!(open(&app, &learner, &course, None).await.status(), 200);
+    const CHECK: &str = "no code was bound after its expiry date";
+    let found = |checks: Vec<engine::invariants::Check>| {
+        checks
+            .into_iter()
+            .find(|c| c.name == CHECK)
+            .expect("the check runs")
+            .violations
+    };
+    let clean = engine::invariants::check_all(&app.pool)
+        .await
+        .expect("checks");
+    assert_eq!(found(clean), 0);
+    sqlx::query(
+        "UPDATE auth_codes SET expires_at = first_used_at - interval '1 day' WHERE id = $1",
+    )
+    .bind(codes[0].0)
+    .execute(&app.pool)
+    .await
+    .expect("plant");
+    let planted = engine::invariants::check_all(&app.pool)
+        .await
+        .expect("checks");
+    assert_eq!(found(planted), 1);
+}
