@@ -113,6 +113,8 @@ pub fn audit_action(action: &str) -> String {
         "code.replaced" => t(Msg::CodeReplaced),
         "code.expiry_changed" => t(Msg::CodeExpiryChanged),
         "batch.expiry_changed" => t(Msg::BatchExpiryChanged),
+        "access.extended" => t(Msg::AccessExtended),
+        "access.extended_all" => t(Msg::AccessExtendedAll),
         "code.unbound" => t(Msg::CodeUnbound),
         "code.bound" => t(Msg::CodeBound),
         "token.created" => t(Msg::ApiTokenCreated),

@@ -267,6 +267,7 @@ pub async fn seed_demo(
                 status: Some("active".into()),
                 per_learner_limit: None,
                 quota: None,
+                access_days: None,
                 valid_from: None,
                 valid_until: None,
             })?;

@@ -23,11 +23,17 @@ pub struct LearnersPage {
     pub records: Option<(String, Vec<RecordView>)>,
     /// The signed-in member may look but not change (support).
     pub read_only: bool,
+    /// The share gives access for a period (so it can be extended).
+    pub has_period: bool,
+    /// The tenant's time zone: what the extension dates are in.
+    pub time_zone: String,
 }
 
 /// A learner bound in a share.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LearnerView {
+    /// The code they hold (what an extension names).
+    pub code_id: Uuid,
     pub principal: Uuid,
     pub email: String,
     pub hint: String,
@@ -36,6 +42,10 @@ pub struct LearnerView {
     pub last_access: Option<String>,
     /// The tenant suspended this learner (every course of the tenant).
     pub suspended: bool,
+    /// When their access ends, as a person reads it (`None`: for good).
+    pub access_ends: Option<String>,
+    /// It has ended.
+    pub access_ended: bool,
 }
 
 /// One counted access.
@@ -108,6 +118,11 @@ pub async fn share_learners(
             learners: rows
                 .into_iter()
                 .map(|r| LearnerView {
+                    code_id: r.code_id,
+                    access_ends: r.access_ends.map(|at| zone.when(at)),
+                    access_ended: r
+                        .access_ends
+                        .is_some_and(|at| at <= time::OffsetDateTime::now_utc()),
                     principal: r.principal,
                     email: r.email,
                     hint: r.hint,
@@ -120,6 +135,8 @@ pub async fn share_learners(
             next_after,
             records,
             read_only: !role.allows(engine::tenants::Permission::ManageCourses),
+            has_period: share.access_days.is_some(),
+            time_zone: zone.name().to_owned(),
         })
     };
     run.await.map_err(AppError::respond)
@@ -156,4 +173,56 @@ pub async fn suspend_learner(
         .await?)
     };
     run.await.map_err(AppError::respond)
+}
+
+/// Extends the access of the learner holding `code_id` to `until` (a
+/// `datetime-local` value in the tenant's zone). Audited.
+#[server(prefix = "/api/admin", endpoint = "access/extend")]
+pub async fn extend_access(tenant_id: Uuid, code_id: Uuid, until: String) -> Result<(), AppError> {
+    let run = async {
+        let (state, tenant, admin) =
+            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
+        let until = required_date(&state, tenant, &until).await?;
+        engine::access_period::extend_one(&state.pool, tenant, admin.id, code_id, until)
+            .await
+            .map_err(support::share_error)?;
+        Ok(())
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Extends the access of everyone bound in `share_id` so far to `until`.
+/// Audited.
+#[server(prefix = "/api/admin", endpoint = "access/extend-all")]
+pub async fn extend_access_all(
+    tenant_id: Uuid,
+    share_id: Uuid,
+    until: String,
+) -> Result<(), AppError> {
+    let run = async {
+        let (state, admin, share, _) = support::admin_share(
+            tenant_id,
+            share_id,
+            engine::tenants::Permission::ManageCourses,
+        )
+        .await?;
+        let until = required_date(&state, share.tenant(), &until).await?;
+        engine::access_period::extend_all(&state.pool, share.tenant(), admin.id, share.id, until)
+            .await
+            .map_err(support::share_error)?;
+        Ok(())
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// An extension's date, typed in the tenant's zone: required.
+#[cfg(feature = "ssr")]
+async fn required_date(
+    state: &crate::state::AppState,
+    tenant: engine::tenants::TenantId,
+    raw: &str,
+) -> Result<time::OffsetDateTime, AppError> {
+    let zone = support::zone(state, tenant).await?;
+    support::parse_local(&zone, "until", raw)?
+        .ok_or_else(|| support::share_error(engine::shares::ShareError::InvalidExtension))
 }

@@ -29,6 +29,8 @@ pub struct ShareEditor {
     pub valid_until: String,
     pub per_learner_limit: String,
     pub quota: String,
+    /// Days of access from each learner's first access, empty for good.
+    pub access_days: String,
     /// Accesses counted so far (with or without a quota).
     pub quota_used: i64,
     /// The tenant's time zone (`Asia/Shanghai`): what the dates are in.
@@ -95,6 +97,7 @@ pub async fn create_share(
             status: None,
             per_learner_limit: None,
             quota: None,
+            access_days: None,
             valid_from: None,
             valid_until: None,
         })
@@ -143,6 +146,7 @@ pub async fn share_settings(tenant_id: Uuid, share_id: Uuid) -> Result<ShareEdit
                 .map(|n| n.to_string())
                 .unwrap_or_default(),
             quota: share.quota.map(|n| n.to_string()).unwrap_or_default(),
+            access_days: share.access_days.map(|n| n.to_string()).unwrap_or_default(),
             quota_used: counted,
             time_zone: zone.name().to_owned(),
             resources: resources.into_iter().map(crate::learner::item).collect(),
@@ -178,6 +182,7 @@ mod settings_form {
         valid_until: String,
         per_learner_limit: String,
         quota: String,
+        access_days: Option<String>,
     ) -> Result<(), AppError> {
         use engine::shares::{NewShare, ShareInput};
         use support::{parse_number, share_error};
@@ -196,6 +201,7 @@ mod settings_form {
                 status: Some(status),
                 per_learner_limit: parse_number("per_learner_limit", &per_learner_limit)?,
                 quota: parse_number("quota", &quota)?,
+                access_days: parse_number("access_days", access_days.as_deref().unwrap_or(""))?,
                 valid_from: support::parse_local_or_kept(
                     &zone,
                     "valid_from",

@@ -77,6 +77,9 @@ impl Localized for ShareError {
             Self::CodeNotBound => M::ShareCodeNotBound,
             Self::InvalidExpiry => M::ShareInvalidExpiry,
             Self::CodeNotUnused => M::ShareCodeNotUnused,
+            Self::InvalidAccessDays => M::ShareInvalidAccessDays,
+            Self::InvalidExtension => M::ShareInvalidExtension,
+            Self::NoAccessPeriod => M::ShareNoAccessPeriod,
             Self::Unexpected(_) => M::Unexpected,
         };
         lang.error(msg, &[])
@@ -137,6 +140,11 @@ impl Localized for SettlementError {
             Self::CodeBound => M::SettlementCodeBound,
             Self::CodeRevoked => M::SettlementCodeRevoked,
             Self::CodeExpired => M::SettlementCodeExpired,
+            Self::AccessEnded { ended_at } => {
+                let day = ended_at.date();
+                let ended = format!("{}年{}月{}日", day.year(), u8::from(day.month()), day.day());
+                return lang.error(M::SettlementAccessEnded, &[("ended", &ended)]);
+            }
             Self::WrongShare => M::SettlementWrongShare,
             Self::InvalidCode => M::SettlementInvalidCode,
             Self::AlreadyHasAccess => M::SettlementAlreadyHasAccess,

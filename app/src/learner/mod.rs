@@ -57,6 +57,13 @@ pub enum LearnerState {
         email: String,
         hint: String,
     },
+    /// The share's access period is over for this learner (the code stays
+    /// theirs; the provider can extend it).
+    Ended {
+        email: String,
+        /// Human date it ended.
+        ended: String,
+    },
 }
 
 /// A binding as the learner sees it.
@@ -66,6 +73,8 @@ pub struct Bound {
     pub hint: String,
     /// Human date of the first access.
     pub since: String,
+    /// Human date the access ends (`None`: for good).
+    pub until: Option<String>,
 }
 
 /// A resource the server has just decided this learner may open.
@@ -89,7 +98,11 @@ pub struct CourseItem {
     pub provider: String,
     pub hint: String,
     pub since: String,
-    /// Openable now from the learner's side (active share, code kept).
+    /// Human date the access ends, while it lasts (`None`: for good, or
+    /// over: see `note`).
+    pub until: Option<String>,
+    /// Openable now from the learner's side (active share, code kept,
+    /// access period not over).
     pub open: bool,
     /// What to say when it is not.
     pub note: Option<String>,
@@ -123,10 +136,21 @@ pub async fn share_view(slug: String) -> Result<SharePage, AppError> {
                 email: p.email,
                 hint: binding.hint,
             },
+            Standing::Holds(p, binding)
+                if binding
+                    .access_ends
+                    .is_some_and(|at| at <= time::OffsetDateTime::now_utc()) =>
+            {
+                LearnerState::Ended {
+                    email: p.email,
+                    ended: binding.access_ends.map(human_date).unwrap_or_default(),
+                }
+            }
             Standing::Holds(p, binding) => LearnerState::HasAccess(Bound {
                 email: p.email,
                 hint: binding.hint,
                 since: human_date(binding.bound_at),
+                until: binding.access_ends.map(human_date),
             }),
         };
         let unavailable = overview.unavailable.map(|why| {
@@ -221,11 +245,13 @@ pub async fn open_resource(slug: String, resource: String) -> Result<OpenedResou
                 email: principal.email.clone(),
                 hint: b.hint,
                 since: human_date(b.bound_at),
+                until: b.access_ends.map(human_date),
             },
             None => Bound {
                 email: principal.email.clone(),
                 hint: String::new(),
                 since: human_date(time::OffsetDateTime::now_utc()),
+                until: None,
             },
         };
         Ok(OpenedResource {
@@ -253,18 +279,29 @@ pub async fn my_courses() -> Result<Vec<CourseItem>, AppError> {
         Ok(holdings
             .into_iter()
             .map(|h| {
+                let ended = h
+                    .access_ends
+                    .filter(|at| *at <= time::OffsetDateTime::now_utc());
                 let note = if h.revoked {
-                    Some(t(Msg::YourAccessWasWithdrawnByThe))
+                    Some(t(Msg::YourAccessWasWithdrawnByThe).to_owned())
+                } else if let Some(ended) = ended {
+                    Some(
+                        crate::i18n::lang()
+                            .format(Msg::AccessEndedNote, &[("ended", &human_date(ended))]),
+                    )
                 } else {
                     match h.status {
                         ShareStatus::Active => None,
-                        ShareStatus::Paused => Some(t(Msg::PausedByTheCourseProvider)),
-                        ShareStatus::Draft | ShareStatus::Archived => Some(t(Msg::NoLongerOffered)),
+                        ShareStatus::Paused => Some(t(Msg::PausedByTheCourseProvider).to_owned()),
+                        ShareStatus::Draft | ShareStatus::Archived => {
+                            Some(t(Msg::NoLongerOffered).to_owned())
+                        }
                     }
                 };
                 CourseItem {
                     open: note.is_none(),
-                    note: note.map(str::to_owned),
+                    until: h.access_ends.filter(|_| ended.is_none()).map(human_date),
+                    note,
                     slug: h.slug,
                     title: h.title,
                     provider: h.tenant_name,

@@ -61,6 +61,7 @@ fn CourseList(courses: Vec<CourseItem>) -> impl IntoView {
                                     </h2>
                                     <p class="muted">
                                         {c.provider}{t(Msg::Since2)}{c.since}{t(Msg::Code2)}<code>{c.hint}</code>
+                                        {c.until.map(|until| crate::i18n::lang().format(Msg::UntilDate, &[("until", &until)]))}
                                     </p>
                                     {c.note.map(|note| view! { <p class="note">{note}</p> })}
                                 </li>

@@ -85,6 +85,7 @@ fn ShareBody(page: SharePage, enter: ServerAction<EnterCode>) -> impl IntoView {
         (None, LearnerState::Pending { .. }) => "pending",
         (None, LearnerState::HasAccess(_)) => "has-access",
         (None, LearnerState::Withdrawn { .. }) => "withdrawn",
+        (_, LearnerState::Ended { .. }) => "ended",
     };
     view! {
         <Title text=title.clone()/>
@@ -164,6 +165,13 @@ fn StateBanner(
         }
         .into_any(),
         LearnerState::HasAccess(bound) => view! { <BoundNote bound/> }.into_any(),
+        LearnerState::Ended { email, ended } => view! {
+            <section class="card state-card ended" role="status">
+                <h2>{t(Msg::YourAccessHasEnded)}</h2>
+                <p>{crate::i18n::lang().format(Msg::AccessEndedExplained, &[("ended", &ended), ("email", &email)])}</p>
+            </section>
+        }
+        .into_any(),
         LearnerState::Withdrawn { email, hint } => view! {
             <section class="card state-card withdrawn" role="status">
                 <h2>{t(Msg::AccessWithdrawn)}</h2>
@@ -195,6 +203,9 @@ pub fn BoundNote(bound: Bound) -> impl IntoView {
                     .then(|| view! { {t(Msg::Code3)} <code>{bound.hint}</code> {t(Msg::Punctuation4)} })}
                 {t(Msg::SignInOnAnyDeviceTo)}
             </p>
+            {bound.until.map(|until| view! {
+                <p class="access-until">{crate::i18n::lang().format(Msg::YourAccessLastsUntil, &[("until", &until)])}</p>
+            })}
         </section>
     }
 }

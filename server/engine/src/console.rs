@@ -294,6 +294,8 @@ pub struct LearnerRow {
     pub last_access: Option<OffsetDateTime>,
     /// The tenant suspended this learner.
     pub suspended: bool,
+    /// When their access ends (`None`: for good).
+    pub access_ends: Option<OffsetDateTime>,
 }
 
 /// The learners bound in a share, in code id order (keyset on `after`).
@@ -313,8 +315,10 @@ pub async fn learners(
                   (SELECT max(r.granted_at) FROM access_records r
                     WHERE r.tenant_id = c.tenant_id AND r.code_id = c.id) AS last_access,
                   EXISTS (SELECT 1 FROM suspended_learners s
-                          WHERE s.tenant_id = c.tenant_id AND s.account_id = a.id) AS "suspended!"
+                          WHERE s.tenant_id = c.tenant_id AND s.account_id = a.id) AS "suspended!",
+                  binding_access_ends(c.first_used_at, c.access_until, sh.access_days) AS access_ends
            FROM auth_codes c JOIN accounts a ON a.id = c.bound_principal
+           JOIN shares sh ON sh.tenant_id = c.tenant_id AND sh.id = c.share_id
            WHERE c.tenant_id = $1 AND c.share_id = $2 AND c.bound_principal IS NOT NULL
              AND ($3::uuid IS NULL OR c.id > $3)
            ORDER BY c.id

@@ -15,7 +15,8 @@
 //! resource not removed, the account enabled and signed in at its current
 //! session epoch ("sign out everywhere" and a password change end it), the
 //! learner not suspended, their code of the share bound to them and not
-//! revoked, and an access record of this resource through that code that
+//! revoked, their access period (if the share has one) not over, and an
+//! access record of this resource through that code that
 //! has not expired (revoking or unbinding a code ends its records). The
 //! caller may remember a yes for a documented few seconds (the service
 //! layer's grant cache); that is the bound on how fast a revoke reaches a
@@ -91,6 +92,7 @@ pub async fn live(
                   EXISTS (SELECT 1 FROM suspended_learners l
                           WHERE l.tenant_id = s.tenant_id AND l.account_id = $3) AS "suspended!",
                   c.id AS "code_id?", c.revoked_at IS NOT NULL AS "revoked?",
+                  binding_access_ends(c.first_used_at, c.access_until, s.access_days) AS access_ends,
                   (SELECT max(g.expires_at) FROM access_records g
                     WHERE g.tenant_id = s.tenant_id AND g.share_id = s.id AND g.principal_id = $3
                       AND g.resource_id = r.id AND g.code_id = c.id AND g.expires_at > now())
@@ -159,6 +161,13 @@ pub async fn live(
     };
     if row.revoked == Some(true) {
         return Err(GrantError::Refused(SettlementError::CodeRevoked));
+    }
+    if let Some(ended_at) = row.access_ends
+        && ended_at <= OffsetDateTime::now_utc()
+    {
+        return Err(GrantError::Refused(SettlementError::AccessEnded {
+            ended_at,
+        }));
     }
     let Some(expires_at) = row.expires_at else {
         return Err(GrantError::Refused(SettlementError::OpenFromCoursePage));

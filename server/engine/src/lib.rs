@@ -33,6 +33,8 @@
 //!   they report), its relay's claims and records.
 //! * [`delivery`]: what the webhook and mail relays share (leases, retries).
 //! * [`learners`]: a tenant suspending (and re-enabling) one of its learners.
+//! * [`access_period`]: a learner's access period after binding, and
+//!   admins extending it (one learner or everyone).
 //! * [`team`]: a tenant's members and roles, invitations, the last-owner
 //!   rule, tenant signup.
 //! * [`webhooks`]: the outbox's events delivered to tenants' endpoints:
@@ -44,6 +46,7 @@
 //! * [`outcome`]: each domain error's kind, stable code and field: what
 //!   every adapter serves it as.
 
+pub mod access_period;
 pub mod accounts;
 pub mod audit;
 pub mod batches;

@@ -53,6 +53,7 @@ impl Outcome for SettlementError {
             | Self::AccountDisabled
             | Self::LearnerSuspended
             | Self::EmailNotVerified
+            | Self::AccessEnded { .. }
             | Self::OpenFromCoursePage => K::Forbidden,
             Self::CodeBound | Self::CodeRevoked | Self::CodeExpired | Self::AlreadyHasAccess => {
                 K::Conflict
@@ -74,6 +75,7 @@ impl Outcome for SettlementError {
             Self::CodeBound => "code_bound",
             Self::CodeRevoked => "code_revoked",
             Self::CodeExpired => "code_expired",
+            Self::AccessEnded { .. } => "access_ended",
             Self::WrongShare => "wrong_share",
             Self::InvalidCode => "invalid_code",
             Self::AlreadyHasAccess => "already_has_access",
@@ -131,10 +133,13 @@ impl Outcome for ShareError {
             // Fixed by choosing another link name, like a malformed one.
             | Self::SlugTaken
             | Self::InvalidExpiry
+            | Self::InvalidAccessDays
+            | Self::InvalidExtension
             | Self::IdempotencyKeyReused => K::Invalid,
             Self::BatchAlreadyIssued { .. }
             | Self::CodeNotBound
             | Self::CodeNotUnused
+            | Self::NoAccessPeriod
             | Self::CodeNotReplaceable => K::Conflict,
             Self::ShareNotFound | Self::CodeNotFound | Self::ResourceNotFound => K::NotFound,
             Self::Unexpected(_) => K::Internal,
@@ -156,6 +161,8 @@ impl Outcome for ShareError {
             | Self::QuotaBelowUse { .. }
             | Self::LearnerLimitBelowUse { .. }
             | Self::InvalidExpiry
+            | Self::InvalidAccessDays
+            | Self::InvalidExtension
             | Self::SlugLocked => INVALID_INPUT,
             Self::ResourceInUse { .. } => "resource_in_use",
             Self::IdempotencyKeyReused => "idempotency_key_reused",
@@ -163,6 +170,7 @@ impl Outcome for ShareError {
             Self::BatchAlreadyIssued { .. } => "batch_already_issued",
             Self::CodeNotBound => "code_not_bound",
             Self::CodeNotUnused => "code_not_unused",
+            Self::NoAccessPeriod => "no_access_period",
             Self::CodeNotReplaceable => "code_not_replaceable",
             Self::ShareNotFound | Self::CodeNotFound | Self::ResourceNotFound => "not_found",
             Self::Unexpected(_) => "internal",
@@ -183,6 +191,8 @@ impl Outcome for ShareError {
             Self::InvalidLabel => Some("label"),
             Self::InvalidReason => Some("reason"),
             Self::InvalidExpiry => Some("expires_at"),
+            Self::InvalidAccessDays => Some("access_days"),
+            Self::InvalidExtension => Some("until"),
             Self::ResourceInUse { .. } => Some("force"),
             Self::ResourceNotFound
             | Self::CodeNotReplaceable
@@ -192,6 +202,7 @@ impl Outcome for ShareError {
             | Self::CodeNotFound
             | Self::CodeNotBound
             | Self::CodeNotUnused
+            | Self::NoAccessPeriod
             | Self::Unexpected(_) => None,
         }
     }

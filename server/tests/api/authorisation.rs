@@ -71,6 +71,8 @@ fn permission_of(path: &str) -> Permission {
         | "/api/admin/batches/revoke-unused"
         | "/api/admin/codes/expiry"
         | "/api/admin/batches/expiry"
+        | "/api/admin/access/extend"
+        | "/api/admin/access/extend-all"
         | "/api/admin/resources/rename"
         | "/api/admin/resources/move"
         | "/api/admin/resources/delete"
@@ -173,6 +175,23 @@ fn admin_calls(t: Target) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
                 tenant.clone(),
                 batch,
                 field("expires_at", "2099-01-01T00:00"),
+            ],
+        ),
+        (
+            // First (paths run in order): `code` is still bound.
+            "/api/admin/access/extend",
+            vec![
+                tenant.clone(),
+                ("code_id", t.code.to_string()),
+                field("until", "2099-01-01T00:00"),
+            ],
+        ),
+        (
+            "/api/admin/access/extend-all",
+            vec![
+                tenant.clone(),
+                share.clone(),
+                field("until", "2099-01-01T00:00"),
             ],
         ),
         (
@@ -398,6 +417,9 @@ async fn world(app: &TestApp) -> World {
             status: Some("active".into()),
             per_learner_limit: None,
             quota: None,
+            // A period, so that extending a learner's access is a call
+            // that goes through.
+            access_days: Some(365),
             valid_from: None,
             valid_until: None,
         })

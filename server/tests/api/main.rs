@@ -2,6 +2,7 @@
 //! (a fresh database per test, from `#[sqlx::test]`) and real Redis (a uuid
 //! key prefix per test).
 
+mod access_period;
 mod access_rule;
 mod account_mail;
 mod api_handover;

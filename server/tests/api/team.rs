@@ -151,6 +151,7 @@ async fn an_invited_support_member_joins_reads_and_cannot_issue(pool: PgPool) {
             status: Some("active".into()),
             per_learner_limit: None,
             quota: None,
+            access_days: None,
             valid_from: None,
             valid_until: None,
         })

@@ -3,6 +3,8 @@
 //! since when, how often they came; one learner's records with
 //! `?learner=`; every record as a streamed CSV. A learner can be suspended
 //! from every course of the tenant (and re-enabled): their binding stays.
+//! Where the share gives access for a period, each learner's end shows,
+//! and one learner or everyone can be extended to a date.
 
 use crate::i18n::Msg;
 use leptos::prelude::*;
@@ -12,8 +14,11 @@ use uuid::Uuid;
 
 use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
-    admin::learners::{LearnersPage as Page, SuspendLearner, share_learners},
-    components::form::FormAlert,
+    admin::learners::{
+        ExtendAccess, ExtendAccessAll, LearnerView, LearnersPage as Page, SuspendLearner,
+        share_learners,
+    },
+    components::form::{FieldError, FormAlert},
     error::AppError,
     i18n::{lang, t},
 };
@@ -30,9 +35,13 @@ pub fn LearnersPage() -> impl IntoView {
             q.get("after").and_then(|a| a.parse::<Uuid>().ok()),
         )
     };
-    let suspend = ServerAction::<SuspendLearner>::new();
+    let actions = Actions {
+        suspend: ServerAction::new(),
+        extend: ServerAction::new(),
+        extend_all: ServerAction::new(),
+    };
     let data = Resource::new(
-        move || (tenant(), share(), selection(), suspend.version().get()),
+        move || (tenant(), share(), selection(), actions.versions()),
         |(tenant, share, (learner, after), _)| async move {
             match (tenant, share) {
                 (Some(t), Some(s)) => share_learners(t, s, learner, after).await,
@@ -50,7 +59,7 @@ pub fn LearnersPage() -> impl IntoView {
                     s.map(|s| s.to_string()).unwrap_or_default()
                 );
                 match (data.await, t, s) {
-                    (Ok(page), Some(tenant), Some(share)) => view! { <Learners page tenant share suspend/> }.into_any(),
+                    (Ok(page), Some(tenant), Some(share)) => view! { <Learners page tenant share actions/> }.into_any(),
                     (Ok(_), _, _) => view! { <crate::pages::not_found::NotFound/> }.into_any(),
                     (Err(error), _, _) => view! { <ConsoleError error here/> }.into_any(),
                 }
@@ -59,16 +68,45 @@ pub fn LearnersPage() -> impl IntoView {
     }
 }
 
-#[component]
-fn Learners(
-    page: Page,
-    tenant: Uuid,
-    share: Uuid,
+/// What an admin does from the page.
+#[derive(Clone, Copy)]
+struct Actions {
     suspend: ServerAction<SuspendLearner>,
-) -> impl IntoView {
+    extend: ServerAction<ExtendAccess>,
+    extend_all: ServerAction<ExtendAccessAll>,
+}
+
+impl Actions {
+    /// Changes whenever one of them completed: the page reloads.
+    fn versions(&self) -> (usize, usize, usize) {
+        (
+            self.suspend.version().get(),
+            self.extend.version().get(),
+            self.extend_all.version().get(),
+        )
+    }
+}
+
+#[component]
+fn Learners(page: Page, tenant: Uuid, share: Uuid, actions: Actions) -> impl IntoView {
+    let Actions {
+        suspend,
+        extend,
+        extend_all,
+    } = actions;
     let base = format!("/admin/t/{tenant}/s/{share}/learners");
-    let error = Signal::derive(move || suspend.value().get().and_then(Result::err));
+    let error = Signal::derive(move || {
+        suspend
+            .value()
+            .get()
+            .and_then(Result::err)
+            .or_else(|| extend.value().get().and_then(Result::err))
+            .or_else(|| extend_all.value().get().and_then(Result::err))
+    });
     let read_only = page.read_only;
+    let has_period = page.has_period;
+    let until_label = lang().format(Msg::ExtendUntil, &[("time_zone", &page.time_zone)]);
+    let row_until_label = until_label.clone();
     view! {
         <Title text=lang().format(Msg::Learners, &[("share_title", &page.share_title)])/>
         <ConsoleNav tenant/>
@@ -101,6 +139,20 @@ fn Learners(
             </section>
         })}
         <FormAlert error/>
+        <FieldError error field="until"/>
+        {(has_period && !read_only && !page.learners.is_empty()).then(|| view! {
+            <details class="card extend-all">
+                <summary>{t(Msg::ExtendEveryone)}</summary>
+                <ActionForm action=extend_all attr:class="form compact">
+                    <input type="hidden" name="tenant_id" value=tenant.to_string()/>
+                    <input type="hidden" name="share_id" value=share.to_string()/>
+                    <label for="extend-all-until">{until_label}</label>
+                    <input id="extend-all-until" type="datetime-local" name="until" required=true/>
+                    <p class="hint">{t(Msg::ExtendEveryoneHint)}</p>
+                    <button type="submit" class="button small">{t(Msg::Extend)}</button>
+                </ActionForm>
+            </details>
+        })}
         {if page.learners.is_empty() {
             view! { <p class="muted">{t(Msg::NobodyIsBoundYet)}</p> }.into_any()
         } else {
@@ -108,15 +160,22 @@ fn Learners(
             view! {
                 <div class="table-wrap">
                     <table class="data learners">
-                        <thead><tr><th>{t(Msg::Learner)}</th><th>{t(Msg::Code)}</th><th>{t(Msg::BoundSince)}</th><th>{t(Msg::Accesses4)}</th><th>{t(Msg::LastAccess)}</th><th>{t(Msg::AccessToYourCourses)}</th></tr></thead>
+                        <thead><tr><th>{t(Msg::Learner)}</th><th>{t(Msg::Code)}</th><th>{t(Msg::BoundSince)}</th><th>{t(Msg::Accesses4)}</th><th>{t(Msg::LastAccess)}</th>
+                            {has_period.then(|| view! { <th>{t(Msg::AccessUntil)}</th> })}
+                            <th>{t(Msg::AccessToYourCourses)}</th></tr></thead>
                         <tbody>
-                            {page.learners.into_iter().map(|l| view! {
+                            {page.learners.into_iter().map(|l| {
+                                let access_end = has_period.then(|| view! {
+                                    <AccessEnd learner=l.clone() tenant extend read_only until_label=row_until_label.clone()/>
+                                });
+                                view! {
                                 <tr>
                                     <td><a href=format!("{base}?learner={}", l.principal)>{l.email.clone()}</a></td>
                                     <td><code>{l.hint}</code></td>
                                     <td class="nowrap">{l.bound_at}</td>
                                     <td>{l.accesses}</td>
-                                    <td class="nowrap">{l.last_access.unwrap_or_default()}</td>
+                                    <td class="nowrap">{l.last_access.clone().unwrap_or_default()}</td>
+                                    {access_end}
                                     <td>
                                         {l.suspended.then(|| view! { <span class="status status-revoked">{t(Msg::Suspended)}</span>" " })}
                                         {(!read_only).then(|| view! {
@@ -136,6 +195,7 @@ fn Learners(
                                         })}
                                     </td>
                                 </tr>
+                                }
                             }).collect_view()}
                         </tbody>
                     </table>
@@ -143,5 +203,40 @@ fn Learners(
             }.into_any()
         }}
         {page.next_after.map(|after| view! { <p><a class="button secondary" href=format!("{base}?after={after}")>{t(Msg::NextPage)}</a></p> })}
+    }
+}
+
+/// A learner's access end, and the form that extends it.
+#[component]
+fn AccessEnd(
+    learner: LearnerView,
+    tenant: Uuid,
+    extend: ServerAction<ExtendAccess>,
+    read_only: bool,
+    until_label: String,
+) -> impl IntoView {
+    let shown = match (&learner.access_ends, learner.access_ended) {
+        (Some(when), true) => lang().format(Msg::AccessEndedOnShort, &[("when", when)]),
+        (Some(when), false) => when.clone(),
+        (None, _) => t(Msg::ForGood).to_owned(),
+    };
+    let input_id = format!("extend-{}", learner.code_id);
+    let label = lang().format(Msg::ExtendAccessOf, &[("learner", &learner.email)]);
+    view! {
+        <td class="nowrap" data-access-ended=learner.access_ended.to_string()>
+            {shown}
+            {(!read_only).then(|| view! {
+                <details class="extend">
+                    <summary aria-label=label>{t(Msg::Extend)}</summary>
+                    <ActionForm action=extend attr:class="form compact">
+                        <input type="hidden" name="tenant_id" value=tenant.to_string()/>
+                        <input type="hidden" name="code_id" value=learner.code_id.to_string()/>
+                        <label for=input_id.clone()>{until_label}</label>
+                        <input id=input_id type="datetime-local" name="until" required=true/>
+                        <button type="submit" class="button small">{t(Msg::Extend)}</button>
+                    </ActionForm>
+                </details>
+            })}
+        </td>
     }
 }

@@ -200,6 +200,8 @@ fn Settings(editor: ShareEditor, action: ServerAction<UpdateShare>) -> impl Into
                     <OptionalField name="quota" label=t(Msg::AccessesInAll) kind="number"
                         value=editor.quota.clone() hint=t(Msg::EmptyUnlimitedCountedOncePerLearner) error/>
                 </div>
+                <OptionalField name="access_days" label=t(Msg::AccessPeriodDays) kind="number"
+                    value=editor.access_days.clone() hint=t(Msg::EmptyForGoodCountedPerLearner) error/>
                 <p class="hint">{lang().format(Msg::AccessesCountedSoFar, &[("quota_used", &editor.quota_used)])}</p>
                 <button type="submit" class="button" disabled=move || action.pending().get()>{t(Msg::Save)}</button>
                 <p class="saved" role="status">

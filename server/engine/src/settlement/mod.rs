@@ -147,6 +147,13 @@ pub enum SettlementError {
     /// its date keeps working.
     #[error("this code has expired; ask the course provider for a new one")]
     CodeExpired,
+    /// The share's access period (counted from the first access) is over
+    /// for this learner, unless extended. The binding stays.
+    #[error(
+        "your access to this course ended on {} (UTC); ask the course provider if you need more time",
+        ended_at.date()
+    )]
+    AccessEnded { ended_at: OffsetDateTime },
     #[error("this code does not belong to this course")]
     WrongShare,
     #[error("this code is not valid")]
@@ -267,9 +274,12 @@ pub async fn binding_of(
 ) -> anyhow::Result<Option<BindingView>> {
     sqlx::query_as!(
         BindingView,
-        r#"SELECT id AS code_id, hint, first_used_at AS "bound_at!", access_count, revoked_at IS NOT NULL AS "revoked!"
-           FROM auth_codes
-           WHERE tenant_id = $1 AND share_id = $2 AND bound_principal = $3 AND bound_principal IS NOT NULL"#,
+        r#"SELECT c.id AS code_id, c.hint, c.first_used_at AS "bound_at!", c.access_count,
+                  c.revoked_at IS NOT NULL AS "revoked!",
+                  binding_access_ends(c.first_used_at, c.access_until, s.access_days) AS access_ends
+           FROM auth_codes c JOIN shares s ON s.tenant_id = c.tenant_id AND s.id = c.share_id
+           WHERE c.tenant_id = $1 AND c.share_id = $2 AND c.bound_principal = $3
+             AND c.bound_principal IS NOT NULL"#,
         share.tenant_id.0,
         share.id.0,
         principal.0,
@@ -285,7 +295,8 @@ pub async fn holdings_of(pool: &PgPool, principal: AccountId) -> anyhow::Result<
     sqlx::query_as!(
         Holding,
         r#"SELECT s.slug, s.title, s.status AS "status: ShareStatus", t.name AS tenant_name, c.hint,
-                  c.first_used_at AS "bound_at!", c.revoked_at IS NOT NULL AS "revoked!"
+                  c.first_used_at AS "bound_at!", c.revoked_at IS NOT NULL AS "revoked!",
+                  binding_access_ends(c.first_used_at, c.access_until, s.access_days) AS access_ends
            FROM auth_codes c
            JOIN shares s ON s.tenant_id = c.tenant_id AND s.id = c.share_id
            JOIN tenants t ON t.id = c.tenant_id
@@ -309,6 +320,8 @@ pub struct Holding {
     pub hint: String,
     pub bound_at: OffsetDateTime,
     pub revoked: bool,
+    /// When the learner's access ends (`None`: for good).
+    pub access_ends: Option<OffsetDateTime>,
 }
 
 /// A learner's binding in a share, as the learner sees it.
@@ -320,6 +333,11 @@ pub struct BindingView {
     pub bound_at: OffsetDateTime,
     pub access_count: i32,
     pub revoked: bool,
+    /// When this learner's access ends (the share's access period from the
+    /// first access, or a later date an admin extended it to); `None`:
+    /// for good.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub access_ends: Option<OffsetDateTime>,
 }
 
 #[cfg(test)]

@@ -187,7 +187,7 @@ impl Settler {
                     expires_at,
                 })
             }
-            (outcome, _, _) => Err(Attempt::Failed(refusal(outcome))),
+            (outcome, _, at) => Err(Attempt::Failed(refusal(outcome, at))),
         }
     }
 
@@ -216,7 +216,7 @@ impl Settler {
                     if tried_bind {
                         self.count(|p| &p.bind_attempts);
                     }
-                    return Attempt::Failed(refusal(db.message()));
+                    return Attempt::Failed(refusal(db.message(), None));
                 }
                 Some(INJECTED) => {
                     return Attempt::Failed(SettlementError::Unexpected(anyhow::anyhow!(
@@ -238,11 +238,18 @@ const REFUSED: &str = "AOREF";
 /// SQLSTATE of a fault a test injected (`p_fault`).
 const INJECTED: &str = "AOFLT";
 
-/// `settle_access`'s outcome as the refusal it names. Every outcome the
-/// function has is here; anything else is a bug, not a refusal.
-fn refusal(outcome: &str) -> SettlementError {
+/// `settle_access`'s outcome as the refusal it names (`at`: the row's
+/// `expires_at`, which says when an access period ended). Every outcome
+/// the function has is here; anything else is a bug, not a refusal.
+fn refusal(outcome: &str, at: Option<time::OffsetDateTime>) -> SettlementError {
     use crate::shares::Unavailability as U;
     match outcome {
+        "access_ended" => match at {
+            Some(ended_at) => SettlementError::AccessEnded { ended_at },
+            None => SettlementError::Unexpected(anyhow::anyhow!(
+                "settle_access answered access_ended without its date"
+            )),
+        },
         "request_id_reused" => SettlementError::RequestIdReused,
         "code_revoked" => SettlementError::CodeRevoked,
         // Raised by the trigger auth_codes_refuse_expired, from the bind.
@@ -275,12 +282,13 @@ mod tests {
     /// unknown one is a bug, never a refusal a learner would read.
     #[test]
     fn every_outcome_of_settle_access_is_a_known_refusal() {
-        let migration =
-            include_str!("../../../../migrations/20261202000007_quota_slots_and_settle.sql");
+        // The latest definition (each migration that changes it redefines
+        // it whole).
+        let migration = include_str!("../../../../migrations/20261203000002_access_periods.sql");
         // The function's own body: the migration's other functions raise
         // errors of their own (a time budget, a quota out of step).
         let start = migration
-            .find("CREATE FUNCTION settle_access(")
+            .find("CREATE OR REPLACE FUNCTION settle_access(")
             .expect("settle_access");
         let body = &migration[start..];
         let body = &body[..body.find("\n$$;").expect("the end of settle_access")];
@@ -300,12 +308,20 @@ mod tests {
                 continue;
             }
             assert!(
-                !matches!(refusal(outcome), SettlementError::Unexpected(_)),
+                !matches!(
+                    refusal(outcome, Some(time::OffsetDateTime::now_utc())),
+                    SettlementError::Unexpected(_)
+                ),
                 "{outcome} is not mapped"
             );
         }
         assert!(matches!(
-            refusal("nonsense"),
+            refusal("nonsense", None),
+            SettlementError::Unexpected(_)
+        ));
+        // An ended access says when it ended, or it is a bug.
+        assert!(matches!(
+            refusal("access_ended", None),
             SettlementError::Unexpected(_)
         ));
     }
@@ -322,7 +338,10 @@ mod tests {
             .collect();
         assert_eq!(raised, ["code_expired"]);
         for outcome in raised {
-            assert!(matches!(refusal(outcome), SettlementError::CodeExpired));
+            assert!(matches!(
+                refusal(outcome, None),
+                SettlementError::CodeExpired
+            ));
         }
     }
 }

@@ -70,6 +70,9 @@ pub struct ShareInput {
     pub status: Option<String>,
     pub per_learner_limit: Option<i64>,
     pub quota: Option<i64>,
+    /// Days of access from each learner's first access, 1 to 36,500
+    /// (absent: for good).
+    pub access_days: Option<i64>,
     #[serde(default, with = "time::serde::rfc3339::option")]
     pub valid_from: Option<OffsetDateTime>,
     #[serde(default, with = "time::serde::rfc3339::option")]
@@ -85,6 +88,7 @@ pub struct NewShare {
     pub status: ShareStatus,
     pub per_learner_limit: Option<i32>,
     pub quota: Option<i32>,
+    pub access_days: Option<i32>,
     pub valid_from: Option<OffsetDateTime>,
     pub valid_until: Option<OffsetDateTime>,
 }
@@ -129,6 +133,15 @@ impl NewShare {
             status,
             per_learner_limit: parse_limit(input.per_learner_limit)?,
             quota: parse_limit(input.quota)?,
+            access_days: match input.access_days {
+                None => None,
+                Some(days) => Some(
+                    i32::try_from(days)
+                        .ok()
+                        .filter(|d| (1..=36_500).contains(d))
+                        .ok_or(ShareError::InvalidAccessDays)?,
+                ),
+            },
             valid_from: input.valid_from,
             valid_until: input.valid_until,
         })
@@ -191,6 +204,23 @@ mod tests {
             ok(&|i| i.per_learner_limit = Some(-3)),
             Err(ShareError::InvalidLimit)
         ));
+        for days in [0, -1, 36_501, i64::from(i32::MAX) + 1] {
+            assert!(
+                matches!(
+                    ok(&|i| i.access_days = Some(days)),
+                    Err(ShareError::InvalidAccessDays)
+                ),
+                "{days}"
+            );
+        }
+        for days in [1, 365, 36_500] {
+            assert_eq!(
+                ok(&|i| i.access_days = Some(days))
+                    .expect("valid")
+                    .access_days,
+                Some(i32::try_from(days).expect("small"))
+            );
+        }
         assert!(matches!(
             ok(&|i| {
                 i.valid_from = Some(OffsetDateTime::now_utc());

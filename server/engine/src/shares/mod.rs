@@ -91,6 +91,14 @@ pub enum ShareError {
     CodeNotFound,
     #[error("this code is not bound to anyone")]
     CodeNotBound,
+    #[error("an access period is 1 to 36,500 days (empty: for good)")]
+    InvalidAccessDays,
+    /// An extension is to a moment still to come.
+    #[error("extend access to a date in the future")]
+    InvalidExtension,
+    /// The share gives access for good: nothing to extend.
+    #[error("this course gives access for good: there is no access period to extend")]
+    NoAccessPeriod,
     /// An expiry date is a moment still to come (none: never expires).
     #[error("an expiry date must be in the future")]
     InvalidExpiry,
@@ -119,6 +127,8 @@ pub struct Share {
     pub valid_until: Option<OffsetDateTime>,
     pub per_learner_limit: Option<i32>,
     pub quota: Option<i32>,
+    /// Days of access from each learner's first access (`None`: for good).
+    pub access_days: Option<i32>,
     /// Accesses counted against `quota` (the sum of its slots in
     /// `share_quota_slots`); 0 for a share without a quota, which counts
     /// nothing of its own (its access records are the count).
@@ -183,12 +193,12 @@ pub async fn create_share(
     let share = sqlx::query_as!(
         Share,
         r#"INSERT INTO shares (tenant_id, id, slug, title, description, status, valid_from, valid_until,
-                               per_learner_limit, quota, created_by)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                               per_learner_limit, quota, created_by, access_days)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
            ON CONFLICT (slug) DO NOTHING
            RETURNING tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
                      status AS "status: ShareStatus", valid_from, valid_until,
-                     per_learner_limit, quota,
+                     per_learner_limit, quota, access_days,
                   (SELECT coalesce(sum(q.used), 0)::integer FROM share_quota_slots q
                    WHERE q.tenant_id = shares.tenant_id AND q.share_id = shares.id) AS "quota_used!""#,
         tenant.0,
@@ -202,6 +212,7 @@ pub async fn create_share(
         new.per_learner_limit,
         new.quota,
         actor.0,
+        new.access_days,
     )
     .fetch_optional(&mut *tx)
     .await
@@ -257,7 +268,7 @@ pub async fn update_share(
         Share,
         r#"SELECT tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
                      status AS "status: ShareStatus", valid_from, valid_until,
-                  per_learner_limit, quota,
+                  per_learner_limit, quota, access_days,
                   (SELECT coalesce(sum(q.used), 0)::integer FROM share_quota_slots q
                    WHERE q.tenant_id = shares.tenant_id AND q.share_id = shares.id) AS "quota_used!"
            FROM shares WHERE tenant_id = $1 AND id = $2 FOR UPDATE"#,
@@ -310,11 +321,12 @@ pub async fn update_share(
         Share,
         r#"UPDATE shares
            SET slug = $3, title = $4, description = $5, status = $6, valid_from = $7,
-               valid_until = $8, per_learner_limit = $9, quota = $10, updated_at = now()
+               valid_until = $8, per_learner_limit = $9, quota = $10, access_days = $11,
+               updated_at = now()
            WHERE tenant_id = $1 AND id = $2
            RETURNING tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
                      status AS "status: ShareStatus", valid_from, valid_until,
-                     per_learner_limit, quota,
+                     per_learner_limit, quota, access_days,
                   (SELECT coalesce(sum(q.used), 0)::integer FROM share_quota_slots q
                    WHERE q.tenant_id = shares.tenant_id AND q.share_id = shares.id) AS "quota_used!""#,
         tenant.0,
@@ -327,6 +339,7 @@ pub async fn update_share(
         new.valid_until,
         new.per_learner_limit,
         new.quota,
+        new.access_days,
     )
     .fetch_one(&mut *tx)
     .await;
@@ -399,7 +412,7 @@ pub async fn find_by_slug(pool: &PgPool, slug: &str) -> anyhow::Result<Option<Sh
         Share,
         r#"SELECT tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
                      status AS "status: ShareStatus", valid_from, valid_until,
-                  per_learner_limit, quota,
+                  per_learner_limit, quota, access_days,
                   (SELECT coalesce(sum(q.used), 0)::integer FROM share_quota_slots q
                    WHERE q.tenant_id = shares.tenant_id AND q.share_id = shares.id) AS "quota_used!"
            FROM shares WHERE slug = $1"#,
@@ -416,7 +429,7 @@ pub async fn get(pool: &PgPool, share: ShareId) -> anyhow::Result<Option<Share>>
         Share,
         r#"SELECT tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
                      status AS "status: ShareStatus", valid_from, valid_until,
-                  per_learner_limit, quota,
+                  per_learner_limit, quota, access_days,
                   (SELECT coalesce(sum(q.used), 0)::integer FROM share_quota_slots q
                    WHERE q.tenant_id = shares.tenant_id AND q.share_id = shares.id) AS "quota_used!"
            FROM shares WHERE id = $1"#,
@@ -439,7 +452,7 @@ pub async fn get_in(
         Share,
         r#"SELECT tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
                      status AS "status: ShareStatus", valid_from, valid_until,
-                  per_learner_limit, quota,
+                  per_learner_limit, quota, access_days,
                   (SELECT coalesce(sum(q.used), 0)::integer FROM share_quota_slots q
                    WHERE q.tenant_id = shares.tenant_id AND q.share_id = shares.id) AS "quota_used!"
            FROM shares WHERE tenant_id = $1 AND id = $2"#,

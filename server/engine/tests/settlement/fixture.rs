@@ -308,6 +308,7 @@ async fn create_share(
             status: ShareStatus::Active,
             per_learner_limit: policy.per_learner_limit,
             quota: policy.quota,
+            access_days: None,
             valid_from: None,
             valid_until: None,
         },

@@ -127,6 +127,14 @@ pub fn router() -> Router<ServerState> {
             post(admin::codes::set_code_expiry),
         )
         .route(
+            "/api/v1/codes/{code_id}/extend-access",
+            post(admin::access::extend_one),
+        )
+        .route(
+            "/api/v1/shares/{share_id}/extend-access",
+            post(admin::access::extend_all),
+        )
+        .route(
             "/api/v1/codes/{code_id}/replace",
             post(admin::codes::replace_code),
         )

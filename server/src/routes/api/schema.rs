@@ -190,6 +190,31 @@ pub struct BatchDetail {
     pub expired: i64,
 }
 
+/// A date to extend access to.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct ExtendBody {
+    /// RFC 3339, in the future.
+    #[schema(value_type = String, format = DateTime)]
+    pub until: String,
+}
+
+/// One learner's access after an extension.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AccessExtended {
+    pub code_id: Uuid,
+    /// When the learner's access now ends.
+    #[serde(with = "time::serde::rfc3339")]
+    pub access_ends: time::OffsetDateTime,
+}
+
+/// Everyone's access after an extension.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AccessExtendedAll {
+    pub share_id: Uuid,
+    /// Learners whose access now lasts longer.
+    pub extended: u64,
+}
+
 /// A new expiry date for a batch or one code.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct ExpiryBody {
@@ -423,6 +448,8 @@ impl Modify for Security {
         super::admin::codes::unbind_code,
         super::admin::codes::replace_code,
         super::admin::codes::set_code_expiry,
+        super::admin::access::extend_one,
+        super::admin::access::extend_all,
         super::admin::activity::list_learners,
         super::admin::activity::list_records,
         super::admin::activity::learners_csv,

@@ -269,7 +269,7 @@ pub async fn find_code(
 }
 
 /// The tenant of a code and its admin, or 401/403/404.
-async fn admin_of_code(
+pub(super) async fn admin_of_code(
     state: &ServerState,
     caller: &Caller,
     code_id: &str,

@@ -8,9 +8,11 @@
 //! `resources` (list, upload, rename and move, remove; [`upload`] is also
 //! the console's form upload), `batches` (list, read, the one-time codes
 //! CSV, revoke unused), `codes` (issue, list, read, find by full code,
-//! revoke, unbind, replace), `activity` (learners and access records, as
+//! revoke, unbind, replace, expiry dates), `access` (extend learners'
+//! access periods), `activity` (learners and access records, as
 //! pages and CSV, the audit log) and `integrations` (API tokens, webhooks).
 
+pub(super) mod access;
 pub(super) mod activity;
 pub(super) mod batches;
 pub(super) mod codes;

@@ -93,8 +93,11 @@ fn settlement_errors() -> Vec<SettlementError> {
         E::LearnerSuspended,
         E::EmailNotVerified,
         E::CodeExpired,
+        E::AccessEnded {
+            ended_at: time::OffsetDateTime::UNIX_EPOCH,
+        },
     ];
-    covers(&all, 20, |e| match e {
+    covers(&all, 21, |e| match e {
         E::CodeRequired => 0,
         E::CodeBound => 1,
         E::CodeRevoked => 2,
@@ -115,6 +118,7 @@ fn settlement_errors() -> Vec<SettlementError> {
         E::LearnerSuspended => 17,
         E::EmailNotVerified => 18,
         E::CodeExpired => 19,
+        E::AccessEnded { .. } => 20,
     });
     all
 }
@@ -154,8 +158,11 @@ fn share_errors() -> Vec<ShareError> {
         E::Unexpected(boom()),
         E::InvalidExpiry,
         E::CodeNotUnused,
+        E::InvalidAccessDays,
+        E::InvalidExtension,
+        E::NoAccessPeriod,
     ];
-    covers(&all, 25, |e| match e {
+    covers(&all, 28, |e| match e {
         E::InvalidTitle => 0,
         E::InvalidSlug => 1,
         E::SlugTaken => 2,
@@ -181,6 +188,9 @@ fn share_errors() -> Vec<ShareError> {
         E::Unexpected(_) => 22,
         E::InvalidExpiry => 23,
         E::CodeNotUnused => 24,
+        E::InvalidAccessDays => 25,
+        E::InvalidExtension => 26,
+        E::NoAccessPeriod => 27,
     });
     all
 }

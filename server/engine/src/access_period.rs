@@ -1,0 +1,141 @@
+//! A learner's access period: a share may give each learner access for a
+//! number of days from their first access (`shares.access_days`), after
+//! which the settlement refuses them ("your access ended on …") and the
+//! binding stays, so the code is never usable again. Admins extend one
+//! learner, or everyone bound so far, to a date.
+//!
+//! When a binding's access ends is one SQL function,
+//! `binding_access_ends` (`migrations/…_access_periods.sql`): the
+//! period's end, or the extension if later. The settlement
+//! (`settle_access`) and the bytes route's live-grant check
+//! ([`crate::grants`]) both ask it; this module only sets extensions,
+//! never shortens anything, and audits each one.
+
+use anyhow::Context as _;
+use serde_json::json;
+use sqlx::PgPool;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::{
+    accounts::AccountId,
+    audit,
+    code_admin::rfc3339,
+    shares::{ShareError, ShareId},
+    tenants::TenantId,
+};
+
+/// An extension is to a moment still to come.
+fn check_until(until: OffsetDateTime, now: OffsetDateTime) -> Result<OffsetDateTime, ShareError> {
+    if until <= now {
+        return Err(ShareError::InvalidExtension);
+    }
+    Ok(until)
+}
+
+/// Extends the access of the learner bound to `code` to `until` (or keeps
+/// a later end they already have). Returns when their access now ends.
+/// Refused for a code nobody holds, and for a share that gives access for
+/// good (nothing to extend). Audited.
+pub async fn extend_one(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    code: Uuid,
+    until: OffsetDateTime,
+) -> Result<OffsetDateTime, ShareError> {
+    let until = check_until(until, OffsetDateTime::now_utc())?;
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let row = sqlx::query!(
+        r#"SELECT c.share_id, c.bound_principal, s.access_days
+           FROM auth_codes c JOIN shares s ON s.tenant_id = c.tenant_id AND s.id = c.share_id
+           WHERE c.tenant_id = $1 AND c.id = $2
+           FOR UPDATE OF c"#,
+        tenant.0,
+        code,
+    )
+    .fetch_optional(&mut *tx)
+    .await
+    .context("locking the binding")?
+    .ok_or(ShareError::CodeNotFound)?;
+    let Some(learner) = row.bound_principal else {
+        return Err(ShareError::CodeNotBound);
+    };
+    if row.access_days.is_none() {
+        return Err(ShareError::NoAccessPeriod);
+    }
+    let ends = sqlx::query_scalar!(
+        r#"UPDATE auth_codes c SET access_until = greatest(c.access_until, $3)
+           FROM shares s
+           WHERE c.tenant_id = $1 AND c.id = $2 AND s.tenant_id = c.tenant_id AND s.id = c.share_id
+           RETURNING binding_access_ends(c.first_used_at, c.access_until, s.access_days) AS "ends!""#,
+        tenant.0,
+        code,
+        until,
+    )
+    .fetch_one(&mut *tx)
+    .await
+    .context("extending a learner's access")?;
+    audit::admin_action(
+        &mut tx,
+        tenant,
+        actor,
+        "access.extended",
+        ("code", code),
+        json!({ "share_id": row.share_id, "learner": learner, "until": rfc3339(Some(until)),
+                "ends": rfc3339(Some(ends)) }),
+    )
+    .await?;
+    tx.commit().await.context("committing an extension")?;
+    Ok(ends)
+}
+
+/// Extends the access of everyone bound in `share` so far to `until`
+/// (learners who already have a later end keep it; learners who bind
+/// later get the share's period from their own first access). Returns how
+/// many learners it reached. Audited.
+pub async fn extend_all(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    share: ShareId,
+    until: OffsetDateTime,
+) -> Result<u64, ShareError> {
+    let until = check_until(until, OffsetDateTime::now_utc())?;
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let access_days = sqlx::query_scalar!(
+        "SELECT access_days FROM shares WHERE tenant_id = $1 AND id = $2 FOR SHARE",
+        tenant.0,
+        share.0,
+    )
+    .fetch_optional(&mut *tx)
+    .await
+    .context("reading the share's access period")?
+    .ok_or(ShareError::ShareNotFound)?;
+    if access_days.is_none() {
+        return Err(ShareError::NoAccessPeriod);
+    }
+    let extended = sqlx::query!(
+        "UPDATE auth_codes SET access_until = $3
+         WHERE tenant_id = $1 AND share_id = $2 AND bound_principal IS NOT NULL
+           AND (access_until IS NULL OR access_until < $3)",
+        tenant.0,
+        share.0,
+        until,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("extending every learner's access")?
+    .rows_affected();
+    audit::admin_action(
+        &mut tx,
+        tenant,
+        actor,
+        "access.extended_all",
+        ("share", share.0),
+        json!({ "until": rfc3339(Some(until)), "learners": extended }),
+    )
+    .await?;
+    tx.commit().await.context("committing an extension")?;
+    Ok(extended)
+}

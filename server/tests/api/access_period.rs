@@ -1,0 +1,307 @@
+//! Access periods (issue 17): a share may give each learner access for a
+//! number of days from their first access. After it the learner is refused
+//! (`403 access_ended`, saying when), by the settlement and by the bytes
+//! route alike, and the binding stays: the code never becomes usable by
+//! anyone else. An admin extends one learner, or everyone bound so far.
+//!
+//! Time passing is simulated by moving a binding's first access back in
+//! SQL: a test does not wait for the clock.
+
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use time::{Duration, OffsetDateTime, format_description::well_known::Rfc3339};
+use uuid::Uuid;
+
+use crate::course::{
+    Admin, Course, admin, assert_invariants, course, enter_code, error_of, fetch, issue, learners,
+    load_settings, open, post_json, state_of,
+};
+use crate::helpers::{TestApp, spawn_app, spawn_app_with};
+
+/// A moment `days` from now, in whole seconds.
+fn in_days(days: i64) -> OffsetDateTime {
+    (OffsetDateTime::now_utc() + Duration::days(days))
+        .replace_nanosecond(0)
+        .expect("whole seconds")
+}
+
+fn rfc3339(at: OffsetDateTime) -> String {
+    at.format(&Rfc3339).expect("format")
+}
+
+/// Moves a binding's first access `days` back, as time passing would.
+async fn age_binding(app: &TestApp, code: Uuid, days: i32) {
+    sqlx::query(
+        "UPDATE auth_codes SET first_used_at = first_used_at - make_interval(days => $2) WHERE id = $1",
+    )
+    .bind(code)
+    .bind(days)
+    .execute(&app.pool)
+    .await
+    .expect("age the binding");
+}
+
+/// A course giving 30 days of access, and `n` learners each bound with
+/// their own code: (course, [(code id, client)]).
+async fn course_with_learners(
+    app: &TestApp,
+    admin: &Admin,
+    n: usize,
+) -> (Course, Vec<(Uuid, reqwest::Client)>) {
+    let course = course(app, admin, json!({ "access_days": 30 })).await;
+    let codes = issue(app, admin, course.share, n).await;
+    let mut bound = Vec::new();
+    for ((code_id, code), (_, client)) in codes.into_iter().zip(learners(app, n).await) {
+        assert_eq!(
+            enter_code(app, &client, &course.slug, &code).await.status(),
+            200
+        );
+        assert_eq!(open(app, &client, &course, None).await.status(), 200);
+        bound.push((code_id, client));
+    }
+    (course, bound)
+}
+
+/// The learner's own view of the share (`GET /api/v1/s/{slug}`).
+async fn me(app: &TestApp, client: &reqwest::Client, course: &Course) -> Value {
+    let response = client
+        .get(format!("{}/api/v1/s/{}", app.address, course.slug))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(response.status(), 200);
+    response.json().await.expect("json")
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn an_access_period_ends_for_the_learner_and_the_binding_stays(pool: PgPool) {
+    // Every bytes request asks PostgreSQL (no remembered grant), so the
+    // end shows on the very next one.
+    let mut settings = load_settings();
+    settings.settlement.grant_recheck_secs = 0;
+    let app = spawn_app_with(pool, settings).await;
+    let admin = admin(&app).await;
+    let (course, mut bound) = course_with_learners(&app, &admin, 1).await;
+    let (code, learner) = bound.remove(0);
+
+    // Within the period: the page says until when.
+    let page = app
+        .get_page_as(&learner, &format!("/s/{}", course.slug))
+        .await
+        .text()
+        .await
+        .expect("page");
+    assert!(page.contains("data-state=\"has-access\""), "{page}");
+    assert!(page.contains("Your access lasts until"), "{page}");
+
+    age_binding(&app, code, 31).await;
+    let (accesses_before, share_before) = (
+        sqlx::query_scalar::<_, i32>("SELECT access_count FROM auth_codes WHERE id = $1")
+            .bind(code)
+            .fetch_one(&app.pool)
+            .await
+            .expect("count"),
+        state_of(&app, course.share).await,
+    );
+
+    // The bytes stop at once (the grant the learner still holds included),
+    // and a new opening is refused with its own error, writing nothing.
+    let bytes = fetch(&app, &learner, &course, None).await;
+    assert_eq!(error_of(bytes).await, (403, "access_ended".to_owned()));
+    let refused = open(&app, &learner, &course, None).await;
+    let body: Value = refused.json().await.expect("json");
+    assert_eq!(body["code"], "access_ended", "{body}");
+    assert!(
+        body["detail"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("your access to this course ended on 20")),
+        "{body}"
+    );
+    assert_eq!(state_of(&app, course.share).await, share_before);
+    let accesses_after: i32 =
+        sqlx::query_scalar("SELECT access_count FROM auth_codes WHERE id = $1")
+            .bind(code)
+            .fetch_one(&app.pool)
+            .await
+            .expect("count");
+    assert_eq!(accesses_after, accesses_before);
+
+    // The binding stays: the learner's own view says it ended, and nobody
+    // else can use the code.
+    let view = me(&app, &learner, &course).await;
+    assert!(
+        view.to_string().contains("access_ends"),
+        "the learner's view names the end: {view}"
+    );
+    let page = app
+        .get_page_as(&learner, &format!("/s/{}", course.slug))
+        .await
+        .text()
+        .await
+        .expect("page");
+    assert!(page.contains("data-state=\"ended\""), "{page}");
+    assert!(page.contains("Your access has ended"), "{page}");
+    let courses: Value = learner
+        .get(format!("{}/api/learner/courses", app.address))
+        .send()
+        .await
+        .expect("request")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(courses[0]["open"], false, "{courses}");
+    assert!(
+        courses[0]["note"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("Your access ended on")),
+        "{courses}"
+    );
+    let bound_to: Option<Uuid> =
+        sqlx::query_scalar("SELECT bound_principal FROM auth_codes WHERE id = $1")
+            .bind(code)
+            .fetch_one(&app.pool)
+            .await
+            .expect("binding");
+    assert!(bound_to.is_some(), "the binding stays");
+    assert_invariants(&app, "after an access period ended").await;
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn an_admin_extends_one_learner_or_everyone(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let (course, bound) = course_with_learners(&app, &admin, 2).await;
+    for (code, _) in &bound {
+        age_binding(&app, *code, 31).await;
+    }
+    for (_, learner) in &bound {
+        let refused = open(&app, learner, &course, None).await;
+        assert_eq!(error_of(refused).await.1, "access_ended");
+    }
+
+    // One learner, to a date.
+    let one = in_days(10);
+    let answer = post_json(
+        &app,
+        &admin.client,
+        &format!("/api/v1/codes/{}/extend-access", bound[0].0),
+        json!({ "until": rfc3339(one) }),
+    )
+    .await;
+    assert_eq!(answer.status(), 200);
+    let answer: Value = answer.json().await.expect("json");
+    assert_eq!(answer["access_ends"], json!(rfc3339(one)));
+    assert_eq!(open(&app, &bound[0].1, &course, None).await.status(), 200);
+    let still = open(&app, &bound[1].1, &course, None).await;
+    assert_eq!(error_of(still).await.1, "access_ended");
+
+    // Everyone bound so far, to a later date.
+    let all = in_days(20);
+    let answer = post_json(
+        &app,
+        &admin.client,
+        &format!("/api/v1/shares/{}/extend-access", course.share),
+        json!({ "until": rfc3339(all) }),
+    )
+    .await;
+    assert_eq!(answer.status(), 200);
+    let answer: Value = answer.json().await.expect("json");
+    assert_eq!(answer["extended"], 2);
+    assert_eq!(open(&app, &bound[1].1, &course, None).await.status(), 200);
+
+    // An earlier date never shortens anyone's access.
+    let answer = post_json(
+        &app,
+        &admin.client,
+        &format!("/api/v1/codes/{}/extend-access", bound[0].0),
+        json!({ "until": rfc3339(in_days(5)) }),
+    )
+    .await;
+    let answer: Value = answer.json().await.expect("json");
+    assert_eq!(answer["access_ends"], json!(rfc3339(all)));
+
+    let audited: Vec<String> = sqlx::query_scalar(
+        "SELECT action FROM audit_log WHERE action LIKE 'access.%' ORDER BY created_at",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .expect("audit");
+    assert_eq!(
+        audited,
+        ["access.extended", "access.extended_all", "access.extended"]
+    );
+    assert_invariants(&app, "after extensions").await;
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn extensions_and_periods_refuse_bad_input_and_change_nothing(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let (course, bound) = course_with_learners(&app, &admin, 1).await;
+    let (code, _) = &bound[0];
+    let untils = || async {
+        sqlx::query_scalar::<_, Option<OffsetDateTime>>(
+            "SELECT access_until FROM auth_codes WHERE share_id = $1",
+        )
+        .bind(course.share)
+        .fetch_all(&app.pool)
+        .await
+        .expect("untils")
+    };
+    let before = untils().await;
+    for bad in [
+        json!(rfc3339(OffsetDateTime::now_utc() - Duration::hours(1))),
+        json!("soon"),
+    ] {
+        for path in [
+            format!("/api/v1/codes/{code}/extend-access"),
+            format!("/api/v1/shares/{}/extend-access", course.share),
+        ] {
+            let answer = post_json(&app, &admin.client, &path, json!({ "until": bad })).await;
+            assert_eq!(answer.status(), 422, "{path} {bad}");
+            let body: Value = answer.json().await.expect("json");
+            assert_eq!(body["field"], "until", "{path} {bad}: {body}");
+        }
+    }
+    assert_eq!(untils().await, before, "no extension was written");
+
+    // An unused code has nobody to extend; a course without a period has
+    // nothing to extend.
+    let unused = issue(&app, &admin, course.share, 1).await.remove(0).0;
+    let answer = post_json(
+        &app,
+        &admin.client,
+        &format!("/api/v1/codes/{unused}/extend-access"),
+        json!({ "until": rfc3339(in_days(3)) }),
+    )
+    .await;
+    assert_eq!(error_of(answer).await, (409, "code_not_bound".to_owned()));
+    let forever = crate::course::course(&app, &admin, json!({})).await;
+    let answer = post_json(
+        &app,
+        &admin.client,
+        &format!("/api/v1/shares/{}/extend-access", forever.share),
+        json!({ "until": rfc3339(in_days(3)) }),
+    )
+    .await;
+    assert_eq!(error_of(answer).await, (409, "no_access_period".to_owned()));
+
+    // A period is 1 to 36,500 days.
+    for days in [0, 36_501] {
+        let answer = post_json(
+            &app,
+            &admin.client,
+            &format!("/api/v1/tenants/{}/shares", admin.tenant),
+            json!({ "title": "Bad period", "access_days": days }),
+        )
+        .await;
+        assert_eq!(answer.status(), 422, "{days}");
+        let body: Value = answer.json().await.expect("json");
+        assert_eq!(body["field"], "access_days", "{days}: {body}");
+    }
+    let shares: i64 = sqlx::query_scalar("SELECT count(*) FROM shares WHERE title = 'Bad period'")
+        .fetch_one(&app.pool)
+        .await
+        .expect("count");
+    assert_eq!(shares, 0);
+}
