@@ -41,6 +41,12 @@ CREATE TRIGGER auth_codes_refuse_expired
     FOR EACH ROW
     WHEN (OLD.bound_principal IS NULL AND NEW.bound_principal IS NOT NULL)
     EXECUTE FUNCTION auth_codes_refuse_expired();
+-- Nothing inserts a bound code today; if anything ever does, the same rule.
+CREATE TRIGGER auth_codes_refuse_expired_insert
+    BEFORE INSERT ON auth_codes
+    FOR EACH ROW
+    WHEN (NEW.bound_principal IS NOT NULL)
+    EXECUTE FUNCTION auth_codes_refuse_expired();
 
 -- The code table (see 20261202000002_code_table.sql) with each code's
 -- date and a fifth state: 'expired', an unused code past its date (a bound

@@ -6,9 +6,11 @@
 -- (`auth_codes.access_until`): a binding's access ends at the later of its
 -- period's end and that date, so an extension never shortens anything.
 --
--- The settlement decides it, in `settle_access` (redefined below with one
--- change: an existing binding whose period is over answers
--- 'access_ended', with the end in `expires_at`), and the bytes route's
+-- The settlement decides it, in `settle_access` (redefined below with
+-- three changes: an existing binding whose period is over answers
+-- 'access_ended', with the end in `expires_at`; so does a retry answered
+-- from its first attempt's record; and a new grant never outlives the
+-- period), and the bytes route's
 -- live-grant check (`server/engine/src/grants.rs`) stops serving on the
 -- same rule.
 
@@ -78,12 +80,17 @@ BEGIN
             RETURN QUERY SELECT 'request_id_reused', NULL::uuid, false, false, false, false, NULL::timestamptz;
             RETURN;
         END IF;
-        SELECT c.bound_principal, c.revoked_at IS NOT NULL AS revoked INTO v_code
-          FROM auth_codes c WHERE c.tenant_id = p_tenant AND c.id = v_previous.code_id FOR SHARE;
+        SELECT c.bound_principal, c.revoked_at IS NOT NULL AS revoked,
+               binding_access_ends(c.first_used_at, c.access_until, s.access_days) AS access_ends
+          INTO v_code
+          FROM auth_codes c JOIN shares s ON s.tenant_id = c.tenant_id AND s.id = c.share_id
+         WHERE c.tenant_id = p_tenant AND c.id = v_previous.code_id FOR SHARE OF c;
         IF v_code.revoked THEN
             RETURN QUERY SELECT 'code_revoked', NULL::uuid, false, false, false, false, NULL::timestamptz;
         ELSIF v_code.bound_principal IS DISTINCT FROM p_principal THEN
             RETURN QUERY SELECT 'code_required', NULL::uuid, false, false, false, false, NULL::timestamptz;
+        ELSIF v_code.access_ends IS NOT NULL AND v_code.access_ends <= clock_timestamp() THEN
+            RETURN QUERY SELECT 'access_ended', NULL::uuid, false, false, false, false, v_code.access_ends;
         ELSIF v_previous.expires_at <= clock_timestamp() THEN
             RETURN QUERY SELECT 'request_id_reused', NULL::uuid, false, false, false, false, NULL::timestamptz;
         ELSE
@@ -243,7 +250,14 @@ BEGIN
     -- The record (unique per request id: a concurrent retry of this attempt
     -- that recorded first raises a unique violation; the caller starts over
     -- and answers from its record).
-    v_expires := clock_timestamp() + make_interval(secs => p_grant_ttl_secs);
+    -- A grant never outlives the learner's access period (least() skips
+    -- a NULL end: for good).
+    v_expires := least(clock_timestamp() + make_interval(secs => p_grant_ttl_secs),
+                       binding_access_ends((SELECT c.first_used_at FROM auth_codes c
+                                             WHERE c.tenant_id = p_tenant AND c.id = v_code_id),
+                                           (SELECT c.access_until FROM auth_codes c
+                                             WHERE c.tenant_id = p_tenant AND c.id = v_code_id),
+                                           v_share.access_days));
     INSERT INTO access_records
         (tenant_id, id, share_id, code_id, principal_id, resource_id, request_id, bound_now, expires_at)
     VALUES (p_tenant, p_record_id, p_share, v_code_id, p_principal, p_resource, p_request_id,

@@ -194,6 +194,7 @@ mod settings_form {
             )
             .await?;
             let zone = support::zone(&state, share.tenant()).await?;
+            let keep_period = access_days.is_none();
             let new = NewShare::parse(ShareInput {
                 title,
                 slug: Some(slug),
@@ -201,7 +202,11 @@ mod settings_form {
                 status: Some(status),
                 per_learner_limit: parse_number("per_learner_limit", &per_learner_limit)?,
                 quota: parse_number("quota", &quota)?,
-                access_days: parse_number("access_days", access_days.as_deref().unwrap_or(""))?,
+                // Absent (a caller that is not this form): kept.
+                access_days: access_days
+                    .as_deref()
+                    .map(|raw| parse_number("access_days", raw))
+                    .transpose()?,
                 valid_from: support::parse_local_or_kept(
                     &zone,
                     "valid_from",
@@ -216,8 +221,12 @@ mod settings_form {
                 )?,
             })
             .map_err(share_error)?;
-            // The form sends every field: nothing is kept.
-            let kept = engine::shares::Kept::default();
+            // The form sends every field: nothing is kept (but the period,
+            // for a caller that is not this form).
+            let kept = engine::shares::Kept {
+                access_days: keep_period,
+                ..Default::default()
+            };
             engine::shares::update_share(
                 &state.pool,
                 share.tenant(),

@@ -25,12 +25,9 @@ use crate::{
     tenants::TenantId,
 };
 
-/// An extension is to a moment still to come.
+/// An extension is to a moment still to come (at most a century ahead).
 fn check_until(until: OffsetDateTime, now: OffsetDateTime) -> Result<OffsetDateTime, ShareError> {
-    if until <= now {
-        return Err(ShareError::InvalidExtension);
-    }
-    Ok(until)
+    crate::code_admin::future_date(until, now).ok_or(ShareError::InvalidExtension)
 }
 
 /// Extends the access of the learner bound to `code` to `until` (or keeps
@@ -50,7 +47,7 @@ pub async fn extend_one(
         r#"SELECT c.share_id, c.bound_principal, s.access_days
            FROM auth_codes c JOIN shares s ON s.tenant_id = c.tenant_id AND s.id = c.share_id
            WHERE c.tenant_id = $1 AND c.id = $2
-           FOR UPDATE OF c"#,
+           FOR UPDATE OF c FOR SHARE OF s"#,
         tenant.0,
         code,
     )
@@ -118,7 +115,7 @@ pub async fn extend_all(
     let extended = sqlx::query!(
         "UPDATE auth_codes SET access_until = $3
          WHERE tenant_id = $1 AND share_id = $2 AND bound_principal IS NOT NULL
-           AND (access_until IS NULL OR access_until < $3)",
+           AND revoked_at IS NULL AND (access_until IS NULL OR access_until < $3)",
         tenant.0,
         share.0,
         until,

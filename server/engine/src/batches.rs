@@ -291,8 +291,11 @@ pub async fn set_batch_expiry(
     .await
     .context("locking the batch")?
     .ok_or(ShareError::CodeNotFound)?;
-    sqlx::query!(
-        "UPDATE code_batches SET expires_at = $3 WHERE tenant_id = $1 AND id = $2",
+    // "In the future" by the database's clock too (the one the trigger
+    // and the reconciler read).
+    let set = sqlx::query!(
+        "UPDATE code_batches SET expires_at = $3
+         WHERE tenant_id = $1 AND id = $2 AND ($3::timestamptz IS NULL OR $3 > clock_timestamp())",
         tenant.0,
         batch,
         expires_at,
@@ -300,6 +303,9 @@ pub async fn set_batch_expiry(
     .execute(&mut *tx)
     .await
     .context("setting a batch's expiry")?;
+    if set.rows_affected() == 0 {
+        return Err(ShareError::InvalidExpiry);
+    }
     audit::admin_action(
         &mut tx,
         tenant,

@@ -382,15 +382,24 @@ pub async fn revoke_code(
     Ok(())
 }
 
-/// An expiry date an admin asks for: a moment still to come, or none.
+/// A date an admin sets (an expiry, an extension): a moment still to come,
+/// at most a century ahead, as UTC (any offset in, one form stored and
+/// compared). `None` when it is not one.
+pub(crate) fn future_date(at: OffsetDateTime, now: OffsetDateTime) -> Option<OffsetDateTime> {
+    let at = at.checked_to_offset(time::UtcOffset::UTC)?;
+    let latest = now.checked_add(time::Duration::days(36_525))?;
+    (at > now && at <= latest).then_some(at)
+}
+
+/// An expiry date an admin asks for: a moment still to come (at most a
+/// century ahead), or none.
 pub fn check_expiry(
     expires_at: Option<OffsetDateTime>,
     now: OffsetDateTime,
 ) -> Result<Option<OffsetDateTime>, ShareError> {
-    match expires_at {
-        Some(at) if at <= now => Err(ShareError::InvalidExpiry),
-        other => Ok(other),
-    }
+    expires_at
+        .map(|at| future_date(at, now).ok_or(ShareError::InvalidExpiry))
+        .transpose()
 }
 
 /// Sets one unused code's own expiry date, overriding its batch's (`None`:
@@ -419,8 +428,11 @@ pub async fn set_code_expiry(
     if before.bound_principal.is_some() || before.revoked_at.is_some() {
         return Err(ShareError::CodeNotUnused);
     }
-    sqlx::query!(
-        "UPDATE auth_codes SET expires_at = $3 WHERE tenant_id = $1 AND id = $2",
+    // "In the future" by the database's clock too (the one the trigger
+    // and the reconciler read).
+    let set = sqlx::query!(
+        "UPDATE auth_codes SET expires_at = $3
+         WHERE tenant_id = $1 AND id = $2 AND ($3::timestamptz IS NULL OR $3 > clock_timestamp())",
         tenant.0,
         code,
         expires_at,
@@ -428,6 +440,9 @@ pub async fn set_code_expiry(
     .execute(&mut *tx)
     .await
     .context("setting a code's expiry")?;
+    if set.rows_affected() == 0 {
+        return Err(ShareError::InvalidExpiry);
+    }
     audit::admin_action(
         &mut tx,
         tenant,
@@ -441,12 +456,14 @@ pub async fn set_code_expiry(
     Ok(())
 }
 
-/// A moment as RFC 3339 text for the audit log (`null`: none).
+/// A moment as RFC 3339 text in UTC, for the audit log and comparisons
+/// (`null`: none).
 pub(crate) fn rfc3339(at: Option<OffsetDateTime>) -> Option<String> {
-    at.and_then(|at| {
-        at.format(&time::format_description::well_known::Rfc3339)
-            .ok()
-    })
+    at.and_then(|at| at.checked_to_offset(time::UtcOffset::UTC))
+        .and_then(|at| {
+            at.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
 }
 
 /// A replacement code: the only value that holds it in plain (its
@@ -559,13 +576,17 @@ pub async fn unbind_code(
     .context("locking the code")?
     .ok_or(ShareError::CodeNotFound)?;
     let principal = before.bound_principal.ok_or(ShareError::CodeNotBound)?;
-    let revoked = sqlx::query_scalar!(
+    // The binding's extension (`access_until`) goes with it: whoever binds
+    // the code next starts from the share's period alone.
+    let after = sqlx::query!(
         r#"UPDATE auth_codes
            SET bound_principal = NULL, first_used_at = NULL, access_count = 0,
-               foreign_attempts = 0, last_foreign_attempt_at = NULL,
+               foreign_attempts = 0, last_foreign_attempt_at = NULL, access_until = NULL,
                revoked_at = CASE WHEN $3 THEN coalesce(revoked_at, now()) ELSE revoked_at END
            WHERE tenant_id = $1 AND id = $2
-           RETURNING revoked_at IS NOT NULL AS "revoked!""#,
+           RETURNING revoked_at IS NOT NULL AS "revoked!",
+                     coalesce(code_expires_at(tenant_id, batch_id, expires_at) <= now(), false)
+                       AS "expired!""#,
         tenant.0,
         code,
         revoke,
@@ -573,6 +594,7 @@ pub async fn unbind_code(
     .fetch_one(&mut *tx)
     .await
     .context("unbinding the code")?;
+    let revoked = after.revoked;
     end_live_grants(&mut tx, tenant, code).await?;
     audit::record(
         &mut tx,
@@ -613,6 +635,10 @@ pub async fn unbind_code(
     tx.commit().await.context("committing the unbind")?;
     Ok(if revoked {
         CodeState::Revoked
+    } else if after.expired {
+        // Past its date: nobody can bind it again (give it a later date of
+        // its own to bring it back).
+        CodeState::Expired
     } else {
         CodeState::Unused
     })

@@ -42,15 +42,16 @@ async fn age_binding(app: &TestApp, code: Uuid, days: i32) {
 }
 
 /// A course giving 30 days of access, and `n` learners each bound with
-/// their own code: (course, [(code id, client)]).
+/// their own code: (course, [(code id, client)], the codes as typed).
 async fn course_with_learners(
     app: &TestApp,
     admin: &Admin,
     n: usize,
-) -> (Course, Vec<(Uuid, reqwest::Client)>) {
+) -> (Course, Vec<(Uuid, reqwest::Client)>, Vec<String>) {
     let course = course(app, admin, json!({ "access_days": 30 })).await;
     let codes = issue(app, admin, course.share, n).await;
     let mut bound = Vec::new();
+    let mut plain = Vec::new();
     for ((code_id, code), (_, client)) in codes.into_iter().zip(learners(app, n).await) {
         assert_eq!(
             enter_code(app, &client, &course.slug, &code).await.status(),
@@ -58,8 +59,9 @@ async fn course_with_learners(
         );
         assert_eq!(open(app, &client, &course, None).await.status(), 200);
         bound.push((code_id, client));
+        plain.push(code);
     }
-    (course, bound)
+    (course, bound, plain)
 }
 
 /// The learner's own view of the share (`GET /api/v1/s/{slug}`).
@@ -81,8 +83,24 @@ async fn an_access_period_ends_for_the_learner_and_the_binding_stays(pool: PgPoo
     settings.settlement.grant_recheck_secs = 0;
     let app = spawn_app_with(pool, settings).await;
     let admin = admin(&app).await;
-    let (course, mut bound) = course_with_learners(&app, &admin, 1).await;
-    let (code, learner) = bound.remove(0);
+    // The first opening carries a request id: its access record is the
+    // one a retry would be answered from.
+    let course = course(&app, &admin, json!({ "access_days": 30 })).await;
+    let (code, typed) = issue(&app, &admin, course.share, 1).await.remove(0);
+    let plain = [typed];
+    let (_, learner) = learners(&app, 1).await.remove(0);
+    assert_eq!(
+        enter_code(&app, &learner, &course.slug, &plain[0])
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(
+        open(&app, &learner, &course, Some("opened-before-the-end"))
+            .await
+            .status(),
+        200
+    );
 
     // Within the period: the page says until when.
     let page = app
@@ -129,10 +147,15 @@ async fn an_access_period_ends_for_the_learner_and_the_binding_stays(pool: PgPoo
     // The binding stays: the learner's own view says it ended, and nobody
     // else can use the code.
     let view = me(&app, &learner, &course).await;
-    assert!(
-        view.to_string().contains("access_ends"),
-        "the learner's view names the end: {view}"
-    );
+    let ends = view["me"]["binding"]["access_ends"]
+        .as_str()
+        .and_then(|at| OffsetDateTime::parse(at, &Rfc3339).ok())
+        .unwrap_or_else(|| panic!("the learner's view names the end: {view}"));
+    assert!(ends < OffsetDateTime::now_utc(), "{view}");
+    // A retry of an opening that was granted before the end (its request
+    // id reused) is refused too, not answered from its first result.
+    let replayed = open(&app, &learner, &course, Some("opened-before-the-end")).await;
+    assert_eq!(error_of(replayed).await, (403, "access_ended".to_owned()));
     let page = app
         .get_page_as(&learner, &format!("/s/{}", course.slug))
         .await
@@ -163,6 +186,13 @@ async fn an_access_period_ends_for_the_learner_and_the_binding_stays(pool: PgPoo
             .await
             .expect("binding");
     assert!(bound_to.is_some(), "the binding stays");
+    let (_, stranger) = learners(&app, 1).await.remove(0);
+    let refused = enter_code(&app, &stranger, &course.slug, &plain[0]).await;
+    assert_eq!(
+        error_of(refused).await.1,
+        "code_bound",
+        "nobody else can use it"
+    );
     assert_invariants(&app, "after an access period ended").await;
 }
 
@@ -170,7 +200,7 @@ async fn an_access_period_ends_for_the_learner_and_the_binding_stays(pool: PgPoo
 async fn an_admin_extends_one_learner_or_everyone(pool: PgPool) {
     let app = spawn_app(pool).await;
     let admin = admin(&app).await;
-    let (course, bound) = course_with_learners(&app, &admin, 2).await;
+    let (course, bound, _) = course_with_learners(&app, &admin, 2).await;
     for (code, _) in &bound {
         age_binding(&app, *code, 31).await;
     }
@@ -231,13 +261,31 @@ async fn an_admin_extends_one_learner_or_everyone(pool: PgPool) {
         ["access.extended", "access.extended_all", "access.extended"]
     );
     assert_invariants(&app, "after extensions").await;
+
+    // An unbind ends the binding's extension with it: whoever binds the
+    // code next starts from the share's period alone.
+    let unbound = post_json(
+        &app,
+        &admin.client,
+        &format!("/api/v1/codes/{}/unbind", bound[0].0),
+        json!({ "reason": "changed account" }),
+    )
+    .await;
+    assert_eq!(unbound.status(), 200);
+    let until: Option<OffsetDateTime> =
+        sqlx::query_scalar("SELECT access_until FROM auth_codes WHERE id = $1")
+            .bind(bound[0].0)
+            .fetch_one(&app.pool)
+            .await
+            .expect("until");
+    assert_eq!(until, None);
 }
 
 #[sqlx::test(migrations = "../migrations")]
 async fn extensions_and_periods_refuse_bad_input_and_change_nothing(pool: PgPool) {
     let app = spawn_app(pool).await;
     let admin = admin(&app).await;
-    let (course, bound) = course_with_learners(&app, &admin, 1).await;
+    let (course, bound, _) = course_with_learners(&app, &admin, 1).await;
     let (code, _) = &bound[0];
     let untils = || async {
         sqlx::query_scalar::<_, Option<OffsetDateTime>>(
@@ -252,6 +300,10 @@ async fn extensions_and_periods_refuse_bad_input_and_change_nothing(pool: PgPool
     for bad in [
         json!(rfc3339(OffsetDateTime::now_utc() - Duration::hours(1))),
         json!("soon"),
+        // Valid RFC 3339, but past what a date may be (and past what
+        // PostgreSQL's UTC conversion takes): refused, never a 500.
+        json!("9999-12-31T23:30:00-01:00"),
+        json!(rfc3339(in_days(365 * 101))),
     ] {
         for path in [
             format!("/api/v1/codes/{code}/extend-access"),
@@ -285,6 +337,43 @@ async fn extensions_and_periods_refuse_bad_input_and_change_nothing(pool: PgPool
     )
     .await;
     assert_eq!(error_of(answer).await, (409, "no_access_period".to_owned()));
+
+    // A settings update that does not name the period keeps it (an older
+    // client must not give every ended learner their access back).
+    let kept = crate::course::put_json(
+        &app,
+        &admin.client,
+        &format!("/api/v1/shares/{}", course.share),
+        json!({ "title": "Renamed", "status": "active", "quota": 1_000_000 }),
+    )
+    .await;
+    assert_eq!(
+        kept.status(),
+        200,
+        "{}",
+        kept.text().await.unwrap_or_default()
+    );
+    let days: Option<i32> = sqlx::query_scalar("SELECT access_days FROM shares WHERE id = $1")
+        .bind(course.share)
+        .fetch_one(&app.pool)
+        .await
+        .expect("days");
+    assert_eq!(days, Some(30));
+    // `null` says "for good".
+    let cleared = crate::course::put_json(
+        &app,
+        &admin.client,
+        &format!("/api/v1/shares/{}", course.share),
+        json!({ "title": "Renamed", "status": "active", "quota": 1_000_000, "access_days": null }),
+    )
+    .await;
+    assert_eq!(cleared.status(), 200);
+    let days: Option<i32> = sqlx::query_scalar("SELECT access_days FROM shares WHERE id = $1")
+        .bind(course.share)
+        .fetch_one(&app.pool)
+        .await
+        .expect("days");
+    assert_eq!(days, None);
 
     // A period is 1 to 36,500 days.
     for days in [0, 36_501] {

@@ -419,7 +419,7 @@ async fn world(app: &TestApp) -> World {
             quota: None,
             // A period, so that extending a learner's access is a call
             // that goes through.
-            access_days: Some(365),
+            access_days: Some(Some(365)),
             valid_from: None,
             valid_until: None,
         })

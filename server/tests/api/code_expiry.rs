@@ -200,6 +200,21 @@ async fn an_unused_code_past_its_date_is_refused_and_a_bound_one_keeps_working(p
         "{detail}"
     );
     assert_invariants(&app, "after expiry").await;
+
+    // Unbinding the bound code after its date: it is expired now, and the
+    // unbind says so (not "unused"); nobody can bind it again.
+    let unbound = post_json(
+        &app,
+        &admin.client,
+        &format!("/api/v1/codes/{}/unbind", codes[0].0),
+        json!({ "reason": "changed account" }),
+    )
+    .await;
+    assert_eq!(unbound.status(), 200);
+    let unbound: Value = unbound.json().await.expect("json");
+    assert_eq!(unbound["state"], "expired", "{unbound}");
+    let refused = enter_code(&app, &holder, &course.slug, &codes[0].1).await;
+    assert_eq!(error_of(refused).await.1, "code_expired");
 }
 
 #[sqlx::test(migrations = "../migrations")]
@@ -309,6 +324,9 @@ async fn a_date_in_the_past_or_not_a_date_is_refused_and_changes_nothing(pool: P
         json!(past),
         json!("next tuesday"),
         json!("2031-02-30T00:00:00Z"),
+        // Valid RFC 3339, but past what a date may be: refused, never a 500.
+        json!("9999-12-31T23:30:00-01:00"),
+        json!(rfc3339(in_days(365 * 101))),
     ] {
         let answer = post_json(
             &app,
@@ -339,14 +357,19 @@ async fn a_date_in_the_past_or_not_a_date_is_refused_and_changes_nothing(pool: P
 
     // Another tenant's admin cannot change this batch's date.
     let stranger = course::admin(&app).await;
-    let answer = post_json(
-        &app,
-        &stranger.client,
-        &format!("/api/v1/batches/{batch}/expiry"),
-        json!({ "expires_at": null }),
-    )
-    .await;
-    assert_eq!(answer.status(), 403);
+    for path in [
+        format!("/api/v1/batches/{batch}/expiry"),
+        format!("/api/v1/codes/{}/expiry", codes[0].0),
+    ] {
+        let answer = post_json(
+            &app,
+            &stranger.client,
+            &path,
+            json!({ "expires_at": rfc3339(in_days(3)) }),
+        )
+        .await;
+        assert_eq!(answer.status(), 403, "{path}");
+    }
     assert_eq!(dates().await, (None, None));
 }
 

@@ -77,6 +77,20 @@ pub async fn post_json(
         .expect("request")
 }
 
+pub async fn put_json(
+    app: &TestApp,
+    client: &reqwest::Client,
+    path: &str,
+    body: Value,
+) -> reqwest::Response {
+    client
+        .put(format!("{}{path}", app.address))
+        .json(&body)
+        .send()
+        .await
+        .expect("request")
+}
+
 /// An active share (with `extra` fields) and one uploaded video resource.
 /// Its quota is far above what any test spends, so that every settlement
 /// debits a quota slot (`"quota": null` in `extra` for none).

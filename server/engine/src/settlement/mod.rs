@@ -41,7 +41,7 @@
 //!   release);
 //! * `transaction.rs`: **the settlement transaction** (step 3: the call of
 //!   `settle_access`, whose statements are in the migration
-//!   `20261202000007_quota_slots_and_settle.sql`, and the mapping of its
+//!   `20261203000002_access_periods.sql` (its latest definition), and the mapping of its
 //!   answers), the start-overs around it and its fault points;
 //! * [`patience`]: the one wait schedule for a busy code;
 //! * [`options`]: how a settler is configured, and the hooks only tests set

@@ -1,9 +1,11 @@
 //! **The settlement transaction** ([`Settler::transaction`]): where a code
 //! is bound and an access counted, in PostgreSQL, all or nothing.
 //!
-//! Its statements are one PL/pgSQL function, `settle_access`, in
-//! `migrations/20261202000007_quota_slots_and_settle.sql`: one call is one
-//! round trip and one implicit transaction. It answers a retry from the
+//! Its statements are one PL/pgSQL function, `settle_access`, defined in
+//! `migrations/20261202000007_quota_slots_and_settle.sql` and redefined
+//! whole by each later migration that changes it (today
+//! `20261203000002_access_periods.sql`, the definition in force): one
+//! call is one round trip and one implicit transaction. It answers a retry from the
 //! first attempt's record, checks the share, the resource, the account (not
 //! disabled, not suspended by the tenant, and, to bind, a verified address
 //! unless the tenant waives it) and an existing binding, binds with a

@@ -70,9 +70,12 @@ pub struct ShareInput {
     pub status: Option<String>,
     pub per_learner_limit: Option<i64>,
     pub quota: Option<i64>,
-    /// Days of access from each learner's first access, 1 to 36,500
-    /// (absent: for good).
-    pub access_days: Option<i64>,
+    /// Days of access from each learner's first access, 1 to 36,500;
+    /// `null`: for good. Absent: for good on a new share, unchanged on an
+    /// update (an older client must not clear a period it never knew).
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<i64>)]
+    pub access_days: Option<Option<i64>>,
     #[serde(default, with = "time::serde::rfc3339::option")]
     pub valid_from: Option<OffsetDateTime>,
     #[serde(default, with = "time::serde::rfc3339::option")]
@@ -91,6 +94,12 @@ pub struct NewShare {
     pub access_days: Option<i32>,
     pub valid_from: Option<OffsetDateTime>,
     pub valid_until: Option<OffsetDateTime>,
+}
+
+/// A field that was sent (`null` included): `Some`; absent: `None` (by
+/// `#[serde(default)]`).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<i64>>, D::Error> {
+    <Option<i64> as serde::Deserialize>::deserialize(d).map(Some)
 }
 
 fn parse_limit(raw: Option<i64>) -> Result<Option<i32>, ShareError> {
@@ -133,7 +142,7 @@ impl NewShare {
             status,
             per_learner_limit: parse_limit(input.per_learner_limit)?,
             quota: parse_limit(input.quota)?,
-            access_days: match input.access_days {
+            access_days: match input.access_days.flatten() {
                 None => None,
                 Some(days) => Some(
                     i32::try_from(days)
@@ -207,7 +216,7 @@ mod tests {
         for days in [0, -1, 36_501, i64::from(i32::MAX) + 1] {
             assert!(
                 matches!(
-                    ok(&|i| i.access_days = Some(days)),
+                    ok(&|i| i.access_days = Some(Some(days))),
                     Err(ShareError::InvalidAccessDays)
                 ),
                 "{days}"
@@ -215,7 +224,7 @@ mod tests {
         }
         for days in [1, 365, 36_500] {
             assert_eq!(
-                ok(&|i| i.access_days = Some(days))
+                ok(&|i| i.access_days = Some(Some(days)))
                     .expect("valid")
                     .access_days,
                 Some(i32::try_from(days).expect("small"))

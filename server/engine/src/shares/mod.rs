@@ -241,6 +241,8 @@ pub async fn create_share(
 pub struct Kept {
     pub slug: bool,
     pub status: bool,
+    /// The access period (an older client that never names it).
+    pub access_days: bool,
 }
 
 /// Changes a share's settings (audited with the fields that changed);
@@ -314,6 +316,11 @@ pub async fn update_share(
     } else {
         new.status
     };
+    let access_days = if kept.access_days {
+        before.access_days
+    } else {
+        new.access_days
+    };
     if slug != before.slug && usage.codes > 0 {
         return Err(ShareError::SlugLocked);
     }
@@ -339,7 +346,7 @@ pub async fn update_share(
         new.valid_until,
         new.per_learner_limit,
         new.quota,
-        new.access_days,
+        access_days,
     )
     .fetch_one(&mut *tx)
     .await;

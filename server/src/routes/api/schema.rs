@@ -211,7 +211,8 @@ pub struct AccessExtended {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct AccessExtendedAll {
     pub share_id: Uuid,
-    /// Learners whose access now lasts longer.
+    /// Learners (codes bound and not revoked) whose extension moved to
+    /// this date; those whose extension was already later are not counted.
     pub extended: u64,
 }
 
@@ -254,6 +255,10 @@ pub struct LearnerBody {
     pub last_access: Option<time::OffsetDateTime>,
     /// The tenant suspended this learner.
     pub suspended: bool,
+    /// When their access ends (the share's access period from their first
+    /// access, or a later extension); `null`: for good.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub access_ends: Option<time::OffsetDateTime>,
 }
 
 /// A page of a share's learners; pass `next_after` as `after`.

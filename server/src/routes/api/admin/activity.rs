@@ -143,6 +143,7 @@ pub async fn list_learners(
                 accesses: r.accesses,
                 last_access: r.last_access,
                 suspended: r.suspended,
+                access_ends: r.access_ends,
             })
             .collect(),
     }))

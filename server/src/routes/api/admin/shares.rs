@@ -160,9 +160,9 @@ pub async fn create_share(
     .await
 }
 
-/// Replaces a share's settings. Absent `slug` and `status` keep the
-/// current ones; every other field is replaced (an absent limit, quota or
-/// date means none, an absent description is empty).
+/// Replaces a share's settings. Absent `slug`, `status` and `access_days`
+/// keep the current ones; every other field is replaced (an absent limit,
+/// quota or date means none, an absent description is empty).
 #[utoipa::path(put, path = "/api/v1/shares/{share_id}", tag = "admin",
     params(("share_id" = Uuid, Path, description = "The share")),
     request_body = ShareInput,
@@ -191,6 +191,7 @@ pub async fn update_share(
     let kept = shares::Kept {
         slug: input.slug.as_deref().is_none_or(|s| s.trim().is_empty()),
         status: input.status.is_none(),
+        access_days: input.access_days.is_none(),
     };
     if kept.slug {
         input.slug = None;
