@@ -176,6 +176,8 @@ pub fn event(event: &str) -> String {
         "code.bound" => t(Msg::CodeBound2),
         "code.unbound" => t(Msg::CodeUnbound2),
         "code.revoked" => t(Msg::CodeRevoked2),
+        "code.replaced" => t(Msg::CodeReplaced2),
+        "code.leak_suspected" => t(Msg::CodeProbablyLeaked),
         "access.recorded" => t(Msg::AccessRecorded),
         "batch.issued" => t(Msg::CodesIssued3),
         other => return other.to_owned(),

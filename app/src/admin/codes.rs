@@ -373,6 +373,44 @@ pub async fn unbind_code(
     run.await.map_err(AppError::respond)
 }
 
+/// Revokes a bound code whose text leaked and binds a new code to its
+/// learner, who keeps their access and gets a mail (with `reason`);
+/// `confirm` must be `yes`.
+#[server(prefix = "/api/admin", endpoint = "codes/revoke-and-replace")]
+pub async fn revoke_and_replace(
+    tenant_id: Uuid,
+    code_id: Uuid,
+    reason: String,
+    confirm: Option<String>,
+) -> Result<(), AppError> {
+    let run = async {
+        let (state, admin) = admin_code(
+            tenant_id,
+            code_id,
+            engine::tenants::Permission::ManageCourses,
+        )
+        .await?;
+        if confirm.as_deref() != Some("yes") {
+            return Err(AppError::invalid(
+                "confirm",
+                crate::i18n::t(Msg::TickTheBoxToConfirmThat),
+            ));
+        }
+        engine::leaks::revoke_and_replace(
+            &state.pool,
+            &state.keyring,
+            engine::tenants::TenantId(tenant_id),
+            admin.id,
+            code_id,
+            &reason,
+        )
+        .await
+        .map_err(support::share_error)?;
+        Ok(())
+    };
+    run.await.map_err(AppError::respond)
+}
+
 /// Sets one unused code's own expiry date (a `datetime-local` value in the
 /// tenant's zone; empty: its batch's date applies again).
 #[server(prefix = "/api/admin", endpoint = "codes/expiry")]

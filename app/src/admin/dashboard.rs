@@ -84,6 +84,7 @@ pub struct DashboardView {
 /// A probably leaked code on the dashboard.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LeakView {
+    pub code_id: Uuid,
     pub share_id: Uuid,
     pub share_title: String,
     pub hint: String,
@@ -174,6 +175,7 @@ pub async fn dashboard(tenant_id: Uuid) -> Result<DashboardView, AppError> {
             leaks: leaks
                 .into_iter()
                 .map(|l| LeakView {
+                    code_id: l.code_id,
                     share_id: l.share_id,
                     share_title: l.share_title,
                     hint: l.hint,

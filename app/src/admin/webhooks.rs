@@ -106,58 +106,78 @@ pub async fn webhooks(tenant_id: Uuid) -> Result<WebhooksView, AppError> {
     run.await.map_err(AppError::respond)
 }
 
-/// Adds a webhook endpoint for the ticked events; the answer holds its
-/// signing secret, shown this once.
-#[server(prefix = "/api/admin", endpoint = "webhooks/create")]
-pub async fn create_webhook(
-    tenant_id: Uuid,
-    url: String,
-    code_bound: Option<String>,
-    code_unbound: Option<String>,
-    code_revoked: Option<String>,
-    access_recorded: Option<String>,
-    batch_issued: Option<String>,
-) -> Result<NewWebhook, AppError> {
-    use secrecy::ExposeSecret as _;
-    let run = async {
-        let (state, tenant, admin) =
-            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
-                .await?;
-        let url = engine::webhooks::destination::EndpointUrl::parse(&url).map_err(webhook_error)?;
-        let ticked = [
-            ("code.bound", &code_bound),
-            ("code.unbound", &code_unbound),
-            ("code.revoked", &code_revoked),
-            ("access.recorded", &access_recorded),
-            ("batch.issued", &batch_issued),
-        ];
-        let events = engine::webhooks::parse_events(
-            ticked
-                .iter()
-                .filter(|(_, on)| on.is_some())
-                .map(|(event, _)| *event),
-        )
-        .map_err(webhook_error)?;
-        let (id, secret) =
-            engine::webhooks::admin::create_endpoint(&state.pool, tenant, admin.id, &url, &events)
-                .await
-                .map_err(webhook_error)?;
-        let secret = secret.expose_secret().to_owned();
-        // Without JavaScript the answer is a redirect: the secret travels
-        // to the next page as a one-time message.
-        if crate::auth::guard::from_plain_form() {
-            crate::auth::guard::set_flash(&crate::auth::Flash {
-                kind: crate::auth::FlashKind::Success,
-                message: crate::i18n::lang().format(
-                    Msg::EndpointAddedItsSigningSecretShown,
-                    &[("secret", &secret)],
-                ),
-            })
+pub use create_form::{CreateWebhook, create_webhook};
+
+/// The endpoint form: one argument per event the endpoint may tick.
+mod create_form {
+    #![expect(clippy::too_many_arguments, reason = "one argument per form field")]
+    use super::*;
+
+    /// Adds a webhook endpoint for the ticked events; the answer holds its
+    /// signing secret, shown this once.
+    #[server(prefix = "/api/admin", endpoint = "webhooks/create")]
+    pub async fn create_webhook(
+        tenant_id: Uuid,
+        url: String,
+        code_bound: Option<String>,
+        code_unbound: Option<String>,
+        code_revoked: Option<String>,
+        code_replaced: Option<String>,
+        code_leak_suspected: Option<String>,
+        access_recorded: Option<String>,
+        batch_issued: Option<String>,
+    ) -> Result<NewWebhook, AppError> {
+        use secrecy::ExposeSecret as _;
+        let run = async {
+            let (state, tenant, admin) = support::admin_of_tenant(
+                tenant_id,
+                engine::tenants::Permission::ManageIntegrations,
+            )
             .await?;
-        }
-        Ok(NewWebhook { id, secret })
-    };
-    run.await.map_err(AppError::respond)
+            let url =
+                engine::webhooks::destination::EndpointUrl::parse(&url).map_err(webhook_error)?;
+            let ticked = [
+                ("code.bound", &code_bound),
+                ("code.unbound", &code_unbound),
+                ("code.revoked", &code_revoked),
+                ("code.replaced", &code_replaced),
+                ("code.leak_suspected", &code_leak_suspected),
+                ("access.recorded", &access_recorded),
+                ("batch.issued", &batch_issued),
+            ];
+            let events = engine::webhooks::parse_events(
+                ticked
+                    .iter()
+                    .filter(|(_, on)| on.is_some())
+                    .map(|(event, _)| *event),
+            )
+            .map_err(webhook_error)?;
+            let (id, secret) = engine::webhooks::admin::create_endpoint(
+                &state.pool,
+                tenant,
+                admin.id,
+                &url,
+                &events,
+            )
+            .await
+            .map_err(webhook_error)?;
+            let secret = secret.expose_secret().to_owned();
+            // Without JavaScript the answer is a redirect: the secret travels
+            // to the next page as a one-time message.
+            if crate::auth::guard::from_plain_form() {
+                crate::auth::guard::set_flash(&crate::auth::Flash {
+                    kind: crate::auth::FlashKind::Success,
+                    message: crate::i18n::lang().format(
+                        Msg::EndpointAddedItsSigningSecretShown,
+                        &[("secret", &secret)],
+                    ),
+                })
+                .await?;
+            }
+            Ok(NewWebhook { id, secret })
+        };
+        run.await.map_err(AppError::respond)
+    }
 }
 
 /// Stops an endpoint; its pending deliveries are dead-lettered.

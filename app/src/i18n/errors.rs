@@ -77,6 +77,7 @@ impl Localized for ShareError {
             Self::CodeNotBound => M::ShareCodeNotBound,
             Self::InvalidExpiry => M::ShareInvalidExpiry,
             Self::CodeNotUnused => M::ShareCodeNotUnused,
+            Self::CodeExpired => M::ShareCodeExpired,
             Self::InvalidAccessDays => M::ShareInvalidAccessDays,
             Self::InvalidExtension => M::ShareInvalidExtension,
             Self::NoAccessPeriod => M::ShareNoAccessPeriod,

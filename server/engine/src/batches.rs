@@ -67,7 +67,16 @@ pub async fn issue_codes(
     if label.chars().count() > 120 || label.chars().any(char::is_control) {
         return Err(ShareError::InvalidLabel);
     }
-    let expires_at = code_admin::check_expiry(request.expires_at, OffsetDateTime::now_utc())?;
+    // The date as UTC for the key's comparison; whether it is still to come
+    // is judged only for a new request (below): a retry sent after the date
+    // passed is the same request, and gets its batch.
+    let expires_at = request
+        .expires_at
+        .map(|at| {
+            at.checked_to_offset(time::UtcOffset::UTC)
+                .ok_or(ShareError::InvalidExpiry)
+        })
+        .transpose()?;
     let codes: Vec<(Uuid, PlainCode)> = (0..count)
         .map(|_| (Uuid::now_v7(), PlainCode::generate()))
         .collect();
@@ -120,6 +129,9 @@ pub async fn issue_codes(
             });
         }
     }
+    // A new request (its key, if any, claimed in `tx`): the date must be
+    // still to come (an error rolls the claim back).
+    let expires_at = code_admin::check_expiry(expires_at, OffsetDateTime::now_utc())?;
     let inserted = sqlx::query!(
         "INSERT INTO code_batches (tenant_id, id, share_id, label, count, created_by, expires_at)
          SELECT $1, $2, $3, $4, $5, $6, $7 WHERE EXISTS (SELECT 1 FROM shares WHERE tenant_id = $1 AND id = $3)",

@@ -488,8 +488,10 @@ pub async fn replace_code(
 ) -> Result<Replacement, ShareError> {
     let mut tx = pool.begin().await.context("starting a transaction")?;
     let old = sqlx::query!(
-        "SELECT share_id, batch_id, bound_principal, revoked_at, expires_at FROM auth_codes
-         WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
+        r#"SELECT share_id, batch_id, bound_principal, revoked_at, expires_at,
+                  coalesce(code_expires_at(tenant_id, batch_id, expires_at) <= now(), false)
+                    AS "expired!"
+           FROM auth_codes WHERE tenant_id = $1 AND id = $2 FOR UPDATE"#,
         tenant.0,
         code,
     )
@@ -500,6 +502,11 @@ pub async fn replace_code(
     if old.bound_principal.is_some() || old.revoked_at.is_some() {
         return Err(ShareError::CodeNotReplaceable);
     }
+    // The replacement takes the lost code's date (its own, else its
+    // batch's): past it, the new code would be born expired.
+    if old.expired {
+        return Err(ShareError::CodeExpired);
+    }
     sqlx::query!(
         "UPDATE auth_codes SET revoked_at = now() WHERE tenant_id = $1 AND id = $2",
         tenant.0,
@@ -508,32 +515,19 @@ pub async fn replace_code(
     .execute(&mut *tx)
     .await
     .context("revoking the lost code")?;
-    let new_id = Uuid::now_v7();
-    let plain = PlainCode::generate();
-    let (version, digest) = keyring.digest(&plain);
-    sqlx::query!(
-        "INSERT INTO auth_codes (tenant_id, id, share_id, batch_id, digest, key_version, hint, expires_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-        tenant.0,
-        new_id,
-        old.share_id,
-        old.batch_id,
-        digest,
-        i16::try_from(version).context("key version above 32767")?,
-        plain.hint(),
-        // The lost code's own date, if it had one (else the batch's).
-        old.expires_at,
-    )
-    .execute(&mut *tx)
-    .await
-    .context("inserting the replacement")?;
-    audit::admin_action(
+    let (new_id, plain) = insert_replacement(
         &mut tx,
+        keyring,
         tenant,
         actor,
-        "code.replaced",
-        ("code", code),
-        json!({ "share_id": old.share_id, "replacement": new_id }),
+        Replaced {
+            code,
+            share: old.share_id,
+            batch: old.batch_id,
+            // The lost code's own date, if it had one (else the batch's).
+            expires_at: old.expires_at,
+        },
+        None,
     )
     .await?;
     tx.commit().await.context("committing the replacement")?;
@@ -542,6 +536,83 @@ pub async fn replace_code(
         batch: old.batch_id,
         plain,
     })
+}
+
+/// The code a replacement replaces: where the new code goes, and its date.
+pub(crate) struct Replaced {
+    pub code: Uuid,
+    pub share: Uuid,
+    pub batch: Uuid,
+    /// The old code's own date (none: its batch's applies).
+    pub expires_at: Option<OffsetDateTime>,
+}
+
+/// A binding a replacement carries over from the code it replaces.
+pub(crate) struct CarriedBinding {
+    pub principal: Uuid,
+    pub first_used_at: OffsetDateTime,
+    pub access_count: i32,
+    pub access_until: Option<OffsetDateTime>,
+}
+
+/// Inserts the replacement of `old` in its batch (bound when `carried`:
+/// only inside the audited unbind path, see `auth_codes_refuse_expired`),
+/// audits `code.replaced` and announces it. Returns the new code's id and
+/// its only plain copy.
+pub(crate) async fn insert_replacement(
+    tx: &mut sqlx::PgConnection,
+    keyring: &Keyring,
+    tenant: TenantId,
+    actor: AccountId,
+    old: Replaced,
+    carried: Option<&CarriedBinding>,
+) -> anyhow::Result<(Uuid, PlainCode)> {
+    let new_id = Uuid::now_v7();
+    let plain = PlainCode::generate();
+    let (version, digest) = keyring.digest(&plain);
+    sqlx::query!(
+        "INSERT INTO auth_codes (tenant_id, id, share_id, batch_id, digest, key_version, hint,
+                                 expires_at, bound_principal, first_used_at, access_count, access_until)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, coalesce($11, 0), $12)",
+        tenant.0,
+        new_id,
+        old.share,
+        old.batch,
+        digest,
+        i16::try_from(version).context("key version above 32767")?,
+        plain.hint(),
+        old.expires_at,
+        carried.map(|b| b.principal),
+        carried.map(|b| b.first_used_at),
+        carried.map(|b| b.access_count),
+        carried.and_then(|b| b.access_until),
+    )
+    .execute(&mut *tx)
+    .await
+    .context("inserting the replacement")?;
+    let principal = carried.map(|b| b.principal);
+    audit::admin_action(
+        &mut *tx,
+        tenant,
+        actor,
+        "code.replaced",
+        ("code", old.code),
+        json!({ "share_id": old.share, "replacement": new_id, "principal": principal }),
+    )
+    .await?;
+    audit::emit(
+        &mut *tx,
+        tenant,
+        "code.replaced",
+        json!({
+            "share_id": old.share,
+            "code_id": old.code,
+            "replacement_id": new_id,
+            "principal": principal,
+        }),
+    )
+    .await?;
+    Ok((new_id, plain))
 }
 
 /// Unbinds a bound code (the learner changed account): the learner loses
@@ -557,11 +628,52 @@ pub async fn unbind_code(
     reason: &str,
     revoke: bool,
 ) -> Result<CodeState, ShareError> {
-    let reason = reason.trim();
-    if !(1..=500).contains(&reason.chars().count()) {
-        return Err(ShareError::InvalidReason);
-    }
+    let reason = check_reason(reason)?;
     let mut tx = pool.begin().await.context("starting a transaction")?;
+    let unbound = unbind_in(&mut tx, tenant, actor, code, reason, revoke).await?;
+    mail::enqueue_code_notice(
+        &mut tx,
+        mail::Template::CodeUnbound,
+        tenant,
+        unbound.share_id,
+        AccountId(unbound.principal),
+        json!({ "reason": reason }),
+    )
+    .await?;
+    tx.commit().await.context("committing the unbind")?;
+    Ok(unbound.state)
+}
+
+/// An admin's reason for an unbind: 1 to 500 characters, trimmed.
+pub(crate) fn check_reason(reason: &str) -> Result<&str, ShareError> {
+    let reason = reason.trim();
+    if (1..=500).contains(&reason.chars().count()) {
+        Ok(reason)
+    } else {
+        Err(ShareError::InvalidReason)
+    }
+}
+
+/// What [`unbind_in`] did.
+pub(crate) struct Unbound {
+    pub share_id: Uuid,
+    /// The learner the code was bound to.
+    pub principal: Uuid,
+    /// The code's state afterwards.
+    pub state: CodeState,
+}
+
+/// The audited unbind inside the caller's transaction (no mail: the
+/// caller says what happened). The only code that opens the path the
+/// `auth_codes_keep_binding` trigger guards; `reason` is checked.
+pub(crate) async fn unbind_in(
+    tx: &mut sqlx::PgConnection,
+    tenant: TenantId,
+    actor: AccountId,
+    code: Uuid,
+    reason: &str,
+    revoke: bool,
+) -> Result<Unbound, ShareError> {
     sqlx::query("SELECT set_config('admitone.unbind', 'on', true)")
         .execute(&mut *tx)
         .await
@@ -595,9 +707,9 @@ pub async fn unbind_code(
     .await
     .context("unbinding the code")?;
     let revoked = after.revoked;
-    end_live_grants(&mut tx, tenant, code).await?;
+    end_live_grants(tx, tenant, code).await?;
     audit::record(
-        &mut tx,
+        &mut *tx,
         AuditEntry {
             tenant,
             actor: Some(actor),
@@ -617,23 +729,13 @@ pub async fn unbind_code(
     )
     .await?;
     audit::emit(
-        &mut tx,
+        &mut *tx,
         tenant,
         "code.unbound",
         json!({ "share_id": before.share_id, "code_id": code, "principal": principal }),
     )
     .await?;
-    mail::enqueue_code_notice(
-        &mut tx,
-        mail::Template::CodeUnbound,
-        tenant,
-        before.share_id,
-        AccountId(principal),
-        json!({ "reason": reason }),
-    )
-    .await?;
-    tx.commit().await.context("committing the unbind")?;
-    Ok(if revoked {
+    let state = if revoked {
         CodeState::Revoked
     } else if after.expired {
         // Past its date: nobody can bind it again (give it a later date of
@@ -641,5 +743,10 @@ pub async fn unbind_code(
         CodeState::Expired
     } else {
         CodeState::Unused
+    };
+    Ok(Unbound {
+        share_id: before.share_id,
+        principal,
+        state,
     })
 }

@@ -257,6 +257,7 @@ pub async fn audit(
 /// A bound code other accounts keep trying: probably passed around.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeakRow {
+    pub code_id: Uuid,
     pub share_id: Uuid,
     pub share_title: String,
     pub hint: String,
@@ -268,7 +269,8 @@ pub struct LeakRow {
 pub async fn leaks(pool: &PgPool, tenant: TenantId) -> anyhow::Result<Vec<LeakRow>> {
     sqlx::query_as!(
         LeakRow,
-        r#"SELECT c.share_id, s.title AS share_title, c.hint, c.foreign_attempts AS attempts,
+        r#"SELECT c.id AS code_id, c.share_id, s.title AS share_title, c.hint,
+                  c.foreign_attempts AS attempts,
                   c.last_foreign_attempt_at AS "last_attempt!"
            FROM auth_codes c JOIN shares s ON s.tenant_id = c.tenant_id AND s.id = c.share_id
            WHERE c.tenant_id = $1 AND c.foreign_attempts > 0 AND c.last_foreign_attempt_at IS NOT NULL

@@ -33,6 +33,8 @@
 //!   they report), its relay's claims and records.
 //! * [`delivery`]: what the webhook and mail relays share (leases, retries).
 //! * [`learners`]: a tenant suspending (and re-enabling) one of its learners.
+//! * [`leaks`]: leak alerts (a bound code others keep trying: the owners
+//!   are told once a day) and "revoke and replace".
 //! * [`access_period`]: a learner's access period after binding, and
 //!   admins extending it (one learner or everyone).
 //! * [`team`]: a tenant's members and roles, invitations, the last-owner
@@ -61,6 +63,7 @@ pub mod handover;
 pub mod health;
 pub mod idempotency;
 pub mod invariants;
+pub mod leaks;
 pub mod learners;
 pub mod mail;
 pub mod measures;

@@ -52,10 +52,15 @@ pub enum Template {
     CodeUnbound,
     /// An admin revoked the learner's (bound) code.
     CodeRevoked,
+    /// To the tenant's owners: others keep trying a bound code.
+    LeakSuspected,
+    /// An admin revoked the learner's leaked code and bound a new one to
+    /// them (with the reason).
+    CodeReplaced,
 }
 
 impl Template {
-    pub const ALL: [Template; 10] = [
+    pub const ALL: [Template; 12] = [
         Self::VerifyEmail,
         Self::ResetPassword,
         Self::PasswordChanged,
@@ -66,6 +71,8 @@ impl Template {
         Self::CodeBound,
         Self::CodeUnbound,
         Self::CodeRevoked,
+        Self::LeakSuspected,
+        Self::CodeReplaced,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -80,6 +87,8 @@ impl Template {
             Self::CodeBound => "code_bound",
             Self::CodeUnbound => "code_unbound",
             Self::CodeRevoked => "code_revoked",
+            Self::LeakSuspected => "leak_suspected",
+            Self::CodeReplaced => "code_replaced",
         }
     }
 

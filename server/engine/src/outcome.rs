@@ -140,6 +140,7 @@ impl Outcome for ShareError {
             | Self::CodeNotBound
             | Self::CodeNotUnused
             | Self::NoAccessPeriod
+            | Self::CodeExpired
             | Self::CodeNotReplaceable => K::Conflict,
             Self::ShareNotFound | Self::CodeNotFound | Self::ResourceNotFound => K::NotFound,
             Self::Unexpected(_) => K::Internal,
@@ -172,6 +173,7 @@ impl Outcome for ShareError {
             Self::CodeNotUnused => "code_not_unused",
             Self::NoAccessPeriod => "no_access_period",
             Self::CodeNotReplaceable => "code_not_replaceable",
+            Self::CodeExpired => "code_expired",
             Self::ShareNotFound | Self::CodeNotFound | Self::ResourceNotFound => "not_found",
             Self::Unexpected(_) => "internal",
         }
@@ -203,6 +205,7 @@ impl Outcome for ShareError {
             | Self::CodeNotBound
             | Self::CodeNotUnused
             | Self::NoAccessPeriod
+            | Self::CodeExpired
             | Self::Unexpected(_) => None,
         }
     }

@@ -180,6 +180,8 @@ fn link_purpose(template: Template) -> LinkPurpose {
         | Template::EmailChanged
         | Template::CodeBound
         | Template::CodeUnbound
-        | Template::CodeRevoked => LinkPurpose::VerifyEmail,
+        | Template::CodeRevoked
+        | Template::LeakSuspected
+        | Template::CodeReplaced => LinkPurpose::VerifyEmail,
     }
 }

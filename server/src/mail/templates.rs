@@ -233,6 +233,53 @@ pub fn render(template: Template, cx: &Context<'_>) -> Rendered {
                 Block::Para(cx.text(Msg::IfYouDidNotExpectThis2).to_owned()),
             ],
         ),
+        Template::CodeReplaced => (
+            cx.format(
+                Msg::YourCodeForWasReplaced,
+                &[("course", &cx.param("course"))],
+            ),
+            vec![
+                cx.greeting(),
+                Block::Para(cx.format(
+                    Msg::ReplacedTheCodeBoundToYour,
+                    &[
+                        ("tenant", &cx.param("tenant")),
+                        ("course", &cx.param("course")),
+                        ("hint", &cx.param("hint")),
+                    ],
+                )),
+                Block::Quote(cx.param("reason")),
+                Block::Button(
+                    cx.text(Msg::OpenTheCourse).to_owned(),
+                    format!("{}/s/{}", cx.origin, cx.param("course_slug")),
+                ),
+                Block::Small(cx.text(Msg::IfYouDidNotExpectThis2).to_owned()),
+            ],
+        ),
+        Template::LeakSuspected => (
+            cx.format(
+                Msg::ACodeForMayHaveLeaked,
+                &[("course", &cx.param("course"))],
+            ),
+            vec![
+                Block::Para(cx.text(Msg::Hello).to_owned()),
+                Block::Para(cx.format(
+                    Msg::TheCodeEndingInIsBound,
+                    &[
+                        ("hint", &cx.param("hint")),
+                        ("course", &cx.param("course")),
+                        ("tenant", &cx.param("tenant")),
+                        ("attempts", &cx.param("attempts")),
+                    ],
+                )),
+                Block::Para(cx.text(Msg::RevokeAndReplaceStopsThe).to_owned()),
+                Block::Button(
+                    cx.text(Msg::ReviewTheCode).to_owned(),
+                    format!("{}{}", cx.origin, cx.param("path")),
+                ),
+                Block::Small(cx.text(Msg::YouHearAboutOneCodeAt).to_owned()),
+            ],
+        ),
     };
     write(subject, &blocks, cx.lang)
 }
@@ -336,6 +383,9 @@ mod tests {
             "course": "Rust 101",
             "course_slug": "rust-101",
             "reason": "moved to her work account\nsecond line",
+            "hint": "WX7Q",
+            "attempts": "4",
+            "path": "/admin/t/t1/s/s1/codes?code=c1",
         })
     }
 
@@ -440,6 +490,27 @@ mod tests {
         assert!(changed.text.contains("new@example.com"));
         let change = render(Template::ChangeEmail, &cx(Lang::En));
         assert!(change.text.contains("old@example.com"));
+        let leak = render(Template::LeakSuspected, &cx(Lang::En));
+        assert_eq!(
+            leak.subject,
+            "A code for Rust 101 may have been passed around"
+        );
+        assert!(leak.text.contains("ending in WX7Q"), "{}", leak.text);
+        assert!(leak.text.contains("tried it 4 times"), "{}", leak.text);
+        assert!(
+            leak.text
+                .contains("https://courses.example.com/admin/t/t1/s/s1/codes?code=c1"),
+            "{}",
+            leak.text
+        );
+        let replaced = render(Template::CodeReplaced, &cx(Lang::ZhTw));
+        assert!(replaced.text.contains("以 WX7Q 結尾"), "{}", replaced.text);
+        assert!(replaced.text.contains("> moved to her work account"));
+        assert!(
+            replaced
+                .text
+                .contains("https://courses.example.com/s/rust-101")
+        );
         let greeting = render(Template::PasswordChanged, &cx(Lang::En));
         assert!(greeting.text.starts_with("Hello Ada <script>,"));
         assert!(greeting.html.contains("Hello Ada &lt;script&gt;,"));

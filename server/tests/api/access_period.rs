@@ -250,6 +250,27 @@ async fn an_admin_extends_one_learner_or_everyone(pool: PgPool) {
     let answer: Value = answer.json().await.expect("json");
     assert_eq!(answer["access_ends"], json!(rfc3339(all)));
 
+    // The learners CSV says when each learner's access ends.
+    let csv = admin
+        .client
+        .get(format!(
+            "{}/api/v1/shares/{}/learners.csv",
+            app.address, course.share
+        ))
+        .send()
+        .await
+        .expect("csv")
+        .text()
+        .await
+        .expect("text");
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next().map(|h| h.trim_start_matches('\u{feff}')),
+        Some("email,code_hint,bound_at,accesses,last_access,suspended,access_ends")
+    );
+    let ends: Vec<&str> = lines.map(|l| l.rsplit(',').next().unwrap_or("")).collect();
+    assert_eq!(ends, vec![rfc3339(all).as_str(); 2], "{csv}");
+
     let audited: Vec<String> = sqlx::query_scalar(
         "SELECT action FROM audit_log WHERE action LIKE 'access.%' ORDER BY created_at",
     )

@@ -343,13 +343,14 @@ async fn learners_and_records_download_as_csv_with_a_token(pool: PgPool) {
             &format!("/api/v1/shares/{share}/learners.csv"),
         )
         .await,
-        "email,code_hint,bound_at,accesses,last_access,suspended",
+        "email,code_hint,bound_at,accesses,last_access,suspended,access_ends",
     )
     .await;
     assert_eq!(rows.len(), 1, "{rows:?}");
     let fields: Vec<&str> = rows[0].split(',').collect();
     assert_eq!(fields[0], email);
     assert_eq!((fields[3], fields[5]), ("2", "false"), "{rows:?}");
+    assert_eq!(fields[6], "", "access for good: no end, {rows:?}");
     assert!(!fields[4].is_empty(), "last access: {rows:?}");
 
     let rows = csv_rows(
@@ -395,7 +396,7 @@ async fn learners_and_records_download_as_csv_with_a_token(pool: PgPool) {
         .expect("console csv");
     let console_rows = csv_rows(
         console,
-        "email,code_hint,bound_at,accesses,last_access,suspended",
+        "email,code_hint,bound_at,accesses,last_access,suspended,access_ends",
     )
     .await;
     assert_eq!(console_rows.len(), 1);
@@ -438,7 +439,7 @@ async fn the_learners_csv_holds_every_learner_past_a_page(pool: PgPool) {
             &format!("/api/v1/shares/{}/learners.csv", course.share),
         )
         .await,
-        "email,code_hint,bound_at,accesses,last_access,suspended",
+        "email,code_hint,bound_at,accesses,last_access,suspended,access_ends",
     )
     .await;
     assert_eq!(rows.len(), learners);

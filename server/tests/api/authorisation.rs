@@ -44,6 +44,9 @@ struct Target {
     invitation: Uuid,
     /// The learner bound to `code` (suspended by the control call).
     learner: Uuid,
+    /// A second bound code, whose text leaked (revoked and replaced by the
+    /// control call).
+    leaked: Uuid,
 }
 
 /// What each admin server function needs: the one table this test holds
@@ -67,6 +70,7 @@ fn permission_of(path: &str) -> Permission {
         | "/api/admin/codes/progress"
         | "/api/admin/codes/replace"
         | "/api/admin/codes/revoke"
+        | "/api/admin/codes/revoke-and-replace"
         | "/api/admin/codes/unbind"
         | "/api/admin/batches/revoke-unused"
         | "/api/admin/codes/expiry"
@@ -154,6 +158,15 @@ fn admin_calls(t: Target) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
         (
             "/api/admin/codes/revoke",
             vec![tenant.clone(), code.clone(), field("confirm", "yes")],
+        ),
+        (
+            "/api/admin/codes/revoke-and-replace",
+            vec![
+                tenant.clone(),
+                ("code_id", t.leaked.to_string()),
+                field("reason", "posted on a forum"),
+                field("confirm", "yes"),
+            ],
         ),
         (
             "/api/admin/codes/unbind",
@@ -529,6 +542,15 @@ async fn world(app: &TestApp) -> World {
     .execute(&app.pool)
     .await
     .expect("bind");
+    // A second learner holds the batch's other code (its text leaked).
+    let rightful = app.create_account("rightful@example.com", PASSWORD).await;
+    let leaked = batch.codes[1].0;
+    sqlx::query("UPDATE auth_codes SET bound_principal = $2, first_used_at = now() WHERE id = $1")
+        .bind(leaked)
+        .bind(rightful.0)
+        .execute(&app.pool)
+        .await
+        .expect("bind the leaked code");
     // The learner opened the course once (so stays the tenant's learner
     // after an unbind).
     sqlx::query(
@@ -593,6 +615,7 @@ async fn world(app: &TestApp) -> World {
             doomed_member: members[3],
             invitation,
             learner: learner.0,
+            leaked,
         },
         anonymous: new_client(),
         learner: new_client(),

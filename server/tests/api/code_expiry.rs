@@ -7,6 +7,8 @@
 //!
 //! Time passing is simulated by moving a stored date into the past in SQL:
 //! the product refuses past dates, and a test does not wait for the clock.
+//! One exception: a retried issuing compares the date its client sent
+//! again, which no row holds, so that test waits two seconds and a half.
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -407,4 +409,118 @@ async fn the_reconciler_finds_a_code_bound_after_its_date(pool: PgPool) {
         .await
         .expect("checks");
     assert_eq!(found(planted), 1);
+}
+
+/// A retry of an issuing with the same Idempotency-Key gets the first
+/// answer even when the batch's date has passed meanwhile: the key is
+/// looked up before the date is judged (a retry is not a new request).
+#[sqlx::test(migrations = "../migrations")]
+async fn a_retried_issuing_finds_its_batch_after_the_date_passed(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    let soon = (OffsetDateTime::now_utc() + Duration::seconds(2))
+        .format(&time::format_description::well_known::Rfc3339)
+        .expect("format");
+    let issue = || {
+        admin
+            .client
+            .post(format!(
+                "{}/api/v1/shares/{}/codes",
+                app.address, course.share
+            ))
+            .header("idempotency-key", "issue-soon")
+            .json(&json!({ "count": 2, "expires_at": soon }))
+            .send()
+    };
+    let first = issue().await.expect("first");
+    assert_eq!(first.status(), StatusCode::CREATED);
+    let first: Value = first.json().await.expect("json");
+    // The date passes (a client that lost the answer retries later).
+    tokio::time::sleep(std::time::Duration::from_millis(2_500)).await;
+    let retry = issue().await.expect("retry");
+    assert_eq!(
+        retry.status(),
+        StatusCode::CREATED,
+        "the first answer again"
+    );
+    let retry: Value = retry.json().await.expect("json");
+    assert_eq!(retry["batch_id"], first["batch_id"]);
+    assert_eq!(retry["codes"], first["codes"]);
+    let batches: i64 = sqlx::query_scalar("SELECT count(*) FROM code_batches WHERE share_id = $1")
+        .bind(course.share)
+        .fetch_one(&app.pool)
+        .await
+        .expect("batches");
+    assert_eq!(batches, 1, "nothing issued twice");
+    // A new request with that date now is refused, as any past date.
+    let late = post_json(
+        &app,
+        &admin.client,
+        &format!("/api/v1/shares/{}/codes", course.share),
+        json!({ "count": 2, "expires_at": soon }),
+    )
+    .await;
+    assert_eq!(late.status(), StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+/// Replacing a lost code past its date would issue a code that is expired
+/// already: refused (`409 code_expired`), nothing changes, and after the
+/// admin gives the code a later date its replacement is usable.
+#[sqlx::test(migrations = "../migrations")]
+async fn an_expired_code_is_not_replaced_by_an_expired_one(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    let (batch, codes) =
+        issue_expiring(&app, &admin, course.share, 1, json!(rfc3339(in_days(3)))).await;
+    let_batch_expire(&app, batch).await;
+    let code = codes[0].0;
+    let before: i64 = sqlx::query_scalar("SELECT count(*) FROM auth_codes WHERE share_id = $1")
+        .bind(course.share)
+        .fetch_one(&app.pool)
+        .await
+        .expect("codes");
+    let replace_path = format!("/api/v1/codes/{code}/replace");
+    let replace = || post_json(&app, &admin.client, &replace_path, json!({}));
+    assert_eq!(
+        course::error_of(replace().await).await,
+        (409, "code_expired".to_owned())
+    );
+    let after: (i64, bool) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM auth_codes WHERE share_id = $1),
+                (SELECT revoked_at IS NOT NULL FROM auth_codes WHERE id = $2)",
+    )
+    .bind(course.share)
+    .bind(code)
+    .fetch_one(&app.pool)
+    .await
+    .expect("after");
+    assert_eq!(after, (before, false), "nothing issued, nothing revoked");
+
+    // Given a later date of its own, it is replaced by a usable code.
+    let dated = post_json(
+        &app,
+        &admin.client,
+        &format!("/api/v1/codes/{code}/expiry"),
+        json!({ "expires_at": rfc3339(in_days(5)) }),
+    )
+    .await;
+    assert_eq!(dated.status(), StatusCode::OK);
+    let replaced = replace().await;
+    assert_eq!(replaced.status(), StatusCode::CREATED);
+    let replaced: Value = replaced.json().await.expect("json");
+    let (_, learner) = course::learners(&app, 1).await.remove(0);
+    let entered = enter_code(
+        &app,
+        &learner,
+        &course.slug,
+        replaced["code"].as_str().expect("code"),
+    )
+    .await;
+    assert_eq!(
+        entered.status(),
+        StatusCode::OK,
+        "the replacement is usable"
+    );
 }

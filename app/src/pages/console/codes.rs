@@ -1,6 +1,7 @@
 //! A share's code table (`/admin/t/{tenant}/s/{share}/codes`): filter by
 //! state and batch, search by hint or email, keyset pages, and the actions
-//! on one code (revoke; unbind with a reason).
+//! on one code (revoke; unbind with a reason; revoke and replace a leaked
+//! bound code).
 
 use crate::i18n::Msg;
 use leptos::prelude::*;
@@ -12,8 +13,8 @@ use uuid::Uuid;
 use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
     admin::codes::{
-        CodeQuery, CodeRow, CodeTable, FindCode, ReplaceCode, RevokeCode, SetCodeExpiry,
-        UnbindCode, list_code_page,
+        CodeQuery, CodeRow, CodeTable, FindCode, ReplaceCode, RevokeAndReplace, RevokeCode,
+        SetCodeExpiry, UnbindCode, list_code_page,
     },
     components::form::{FieldError, FormAlert},
     error::AppError,
@@ -41,6 +42,7 @@ pub fn CodesPage() -> impl IntoView {
     let unbind = ServerAction::<UnbindCode>::new();
     let replace = ServerAction::<ReplaceCode>::new();
     let expiry = ServerAction::<SetCodeExpiry>::new();
+    let reissue = ServerAction::<RevokeAndReplace>::new();
     let data = Resource::new(
         move || {
             (
@@ -50,9 +52,10 @@ pub fn CodesPage() -> impl IntoView {
                 revoke.version().get(),
                 unbind.version().get(),
                 expiry.version().get(),
+                reissue.version().get(),
             )
         },
-        |(tenant, share, query, _, _, _)| async move {
+        |(tenant, share, query, _, _, _, _)| async move {
             match (tenant, share) {
                 (Some(t), Some(s)) => {
                     list_code_page(
@@ -82,7 +85,7 @@ pub fn CodesPage() -> impl IntoView {
                 );
                 match (data.await, tn, sh) {
                     (Ok(table), Some(tenant), Some(share)) => view! {
-                        <Table table tenant share query=current() actions=Actions { revoke, unbind, replace, expiry }/>
+                        <Table table tenant share query=current() actions=Actions { revoke, unbind, replace, expiry, reissue }/>
                     }.into_any(),
                     (Ok(_), _, _) => view! { <crate::pages::not_found::NotFound/> }.into_any(),
                     (Err(error), _, _) => view! { <ConsoleError error here/> }.into_any(),
@@ -99,6 +102,8 @@ struct Actions {
     unbind: ServerAction<UnbindCode>,
     replace: ServerAction<ReplaceCode>,
     expiry: ServerAction<SetCodeExpiry>,
+    /// Revoke and replace (a leaked bound code).
+    reissue: ServerAction<RevokeAndReplace>,
 }
 
 #[component]
@@ -114,6 +119,7 @@ fn Table(
         unbind,
         replace,
         expiry,
+        reissue,
     } = actions;
     let base = format!("/admin/t/{tenant}/s/{share}/codes");
     let error = Signal::derive(move || {
@@ -124,6 +130,7 @@ fn Table(
             .or_else(|| revoke.value().get().and_then(Result::err))
             .or_else(|| replace.value().get().and_then(Result::err))
             .or_else(|| expiry.value().get().and_then(Result::err))
+            .or_else(|| reissue.value().get().and_then(Result::err))
     });
     let filters = query.filters();
     let page_link = |cursor: String| {
@@ -266,6 +273,7 @@ fn Row(
         unbind,
         replace,
         expiry,
+        reissue,
     } = actions;
     // An unused code's date can change (an expired one's too: that is how
     // it comes back); a bound code keeps working whatever its date.
@@ -288,6 +296,12 @@ fn Row(
     let revoke_button_label = revoke_label.clone();
     let reason_id = format!("reason-{}", code.id);
     let after_id = format!("after-{}", code.id);
+    let reissue_reason_id = format!("reissue-reason-{}", code.id);
+    let reissue_label = lang().format(Msg::RevokeAndReplaceCode, &[("hint", &code.hint)]);
+    let reissue_confirm_text = lang().format(
+        Msg::TheCodeStopsWorkingFor,
+        &[("hint", &code.hint), ("learner", &learner)],
+    );
     view! {
         <tr data-code=code.id.to_string() data-state=code.state.as_str()>
             <td><code>{code.hint.clone()}</code></td>
@@ -362,6 +376,23 @@ fn Row(
                                 " "{confirm_text}
                             </label>
                             <button type="submit" class="button small danger">{t(Msg::Unbind2)}</button>
+                        </ActionForm>
+                    </details>
+                    // A leaked code: the text stops working, the learner
+                    // keeps their access under a new code.
+                    <details class="reissue">
+                        <summary aria-label=reissue_label>{t(Msg::RevokeAndReplace)}</summary>
+                        <ActionForm action=reissue attr:class="form compact">
+                            <input type="hidden" name="tenant_id" value=tenant.to_string()/>
+                            <input type="hidden" name="code_id" value=code.id.to_string()/>
+                            <label for=reissue_reason_id.clone()>{t(Msg::ReasonTheLearnerReadsIt)}</label>
+                            <input id=reissue_reason_id name="reason" required=true maxlength="500"
+                                value=t(Msg::ItsTextWasSharedWith)/>
+                            <label class="check">
+                                <input type="checkbox" name="confirm" value="yes" required=true/>
+                                " "{reissue_confirm_text}
+                            </label>
+                            <button type="submit" class="button small danger">{t(Msg::RevokeAndReplace)}</button>
                         </ActionForm>
                     </details>
                 })}

@@ -67,7 +67,7 @@ fn Dashboard(view: DashboardView) -> impl IntoView {
                         <tbody>
                             {view.leaks.iter().map(|l| view! {
                                 <tr class="leak">
-                                    <td><a href=format!("/admin/t/{tenant}/s/{}/codes?q={}", l.share_id, crate::pages::login::urlencode(&l.hint))><code>{l.hint.clone()}</code></a></td>
+                                    <td><a href=format!("/admin/t/{tenant}/s/{}/codes?code={}", l.share_id, l.code_id)><code>{l.hint.clone()}</code></a></td>
                                     <td>{l.share_title.clone()}</td>
                                     <td>{l.attempts}</td>
                                     <td>{l.last_attempt.clone()}</td>

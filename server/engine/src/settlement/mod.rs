@@ -242,17 +242,9 @@ pub async fn validate(
     match found.bound_principal {
         Some(p) if p == principal.0 => return Ok(Validated::AlreadyYours(found.id)),
         Some(_) => {
-            // The leak signal: someone else holds this code's text.
-            sqlx::query!(
-                "UPDATE auth_codes SET foreign_attempts = foreign_attempts + 1,
-                        last_foreign_attempt_at = now()
-                 WHERE tenant_id = $1 AND id = $2",
-                found.tenant_id,
-                found.id,
-            )
-            .execute(pool)
-            .await
-            .context("counting an attempt on a bound code")?;
+            // The leak signal: someone else holds this code's text (and,
+            // when they keep trying, the owners hear of it).
+            crate::leaks::note_foreign_attempt(pool, share.tenant_id, found.id).await?;
             crate::measures::leak_signal();
             return Err(SettlementError::CodeBound);
         }

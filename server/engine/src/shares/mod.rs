@@ -106,6 +106,11 @@ pub enum ShareError {
     /// whatever its date, and a revoked one is refused anyway.
     #[error("this code is already bound or revoked: its expiry date no longer applies")]
     CodeNotUnused,
+    /// A lost code past its date: its replacement would be expired too.
+    #[error(
+        "this code's date has passed, and its replacement would be expired too: give it a later date first"
+    )]
+    CodeExpired,
     #[error(transparent)]
     Unexpected(#[from] anyhow::Error),
 }

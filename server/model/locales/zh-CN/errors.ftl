@@ -63,6 +63,7 @@ share-batch-already-issued = 这个批次已经生成过（{ $batch_id }，{ $co
 share-code-not-bound = 这个兑换码没有绑定任何人
 share-invalid-expiry = 到期日期必须是将来的时间
 share-code-not-unused = 这个兑换码已被绑定或作废：到期日期不再适用
+share-code-expired = 这个兑换码已过期，补发的兑换码也会过期：请先给它设一个更晚的日期
 share-invalid-access-days = 访问期限为 1 到 36,500 天（留空：永久）
 share-invalid-extension = 请延长到将来的某个日期
 share-no-access-period = 这门课程的访问是永久的：没有可延长的访问期限

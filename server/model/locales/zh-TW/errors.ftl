@@ -63,6 +63,7 @@ share-batch-already-issued = 這個批次已經生成過（{ $batch_id }，{ $co
 share-code-not-bound = 這個兌換碼沒有綁定任何人
 share-invalid-expiry = 到期日期必須是將來的時間
 share-code-not-unused = 這個兌換碼已被綁定或作廢：到期日期不再適用
+share-code-expired = 這個兌換碼已過期，補發的兌換碼也會過期：請先給它設一個更晚的日期
 share-invalid-access-days = 存取期限為 1 到 36,500 天（留空：永久）
 share-invalid-extension = 請延長到將來的某個日期
 share-no-access-period = 這門課程的存取是永久的：沒有可延長的存取期限

@@ -138,6 +138,10 @@ pub fn router() -> Router<ServerState> {
             "/api/v1/codes/{code_id}/replace",
             post(admin::codes::replace_code),
         )
+        .route(
+            "/api/v1/codes/{code_id}/revoke-and-replace",
+            post(admin::leaks::revoke_and_replace),
+        )
         .route("/api/v1/s/{slug}", get(learner::share))
         .route("/api/v1/s/{slug}/code", post(learner::enter_code))
         .route(

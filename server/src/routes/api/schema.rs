@@ -453,6 +453,7 @@ impl Modify for Security {
         super::admin::codes::unbind_code,
         super::admin::codes::replace_code,
         super::admin::codes::set_code_expiry,
+        super::admin::leaks::revoke_and_replace,
         super::admin::access::extend_one,
         super::admin::access::extend_all,
         super::admin::activity::list_learners,

@@ -87,7 +87,8 @@ pub fn learners_download(state: &ServerState, share: &Share) -> Result<Response,
     use futures::StreamExt as _;
     let header = futures::stream::once(async {
         Ok::<_, std::io::Error>(bytes::Bytes::from_static(
-            "\u{feff}email,code_hint,bound_at,accesses,last_access,suspended\r\n".as_bytes(),
+            "\u{feff}email,code_hint,bound_at,accesses,last_access,suspended,access_ends\r\n"
+                .as_bytes(),
         ))
     });
     let rows = learner_rows(state.services.pool.clone(), share.tenant(), share.id);
@@ -276,7 +277,7 @@ fn learner_rows(
                     let mut chunk = String::with_capacity(rows.len() * 96);
                     for r in &rows {
                         chunk.push_str(&format!(
-                            "{},{},{},{},{},{}\r\n",
+                            "{},{},{},{},{},{},{}\r\n",
                             csv_field(&r.email),
                             csv_field(&r.hint),
                             r.bound_at.format(&format).unwrap_or_default(),
@@ -285,6 +286,10 @@ fn learner_rows(
                                 .and_then(|at| at.format(&format).ok())
                                 .unwrap_or_default(),
                             r.suspended,
+                            // Empty: for good.
+                            r.access_ends
+                                .and_then(|at| at.format(&format).ok())
+                                .unwrap_or_default(),
                         ));
                     }
                     Some((Ok(bytes::Bytes::from(chunk)), next))

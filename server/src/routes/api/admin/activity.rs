@@ -48,7 +48,9 @@ fn split_page<T>(rows: &mut Vec<T>, limit: i64) -> bool {
 }
 
 /// Every learner bound in a share as CSV (UTF-8 with a byte-order mark,
-/// formula-safe fields): `email,code_hint,bound_at,accesses,last_access,suspended`.
+/// formula-safe fields):
+/// `email,code_hint,bound_at,accesses,last_access,suspended,access_ends`
+/// (`access_ends` empty: for good).
 #[utoipa::path(get, path = "/api/v1/shares/{share_id}/learners.csv", tag = "admin",
     params(("share_id" = Uuid, Path, description = "The share")),
     responses(

@@ -426,7 +426,7 @@ impl std::fmt::Debug for ReplacedCode {
         (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
         (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
         (status = 404, description = "No such code", body = ErrorBody),
-        (status = 409, description = "The code is bound or revoked (`code_not_replaceable`), or the Idempotency-Key's first attempt still runs or its answer is no longer held", body = ErrorBody),
+        (status = 409, description = "The code is bound or revoked (`code_not_replaceable`), past its date (`code_expired`: give it a later date first), or the Idempotency-Key's first attempt still runs or its answer is no longer held", body = ErrorBody),
         (status = 422, description = "The Idempotency-Key is malformed, or was used for another request", body = ErrorBody),
     ),
     security(("bearer" = []), ("session" = [])))]

@@ -161,8 +161,9 @@ fn share_errors() -> Vec<ShareError> {
         E::InvalidAccessDays,
         E::InvalidExtension,
         E::NoAccessPeriod,
+        E::CodeExpired,
     ];
-    covers(&all, 28, |e| match e {
+    covers(&all, 29, |e| match e {
         E::InvalidTitle => 0,
         E::InvalidSlug => 1,
         E::SlugTaken => 2,
@@ -191,6 +192,7 @@ fn share_errors() -> Vec<ShareError> {
         E::InvalidAccessDays => 25,
         E::InvalidExtension => 26,
         E::NoAccessPeriod => 27,
+        E::CodeExpired => 28,
     });
     all
 }
