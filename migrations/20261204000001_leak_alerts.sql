@@ -17,8 +17,21 @@ ALTER TABLE mail_outbox DROP CONSTRAINT mail_outbox_template_check,
         'leak_suspected', 'code_replaced'
     ));
 
--- How many tries by other accounts make a bound code worth an alert: one
--- try can be the learner's own second account; three is a pattern.
+-- The two new webhook events (code.replaced: a code replaced by a new one;
+-- code.leak_suspected: this alert) can be subscribed to.
+ALTER TABLE webhook_endpoints DROP CONSTRAINT webhook_endpoints_events_check,
+    ADD CONSTRAINT webhook_endpoints_events_check CHECK (
+        cardinality(events) >= 1
+        AND events <@ ARRAY['code.bound', 'code.unbound', 'code.revoked', 'code.replaced',
+                            'code.leak_suspected', 'access.recorded', 'batch.issued']
+    );
+
+-- How many tries of a bound code by accounts other than its learner make
+-- it worth an alert. Tries are counted, not accounts: one try can be the
+-- learner's own second account, three tries are worth a look either way.
+-- The count goes on for the binding's life (an unbind resets it and the
+-- alert date), so once past three, every day with a try is a day with an
+-- alert.
 CREATE FUNCTION leak_alert_threshold() RETURNS integer LANGUAGE sql IMMUTABLE AS 'SELECT 3';
 
 -- Counts one try of a bound code by another account and decides, under the

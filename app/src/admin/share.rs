@@ -183,6 +183,7 @@ mod settings_form {
         per_learner_limit: String,
         quota: String,
         access_days: Option<String>,
+        confirm_period: Option<String>,
     ) -> Result<(), AppError> {
         use engine::shares::{NewShare, ShareInput};
         use support::{parse_number, share_error};
@@ -221,6 +222,27 @@ mod settings_form {
                 )?,
             })
             .map_err(share_error)?;
+            // A shorter period ends some learners' access at once: the
+            // form says how many and asks for a tick first.
+            if !keep_period && confirm_period.as_deref() != Some("yes") {
+                let cut = engine::access_period::cut_off_by(
+                    &state.pool,
+                    share.tenant(),
+                    share.id,
+                    new.access_days,
+                )
+                .await
+                .map_err(support::internal)?;
+                if cut > 0 {
+                    return Err(AppError::invalid(
+                        "access_days",
+                        crate::i18n::lang().format(
+                            Msg::LearnersWouldLoseAccessAtOnce,
+                            &[("count", &cut.to_string())],
+                        ),
+                    ));
+                }
+            }
             // The form sends every field: nothing is kept (but the period,
             // for a caller that is not this form).
             let kept = engine::shares::Kept {

@@ -630,7 +630,7 @@ pub async fn unbind_code(
 ) -> Result<CodeState, ShareError> {
     let reason = check_reason(reason)?;
     let mut tx = pool.begin().await.context("starting a transaction")?;
-    let unbound = unbind_in(&mut tx, tenant, actor, code, reason, revoke).await?;
+    let unbound = unbind_in(&mut tx, tenant, actor, code, reason, revoke, true).await?;
     mail::enqueue_code_notice(
         &mut tx,
         mail::Template::CodeUnbound,
@@ -666,6 +666,8 @@ pub(crate) struct Unbound {
 /// The audited unbind inside the caller's transaction (no mail: the
 /// caller says what happened). The only code that opens the path the
 /// `auth_codes_keep_binding` trigger guards; `reason` is checked.
+/// `end_grants`: the learner loses access now (a replacement instead moves
+/// their live grants to the new code).
 pub(crate) async fn unbind_in(
     tx: &mut sqlx::PgConnection,
     tenant: TenantId,
@@ -673,6 +675,7 @@ pub(crate) async fn unbind_in(
     code: Uuid,
     reason: &str,
     revoke: bool,
+    end_grants: bool,
 ) -> Result<Unbound, ShareError> {
     sqlx::query("SELECT set_config('admitone.unbind', 'on', true)")
         .execute(&mut *tx)
@@ -693,7 +696,8 @@ pub(crate) async fn unbind_in(
     let after = sqlx::query!(
         r#"UPDATE auth_codes
            SET bound_principal = NULL, first_used_at = NULL, access_count = 0,
-               foreign_attempts = 0, last_foreign_attempt_at = NULL, access_until = NULL,
+               foreign_attempts = 0, last_foreign_attempt_at = NULL, leak_alerted_at = NULL,
+               access_until = NULL,
                revoked_at = CASE WHEN $3 THEN coalesce(revoked_at, now()) ELSE revoked_at END
            WHERE tenant_id = $1 AND id = $2
            RETURNING revoked_at IS NOT NULL AS "revoked!",
@@ -707,7 +711,9 @@ pub(crate) async fn unbind_in(
     .await
     .context("unbinding the code")?;
     let revoked = after.revoked;
-    end_live_grants(tx, tenant, code).await?;
+    if end_grants {
+        end_live_grants(tx, tenant, code).await?;
+    }
     audit::record(
         &mut *tx,
         AuditEntry {

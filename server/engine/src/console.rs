@@ -312,10 +312,14 @@ pub async fn learners(
         LearnerRow,
         r#"SELECT c.id AS code_id, a.id AS principal, a.email, c.hint,
                   c.first_used_at AS "bound_at!",
+                  -- The learner's own records in the share, whichever code
+                  -- they went through (a replaced code keeps its history).
                   (SELECT count(*) FROM access_records r
-                    WHERE r.tenant_id = c.tenant_id AND r.code_id = c.id) AS "accesses!",
+                    WHERE r.tenant_id = c.tenant_id AND r.share_id = c.share_id
+                      AND r.principal_id = a.id) AS "accesses!",
                   (SELECT max(r.granted_at) FROM access_records r
-                    WHERE r.tenant_id = c.tenant_id AND r.code_id = c.id) AS last_access,
+                    WHERE r.tenant_id = c.tenant_id AND r.share_id = c.share_id
+                      AND r.principal_id = a.id) AS last_access,
                   EXISTS (SELECT 1 FROM suspended_learners s
                           WHERE s.tenant_id = c.tenant_id AND s.account_id = a.id) AS "suspended!",
                   binding_access_ends(c.first_used_at, c.access_until, sh.access_days) AS access_ends

@@ -127,8 +127,8 @@ pub struct Reissued {
 /// unbind path (`reason` is the admin's, 1 to 500 characters), and the new
 /// code is inserted in the same batch, bound to the same learner with the
 /// same first use, accesses and extension, and the old code's own expiry
-/// date. The learner's live grants end (they open the course again); they
-/// get a mail. Audited (`code.unbound`, `code.replaced`) and announced
+/// date. The learner's live grants move to the new code (the replacement
+/// costs them no access); they get a mail. Audited (`code.unbound`, `code.replaced`) and announced
 /// (`code.unbound`, `code.replaced`).
 pub async fn revoke_and_replace(
     pool: &PgPool,
@@ -156,7 +156,7 @@ pub async fn revoke_and_replace(
     else {
         return Err(ShareError::CodeNotBound);
     };
-    let unbound = unbind_in(&mut tx, tenant, actor, code, reason, true).await?;
+    let unbound = unbind_in(&mut tx, tenant, actor, code, reason, true, false).await?;
     debug_assert_eq!(unbound.principal, principal);
     // Still on the unbind path (`admitone.unbind` is on for this
     // transaction): the one place a code is inserted bound.
@@ -180,6 +180,20 @@ pub async fn revoke_and_replace(
     )
     .await?;
     let hint = plain.hint();
+    // The learner's live grants go with the binding (the bytes route and
+    // the settlement's reuse of a grant both read the code it names), so
+    // the replacement costs them no access. Only live ones: the records of
+    // past accesses keep naming the code they went through.
+    sqlx::query!(
+        "UPDATE access_records SET code_id = $3
+         WHERE tenant_id = $1 AND code_id = $2 AND expires_at > now()",
+        tenant.0,
+        code,
+        new_id,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("moving the learner's live grants to the new code")?;
     mail::enqueue_code_notice(
         &mut tx,
         mail::Template::CodeReplaced,

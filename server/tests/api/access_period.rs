@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use crate::course::{
     Admin, Course, admin, assert_invariants, course, enter_code, error_of, fetch, issue, learners,
-    load_settings, open, post_json, state_of,
+    load_settings, open, post_json, put_json, state_of,
 };
 use crate::helpers::{TestApp, spawn_app, spawn_app_with};
 
@@ -414,4 +414,197 @@ async fn extensions_and_periods_refuse_bad_input_and_change_nothing(pool: PgPool
         .await
         .expect("count");
     assert_eq!(shares, 0);
+}
+
+/// Extending everyone walks the share in chunks (each its own short
+/// transaction, so settlements never wait for the whole share): past two
+/// chunks, every bound learner is reached once, a revoked code and a
+/// learner with a later end are left alone, and one audit entry counts
+/// them all.
+#[sqlx::test(migrations = "../migrations")]
+async fn extending_everyone_reaches_every_learner_past_a_chunk(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({ "access_days": 30 })).await;
+    let total = 2_003;
+    let codes: Vec<Uuid> = issue(&app, &admin, course.share, total)
+        .await
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    // Learners bound directly in SQL (only the count matters here).
+    sqlx::query(
+        "INSERT INTO accounts (id, email, display_name, password_hash, email_verified_at)
+         SELECT c.id, 'bulk-' || c.id || '@example.com', 'Bulk', 'x', now()
+         FROM unnest($1::uuid[]) AS c(id)",
+    )
+    .bind(&codes)
+    .execute(&app.pool)
+    .await
+    .expect("accounts");
+    sqlx::query(
+        "UPDATE auth_codes SET bound_principal = id, first_used_at = now() - interval '40 days'
+         WHERE share_id = $1",
+    )
+    .bind(course.share)
+    .execute(&app.pool)
+    .await
+    .expect("bind");
+    let later = in_days(90);
+    sqlx::query("UPDATE auth_codes SET revoked_at = now() WHERE id = $1")
+        .bind(codes[0])
+        .execute(&app.pool)
+        .await
+        .expect("revoke one");
+    sqlx::query("UPDATE auth_codes SET access_until = $2 WHERE id = $1")
+        .bind(codes[1])
+        .bind(later)
+        .execute(&app.pool)
+        .await
+        .expect("one with a later end");
+
+    let until = in_days(10);
+    let answer = post_json(
+        &app,
+        &admin.client,
+        &format!("/api/v1/shares/{}/extend-access", course.share),
+        json!({ "until": rfc3339(until) }),
+    )
+    .await;
+    assert_eq!(answer.status(), 200);
+    let answer: Value = answer.json().await.expect("json");
+    assert_eq!(answer["extended"], total - 2);
+    let ends: Vec<(Uuid, Option<OffsetDateTime>)> =
+        sqlx::query_as("SELECT id, access_until FROM auth_codes WHERE share_id = $1")
+            .bind(course.share)
+            .fetch_all(&app.pool)
+            .await
+            .expect("ends");
+    for (id, end) in ends {
+        let expected = if id == codes[0] {
+            None
+        } else if id == codes[1] {
+            Some(later)
+        } else {
+            Some(until)
+        };
+        assert_eq!(end, expected, "{id}");
+    }
+    let audited: Vec<Value> =
+        sqlx::query_scalar("SELECT details FROM audit_log WHERE action = 'access.extended_all'")
+            .fetch_all(&app.pool)
+            .await
+            .expect("audit");
+    assert_eq!(audited.len(), 1);
+    assert_eq!(audited[0]["learners"], total - 2);
+
+    // Again: nobody needs it, nothing changes, and it says so.
+    let again = post_json(
+        &app,
+        &admin.client,
+        &format!("/api/v1/shares/{}/extend-access", course.share),
+        json!({ "until": rfc3339(until) }),
+    )
+    .await;
+    let again: Value = again.json().await.expect("json");
+    assert_eq!(again["extended"], 0);
+}
+
+/// The console asks before a shorter period cuts learners off at once: it
+/// names how many and changes nothing until the box is ticked; a change
+/// that cuts nobody off needs no tick, and neither does the JSON API (a
+/// script sends what it means).
+#[sqlx::test(migrations = "../migrations")]
+async fn the_console_asks_before_a_shorter_period_cuts_learners_off(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let (course, bound, _) = course_with_learners(&app, &admin, 2).await;
+    // A 60-day period: Ann bound 40 days ago, Bob today.
+    put_json(
+        &app,
+        &admin.client,
+        &format!("/api/v1/shares/{}", course.share),
+        json!({ "title": "Course", "access_days": 60 }),
+    )
+    .await;
+    age_binding(&app, bound[0].0, 40).await;
+    let days = || async {
+        sqlx::query_scalar::<_, Option<i32>>("SELECT access_days FROM shares WHERE id = $1")
+            .bind(course.share)
+            .fetch_one(&app.pool)
+            .await
+            .expect("days")
+    };
+    assert_eq!(days().await, Some(60));
+    let save = |access_days: &'static str, confirm: bool| {
+        let (tenant, share, slug) = (
+            admin.tenant.to_string(),
+            course.share.to_string(),
+            course.slug.clone(),
+        );
+        let client = admin.client.clone();
+        let url = format!("{}/api/admin/share/update", app.address);
+        async move {
+            let mut form = vec![
+                ("tenant_id", tenant),
+                ("share_id", share),
+                ("title", "Course".to_owned()),
+                ("slug", slug),
+                ("description", String::new()),
+                ("status", "active".to_owned()),
+                ("valid_from", String::new()),
+                ("valid_until", String::new()),
+                ("per_learner_limit", String::new()),
+                ("quota", String::new()),
+                ("access_days", access_days.to_owned()),
+            ];
+            if confirm {
+                form.push(("confirm_period", "yes".to_owned()));
+            }
+            let response = client.post(url).form(&form).send().await.expect("save");
+            (
+                response.status().as_u16(),
+                response.text().await.expect("body"),
+            )
+        }
+    };
+
+    // 30 days would end Ann's access now: asked, nothing changes.
+    let (status, body) = save("30", false).await;
+    assert_eq!(status, 422, "{body}");
+    let error: Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(error["Invalid"]["field"], "access_days", "{body}");
+    assert!(
+        error["Invalid"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("(1)"),
+        "names how many: {body}"
+    );
+    assert_eq!(days().await, Some(60), "nothing changed");
+    assert_eq!(open(&app, &bound[0].1, &course, None).await.status(), 200);
+
+    // 50 days cuts nobody off: no tick needed.
+    let (status, body) = save("50", false).await;
+    assert!((200..400).contains(&status), "{status} {body}");
+    assert_eq!(days().await, Some(50));
+
+    // Ticked: saved, and Ann's access has ended.
+    let (status, body) = save("30", true).await;
+    assert!((200..400).contains(&status), "{status} {body}");
+    assert_eq!(days().await, Some(30));
+    let refused = open(&app, &bound[0].1, &course, None).await;
+    assert_eq!(error_of(refused).await.1, "access_ended");
+    assert_eq!(open(&app, &bound[1].1, &course, None).await.status(), 200);
+
+    // The JSON API acts on what the script sends.
+    let api = put_json(
+        &app,
+        &admin.client,
+        &format!("/api/v1/shares/{}", course.share),
+        json!({ "title": "Course", "access_days": 1 }),
+    )
+    .await;
+    assert_eq!(api.status(), 200);
+    assert_eq!(days().await, Some(1));
 }

@@ -453,7 +453,21 @@ async fn a_retried_issuing_finds_its_batch_after_the_date_passed(pool: PgPool) {
         .await
         .expect("batches");
     assert_eq!(batches, 1, "nothing issued twice");
-    // A new request with that date now is refused, as any past date.
+    // A new request with that date now is refused, as any past date: under
+    // a new key...
+    let new_key = admin
+        .client
+        .post(format!(
+            "{}/api/v1/shares/{}/codes",
+            app.address, course.share
+        ))
+        .header("idempotency-key", "issue-late")
+        .json(&json!({ "count": 2, "expires_at": soon }))
+        .send()
+        .await
+        .expect("new key");
+    assert_eq!(new_key.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    // ... and without one.
     let late = post_json(
         &app,
         &admin.client,

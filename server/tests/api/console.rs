@@ -653,13 +653,23 @@ async fn bad_input_on_every_console_form_gets_a_field_error_and_changes_nothing(
             ],
             "confirm",
         ),
+        (
+            "/api/admin/codes/revoke-and-replace",
+            vec![("reason", "posted on a forum")],
+            "confirm",
+        ),
+        (
+            "/api/admin/codes/revoke-and-replace",
+            vec![("reason", " "), ("confirm", "yes")],
+            "reason",
+        ),
     ];
     for (path, fields, field) in cases {
         let mut all: Vec<(&str, &str)> = vec![("tenant_id", &tenant)];
         if path != "/api/admin/share/create" {
             all.push(("share_id", &share));
         }
-        if path == "/api/admin/codes/unbind" {
+        if path == "/api/admin/codes/unbind" || path == "/api/admin/codes/revoke-and-replace" {
             all.retain(|(k, _)| *k != "share_id");
             all.push(("code_id", &code));
         }

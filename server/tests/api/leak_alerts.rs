@@ -370,7 +370,12 @@ async fn revoke_and_replace_refuses_what_it_cannot_do(pool: PgPool) {
     let stranger = admin(&app).await;
     let snapshot = || async {
         sqlx::query_scalar::<_, String>(
-            "SELECT md5(string_agg(c::text, ',' ORDER BY c.id)) FROM auth_codes c",
+            "SELECT concat_ws('|',
+                (SELECT md5(string_agg(c::text, ',' ORDER BY c.id)) FROM auth_codes c),
+                (SELECT md5(coalesce(string_agg(l::text, ',' ORDER BY l.id), '')) FROM audit_log l),
+                (SELECT md5(coalesce(string_agg(o::text, ',' ORDER BY o.id), '')) FROM outbox o),
+                (SELECT md5(coalesce(string_agg(m.id::text, ',' ORDER BY m.id), '')) FROM mail_outbox m),
+                (SELECT md5(coalesce(string_agg(r::text, ',' ORDER BY r.id), '')) FROM access_records r))",
         )
         .fetch_one(&app.pool)
         .await
@@ -413,7 +418,7 @@ async fn revoke_and_replace_refuses_what_it_cannot_do(pool: PgPool) {
 }
 
 /// Revoke and replace racing the learner's own openings: every opening is
-/// answered (granted, or refused while the code changes hands), and the
+/// granted (or busy), never refused as if she held no code, and the
 /// invariants hold afterwards, with Ann on the new code.
 #[sqlx::test(migrations = "../migrations")]
 async fn revoke_and_replace_racing_openings_keeps_the_invariants(pool: PgPool) {
@@ -446,11 +451,10 @@ async fn revoke_and_replace_racing_openings_keeps_the_invariants(pool: PgPool) {
     }));
     let (replaced, statuses) = tokio::join!(replace, openings);
     assert_eq!(replaced.status(), 201);
+    // Granted, or at worst "busy, retry": never told to enter a code (the
+    // settlement starts over when the binding moved while it waited).
     for status in statuses {
-        assert!(
-            status == 200 || status == 403 || status == 409,
-            "answered, never failed: {status}"
-        );
+        assert!(status == 200 || status == 409, "granted or busy: {status}");
     }
     let held: Vec<Uuid> = sqlx::query_scalar(
         "SELECT id FROM auth_codes WHERE share_id = $1 AND bound_principal = $2",
@@ -464,4 +468,188 @@ async fn revoke_and_replace_racing_openings_keeps_the_invariants(pool: PgPool) {
     assert_ne!(held[0], code.0, "Ann holds the new code");
     assert_eq!(open(&app, &ann_client, &course, None).await.status(), 200);
     assert_invariants(&app, "after the race").await;
+}
+
+/// A webhook endpoint can subscribe to the two new events, and a leak
+/// alert reaches it as a delivery.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_webhook_subscribes_to_leak_alerts_and_replacements(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let owner = admin(&app).await;
+    let created = post_json(
+        &app,
+        &owner.client,
+        &format!("/api/v1/tenants/{}/webhooks", owner.tenant),
+        json!({
+            "url": "https://hooks.example.com/leaks",
+            "events": ["code.leak_suspected", "code.replaced"],
+        }),
+    )
+    .await;
+    assert_eq!(
+        created.status(),
+        201,
+        "{}",
+        created.text().await.unwrap_or_default()
+    );
+    let (course, code, _ann) = bound_course(&app, &owner).await;
+    for (_, client) in learners(&app, 3).await {
+        enter_code(&app, &client, &course.slug, &code.1).await;
+    }
+    assert_eq!(alerts(&app, code.0).await, 1);
+    // The relay (the app's, or this one) fans the event out to the endpoint.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        engine::webhooks::relay::fan_out(&app.pool, 100)
+            .await
+            .expect("fan out");
+        let delivered: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM webhook_deliveries d JOIN outbox o ON o.id = d.event_id
+             WHERE o.event_type = 'code.leak_suspected'",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .expect("deliveries");
+        if delivered == 1 {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never delivered");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// The trigger's exemption is the audited path's alone: outside it, a
+/// bound code cannot be inserted into an expired batch; and the alert rule
+/// never fires for a revoked or unbound code, whatever its count.
+#[sqlx::test(migrations = "../migrations")]
+async fn the_exemption_and_the_alert_rule_are_narrow(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let owner = admin(&app).await;
+    let (course, code, (ann, _)) = bound_course(&app, &owner).await;
+    let batch: Uuid = sqlx::query_scalar("SELECT batch_id FROM auth_codes WHERE id = $1")
+        .bind(code.0)
+        .fetch_one(&app.pool)
+        .await
+        .expect("batch");
+    sqlx::query("UPDATE code_batches SET expires_at = now() WHERE id = $1")
+        .bind(batch)
+        .execute(&app.pool)
+        .await
+        .expect("expire");
+    // A second learner, to insert a bound code for.
+    let (bob, _) = learners(&app, 1).await.remove(0);
+    let insert = format!(
+        "INSERT INTO auth_codes (tenant_id, id, share_id, batch_id, digest, key_version, hint,
+                                 bound_principal, first_used_at)
+         VALUES ('{}', '{}', '{}', '{batch}', decode(repeat('ab', 32), 'hex'), 1, 'ZZZZ', '{bob}', now())",
+        owner.tenant,
+        Uuid::now_v7(),
+        course.share,
+    );
+    let refused = sqlx::query(&insert).execute(&app.pool).await;
+    let message = refused
+        .expect_err("refused outside the audited path")
+        .to_string();
+    assert!(message.contains("code_expired"), "{message}");
+    let mut tx = app.pool.begin().await.expect("tx");
+    sqlx::query("SELECT set_config('admitone.unbind', 'on', true)")
+        .execute(&mut *tx)
+        .await
+        .expect("open the path");
+    sqlx::query(&insert)
+        .execute(&mut *tx)
+        .await
+        .expect("allowed on the audited path");
+    tx.rollback().await.expect("rollback");
+
+    // Way past the threshold, but revoked: no alert.
+    sqlx::query("UPDATE auth_codes SET foreign_attempts = 10, revoked_at = now() WHERE id = $1")
+        .bind(code.0)
+        .execute(&app.pool)
+        .await
+        .expect("revoke");
+    let due: Option<Uuid> = sqlx::query_scalar("SELECT share_id FROM note_foreign_attempt($1, $2)")
+        .bind(owner.tenant)
+        .bind(code.0)
+        .fetch_optional(&app.pool)
+        .await
+        .expect("note");
+    assert_eq!(due, None, "a revoked code raises nothing");
+    // Unbound (and not revoked): nothing to protect either.
+    let unused = issue(&app, &owner, course.share, 1).await.remove(0);
+    sqlx::query("UPDATE auth_codes SET foreign_attempts = 10 WHERE id = $1")
+        .bind(unused.0)
+        .execute(&app.pool)
+        .await
+        .expect("tries");
+    let due: Option<Uuid> = sqlx::query_scalar("SELECT share_id FROM note_foreign_attempt($1, $2)")
+        .bind(owner.tenant)
+        .bind(unused.0)
+        .fetch_optional(&app.pool)
+        .await
+        .expect("note");
+    assert_eq!(due, None, "an unbound code raises nothing");
+    let _ = ann;
+}
+
+/// Revoke and replace costs the learner nothing: the grants they hold
+/// carry over to the new code, so with a per-learner limit of one access
+/// already spent they keep opening, and the learners list keeps their
+/// history.
+#[sqlx::test(migrations = "../migrations")]
+async fn revoke_and_replace_costs_the_learner_no_access(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let owner = admin(&app).await;
+    let course = course(
+        &app,
+        &owner,
+        json!({ "title": "Rust 101", "per_learner_limit": 1 }),
+    )
+    .await;
+    let code = issue(&app, &owner, course.share, 1).await.remove(0);
+    let (ann, ann_client) = learners(&app, 1).await.remove(0);
+    assert_eq!(
+        enter_code(&app, &ann_client, &course.slug, &code.1)
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(open(&app, &ann_client, &course, None).await.status(), 200);
+    let replaced = post_json(
+        &app,
+        &owner.client,
+        &format!("/api/v1/codes/{}/revoke-and-replace", code.0),
+        json!({ "reason": "leaked" }),
+    )
+    .await;
+    assert_eq!(replaced.status(), 201);
+    assert_eq!(
+        open(&app, &ann_client, &course, None).await.status(),
+        200,
+        "her one access still opens"
+    );
+    let counted: i32 = sqlx::query_scalar(
+        "SELECT access_count FROM auth_codes WHERE bound_principal = $1 AND share_id = $2",
+    )
+    .bind(ann)
+    .bind(course.share)
+    .fetch_one(&app.pool)
+    .await
+    .expect("count");
+    assert_eq!(counted, 1, "nothing counted again");
+    let list: Value = owner
+        .client
+        .get(format!(
+            "{}/api/v1/shares/{}/learners",
+            app.address, course.share
+        ))
+        .send()
+        .await
+        .expect("learners")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(list["learners"][0]["accesses"], 1, "{list}");
+    assert!(!list["learners"][0]["last_access"].is_null(), "{list}");
+    assert_invariants(&app, "after a replacement that cost nothing").await;
 }

@@ -202,6 +202,13 @@ fn Settings(editor: ShareEditor, action: ServerAction<UpdateShare>) -> impl Into
                 </div>
                 <OptionalField name="access_days" label=t(Msg::AccessPeriodDays) kind="number"
                     value=editor.access_days.clone() hint=t(Msg::EmptyForGoodCountedPerLearner) error/>
+                // Learners exist once an access was counted (a binding is one).
+                {(editor.quota_used > 0).then(|| view! {
+                    <label class="check">
+                        <input type="checkbox" name="confirm_period" value="yes"/>
+                        " "{t(Msg::IfAShorterPeriodEndsSome)}
+                    </label>
+                })}
                 <p class="hint">{lang().format(Msg::AccessesCountedSoFar, &[("quota_used", &editor.quota_used)])}</p>
                 <button type="submit" class="button" disabled=move || action.pending().get()>{t(Msg::Save)}</button>
                 <p class="saved" role="status">

@@ -189,6 +189,28 @@ impl Settler {
                     expires_at,
                 })
             }
+            // No binding when the call looked, yet there is one now: the
+            // binding moved to a new code while the call waited on the old
+            // code's row (revoke and replace inserts the new row, which a
+            // statement that started before it cannot see). Start over.
+            ("code_required", _, _) if request.pending_code.is_none() => {
+                let bound_now = sqlx::query_scalar!(
+                    r#"SELECT EXISTS (SELECT 1 FROM auth_codes
+                                      WHERE tenant_id = $1 AND share_id = $2 AND bound_principal = $3)
+                       AS "bound!""#,
+                    share.tenant_id.0,
+                    share.id.0,
+                    request.principal.0,
+                )
+                .fetch_one(&mut *conn)
+                .await
+                .map_err(|error| self.failed(error))?;
+                Err(if bound_now {
+                    Attempt::StartOver
+                } else {
+                    Attempt::Failed(SettlementError::CodeRequired)
+                })
+            }
             (outcome, _, at) => Err(Attempt::Failed(refusal(outcome, at))),
         }
     }
