@@ -106,6 +106,7 @@ pub fn audit_action(action: &str) -> String {
         "resource.moved" => t(Msg::ResourceMoved),
         "resource.deleted" => t(Msg::ResourceRemoved),
         "batch.issued" => t(Msg::CodesIssued2),
+        "batch.imported" => t(Msg::CodesImported),
         "batch.unused_revoked" => t(Msg::UnusedCodesOfABatchRevoked),
         "batch.downloaded" => t(Msg::CodesDownloadedCsv),
         "batch.download_broken" => t(Msg::CodesDownloadBrokeOffTheCodes),
@@ -126,6 +127,19 @@ pub fn audit_action(action: &str) -> String {
         other => return other.to_owned(),
     };
     phrase.to_owned()
+}
+
+/// Why an import left a line out (`engine::imports::Rejection`'s stable
+/// name), in `lang`.
+pub fn import_rejection(reason: &str, lang: Lang) -> &'static str {
+    lang.text(match reason {
+        "bad_symbol" => Msg::ImportReasonBadSymbol,
+        "wrong_length" => Msg::ImportReasonWrongLength,
+        "typo" => Msg::ImportReasonTypo,
+        "outside_alphabet" => Msg::ImportReasonOutsideAlphabet,
+        "duplicate_in_file" => Msg::ImportReasonDuplicateInFile,
+        _ => Msg::ImportReasonAlreadyExists,
+    })
 }
 
 /// What is wrong with a typed code, in the current language (the browser

@@ -4,6 +4,8 @@
 //! rendering, server functions, access to the `engine` domain crate) and to
 //! wasm with `hydrate` (the interactive layer). Server functions stay thin:
 //! parse the input, call `engine`, map the error to [`error::AppError`].
+// The console's larger views nest deeper than the default 128 allows.
+#![recursion_limit = "256"]
 
 pub mod admin;
 pub mod auth;
@@ -34,8 +36,8 @@ use crate::pages::{
     home::HomePage,
     lazy::{
         AccountRoute, AuditLogRoute, CodesRoute, ConfirmEmailRoute, ConsoleHomeRoute,
-        DashboardRoute, ForgotPasswordRoute, InvitationRoute, IssuedRoute, LearnersRoute,
-        RegisterRoute, ResetPasswordRoute, ShareAdminRoute, TeamRoute, TokensRoute,
+        DashboardRoute, ForgotPasswordRoute, ImportReportRoute, InvitationRoute, IssuedRoute,
+        LearnersRoute, RegisterRoute, ResetPasswordRoute, ShareAdminRoute, TeamRoute, TokensRoute,
         VerifyEmailRoute, WebhooksRoute,
     },
     login::LoginPage,
@@ -176,6 +178,7 @@ pub fn App() -> impl IntoView {
     let codes_route = Lazy::<CodesRoute>::new();
     let learners_route = Lazy::<LearnersRoute>::new();
     let issued_route = Lazy::<IssuedRoute>::new();
+    let import_report_route = Lazy::<ImportReportRoute>::new();
 
     view! {
         <Title formatter=page_title/>
@@ -209,6 +212,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/admin/t/:tenant/s/:share/codes") view=codes_route ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/s/:share/learners") view=learners_route ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/s/:share/batches/:batch") view=issued_route ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/t/:tenant/s/:share/imports/:batch") view=import_report_route ssr=SsrMode::Async/>
                 </Routes>
             </main>
             <Footer/>

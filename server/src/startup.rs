@@ -320,6 +320,12 @@ pub fn router(state: ServerState) -> Router {
                 .layer(axum::extract::DefaultBodyLimit::disable()),
         )
         .route(
+            "/admin/t/{tenant}/s/{share}/import",
+            axum::routing::post(routes::console::import_form).layer(
+                axum::extract::DefaultBodyLimit::max(engine::imports::MAX_REQUEST_BYTES),
+            ),
+        )
+        .route(
             "/admin/t/{tenant}/s/{share}/batches/{batch}/codes.csv",
             get(routes::console::codes_csv),
         )

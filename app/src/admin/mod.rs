@@ -32,6 +32,7 @@
 pub mod audit;
 pub mod codes;
 pub mod dashboard;
+pub mod imports;
 pub mod issued;
 pub mod learners;
 pub mod share;

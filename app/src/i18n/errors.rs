@@ -81,6 +81,23 @@ impl Localized for ShareError {
             Self::InvalidAccessDays => M::ShareInvalidAccessDays,
             Self::InvalidExtension => M::ShareInvalidExtension,
             Self::NoAccessPeriod => M::ShareNoAccessPeriod,
+            Self::InvalidAlphabet => M::ShareInvalidAlphabet,
+            Self::InvalidImportFormat => M::ShareInvalidImportFormat,
+            Self::NoCodesToImport => M::ShareNoCodesToImport,
+            Self::TooManyLines { max } => {
+                return lang.error(M::ShareTooManyLines, &[("max", max)]);
+            }
+            Self::NothingImported {
+                lines,
+                line,
+                reason,
+            } => {
+                let reason = super::import_rejection(reason.as_str(), lang);
+                return lang.error(
+                    M::ShareNothingImported,
+                    &[("lines", lines), ("line", line), ("reason", &reason)],
+                );
+            }
             Self::Unexpected(_) => M::Unexpected,
         };
         lang.error(msg, &[])

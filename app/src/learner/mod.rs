@@ -25,6 +25,9 @@ pub struct SharePage {
     /// Why the course cannot be used now (paused, closed, full), if so.
     pub unavailable: Option<String>,
     pub me: LearnerState,
+    /// Whether codes imported from another system can be typed here (the
+    /// browser's check then lets their formats through).
+    pub foreign_codes: bool,
 }
 
 /// One resource of a share, as listed to learners.
@@ -166,6 +169,7 @@ pub async fn share_view(slug: String) -> Result<SharePage, AppError> {
             resources: overview.resources.into_iter().map(item).collect(),
             unavailable,
             me,
+            foreign_codes: share.foreign_codes,
         })
     };
     run.await.map_err(AppError::respond)

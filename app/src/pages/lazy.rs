@@ -22,9 +22,9 @@ use super::{
     account::AccountPage,
     admin::ConsoleHome,
     console::{
-        audit::AuditLogPage, codes::CodesPage, dashboard::DashboardPage, issued::IssuedPage,
-        learners::LearnersPage, share::ShareAdminPage, team::TeamPage, tokens::TokensPage,
-        webhooks::WebhooksPage,
+        audit::AuditLogPage, codes::CodesPage, dashboard::DashboardPage, imports::ImportReportPage,
+        issued::IssuedPage, learners::LearnersPage, share::ShareAdminPage, team::TeamPage,
+        tokens::TokensPage, webhooks::WebhooksPage,
     },
     invitation::InvitationPage,
     links::{ConfirmEmailPage, VerifyEmailPage},
@@ -76,4 +76,5 @@ lazy_page! {
     CodesRoute => CodesPage,
     LearnersRoute => LearnersPage,
     IssuedRoute => IssuedPage,
+    ImportReportRoute => ImportReportPage,
 }

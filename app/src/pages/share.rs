@@ -70,6 +70,7 @@ fn ShareBody(page: SharePage, enter: ServerAction<EnterCode>) -> impl IntoView {
         resources,
         unavailable,
         me,
+        foreign_codes,
     } = page;
     let here = format!("/s/{slug}");
     let can_open = unavailable.is_none()
@@ -101,7 +102,7 @@ fn ShareBody(page: SharePage, enter: ServerAction<EnterCode>) -> impl IntoView {
             {unavailable.map(|reason| view! {
                 <div class="flash warning state-banner" role="status">{reason}</div>
             })}
-            <StateBanner me=me.clone() slug=slug.clone() here=here.clone() enter blocked=state == "unavailable"/>
+            <StateBanner me=me.clone() slug=slug.clone() here=here.clone() enter blocked=state == "unavailable" foreign_codes/>
             <ResourceList slug resources can_open/>
         </article>
     }
@@ -114,6 +115,8 @@ fn StateBanner(
     here: String,
     enter: ServerAction<EnterCode>,
     blocked: bool,
+    /// The share takes imported codes too.
+    foreign_codes: bool,
 ) -> impl IntoView {
     match me {
         LearnerState::SignedOut => {
@@ -138,7 +141,7 @@ fn StateBanner(
                     <strong>{email}</strong>
                     {t(Msg::WhenYouFirstOpenTheCourse)}
                 </p>
-                <CodeForm slug enter/>
+                <CodeForm slug enter foreign_codes/>
             </section>
         }
         .into_any(),
@@ -211,7 +214,7 @@ pub fn BoundNote(bound: Bound) -> impl IntoView {
 }
 
 #[component]
-fn CodeForm(slug: String, enter: ServerAction<EnterCode>) -> impl IntoView {
+fn CodeForm(slug: String, enter: ServerAction<EnterCode>, foreign_codes: bool) -> impl IntoView {
     let input = NodeRef::<html::Input>::new();
     // A typo caught in the browser: shown like the server's own message.
     let local_error = RwSignal::new(None::<AppError>);
@@ -269,7 +272,7 @@ fn CodeForm(slug: String, enter: ServerAction<EnterCode>) -> impl IntoView {
     let on_submit = move |ev: SubmitEvent| {
         ev.prevent_default();
         let typed = input.get().map(|i| i.value()).unwrap_or_default();
-        match codeformat::canonicalise(&typed) {
+        match codeformat::read(&typed, foreign_codes) {
             Err(problem) => local_error.set(Some(AppError::invalid(
                 "code",
                 crate::i18n::code_format_error(&problem),
@@ -298,13 +301,13 @@ fn CodeForm(slug: String, enter: ServerAction<EnterCode>) -> impl IntoView {
                     autocapitalize="characters"
                     spellcheck="false"
                     required=true
-                    maxlength=64
+                    maxlength=if foreign_codes { 128 } else { 64 }
                     placeholder="ABCD-2345-WXYZ"
                     aria-invalid=invalid(error, "code")
                     aria-describedby="code-hint code-error"
                 />
                 <p class="hint" id="code-hint">
-                    {t(Msg::N12LettersAndDigitsSpacesDashes)}
+                    {if foreign_codes { t(Msg::CodeHintAnyFormat) } else { t(Msg::N12LettersAndDigitsSpacesDashes) }}
                 </p>
                 <FieldError error field="code"/>
             </div>

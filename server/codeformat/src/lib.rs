@@ -103,13 +103,80 @@ pub fn display(canonical: &str) -> String {
 }
 
 /// What stays visible after a code was shown once: its first two and last
-/// two symbols (from canonical text).
+/// two symbols (from canonical text); one and one for an imported code
+/// shorter than 8, so a hint never gives a short code away.
 pub fn hint(canonical: &str) -> String {
     let n = canonical.len();
-    match (canonical.get(..2), canonical.get(n.saturating_sub(2)..)) {
+    let shown = if n >= 8 { 2 } else { 1 };
+    match (
+        canonical.get(..shown),
+        canonical.get(n.saturating_sub(shown)..),
+    ) {
         (Some(head), Some(tail)) if n >= 4 => format!("{head}…{tail}"),
         _ => "…".to_owned(),
     }
+}
+
+/// The shortest and longest imported (foreign) code, in symbols.
+pub const FOREIGN_LENGTH: std::ops::RangeInclusive<usize> = 4..=64;
+
+/// What typed (or imported) text is, once read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Typed {
+    /// One of ours: the canonical 12 symbols, check symbol verified.
+    Ours(String),
+    /// A code imported from another system (a shop, an LMS): 4 to 64
+    /// letters and digits, upper-cased, separators dropped.
+    Foreign(String),
+}
+
+impl Typed {
+    /// The text that is hashed and looked up.
+    pub fn canonical(&self) -> &str {
+        match self {
+            Self::Ours(text) | Self::Foreign(text) => text,
+        }
+    }
+}
+
+/// Reads what a person typed, or a line of an import. Text that is one of
+/// our codes is always read as ours (forgiving look-alikes, check symbol
+/// verified). Otherwise, where imported codes exist (`foreign`), any 4 to
+/// 64 ASCII letters and digits are a foreign code: case, spaces and dashes
+/// do not count, so `ab12-cd34` and `AB12CD34` are one code. Without
+/// `foreign` only our format is accepted, so a typo in one of our codes is
+/// named before any attempt counts.
+///
+/// The import and the look-up both read through here, so a code is always
+/// stored and looked up under the same canonical text.
+pub fn read(raw: &str, foreign: bool) -> Result<Typed, CodeFormatError> {
+    let ours = canonicalise(raw);
+    if !foreign {
+        return ours.map(Typed::Ours);
+    }
+    if let Ok(code) = ours {
+        return Ok(Typed::Ours(code));
+    }
+    if !raw.is_ascii() {
+        return Err(CodeFormatError::BadSymbol);
+    }
+    let mut text = String::with_capacity(raw.len().min(*FOREIGN_LENGTH.end() + 1));
+    for b in raw.bytes() {
+        if b == b'-' || b.is_ascii_whitespace() {
+            continue;
+        }
+        if !b.is_ascii_alphanumeric() {
+            return Err(CodeFormatError::BadSymbol);
+        }
+        if text.len() == *FOREIGN_LENGTH.end() {
+            return Err(CodeFormatError::WrongLength);
+        }
+        text.push(char::from(b.to_ascii_uppercase()));
+    }
+    if !FOREIGN_LENGTH.contains(&text.len()) {
+        return Err(CodeFormatError::WrongLength);
+    }
+    Ok(Typed::Foreign(text))
 }
 
 #[cfg(test)]
@@ -216,6 +283,56 @@ mod tests {
             canonicalise(&"A".repeat(10_000)),
             Err(CodeFormatError::WrongLength)
         );
+    }
+
+    #[test]
+    fn our_codes_are_read_as_ours_whether_or_not_foreign_codes_exist() {
+        let code = from_payload(&SAMPLE);
+        let typed = display(&code).to_lowercase();
+        assert_eq!(read(&typed, false), Ok(Typed::Ours(code.clone())));
+        assert_eq!(read(&typed, true), Ok(Typed::Ours(code)));
+    }
+
+    #[test]
+    fn foreign_codes_are_normalised_only_where_they_exist() {
+        assert_eq!(
+            read(" ab12-cd34 ", true),
+            Ok(Typed::Foreign("AB12CD34".into()))
+        );
+        assert_eq!(read("ab12 cd34", true), read("AB12CD34", true));
+        // Without imported codes, the same text is refused as ours.
+        assert_eq!(read("ab12-cd34", false), Err(CodeFormatError::WrongLength));
+        // A typo in one of ours is a foreign candidate only where foreign
+        // codes exist.
+        let code = from_payload(&SAMPLE);
+        let mut typo = code.clone().into_bytes();
+        typo[0] = if typo[0] == b'2' { b'3' } else { b'2' };
+        let typo = String::from_utf8(typo).expect("ascii");
+        assert_eq!(read(&typo, false), Err(CodeFormatError::BadCheckSymbol));
+        assert_eq!(read(&typo, true), Ok(Typed::Foreign(typo)));
+    }
+
+    #[test]
+    fn foreign_codes_have_bounds_and_only_letters_and_digits() {
+        assert_eq!(read("ABC", true), Err(CodeFormatError::WrongLength));
+        assert_eq!(read("ABCD", true), Ok(Typed::Foreign("ABCD".into())));
+        let longest = "Z".repeat(64);
+        assert_eq!(read(&longest, true), Ok(Typed::Foreign(longest.clone())));
+        assert_eq!(
+            read(&format!("{longest}Z"), true),
+            Err(CodeFormatError::WrongLength)
+        );
+        assert_eq!(read("AB_CD", true), Err(CodeFormatError::BadSymbol));
+        assert_eq!(read("ÄBCD", true), Err(CodeFormatError::BadSymbol));
+        assert_eq!(read("", true), Err(CodeFormatError::WrongLength));
+    }
+
+    #[test]
+    fn a_short_codes_hint_shows_less() {
+        assert_eq!(hint("ABCDEFGH"), "AB…GH");
+        assert_eq!(hint("ABCDEFG"), "A…G");
+        assert_eq!(hint("ABCD"), "A…D");
+        assert_eq!(hint("ABC"), "…");
     }
 
     #[test]

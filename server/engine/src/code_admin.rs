@@ -248,7 +248,7 @@ pub async fn find_code(
     pool: &PgPool,
     keyring: &Keyring,
     tenant: TenantId,
-    code: &PlainCode,
+    code: &crate::codes::TypedCode,
 ) -> anyhow::Result<Option<(ShareId, Uuid)>> {
     let row = sqlx::query!(
         "SELECT share_id, id FROM auth_codes WHERE tenant_id = $1 AND digest = ANY($2)",

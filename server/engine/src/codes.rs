@@ -9,6 +9,10 @@
 //! The database never sees a plain code: it stores the HMAC-SHA256 digest
 //! under a versioned server key ([`Keyring`]). Rotation adds a new current
 //! version; look-ups try every version still in the keyring.
+//!
+//! Codes imported from another system ([`crate::imports`]) are stored the
+//! same way; [`TypedCode`] is a code as typed or imported, ours or foreign,
+//! read by `codeformat::read` so storing and looking up agree.
 
 pub use codeformat::{CodeFormatError, SYMBOLS};
 use hmac::{Hmac, Mac as _};
@@ -63,6 +67,59 @@ impl PlainCode {
     }
 }
 
+/// A code as a person typed it or an import brought it: one of ours, or
+/// (where imported codes exist) a foreign one. Its `Debug` is masked.
+#[derive(Clone, PartialEq, Eq)]
+pub struct TypedCode(codeformat::Typed);
+
+impl std::fmt::Debug for TypedCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TypedCode({})", self.hint())
+    }
+}
+
+impl TypedCode {
+    /// Reads typed text: our format always; with `foreign` (the share has
+    /// imported codes, or an admin is searching) any 4 to 64 letters and
+    /// digits too. See `codeformat::read`.
+    pub fn read(raw: &str, foreign: bool) -> Result<Self, CodeFormatError> {
+        codeformat::read(raw, foreign).map(Self)
+    }
+
+    /// Whether this is a foreign (imported) code rather than one of ours.
+    pub fn is_foreign(&self) -> bool {
+        matches!(self.0, codeformat::Typed::Foreign(_))
+    }
+
+    /// What stays visible of it.
+    pub fn hint(&self) -> String {
+        codeformat::hint(self.canonical())
+    }
+}
+
+impl From<PlainCode> for TypedCode {
+    fn from(code: PlainCode) -> Self {
+        Self(codeformat::Typed::Ours(code.0))
+    }
+}
+
+/// The canonical text of a code: what is hashed.
+pub trait CodeText {
+    fn canonical(&self) -> &str;
+}
+
+impl CodeText for PlainCode {
+    fn canonical(&self) -> &str {
+        &self.0
+    }
+}
+
+impl CodeText for TypedCode {
+    fn canonical(&self) -> &str {
+        self.0.canonical()
+    }
+}
+
 /// The server's code keys by version.
 pub struct Keyring {
     current: u16,
@@ -95,7 +152,7 @@ impl Keyring {
         })
     }
 
-    fn digest_with(key: &SecretBox<[u8]>, code: &PlainCode) -> Vec<u8> {
+    fn digest_with(key: &SecretBox<[u8]>, code: &(impl CodeText + ?Sized)) -> Vec<u8> {
         let mut mac = <Hmac<Sha256>>::new_from_slice(key.expose_secret())
             .unwrap_or_else(|_| unreachable!("HMAC accepts keys of any length"));
         mac.update(code.canonical().as_bytes());
@@ -103,7 +160,7 @@ impl Keyring {
     }
 
     /// The digest to store for a new code, with its key version.
-    pub fn digest(&self, code: &PlainCode) -> (u16, Vec<u8>) {
+    pub fn digest(&self, code: &(impl CodeText + ?Sized)) -> (u16, Vec<u8>) {
         let key = self
             .keys
             .iter()
@@ -114,7 +171,7 @@ impl Keyring {
     }
 
     /// The digests to look a typed code up with: one per key version.
-    pub fn candidates(&self, code: &PlainCode) -> Vec<Vec<u8>> {
+    pub fn candidates(&self, code: &(impl CodeText + ?Sized)) -> Vec<Vec<u8>> {
         self.keys
             .iter()
             .map(|(_, k)| Self::digest_with(k, code))
@@ -135,6 +192,21 @@ mod tests {
             assert_eq!(PlainCode::parse(&shown).expect("valid"), code);
             assert!(!shown.contains(['I', 'L', 'O', 'U']), "{shown}");
         }
+    }
+
+    #[test]
+    fn one_of_ours_has_one_digest_however_it_is_held() {
+        let ring = keyring(1, &[(1, "first-secret-of-16+")]);
+        let code = PlainCode::generate();
+        let typed = TypedCode::read(&code.display().to_lowercase(), true).expect("ours");
+        assert!(!typed.is_foreign());
+        assert_eq!(ring.digest(&typed), ring.digest(&code));
+        assert_eq!(TypedCode::from(code.clone()), typed);
+        let foreign = TypedCode::read("shop-0001", true).expect("foreign");
+        assert!(foreign.is_foreign());
+        assert_eq!(foreign.canonical(), "SHOP0001");
+        assert_eq!(format!("{foreign:?}"), "TypedCode(SH…01)");
+        assert_ne!(ring.digest(&foreign).1, ring.digest(&code).1);
     }
 
     #[test]

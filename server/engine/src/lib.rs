@@ -62,6 +62,7 @@ pub mod grants;
 pub mod handover;
 pub mod health;
 pub mod idempotency;
+pub mod imports;
 pub mod invariants;
 pub mod leaks;
 pub mod learners;

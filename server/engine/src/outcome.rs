@@ -135,6 +135,11 @@ impl Outcome for ShareError {
             | Self::InvalidExpiry
             | Self::InvalidAccessDays
             | Self::InvalidExtension
+            | Self::InvalidAlphabet
+            | Self::InvalidImportFormat
+            | Self::NoCodesToImport
+            | Self::TooManyLines { .. }
+            | Self::NothingImported { .. }
             | Self::IdempotencyKeyReused => K::Invalid,
             Self::BatchAlreadyIssued { .. }
             | Self::CodeNotBound
@@ -164,7 +169,12 @@ impl Outcome for ShareError {
             | Self::InvalidExpiry
             | Self::InvalidAccessDays
             | Self::InvalidExtension
+            | Self::InvalidAlphabet
+            | Self::InvalidImportFormat
+            | Self::NoCodesToImport
+            | Self::TooManyLines { .. }
             | Self::SlugLocked => INVALID_INPUT,
+            Self::NothingImported { .. } => "nothing_imported",
             Self::ResourceInUse { .. } => "resource_in_use",
             Self::IdempotencyKeyReused => "idempotency_key_reused",
             Self::SlugTaken => "slug_taken",
@@ -195,6 +205,11 @@ impl Outcome for ShareError {
             Self::InvalidExpiry => Some("expires_at"),
             Self::InvalidAccessDays => Some("access_days"),
             Self::InvalidExtension => Some("until"),
+            Self::InvalidAlphabet => Some("alphabet"),
+            Self::InvalidImportFormat => Some("format"),
+            Self::NoCodesToImport | Self::TooManyLines { .. } | Self::NothingImported { .. } => {
+                Some("codes")
+            }
             Self::ResourceInUse { .. } => Some("force"),
             Self::ResourceNotFound
             | Self::CodeNotReplaceable

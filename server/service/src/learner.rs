@@ -9,7 +9,7 @@ use std::net::IpAddr;
 pub use engine::settlement::patience::Patience;
 use engine::{
     accounts::{AccountId, Principal},
-    codes::PlainCode,
+    codes::TypedCode,
     coordination::ThrottleScope,
     resources::{self, Resource},
     settlement::{
@@ -152,7 +152,7 @@ pub async fn enter_code(
     share: &Share,
     typed: &str,
 ) -> Result<CodeEntered, ServiceError> {
-    let code = PlainCode::parse(typed)?;
+    let code = TypedCode::read(typed, share.foreign_codes)?;
     let policy = &services.auth;
     throttle::hit(
         services,

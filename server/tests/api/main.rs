@@ -19,6 +19,7 @@ mod headers;
 mod health;
 mod helpers;
 mod idempotency;
+mod imported_codes;
 mod leak_alerts;
 mod learner_pages;
 mod logs;

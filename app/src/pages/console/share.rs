@@ -338,7 +338,7 @@ fn Codes(
     let BatchActions { revoke, expiry } = actions;
     let issue = ServerAction::<IssueCodes>::new();
     let error = Signal::derive(move || issue.value().get().and_then(Result::err));
-    let progress = issue_progress_of(tenant, ticket, issue);
+    let progress = progress_of(tenant, ticket, issue.pending().into());
     let revoke_error = Signal::derive(move || {
         revoke
             .value()
@@ -367,20 +367,10 @@ fn Codes(
                     {move || if issue.pending().get() { t(Msg::Issuing) } else { t(Msg::IssueCodes) }}
                 </button>
                 {move || issue.pending().get().then(|| {
-                    let (done, total) = progress.get().unwrap_or((0, 0));
-                    let text = if total == 0 {
-                        t(Msg::Starting).to_owned()
-                    } else {
-                        lang().format(Msg::OfCodesWritten, &[("done", &number_u64(done)), ("total", &number_u64(total))])
-                    };
-                    view! {
-                        <div class="progress" role="status" data-testid="issue-progress">
-                            <progress max=total.max(1).to_string() value=done.to_string()></progress>
-                            <span>{text}</span>
-                        </div>
-                    }
+                    written(progress.get(), Msg::Starting, "issue-progress")
                 })}
             </ActionForm>
+            <super::imports::ImportForm tenant share ticket/>
             <FormAlert error=revoke_error/>
             <FieldError error=revoke_error field="confirm"/>
             <FieldError error=revoke_error field="expires_at"/>
@@ -442,13 +432,37 @@ fn number_u64(n: u64) -> String {
     crate::i18n::number(i64::try_from(n).unwrap_or(i64::MAX))
 }
 
-/// While `issue` runs, polls how many codes the server has written under
-/// `ticket` (in the browser only; a page without JavaScript just waits for
-/// the result page).
-fn issue_progress_of(
+/// The progress bar of codes written so far (issuing, importing): `before`
+/// until the first report.
+pub(super) fn written(
+    progress: Option<(u64, u64)>,
+    before: Msg,
+    testid: &'static str,
+) -> impl IntoView {
+    let (done, total) = progress.unwrap_or((0, 0));
+    let text = if total == 0 {
+        t(before).to_owned()
+    } else {
+        lang().format(
+            Msg::OfCodesWritten,
+            &[("done", &number_u64(done)), ("total", &number_u64(total))],
+        )
+    };
+    view! {
+        <div class="progress" role="status" data-testid=testid>
+            <progress max=total.max(1).to_string() value=done.to_string()></progress>
+            <span>{text}</span>
+        </div>
+    }
+}
+
+/// While `running` (issuing, or an import's form being sent), polls how
+/// many codes the server has written under `ticket` (in the browser only;
+/// a page without JavaScript just waits for the result page).
+pub(super) fn progress_of(
     tenant: Uuid,
     ticket: Uuid,
-    issue: ServerAction<IssueCodes>,
+    running: Signal<bool>,
 ) -> ReadSignal<Option<(u64, u64)>> {
     let (progress, set_progress) = signal(None::<(u64, u64)>);
     #[cfg(feature = "hydrate")]
@@ -456,7 +470,7 @@ fn issue_progress_of(
         if let Some(Some(handle)) = previous {
             handle.clear();
         }
-        if !issue.pending().get() {
+        if !running.get() {
             set_progress.set(None);
             return None;
         }
@@ -465,7 +479,7 @@ fn issue_progress_of(
                 leptos::task::spawn_local(async move {
                     if let Ok(Some(now)) =
                         crate::admin::issued::issue_progress(tenant, ticket).await
-                        && issue.pending().get_untracked()
+                        && running.get_untracked()
                     {
                         set_progress.set(Some(now));
                     }
@@ -476,7 +490,7 @@ fn issue_progress_of(
         .ok()
     });
     #[cfg(not(feature = "hydrate"))]
-    let _ = (tenant, ticket, issue, set_progress);
+    let _ = (tenant, ticket, running, set_progress);
     progress
 }
 

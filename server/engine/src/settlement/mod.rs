@@ -57,7 +57,7 @@ use uuid::Uuid;
 
 use crate::{
     accounts::AccountId,
-    codes::{Keyring, PlainCode},
+    codes::{Keyring, TypedCode},
     shares::{Share, ShareStatus},
 };
 
@@ -215,7 +215,7 @@ pub async fn validate(
     keyring: &Keyring,
     share: &Share,
     principal: AccountId,
-    code: &PlainCode,
+    code: &TypedCode,
 ) -> Result<Validated, SettlementError> {
     if let Some(reason) = share.unavailable_because(OffsetDateTime::now_utc()) {
         return Err(SettlementError::ShareUnavailable(reason));

@@ -111,6 +111,23 @@ pub enum ShareError {
         "this code's date has passed, and its replacement would be expired too: give it a later date first"
     )]
     CodeExpired,
+    #[error("an import's format is ours or foreign")]
+    InvalidImportFormat,
+    /// A foreign format's alphabet: letters and digits.
+    #[error("an alphabet is 2 to 36 letters A–Z and digits 0–9")]
+    InvalidAlphabet,
+    #[error("there are no codes to import: one code per line")]
+    NoCodesToImport,
+    #[error("one import takes at most {max} codes: split the file")]
+    TooManyLines { max: usize },
+    /// Every line was rejected: nothing was imported (the first rejection
+    /// names the line and its reason, one of `imports::Rejection`).
+    #[error("none of the {lines} codes could be imported (line {line}: {reason})")]
+    NothingImported {
+        lines: u64,
+        line: u32,
+        reason: crate::imports::Rejection,
+    },
     #[error(transparent)]
     Unexpected(#[from] anyhow::Error),
 }
@@ -138,6 +155,10 @@ pub struct Share {
     /// `share_quota_slots`); 0 for a share without a quota, which counts
     /// nothing of its own (its access records are the count).
     pub quota_used: i32,
+    /// Whether codes imported from another system were brought in here:
+    /// then learners may type them ([`crate::codes::TypedCode::read`]).
+    #[serde(default)]
+    pub foreign_codes: bool,
 }
 
 impl Share {
@@ -203,7 +224,7 @@ pub async fn create_share(
            ON CONFLICT (slug) DO NOTHING
            RETURNING tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
                      status AS "status: ShareStatus", valid_from, valid_until,
-                     per_learner_limit, quota, access_days,
+                     per_learner_limit, quota, access_days, foreign_codes,
                   (SELECT coalesce(sum(q.used), 0)::integer FROM share_quota_slots q
                    WHERE q.tenant_id = shares.tenant_id AND q.share_id = shares.id) AS "quota_used!""#,
         tenant.0,
@@ -275,7 +296,7 @@ pub async fn update_share(
         Share,
         r#"SELECT tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
                      status AS "status: ShareStatus", valid_from, valid_until,
-                  per_learner_limit, quota, access_days,
+                  per_learner_limit, quota, access_days, foreign_codes,
                   (SELECT coalesce(sum(q.used), 0)::integer FROM share_quota_slots q
                    WHERE q.tenant_id = shares.tenant_id AND q.share_id = shares.id) AS "quota_used!"
            FROM shares WHERE tenant_id = $1 AND id = $2 FOR UPDATE"#,
@@ -338,7 +359,7 @@ pub async fn update_share(
            WHERE tenant_id = $1 AND id = $2
            RETURNING tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
                      status AS "status: ShareStatus", valid_from, valid_until,
-                     per_learner_limit, quota, access_days,
+                     per_learner_limit, quota, access_days, foreign_codes,
                   (SELECT coalesce(sum(q.used), 0)::integer FROM share_quota_slots q
                    WHERE q.tenant_id = shares.tenant_id AND q.share_id = shares.id) AS "quota_used!""#,
         tenant.0,
@@ -424,7 +445,7 @@ pub async fn find_by_slug(pool: &PgPool, slug: &str) -> anyhow::Result<Option<Sh
         Share,
         r#"SELECT tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
                      status AS "status: ShareStatus", valid_from, valid_until,
-                  per_learner_limit, quota, access_days,
+                  per_learner_limit, quota, access_days, foreign_codes,
                   (SELECT coalesce(sum(q.used), 0)::integer FROM share_quota_slots q
                    WHERE q.tenant_id = shares.tenant_id AND q.share_id = shares.id) AS "quota_used!"
            FROM shares WHERE slug = $1"#,
@@ -441,7 +462,7 @@ pub async fn get(pool: &PgPool, share: ShareId) -> anyhow::Result<Option<Share>>
         Share,
         r#"SELECT tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
                      status AS "status: ShareStatus", valid_from, valid_until,
-                  per_learner_limit, quota, access_days,
+                  per_learner_limit, quota, access_days, foreign_codes,
                   (SELECT coalesce(sum(q.used), 0)::integer FROM share_quota_slots q
                    WHERE q.tenant_id = shares.tenant_id AND q.share_id = shares.id) AS "quota_used!"
            FROM shares WHERE id = $1"#,
@@ -464,7 +485,7 @@ pub async fn get_in(
         Share,
         r#"SELECT tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
                      status AS "status: ShareStatus", valid_from, valid_until,
-                  per_learner_limit, quota, access_days,
+                  per_learner_limit, quota, access_days, foreign_codes,
                   (SELECT coalesce(sum(q.used), 0)::integer FROM share_quota_slots q
                    WHERE q.tenant_id = shares.tenant_id AND q.share_id = shares.id) AS "quota_used!"
            FROM shares WHERE tenant_id = $1 AND id = $2"#,

@@ -16,7 +16,8 @@ async fn validate(
     learner: engine::accounts::AccountId,
     code: &PlainCode,
 ) -> Result<Validated, SettlementError> {
-    settlement::validate(&world.pool, &world.keyring, share, learner, code).await
+    let typed = engine::codes::TypedCode::from(code.clone());
+    settlement::validate(&world.pool, &world.keyring, share, learner, &typed).await
 }
 
 async fn foreign_attempts(world: &World, code: uuid::Uuid) -> i32 {

@@ -86,6 +86,15 @@ pub fn router() -> Router<ServerState> {
             "/api/v1/shares/{share_id}/batches",
             get(admin::batches::list_batches),
         )
+        .route(
+            "/api/v1/shares/{share_id}/imports",
+            post(admin::imports::import_codes)
+                .layer(DefaultBodyLimit::max(engine::imports::MAX_REQUEST_BYTES)),
+        )
+        .route(
+            "/api/v1/batches/{batch_id}/import",
+            get(admin::imports::import_report),
+        )
         .route("/api/v1/batches/{batch_id}", get(admin::batches::get_batch))
         .route(
             "/api/v1/batches/{batch_id}/codes.csv",

@@ -446,6 +446,8 @@ impl Modify for Security {
         super::admin::batches::revoke_unused,
         super::admin::batches::set_expiry,
         super::admin::codes::issue_codes,
+        super::admin::imports::import_codes,
+        super::admin::imports::import_report,
         super::admin::codes::list_codes,
         super::admin::codes::get_code,
         super::admin::codes::find_code,

@@ -8,7 +8,8 @@
 //! `resources` (list, upload, rename and move, remove; [`upload`] is also
 //! the console's form upload), `batches` (list, read, the one-time codes
 //! CSV, revoke unused), `codes` (issue, list, read, find by full code,
-//! revoke, unbind, replace, expiry dates), `leaks` (revoke and replace a
+//! revoke, unbind, replace, expiry dates), `imports` (codes another system
+//! sold, and an import's report), `leaks` (revoke and replace a
 //! leaked code), `access` (extend learners' access periods), `activity` (learners and access records, as
 //! pages and CSV, the audit log) and `integrations` (API tokens, webhooks).
 
@@ -16,6 +17,7 @@ pub(super) mod access;
 pub(super) mod activity;
 pub(super) mod batches;
 pub(super) mod codes;
+pub(super) mod imports;
 pub(super) mod integrations;
 pub(super) mod leaks;
 pub(super) mod resources;

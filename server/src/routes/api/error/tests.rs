@@ -162,8 +162,17 @@ fn share_errors() -> Vec<ShareError> {
         E::InvalidExtension,
         E::NoAccessPeriod,
         E::CodeExpired,
+        E::InvalidImportFormat,
+        E::InvalidAlphabet,
+        E::NoCodesToImport,
+        E::TooManyLines { max: 100_000 },
+        E::NothingImported {
+            lines: 3,
+            line: 1,
+            reason: engine::imports::Rejection::AlreadyExists,
+        },
     ];
-    covers(&all, 29, |e| match e {
+    covers(&all, 34, |e| match e {
         E::InvalidTitle => 0,
         E::InvalidSlug => 1,
         E::SlugTaken => 2,
@@ -193,6 +202,11 @@ fn share_errors() -> Vec<ShareError> {
         E::InvalidExtension => 26,
         E::NoAccessPeriod => 27,
         E::CodeExpired => 28,
+        E::InvalidImportFormat => 29,
+        E::InvalidAlphabet => 30,
+        E::NoCodesToImport => 31,
+        E::TooManyLines { .. } => 32,
+        E::NothingImported { .. } => 33,
     });
     all
 }
