@@ -238,8 +238,9 @@ pub async fn find_code(tenant_id: Uuid, code: String) -> Result<(), AppError> {
         let tenant = engine::tenants::TenantId(tenant_id);
         crate::auth::guard::require_member(tenant, engine::tenants::Permission::ViewConsole)
             .await?;
-        // Whichever kind it is: an admin searches every share of the tenant.
-        let plain = engine::codes::TypedCode::read(&code, true)
+        let plain = engine::code_admin::read_pasted(&state.pool, tenant, &code)
+            .await
+            .map_err(support::internal)?
             .map_err(|error| AppError::invalid("code", message(&error)))?;
         match engine::code_admin::find_code(&state.pool, &state.keyring, tenant, &plain)
             .await

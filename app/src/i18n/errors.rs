@@ -336,5 +336,6 @@ fn attempts(scope: engine::coordination::ThrottleScope) -> ErrorMsg {
         S::MailAccount => M::AttemptsMailAccount,
         S::ApiToken => M::AttemptsApiToken,
         S::ContentAccount => M::AttemptsContentAccount,
+        S::ImportTenant => M::AttemptsImportTenant,
     }
 }

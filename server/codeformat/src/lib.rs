@@ -103,16 +103,17 @@ pub fn display(canonical: &str) -> String {
 }
 
 /// What stays visible after a code was shown once: its first two and last
-/// two symbols (from canonical text); one and one for an imported code
-/// shorter than 8, so a hint never gives a short code away.
+/// two symbols (from canonical text). An imported code shorter than 10
+/// shows one and one, and one shorter than 6 nothing: a hint must leave
+/// most of a short code unknown.
 pub fn hint(canonical: &str) -> String {
     let n = canonical.len();
-    let shown = if n >= 8 { 2 } else { 1 };
+    let shown = if n >= 10 { 2 } else { 1 };
     match (
         canonical.get(..shown),
         canonical.get(n.saturating_sub(shown)..),
     ) {
-        (Some(head), Some(tail)) if n >= 4 => format!("{head}…{tail}"),
+        (Some(head), Some(tail)) if n >= 6 => format!("{head}…{tail}"),
         _ => "…".to_owned(),
     }
 }
@@ -120,43 +121,56 @@ pub fn hint(canonical: &str) -> String {
 /// The shortest and longest imported (foreign) code, in symbols.
 pub const FOREIGN_LENGTH: std::ops::RangeInclusive<usize> = 4..=64;
 
-/// What typed (or imported) text is, once read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Typed {
-    /// One of ours: the canonical 12 symbols, check symbol verified.
-    Ours(String),
-    /// A code imported from another system (a shop, an LMS): 4 to 64
-    /// letters and digits, upper-cased, separators dropped.
-    Foreign(String),
+/// What typed (or imported) text can be, once read: one of ours (the
+/// canonical 12 symbols, look-alikes folded, check symbol verified), a
+/// foreign code (4 to 64 letters and digits, upper-cased, separators
+/// dropped, nothing folded), or both: a foreign `HELLOWORLD12` may pass our
+/// check symbol once `O` and `L` are folded, and is then looked up both
+/// ways. At least one reading is present. `Debug` shows hints only.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Readings {
+    pub ours: Option<String>,
+    pub foreign: Option<String>,
 }
 
-impl Typed {
-    /// The text that is hashed and looked up.
-    pub fn canonical(&self) -> &str {
-        match self {
-            Self::Ours(text) | Self::Foreign(text) => text,
-        }
+impl std::fmt::Debug for Readings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Readings")
+            .field("ours", &self.ours.as_deref().map(hint))
+            .field("foreign", &self.foreign.as_deref().map(hint))
+            .finish()
     }
 }
 
-/// Reads what a person typed, or a line of an import. Text that is one of
-/// our codes is always read as ours (forgiving look-alikes, check symbol
-/// verified). Otherwise, where imported codes exist (`foreign`), any 4 to
-/// 64 ASCII letters and digits are a foreign code: case, spaces and dashes
-/// do not count, so `ab12-cd34` and `AB12CD34` are one code. Without
-/// `foreign` only our format is accepted, so a typo in one of our codes is
-/// named before any attempt counts.
+/// Reads what a person typed, or a line of an import. Without `foreign`
+/// (a share that never received imported codes) only our format is
+/// accepted, so a typo in one of our codes is named before any attempt
+/// counts. With it, any 4 to 64 ASCII letters and digits are also a
+/// foreign code: case, spaces and dashes do not count, so `ab12-cd34` and
+/// `AB12CD34` are one code, while `O` and `0` stay different symbols.
 ///
-/// The import and the look-up both read through here, so a code is always
-/// stored and looked up under the same canonical text.
-pub fn read(raw: &str, foreign: bool) -> Result<Typed, CodeFormatError> {
+/// The import stores one reading (the one its declared format names) and
+/// the look-up tries every reading, so storing and looking up agree.
+pub fn read(raw: &str, foreign: bool) -> Result<Readings, CodeFormatError> {
     let ours = canonicalise(raw);
     if !foreign {
-        return ours.map(Typed::Ours);
+        return ours.map(|code| Readings {
+            ours: Some(code),
+            foreign: None,
+        });
     }
-    if let Ok(code) = ours {
-        return Ok(Typed::Ours(code));
+    match (ours, read_foreign(raw)) {
+        (Err(_), Err(error)) => Err(error),
+        (ours, foreign) => Ok(Readings {
+            ours: ours.ok(),
+            foreign: foreign.ok(),
+        }),
     }
+}
+
+/// The foreign reading alone: 4 to 64 ASCII letters and digits,
+/// upper-cased, spaces and dashes dropped.
+pub fn read_foreign(raw: &str) -> Result<String, CodeFormatError> {
     if !raw.is_ascii() {
         return Err(CodeFormatError::BadSymbol);
     }
@@ -176,7 +190,7 @@ pub fn read(raw: &str, foreign: bool) -> Result<Typed, CodeFormatError> {
     if !FOREIGN_LENGTH.contains(&text.len()) {
         return Err(CodeFormatError::WrongLength);
     }
-    Ok(Typed::Foreign(text))
+    Ok(text)
 }
 
 #[cfg(test)]
@@ -285,20 +299,37 @@ mod tests {
         );
     }
 
+    fn ours(code: &str) -> Readings {
+        Readings {
+            ours: Some(code.to_owned()),
+            foreign: None,
+        }
+    }
+
+    fn foreign(code: &str) -> Readings {
+        Readings {
+            ours: None,
+            foreign: Some(code.to_owned()),
+        }
+    }
+
     #[test]
-    fn our_codes_are_read_as_ours_whether_or_not_foreign_codes_exist() {
+    fn our_codes_read_as_ours_and_where_foreign_codes_exist_also_as_text() {
         let code = from_payload(&SAMPLE);
         let typed = display(&code).to_lowercase();
-        assert_eq!(read(&typed, false), Ok(Typed::Ours(code.clone())));
-        assert_eq!(read(&typed, true), Ok(Typed::Ours(code)));
+        assert_eq!(read(&typed, false), Ok(ours(&code)));
+        assert_eq!(
+            read(&typed, true),
+            Ok(Readings {
+                ours: Some(code.clone()),
+                foreign: Some(code),
+            })
+        );
     }
 
     #[test]
     fn foreign_codes_are_normalised_only_where_they_exist() {
-        assert_eq!(
-            read(" ab12-cd34 ", true),
-            Ok(Typed::Foreign("AB12CD34".into()))
-        );
+        assert_eq!(read(" ab12-cd34 ", true), Ok(foreign("AB12CD34")));
         assert_eq!(read("ab12 cd34", true), read("AB12CD34", true));
         // Without imported codes, the same text is refused as ours.
         assert_eq!(read("ab12-cd34", false), Err(CodeFormatError::WrongLength));
@@ -309,15 +340,26 @@ mod tests {
         typo[0] = if typo[0] == b'2' { b'3' } else { b'2' };
         let typo = String::from_utf8(typo).expect("ascii");
         assert_eq!(read(&typo, false), Err(CodeFormatError::BadCheckSymbol));
-        assert_eq!(read(&typo, true), Ok(Typed::Foreign(typo)));
+        assert_eq!(read(&typo, true), Ok(foreign(&typo)));
+    }
+
+    #[test]
+    fn a_foreign_reading_never_folds_look_alikes() {
+        // Our reading folds O to 0; the foreign one keeps what was typed.
+        let code = from_payload(&[0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0]);
+        let typed = code.replace('0', "O");
+        let read = read(&typed, true).expect("read");
+        assert_eq!(read.ours.as_deref(), Some(code.as_str()));
+        assert_eq!(read.foreign.as_deref(), Some(typed.as_str()));
+        assert_ne!(read_foreign("ABC0"), read_foreign("ABCO"));
     }
 
     #[test]
     fn foreign_codes_have_bounds_and_only_letters_and_digits() {
         assert_eq!(read("ABC", true), Err(CodeFormatError::WrongLength));
-        assert_eq!(read("ABCD", true), Ok(Typed::Foreign("ABCD".into())));
+        assert_eq!(read("ABCD", true), Ok(foreign("ABCD")));
         let longest = "Z".repeat(64);
-        assert_eq!(read(&longest, true), Ok(Typed::Foreign(longest.clone())));
+        assert_eq!(read(&longest, true), Ok(foreign(&longest)));
         assert_eq!(
             read(&format!("{longest}Z"), true),
             Err(CodeFormatError::WrongLength)
@@ -329,10 +371,17 @@ mod tests {
 
     #[test]
     fn a_short_codes_hint_shows_less() {
-        assert_eq!(hint("ABCDEFGH"), "AB…GH");
-        assert_eq!(hint("ABCDEFG"), "A…G");
-        assert_eq!(hint("ABCD"), "A…D");
-        assert_eq!(hint("ABC"), "…");
+        assert_eq!(hint("ABCDEFGHIJ"), "AB…IJ");
+        assert_eq!(hint("ABCDEFGHI"), "A…I");
+        assert_eq!(hint("ABCDEF"), "A…F");
+        assert_eq!(hint("ABCDE"), "…");
+        assert_eq!(hint("ABCD"), "…");
+    }
+
+    #[test]
+    fn readings_debug_shows_hints_only() {
+        let debug = format!("{:?}", read("shop-secret-0001", true).expect("read"));
+        assert!(!debug.contains("SECRET"), "{debug}");
     }
 
     #[test]

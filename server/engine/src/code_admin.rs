@@ -241,6 +241,24 @@ pub async fn count_codes(
     })
 }
 
+/// Reads text an admin pasted to find a code: our format, and where any
+/// share of `tenant` took imported codes, any format (`codeformat::read`).
+/// A tenant with none keeps naming a mistyped code of ours.
+pub async fn read_pasted(
+    pool: &PgPool,
+    tenant: TenantId,
+    raw: &str,
+) -> anyhow::Result<Result<crate::codes::TypedCode, crate::codes::CodeFormatError>> {
+    let foreign = sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM shares WHERE tenant_id = $1 AND foreign_codes) AS "foreign!""#,
+        tenant.0,
+    )
+    .fetch_one(pool)
+    .await
+    .context("asking whether a tenant has imported codes")?;
+    Ok(crate::codes::TypedCode::read(raw, foreign))
+}
+
 /// The code a person pasted, among `tenant`'s codes: its share and id. The
 /// plain code is only hashed (with every key version still in the
 /// keyring), never stored or logged.
@@ -253,7 +271,7 @@ pub async fn find_code(
     let row = sqlx::query!(
         "SELECT share_id, id FROM auth_codes WHERE tenant_id = $1 AND digest = ANY($2)",
         tenant.0,
-        &keyring.candidates(code),
+        &keyring.lookup(code, tenant),
     )
     .fetch_optional(pool)
     .await

@@ -15,6 +15,8 @@
 //! read by `codeformat::read` so storing and looking up agree.
 
 pub use codeformat::{CodeFormatError, SYMBOLS};
+
+use crate::tenants::TenantId;
 use hmac::{Hmac, Mac as _};
 use rand::Rng as _;
 use secrecy::{ExposeSecret as _, SecretBox, SecretString};
@@ -67,16 +69,11 @@ impl PlainCode {
     }
 }
 
-/// A code as a person typed it or an import brought it: one of ours, or
-/// (where imported codes exist) a foreign one. Its `Debug` is masked.
-#[derive(Clone, PartialEq, Eq)]
-pub struct TypedCode(codeformat::Typed);
-
-impl std::fmt::Debug for TypedCode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "TypedCode({})", self.hint())
-    }
-}
+/// A code as a person typed it: one of ours, or (where imported codes
+/// exist) a foreign one, or text that reads both ways
+/// (`codeformat::Readings`). Its `Debug` shows hints only.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct TypedCode(codeformat::Readings);
 
 impl TypedCode {
     /// Reads typed text: our format always; with `foreign` (the share has
@@ -86,24 +83,54 @@ impl TypedCode {
         codeformat::read(raw, foreign).map(Self)
     }
 
-    /// Whether this is a foreign (imported) code rather than one of ours.
-    pub fn is_foreign(&self) -> bool {
-        matches!(self.0, codeformat::Typed::Foreign(_))
-    }
-
-    /// What stays visible of it.
-    pub fn hint(&self) -> String {
-        codeformat::hint(self.canonical())
+    /// The texts to look it up by in `tenant`: each reading, hashed where
+    /// its kind is stored ([`HashedText`]).
+    pub fn hashed_texts(&self, tenant: TenantId) -> Vec<HashedText> {
+        let ours = self.0.ours.as_deref().map(HashedText::ours);
+        let foreign = self
+            .0
+            .foreign
+            .as_deref()
+            .map(|text| HashedText::foreign(tenant, text));
+        ours.into_iter().chain(foreign).collect()
     }
 }
 
 impl From<PlainCode> for TypedCode {
     fn from(code: PlainCode) -> Self {
-        Self(codeformat::Typed::Ours(code.0))
+        Self(codeformat::Readings {
+            ours: Some(code.0),
+            foreign: None,
+        })
     }
 }
 
-/// The canonical text of a code: what is hashed.
+/// The text a code's digest is taken of. Ours are hashed as their
+/// canonical symbols, so they are unique across the platform; a foreign
+/// (imported) code is hashed together with its tenant, so tenants'
+/// imports never meet: nobody can learn from an import whether another
+/// tenant has a code, or take a code another shop sold first. `:` never
+/// occurs in a code, so the two kinds never collide either.
+#[derive(Clone, PartialEq, Eq)]
+pub struct HashedText(String);
+
+impl HashedText {
+    pub fn ours(canonical: &str) -> Self {
+        Self(canonical.to_owned())
+    }
+
+    pub fn foreign(tenant: TenantId, text: &str) -> Self {
+        Self(format!("{}:{text}", tenant.0))
+    }
+}
+
+impl std::fmt::Debug for HashedText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HashedText(…)")
+    }
+}
+
+/// The text of a code that is hashed.
 pub trait CodeText {
     fn canonical(&self) -> &str;
 }
@@ -114,9 +141,9 @@ impl CodeText for PlainCode {
     }
 }
 
-impl CodeText for TypedCode {
+impl CodeText for HashedText {
     fn canonical(&self) -> &str {
-        self.0.canonical()
+        &self.0
     }
 }
 
@@ -170,6 +197,32 @@ impl Keyring {
         (self.current, Self::digest_with(key, code))
     }
 
+    /// The digests to look a typed code up with in `tenant`: each of its
+    /// readings under each key version.
+    pub fn lookup(&self, code: &TypedCode, tenant: TenantId) -> Vec<Vec<u8>> {
+        code.hashed_texts(tenant)
+            .iter()
+            .flat_map(|text| self.candidates(text))
+            .collect()
+    }
+
+    /// A keyed fingerprint of a request that carries plain codes (an
+    /// import's, compared across retries of one idempotency key): stored
+    /// in PostgreSQL, so it must not be reversible by guessing short codes.
+    pub fn fingerprint(&self, request: &[u8]) -> Vec<u8> {
+        let key = self
+            .keys
+            .iter()
+            .find(|(v, _)| *v == self.current)
+            .map(|(_, k)| k)
+            .unwrap_or_else(|| unreachable!("checked in Keyring::new"));
+        let mut mac = <Hmac<Sha256>>::new_from_slice(key.expose_secret())
+            .unwrap_or_else(|_| unreachable!("HMAC accepts keys of any length"));
+        mac.update(b"request-fingerprint:");
+        mac.update(request);
+        mac.finalize().into_bytes().to_vec()
+    }
+
     /// The digests to look a typed code up with: one per key version.
     pub fn candidates(&self, code: &(impl CodeText + ?Sized)) -> Vec<Vec<u8>> {
         self.keys
@@ -195,18 +248,26 @@ mod tests {
     }
 
     #[test]
-    fn one_of_ours_has_one_digest_however_it_is_held() {
+    fn one_of_ours_has_one_digest_in_every_tenant_a_foreign_one_per_tenant() {
         let ring = keyring(1, &[(1, "first-secret-of-16+")]);
+        let (ann, bob) = (
+            TenantId(uuid::Uuid::now_v7()),
+            TenantId(uuid::Uuid::now_v7()),
+        );
         let code = PlainCode::generate();
-        let typed = TypedCode::read(&code.display().to_lowercase(), true).expect("ours");
-        assert!(!typed.is_foreign());
-        assert_eq!(ring.digest(&typed), ring.digest(&code));
+        let typed = TypedCode::read(&code.display().to_lowercase(), false).expect("ours");
+        assert_eq!(ring.lookup(&typed, ann), vec![ring.digest(&code).1]);
+        assert_eq!(ring.lookup(&typed, ann), ring.lookup(&typed, bob));
         assert_eq!(TypedCode::from(code.clone()), typed);
         let foreign = TypedCode::read("shop-0001", true).expect("foreign");
-        assert!(foreign.is_foreign());
-        assert_eq!(foreign.canonical(), "SHOP0001");
-        assert_eq!(format!("{foreign:?}"), "TypedCode(SH…01)");
-        assert_ne!(ring.digest(&foreign).1, ring.digest(&code).1);
+        let stored = ring.digest(&HashedText::foreign(ann, "SHOP0001")).1;
+        assert_eq!(ring.lookup(&foreign, ann), vec![stored.clone()]);
+        assert_ne!(ring.lookup(&foreign, bob), vec![stored]);
+        assert_eq!(
+            format!("{:?}", HashedText::foreign(ann, "SHOP0001")),
+            "HashedText(…)"
+        );
+        assert!(!format!("{foreign:?}").contains("SHOP0001"));
     }
 
     #[test]

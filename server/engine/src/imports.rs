@@ -17,7 +17,7 @@
 //! creator to come back to. An import of which no line could be used
 //! changes nothing and is refused.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashSet};
 
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
@@ -29,7 +29,7 @@ use uuid::Uuid;
 use crate::{
     accounts::AccountId,
     audit, code_admin,
-    codes::{CodeFormatError, Keyring, TypedCode},
+    codes::{CodeFormatError, CodeText as _, HashedText, Keyring},
     progress::Progress,
     shares::{ShareError, ShareId},
     tenants::TenantId,
@@ -188,8 +188,8 @@ pub struct Imported {
     pub report: ImportReport,
 }
 
-/// What an admin asks for when importing.
-#[derive(Debug)]
+/// What an admin asks for when importing. Its `Debug` shows how many
+/// lines, never their text.
 pub struct ImportRequest<'a> {
     pub share: ShareId,
     pub label: &'a str,
@@ -202,12 +202,28 @@ pub struct ImportRequest<'a> {
     pub progress: Option<&'a Progress>,
 }
 
+impl std::fmt::Debug for ImportRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ImportRequest")
+            .field("share", &self.share)
+            .field("format", &self.format)
+            .field("lines", &self.lines.len())
+            .finish_non_exhaustive()
+    }
+}
+
 /// The codes of an uploaded file: its first column (`,`, `;` or tab
-/// separated, quotes stripped), one per line; blank lines are skipped, and
-/// so is a first line whose first column is a header (`code`, `codes`).
-pub fn lines_of_file(text: &str) -> Vec<(u32, String)> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+/// separated, quotes stripped), one per line; blank lines are skipped. The
+/// first non-blank line is a header, and skipped, when `header` says so or
+/// its first column is `code`, `codes` or `access code`. Stops after
+/// [`MAX_LINES`]` + 1` codes (the import then refuses the file) so a huge
+/// file is never held line by line. Text that is not UTF-8 is read with
+/// replacement characters, which its lines then report as `bad_symbol`.
+pub fn lines_of_file(bytes: &[u8], header: bool) -> Vec<(u32, String)> {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let mut lines = Vec::new();
+    let mut header_seen = false;
     for (index, line) in text.lines().enumerate() {
         let first = line
             .split([',', ';', '\t'])
@@ -219,37 +235,60 @@ pub fn lines_of_file(text: &str) -> Vec<(u32, String)> {
         if first.is_empty() {
             continue;
         }
-        if lines.is_empty()
-            && index < 1
-            && ["code", "codes", "access code"].contains(&first.to_ascii_lowercase().as_str())
-        {
-            continue;
+        if !header_seen {
+            header_seen = true;
+            if header
+                || ["code", "codes", "access code"].contains(&first.to_ascii_lowercase().as_str())
+            {
+                continue;
+            }
         }
         lines.push((
             u32::try_from(index + 1).unwrap_or(u32::MAX),
             first.to_owned(),
         ));
+        if lines.len() > MAX_LINES {
+            break;
+        }
     }
     lines
 }
 
-/// Reads one line in `format`: the code, or why not.
-fn read_line(format: &ImportFormat, text: &str) -> Result<TypedCode, Rejection> {
+/// One line as it will be stored: the text hashed, its hint, and whether
+/// it is a foreign code.
+struct Read {
+    hashed: HashedText,
+    hint: String,
+    foreign: bool,
+}
+
+/// Reads one line in `format`, for `tenant`: what to store, or why not.
+/// Ours are stored as ours; a foreign format's line as its foreign reading
+/// (nothing folded, so `ABCO` and `ABC0` stay two codes), in the tenant's
+/// own namespace ([`HashedText`]). A learner's look-up tries both readings.
+fn read_line(format: &ImportFormat, tenant: TenantId, text: &str) -> Result<Read, Rejection> {
     match format {
-        ImportFormat::Ours => TypedCode::read(text, false).map_err(Rejection::of_format),
+        ImportFormat::Ours => {
+            let code = codeformat::canonicalise(text).map_err(Rejection::of_format)?;
+            Ok(Read {
+                hint: codeformat::hint(&code),
+                hashed: HashedText::ours(&code),
+                foreign: false,
+            })
+        }
         ImportFormat::Foreign(alphabet) => {
-            let code = TypedCode::read(text, true).map_err(Rejection::of_format)?;
-            // Text that reads as one of ours is stored as ours (it is
-            // looked up that way too); the alphabet governs the others.
-            if code.is_foreign() && !alphabet.allows(code.canonical()) {
+            let code = codeformat::read_foreign(text).map_err(Rejection::of_format)?;
+            if !alphabet.allows(&code) {
                 return Err(Rejection::OutsideAlphabet);
             }
-            Ok(code)
+            Ok(Read {
+                hint: codeformat::hint(&code),
+                hashed: HashedText::foreign(tenant, &code),
+                foreign: true,
+            })
         }
     }
 }
-
-use crate::codes::CodeText as _;
 
 /// Imports the usable lines of `request` into a new batch of `share`, in
 /// one transaction (audited `batch.imported`; webhook `batch.issued` with
@@ -276,16 +315,16 @@ pub async fn import_codes(
 
     // Read every line; keep the first of each code.
     let mut rejected: Vec<RejectedLine> = Vec::new();
-    let mut accepted: Vec<(u32, TypedCode)> = Vec::with_capacity(request.lines.len());
-    let mut seen: HashMap<String, u32> = HashMap::with_capacity(request.lines.len());
+    let mut accepted: Vec<(u32, Read)> = Vec::with_capacity(request.lines.len());
+    let mut seen: HashSet<String> = HashSet::with_capacity(request.lines.len());
     for (line, text) in &request.lines {
-        match read_line(&request.format, text) {
+        match read_line(&request.format, tenant, text) {
             Err(reason) => rejected.push(RejectedLine {
                 line: *line,
                 reason,
             }),
             Ok(code) => {
-                if seen.insert(code.canonical().to_owned(), *line).is_some() {
+                if !seen.insert(code.hashed.canonical().to_owned()) {
                     rejected.push(RejectedLine {
                         line: *line,
                         reason: Rejection::DuplicateInFile,
@@ -302,8 +341,8 @@ pub async fn import_codes(
     let mut rows = Vec::with_capacity(accepted.len());
     let mut older: Vec<Vec<u8>> = Vec::new();
     for (line, code) in &accepted {
-        let (version, digest) = keyring.digest(code);
-        for candidate in keyring.candidates(code) {
+        let (version, digest) = keyring.digest(&code.hashed);
+        for candidate in keyring.candidates(&code.hashed) {
             if candidate != digest {
                 older.push(candidate);
             }
@@ -313,8 +352,8 @@ pub async fn import_codes(
             Uuid::now_v7(),
             digest,
             i16::try_from(version).context("key version above 32767")?,
-            code.hint(),
-            code.is_foreign(),
+            code.hint.clone(),
+            code.foreign,
         ));
     }
 
@@ -349,7 +388,7 @@ pub async fn import_codes(
             .iter()
             .map(|(_, code)| {
                 !keyring
-                    .candidates(code)
+                    .candidates(&code.hashed)
                     .iter()
                     .any(|d| known_older.contains(d))
             })
@@ -366,6 +405,10 @@ pub async fn import_codes(
             kept
         });
     }
+
+    // In digest order: two imports racing over the same codes take their
+    // index entries in one order, so they queue instead of deadlocking.
+    rows.sort_unstable_by(|a, b| a.2.cmp(&b.2));
 
     // The batch first (its count is set once the codes are in).
     let alphabet = match &request.format {
@@ -389,7 +432,7 @@ pub async fn import_codes(
     .context("inserting an import's batch")?;
 
     let total = rows.len() as u64;
-    let (mut imported, mut done): (u64, u64) = (0, 0);
+    let mut imported: u64 = 0;
     let mut any_foreign = false;
     for chunk in rows.chunks(INSERT_CHUNK) {
         let ids: Vec<Uuid> = chunk.iter().map(|r| r.1).collect();
@@ -428,9 +471,10 @@ pub async fn import_codes(
                 });
             }
         }
-        done += chunk.len() as u64;
+        // Codes written so far (of those not refused before), as issuing
+        // reports them; the last report comes after the commit.
         if let Some(progress) = request.progress {
-            progress.report(done, total).await;
+            progress.report(imported, total).await;
         }
     }
 
@@ -498,6 +542,9 @@ pub async fn import_codes(
     )
     .await?;
     tx.commit().await.context("committing the import")?;
+    if let Some(progress) = request.progress {
+        progress.report(total, total).await;
+    }
     Ok(Imported { batch_id, report })
 }
 
@@ -544,47 +591,61 @@ mod tests {
     fn a_file_gives_its_first_column_with_line_numbers() {
         let file = "\u{feff}Code,Email\n\"AB12-CD34\",x@y\n\n  wxyz9876 ;note\n";
         assert_eq!(
-            lines_of_file(file),
+            lines_of_file(file.as_bytes(), false),
             vec![(2, "AB12-CD34".to_owned()), (4, "wxyz9876".to_owned())]
         );
-        // A header is only skipped on the first line.
+        // A header is only the first non-blank line, named or declared.
         assert_eq!(
-            lines_of_file("ABCD1234\ncode\n"),
+            lines_of_file(b"ABCD1234\ncode\n", false),
             vec![(1, "ABCD1234".to_owned()), (2, "code".to_owned())]
         );
+        assert_eq!(
+            lines_of_file(b"\nVoucher code\nABCD1234\n", true),
+            vec![(3, "ABCD1234".to_owned())]
+        );
+        // Not UTF-8: the line is kept, and will be refused as a bad symbol.
+        assert_eq!(lines_of_file(b"AB\xff1234\n", false).len(), 1);
+    }
+
+    #[test]
+    fn a_huge_file_is_cut_after_one_line_too_many() {
+        let file = "ABCD1234\n".repeat(MAX_LINES + 50);
+        assert_eq!(lines_of_file(file.as_bytes(), false).len(), MAX_LINES + 1);
+    }
+
+    fn reason(format: &ImportFormat, text: &str) -> Result<bool, Rejection> {
+        read_line(format, TenantId(Uuid::nil()), text).map(|r| r.foreign)
     }
 
     #[test]
     fn lines_are_read_by_the_declared_format() {
         let hex = ImportFormat::Foreign(Alphabet::parse("0123456789ABCDEF").expect("ok"));
-        assert!(read_line(&hex, "dead-beef").is_ok());
+        assert_eq!(reason(&hex, "dead-beef"), Ok(true));
+        assert_eq!(reason(&hex, "DEADBEEG"), Err(Rejection::OutsideAlphabet));
+        assert_eq!(reason(&hex, "DEAD_BEEF"), Err(Rejection::BadSymbol));
+        assert_eq!(reason(&hex, "ABC"), Err(Rejection::WrongLength));
         assert_eq!(
-            read_line(&hex, "DEADBEEG").map(|c| c.hint()),
-            Err(Rejection::OutsideAlphabet)
-        );
-        assert_eq!(
-            read_line(&hex, "DEAD_BEEF").map(|c| c.hint()),
-            Err(Rejection::BadSymbol)
-        );
-        assert_eq!(
-            read_line(&hex, "ABC").map(|c| c.hint()),
-            Err(Rejection::WrongLength)
-        );
-        assert_eq!(
-            read_line(&ImportFormat::Ours, "DEADBEEF").map(|c| c.hint()),
+            reason(&ImportFormat::Ours, "DEADBEEF"),
             Err(Rejection::WrongLength)
         );
         let ours = crate::codes::PlainCode::generate();
         let mut typo = ours.canonical().to_owned().into_bytes();
         typo[0] = if typo[0] == b'2' { b'3' } else { b'2' };
         let typo = String::from_utf8(typo).expect("ascii");
+        assert_eq!(reason(&ImportFormat::Ours, &typo), Err(Rejection::Typo));
+        assert_eq!(reason(&ImportFormat::Ours, &ours.display()), Ok(false));
+        // A foreign line is hashed in its tenant, ours platform-wide.
+        let (a, b) = (TenantId(Uuid::now_v7()), TenantId(Uuid::now_v7()));
+        let hashed = |format: &ImportFormat, tenant, text: &str| {
+            read_line(format, tenant, text)
+                .map(|r| r.hashed)
+                .expect("read")
+        };
+        assert_ne!(hashed(&hex, a, "DEADBEEF"), hashed(&hex, b, "DEADBEEF"));
+        let display = ours.display();
         assert_eq!(
-            read_line(&ImportFormat::Ours, &typo).map(|c| c.hint()),
-            Err(Rejection::Typo)
-        );
-        assert_eq!(
-            read_line(&ImportFormat::Ours, &ours.display()),
-            Ok(TypedCode::from(ours))
+            hashed(&ImportFormat::Ours, a, &display),
+            hashed(&ImportFormat::Ours, b, &display)
         );
     }
 }

@@ -11,7 +11,9 @@
 use engine::{
     accounts::Principal,
     batches::{self, BatchRequest},
-    code_admin, handover,
+    code_admin,
+    coordination::ThrottleScope,
+    handover, imports,
     progress::Progress,
     shares::{self, Share, ShareError, ShareId},
     tenants::{Permission, Role, TenantId},
@@ -121,6 +123,35 @@ pub async fn issue_for_handover(
     Ok(Issued::New {
         batch_id: batch.batch_id,
     })
+}
+
+/// Imports codes another system sold (`engine::imports`), after the
+/// tenant's import throttle: an import's report says which of its codes
+/// already exist anywhere on the platform (`already_exists`), so the
+/// throttle bounds how fast an admin could probe for other tenants'
+/// short foreign codes (our own are 55 random bits: no probing finds one).
+#[tracing::instrument(name = "import_codes", skip_all, fields(share = %share.id, lines = request.lines.len()))]
+pub async fn import_codes(
+    services: &Services,
+    admin: &Principal,
+    share: &Share,
+    request: imports::ImportRequest<'_>,
+) -> Result<imports::Imported, ServiceError> {
+    crate::throttle::hit(
+        services,
+        ThrottleScope::ImportTenant,
+        &share.tenant().0.to_string(),
+        services.auth.imports_per_tenant,
+    )
+    .await?;
+    Ok(imports::import_codes(
+        &services.pool,
+        &services.keyring,
+        share.tenant(),
+        admin.id,
+        request,
+    )
+    .await?)
 }
 
 /// A batch as an API client gets it: its id and its plain codes.

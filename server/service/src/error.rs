@@ -103,6 +103,7 @@ pub fn attempts(scope: ThrottleScope) -> &'static str {
         ThrottleScope::MailAccount => "requests that send mail from your account",
         ThrottleScope::ApiToken => "calls with this API token",
         ThrottleScope::ContentAccount => "requests for course content from your account",
+        ThrottleScope::ImportTenant => "imports of codes for this organisation",
     }
 }
 

@@ -60,6 +60,8 @@ pub struct AuthPolicy {
     pub api_token: Limit,
     /// Requests of resource bytes per account.
     pub content_per_account: Limit,
+    /// Imports of codes per tenant ([`crate::console::import_codes`]).
+    pub imports_per_tenant: Limit,
     /// Whether a verified account may create a tenant from the web
     /// (`tenants.self_signup`).
     pub tenant_self_signup: bool,

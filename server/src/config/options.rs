@@ -33,6 +33,7 @@ impl Settings {
             mail_per_account: Limit::new(t.mail_per_account, t.window_secs),
             api_token: Limit::new(t.api_token_per_minute, 60),
             content_per_account: Limit::new(t.content_per_account_per_minute, 60),
+            imports_per_tenant: Limit::new(t.imports_per_tenant_per_hour, 3600),
             tenant_self_signup: self.tenants.self_signup,
         }
     }

@@ -191,6 +191,10 @@ pub struct ThrottleSettings {
     /// Requests of resource bytes per account per minute (its own window):
     /// a video player makes a few a second while seeking; a scraper more.
     pub content_per_account_per_minute: u32,
+    /// Imports of codes per tenant per hour (its own window): an import
+    /// says which of its codes exist anywhere on the platform, so this
+    /// bounds how fast an admin could probe for other tenants' codes.
+    pub imports_per_tenant_per_hour: u32,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -356,6 +360,7 @@ impl Default for ThrottleSettings {
             window_secs: 15 * 60,
             api_token_per_minute: 600,
             content_per_account_per_minute: 3_000,
+            imports_per_tenant_per_hour: 30,
         }
     }
 }

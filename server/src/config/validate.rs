@@ -80,6 +80,12 @@ impl Settings {
                 message: "must be above 0".into(),
             });
         }
+        if t.imports_per_tenant_per_hour == 0 {
+            return Err(ConfigError::Invalid {
+                key: "throttle.imports_per_tenant_per_hour",
+                message: "must be above 0".into(),
+            });
+        }
         if st.grant_recheck_secs > 60 {
             return Err(ConfigError::Invalid {
                 key: "settlement.grant_recheck_secs",

@@ -27,6 +27,8 @@ struct Target {
     /// An unused code (replaced by the control call).
     spare: Uuid,
     batch: Uuid,
+    /// A batch of imported codes (its report).
+    imported: Uuid,
     code: Uuid,
     /// `code` as its learner has it (leaked: `Target` stays `Copy`).
     plain: &'static str,
@@ -59,6 +61,7 @@ fn permission_of(path: &str) -> Permission {
         | "/api/admin/share"
         | "/api/admin/codes"
         | "/api/admin/codes/find"
+        | "/api/admin/codes/import-report"
         | "/api/admin/learners"
         | "/api/admin/audit"
         | "/api/admin/team"
@@ -147,6 +150,14 @@ fn admin_calls(t: Target) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
             vec![tenant.clone(), share.clone(), batch.clone()],
         ),
         ("/api/admin/codes", vec![tenant.clone(), share.clone()]),
+        (
+            "/api/admin/codes/import-report",
+            vec![
+                tenant.clone(),
+                share.clone(),
+                ("batch_id", t.imported.to_string()),
+            ],
+        ),
         (
             "/api/admin/codes/find",
             vec![tenant.clone(), field("code", t.plain)],
@@ -461,6 +472,25 @@ async fn world(app: &TestApp) -> World {
     .expect("batch");
     let code = batch.codes[0].0;
     let plain: &'static str = Box::leak(batch.codes[0].1.display().into_boxed_str());
+    let imported = engine::imports::import_codes(
+        &app.pool,
+        &keyring,
+        tenant_b,
+        admin_b,
+        engine::imports::ImportRequest {
+            share: share.id,
+            label: "shop",
+            format: engine::imports::ImportFormat::Foreign(
+                engine::imports::Alphabet::letters_and_digits(),
+            ),
+            expires_at: None,
+            lines: vec![(1, "SHOP-0001".to_owned())],
+            progress: None,
+        },
+    )
+    .await
+    .expect("import")
+    .batch_id;
     // In a batch of its own: `batches/revoke-unused` runs first.
     let spare = engine::batches::issue_codes(
         &app.pool,
@@ -606,6 +636,7 @@ async fn world(app: &TestApp) -> World {
             token,
             spare,
             batch: batch.batch_id,
+            imported,
             code,
             plain,
             hook: hooks[0],

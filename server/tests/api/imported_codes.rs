@@ -65,8 +65,16 @@ async fn foreign_codes_are_imported_with_a_report_and_a_learner_redeems_one(pool
     let admin = admin(&app).await;
     let course = course(&app, &admin, json!({})).await;
     let other = course_b(&app, &admin).await;
-    // A code another share of the platform already has.
-    let taken = issue(&app, &admin, other, 1).await.remove(0).1;
+    // A code another share of the tenant imported already.
+    let earlier = import(
+        &app,
+        &admin.client,
+        other,
+        json!({ "codes": ["BEEF-0000-0007"] }),
+    )
+    .await;
+    assert_eq!(earlier.0, 201, "{}", earlier.1);
+    let taken = "beef00000007";
     let (status, report) = import(
         &app,
         &admin.client,
@@ -81,7 +89,7 @@ async fn foreign_codes_are_imported_with_a_report_and_a_learner_redeems_one(pool
                 "NOT HEX!",        // 4: not letters and digits
                 "abc",             // 5: too short
                 "DEADBEEG0003",    // 6: G is outside the alphabet
-                taken,             // 7: one of ours, already on the platform
+                taken,             // 7: already in the tenant
             ],
         }),
     )
@@ -122,15 +130,21 @@ async fn foreign_codes_are_imported_with_a_report_and_a_learner_redeems_one(pool
     assert_eq!(rows[1].1, "DE…01");
     for (digest, _, count, source, alphabet) in &rows {
         assert_eq!(digest.len(), 32);
-        assert!(
-            !digest
-                .windows(8)
-                .any(|w| w == b"DEADBEEF" || w == b"CAFEBABE")
-        );
         assert_eq!((*count, source.as_str()), (2, "imported"));
         assert_eq!(alphabet.as_deref(), Some("0123456789ABCDEF"));
     }
     assert_eq!(stored(&app, course.share).await, (2, 1, true));
+    assert_no_plain_text(
+        &app,
+        &[
+            "DEADBEEF",
+            "CAFEBABE",
+            "BEEF00000007",
+            "deadbeef",
+            "dead-beef",
+        ],
+    )
+    .await;
 
     // The report can be read again.
     let again: Value = admin
@@ -177,6 +191,29 @@ async fn foreign_codes_are_imported_with_a_report_and_a_learner_redeems_one(pool
     .await
     .expect("audit");
     assert_eq!((audited, announced), (1, 1));
+}
+
+/// Fails if any row of the tables an import writes holds one of `texts`
+/// (the plain codes): codes, batches and their reports, the audit log, the
+/// outbox, idempotency records.
+async fn assert_no_plain_text(app: &TestApp, texts: &[&str]) {
+    for table in [
+        "auth_codes",
+        "code_batches",
+        "audit_log",
+        "outbox",
+        "idempotency_keys",
+    ] {
+        let rows: Vec<String> = sqlx::query_scalar(&format!("SELECT t::text FROM {table} t"))
+            .fetch_all(&app.pool)
+            .await
+            .expect("rows");
+        for row in rows {
+            for text in texts {
+                assert!(!row.contains(text), "{table} holds {text}: {row}");
+            }
+        }
+    }
 }
 
 /// A second share of the admin's tenant.
@@ -627,4 +664,200 @@ async fn only_a_course_manager_of_the_tenant_can_use_the_import_form(pool: PgPoo
     .await;
     assert_eq!(response.status(), 403);
     assert_eq!(stored(&app, course.share).await, (0, 0, false));
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn two_tenants_imports_never_meet(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let (shop_a, shop_b) = (admin(&app).await, admin(&app).await);
+    let (course_a, course_b) = (
+        course(&app, &shop_a, json!({})).await,
+        course(&app, &shop_b, json!({ "title": "Another shop" })).await,
+    );
+    // The same text sold by two shops: each imports it, neither learns of
+    // the other, neither can take the other's.
+    for (admin, course) in [(&shop_a, &course_a), (&shop_b, &course_b)] {
+        let (status, report) = import(
+            &app,
+            &admin.client,
+            course.share,
+            json!({ "codes": ["ORDER-0001"] }),
+        )
+        .await;
+        assert_eq!(status, 201, "{report}");
+        assert_eq!(report["imported"], 1);
+    }
+    // Each learner redeems the text in their own shop's course.
+    let mut both = learners(&app, 2).await;
+    let (_, bea) = both.remove(1);
+    let (_, ann) = both.remove(0);
+    for (client, course) in [(&ann, &course_a), (&bea, &course_b)] {
+        assert_eq!(
+            enter_code(&app, client, &course.slug, "order0001")
+                .await
+                .status(),
+            200
+        );
+        assert_eq!(open(&app, client, course, None).await.status(), 200);
+    }
+    assert_eq!(state_of(&app, course_a.share).await.bound, 1);
+    assert_eq!(state_of(&app, course_b.share).await.bound, 1);
+    assert_invariants(&app, "after two shops' codes were redeemed").await;
+    // An admin looking the text up finds their own tenant's code.
+    let found: Value = post_json(
+        &app,
+        &shop_b.client,
+        &format!("/api/v1/tenants/{}/codes/find", shop_b.tenant),
+        json!({ "code": "ORDER-0001" }),
+    )
+    .await
+    .json()
+    .await
+    .expect("json");
+    assert_eq!(
+        found["share_id"].as_str(),
+        Some(course_b.share.to_string().as_str()),
+        "{found}"
+    );
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn look_alike_symbols_stay_different_in_foreign_codes(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    // Text that reads as one of ours once O and I are folded to 0 and 1.
+    let zero = engine::codes::PlainCode::generate().canonical().to_owned();
+    let letter: String = zero
+        .chars()
+        .map(|c| match c {
+            '0' => 'O',
+            '1' => 'I',
+            other => other,
+        })
+        .collect();
+    let (status, report) = import(
+        &app,
+        &admin.client,
+        course.share,
+        json!({ "codes": ["ABCO1234", "ABC01234", zero, letter] }),
+    )
+    .await;
+    assert_eq!(status, 201, "{report}");
+    let expected = if letter == zero { 3 } else { 4 };
+    assert_eq!(report["imported"], expected, "{report}");
+    let (_, ann) = learners(&app, 1).await.remove(0);
+    let entered = enter_code(&app, &ann, &course.slug, "abco1234").await;
+    assert_eq!(entered.status(), 200);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn the_console_says_why_nothing_was_imported_and_skips_a_declared_header(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    let back = format!("/admin/t/{}/s/{}", admin.tenant, course.share);
+    // "Voucher code" would be a code of its own without the tick.
+    let file = "Voucher code\nGIFT-0001\n";
+    let response = import_form(
+        &app,
+        &admin.client,
+        admin.tenant,
+        course.share,
+        &[("header", "yes")],
+        file,
+    )
+    .await;
+    assert_eq!(response.status(), 303);
+    assert_eq!(stored(&app, course.share).await, (1, 1, true));
+    // The same file again: nothing new, and the share's page says why.
+    let response = import_form(
+        &app,
+        &admin.client,
+        admin.tenant,
+        course.share,
+        &[("header", "yes")],
+        file,
+    )
+    .await;
+    assert_eq!(response.status(), 303);
+    assert_eq!(
+        response.headers()["location"],
+        format!("{back}#import").as_str()
+    );
+    let page = app
+        .get_page_as(&admin.client, &back)
+        .await
+        .text()
+        .await
+        .expect("page");
+    assert!(
+        page.contains("none of the 1 codes could be imported (line 2: this code already exists"),
+        "{page}"
+    );
+    assert_eq!(stored(&app, course.share).await, (1, 1, true));
+    // A file over the limit is refused whole.
+    let huge = "X".repeat(engine::imports::MAX_REQUEST_BYTES + 1);
+    let response = import_form(&app, &admin.client, admin.tenant, course.share, &[], &huge).await;
+    assert!(
+        [303, 413].contains(&response.status().as_u16()),
+        "{}",
+        response.status()
+    );
+    assert_eq!(stored(&app, course.share).await, (1, 1, true));
+}
+
+/// An import tells its admin which of its codes their tenant has already:
+/// imports are limited per tenant per hour, the console's and the API's
+/// together, and a refused one changes nothing.
+#[sqlx::test(migrations = "../migrations")]
+async fn imports_are_limited_per_tenant(pool: PgPool) {
+    let mut settings = crate::course::load_settings();
+    settings.throttle.imports_per_tenant_per_hour = 2;
+    let app = crate::helpers::spawn_app_with(pool, settings).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    let first = import(
+        &app,
+        &admin.client,
+        course.share,
+        json!({ "codes": ["LIMIT-0001"] }),
+    )
+    .await;
+    assert_eq!(first.0, 201, "{}", first.1);
+    let second = import_form(
+        &app,
+        &admin.client,
+        admin.tenant,
+        course.share,
+        &[],
+        "LIMIT-0002\n",
+    )
+    .await;
+    assert_eq!(second.status(), 303);
+    assert_eq!(stored(&app, course.share).await, (2, 2, true));
+    let (status, body) = import(
+        &app,
+        &admin.client,
+        course.share,
+        json!({ "codes": ["LIMIT-0003"] }),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (429, Some("rate_limited")),
+        "{body}"
+    );
+    assert_eq!(stored(&app, course.share).await, (2, 2, true));
+    // Another tenant is not held back.
+    let other = crate::course::admin(&app).await;
+    let theirs = crate::course::course(&app, &other, json!({ "title": "Theirs" })).await;
+    let (status, _) = import(
+        &app,
+        &other.client,
+        theirs.share,
+        json!({ "codes": ["LIMIT-0003"] }),
+    )
+    .await;
+    assert_eq!(status, 201);
 }

@@ -59,6 +59,10 @@ pub fn ImportForm(tenant: Uuid, share: Uuid, ticket: Uuid) -> impl IntoView {
                         accept=".csv,.txt,text/csv,text/plain"/>
                     <p class="hint">{t(Msg::ImportFileHint)}</p>
                 </div>
+                <label class="check">
+                    <input type="checkbox" name="header" value="yes"/>
+                    {t(Msg::ImportHeader)}
+                </label>
                 <button type="submit" class="button secondary" disabled=move || importing.get()>
                     {move || if importing.get() { t(Msg::Importing) } else { t(Msg::ImportCodes) }}
                 </button>

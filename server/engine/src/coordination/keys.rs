@@ -32,6 +32,8 @@ pub enum ThrottleScope {
     ApiToken,
     /// Requests of resource bytes (a player's Range requests), per account.
     ContentAccount,
+    /// Imports of codes, per tenant.
+    ImportTenant,
 }
 
 impl ThrottleScope {
@@ -50,6 +52,7 @@ impl ThrottleScope {
             Self::MailAccount => "mail-account",
             Self::ApiToken => "api-token",
             Self::ContentAccount => "content-account",
+            Self::ImportTenant => "import-tenant",
         }
     }
 }

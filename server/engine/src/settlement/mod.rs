@@ -220,12 +220,16 @@ pub async fn validate(
     if let Some(reason) = share.unavailable_because(OffsetDateTime::now_utc()) {
         return Err(SettlementError::ShareUnavailable(reason));
     }
-    let candidates = keyring.candidates(code);
+    let candidates = keyring.lookup(code, share.tenant_id);
     let found = sqlx::query!(
         r#"SELECT id, tenant_id, share_id, bound_principal, revoked_at IS NOT NULL AS "revoked!",
                   coalesce(code_expires_at(tenant_id, batch_id, expires_at) <= now(), false) AS "expired!"
-           FROM auth_codes WHERE digest = ANY($1)"#,
+           FROM auth_codes WHERE digest = ANY($1)
+           -- Text that reads two ways (ours, and a code this share
+           -- imported) finds this share's code first.
+           ORDER BY share_id = $2 DESC LIMIT 1"#,
         &candidates,
+        share.id.0,
     )
     .fetch_optional(pool)
     .await

@@ -19,10 +19,12 @@ use axum::{
 };
 use engine::{
     imports::{self, Alphabet, ImportFormat, ImportRequest},
+    outcome::Outcome as _,
     progress::Progress,
     shares::{ShareError, ShareId},
     tenants::{Permission, TenantId},
 };
+use service::ServiceError;
 use tower_sessions::Session;
 use uuid::Uuid;
 
@@ -38,7 +40,9 @@ struct ImportForm {
     format: String,
     alphabet: String,
     ticket: Option<Uuid>,
-    file: Option<Vec<u8>>,
+    /// The form's "the first line names the columns" tick.
+    header: bool,
+    file: Option<axum::body::Bytes>,
 }
 
 /// Why a form could not be read: the upload's refusal code (`too_large`
@@ -56,7 +60,7 @@ async fn read_form(mut multipart: Multipart) -> Result<ImportForm, MultipartErro
     while let Some(field) = multipart.next_field().await? {
         let name = field.name().unwrap_or_default().to_owned();
         if name == "file" {
-            form.file = Some(field.bytes().await?.to_vec());
+            form.file = Some(field.bytes().await?);
             continue;
         }
         let text = field.text().await?;
@@ -65,6 +69,7 @@ async fn read_form(mut multipart: Multipart) -> Result<ImportForm, MultipartErro
             "format" => form.format = text,
             "alphabet" => form.alphabet = text,
             "ticket" => form.ticket = text.trim().parse().ok(),
+            "header" => form.header = !text.trim().is_empty(),
             _ => {}
         }
     }
@@ -82,14 +87,8 @@ fn request_of(form: &ImportForm) -> Result<(ImportFormat, Vec<(u32, String)>), S
         }),
         _ => return Err(ShareError::InvalidImportFormat),
     };
-    let text = form
-        .file
-        .as_deref()
-        .map(std::str::from_utf8)
-        .transpose()
-        .map_err(|_| ShareError::NoCodesToImport)?
-        .unwrap_or_default();
-    Ok((format, imports::lines_of_file(text)))
+    let file = form.file.as_deref().unwrap_or_default();
+    Ok((format, imports::lines_of_file(file, form.header)))
 }
 
 pub async fn import_form(
@@ -126,13 +125,12 @@ pub async fn import_form(
         .ticket
         .map(|t| Progress::new(&state.services.redis, admin.id, t));
     let imported = match request_of(&form) {
-        Err(error) => Err(error),
+        Err(error) => Err(ServiceError::from(error)),
         Ok((format, lines)) => {
-            imports::import_codes(
-                &state.services.pool,
-                &state.services.keyring,
-                share.tenant(),
-                admin.id,
+            service::console::import_codes(
+                &state.services,
+                &admin,
+                &share,
                 ImportRequest {
                     share: share.id,
                     label: &form.label,
@@ -149,8 +147,9 @@ pub async fn import_form(
         Ok(imported) => {
             Ok(Redirect::to(&format!("{back}/imports/{}", imported.batch_id)).into_response())
         }
-        Err(ShareError::Unexpected(error)) => Err(ApiError::from(ShareError::Unexpected(error))),
-        Err(refused) => {
+        // An expected refusal (bad input, nothing importable, the
+        // throttle) goes back with its message; a failure is the error page.
+        Err(refused) if refused.unexpected().is_none() => {
             let flash = Flash {
                 kind: FlashKind::Error,
                 message: in_lang(&refused, lang),
@@ -158,5 +157,6 @@ pub async fn import_form(
             guard::flash_into(&session, &flash).await?;
             Ok(Redirect::to(&format!("{back}#import")).into_response())
         }
+        Err(failed) => Err(ApiError::from(failed)),
     }
 }

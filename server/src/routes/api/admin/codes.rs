@@ -247,8 +247,7 @@ pub async fn find_code(
         super::shares::admin_of_tenant(&state, &caller, &tenant_id, Permission::ViewConsole)
             .await?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
-    // Whichever kind it is: an admin searches every share of the tenant.
-    let plain = engine::codes::TypedCode::read(&body.code, true)?;
+    let plain = code_admin::read_pasted(&state.services.pool, tenant, &body.code).await??;
     let Some((share, code)) = code_admin::find_code(
         &state.services.pool,
         &state.services.keyring,

@@ -3,7 +3,8 @@
 
 use axum::{
     Json,
-    extract::{Path, State, rejection::JsonRejection},
+    body::Bytes,
+    extract::{Path, State, rejection::BytesRejection},
     response::IntoResponse,
 };
 use engine::{
@@ -103,6 +104,9 @@ fn format_of(format: Option<&str>, alphabet: Option<&str>) -> Result<ImportForma
         (Some("ours"), None) => Ok(ImportFormat::Ours),
         (Some("ours"), Some(_)) => Err(ShareError::InvalidAlphabet),
         (None | Some("foreign"), None) => Ok(ImportFormat::Foreign(Alphabet::letters_and_digits())),
+        (None | Some("foreign"), Some(raw)) if raw.trim().is_empty() => {
+            Ok(ImportFormat::Foreign(Alphabet::letters_and_digits()))
+        }
         (None | Some("foreign"), Some(raw)) => Alphabet::parse(raw).map(ImportFormat::Foreign),
         (Some(_), _) => Err(ShareError::InvalidImportFormat),
     }
@@ -136,25 +140,31 @@ pub async fn import_codes(
     caller: Caller,
     Path(share_id): Path<String>,
     headers: axum::http::HeaderMap,
-    body: Result<Json<ImportBody>, JsonRejection>,
+    body: Result<Bytes, BytesRejection>,
 ) -> Result<axum::response::Response, ApiError> {
     let (share, admin) =
         admin_of_share(&state, &caller, &share_id, Permission::ManageCourses).await?;
-    let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
+    // Parsed only once the caller may import: up to 16 MiB of codes.
+    let body = body.map_err(|e| rejection(e, "invalid_json"))?;
+    let body: ImportBody = serde_json::from_slice(&body)
+        .map_err(|e| rejection(format!("invalid JSON: {e}"), "invalid_json"))?;
     let key = key_of(&headers)?;
     let format = format_of(body.format.as_deref(), body.alphabet.as_deref())?;
     let expires_at = super::batches::parse_expiry(body.expires_at.as_deref())?;
-    // What was asked, compared across retries of one key.
-    let request = serde_json::to_vec(&(
-        share.id.0,
-        &body.label,
-        &body.format,
-        &body.alphabet,
-        &body.expires_at,
-        &body.codes,
-    ))
-    .map_err(anyhow::Error::from)?;
-    let (pool, keyring) = (state.services.pool.clone(), state.services.keyring.clone());
+    // What was asked, compared across retries of one key: a keyed
+    // fingerprint, since the request holds plain codes.
+    let request = state.services.keyring.fingerprint(
+        &serde_json::to_vec(&(
+            share.id.0,
+            &body.label,
+            &body.format,
+            &body.alphabet,
+            &body.expires_at,
+            &body.codes,
+        ))
+        .map_err(anyhow::Error::from)?,
+    );
+    let services = state.services.clone();
     let (tenant, share_uuid) = (share.tenant(), share.id.0);
     create_once(
         &state,
@@ -174,11 +184,10 @@ pub async fn import_codes(
                 .enumerate()
                 .map(|(i, code)| (u32::try_from(i + 1).unwrap_or(u32::MAX), code))
                 .collect();
-            let imported = imports::import_codes(
-                &pool,
-                &keyring,
-                tenant,
-                admin.id,
+            let imported = service::console::import_codes(
+                &services,
+                &admin,
+                &share,
                 ImportRequest {
                     share: share.id,
                     label: &body.label,
