@@ -57,7 +57,7 @@ test("issuing a large batch shows how many codes are written", async ({ page }) 
   await expect(page.locator("body")).toHaveAttribute("data-hydrated", "true");
 
   await page.getByLabel("How many").fill("50000");
-  await page.getByLabel("Label").fill("big class");
+  await page.getByLabel("Label", { exact: true }).fill("big class");
   await page.getByRole("button", { name: "Issue codes" }).click();
   const progress = page.getByTestId("issue-progress");
   await expect(progress).toBeVisible();

@@ -36,7 +36,7 @@ pub fn ImportForm(tenant: Uuid, share: Uuid, ticket: Uuid) -> impl IntoView {
                 <input type="hidden" name="ticket" value=ticket.to_string()/>
                 <div class="field-row">
                     <div class="field">
-                        <label for="import-label">{t(Msg::Label)}</label>
+                        <label for="import-label">{t(Msg::ImportBatchLabel)}</label>
                         <input id="import-label" name="label" maxlength="120"/>
                     </div>
                     <div class="field">

@@ -263,6 +263,7 @@ import-alphabet-hint = The letters and digits the codes use. Case, spaces and da
 import-file = File (CSV or text)
 import-file-hint = One code per line, or a CSV whose first column is the code (a header named "code" is skipped). Up to 100,000 codes; codes already on the platform are left out and reported.
 import-header = The first line names the columns: skip it
+import-batch-label = Batch label
 importing = Importing…
 import-report = Import report
 imported-of-lines = { $imported } of { $lines } codes imported

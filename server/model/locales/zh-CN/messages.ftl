@@ -239,6 +239,7 @@ import-alphabet-hint = 兑换码使用的字母和数字。大小写、空格和
 import-file = 文件（CSV 或文本）
 import-file-hint = 每行一个兑换码，或第一列为兑换码的 CSV（名为 "code" 的表头会被跳过）。最多 100,000 个；平台上已有的兑换码会被跳过并列入报告。
 import-header = 第一行是列名：跳过它
+import-batch-label = 批次标签
 importing = 正在导入…
 import-report = 导入报告
 imported-of-lines = 已导入 { $imported } 个兑换码，共 { $lines } 个

@@ -239,6 +239,7 @@ import-alphabet-hint = 兌換碼使用的字母和數字。大小寫、空格和
 import-file = 檔案（CSV 或文字）
 import-file-hint = 每行一個兌換碼，或第一欄為兌換碼的 CSV（名為 "code" 的表頭會被略過）。最多 100,000 個；平台上已有的兌換碼會被略過並列入報告。
 import-header = 第一行是欄名：略過它
+import-batch-label = 批次標籤
 importing = 正在匯入…
 import-report = 匯入報告
 imported-of-lines = 已匯入 { $imported } 個兌換碼，共 { $lines } 個
