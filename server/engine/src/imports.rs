@@ -2,15 +2,17 @@
 //! share as a batch of their own, so the people holding them can redeem
 //! them here like ours.
 //!
-//! Every line is read by `codeformat::read` (through
-//! [`TypedCode::read`]), the same reader a learner's typing goes through,
-//! so a code is stored under the very text it is later looked up by. Codes
-//! in our format are checked (check symbol); foreign ones are 4 to 64
-//! letters and digits of the alphabet the creator declared, upper-cased,
-//! separators dropped. Only their HMAC digests and hints are stored, as
-//! for ours; the platform-wide unique digest index
-//! (`auth_codes_digest`) is what deduplicates, so two imports racing each
-//! other cannot both bring the same code in.
+//! Every line is read as the declared format says, with the functions
+//! `codeformat::read` (a learner's typing) is made of, so a code is stored
+//! under one of the readings its text is later looked up by. Codes in our
+//! format are checked (check symbol) and stored like issued ones; foreign
+//! ones are 4 to 64 letters and digits of the alphabet the creator
+//! declared, upper-cased, separators dropped, hashed within their tenant
+//! ([`HashedText`]). Only HMAC digests and hints are stored. The unique
+//! digest index (`auth_codes_digest`) deduplicates, so two imports racing
+//! each other cannot both bring the same code in; a code already stored
+//! under an older key, or under its text's other reading, is found by a
+//! look-up first.
 //!
 //! Lines that cannot be imported are reported (line number and reason,
 //! never the code's text), and the report is kept with the batch for the
@@ -141,7 +143,7 @@ impl Rejection {
             Self::Typo => "not a valid code of ours (check symbol)",
             Self::OutsideAlphabet => "a letter or digit outside the declared alphabet",
             Self::DuplicateInFile => "the same code is on an earlier line",
-            Self::AlreadyExists => "this code already exists on the platform",
+            Self::AlreadyExists => "this code already exists",
         }
     }
 
@@ -254,12 +256,27 @@ pub fn lines_of_file(bytes: &[u8], header: bool) -> Vec<(u32, String)> {
     lines
 }
 
-/// One line as it will be stored: the text hashed, its hint, and whether
-/// it is a foreign code.
+/// One line as it will be stored: the text hashed, its hint, whether it
+/// is a foreign code, and the line's other reading, if it has one (a
+/// learner's look-up tries both, so a code stored under it already is the
+/// same code).
 struct Read {
     hashed: HashedText,
     hint: String,
     foreign: bool,
+    twin: Option<HashedText>,
+}
+
+impl Read {
+    /// Every digest this code may already be stored under: its own and its
+    /// twin's, under every key version.
+    fn known_as(&self, keyring: &Keyring) -> Vec<Vec<u8>> {
+        let mut digests = keyring.candidates(&self.hashed);
+        if let Some(twin) = &self.twin {
+            digests.extend(keyring.candidates(twin));
+        }
+        digests
+    }
 }
 
 /// Reads one line in `format`, for `tenant`: what to store, or why not.
@@ -274,6 +291,9 @@ fn read_line(format: &ImportFormat, tenant: TenantId, text: &str) -> Result<Read
                 hint: codeformat::hint(&code),
                 hashed: HashedText::ours(&code),
                 foreign: false,
+                twin: codeformat::read_foreign(text)
+                    .ok()
+                    .map(|foreign| HashedText::foreign(tenant, &foreign)),
             })
         }
         ImportFormat::Foreign(alphabet) => {
@@ -285,6 +305,9 @@ fn read_line(format: &ImportFormat, tenant: TenantId, text: &str) -> Result<Read
                 hint: codeformat::hint(&code),
                 hashed: HashedText::foreign(tenant, &code),
                 foreign: true,
+                twin: codeformat::canonicalise(text)
+                    .ok()
+                    .map(|ours| HashedText::ours(&ours)),
             })
         }
     }
@@ -336,17 +359,15 @@ pub async fn import_codes(
         }
     }
 
-    // Digests under the current key (stored), and under older keys (a code
-    // stored before a rotation is the same code).
+    // Digests under the current key (stored), and the others the code may
+    // already be stored under: older keys (a code stored before a rotation
+    // is the same code), and its other reading (text that is one of ours
+    // and also a foreign code is one code: the look-up finds either).
     let mut rows = Vec::with_capacity(accepted.len());
     let mut older: Vec<Vec<u8>> = Vec::new();
     for (line, code) in &accepted {
         let (version, digest) = keyring.digest(&code.hashed);
-        for candidate in keyring.candidates(&code.hashed) {
-            if candidate != digest {
-                older.push(candidate);
-            }
-        }
+        older.extend(code.known_as(keyring).into_iter().filter(|d| *d != digest));
         rows.push((
             *line,
             Uuid::now_v7(),
@@ -379,7 +400,7 @@ pub async fn import_codes(
         )
         .fetch_all(&mut *tx)
         .await
-        .context("looking for codes stored under older keys")?
+        .context("looking for codes stored under older keys or readings")?
         .into_iter()
         .collect()
     };
@@ -387,8 +408,8 @@ pub async fn import_codes(
         let keep: Vec<bool> = accepted
             .iter()
             .map(|(_, code)| {
-                !keyring
-                    .candidates(&code.hashed)
+                !code
+                    .known_as(keyring)
                     .iter()
                     .any(|d| known_older.contains(d))
             })

@@ -126,10 +126,11 @@ pub async fn issue_for_handover(
 }
 
 /// Imports codes another system sold (`engine::imports`), after the
-/// tenant's import throttle: an import's report says which of its codes
-/// already exist anywhere on the platform (`already_exists`), so the
-/// throttle bounds how fast an admin could probe for other tenants'
-/// short foreign codes (our own are 55 random bits: no probing finds one).
+/// tenant's import throttle. An import's report says which of its codes
+/// exist already (`already_exists`): foreign codes within the tenant only
+/// (they are hashed per tenant), ours across the platform, where probing
+/// finds nothing (55 random bits). The throttle keeps imports, and what
+/// they write, to a human pace.
 #[tracing::instrument(name = "import_codes", skip_all, fields(share = %share.id, lines = request.lines.len()))]
 pub async fn import_codes(
     services: &Services,

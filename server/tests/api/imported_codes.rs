@@ -861,3 +861,73 @@ async fn imports_are_limited_per_tenant(pool: PgPool) {
     .await;
     assert_eq!(status, 201);
 }
+
+/// Text that is one of ours and also a foreign code is one code: the
+/// look-up finds either, so an import never stores its other reading
+/// beside it (two rows would let two accounts bind one text).
+#[sqlx::test(migrations = "../migrations")]
+async fn a_code_is_never_stored_under_both_readings(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    let other = course_b(&app, &admin).await;
+    // An issued code re-imported as foreign (the default), here or in
+    // another share: it exists already.
+    let issued = issue(&app, &admin, course.share, 1).await.remove(0).1;
+    for share in [course.share, other] {
+        let (status, body) = import(
+            &app,
+            &admin.client,
+            share,
+            json!({ "codes": [issued.clone()] }),
+        )
+        .await;
+        assert_eq!(
+            (status, body["code"].as_str()),
+            (422, Some("nothing_imported")),
+            "{body}"
+        );
+    }
+    // A foreign code that happens to pass our check, imported again as
+    // ours into another share of the tenant: it exists already.
+    let text = engine::codes::PlainCode::generate().display();
+    let first = import(
+        &app,
+        &admin.client,
+        course.share,
+        json!({ "codes": [text.clone()] }),
+    )
+    .await;
+    assert_eq!(first.0, 201, "{}", first.1);
+    let (status, body) = import(
+        &app,
+        &admin.client,
+        other,
+        json!({ "format": "ours", "codes": [text.clone()] }),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (422, Some("nothing_imported")),
+        "{body}"
+    );
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM auth_codes WHERE share_id = ANY($1)")
+        .bind(&[course.share, other][..])
+        .fetch_one(&app.pool)
+        .await
+        .expect("count");
+    assert_eq!(rows, 2, "the issued code and the one imported");
+    // Two learners typing the issued code: one binds it, the other is
+    // refused as it is bound.
+    let mut both = learners(&app, 2).await;
+    let (_, bea) = both.remove(1);
+    let (_, ann) = both.remove(0);
+    assert_eq!(
+        enter_code(&app, &ann, &course.slug, &issued).await.status(),
+        200
+    );
+    assert_eq!(open(&app, &ann, &course, None).await.status(), 200);
+    let refused = enter_code(&app, &bea, &course.slug, &issued).await;
+    assert_eq!(error_of(refused).await, (409, "code_bound".to_owned()));
+    assert_invariants(&app, "after a twin was refused").await;
+}

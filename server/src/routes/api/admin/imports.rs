@@ -132,6 +132,7 @@ fn format_of(format: Option<&str>, alphabet: Option<&str>) -> Result<ImportForma
         (status = 404, description = "No such share", body = ErrorBody),
         (status = 409, description = "The Idempotency-Key's first attempt still runs, or its answer is no longer held", body = ErrorBody),
         (status = 413, description = "The body is over 16 MiB", body = ErrorBody),
+        (status = 429, description = "Too many imports for this tenant this hour (`rate_limited`, with `Retry-After`)", body = ErrorBody),
         (status = 422, description = "No codes or more than 100,000, a bad format, alphabet, label or expiry date, no code importable (`nothing_imported`), or the Idempotency-Key was used for another request", body = ErrorBody),
     ),
     security(("bearer" = []), ("session" = [])))]
