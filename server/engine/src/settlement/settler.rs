@@ -21,7 +21,7 @@ use tracing::Instrument as _;
 use super::{
     Counting, Grant, SettlementError, SettlementRequest, binding_of,
     options::{FailurePolicy, SettlementOptions, SettlementProbe},
-    patience::{BUSY_WAITS_MS, Patience},
+    patience::{BUSY_WAITS_MS, Holder},
     transaction::classify,
 };
 use crate::{
@@ -110,24 +110,24 @@ impl Settler {
         let owner = owner.as_str();
         // One wait schedule for every kind of "busy", owned here: a
         // request never waits inside another wait.
-        let mut waits = BUSY_WAITS_MS.iter();
+        let mut waited = 0;
         let reserved = loop {
             self.count(|p| &p.reservations);
             let answer = self
                 .reserver
                 .reserve(redis, &keys, owner, self.options.reservation_ttl)
                 .await;
-            let worth_waiting = match answer {
+            let holder = match answer {
                 Ok(Reservation::Reserved) => break true,
                 // The learner's own other request (a video player's Range
                 // requests): it takes milliseconds, then this one takes the
                 // returning-learner path.
-                Ok(Reservation::UserBusy) => true,
+                Ok(Reservation::UserBusy) => Holder::OwnRequest,
                 // Someone else's attempt at this code: a person waits for
                 // the definite answer ("already used"); an API client
                 // hears "busy" at once and retries with its request id, so
                 // a hot code's losers stay off PostgreSQL.
-                Ok(Reservation::CodeHeld) => request.patience == Patience::WaitBriefly,
+                Ok(Reservation::CodeHeld) => Holder::SomeoneElse,
                 // A learner who is bound already (a code left pending from
                 // an earlier session) needs no reservation: Redis being
                 // away never stops a returning learner.
@@ -156,7 +156,10 @@ impl Settler {
                     }
                 },
             };
-            let Some(wait) = waits.next().filter(|_| worth_waiting) else {
+            let Some(wait) = BUSY_WAITS_MS
+                .get(waited)
+                .filter(|_| waited < request.patience.waits(holder))
+            else {
                 // A learner bound already (a code left pending from an
                 // earlier session) is never "busy" on that code.
                 if binding_of(pool, share, request.principal)
@@ -168,6 +171,7 @@ impl Settler {
                 }
                 return Err(SettlementError::Busy);
             };
+            waited += 1;
             tokio::time::sleep(Duration::from_millis(*wait)).await;
             if binding_of(pool, share, request.principal)
                 .await
