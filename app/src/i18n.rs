@@ -112,6 +112,11 @@ pub fn audit_action(action: &str) -> String {
         "batch.download_broken" => t(Msg::CodesDownloadBrokeOffTheCodes),
         "code.revoked" => t(Msg::CodeRevoked),
         "code.replaced" => t(Msg::CodeReplaced),
+        "code.transferred" => t(Msg::CodeMovedToAnotherAccount),
+        "transfer.requested" => t(Msg::TransferRequested),
+        "transfer.confirmed" => t(Msg::TransferConfirmedByTheReceivingAccount),
+        "transfer.cancelled" => t(Msg::TransferRequestCancelled),
+        "transfer.refused" => t(Msg::TransferRefused),
         "code.expiry_changed" => t(Msg::CodeExpiryChanged),
         "batch.expiry_changed" => t(Msg::BatchExpiryChanged),
         "access.extended" => t(Msg::AccessExtended),
@@ -160,6 +165,19 @@ pub fn code_format_message(error: &codeformat::CodeFormatError, lang: Lang) -> O
     lang.error(msg, &[])
 }
 
+/// Where a transfer request stands, as a phrase.
+pub fn transfer_status(status: model::TransferStatus) -> String {
+    use model::TransferStatus as S;
+    t(match status {
+        S::AwaitingTarget => Msg::TransferStatusAwaitingTarget,
+        S::AwaitingAdmin => Msg::TransferStatusAwaitingAdmin,
+        S::Approved => Msg::TransferStatusApproved,
+        S::Refused => Msg::TransferStatusRefused,
+        S::Cancelled => Msg::TransferStatusCancelled,
+    })
+    .to_owned()
+}
+
 /// A resource's kind as a word.
 pub fn resource_kind(kind: ResourceKind) -> &'static str {
     match kind {
@@ -179,6 +197,7 @@ pub fn target_type(kind: &str) -> String {
         "api_token" => t(Msg::Token),
         "webhook_endpoint" => t(Msg::Webhook),
         "account" => t(Msg::Account),
+        "transfer" => t(Msg::TransferRequest),
         other => return other.to_owned(),
     };
     word.to_owned()
@@ -191,6 +210,7 @@ pub fn event(event: &str) -> String {
         "code.unbound" => t(Msg::CodeUnbound2),
         "code.revoked" => t(Msg::CodeRevoked2),
         "code.replaced" => t(Msg::CodeReplaced2),
+        "code.transferred" => t(Msg::CodeMovedToAnotherAccount2),
         "code.leak_suspected" => t(Msg::CodeProbablyLeaked),
         "access.recorded" => t(Msg::AccessRecorded),
         "batch.issued" => t(Msg::CodesIssued3),

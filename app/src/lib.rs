@@ -38,7 +38,8 @@ use crate::pages::{
         AccountRoute, AuditLogRoute, CodesRoute, ConfirmEmailRoute, ConsoleHomeRoute,
         DashboardRoute, ForgotPasswordRoute, ImportReportRoute, InvitationRoute, IssuedRoute,
         LearnersRoute, RegisterRoute, ResetPasswordRoute, ShareAdminRoute, TeamRoute, TokensRoute,
-        VerifyEmailRoute, WebhooksRoute,
+        TransferConfirmRoute, TransferRequestRoute, TransfersRoute, VerifyEmailRoute,
+        WebhooksRoute,
     },
     login::LoginPage,
     not_found::NotFound,
@@ -179,6 +180,9 @@ pub fn App() -> impl IntoView {
     let learners_route = Lazy::<LearnersRoute>::new();
     let issued_route = Lazy::<IssuedRoute>::new();
     let import_report_route = Lazy::<ImportReportRoute>::new();
+    let transfer_request_route = Lazy::<TransferRequestRoute>::new();
+    let transfer_confirm_route = Lazy::<TransferConfirmRoute>::new();
+    let transfers_route = Lazy::<TransfersRoute>::new();
 
     view! {
         <Title formatter=page_title/>
@@ -199,15 +203,18 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/verify-email") view=verify_email_route ssr=SsrMode::Async/>
                     <Route path=path!("/confirm-email") view=confirm_email_route ssr=SsrMode::Async/>
                     <Route path=path!("/invitation") view=invitation_route ssr=SsrMode::Async/>
+                    <Route path=path!("/transfer") view=transfer_confirm_route ssr=SsrMode::Async/>
                     <Route path=path!("/courses") view=CoursesPage ssr=SsrMode::Async/>
                     <Route path=path!("/s/:slug") view=SharePageView ssr=SsrMode::Async/>
                     <Route path=path!("/s/:slug/r/:resource") view=ResourcePage ssr=SsrMode::Async/>
+                    <Route path=path!("/s/:slug/transfer") view=transfer_request_route ssr=SsrMode::Async/>
                     <Route path=path!("/admin") view=console_home_route ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant") view=dashboard_route ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/team") view=team_route ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/audit") view=audit_log_route ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/tokens") view=tokens_route ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/webhooks") view=webhooks_route ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/t/:tenant/transfers") view=transfers_route ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/s/:share") view=share_admin_route ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/s/:share/codes") view=codes_route ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/s/:share/learners") view=learners_route ssr=SsrMode::Async/>

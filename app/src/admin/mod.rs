@@ -25,6 +25,7 @@
 //! | [`tokens`] | API tokens |
 //! | [`webhooks`] | webhook endpoints and deliveries |
 //! | [`team`] | the team: members, roles, invitations, leaving; the tenant's settings |
+//! | [`transfers`] | learners' transfer requests: list, approve, refuse |
 //!
 //! `support` (ssr only) holds the checks they start with and the shared
 //! formatting.
@@ -40,4 +41,5 @@ pub mod share;
 mod support;
 pub mod team;
 pub mod tokens;
+pub mod transfers;
 pub mod webhooks;

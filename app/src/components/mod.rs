@@ -4,4 +4,5 @@ pub mod flash;
 pub mod form;
 pub mod hydration;
 pub mod layout;
+pub mod mailed_link;
 pub mod verify;

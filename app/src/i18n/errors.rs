@@ -17,6 +17,7 @@ use engine::{
     team::TeamError,
     tenants::TenantError,
     tokens::TokenError,
+    transfers::TransferError,
     webhooks::WebhookError,
 };
 
@@ -256,6 +257,34 @@ impl Localized for TeamError {
     }
 }
 
+impl Localized for TransferError {
+    fn localized(&self, lang: Lang) -> Option<String> {
+        use ErrorMsg as M;
+        let msg = match self {
+            Self::NotHolder => M::TransferNotHolder,
+            Self::SameAccount => M::TransferSameAccount,
+            Self::LimitReached { limit } => {
+                return lang.error(M::TransferLimitReached, &[("limit", &limit.to_string())]);
+            }
+            Self::InvalidNote => M::TransferInvalidNote,
+            Self::InvalidReason => M::TransferInvalidReason,
+            Self::NotFound => M::TransferNotFound,
+            Self::LinkInvalid => M::TransferLinkInvalid,
+            Self::WrongAccount { email } => {
+                return lang.error(M::TransferWrongAccount, &[("email", email)]);
+            }
+            Self::TargetHasCode => M::TransferTargetHasCode,
+            Self::NotOpen { status } => {
+                let status = crate::i18n::transfer_status(*status);
+                return lang.error(M::TransferNotOpen, &[("status", &status)]);
+            }
+            Self::CodeChanged => M::TransferCodeChanged,
+            Self::Unexpected(_) => M::Unexpected,
+        };
+        lang.error(msg, &[])
+    }
+}
+
 impl Localized for LearnerError {
     fn localized(&self, lang: Lang) -> Option<String> {
         let msg = match self {
@@ -309,6 +338,7 @@ impl Localized for service::ServiceError {
             E::Team(e) => return e.localized(lang),
             E::Tenant(e) => return e.localized(lang),
             E::Learner(e) => return e.localized(lang),
+            E::Transfer(e) => return e.localized(lang),
             E::Settlement(e) => return e.localized(lang),
             E::Share(e) => return e.localized(lang),
             E::Format(e) => return e.localized(lang),

@@ -15,6 +15,8 @@ use uuid::Uuid;
 use crate::error::AppError;
 use crate::i18n::t;
 
+pub mod transfers;
+
 /// A share's landing page.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SharePage {

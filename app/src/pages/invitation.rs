@@ -9,10 +9,12 @@ use leptos_meta::Title;
 use leptos_router::hooks::{use_location, use_query_map};
 
 use crate::{
-    components::form::FormAlert,
+    components::{
+        form::FormAlert,
+        mailed_link::{self, SignInToUse},
+    },
     i18n::{lang, t},
     membership::{AcceptInvitation, InvitationView, invitation},
-    pages::login::urlencode,
 };
 
 #[component]
@@ -28,45 +30,36 @@ pub fn InvitationPage() -> impl IntoView {
         <section class="auth card invitation">
             <h1>{t(Msg::Invitation)}</h1>
             <Transition fallback=|| view! { <p>{t(Msg::Loading)}</p> }>
-                {move || Suspend::new(async move {
-                    let search = location.search.get_untracked();
-                    let here = match search.trim_start_matches('?') {
-                        "" => location.pathname.get_untracked(),
-                        query => format!("{}?{query}", location.pathname.get_untracked()),
-                    };
-                    match data.await {
-                        Ok(InvitationView::Open { tenant_name, email, role, invited_by, signed_in_as }) => {
-                            let intro = lang().format(Msg::InvitesToTheTeamOfAs, &[("email", &email), ("invited_by", &invited_by), ("tenant_name", &tenant_name), ("role", &role.as_str())]);
-                            let action = match signed_in_as {
-                                Some(me) if me == email => view! {
-                                    <FormAlert error/>
-                                    <ActionForm action=accept attr:class="form">
-                                        <input type="hidden" name="token" value=token/>
-                                        <button type="submit" class="button" disabled=move || accept.pending().get()>{t(Msg::AcceptTheInvitation)}</button>
-                                    </ActionForm>
-                                }.into_any(),
-                                Some(me) => view! {
-                                    <div class="flash warning" role="status">{lang().format(Msg::YouAreSignedInAsThis, &[("email", &email), ("me", &me)])}</div>
-                                }.into_any(),
-                                None => {
-                                    let next = urlencode(&here);
-                                    view! {
-                                        <p>{lang().format(Msg::SignInWithToAcceptOr, &[("email", &email)])}</p>
-                                        <p class="actions">
-                                            <a class="button" href=format!("/login?next={next}")>{t(Msg::SignIn)}</a>
-                                            <a class="button secondary" href=format!("/register?next={next}")>{t(Msg::CreateAccount)}</a>
-                                        </p>
-                                    }.into_any()
-                                }
-                            };
-                            view! { <p class="invitation-intro">{intro}</p> {action} }.into_any()
+                {move || {
+                    let here = mailed_link::here(&location);
+                    Suspend::new(async move {
+                        match data.await {
+                            Ok(InvitationView::Open { tenant_name, email, role, invited_by, signed_in_as }) => {
+                                let intro = lang().format(Msg::InvitesToTheTeamOfAs, &[("email", &email), ("invited_by", &invited_by), ("tenant_name", &tenant_name), ("role", &role.as_str())]);
+                                let action = match signed_in_as {
+                                    Some(me) if me == email => view! {
+                                        <FormAlert error/>
+                                        <ActionForm action=accept attr:class="form">
+                                            <input type="hidden" name="token" value=token/>
+                                            <button type="submit" class="button" disabled=move || accept.pending().get()>{t(Msg::AcceptTheInvitation)}</button>
+                                        </ActionForm>
+                                    }.into_any(),
+                                    Some(me) => view! {
+                                        <div class="flash warning" role="status">{lang().format(Msg::YouAreSignedInAsThis, &[("email", &email), ("me", &me)])}</div>
+                                    }.into_any(),
+                                    None => view! {
+                                        <SignInToUse message=lang().format(Msg::SignInWithToAcceptOr, &[("email", &email)]) here/>
+                                    }.into_any(),
+                                };
+                                view! { <p class="invitation-intro">{intro}</p> {action} }.into_any()
+                            }
+                            Ok(InvitationView::Invalid) => view! {
+                                <div class="flash error link-invalid" role="alert">{t(Msg::ThisInvitationHasExpiredWasWithdrawn)}</div>
+                            }.into_any(),
+                            Err(error) => view! { <div class="flash error" role="alert">{error.sentence()}</div> }.into_any(),
                         }
-                        Ok(InvitationView::Invalid) => view! {
-                            <div class="flash error link-invalid" role="alert">{t(Msg::ThisInvitationHasExpiredWasWithdrawn)}</div>
-                        }.into_any(),
-                        Err(error) => view! { <div class="flash error" role="alert">{error.sentence()}</div> }.into_any(),
-                    }
-                })}
+                    })
+                }}
             </Transition>
         </section>
     }

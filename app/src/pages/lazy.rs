@@ -24,12 +24,13 @@ use super::{
     console::{
         audit::AuditLogPage, codes::CodesPage, dashboard::DashboardPage, imports::ImportReportPage,
         issued::IssuedPage, learners::LearnersPage, share::ShareAdminPage, team::TeamPage,
-        tokens::TokensPage, webhooks::WebhooksPage,
+        tokens::TokensPage, transfers::TransfersPage, webhooks::WebhooksPage,
     },
     invitation::InvitationPage,
     links::{ConfirmEmailPage, VerifyEmailPage},
     recovery::{ForgotPasswordPage, ResetPasswordPage},
     register::RegisterPage,
+    transfer::{TransferConfirmPage, TransferRequestPage},
 };
 
 /// One lazily loaded page: no data of its own to start (each page
@@ -62,6 +63,8 @@ lazy_page! {
     VerifyEmailRoute => VerifyEmailPage,
     ConfirmEmailRoute => ConfirmEmailPage,
     InvitationRoute => InvitationPage,
+    TransferRequestRoute => TransferRequestPage,
+    TransferConfirmRoute => TransferConfirmPage,
 }
 
 // The console.
@@ -77,4 +80,5 @@ lazy_page! {
     LearnersRoute => LearnersPage,
     IssuedRoute => IssuedPage,
     ImportReportRoute => ImportReportPage,
+    TransfersRoute => TransfersPage,
 }

@@ -14,3 +14,4 @@ pub mod recovery;
 pub mod register;
 pub mod resource;
 pub mod share;
+pub mod transfer;

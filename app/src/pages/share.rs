@@ -167,7 +167,13 @@ fn StateBanner(
             </section>
         }
         .into_any(),
-        LearnerState::HasAccess(bound) => view! { <BoundNote bound/> }.into_any(),
+        LearnerState::HasAccess(bound) => view! {
+            <BoundNote bound/>
+            <p class="transfer-link muted">
+                <a href=format!("/s/{slug}/transfer")>{t(Msg::MoveThisCourseToAnotherAccount)}</a>
+            </p>
+        }
+        .into_any(),
         LearnerState::Ended { email, ended } => view! {
             <section class="card state-card ended" role="status">
                 <h2>{t(Msg::YourAccessHasEnded)}</h2>

@@ -262,16 +262,64 @@ fn checks() -> Vec<(&'static str, Plan)> {
             ),
         ),
         (
-            "an access record names the learner its code was bound to, unless an audited unbind moved it",
+            "an access record names the learner its code was bound to, unless an audited unbind or transfer moved it",
             Plan::Sum(walk2(concat!(
                 batch2!("tenant_id, id, code_id, principal_id", "access_records"),
                 " SELECT count(*) FILTER (WHERE c.bound_principal IS DISTINCT FROM batch.principal_id
                            AND NOT EXISTS (SELECT 1 FROM audit_log l WHERE l.tenant_id = batch.tenant_id
-                                             AND l.action = 'code.unbound' AND l.target_id = batch.code_id)),
+                                             AND l.action IN ('code.unbound', 'code.transferred')
+                                             AND l.target_id = batch.code_id)),
                          (SELECT count(*) FROM batch), ",
                 "(SELECT ARRAY[tenant_id, id] FROM batch ORDER BY tenant_id DESC, id DESC LIMIT 1)",
                 " FROM batch JOIN auth_codes c ON c.tenant_id = batch.tenant_id AND c.id = batch.code_id"
             ))),
+        ),
+        (
+            // No binding moved outside the audited path: a bound code's
+            // learner bound it themselves (its `bound_now` record), or an
+            // approved transfer moved it to them (engine::transfers), or it
+            // is the replacement that carried their binding over
+            // (`code.replaced`). The unbind path's switch
+            // (`admitone.unbind`) set by hand, or the trigger dropped,
+            // shows here.
+            "a binding is its learner's own, an approved transfer's or a replacement's",
+            Plan::Sum(walk2(concat!(
+                batch2!("tenant_id, id, share_id, bound_principal", "auth_codes"),
+                " SELECT count(*) FILTER (WHERE bound_principal IS NOT NULL
+                           AND NOT EXISTS (SELECT 1 FROM access_records a
+                                 WHERE a.tenant_id = batch.tenant_id AND a.share_id = batch.share_id
+                                   AND a.principal_id = batch.bound_principal
+                                   AND a.code_id = batch.id AND a.bound_now)
+                           AND NOT EXISTS (SELECT 1 FROM transfer_requests r
+                                 WHERE r.tenant_id = batch.tenant_id AND r.code_id = batch.id
+                                   AND r.to_account = batch.bound_principal AND r.status = 'approved')
+                           AND NOT EXISTS (SELECT 1 FROM audit_log l
+                                 WHERE l.tenant_id = batch.tenant_id AND l.action = 'code.replaced'
+                                   AND l.details->>'replacement' = batch.id::text
+                                   AND l.details->>'principal' = batch.bound_principal::text)),
+                         (SELECT count(*) FROM batch), ",
+                "(SELECT ARRAY[tenant_id, id] FROM batch ORDER BY tenant_id DESC, id DESC LIMIT 1)",
+                " FROM batch"
+            ))),
+        ),
+        (
+            // `tenants.transfers_per_code` when each transfer was approved
+            // (a limit lowered later does not make old transfers wrong).
+            "no code was transferred more often than its limit allowed",
+            Plan::Sum(Walk {
+                sql: "WITH batch AS (
+                          SELECT tenant_id, code_id, count(*) AS n, max(code_limit) AS most
+                          FROM transfer_requests
+                          WHERE status = 'approved' AND (tenant_id, code_id) > ($1[1], $1[2])
+                          GROUP BY tenant_id, code_id
+                          ORDER BY tenant_id, code_id LIMIT $2)
+                      SELECT count(*) FILTER (WHERE n > most), (SELECT count(*) FROM batch),
+                             (SELECT ARRAY[tenant_id, code_id] FROM batch
+                              ORDER BY tenant_id DESC, code_id DESC LIMIT 1)
+                      FROM batch",
+                key_len: 2,
+                shares: false,
+            }),
         ),
     ]
 }

@@ -80,5 +80,6 @@ pub mod team;
 pub mod tenants;
 pub mod throttle;
 pub mod tokens;
+pub mod transfers;
 pub mod webhooks;
 pub mod zone;

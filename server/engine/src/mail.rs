@@ -57,10 +57,19 @@ pub enum Template {
     /// An admin revoked the learner's leaked code and bound a new one to
     /// them (with the reason).
     CodeReplaced,
+    /// To the address a learner named: "confirm the course moves to this
+    /// account" (a 7-day link).
+    TransferConfirm,
+    /// To the learner whose code moved: "your course is now on …".
+    CodeTransferredAway,
+    /// To the account it moved to: "the course is now yours".
+    CodeTransferredHere,
+    /// To both accounts: an admin refused the move (with the reason).
+    TransferRefused,
 }
 
 impl Template {
-    pub const ALL: [Template; 12] = [
+    pub const ALL: [Template; 16] = [
         Self::VerifyEmail,
         Self::ResetPassword,
         Self::PasswordChanged,
@@ -73,6 +82,10 @@ impl Template {
         Self::CodeRevoked,
         Self::LeakSuspected,
         Self::CodeReplaced,
+        Self::TransferConfirm,
+        Self::CodeTransferredAway,
+        Self::CodeTransferredHere,
+        Self::TransferRefused,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -89,6 +102,10 @@ impl Template {
             Self::CodeRevoked => "code_revoked",
             Self::LeakSuspected => "leak_suspected",
             Self::CodeReplaced => "code_replaced",
+            Self::TransferConfirm => "transfer_confirm",
+            Self::CodeTransferredAway => "code_transferred_away",
+            Self::CodeTransferredHere => "code_transferred_here",
+            Self::TransferRefused => "transfer_refused",
         }
     }
 

@@ -20,7 +20,7 @@ pub use model::ErrorKind;
 use crate::{
     accounts::AccountError, codes::CodeFormatError, learners::LearnerError,
     settlement::SettlementError, shares::ShareError, storage::StorageError, team::TeamError,
-    tenants::TenantError, tokens::TokenError, webhooks::WebhookError,
+    tenants::TenantError, tokens::TokenError, transfers::TransferError, webhooks::WebhookError,
 };
 
 /// A domain error as an outcome an adapter can serve.
@@ -440,6 +440,55 @@ impl Outcome for TeamError {
             Self::InvitationInvalid => "invitation_invalid",
             Self::WrongAccount { .. } => "invitation_for_another_address",
             Self::Unexpected(_) => "internal",
+        }
+    }
+
+    fn unexpected(&self) -> Option<&anyhow::Error> {
+        match self {
+            Self::Unexpected(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl Outcome for TransferError {
+    fn kind(&self) -> ErrorKind {
+        use ErrorKind as K;
+        match self {
+            Self::NotHolder | Self::WrongAccount { .. } => K::Forbidden,
+            Self::SameAccount | Self::InvalidNote | Self::InvalidReason => K::Invalid,
+            Self::LimitReached { .. }
+            | Self::TargetHasCode
+            | Self::NotOpen { .. }
+            | Self::CodeChanged => K::Conflict,
+            Self::NotFound => K::NotFound,
+            Self::LinkInvalid => K::Gone,
+            Self::Unexpected(_) => K::Internal,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            Self::NotHolder => "no_code_held",
+            Self::SameAccount => "same_account",
+            Self::LimitReached { .. } => "transfer_limit_reached",
+            Self::InvalidNote | Self::InvalidReason => INVALID_INPUT,
+            Self::NotFound => "not_found",
+            Self::LinkInvalid => "link_invalid",
+            Self::WrongAccount { .. } => "transfer_for_another_address",
+            Self::TargetHasCode => "target_has_code",
+            Self::NotOpen { .. } => "transfer_not_open",
+            Self::CodeChanged => "code_changed",
+            Self::Unexpected(_) => "internal",
+        }
+    }
+
+    fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::SameAccount => Some("email"),
+            Self::InvalidNote => Some("note"),
+            Self::InvalidReason => Some("reason"),
+            _ => None,
         }
     }
 

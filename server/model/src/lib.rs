@@ -35,6 +35,7 @@ mod ids;
 mod lang;
 mod role;
 mod share;
+mod transfer;
 
 pub use catalogue::{ErrorMsg, Msg};
 pub use code::{CodeState, InvalidCodeState};
@@ -44,6 +45,7 @@ pub use role::{InvalidRole, Permission, Role};
 pub use share::{
     InvalidResourceKind, InvalidShareStatus, ResourceKind, ShareStatus, Unavailability,
 };
+pub use transfer::{InvalidTransferStatus, TransferStatus};
 
 use http::StatusCode;
 use serde::{Deserialize, Serialize};

@@ -19,6 +19,7 @@ use engine::{
     shares::ShareError,
     team::TeamError,
     tenants::TenantError,
+    transfers::TransferError,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -84,6 +85,8 @@ pub enum ServiceError {
     #[error(transparent)]
     Learner(#[from] LearnerError),
     #[error(transparent)]
+    Transfer(#[from] TransferError),
+    #[error(transparent)]
     Unexpected(#[from] anyhow::Error),
 }
 
@@ -136,6 +139,7 @@ impl Outcome for ServiceError {
             Self::Team(e) => e.kind(),
             Self::Tenant(e) => e.kind(),
             Self::Learner(e) => e.kind(),
+            Self::Transfer(e) => e.kind(),
             Self::Account(e) => e.kind(),
             Self::Settlement(e) => e.kind(),
             Self::Share(e) => e.kind(),
@@ -163,6 +167,7 @@ impl Outcome for ServiceError {
             Self::Team(e) => e.code(),
             Self::Tenant(e) => e.code(),
             Self::Learner(e) => e.code(),
+            Self::Transfer(e) => e.code(),
             Self::Account(e) => e.code(),
             Self::Settlement(e) => e.code(),
             Self::Share(e) => e.code(),
@@ -182,6 +187,7 @@ impl Outcome for ServiceError {
             Self::Team(e) => e.field(),
             Self::Tenant(e) => e.field(),
             Self::Learner(e) => e.field(),
+            Self::Transfer(e) => e.field(),
             Self::Account(e) => e.field(),
             Self::Settlement(e) => e.field(),
             Self::Share(e) => e.field(),
@@ -208,6 +214,7 @@ impl Outcome for ServiceError {
             Self::Team(e) => e.unexpected(),
             Self::Tenant(e) => e.unexpected(),
             Self::Learner(e) => e.unexpected(),
+            Self::Transfer(e) => e.unexpected(),
             Self::Unauthenticated
             | Self::Forbidden
             | Self::NotFound

@@ -20,6 +20,7 @@
 //! | [`team`] | a tenant's team: invite, accept, change a role, remove, leave; tenant signup; suspending a learner |
 //! | [`console`] | the console's compensating workflows: issue or replace codes and park them for one viewing, or undo |
 //! | [`learner`] | a share's page, code entry (phases 1+2), opening a resource (phase 3), my courses |
+//! | [`transfers`] | a learner moves their code to another account: ask, withdraw, the receiving account's confirmation |
 //! | [`request_span`] | the span of the request being served, carried by the task, so that what a use case learns (who asked) lands on it |
 //!
 //! Native only (the wasm never links it): it depends on the engine, which
@@ -35,6 +36,7 @@ pub mod session;
 pub mod state;
 pub mod team;
 pub mod throttle;
+pub mod transfers;
 
 pub use error::ServiceError;
 pub use state::{AuthPolicy, Services};

@@ -65,4 +65,7 @@ pub struct AuthPolicy {
     /// Whether a verified account may create a tenant from the web
     /// (`tenants.self_signup`).
     pub tenant_self_signup: bool,
+    /// How many times one code may move to another account
+    /// (`tenants.transfers_per_code`; 0: no transfers).
+    pub transfers_per_code: u16,
 }

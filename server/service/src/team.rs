@@ -24,7 +24,7 @@ use uuid::Uuid;
 use crate::{ServiceError, Services, session, throttle};
 
 /// Counts one mail-sending action of `account` and of `ip`.
-async fn count_mail(
+pub(crate) async fn count_mail(
     services: &Services,
     account: AccountId,
     ip: IpAddr,

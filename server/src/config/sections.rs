@@ -101,12 +101,24 @@ impl Default for MailSettings {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TenantSettings {
     /// A verified account may create a tenant from the web and becomes its
     /// owner. Off: tenants come from `server admin create-tenant`.
     pub self_signup: bool,
+    /// How many times one code may move to another account by an approved
+    /// transfer request (`engine::transfers`); 0 turns requests off.
+    pub transfers_per_code: u16,
+}
+
+impl Default for TenantSettings {
+    fn default() -> Self {
+        Self {
+            self_signup: false,
+            transfers_per_code: engine::transfers::DEFAULT_PER_CODE_LIMIT,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -174,6 +174,7 @@ fn link_purpose(template: Template) -> LinkPurpose {
         Template::ResetPassword => LinkPurpose::ResetPassword,
         Template::ChangeEmail => LinkPurpose::ChangeEmail,
         Template::Invitation => LinkPurpose::Invitation,
+        Template::TransferConfirm => LinkPurpose::Transfer,
         Template::VerifyEmail
         | Template::PasswordChanged
         | Template::EmailChangeRequested
@@ -182,6 +183,9 @@ fn link_purpose(template: Template) -> LinkPurpose {
         | Template::CodeUnbound
         | Template::CodeRevoked
         | Template::LeakSuspected
-        | Template::CodeReplaced => LinkPurpose::VerifyEmail,
+        | Template::CodeReplaced
+        | Template::CodeTransferredAway
+        | Template::CodeTransferredHere
+        | Template::TransferRefused => LinkPurpose::VerifyEmail,
     }
 }

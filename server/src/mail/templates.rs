@@ -280,6 +280,80 @@ pub fn render(template: Template, cx: &Context<'_>) -> Rendered {
                 Block::Small(cx.text(Msg::YouHearAboutOneCodeAt).to_owned()),
             ],
         ),
+        Template::TransferConfirm => (
+            cx.format(
+                Msg::ConfirmMovingToThisAccount,
+                &[("course", &cx.param("course"))],
+            ),
+            vec![
+                Block::Para(cx.text(Msg::Hello).to_owned()),
+                Block::Para(cx.format(
+                    Msg::AskedToMoveTheirAccessTo,
+                    &[
+                        ("from_email", &cx.param("from_email")),
+                        ("tenant", &cx.param("tenant")),
+                        ("course", &cx.param("course")),
+                    ],
+                )),
+                Block::Button(cx.text(Msg::ReviewTheRequest).to_owned(), cx.link()),
+                Block::Small(cx.text(Msg::TheLinkWorksFor7Days).to_owned()),
+            ],
+        ),
+        Template::CodeTransferredAway => (
+            cx.format(
+                Msg::MovedToAnotherAccount,
+                &[("course", &cx.param("course"))],
+            ),
+            vec![
+                cx.greeting(),
+                Block::Para(cx.format(
+                    Msg::MovedYourAccessToToThe,
+                    &[
+                        ("tenant", &cx.param("tenant")),
+                        ("course", &cx.param("course")),
+                        ("to_email", &cx.param("to_email")),
+                    ],
+                )),
+                Block::Small(cx.text(Msg::IfYouDidNotExpectThis2).to_owned()),
+            ],
+        ),
+        Template::CodeTransferredHere => (
+            cx.format(Msg::YouNowHold, &[("course", &cx.param("course"))]),
+            vec![
+                cx.greeting(),
+                Block::Para(cx.format(
+                    Msg::MovedTheAccessToFromTo,
+                    &[
+                        ("tenant", &cx.param("tenant")),
+                        ("course", &cx.param("course")),
+                        ("from_email", &cx.param("from_email")),
+                    ],
+                )),
+                Block::Button(
+                    cx.text(Msg::OpenTheCourse).to_owned(),
+                    format!("{}/s/{}", cx.origin, cx.param("course_slug")),
+                ),
+            ],
+        ),
+        Template::TransferRefused => (
+            cx.format(
+                Msg::YourRequestToMoveWasRefused,
+                &[("course", &cx.param("course"))],
+            ),
+            vec![
+                cx.greeting(),
+                Block::Para(cx.format(
+                    Msg::RefusedToMoveToTheirReason,
+                    &[
+                        ("tenant", &cx.param("tenant")),
+                        ("course", &cx.param("course")),
+                        ("to_email", &cx.param("to_email")),
+                    ],
+                )),
+                Block::Quote(cx.param("reason")),
+                Block::Para(cx.text(Msg::TheCodeStaysWhereItIs).to_owned()),
+            ],
+        ),
     };
     write(subject, &blocks, cx.lang)
 }
@@ -386,6 +460,8 @@ mod tests {
             "hint": "WX7Q",
             "attempts": "4",
             "path": "/admin/t/t1/s/s1/codes?code=c1",
+            "from_email": "ada@example.com",
+            "to_email": "ada@work.example.com",
         })
     }
 
@@ -432,6 +508,7 @@ mod tests {
                         | Template::ResetPassword
                         | Template::ChangeEmail
                         | Template::Invitation
+                        | Template::TransferConfirm
                 );
                 assert_eq!(
                     mail.text.contains(link),

@@ -49,6 +49,10 @@ struct Target {
     /// A second bound code, whose text leaked (revoked and replaced by the
     /// control call).
     leaked: Uuid,
+    /// Two transfer requests their receiving accounts confirmed (one
+    /// approved, one refused by the control call).
+    transfer_to_approve: Uuid,
+    transfer_to_refuse: Uuid,
 }
 
 /// What each admin server function needs: the one table this test holds
@@ -65,7 +69,8 @@ fn permission_of(path: &str) -> Permission {
         | "/api/admin/learners"
         | "/api/admin/audit"
         | "/api/admin/team"
-        | "/api/admin/team/leave" => ViewConsole,
+        | "/api/admin/team/leave"
+        | "/api/admin/transfers" => ViewConsole,
         "/api/admin/share/create"
         | "/api/admin/share/update"
         | "/api/admin/codes/issue"
@@ -83,7 +88,9 @@ fn permission_of(path: &str) -> Permission {
         | "/api/admin/resources/rename"
         | "/api/admin/resources/move"
         | "/api/admin/resources/delete"
-        | "/api/admin/learners/suspend" => ManageCourses,
+        | "/api/admin/learners/suspend"
+        | "/api/admin/transfers/approve"
+        | "/api/admin/transfers/refuse" => ManageCourses,
         "/api/admin/tokens"
         | "/api/admin/tokens/create"
         | "/api/admin/tokens/revoke"
@@ -255,6 +262,22 @@ fn admin_calls(t: Target) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
             ],
         ),
         ("/api/admin/tokens", vec![tenant.clone()]),
+        ("/api/admin/transfers", vec![tenant.clone()]),
+        (
+            "/api/admin/transfers/approve",
+            vec![
+                tenant.clone(),
+                ("transfer_id", t.transfer_to_approve.to_string()),
+            ],
+        ),
+        (
+            "/api/admin/transfers/refuse",
+            vec![
+                tenant.clone(),
+                ("transfer_id", t.transfer_to_refuse.to_string()),
+                field("reason", "cannot verify"),
+            ],
+        ),
         (
             "/api/admin/tokens/create",
             vec![tenant.clone(), field("name", "ci"), field("read", "on")],
@@ -392,6 +415,7 @@ async fn snapshot(pool: &PgPool) -> String {
             (SELECT md5(coalesce(string_agg(l::text, ',' ORDER BY l::text), '')) FROM audit_log l),
             (SELECT md5(coalesce(string_agg(i::text, ',' ORDER BY i::text), '')) FROM tenant_invitations i),
             (SELECT md5(coalesce(string_agg(s::text, ',' ORDER BY s::text), '')) FROM suspended_learners s),
+            (SELECT md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM transfer_requests x),
             -- Which mails were queued (the relay updates the rows as it sends).
             (SELECT md5(coalesce(string_agg(o.id::text, ',' ORDER BY o.id), '')) FROM mail_outbox o))",
     )
@@ -581,6 +605,60 @@ async fn world(app: &TestApp) -> World {
         .execute(&app.pool)
         .await
         .expect("bind the leaked code");
+    // Two more learners each hold a code of a batch of its own, and each
+    // asked to move it to another account, which confirmed.
+    let moving = engine::batches::issue_codes(
+        &app.pool,
+        &keyring,
+        tenant_b,
+        admin_b,
+        &engine::batches::BatchRequest {
+            share: share.id,
+            count: 2,
+            label: "moving",
+            expires_at: None,
+            idempotency_key: None,
+            progress: None,
+        },
+    )
+    .await
+    .expect("moving codes")
+    .codes;
+    let mut transfers = Vec::new();
+    for (i, (moving_code, _)) in moving.iter().enumerate() {
+        let holder = app
+            .create_account(&format!("holder-{i}@example.com"), PASSWORD)
+            .await;
+        let other = app
+            .create_account(&format!("other-{i}@example.com"), PASSWORD)
+            .await;
+        sqlx::query(
+            "UPDATE auth_codes SET bound_principal = $2, first_used_at = now() WHERE id = $1",
+        )
+        .bind(moving_code)
+        .bind(holder.0)
+        .execute(&app.pool)
+        .await
+        .expect("bind a moving code");
+        let id = Uuid::now_v7();
+        sqlx::query(
+            "INSERT INTO transfer_requests (tenant_id, id, share_id, code_id, from_account, to_email,
+                 to_account, status, digest, link_expires_at, confirmed_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 'awaiting_admin', $8, now() + interval '7 days', now())",
+        )
+        .bind(tenant_b.0)
+        .bind(id)
+        .bind(share.id.0)
+        .bind(moving_code)
+        .bind(holder.0)
+        .bind(format!("other-{i}@example.com"))
+        .bind(other.0)
+        .bind(id.as_bytes().to_vec())
+        .execute(&app.pool)
+        .await
+        .expect("a confirmed transfer request");
+        transfers.push(id);
+    }
     // The learner opened the course once (so stays the tenant's learner
     // after an unbind).
     sqlx::query(
@@ -647,6 +725,8 @@ async fn world(app: &TestApp) -> World {
             invitation,
             learner: learner.0,
             leaked,
+            transfer_to_approve: transfers[0],
+            transfer_to_refuse: transfers[1],
         },
         anonymous: new_client(),
         learner: new_client(),

@@ -35,5 +35,6 @@ mod storage_s3;
 mod team;
 mod time_zone;
 mod tokens;
+mod transfers;
 mod vocabulary;
 mod webhooks;

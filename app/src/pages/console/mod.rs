@@ -13,6 +13,7 @@ pub mod learners;
 pub mod share;
 pub mod team;
 pub mod tokens;
+pub mod transfers;
 mod upload;
 pub mod webhooks;
 
@@ -41,6 +42,7 @@ pub fn ConsoleNav(tenant: Uuid) -> impl IntoView {
         <nav class="console-nav" aria-label=t(Msg::Console)>
             <a href=format!("/admin/t/{tenant}")>{t(Msg::Dashboard)}</a>
             <a href=format!("/admin/t/{tenant}/team")>{t(Msg::Team)}</a>
+            <a href=format!("/admin/t/{tenant}/transfers")>{t(Msg::Transfers)}</a>
             <a href=format!("/admin/t/{tenant}/audit")>{t(Msg::AuditLog)}</a>
             <a href=format!("/admin/t/{tenant}/tokens")>{t(Msg::ApiTokens)}</a>
             <a href=format!("/admin/t/{tenant}/webhooks")>{t(Msg::Webhooks)}</a>

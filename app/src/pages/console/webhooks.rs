@@ -59,11 +59,12 @@ pub fn WebhooksPage() -> impl IntoView {
 }
 
 /// The events an endpoint can tick, with their form field names.
-const EVENTS: [(&str, &str); 7] = [
+const EVENTS: [(&str, &str); 8] = [
     ("code_bound", "code.bound"),
     ("code_unbound", "code.unbound"),
     ("code_revoked", "code.revoked"),
     ("code_replaced", "code.replaced"),
+    ("code_transferred", "code.transferred"),
     ("code_leak_suspected", "code.leak_suspected"),
     ("access_recorded", "access.recorded"),
     ("batch_issued", "batch.issued"),

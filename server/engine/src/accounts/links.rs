@@ -27,6 +27,8 @@ pub enum LinkPurpose {
     ResetPassword,
     ChangeEmail,
     Invitation,
+    /// A learner's code moving to the account with this address.
+    Transfer,
 }
 
 impl LinkPurpose {
@@ -37,6 +39,7 @@ impl LinkPurpose {
             Self::ResetPassword => "reset_password",
             Self::ChangeEmail => "change_email",
             Self::Invitation => "invitation",
+            Self::Transfer => "transfer",
         }
     }
 
@@ -45,7 +48,7 @@ impl LinkPurpose {
         match self {
             Self::VerifyEmail | Self::ChangeEmail => time::Duration::hours(24),
             Self::ResetPassword => time::Duration::minutes(30),
-            Self::Invitation => time::Duration::days(7),
+            Self::Invitation | Self::Transfer => time::Duration::days(7),
         }
     }
 
@@ -56,6 +59,7 @@ impl LinkPurpose {
             Self::ResetPassword => "/reset-password",
             Self::ChangeEmail => "/confirm-email",
             Self::Invitation => "/invitation",
+            Self::Transfer => "/transfer",
         }
     }
 }

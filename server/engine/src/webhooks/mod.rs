@@ -40,11 +40,12 @@ pub mod destination;
 pub mod relay;
 
 /// Every event a webhook can subscribe to.
-pub const EVENTS: [&str; 7] = [
+pub const EVENTS: [&str; 8] = [
     "code.bound",
     "code.unbound",
     "code.revoked",
     "code.replaced",
+    "code.transferred",
     "code.leak_suspected",
     "access.recorded",
     "batch.issued",

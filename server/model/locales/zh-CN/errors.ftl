@@ -128,3 +128,15 @@ upload-sign-in-first = 请先登录。
 upload-forbidden = 你没有权限上传到这里。
 upload-no-share = 找不到这个课程分享。
 upload-try-later = 上传失败，请稍后重试。
+
+transfer-not-holder = 你在这门课程下没有已绑定的兑换码
+transfer-same-account = 这是当前账号的邮箱；请填写课程要转入的账号的邮箱
+transfer-limit-reached = 这个兑换码已转移 { $limit } 次，达到上限；请联系课程团队
+transfer-invalid-note = 说明最多 500 个字符
+transfer-invalid-reason = 请填写 1 到 500 个字符的理由
+transfer-not-found = 没有这条转移申请
+transfer-link-invalid = 这个链接已过期、已被新的申请取代或已被使用；请让对方重新申请
+transfer-wrong-account = 这条申请是发给 { $email } 的，请用这个邮箱登录后确认
+transfer-target-has-code = 接收的账号已经拥有这门课程
+transfer-not-open = 这条申请{ $status }，现在不能更改
+transfer-code-changed = 这个兑换码已不属于申请人；请拒绝这条申请

@@ -128,3 +128,15 @@ upload-sign-in-first = 請先登入。
 upload-forbidden = 你沒有權限上傳到這裡。
 upload-no-share = 找不到這個課程分享。
 upload-try-later = 上傳失敗，請稍後重試。
+
+transfer-not-holder = 你在這門課程下沒有已綁定的兌換碼
+transfer-same-account = 這是目前帳號的電子郵件；請填寫課程要轉入的帳號的電子郵件
+transfer-limit-reached = 這個兌換碼已轉移 { $limit } 次，達到上限；請聯絡課程團隊
+transfer-invalid-note = 說明最多 500 個字元
+transfer-invalid-reason = 請填寫 1 到 500 個字元的理由
+transfer-not-found = 沒有這筆轉移申請
+transfer-link-invalid = 這個連結已過期、已被新的申請取代或已被使用；請讓對方重新申請
+transfer-wrong-account = 這筆申請是發給 { $email } 的，請用這個電子郵件登入後確認
+transfer-target-has-code = 接收的帳號已經擁有這門課程
+transfer-not-open = 這筆申請{ $status }，現在不能變更
+transfer-code-changed = 這個兌換碼已不屬於申請人；請拒絕這筆申請

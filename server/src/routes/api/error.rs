@@ -29,6 +29,7 @@ use engine::{
     team::TeamError,
     tenants::TenantError,
     tokens::TokenError,
+    transfers::TransferError,
     webhooks::WebhookError,
 };
 use serde_json::json;
@@ -201,6 +202,7 @@ macro_rules! from_outcome {
 
 from_outcome!(
     TeamError,
+    TransferError,
     LearnerError,
     SettlementError,
     ShareError,

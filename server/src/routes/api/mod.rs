@@ -8,6 +8,7 @@ pub mod error;
 pub mod idempotency;
 pub mod learner;
 pub mod schema;
+mod transfers;
 
 use axum::{
     Router,
@@ -153,6 +154,28 @@ pub fn router() -> Router<ServerState> {
         )
         .route("/api/v1/s/{slug}", get(learner::share))
         .route("/api/v1/s/{slug}/code", post(learner::enter_code))
+        .route(
+            "/api/v1/s/{slug}/transfer",
+            post(transfers::request_transfer)
+                .get(transfers::latest_transfer)
+                .delete(transfers::cancel_transfer),
+        )
+        .route(
+            "/api/v1/transfers/confirm",
+            post(transfers::confirm_transfer),
+        )
+        .route(
+            "/api/v1/tenants/{tenant_id}/transfers",
+            get(admin::transfers::list_transfers),
+        )
+        .route(
+            "/api/v1/tenants/{tenant_id}/transfers/{transfer_id}/approve",
+            post(admin::transfers::approve_transfer),
+        )
+        .route(
+            "/api/v1/tenants/{tenant_id}/transfers/{transfer_id}/refuse",
+            post(admin::transfers::refuse_transfer),
+        )
         .route(
             "/api/v1/s/{slug}/resources/{resource_id}/open",
             post(learner::open),

@@ -456,6 +456,9 @@ impl Modify for Security {
         super::admin::codes::replace_code,
         super::admin::codes::set_code_expiry,
         super::admin::leaks::revoke_and_replace,
+        super::admin::transfers::list_transfers,
+        super::admin::transfers::approve_transfer,
+        super::admin::transfers::refuse_transfer,
         super::admin::access::extend_one,
         super::admin::access::extend_all,
         super::admin::activity::list_learners,
@@ -477,6 +480,10 @@ impl Modify for Security {
         super::learner::enter_code,
         super::learner::open,
         super::learner::content,
+        super::transfers::request_transfer,
+        super::transfers::latest_transfer,
+        super::transfers::cancel_transfer,
+        super::transfers::confirm_transfer,
     ),
     modifiers(&Security, &Problems),
     tags(
@@ -491,4 +498,64 @@ pub struct ApiDoc;
 /// `GET /api/v1/openapi.json`.
 pub async fn openapi_json() -> axum::Json<utoipa::openapi::OpenApi> {
     axum::Json(ApiDoc::openapi())
+}
+
+/// A learner's request to move their code to another account.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TransferView {
+    pub id: Uuid,
+    pub share_id: Uuid,
+    /// The course's title.
+    pub course: String,
+    pub code_id: Uuid,
+    /// The code's last characters.
+    pub code_hint: String,
+    /// The learner who held the code and asked.
+    pub from_account: Uuid,
+    pub from_email: String,
+    /// The address the confirmation link went to.
+    pub to_email: String,
+    /// The account that confirmed with it (`null` until then).
+    pub to_account: Option<Uuid>,
+    /// The learner's word for the course's team (may be empty).
+    pub note: String,
+    pub status: model::TransferStatus,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: time::OffsetDateTime,
+    /// The confirmation link works until then.
+    #[serde(with = "time::serde::rfc3339")]
+    pub link_expires_at: time::OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub confirmed_at: Option<time::OffsetDateTime>,
+    /// Approved, refused or cancelled then.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub decided_at: Option<time::OffsetDateTime>,
+    /// Who decided (an admin; the learner for a cancellation).
+    pub decided_by_email: Option<String>,
+    /// The admin's reason.
+    pub decision_reason: Option<String>,
+}
+
+impl From<engine::transfers::Transfer> for TransferView {
+    fn from(t: engine::transfers::Transfer) -> Self {
+        Self {
+            id: t.id,
+            share_id: t.share,
+            course: t.course,
+            code_id: t.code,
+            code_hint: t.code_hint,
+            from_account: t.from_account.0,
+            from_email: t.from_email,
+            to_email: t.to_email,
+            to_account: t.to_account.map(|a| a.0),
+            note: t.note,
+            status: t.status,
+            created_at: t.created_at,
+            link_expires_at: t.link_expires_at,
+            confirmed_at: t.confirmed_at,
+            decided_at: t.decided_at,
+            decided_by_email: t.decided_by_email,
+            decision_reason: t.decision_reason,
+        }
+    }
 }

@@ -240,8 +240,8 @@ pub struct NewWebhookBody {
     /// `https://…` (or `http://`), at most 2,000 characters.
     url: String,
     /// At least one of `code.bound`, `code.unbound`, `code.revoked`,
-    /// `code.replaced`, `code.leak_suspected`, `access.recorded`,
-    /// `batch.issued`.
+    /// `code.replaced`, `code.transferred`, `code.leak_suspected`,
+    /// `access.recorded`, `batch.issued`.
     events: Vec<String>,
 }
 

@@ -10,7 +10,7 @@
 //! CSV, revoke unused), `codes` (issue, list, read, find by full code,
 //! revoke, unbind, replace, expiry dates), `imports` (codes another system
 //! sold, and an import's report), `leaks` (revoke and replace a
-//! leaked code), `access` (extend learners' access periods), `activity` (learners and access records, as
+//! leaked code), `transfers` (learners' transfer requests: list, approve, refuse), `access` (extend learners' access periods), `activity` (learners and access records, as
 //! pages and CSV, the audit log) and `integrations` (API tokens, webhooks).
 
 pub(super) mod access;
@@ -22,6 +22,7 @@ pub(super) mod integrations;
 pub(super) mod leaks;
 pub(super) mod resources;
 pub(super) mod shares;
+pub(super) mod transfers;
 
 // The handlers the router (`routes/api/mod.rs`) and `routes/console.rs`
 // name, re-exported so `admin::create_share` etc. keep working. The OpenAPI

@@ -292,6 +292,43 @@ fn team_errors() -> Vec<TeamError> {
     all
 }
 
+fn transfer_errors() -> Vec<TransferError> {
+    use TransferError as E;
+    let all = vec![
+        E::NotHolder,
+        E::SameAccount,
+        E::LimitReached { limit: 2 },
+        E::InvalidNote,
+        E::InvalidReason,
+        E::NotFound,
+        E::LinkInvalid,
+        E::WrongAccount {
+            email: "a@example.com".into(),
+        },
+        E::TargetHasCode,
+        E::NotOpen {
+            status: engine::transfers::TransferStatus::Approved,
+        },
+        E::CodeChanged,
+        E::Unexpected(boom()),
+    ];
+    covers(&all, 12, |e| match e {
+        E::NotHolder => 0,
+        E::SameAccount => 1,
+        E::LimitReached { .. } => 2,
+        E::InvalidNote => 3,
+        E::InvalidReason => 4,
+        E::NotFound => 5,
+        E::LinkInvalid => 6,
+        E::WrongAccount { .. } => 7,
+        E::TargetHasCode => 8,
+        E::NotOpen { .. } => 9,
+        E::CodeChanged => 10,
+        E::Unexpected(_) => 11,
+    });
+    all
+}
+
 fn learner_errors() -> Vec<LearnerError> {
     use LearnerError as E;
     let all = vec![E::NotFound, E::Unexpected(boom())];
@@ -389,8 +426,9 @@ fn service_errors() -> Vec<ServiceError> {
         E::Team(TeamError::LastOwner),
         E::Tenant(TenantError::SlugTaken),
         E::Learner(LearnerError::NotFound),
+        E::Transfer(TransferError::TargetHasCode),
     ];
-    covers(&all, 22, |e| match e {
+    covers(&all, 23, |e| match e {
         E::Unauthenticated => 0,
         E::Forbidden => 1,
         E::NotFound => 2,
@@ -413,6 +451,7 @@ fn service_errors() -> Vec<ServiceError> {
         E::Team(_) => 19,
         E::Tenant(_) => 20,
         E::Learner(_) => 21,
+        E::Transfer(_) => 22,
     });
     all
 }
@@ -462,6 +501,7 @@ fn console_and_account_errors_get_one_status_from_both_adapters() {
     agree(webhook_errors, AppError::outcome);
     agree(team_errors, AppError::outcome);
     agree(learner_errors, AppError::outcome);
+    agree(transfer_errors, AppError::outcome);
     agree(code_format_errors, |e| {
         AppError::from(ServiceError::Format(e))
     });

@@ -1,0 +1,729 @@
+//! Transfer requests (issue 17), on real PostgreSQL, Redis and SMTP: a
+//! learner asks to move their code to another account, that account
+//! confirms from the mailed link, an admin approves (the binding moves in
+//! one transaction on the audited path, both accounts get a mail, the
+//! webhook event fires) or refuses with a reason (nothing moves). Bad
+//! input changes nothing; a code moves at most `tenants.transfers_per_code`
+//! times; an approval racing the receiving account's own first access has
+//! exactly one outcome; the reconciler flags a binding moved any other way.
+
+use futures::future::join_all;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::{
+    course::{
+        Admin, Course, admin, assert_invariants, course, enter_code, error_of, issue, learners,
+        load_settings, open, post_json,
+    },
+    helpers::{MAIL_WAIT, TestApp, mail_settings, spawn_app, spawn_app_with, token_of},
+};
+
+fn email_of(id: Uuid) -> String {
+    format!("learner-{id}@example.com")
+}
+
+/// A course with one code (of `codes` issued), bound to a learner who
+/// opened it once.
+async fn bound_course(
+    app: &TestApp,
+    owner: &Admin,
+    codes: usize,
+) -> (Course, Vec<(Uuid, String)>, (Uuid, reqwest::Client)) {
+    let course = course(app, owner, json!({ "title": "Rust 101" })).await;
+    let codes = issue(app, owner, course.share, codes).await;
+    let ann = learners(app, 1).await.remove(0);
+    assert_eq!(
+        enter_code(app, &ann.1, &course.slug, &codes[0].1)
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(open(app, &ann.1, &course, None).await.status(), 200);
+    (course, codes, ann)
+}
+
+async fn ask(
+    app: &TestApp,
+    client: &reqwest::Client,
+    course: &Course,
+    body: Value,
+) -> reqwest::Response {
+    post_json(
+        app,
+        client,
+        &format!("/api/v1/s/{}/transfer", course.slug),
+        body,
+    )
+    .await
+}
+
+async fn confirm(app: &TestApp, client: &reqwest::Client, token: &str) -> reqwest::Response {
+    post_json(
+        app,
+        client,
+        "/api/v1/transfers/confirm",
+        json!({ "token": token }),
+    )
+    .await
+}
+
+async fn decide(
+    app: &TestApp,
+    owner: &Admin,
+    transfer: Uuid,
+    verb: &str,
+    body: Value,
+) -> reqwest::Response {
+    post_json(
+        app,
+        &owner.client,
+        &format!(
+            "/api/v1/tenants/{}/transfers/{transfer}/{verb}",
+            owner.tenant
+        ),
+        body,
+    )
+    .await
+}
+
+/// The confirmation link's token as the engine derives it (what the mail
+/// carries), for tests that do not read the mail.
+fn token_for(transfer: Uuid) -> String {
+    use secrecy::ExposeSecret as _;
+    crate::helpers::link_key()
+        .token(engine::accounts::links::LinkPurpose::Transfer, transfer)
+        .expose_secret()
+        .to_owned()
+}
+
+/// Who a code is bound to.
+async fn holder(app: &TestApp, code: Uuid) -> Option<Uuid> {
+    sqlx::query_scalar("SELECT bound_principal FROM auth_codes WHERE id = $1")
+        .bind(code)
+        .fetch_one(&app.pool)
+        .await
+        .expect("holder")
+}
+
+async fn count(app: &TestApp, sql: &str) -> i64 {
+    sqlx::query_scalar(sql)
+        .fetch_one(&app.pool)
+        .await
+        .expect("count")
+}
+
+/// Asks, confirms, and returns the request's id (confirmed: awaiting an
+/// admin).
+async fn confirmed_request(
+    app: &TestApp,
+    course: &Course,
+    (from, to): (&reqwest::Client, &(Uuid, reqwest::Client)),
+) -> Uuid {
+    let asked = ask(app, from, course, json!({ "email": email_of(to.0) })).await;
+    assert_eq!(asked.status(), 201);
+    let body: Value = asked.json().await.expect("json");
+    let id: Uuid = body["id"].as_str().expect("id").parse().expect("uuid");
+    let confirmed = confirm(app, &to.1, &token_for(id)).await;
+    assert_eq!(confirmed.status(), 200);
+    id
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_learner_moves_their_code_to_another_account_they_control(pool: PgPool) {
+    let sink = harness::smtp::SmtpSink::start().await;
+    let app = spawn_app_with(pool, mail_settings(&sink)).await;
+    let owner = admin(&app).await;
+    let (course, codes, (ann, ann_client)) = bound_course(&app, &owner, 1).await;
+    let code = codes[0].0;
+    let bob = learners(&app, 1).await.remove(0);
+    let before: (time::OffsetDateTime, i32) =
+        sqlx::query_as("SELECT first_used_at, access_count FROM auth_codes WHERE id = $1")
+            .bind(code)
+            .fetch_one(&app.pool)
+            .await
+            .expect("before");
+
+    // Ann asks; the link goes to Bob's address.
+    let asked = ask(
+        &app,
+        &ann_client,
+        &course,
+        json!({ "email": email_of(bob.0).to_uppercase(), "note": " my work account " }),
+    )
+    .await;
+    assert_eq!(asked.status(), 201);
+    let asked: Value = asked.json().await.expect("json");
+    assert_eq!(asked["status"], "awaiting_target");
+    assert_eq!(asked["to_email"], email_of(bob.0), "stored lower case");
+    assert_eq!(asked["note"], "my work account");
+    assert_eq!(asked["code_id"], code.to_string());
+    let id: Uuid = asked["id"].as_str().expect("id").parse().expect("uuid");
+    let mail = sink
+        .wait_for(&email_of(bob.0), "Confirm: move Rust 101", MAIL_WAIT)
+        .await;
+    assert!(mail.text.contains(&email_of(ann)), "{}", mail.text);
+    let link = mail.link("/transfer?token=").expect("the link");
+    let token = token_of(&link);
+    assert_eq!(token, token_for(id));
+
+    // Ann sees where it stands; nothing moved yet.
+    let latest: Value = ann_client
+        .get(format!("{}/api/v1/s/{}/transfer", app.address, course.slug))
+        .send()
+        .await
+        .expect("latest")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(latest["id"], id.to_string());
+    assert_eq!(holder(&app, code).await, Some(ann));
+
+    // Bob confirms, once.
+    let confirmed = confirm(&app, &bob.1, &token).await;
+    assert_eq!(confirmed.status(), 200);
+    let confirmed: Value = confirmed.json().await.expect("json");
+    assert_eq!(confirmed["status"], "awaiting_admin");
+    assert_eq!(confirmed["to_account"], bob.0.to_string());
+    assert_eq!(
+        error_of(confirm(&app, &bob.1, &token).await).await,
+        (410, "link_invalid".to_owned())
+    );
+    assert_eq!(holder(&app, code).await, Some(ann), "not before an admin");
+
+    // The admins see it waiting, and approve.
+    let waiting: Value = owner
+        .client
+        .get(format!(
+            "{}/api/v1/tenants/{}/transfers?status=awaiting_admin",
+            app.address, owner.tenant
+        ))
+        .send()
+        .await
+        .expect("list")
+        .json()
+        .await
+        .expect("json");
+    let waiting = waiting.as_array().expect("array");
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(waiting[0]["id"], id.to_string());
+    let approved = decide(&app, &owner, id, "approve", json!({})).await;
+    assert_eq!(approved.status(), 200);
+    let approved: Value = approved.json().await.expect("json");
+    assert_eq!(approved["status"], "approved");
+    assert!(approved["decided_by_email"].is_string());
+
+    // The binding moved whole: same first use and count, now Bob's.
+    let after: (Option<Uuid>, time::OffsetDateTime, i32) = sqlx::query_as(
+        "SELECT bound_principal, first_used_at, access_count FROM auth_codes WHERE id = $1",
+    )
+    .bind(code)
+    .fetch_one(&app.pool)
+    .await
+    .expect("after");
+    assert_eq!(after, (Some(bob.0), before.0, before.1));
+    // Ann's live grant ended at once; she holds nothing now.
+    let live = count(
+        &app,
+        &format!(
+            "SELECT count(*) FROM access_records WHERE principal_id = '{ann}' AND expires_at > now()"
+        ),
+    )
+    .await;
+    assert_eq!(live, 0);
+    assert_eq!(
+        error_of(open(&app, &ann_client, &course, None).await).await,
+        (403, "code_required".to_owned())
+    );
+    // Bob opens the course without spending a code.
+    assert_eq!(open(&app, &bob.1, &course, None).await.status(), 200);
+    assert_eq!(holder(&app, code).await, Some(bob.0));
+
+    // Recorded: one event, one audit entry by the admin, one mail each.
+    assert_eq!(
+        count(
+            &app,
+            &format!(
+                "SELECT count(*) FROM outbox WHERE event_type = 'code.transferred'
+                   AND payload->>'code_id' = '{code}' AND payload->>'to_principal' = '{}'
+                   AND payload->>'from_principal' = '{ann}'",
+                bob.0
+            )
+        )
+        .await,
+        1
+    );
+    assert_eq!(
+        count(
+            &app,
+            &format!(
+                "SELECT count(*) FROM audit_log WHERE action = 'code.transferred'
+                   AND target_id = '{code}' AND actor_id IS NOT NULL
+                   AND actor_id NOT IN ('{ann}', '{}')",
+                bob.0
+            )
+        )
+        .await,
+        1
+    );
+    let away = sink
+        .wait_for(&email_of(ann), "moved to another account", MAIL_WAIT)
+        .await;
+    assert!(away.text.contains(&email_of(bob.0)), "{}", away.text);
+    let here = sink
+        .wait_for(&email_of(bob.0), "You now hold Rust 101", MAIL_WAIT)
+        .await;
+    assert!(here.text.contains(&email_of(ann)), "{}", here.text);
+    assert_invariants(&app, "after a transfer").await;
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_refused_request_moves_nothing_and_tells_both_why(pool: PgPool) {
+    let sink = harness::smtp::SmtpSink::start().await;
+    let app = spawn_app_with(pool, mail_settings(&sink)).await;
+    let owner = admin(&app).await;
+    let (course, codes, (ann, ann_client)) = bound_course(&app, &owner, 1).await;
+    let bob = learners(&app, 1).await.remove(0);
+    let id = confirmed_request(&app, &course, (&ann_client, &bob)).await;
+
+    // A refusal needs a reason.
+    for body in [
+        json!({}),
+        json!({ "reason": "  " }),
+        json!({ "reason": "x".repeat(501) }),
+    ] {
+        assert_eq!(
+            error_of(decide(&app, &owner, id, "refuse", body).await).await,
+            (422, "invalid_input".to_owned())
+        );
+    }
+    let refused = decide(
+        &app,
+        &owner,
+        id,
+        "refuse",
+        json!({ "reason": "we cannot verify this account" }),
+    )
+    .await;
+    assert_eq!(refused.status(), 200);
+    assert_eq!(holder(&app, codes[0].0).await, Some(ann));
+    assert_eq!(open(&app, &ann_client, &course, None).await.status(), 200);
+    for who in [email_of(ann), email_of(bob.0)] {
+        let mail = sink.wait_for(&who, "was refused", MAIL_WAIT).await;
+        assert!(
+            mail.text.contains("we cannot verify this account"),
+            "{}",
+            mail.text
+        );
+    }
+    // Decided for good.
+    for verb in ["approve", "refuse"] {
+        assert_eq!(
+            error_of(decide(&app, &owner, id, verb, json!({ "reason": "again" })).await).await,
+            (409, "transfer_not_open".to_owned())
+        );
+    }
+    assert_eq!(
+        count(
+            &app,
+            "SELECT count(*) FROM outbox WHERE event_type = 'code.transferred'"
+        )
+        .await,
+        0
+    );
+    assert_invariants(&app, "after a refusal").await;
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn bad_requests_get_a_clear_error_and_change_nothing(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let owner = admin(&app).await;
+    let (course, codes, (ann, ann_client)) = bound_course(&app, &owner, 2).await;
+    let people = learners(&app, 3).await;
+    let (bob, carol, dan) = (&people[0], &people[1], &people[2]);
+    // Dan holds the course's second code.
+    assert_eq!(
+        enter_code(&app, &dan.1, &course.slug, &codes[1].1)
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(open(&app, &dan.1, &course, None).await.status(), 200);
+    let rows = || count(&app, "SELECT count(*) FROM transfer_requests");
+
+    // Signed out; holding nothing; not an address; one's own address; a
+    // note too long; malformed JSON.
+    let signed_out = ask(
+        &app,
+        &crate::helpers::new_client(),
+        &course,
+        json!({ "email": "x@example.com" }),
+    )
+    .await;
+    assert_eq!(error_of(signed_out).await.0, 401);
+    assert_eq!(
+        error_of(ask(&app, &bob.1, &course, json!({ "email": email_of(carol.0) })).await).await,
+        (403, "no_code_held".to_owned())
+    );
+    for (body, code) in [
+        (json!({ "email": "not an address" }), "invalid_input"),
+        (json!({ "email": email_of(ann) }), "same_account"),
+        (
+            json!({ "email": email_of(bob.0), "note": "é".repeat(501) }),
+            "invalid_input",
+        ),
+    ] {
+        assert_eq!(
+            error_of(ask(&app, &ann_client, &course, body).await).await,
+            (422, code.to_owned())
+        );
+    }
+    let malformed = ann_client
+        .post(format!("{}/api/v1/s/{}/transfer", app.address, course.slug))
+        .header("content-type", "application/json")
+        .body("{")
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(malformed.status(), 400);
+    assert_eq!(rows().await, 0, "nothing stored");
+
+    // A request to Dan's address: Carol cannot confirm it, Dan holds a
+    // code of the course already, junk is no link, and Ann herself cannot.
+    let asked = ask(
+        &app,
+        &ann_client,
+        &course,
+        json!({ "email": email_of(dan.0) }),
+    )
+    .await;
+    assert_eq!(asked.status(), 201);
+    let id: Uuid = asked.json::<Value>().await.expect("json")["id"]
+        .as_str()
+        .expect("id")
+        .parse()
+        .expect("uuid");
+    let token = token_for(id);
+    assert_eq!(
+        error_of(confirm(&app, &carol.1, &token).await).await,
+        (403, "transfer_for_another_address".to_owned())
+    );
+    assert_eq!(
+        error_of(confirm(&app, &dan.1, &token).await).await,
+        (409, "target_has_code".to_owned())
+    );
+    assert_eq!(
+        error_of(confirm(&app, &dan.1, "not-a-token").await).await,
+        (410, "link_invalid".to_owned())
+    );
+    assert_eq!(
+        error_of(confirm(&app, &dan.1, &token_for(Uuid::now_v7())).await).await,
+        (410, "link_invalid".to_owned())
+    );
+    // Not confirmed: an admin cannot decide it yet.
+    assert_eq!(
+        error_of(decide(&app, &owner, id, "approve", json!({})).await).await,
+        (409, "transfer_not_open".to_owned())
+    );
+    // Another tenant's admin does not see or decide it.
+    let stranger = admin(&app).await;
+    assert_eq!(
+        error_of(
+            post_json(
+                &app,
+                &stranger.client,
+                &format!("/api/v1/tenants/{}/transfers/{id}/approve", stranger.tenant),
+                json!({}),
+            )
+            .await
+        )
+        .await,
+        (404, "not_found".to_owned())
+    );
+    assert_eq!(
+        error_of(decide(&app, &owner, Uuid::now_v7(), "approve", json!({})).await).await,
+        (404, "not_found".to_owned())
+    );
+    let state: (String, Option<Uuid>) =
+        sqlx::query_as("SELECT status, to_account FROM transfer_requests WHERE id = $1")
+            .bind(id)
+            .fetch_one(&app.pool)
+            .await
+            .expect("state");
+    assert_eq!(state, ("awaiting_target".to_owned(), None));
+    assert_eq!(holder(&app, codes[0].0).await, Some(ann));
+
+    // A newer request replaces the open one (its link stops working);
+    // withdrawing ends the newer one.
+    let again = ask(
+        &app,
+        &ann_client,
+        &course,
+        json!({ "email": email_of(bob.0) }),
+    )
+    .await;
+    assert_eq!(again.status(), 201);
+    assert_eq!(
+        count(
+            &app,
+            "SELECT count(*) FROM transfer_requests WHERE status = 'cancelled'"
+        )
+        .await,
+        1
+    );
+    let cancel = ann_client
+        .delete(format!("{}/api/v1/s/{}/transfer", app.address, course.slug))
+        .send()
+        .await
+        .expect("cancel");
+    assert_eq!(cancel.status(), 204);
+    assert_eq!(
+        count(
+            &app,
+            "SELECT count(*) FROM transfer_requests WHERE status = 'cancelled'"
+        )
+        .await,
+        2
+    );
+    let cancel_again = ann_client
+        .delete(format!("{}/api/v1/s/{}/transfer", app.address, course.slug))
+        .send()
+        .await
+        .expect("cancel");
+    assert_eq!(cancel_again.status(), 404);
+    assert_invariants(&app, "after refusals").await;
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_code_moves_at_most_the_limit_and_a_zero_limit_turns_requests_off(pool: PgPool) {
+    let mut settings = load_settings();
+    settings.tenants.transfers_per_code = 1;
+    let app = spawn_app_with(pool, settings).await;
+    let owner = admin(&app).await;
+    let (course, codes, (_ann, ann_client)) = bound_course(&app, &owner, 1).await;
+    let people = learners(&app, 2).await;
+    let (bob, carol) = (&people[0], &people[1]);
+    let id = confirmed_request(&app, &course, (&ann_client, bob)).await;
+    assert_eq!(
+        decide(&app, &owner, id, "approve", json!({ "reason": "checked" }))
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(holder(&app, codes[0].0).await, Some(bob.0));
+    // Bob holds it now; it has moved once, the most allowed.
+    let (status, code) =
+        error_of(ask(&app, &bob.1, &course, json!({ "email": email_of(carol.0) })).await).await;
+    assert_eq!((status, code.as_str()), (409, "transfer_limit_reached"));
+    let (ordinal, limit): (i16, i16) =
+        sqlx::query_as("SELECT ordinal, code_limit FROM transfer_requests WHERE id = $1")
+            .bind(id)
+            .fetch_one(&app.pool)
+            .await
+            .expect("row");
+    assert_eq!((ordinal, limit), (1, 1));
+
+    // With 0, nobody may ask.
+    let mut off = load_settings();
+    off.tenants.transfers_per_code = 0;
+    let other = spawn_app_with(app.pool.clone(), off).await;
+    let owner2 = admin(&other).await;
+    let (course2, _, (_, dan_client)) = bound_course(&other, &owner2, 1).await;
+    assert_eq!(
+        error_of(
+            ask(
+                &other,
+                &dan_client,
+                &course2,
+                json!({ "email": email_of(carol.0) })
+            )
+            .await
+        )
+        .await,
+        (409, "transfer_limit_reached".to_owned())
+    );
+    assert_invariants(&app, "after the limit").await;
+}
+
+/// The concurrency suite's transfer: an admin approves while the
+/// receiving account opens the course with a code of its own that it
+/// entered before, and while the holder opens it too, all at once. Either
+/// the approval wins (the receiving account holds the moved code, its own
+/// stays unused) or its own first access does (the approval is refused
+/// `target_has_code` and nothing moved): exactly one outcome, every
+/// round, and the invariants hold.
+#[sqlx::test(migrations = "../migrations")]
+async fn an_approval_racing_the_receiving_accounts_first_access_has_one_outcome(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let owner = admin(&app).await;
+    let rounds = 6;
+    let mut outcomes = Vec::new();
+    for round in 0..rounds {
+        let (course, codes, (ann, ann_client)) = bound_course(&app, &owner, 2).await;
+        let bob = learners(&app, 1).await.remove(0);
+        let id = confirmed_request(&app, &course, (&ann_client, &bob)).await;
+        // Bob entered the course's second code (pending in his session).
+        assert_eq!(
+            enter_code(&app, &bob.1, &course.slug, &codes[1].1)
+                .await
+                .status(),
+            200
+        );
+        let approval = decide(&app, &owner, id, "approve", json!({}));
+        let bobs_access = open(&app, &bob.1, &course, None);
+        let anns_access = open(&app, &ann_client, &course, None);
+        let (approval, bobs_access, anns_access) =
+            futures::join!(approval, bobs_access, anns_access);
+        let approved = approval.status() == 200;
+        if !approved {
+            assert_eq!(
+                error_of(approval).await,
+                (409, "target_has_code".to_owned()),
+                "round {round}"
+            );
+        }
+        assert_eq!(
+            bobs_access.status(),
+            200,
+            "round {round}: Bob gets in either way"
+        );
+        assert!(
+            [200, 403].contains(&anns_access.status().as_u16()),
+            "round {round}: {}",
+            anns_access.status()
+        );
+        let (moved, own) = (
+            holder(&app, codes[0].0).await,
+            holder(&app, codes[1].0).await,
+        );
+        if approved {
+            assert_eq!((moved, own), (Some(bob.0), None), "round {round}");
+        } else {
+            assert_eq!((moved, own), (Some(ann), Some(bob.0)), "round {round}");
+        }
+        let bobs_bindings = count(
+            &app,
+            &format!(
+                "SELECT count(*) FROM auth_codes WHERE share_id = '{}' AND bound_principal = '{}'",
+                course.share, bob.0
+            ),
+        )
+        .await;
+        assert_eq!(bobs_bindings, 1, "round {round}");
+        outcomes.push(approved);
+    }
+    eprintln!(
+        "approvals won {} of {rounds} rounds",
+        outcomes.iter().filter(|w| **w).count()
+    );
+    assert_invariants(&app, "after the races").await;
+}
+
+/// Many admins approving the same request at once: it moves once.
+#[sqlx::test(migrations = "../migrations")]
+async fn concurrent_approvals_move_a_code_once(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let owner = admin(&app).await;
+    let (course, codes, (_, ann_client)) = bound_course(&app, &owner, 1).await;
+    let bob = learners(&app, 1).await.remove(0);
+    let id = confirmed_request(&app, &course, (&ann_client, &bob)).await;
+    let answers = join_all((0..8).map(|_| decide(&app, &owner, id, "approve", json!({})))).await;
+    let statuses: Vec<u16> = answers.iter().map(|a| a.status().as_u16()).collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 409).count(),
+        7,
+        "{statuses:?}"
+    );
+    assert_eq!(holder(&app, codes[0].0).await, Some(bob.0));
+    assert_eq!(
+        count(
+            &app,
+            "SELECT count(*) FROM outbox WHERE event_type = 'code.transferred'"
+        )
+        .await,
+        1
+    );
+    assert_invariants(&app, "after concurrent approvals").await;
+}
+
+/// The reconciler's two transfer checks fail when they should: a binding
+/// moved by hand on the unbind path (no approved transfer, no audit) and
+/// a code moved more often than its limit (constraints dropped).
+#[sqlx::test(migrations = "../migrations")]
+async fn the_reconciler_flags_a_binding_moved_outside_the_audited_path(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let owner = admin(&app).await;
+    let (course, codes, (_, ann_client)) = bound_course(&app, &owner, 1).await;
+    let people = learners(&app, 2).await;
+    let (bob, carol) = (&people[0], &people[1]);
+    let id = confirmed_request(&app, &course, (&ann_client, bob)).await;
+    assert_eq!(
+        decide(&app, &owner, id, "approve", json!({}))
+            .await
+            .status(),
+        200
+    );
+    assert_invariants(&app, "an approved transfer is not a violation").await;
+
+    let moved = "a binding is its learner's own, an approved transfer's or a replacement's";
+    let limit = "no code was transferred more often than its limit allowed";
+    let violations = |name: &'static str| {
+        let pool = app.pool.clone();
+        async move {
+            engine::invariants::violations(&pool)
+                .await
+                .expect("checks")
+                .into_iter()
+                .filter(|c| c.name == name)
+                .map(|c| c.violations)
+                .sum::<i64>()
+        }
+    };
+    // Moved to Carol by hand, the switch set as only the audited path does.
+    let mut tx = app.pool.begin().await.expect("tx");
+    sqlx::query("SELECT set_config('admitone.unbind', 'on', true)")
+        .execute(&mut *tx)
+        .await
+        .expect("switch");
+    sqlx::query("UPDATE auth_codes SET bound_principal = $1 WHERE id = $2")
+        .bind(carol.0)
+        .bind(codes[0].0)
+        .execute(&mut *tx)
+        .await
+        .expect("move by hand");
+    tx.commit().await.expect("commit");
+    assert_eq!(violations(moved).await, 1);
+    assert_eq!(violations(limit).await, 0);
+
+    // Three approved transfers of one code under a limit of 2.
+    for sql in [
+        "ALTER TABLE transfer_requests DROP CONSTRAINT transfer_requests_within_limit",
+        "DROP INDEX transfer_requests_ordinal",
+        "DROP INDEX transfer_requests_open",
+    ] {
+        sqlx::query(sql).execute(&app.pool).await.expect(sql);
+    }
+    for ordinal in [2_i16, 3] {
+        sqlx::query(
+            "INSERT INTO transfer_requests (tenant_id, id, share_id, code_id, from_account, to_email,
+                 to_account, status, digest, link_expires_at, decided_at, ordinal, code_limit)
+             SELECT tenant_id, $2, share_id, code_id, from_account, to_email, to_account,
+                    'approved', $3, link_expires_at, now(), $4, 2
+             FROM transfer_requests WHERE id = $1",
+        )
+        .bind(id)
+        .bind(Uuid::now_v7())
+        .bind(Uuid::now_v7().as_bytes().to_vec())
+        .bind(ordinal)
+        .execute(&app.pool)
+        .await
+        .expect("plant");
+    }
+    assert_eq!(violations(limit).await, 1);
+}
