@@ -75,3 +75,9 @@ ALTER TABLE webhook_endpoints DROP CONSTRAINT webhook_endpoints_events_check,
                             'code.transferred', 'code.leak_suspected', 'access.recorded',
                             'batch.issued']
     );
+
+-- The reconciler's look-up of the replacement that carried a binding
+-- ("a binding is its learner's own, an approved transfer's or a
+-- replacement's"): one index probe, not a walk of the tenant's audit log.
+CREATE INDEX audit_log_replacements ON audit_log (tenant_id, (details->>'replacement'))
+    WHERE action = 'code.replaced';

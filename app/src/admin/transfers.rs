@@ -54,7 +54,17 @@ pub async fn transfers(tenant_id: Uuid) -> Result<TransfersView, AppError> {
         let role = engine::tenants::role_of(&state.pool, tenant, admin.id)
             .await
             .map_err(support::internal)?;
-        let all = engine::transfers::list(&state.pool, tenant, None, 200)
+        // Every request waiting for a decision, however old; then the
+        // latest others.
+        let waiting = engine::transfers::list(
+            &state.pool,
+            tenant,
+            Some(TransferStatus::AwaitingAdmin),
+            1_000,
+        )
+        .await
+        .map_err(support::internal)?;
+        let latest = engine::transfers::list(&state.pool, tenant, None, 100)
             .await
             .map_err(support::internal)?;
         let row = |t: engine::transfers::Transfer| TransferRow {
@@ -72,13 +82,13 @@ pub async fn transfers(tenant_id: Uuid) -> Result<TransfersView, AppError> {
             decided_by: t.decided_by_email,
             reason: t.decision_reason,
         };
-        let (waiting, others): (Vec<_>, Vec<_>) = all
+        let others = latest
             .into_iter()
-            .partition(|t| t.status == TransferStatus::AwaitingAdmin);
+            .filter(|t| t.status != TransferStatus::AwaitingAdmin);
         Ok(TransfersView {
             may_decide: role.is_some_and(|r| r.allows(engine::tenants::Permission::ManageCourses)),
             waiting: waiting.into_iter().map(row).collect(),
-            others: others.into_iter().take(50).map(row).collect(),
+            others: others.take(50).map(row).collect(),
         })
     };
     run.await.map_err(AppError::respond)

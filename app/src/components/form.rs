@@ -59,6 +59,10 @@ pub fn Field(
     #[prop(optional)] hint: Option<&'static str>,
     #[prop(optional)] minlength: Option<u32>,
     #[prop(optional)] maxlength: Option<u32>,
+    /// The browser insists on a value (most fields); `false` for an
+    /// optional one.
+    #[prop(default = true)]
+    required: bool,
 ) -> impl IntoView {
     let hint_id = format!("{name}-hint");
     let described_by = match hint {
@@ -73,7 +77,7 @@ pub fn Field(
                 name=name
                 type=kind
                 autocomplete=autocomplete
-                required=true
+                required=required
                 minlength=minlength
                 maxlength=maxlength
                 aria-invalid=invalid(error, name)

@@ -279,6 +279,9 @@ impl Localized for TransferError {
                 return lang.error(M::TransferNotOpen, &[("status", &status)]);
             }
             Self::CodeChanged => M::TransferCodeChanged,
+            Self::Closed => M::TransferClosed,
+            Self::HolderSuspended => M::TransferHolderSuspended,
+            Self::TargetBlocked => M::TransferTargetBlocked,
             Self::Unexpected(_) => M::Unexpected,
         };
         lang.error(msg, &[])

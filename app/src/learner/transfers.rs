@@ -32,7 +32,7 @@ pub struct MyTransfer {
     pub to_email: String,
     /// Human date it was asked.
     pub asked: String,
-    /// The admins' reason, when they gave one.
+    /// The admins' reason for a refusal.
     pub reason: Option<String>,
 }
 
@@ -56,7 +56,11 @@ pub async fn transfer_page(slug: String) -> Result<TransferPageView, AppError> {
                 status: t.status,
                 to_email: t.to_email,
                 asked: super::human_date(t.created_at),
-                reason: t.decision_reason,
+                // A refusal's reason is the learners' (both got it by
+                // mail); an approval's note is the team's.
+                reason: t
+                    .decision_reason
+                    .filter(|_| t.status == TransferStatus::Refused),
             }),
         })
     };

@@ -68,7 +68,9 @@ fn RequestForm(
     let open = page.latest.as_ref().is_some_and(|l| l.status.is_open());
     let course_link = format!("/s/{slug}");
     view! {
-        <p class="lead">{lang().format(Msg::TheCourseIsBoundTo, &[("course", &page.title), ("email", &page.email)])}</p>
+        {page.holds.then(|| view! {
+            <p class="lead">{lang().format(Msg::TheCourseIsBoundTo, &[("course", &page.title), ("email", &page.email)])}</p>
+        })}
         {page.latest.clone().map(|latest| view! {
             <div class="flash info transfer-status" role="status" data-status=latest.status.as_str()>
                 {lang().format(Msg::YourRequestToMoveItTo, &[("to_email", &latest.to_email), ("asked", &latest.asked), ("status", &transfer_status(latest.status))])}
@@ -89,7 +91,7 @@ fn RequestForm(
                 <ActionForm action=request attr:class="form narrow">
                     <input type="hidden" name="slug" value=slug.clone()/>
                     <Field name="email" label=t(Msg::AddressOfTheOtherAccount) kind="email" autocomplete="email" error/>
-                    <Field name="note" label=t(Msg::AWordForTheCourseSTeam) hint=t(Msg::OptionalAtMost500Characters) maxlength=500 error/>
+                    <Field name="note" label=t(Msg::AWordForTheCourseSTeam) hint=t(Msg::OptionalAtMost500Characters) maxlength=500 required=false error/>
                     <button type="submit" class="button" disabled=move || request.pending().get()>{t(Msg::AskToMoveTheCourse)}</button>
                 </ActionForm>
             }.into_any()

@@ -368,6 +368,7 @@ pub async fn revoke_code(
     .context("revoking a code")?
     .ok_or(ShareError::CodeNotFound)?;
     end_live_grants(&mut tx, tenant, code).await?;
+    crate::transfers::withdraw_open(&mut tx, tenant, code, actor).await?;
     audit::admin_action(
         &mut tx,
         tenant,
@@ -665,7 +666,12 @@ pub async fn unbind_code(
 /// An admin's reason for an unbind: 1 to 500 characters, trimmed.
 pub(crate) fn check_reason(reason: &str) -> Result<&str, ShareError> {
     let reason = reason.trim();
-    if (1..=500).contains(&reason.chars().count()) {
+    // Line breaks and tabs are words; other control characters are not
+    // (PostgreSQL refuses a NUL in text: it was a 500).
+    let words = !reason
+        .chars()
+        .any(|c| c.is_control() && !matches!(c, '\n' | '\t' | '\r'));
+    if (1..=500).contains(&reason.chars().count()) && words {
         Ok(reason)
     } else {
         Err(ShareError::InvalidReason)
@@ -729,6 +735,8 @@ pub(crate) async fn unbind_in(
     .await
     .context("unbinding the code")?;
     let revoked = after.revoked;
+    // A request to move the code is moot once it is unbound.
+    crate::transfers::withdraw_open(&mut *tx, tenant, code, actor).await?;
     if end_grants {
         end_live_grants(tx, tenant, code).await?;
     }

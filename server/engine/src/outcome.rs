@@ -455,12 +455,15 @@ impl Outcome for TransferError {
     fn kind(&self) -> ErrorKind {
         use ErrorKind as K;
         match self {
-            Self::NotHolder | Self::WrongAccount { .. } => K::Forbidden,
+            Self::NotHolder | Self::WrongAccount { .. } | Self::Closed | Self::HolderSuspended => {
+                K::Forbidden
+            }
             Self::SameAccount | Self::InvalidNote | Self::InvalidReason => K::Invalid,
             Self::LimitReached { .. }
             | Self::TargetHasCode
             | Self::NotOpen { .. }
-            | Self::CodeChanged => K::Conflict,
+            | Self::CodeChanged
+            | Self::TargetBlocked => K::Conflict,
             Self::NotFound => K::NotFound,
             Self::LinkInvalid => K::Gone,
             Self::Unexpected(_) => K::Internal,
@@ -479,6 +482,9 @@ impl Outcome for TransferError {
             Self::TargetHasCode => "target_has_code",
             Self::NotOpen { .. } => "transfer_not_open",
             Self::CodeChanged => "code_changed",
+            Self::Closed => "transfers_closed",
+            Self::HolderSuspended => "learner_suspended",
+            Self::TargetBlocked => "target_blocked",
             Self::Unexpected(_) => "internal",
         }
     }

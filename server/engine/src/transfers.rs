@@ -57,8 +57,17 @@ pub enum TransferError {
     #[error("that is the address of this account; name the account the course should move to")]
     SameAccount,
     /// The code was moved as often as the limit allows.
-    #[error("this code has been moved {limit} times, the most allowed; ask the course's team")]
+    #[error("this code has been moved as often as allowed ({limit} times); ask the course's team")]
     LimitReached { limit: u16 },
+    /// The server lets no code move (`tenants.transfers_per_code = 0`).
+    #[error("moving a course to another account is not offered here; ask the course's team")]
+    Closed,
+    /// The tenant suspended the learner who asks.
+    #[error("your access to this organisation's courses is suspended; ask the course's team")]
+    HolderSuspended,
+    /// The receiving account is suspended by the tenant or disabled.
+    #[error("the receiving account is suspended or disabled; refuse the request")]
+    TargetBlocked,
     /// The learner's note is over 500 characters.
     #[error("the note is at most 500 characters")]
     InvalidNote,
@@ -96,9 +105,17 @@ pub const DEFAULT_PER_CODE_LIMIT: u16 = 2;
 /// The most characters of a learner's note or an admin's reason.
 const MAX_TEXT: usize = 500;
 
+/// A person's words may hold line breaks and tabs, but no other control
+/// character (PostgreSQL refuses a NUL in `text`: it would be a 500).
+fn is_words(text: &str) -> bool {
+    !text
+        .chars()
+        .any(|c| c.is_control() && !matches!(c, '\n' | '\t' | '\r'))
+}
+
 fn check_note(note: &str) -> Result<&str, TransferError> {
     let note = note.trim();
-    if note.chars().count() <= MAX_TEXT {
+    if note.chars().count() <= MAX_TEXT && is_words(note) {
         Ok(note)
     } else {
         Err(TransferError::InvalidNote)
@@ -107,7 +124,7 @@ fn check_note(note: &str) -> Result<&str, TransferError> {
 
 fn check_reason(reason: &str) -> Result<&str, TransferError> {
     let reason = reason.trim();
-    if (1..=MAX_TEXT).contains(&reason.chars().count()) {
+    if (1..=MAX_TEXT).contains(&reason.chars().count()) && is_words(reason) {
         Ok(reason)
     } else {
         Err(TransferError::InvalidReason)
@@ -206,10 +223,16 @@ pub async fn request(
     lang: Lang,
 ) -> Result<Uuid, TransferError> {
     let note = check_note(note)?;
+    if limit == 0 {
+        return Err(TransferError::Closed);
+    }
     let mut tx = pool.begin().await.context("starting a transfer request")?;
     let held = sqlx::query!(
         r#"SELECT c.id, a.email, s.title, t.name AS tenant_name,
                   (SELECT lang FROM accounts WHERE email = $4) AS target_lang,
+                  EXISTS (SELECT 1 FROM suspended_learners l
+                          WHERE l.tenant_id = c.tenant_id AND l.account_id = c.bound_principal)
+                    AS "suspended!",
                   (SELECT count(*) FROM transfer_requests r
                     WHERE r.tenant_id = c.tenant_id AND r.code_id = c.id
                       AND r.status = 'approved') AS "moved!"
@@ -229,6 +252,9 @@ pub async fn request(
     .await
     .context("reading the code to move")?
     .ok_or(TransferError::NotHolder)?;
+    if held.suspended {
+        return Err(TransferError::HolderSuspended);
+    }
     if held.email == to.as_str() {
         return Err(TransferError::SameAccount);
     }
@@ -528,6 +554,29 @@ pub async fn cancel(
     Ok(id)
 }
 
+/// Withdraws the open requests to move `code` (inside the caller's
+/// transaction, which holds the code's row): an admin unbound or revoked
+/// it, so what the learner asked for no longer exists. `actor` is that
+/// admin. Returns how many were withdrawn.
+pub(crate) async fn withdraw_open(
+    conn: &mut sqlx::PgConnection,
+    tenant: TenantId,
+    code: Uuid,
+    actor: AccountId,
+) -> anyhow::Result<u64> {
+    let done = sqlx::query!(
+        "UPDATE transfer_requests SET status = 'cancelled', decided_at = now(), decided_by = $3
+         WHERE tenant_id = $1 AND code_id = $2 AND status IN ('awaiting_target', 'awaiting_admin')",
+        tenant.0,
+        code,
+        actor.0,
+    )
+    .execute(conn)
+    .await
+    .context("withdrawing the code's open transfer requests")?;
+    Ok(done.rows_affected())
+}
+
 /// Locks a request of `tenant` that waits for an admin, or says why not.
 async fn lock_awaiting_admin(
     conn: &mut sqlx::PgConnection,
@@ -571,7 +620,18 @@ pub async fn approve(
         Some(reason) => Some(check_reason(reason)?),
     };
     let mut tx = pool.begin().await.context("starting an approval")?;
-    let (share, code, from, to) = lock_awaiting_admin(&mut tx, tenant, id).await?;
+    // Locks in the order every path takes them: the code's row, then its
+    // requests' (a learner asking again, an unbind or a revocation lock the
+    // code, then change its requests; the other order could deadlock).
+    let code = sqlx::query_scalar!(
+        "SELECT code_id FROM transfer_requests WHERE tenant_id = $1 AND id = $2",
+        tenant.0,
+        id,
+    )
+    .fetch_optional(&mut *tx)
+    .await
+    .context("reading a transfer request")?
+    .ok_or(TransferError::NotFound)?;
     // The audited unbind path, for this transaction only: the one way a
     // bound code's learner may change (`auth_codes_keep_binding`).
     sqlx::query("SELECT set_config('admitone.unbind', 'on', true)")
@@ -590,11 +650,29 @@ pub async fn approve(
     .fetch_one(&mut *tx)
     .await
     .context("locking the code")?;
+    let (share, _, from, to) = lock_awaiting_admin(&mut tx, tenant, id).await?;
     if held.revoked || held.bound_principal != Some(from.0) {
         return Err(TransferError::CodeChanged);
     }
+    if limit == 0 {
+        return Err(TransferError::Closed);
+    }
     if held.moved >= i64::from(limit) {
         return Err(TransferError::LimitReached { limit });
+    }
+    let target = sqlx::query!(
+        r#"SELECT a.disabled_at IS NOT NULL AS "disabled!",
+                  EXISTS (SELECT 1 FROM suspended_learners l
+                          WHERE l.tenant_id = $1 AND l.account_id = a.id) AS "suspended!"
+           FROM accounts a WHERE a.id = $2"#,
+        tenant.0,
+        to.0,
+    )
+    .fetch_one(&mut *tx)
+    .await
+    .context("reading the receiving account")?;
+    if target.disabled || target.suspended {
+        return Err(TransferError::TargetBlocked);
     }
     // The compare-and-set on the binding. The target's own first access
     // racing this one meets it on `auth_codes_one_per_learner`: whichever

@@ -28,7 +28,8 @@ pub struct TransferForm {
     pub note: String,
 }
 
-/// How many times one code may move (`tenants.transfers_per_code`).
+/// How many times one code may move: the server's setting
+/// `tenants.transfers_per_code`, the same for every tenant.
 pub fn per_code_limit(services: &Services) -> u16 {
     services.auth.transfers_per_code
 }

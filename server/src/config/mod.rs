@@ -231,6 +231,18 @@ mod tests {
     }
 
     #[test]
+    fn transfers_per_code_is_at_most_a_thousand_and_zero_is_allowed() {
+        let mut settings = Settings::default();
+        assert_eq!(settings.tenants.transfers_per_code, 2);
+        settings.tenants.transfers_per_code = 0;
+        assert!(settings.validate().is_ok(), "0 turns requests off");
+        settings.tenants.transfers_per_code = 1_000;
+        assert!(settings.validate().is_ok());
+        settings.tenants.transfers_per_code = 1_001;
+        assert!(settings.validate().is_err());
+    }
+
+    #[test]
     fn proxy_hops_are_explicit_and_the_old_bool_still_reads() {
         let dir = std::env::temp_dir().join(format!("admitone-hops-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");

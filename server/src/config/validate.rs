@@ -86,6 +86,12 @@ impl Settings {
                 message: "must be above 0".into(),
             });
         }
+        if self.tenants.transfers_per_code > 1_000 {
+            return Err(ConfigError::Invalid {
+                key: "tenants.transfers_per_code",
+                message: "must be at most 1000".into(),
+            });
+        }
         if st.grant_recheck_secs > 60 {
             return Err(ConfigError::Invalid {
                 key: "settlement.grant_recheck_secs",

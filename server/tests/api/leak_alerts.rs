@@ -400,6 +400,18 @@ async fn revoke_and_replace_refuses_what_it_cannot_do(pool: PgPool) {
         422,
         "a reason is required"
     );
+    // A NUL (PostgreSQL refuses it in text) is bad input, not a 500.
+    assert_eq!(
+        call(
+            &owner.client,
+            code.0.to_string(),
+            json!({ "reason": "leaked\u{0}here" })
+        )
+        .await
+        .0,
+        422,
+        "a control character is refused"
+    );
     assert_eq!(
         call(&owner.client, code.0.to_string(), json!({})).await,
         (400, "invalid_json".to_owned()),

@@ -541,7 +541,7 @@ async fn a_code_moves_at_most_the_limit_and_a_zero_limit_turns_requests_off(pool
             .await
         )
         .await,
-        (409, "transfer_limit_reached".to_owned())
+        (403, "transfers_closed".to_owned())
     );
     assert_invariants(&app, "after the limit").await;
 }
@@ -726,4 +726,207 @@ async fn the_reconciler_flags_a_binding_moved_outside_the_audited_path(pool: PgP
         .expect("plant");
     }
     assert_eq!(violations(limit).await, 1);
+}
+
+/// Control characters are bad input, never a 500 (PostgreSQL refuses a
+/// NUL in text); the learner's line breaks are kept.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_nul_in_a_note_or_a_reason_is_bad_input(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let owner = admin(&app).await;
+    let (course, _, (_, ann_client)) = bound_course(&app, &owner, 1).await;
+    let bob = learners(&app, 1).await.remove(0);
+    assert_eq!(
+        error_of(
+            ask(
+                &app,
+                &ann_client,
+                &course,
+                json!({ "email": email_of(bob.0), "note": "a\u{0}b" })
+            )
+            .await
+        )
+        .await,
+        (422, "invalid_input".to_owned())
+    );
+    assert_eq!(
+        count(&app, "SELECT count(*) FROM transfer_requests").await,
+        0
+    );
+    let id = confirmed_request(&app, &course, (&ann_client, &bob)).await;
+    for verb in ["approve", "refuse"] {
+        assert_eq!(
+            error_of(decide(&app, &owner, id, verb, json!({ "reason": "no\u{0}pe" })).await).await,
+            (422, "invalid_input".to_owned()),
+            "{verb}"
+        );
+    }
+    assert_eq!(
+        count(
+            &app,
+            "SELECT count(*) FROM transfer_requests WHERE status = 'awaiting_admin'"
+        )
+        .await,
+        1
+    );
+}
+
+/// What can change between a confirmation and an approval, each answered
+/// with its own refusal and nothing moved: the code unbound by an admin,
+/// the receiving account's own first access, the receiving account
+/// suspended; and links that no longer work: replaced, and expired.
+#[sqlx::test(migrations = "../migrations")]
+async fn an_approval_refuses_what_changed_since_the_confirmation(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let owner = admin(&app).await;
+
+    // The receiving account opened the course with a code of its own.
+    let (course, codes, (ann, ann_client)) = bound_course(&app, &owner, 2).await;
+    let bob = learners(&app, 1).await.remove(0);
+    let id = confirmed_request(&app, &course, (&ann_client, &bob)).await;
+    assert_eq!(
+        enter_code(&app, &bob.1, &course.slug, &codes[1].1)
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(open(&app, &bob.1, &course, None).await.status(), 200);
+    assert_eq!(
+        error_of(decide(&app, &owner, id, "approve", json!({})).await).await,
+        (409, "target_has_code".to_owned())
+    );
+    assert_eq!(holder(&app, codes[0].0).await, Some(ann));
+
+    // The receiving account is suspended by the tenant.
+    let (course, codes, (ann, ann_client)) = bound_course(&app, &owner, 1).await;
+    let carol = learners(&app, 1).await.remove(0);
+    let id = confirmed_request(&app, &course, (&ann_client, &carol)).await;
+    sqlx::query(
+        "INSERT INTO suspended_learners (tenant_id, account_id, suspended_by) VALUES ($1, $2, $2)",
+    )
+    .bind(owner.tenant)
+    .bind(carol.0)
+    .execute(&app.pool)
+    .await
+    .expect("suspend");
+    assert_eq!(
+        error_of(decide(&app, &owner, id, "approve", json!({})).await).await,
+        (409, "target_blocked".to_owned())
+    );
+    assert_eq!(holder(&app, codes[0].0).await, Some(ann));
+
+    // An admin unbound the code meanwhile.
+    let (course, codes, (_, ann_client)) = bound_course(&app, &owner, 1).await;
+    let dan = learners(&app, 1).await.remove(0);
+    let id = confirmed_request(&app, &course, (&ann_client, &dan)).await;
+    let unbound = post_json(
+        &app,
+        &owner.client,
+        &format!("/api/v1/codes/{}/unbind", codes[0].0),
+        json!({ "reason": "asked by phone" }),
+    )
+    .await;
+    assert_eq!(unbound.status(), 200);
+    // The unbind withdrew the request.
+    assert_eq!(
+        error_of(decide(&app, &owner, id, "approve", json!({})).await).await,
+        (409, "transfer_not_open".to_owned())
+    );
+    assert_eq!(holder(&app, codes[0].0).await, None);
+
+    // Revoked by hand (no path that withdraws the request): the approval
+    // still finds the code changed.
+    let (course, codes, (ann, ann_client)) = bound_course(&app, &owner, 1).await;
+    let gus = learners(&app, 1).await.remove(0);
+    let id = confirmed_request(&app, &course, (&ann_client, &gus)).await;
+    sqlx::query("UPDATE auth_codes SET revoked_at = now() WHERE id = $1")
+        .bind(codes[0].0)
+        .execute(&app.pool)
+        .await
+        .expect("revoke by hand");
+    assert_eq!(
+        error_of(decide(&app, &owner, id, "approve", json!({})).await).await,
+        (409, "code_changed".to_owned())
+    );
+    assert_eq!(holder(&app, codes[0].0).await, Some(ann));
+
+    // A replaced link and an expired one stop working.
+    let (course, _, (_, ann_client)) = bound_course(&app, &owner, 1).await;
+    let (eve, fay) = {
+        let mut people = learners(&app, 2).await;
+        (people.remove(0), people.remove(0))
+    };
+    let first: Value = ask(
+        &app,
+        &ann_client,
+        &course,
+        json!({ "email": email_of(eve.0) }),
+    )
+    .await
+    .json()
+    .await
+    .expect("json");
+    let first: Uuid = first["id"].as_str().expect("id").parse().expect("uuid");
+    let second: Value = ask(
+        &app,
+        &ann_client,
+        &course,
+        json!({ "email": email_of(fay.0) }),
+    )
+    .await
+    .json()
+    .await
+    .expect("json");
+    let second: Uuid = second["id"].as_str().expect("id").parse().expect("uuid");
+    assert_eq!(
+        error_of(confirm(&app, &eve.1, &token_for(first)).await).await,
+        (410, "link_invalid".to_owned()),
+        "replaced"
+    );
+    sqlx::query("UPDATE transfer_requests SET link_expires_at = now() WHERE id = $1")
+        .bind(second)
+        .execute(&app.pool)
+        .await
+        .expect("expire");
+    assert_eq!(
+        error_of(confirm(&app, &fay.1, &token_for(second)).await).await,
+        (410, "link_invalid".to_owned()),
+        "expired"
+    );
+    assert_invariants(&app, "after the refusals").await;
+}
+
+/// A learner the tenant suspended cannot hand the course to another
+/// account of theirs.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_suspended_learner_cannot_ask(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let owner = admin(&app).await;
+    let (course, _, (ann, ann_client)) = bound_course(&app, &owner, 1).await;
+    let bob = learners(&app, 1).await.remove(0);
+    sqlx::query(
+        "INSERT INTO suspended_learners (tenant_id, account_id, suspended_by) VALUES ($1, $2, $2)",
+    )
+    .bind(owner.tenant)
+    .bind(ann)
+    .execute(&app.pool)
+    .await
+    .expect("suspend");
+    assert_eq!(
+        error_of(
+            ask(
+                &app,
+                &ann_client,
+                &course,
+                json!({ "email": email_of(bob.0) })
+            )
+            .await
+        )
+        .await,
+        (403, "learner_suspended".to_owned())
+    );
+    assert_eq!(
+        count(&app, "SELECT count(*) FROM transfer_requests").await,
+        0
+    );
 }

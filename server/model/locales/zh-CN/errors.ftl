@@ -131,7 +131,7 @@ upload-try-later = 上传失败，请稍后重试。
 
 transfer-not-holder = 你在这门课程下没有已绑定的兑换码
 transfer-same-account = 这是当前账号的邮箱；请填写课程要转入的账号的邮箱
-transfer-limit-reached = 这个兑换码已转移 { $limit } 次，达到上限；请联系课程团队
+transfer-limit-reached = 这个兑换码的转移次数已达上限（{ $limit } 次）；请联系课程团队
 transfer-invalid-note = 说明最多 500 个字符
 transfer-invalid-reason = 请填写 1 到 500 个字符的理由
 transfer-not-found = 没有这条转移申请
@@ -140,3 +140,6 @@ transfer-wrong-account = 这条申请是发给 { $email } 的，请用这个邮�
 transfer-target-has-code = 接收的账号已经拥有这门课程
 transfer-not-open = 这条申请{ $status }，现在不能更改
 transfer-code-changed = 这个兑换码已不属于申请人；请拒绝这条申请
+transfer-closed = 这里不提供把课程转到另一个账号的功能；请联系课程团队
+transfer-holder-suspended = 你在这个机构的课程访问已被暂停；请联系课程团队
+transfer-target-blocked = 接收的账号已被暂停或停用；请拒绝这条申请

@@ -131,7 +131,7 @@ upload-try-later = 上傳失敗，請稍後重試。
 
 transfer-not-holder = 你在這門課程下沒有已綁定的兌換碼
 transfer-same-account = 這是目前帳號的電子郵件；請填寫課程要轉入的帳號的電子郵件
-transfer-limit-reached = 這個兌換碼已轉移 { $limit } 次，達到上限；請聯絡課程團隊
+transfer-limit-reached = 這個兌換碼的轉移次數已達上限（{ $limit } 次）；請聯絡課程團隊
 transfer-invalid-note = 說明最多 500 個字元
 transfer-invalid-reason = 請填寫 1 到 500 個字元的理由
 transfer-not-found = 沒有這筆轉移申請
@@ -140,3 +140,6 @@ transfer-wrong-account = 這筆申請是發給 { $email } 的，請用這個電�
 transfer-target-has-code = 接收的帳號已經擁有這門課程
 transfer-not-open = 這筆申請{ $status }，現在不能變更
 transfer-code-changed = 這個兌換碼已不屬於申請人；請拒絕這筆申請
+transfer-closed = 這裡不提供把課程轉到另一個帳號的功能；請聯絡課程團隊
+transfer-holder-suspended = 你在這個機構的課程存取已被暫停；請聯絡課程團隊
+transfer-target-blocked = 接收的帳號已被暫停或停用；請拒絕這筆申請

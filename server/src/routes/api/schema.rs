@@ -530,10 +530,25 @@ pub struct TransferView {
     /// Approved, refused or cancelled then.
     #[serde(with = "time::serde::rfc3339::option")]
     pub decided_at: Option<time::OffsetDateTime>,
-    /// Who decided (an admin; the learner for a cancellation).
+    /// Who decided (an admin; the learner for a cancellation). `null` in
+    /// the learner's own answers: the team's addresses stay the team's.
     pub decided_by_email: Option<String>,
-    /// The admin's reason.
+    /// The admin's reason for a refusal (quoted in both learners' mail),
+    /// or note on an approval (the audit log's; `null` for learners).
     pub decision_reason: Option<String>,
+}
+
+impl TransferView {
+    /// What the learner who asked is shown of their request: no admin's
+    /// address, and only a refusal's reason.
+    pub fn for_learner(transfer: engine::transfers::Transfer) -> Self {
+        let refused = transfer.status == model::TransferStatus::Refused;
+        Self {
+            decided_by_email: None,
+            decision_reason: transfer.decision_reason.clone().filter(|_| refused),
+            ..Self::from(transfer)
+        }
+    }
 }
 
 impl From<engine::transfers::Transfer> for TransferView {

@@ -45,7 +45,7 @@ pub struct TransferRequestBody {
         (status = 201, description = "Asked; the link is on its way", body = TransferView),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 401, description = "Not signed in", body = ErrorBody),
-        (status = 403, description = "You hold no code of this course (`no_code_held`)", body = ErrorBody),
+        (status = 403, description = "You hold no code of this course (`no_code_held`), the organisation suspended you (`learner_suspended`), or this server lets no code move (`transfers_closed`)", body = ErrorBody),
         (status = 404, description = "No such share", body = ErrorBody),
         (status = 409, description = "The code moved as often as allowed (`transfer_limit_reached`)", body = ErrorBody),
         (status = 422, description = "Not an address, your own address (`same_account`), or a note over 500 characters", body = ErrorBody),
@@ -79,7 +79,7 @@ pub async fn request_transfer(
     let latest = transfers::latest(services, &session, &slug)
         .await?
         .ok_or_else(ApiError::not_found)?;
-    Ok((StatusCode::CREATED, Json(TransferView::from(latest))))
+    Ok((StatusCode::CREATED, Json(TransferView::for_learner(latest))))
 }
 
 /// The caller's latest transfer request for this course, whatever its
@@ -100,7 +100,7 @@ pub async fn latest_transfer(
     let latest = transfers::latest(&state.services, &session, &slug)
         .await?
         .ok_or_else(ApiError::not_found)?;
-    Ok(Json(TransferView::from(latest)))
+    Ok(Json(TransferView::for_learner(latest)))
 }
 
 /// Withdraws the caller's open request for this course (its link stops
@@ -155,5 +155,5 @@ pub async fn confirm_transfer(
     let principal = session::learner_of(&state.services, &session).await?;
     let ip = client_ip(&state.services, &peer, &headers);
     let transfer = transfers::confirm(&state.services, &principal, ip, &body.token).await?;
-    Ok(Json(TransferView::from(transfer)))
+    Ok(Json(TransferView::for_learner(transfer)))
 }

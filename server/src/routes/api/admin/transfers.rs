@@ -79,7 +79,7 @@ pub struct DecisionBody {
         (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
         (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
         (status = 404, description = "No such request", body = ErrorBody),
-        (status = 409, description = "Not waiting for an admin (`transfer_not_open`), the code changed hands since (`code_changed`), the receiving account holds a code of the course (`target_has_code`), or the code moved as often as allowed (`transfer_limit_reached`)", body = ErrorBody),
+        (status = 409, description = "Not waiting for an admin (`transfer_not_open`), the code changed hands since (`code_changed`), the receiving account holds a code of the course (`target_has_code`) or is suspended or disabled (`target_blocked`), or the code moved as often as allowed (`transfer_limit_reached`)", body = ErrorBody),
         (status = 422, description = "Reason over 500 characters", body = ErrorBody),
     ),
     security(("bearer" = []), ("session" = [])))]

@@ -310,9 +310,12 @@ fn transfer_errors() -> Vec<TransferError> {
             status: engine::transfers::TransferStatus::Approved,
         },
         E::CodeChanged,
+        E::Closed,
+        E::HolderSuspended,
+        E::TargetBlocked,
         E::Unexpected(boom()),
     ];
-    covers(&all, 12, |e| match e {
+    covers(&all, 15, |e| match e {
         E::NotHolder => 0,
         E::SameAccount => 1,
         E::LimitReached { .. } => 2,
@@ -324,7 +327,10 @@ fn transfer_errors() -> Vec<TransferError> {
         E::TargetHasCode => 8,
         E::NotOpen { .. } => 9,
         E::CodeChanged => 10,
-        E::Unexpected(_) => 11,
+        E::Closed => 11,
+        E::HolderSuspended => 12,
+        E::TargetBlocked => 13,
+        E::Unexpected(_) => 14,
     });
     all
 }
