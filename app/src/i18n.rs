@@ -159,6 +159,7 @@ pub fn code_format_message(error: &codeformat::CodeFormatError, lang: Lang) -> O
     use codeformat::CodeFormatError as E;
     let msg = match error {
         E::WrongLength => ErrorMsg::CodeWrongLength,
+        E::ForeignWrongLength => ErrorMsg::CodeForeignWrongLength,
         E::BadSymbol => ErrorMsg::CodeBadSymbol,
         E::BadCheckSymbol => ErrorMsg::CodeBadCheckSymbol,
     };

@@ -24,6 +24,10 @@ pub enum CodeFormatError {
     BadSymbol,
     #[error("this code has a typo: check it and try again")]
     BadCheckSymbol,
+    /// Where codes another system sold are taken too, no reading fits:
+    /// said in those terms, not ours.
+    #[error("a code has 4 to 64 letters and digits")]
+    ForeignWrongLength,
 }
 
 /// The value (0..32) of a typed symbol, forgiving case and look-alikes.
@@ -183,12 +187,12 @@ pub fn read_foreign(raw: &str) -> Result<String, CodeFormatError> {
             return Err(CodeFormatError::BadSymbol);
         }
         if text.len() == *FOREIGN_LENGTH.end() {
-            return Err(CodeFormatError::WrongLength);
+            return Err(CodeFormatError::ForeignWrongLength);
         }
         text.push(char::from(b.to_ascii_uppercase()));
     }
     if !FOREIGN_LENGTH.contains(&text.len()) {
-        return Err(CodeFormatError::WrongLength);
+        return Err(CodeFormatError::ForeignWrongLength);
     }
     Ok(text)
 }
@@ -356,17 +360,19 @@ mod tests {
 
     #[test]
     fn foreign_codes_have_bounds_and_only_letters_and_digits() {
-        assert_eq!(read("ABC", true), Err(CodeFormatError::WrongLength));
+        assert_eq!(read("ABC", true), Err(CodeFormatError::ForeignWrongLength));
         assert_eq!(read("ABCD", true), Ok(foreign("ABCD")));
         let longest = "Z".repeat(64);
         assert_eq!(read(&longest, true), Ok(foreign(&longest)));
         assert_eq!(
             read(&format!("{longest}Z"), true),
-            Err(CodeFormatError::WrongLength)
+            Err(CodeFormatError::ForeignWrongLength)
         );
         assert_eq!(read("AB_CD", true), Err(CodeFormatError::BadSymbol));
         assert_eq!(read("ÄBCD", true), Err(CodeFormatError::BadSymbol));
-        assert_eq!(read("", true), Err(CodeFormatError::WrongLength));
+        assert_eq!(read("", true), Err(CodeFormatError::ForeignWrongLength));
+        // Where only our codes are taken, our terms.
+        assert_eq!(read("ABC", false), Err(CodeFormatError::WrongLength));
     }
 
     #[test]

@@ -149,7 +149,7 @@ impl Rejection {
 
     fn of_format(error: CodeFormatError) -> Self {
         match error {
-            CodeFormatError::WrongLength => Self::WrongLength,
+            CodeFormatError::WrongLength | CodeFormatError::ForeignWrongLength => Self::WrongLength,
             CodeFormatError::BadSymbol => Self::BadSymbol,
             CodeFormatError::BadCheckSymbol => Self::Typo,
         }

@@ -158,8 +158,16 @@ async fn foreign_codes_are_imported_with_a_report_and_a_learner_redeems_one(pool
         .expect("json");
     assert_eq!(again, report);
 
-    // A learner types it their way and opens the course.
+    // A learner types it their way and opens the course. Too short for
+    // any code, it is refused in this share's terms, not ours (12 symbols).
     let (_, ann) = learners(&app, 1).await.remove(0);
+    let short = enter_code(&app, &ann, &course.slug, "ab").await;
+    assert_eq!(short.status(), 422);
+    let short: Value = short.json().await.expect("json");
+    assert_eq!(
+        short["detail"], "a code has 4 to 64 letters and digits",
+        "{short}"
+    );
     let entered = enter_code(&app, &ann, &course.slug, " deadbeef 0001 ").await;
     assert_eq!(
         entered.status(),

@@ -143,3 +143,4 @@ transfer-code-changed = 这个兑换码已不属于申请人；请拒绝这条�
 transfer-closed = 这里不提供把课程转到另一个账号的功能；请联系课程团队
 transfer-holder-suspended = 你在这个机构的课程访问已被暂停；请联系课程团队
 transfer-target-blocked = 接收的账号已被暂停或停用；请拒绝这条申请
+code-foreign-wrong-length = 兑换码由 4 到 64 位字母和数字组成

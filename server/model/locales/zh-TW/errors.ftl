@@ -143,3 +143,4 @@ transfer-code-changed = 這個兌換碼已不屬於申請人；請拒絕這筆�
 transfer-closed = 這裡不提供把課程轉到另一個帳號的功能；請聯絡課程團隊
 transfer-holder-suspended = 你在這個機構的課程存取已被暫停；請聯絡課程團隊
 transfer-target-blocked = 接收的帳號已被暫停或停用；請拒絕這筆申請
+code-foreign-wrong-length = 兌換碼由 4 到 64 位字母和數字組成

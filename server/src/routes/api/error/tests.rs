@@ -389,11 +389,17 @@ fn webhook_errors() -> Vec<WebhookError> {
 
 fn code_format_errors() -> Vec<CodeFormatError> {
     use CodeFormatError as E;
-    let all = vec![E::WrongLength, E::BadSymbol, E::BadCheckSymbol];
-    covers(&all, 3, |e| match e {
+    let all = vec![
+        E::WrongLength,
+        E::BadSymbol,
+        E::BadCheckSymbol,
+        E::ForeignWrongLength,
+    ];
+    covers(&all, 4, |e| match e {
         E::WrongLength => 0,
         E::BadSymbol => 1,
         E::BadCheckSymbol => 2,
+        E::ForeignWrongLength => 3,
     });
     all
 }
