@@ -943,3 +943,68 @@ async fn a_code_is_never_stored_under_both_readings(pool: PgPool) {
     assert_eq!(error_of(refused).await, (409, "code_bound".to_owned()));
     assert_invariants(&app, "after a twin was refused").await;
 }
+
+/// After the code key is rotated, an import still finds the codes stored
+/// under the older key: ours issued before (the same text is the same
+/// code) and foreign ones imported before are `already_exists`, and no
+/// second row appears for either.
+#[sqlx::test(migrations = "../migrations")]
+async fn an_import_after_a_key_rotation_finds_codes_stored_under_the_older_key(pool: PgPool) {
+    use secrecy::SecretString;
+    const OLD: &str = "1:import-rotation-old-key-0123456789";
+    const NEW: &str = "2:import-rotation-new-key-9876543210";
+    let mut before = crate::course::load_settings();
+    before.secrets.code_keys = Some(SecretString::from(OLD));
+    before.secrets.code_key_current = 1;
+    let old_app = crate::helpers::spawn_app_with(pool.clone(), before.clone()).await;
+    let admin = admin(&old_app).await;
+    let course = course(&old_app, &admin, json!({})).await;
+    let ours = issue(&old_app, &admin, course.share, 1).await.remove(0);
+    let (status, first) = import(
+        &old_app,
+        &admin.client,
+        course.share,
+        json!({ "codes": ["ROTATE-0001"] }),
+    )
+    .await;
+    assert_eq!(status, 201, "{first}");
+
+    let mut after = before;
+    after.secrets.code_keys = Some(SecretString::from(format!("{NEW},{OLD}")));
+    after.secrets.code_key_current = 2;
+    let app = crate::helpers::spawn_app_with(pool, after).await;
+    let codes_before = stored(&app, course.share).await.0;
+    let (status, report) = import(
+        &app,
+        &admin.client,
+        course.share,
+        json!({ "codes": ["ROTATE-0001", "ROTATE-0002"] }),
+    )
+    .await;
+    assert_eq!(status, 201, "{report}");
+    assert_eq!(report["imported"], 1, "{report}");
+    assert_eq!(rejected(&report), vec![(1, "already_exists".to_owned())]);
+    let (status, report) = import(
+        &app,
+        &admin.client,
+        course.share,
+        json!({ "codes": [ours.1, "ROTATE-0003"], "format": "ours" }),
+    )
+    .await;
+    // Ours is found under key 1; the other line is not one of ours.
+    assert_eq!(status, 422, "{report}");
+    assert_eq!(report["code"], "nothing_imported", "{report}");
+    assert_eq!(
+        stored(&app, course.share).await.0,
+        codes_before + 1,
+        "only ROTATE-0002 came in"
+    );
+    let versions: Vec<i16> = sqlx::query_scalar(
+        "SELECT key_version FROM auth_codes WHERE share_id = $1 ORDER BY key_version",
+    )
+    .bind(course.share)
+    .fetch_all(&app.pool)
+    .await
+    .expect("versions");
+    assert_eq!(versions, vec![1, 1, 2], "{versions:?}");
+}

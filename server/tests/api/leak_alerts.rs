@@ -665,3 +665,59 @@ async fn revoke_and_replace_costs_the_learner_no_access(pool: PgPool) {
     assert!(!list["learners"][0]["last_access"].is_null(), "{list}");
     assert_invariants(&app, "after a replacement that cost nothing").await;
 }
+
+/// Revoke and replace is the course managers' (owners and admins, tokens
+/// with `write`): a support member and a read-only token are refused, and
+/// the code stays as it was.
+#[sqlx::test(migrations = "../migrations")]
+async fn support_and_read_tokens_cannot_revoke_and_replace(pool: PgPool) {
+    use crate::tokens::{as_token, create_token};
+    let app = spawn_app(pool).await;
+    let owner = admin(&app).await;
+    let (_course, code, (ann, _)) = bound_course(&app, &owner).await;
+    let support = app
+        .create_account("support-l@example.com", crate::course::PASSWORD)
+        .await;
+    sqlx::query(
+        "INSERT INTO tenant_members (tenant_id, account_id, role) VALUES ($1, $2, 'support')",
+    )
+    .bind(owner.tenant)
+    .bind(support.0)
+    .execute(&app.pool)
+    .await
+    .expect("member");
+    let supporter = crate::helpers::new_client();
+    app.login_as(&supporter, "support-l@example.com", crate::course::PASSWORD)
+        .await;
+    let path = format!("/api/v1/codes/{}/revoke-and-replace", code.0);
+    let refused = post_json(&app, &supporter, &path, json!({ "reason": "leaked" })).await;
+    assert_eq!(refused.status(), 403, "support");
+    let reader = create_token(&app, &owner, &["read"]).await;
+    let (status, _) = as_token(
+        &app,
+        &reader,
+        reqwest::Method::POST,
+        &path,
+        Some(json!({ "reason": "leaked" })),
+    )
+    .await;
+    assert_eq!(status, 403, "a read token");
+    let state: (Option<Uuid>, bool) = sqlx::query_as(
+        "SELECT bound_principal, revoked_at IS NOT NULL FROM auth_codes WHERE id = $1",
+    )
+    .bind(code.0)
+    .fetch_one(&app.pool)
+    .await
+    .expect("state");
+    assert_eq!(state, (Some(ann), false), "nothing changed");
+    let writer = create_token(&app, &owner, &["read", "write"]).await;
+    let (status, body) = as_token(
+        &app,
+        &writer,
+        reqwest::Method::POST,
+        &path,
+        Some(json!({ "reason": "leaked" })),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+}

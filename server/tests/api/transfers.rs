@@ -930,3 +930,92 @@ async fn a_suspended_learner_cannot_ask(pool: PgPool) {
         0
     );
 }
+
+/// Deciding is the course managers' (owners and admins, and tokens with
+/// `write`): a support member and a read-only token see the requests but
+/// are refused a decision, and nothing changes.
+#[sqlx::test(migrations = "../migrations")]
+async fn only_course_managers_decide_and_a_read_token_only_reads(pool: PgPool) {
+    use crate::tokens::{as_token, create_token};
+    let app = spawn_app(pool).await;
+    let owner = admin(&app).await;
+    let (course, codes, (ann, ann_client)) = bound_course(&app, &owner, 1).await;
+    let bob = learners(&app, 1).await.remove(0);
+    let id = confirmed_request(&app, &course, (&ann_client, &bob)).await;
+
+    let support = app
+        .create_account("support-t@example.com", crate::course::PASSWORD)
+        .await;
+    sqlx::query(
+        "INSERT INTO tenant_members (tenant_id, account_id, role) VALUES ($1, $2, 'support')",
+    )
+    .bind(owner.tenant)
+    .bind(support.0)
+    .execute(&app.pool)
+    .await
+    .expect("member");
+    let support_client = crate::helpers::new_client();
+    app.login_as(
+        &support_client,
+        "support-t@example.com",
+        crate::course::PASSWORD,
+    )
+    .await;
+    let supporter = Admin {
+        client: support_client,
+        tenant: owner.tenant,
+    };
+    let listed = supporter
+        .client
+        .get(format!(
+            "{}/api/v1/tenants/{}/transfers",
+            app.address, owner.tenant
+        ))
+        .send()
+        .await
+        .expect("list");
+    assert_eq!(listed.status(), 200, "support reads");
+    for verb in ["approve", "refuse"] {
+        assert_eq!(
+            error_of(decide(&app, &supporter, id, verb, json!({ "reason": "no" })).await)
+                .await
+                .0,
+            403,
+            "support may not {verb}"
+        );
+    }
+    let reader = create_token(&app, &owner, &["read"]).await;
+    let path = |verb: &str| format!("/api/v1/tenants/{}/transfers/{id}/{verb}", owner.tenant);
+    let (status, _) = as_token(
+        &app,
+        &reader,
+        reqwest::Method::GET,
+        &format!("/api/v1/tenants/{}/transfers", owner.tenant),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "a read token reads");
+    let (status, _) = as_token(
+        &app,
+        &reader,
+        reqwest::Method::POST,
+        &path("approve"),
+        Some(json!({})),
+    )
+    .await;
+    assert_eq!(status, 403, "a read token may not approve");
+    assert_eq!(holder(&app, codes[0].0).await, Some(ann), "nothing moved");
+
+    let writer = create_token(&app, &owner, &["read", "write"]).await;
+    let (status, body) = as_token(
+        &app,
+        &writer,
+        reqwest::Method::POST,
+        &path("approve"),
+        Some(json!({ "reason": "checked by the shop" })),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(holder(&app, codes[0].0).await, Some(bob.0));
+    assert_invariants(&app, "after a token's approval").await;
+}
