@@ -11,18 +11,23 @@
 use crate::i18n::Msg;
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::hooks::{use_location, use_params_map, use_query_map};
+use leptos_router::{
+    components::Redirect,
+    hooks::{use_location, use_params_map, use_query_map},
+};
 
 use crate::{
     components::{
         form::{Field, FormAlert},
         mailed_link::{self, SignInToUse},
     },
+    error::AppError,
     i18n::{lang, t, transfer_status},
     learner::transfers::{
         CancelTransfer, ConfirmTransfer, RequestTransfer, TransferLinkView, TransferPageView,
         transfer_link, transfer_page,
     },
+    pages::login::urlencode,
 };
 
 #[component]
@@ -43,6 +48,10 @@ pub fn TransferRequestPage() -> impl IntoView {
                 {move || Suspend::new(async move {
                     match data.await {
                         Ok(page) => view! { <RequestForm page slug=slug() request cancel/> }.into_any(),
+                        // Signed out: to sign in, and back here afterwards.
+                        Err(AppError::Unauthenticated) => view! {
+                            <Redirect path=format!("/login?next={}", urlencode(&format!("/s/{}/transfer", slug())))/>
+                        }.into_any(),
                         Err(error) => view! { <div class="flash error" role="alert">{error.sentence()}</div> }.into_any(),
                     }
                 })}

@@ -1019,3 +1019,24 @@ async fn only_course_managers_decide_and_a_read_token_only_reads(pool: PgPool) {
     assert_eq!(holder(&app, codes[0].0).await, Some(bob.0));
     assert_invariants(&app, "after a token's approval").await;
 }
+
+/// The transfer page, opened signed out, sends the visitor to sign in and
+/// back, as "My courses" and a resource page do (it said "please sign in
+/// first" and offered no way there).
+#[sqlx::test(migrations = "../migrations")]
+async fn the_transfer_page_sends_a_signed_out_visitor_to_sign_in_and_back(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let owner = admin(&app).await;
+    let course = course(&app, &owner, json!({ "title": "Rust 101" })).await;
+    let response = app
+        .get_page_as(
+            &crate::helpers::new_client(),
+            &format!("/s/{}/transfer", course.slug),
+        )
+        .await;
+    assert_eq!(response.status(), reqwest::StatusCode::FOUND);
+    assert_eq!(
+        response.headers()["location"],
+        format!("/login?next=/s/{}/transfer", course.slug).as_str()
+    );
+}
