@@ -320,6 +320,14 @@ pub fn router(state: ServerState) -> Router {
                 .layer(axum::extract::DefaultBodyLimit::disable()),
         )
         .route(
+            "/admin/t/{tenant}/logo",
+            axum::routing::post(routes::console::logo_form).layer(
+                axum::extract::DefaultBodyLimit::max(routes::console::MAX_LOGO_FORM_BYTES),
+            ),
+        )
+        .route("/brand/logo/{logo}", get(routes::branding::logo))
+        .route("/brand/v1/accent/{file}", get(routes::branding::accent_css))
+        .route(
             "/admin/t/{tenant}/s/{share}/import",
             axum::routing::post(routes::console::import_form).layer(
                 axum::extract::DefaultBodyLimit::max(engine::imports::MAX_REQUEST_BYTES),

@@ -31,6 +31,8 @@ pub struct TeamView {
     pub require_verified_email: bool,
     /// The console's times are in this zone (`Asia/Shanghai`).
     pub time_zone: String,
+    /// What learners see of the tenant (`engine::branding`).
+    pub brand: crate::learner::Brand,
 }
 
 /// A member as the team page lists them.
@@ -89,8 +91,13 @@ pub async fn team(tenant_id: Uuid) -> Result<TeamView, AppError> {
             .await
             .map_err(internal)?
             .ok_or(AppError::NotFound)?;
+        let brand = engine::branding::of(&state.pool, tenant)
+            .await
+            .map_err(internal)?
+            .into();
         let now = time::OffsetDateTime::now_utc();
         Ok(TeamView {
+            brand,
             tenant_name: summary.name,
             me: me.id.0,
             my_role,
@@ -265,6 +272,47 @@ pub async fn update_tenant_settings(
         )
         .await
         .map_err(AppError::outcome)
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Changes what learners see of the tenant (owners): its name, accent
+/// colour (`#rrggbb`, empty for the default) and support address (empty
+/// for none). Every field is checked before anything is written.
+#[server(prefix = "/api/admin", endpoint = "tenant/branding")]
+pub async fn update_branding(
+    tenant_id: Uuid,
+    name: String,
+    accent: Option<String>,
+    support_email: Option<String>,
+) -> Result<(), AppError> {
+    let run = async {
+        let (state, tenant, owner) =
+            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageTeam).await?;
+        let change = engine::branding::BrandingChange::parse(
+            &name,
+            accent.as_deref().unwrap_or_default(),
+            support_email.as_deref().unwrap_or_default(),
+        )
+        .map_err(AppError::outcome)?;
+        engine::branding::update(&state.pool, tenant, owner.id, &change)
+            .await
+            .map_err(AppError::outcome)
+    };
+    run.await.map_err(AppError::respond)
+}
+
+/// Removes the tenant's logo (owners); uploading one is the team page's
+/// multipart form (`POST /admin/t/{tenant}/logo`).
+#[server(prefix = "/api/admin", endpoint = "tenant/logo/remove")]
+pub async fn remove_logo(tenant_id: Uuid) -> Result<(), AppError> {
+    let run = async {
+        let (state, tenant, owner) =
+            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageTeam).await?;
+        engine::branding::remove_logo(&state.pool, tenant, owner.id)
+            .await
+            .map(|_| ())
+            .map_err(AppError::outcome)
     };
     run.await.map_err(AppError::respond)
 }

@@ -1,5 +1,6 @@
 //! Building blocks shared by every page.
 
+pub mod brand;
 pub mod flash;
 pub mod form;
 pub mod hydration;

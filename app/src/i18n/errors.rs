@@ -219,6 +219,10 @@ impl Localized for TenantError {
             Self::InvalidName => M::TenantInvalidName,
             Self::SlugTaken => M::TenantSlugTaken,
             Self::UnknownTimeZone(_) => M::TenantUnknownTimeZone,
+            Self::InvalidAccent => M::TenantInvalidAccent,
+            Self::InvalidSupportEmail => M::TenantInvalidSupportEmail,
+            Self::LogoNotAnImage => M::TenantLogoNotAnImage,
+            Self::LogoTooLarge => M::TenantLogoTooLarge,
             Self::Unexpected(_) => M::Unexpected,
         };
         lang.error(msg, &[])

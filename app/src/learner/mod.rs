@@ -30,6 +30,47 @@ pub struct SharePage {
     /// Whether codes imported from another system can be typed here (the
     /// browser's check then lets their formats through).
     pub foreign_codes: bool,
+    /// The course provider's branding.
+    pub brand: Brand,
+}
+
+/// A tenant's branding on its learners' pages (`engine::branding`): never
+/// another tenant's, as it comes with the share.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Brand {
+    /// The tenant's name.
+    pub name: String,
+    /// `#rrggbb` (checked on the server).
+    pub accent: Option<String>,
+    /// Where its logo is served (`/brand/logo/{id}`).
+    pub logo_url: Option<String>,
+    pub support_email: Option<String>,
+}
+
+#[cfg(feature = "ssr")]
+impl From<Option<engine::branding::Branding>> for Brand {
+    fn from(branding: Option<engine::branding::Branding>) -> Self {
+        branding.map_or_else(Self::default, |b| Self {
+            logo_url: b.logo_path(),
+            accent: b.accent.map(|a| a.as_str().to_owned()),
+            name: b.name,
+            support_email: b.support_email,
+        })
+    }
+}
+
+impl Brand {
+    /// The stylesheet that sets the page's `--accent` to the brand's
+    /// (`/brand/v1/accent/{rrggbb}.css`, lower case): a file from our
+    /// origin, as the pages' Content-Security-Policy allows no inline
+    /// style.
+    pub fn stylesheet(&self) -> Option<String> {
+        self.accent
+            .as_deref()
+            .and_then(|a| a.strip_prefix('#'))
+            .filter(|hex| hex.len() == 6 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+            .map(|hex| format!("/brand/v1/accent/{}.css", hex.to_ascii_lowercase()))
+    }
 }
 
 /// One resource of a share, as listed to learners.
@@ -93,6 +134,8 @@ pub struct OpenedResource {
     pub bound: Bound,
     /// This opening bound the code.
     pub bound_now: bool,
+    /// The course provider's branding.
+    pub brand: Brand,
 }
 
 /// One course in "My courses".
@@ -172,6 +215,7 @@ pub async fn share_view(slug: String) -> Result<SharePage, AppError> {
             unavailable,
             me,
             foreign_codes: share.foreign_codes,
+            brand: overview.branding.into(),
         })
     };
     run.await.map_err(AppError::respond)
@@ -260,7 +304,9 @@ pub async fn open_resource(slug: String, resource: String) -> Result<OpenedResou
                 until: None,
             },
         };
+        let brand = learner::branding(&state, share.tenant()).await.into();
         Ok(OpenedResource {
+            brand,
             content_url: content_url(&share.slug, resource.id),
             share_slug: share.slug,
             share_title: share.title,

@@ -12,6 +12,7 @@ use leptos_router::{components::Redirect, hooks::use_params_map};
 use model::ResourceKind;
 
 use crate::{
+    components::brand::{BrandAccent, BrandHeader, SupportFooter},
     error::AppError,
     i18n::t,
     learner::{OpenedResource, human_size, open_resource},
@@ -54,6 +55,7 @@ fn Opened(opened: OpenedResource) -> impl IntoView {
         content_url,
         bound,
         bound_now,
+        brand,
     } = opened;
     let title = resource.title.clone();
     let content = match resource.kind {
@@ -86,6 +88,8 @@ fn Opened(opened: OpenedResource) -> impl IntoView {
             <a href=format!("/s/{share_slug}")>{share_title}</a>
         </nav>
         <article class="opened" data-kind=resource.kind.as_str()>
+            <BrandAccent brand=brand.clone()/>
+            <BrandHeader brand=brand.clone()/>
             <h1>{resource.title}</h1>
             {bound_now.then(|| view! {
                 <div class="flash success" role="status">
@@ -94,6 +98,7 @@ fn Opened(opened: OpenedResource) -> impl IntoView {
             })}
             {content}
             <BoundNote bound/>
+            <SupportFooter brand/>
         </article>
     }
 }

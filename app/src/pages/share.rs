@@ -12,7 +12,10 @@ use leptos_router::hooks::use_params_map;
 use server_fn::ServerFn as _;
 
 use crate::{
-    components::form::{FieldError, FormAlert, invalid},
+    components::{
+        brand::{BrandAccent, BrandHeader, SupportFooter},
+        form::{FieldError, FormAlert, invalid},
+    },
     error::AppError,
     i18n::t,
     learner::{Bound, EnterCode, LearnerState, ResourceItem, SharePage, human_size, share_view},
@@ -71,6 +74,7 @@ fn ShareBody(page: SharePage, enter: ServerAction<EnterCode>) -> impl IntoView {
         unavailable,
         me,
         foreign_codes,
+        brand,
     } = page;
     let here = format!("/s/{slug}");
     let can_open = unavailable.is_none()
@@ -92,6 +96,8 @@ fn ShareBody(page: SharePage, enter: ServerAction<EnterCode>) -> impl IntoView {
         <Title text=title.clone()/>
         <article class="share" data-state=state>
             <header class="share-header">
+                <BrandAccent brand=brand.clone()/>
+                <BrandHeader brand=brand.clone()/>
                 <p class="eyebrow">{t(Msg::Course)}</p>
                 <h1>{title}</h1>
                 {(!description.is_empty()).then(|| view! { <p class="lead description">{description}</p> })}
@@ -104,6 +110,7 @@ fn ShareBody(page: SharePage, enter: ServerAction<EnterCode>) -> impl IntoView {
             })}
             <StateBanner me=me.clone() slug=slug.clone() here=here.clone() enter blocked=state == "unavailable" foreign_codes/>
             <ResourceList slug resources can_open/>
+            <SupportFooter brand/>
         </article>
     }
 }

@@ -52,6 +52,7 @@ pub mod access_period;
 pub mod accounts;
 pub mod audit;
 pub mod batches;
+pub mod branding;
 pub mod code_admin;
 pub mod codes;
 pub mod console;

@@ -187,6 +187,9 @@ pub async fn enqueue_code_notice(
 #[derive(Debug, Clone)]
 pub struct DueMail {
     pub id: Uuid,
+    /// The tenant the mail is about (its branding is written into it),
+    /// `None` for an account's own mail.
+    pub tenant: Option<TenantId>,
     pub attempt: i32,
     pub template: Template,
     pub to: String,
@@ -211,7 +214,7 @@ pub async fn claim_due(pool: &PgPool, limit: i64, lease: Duration) -> anyhow::Re
                next_attempt_at = now() + make_interval(secs => $2)
            FROM due
            WHERE m.id = due.id
-           RETURNING m.id, m.attempts, m.template, m.to_address, m.lang, m.params, m.link_id, m.created_at"#,
+           RETURNING m.id, m.tenant_id, m.attempts, m.template, m.to_address, m.lang, m.params, m.link_id, m.created_at"#,
         limit,
         lease.as_secs_f64(),
     )
@@ -222,6 +225,7 @@ pub async fn claim_due(pool: &PgPool, limit: i64, lease: Duration) -> anyhow::Re
     for r in rows {
         due.push(DueMail {
             id: r.id,
+            tenant: r.tenant_id.map(TenantId),
             attempt: r.attempts,
             template: Template::parse(&r.template).with_context(|| {
                 format!("mail {} has the unknown template {:?}", r.id, r.template)

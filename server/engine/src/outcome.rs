@@ -318,17 +318,28 @@ impl Outcome for TenantError {
     fn kind(&self) -> ErrorKind {
         match self {
             // Fixed by choosing another address, like a malformed one.
-            Self::InvalidSlug | Self::InvalidName | Self::SlugTaken | Self::UnknownTimeZone(_) => {
-                ErrorKind::Invalid
-            }
+            Self::InvalidSlug
+            | Self::InvalidName
+            | Self::SlugTaken
+            | Self::UnknownTimeZone(_)
+            | Self::InvalidAccent
+            | Self::InvalidSupportEmail
+            | Self::LogoNotAnImage => ErrorKind::Invalid,
+            Self::LogoTooLarge => ErrorKind::TooLarge,
             Self::Unexpected(_) => ErrorKind::Internal,
         }
     }
 
     fn code(&self) -> &'static str {
         match self {
-            Self::InvalidSlug | Self::InvalidName | Self::UnknownTimeZone(_) => INVALID_INPUT,
+            Self::InvalidSlug
+            | Self::InvalidName
+            | Self::UnknownTimeZone(_)
+            | Self::InvalidAccent
+            | Self::InvalidSupportEmail
+            | Self::LogoNotAnImage => INVALID_INPUT,
             Self::SlugTaken => "slug_taken",
+            Self::LogoTooLarge => "too_large",
             Self::Unexpected(_) => "internal",
         }
     }
@@ -338,6 +349,9 @@ impl Outcome for TenantError {
             Self::InvalidSlug | Self::SlugTaken => Some("slug"),
             Self::InvalidName => Some("name"),
             Self::UnknownTimeZone(_) => Some("time_zone"),
+            Self::InvalidAccent => Some("accent"),
+            Self::InvalidSupportEmail => Some("support_email"),
+            Self::LogoNotAnImage | Self::LogoTooLarge => Some("logo"),
             Self::Unexpected(_) => None,
         }
     }

@@ -25,6 +25,14 @@ pub enum TenantError {
     SlugTaken,
     #[error(transparent)]
     UnknownTimeZone(#[from] crate::zone::UnknownZone),
+    #[error("an accent colour is # and six hex digits, like #2457c5")]
+    InvalidAccent,
+    #[error("a support address is one email address, like help@example.com")]
+    InvalidSupportEmail,
+    #[error("a logo is a PNG, JPEG or WebP image")]
+    LogoNotAnImage,
+    #[error("a logo is at most 256 KiB")]
+    LogoTooLarge,
     #[error(transparent)]
     Unexpected(#[from] anyhow::Error),
 }
@@ -66,7 +74,14 @@ pub struct TenantName(String);
 impl TenantName {
     pub fn parse(raw: &str) -> Result<Self, TenantError> {
         let name = raw.trim();
-        if (1..=120).contains(&name.chars().count()) && !name.chars().any(char::is_control) {
+        // No control characters, and none of the invisible ones that
+        // reorder or hide text (bidi overrides, zero-width): the name is
+        // shown to learners and heads the tenant's mails.
+        let invisible = |c: char| {
+            c.is_control()
+                || matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}')
+        };
+        if (1..=120).contains(&name.chars().count()) && !name.chars().any(invisible) {
             Ok(Self(name.to_owned()))
         } else {
             Err(TenantError::InvalidName)
@@ -387,5 +402,8 @@ mod tests {
         assert_eq!(TenantName::parse(" Acme ").expect("valid").as_str(), "Acme");
         assert!(TenantName::parse("").is_err());
         assert!(TenantName::parse(&"x".repeat(121)).is_err());
+        for hidden in ["Acme\u{202E}ypp", "Ac\u{200B}me", "\u{FEFF}Acme", "A\u{0}B"] {
+            assert!(TenantName::parse(hidden).is_err(), "{hidden:?}");
+        }
     }
 }

@@ -85,6 +85,9 @@ pub enum Standing {
 #[derive(Debug, Clone)]
 pub struct ShareOverview {
     pub share: Share,
+    /// The share's tenant's name, accent, logo and support address
+    /// (`None` if it could not be read: a page is never refused for it).
+    pub branding: Option<engine::branding::Branding>,
     pub resources: Vec<Resource>,
     pub standing: Standing,
     pub unavailable: Option<Unavailability>,
@@ -122,12 +125,30 @@ pub async fn share_overview(
         }
     };
     let unavailable = share.unavailable_to_newcomers(OffsetDateTime::now_utc());
+    let branding = branding(services, share.tenant()).await;
     Ok(ShareOverview {
         share,
+        branding,
         resources,
         standing,
         unavailable,
     })
+}
+
+/// A tenant's branding for its learners' pages. A failed read is logged
+/// and shows the page without it: branding never keeps a learner from a
+/// course.
+pub async fn branding(
+    services: &Services,
+    tenant: engine::tenants::TenantId,
+) -> Option<engine::branding::Branding> {
+    engine::branding::of(&services.pool, tenant)
+        .await
+        .inspect_err(|error| {
+            tracing::warn!(error = format!("{error:#}"), "reading a tenant's branding")
+        })
+        .ok()
+        .flatten()
 }
 
 /// What entering a code did.

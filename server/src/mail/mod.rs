@@ -140,6 +140,18 @@ impl MailRelay {
         let link = due
             .link
             .map(|id| self.links.url(&self.origin, link_purpose(due.template), id));
+        // A tenant's mail carries its branding as it is now; a mail is
+        // never held back for it (it goes out plain if it cannot be read).
+        let brand = match due.tenant {
+            None => None,
+            Some(tenant) => engine::branding::of(&self.pool, tenant)
+                .await
+                .inspect_err(|error| {
+                    tracing::warn!(mail = %due.id, error = format!("{error:#}"), "reading the branding of a mail");
+                })
+                .ok()
+                .flatten(),
+        };
         let rendered = templates::render(
             due.template,
             &templates::Context {
@@ -147,6 +159,7 @@ impl MailRelay {
                 params: &due.params,
                 link: link.as_deref(),
                 origin: &self.origin,
+                brand: brand.as_ref(),
             },
         );
         self.transport

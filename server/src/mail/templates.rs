@@ -43,6 +43,8 @@ pub struct Context<'a> {
     pub link: Option<&'a str>,
     /// The server's public origin (`https://courses.example.com`).
     pub origin: &'a str,
+    /// The tenant's branding, for a tenant's mail (`engine::branding`).
+    pub brand: Option<&'a engine::branding::Branding>,
 }
 
 impl Context<'_> {
@@ -87,6 +89,32 @@ impl Context<'_> {
     fn not_you(&self) -> Block {
         Block::Small(self.text(Msg::IfYouDidNotAskFor).to_owned())
     }
+
+    /// The tenant's branding, if it is a tenant's mail: its name (and
+    /// logo) above, its accent on the button, its support address in the
+    /// footer.
+    fn brand(&self, template: Template) -> Option<Brand> {
+        self.brand.map(|b| Brand {
+            name: b.name.clone(),
+            accent: b.accent.clone(),
+            logo: b.logo_path().map(|path| format!("{}{path}", self.origin)),
+            // The support address is for learners: the team's own mails
+            // (an invitation, a leak alert) do not send them to it.
+            support: b
+                .support_email
+                .clone()
+                .filter(|_| !matches!(template, Template::Invitation | Template::LeakSuspected)),
+        })
+    }
+}
+
+/// A tenant's branding as a mail shows it.
+struct Brand {
+    name: String,
+    accent: Option<engine::branding::Accent>,
+    support: Option<String>,
+    /// The logo's absolute URL.
+    logo: Option<String>,
 }
 
 /// Writes out `template` in the context's language.
@@ -355,7 +383,7 @@ pub fn render(template: Template, cx: &Context<'_>) -> Rendered {
             ],
         ),
     };
-    write(subject, &blocks, cx.lang)
+    write(subject, &blocks, cx.lang, cx.brand(template).as_ref())
 }
 
 /// The footer of every mail.
@@ -363,7 +391,7 @@ fn footer(lang: Lang) -> &'static str {
     lang.text(Msg::SentByAdmitoneThisIsAn)
 }
 
-fn write(subject: String, blocks: &[Block], lang: Lang) -> Rendered {
+fn write(subject: String, blocks: &[Block], lang: Lang, brand: Option<&Brand>) -> Rendered {
     let mut text = String::new();
     let mut html = format!(
         "<!doctype html><html lang=\"{}\"><head><meta charset=\"utf-8\"><title>{}</title></head>\
@@ -371,6 +399,21 @@ fn write(subject: String, blocks: &[Block], lang: Lang) -> Rendered {
         lang.tag(),
         escape(&subject)
     );
+    let (button_bg, button_fg) = brand
+        .and_then(|b| b.accent.as_ref())
+        .map_or(("#2457c5", "#fff"), |a| (a.as_str(), a.text_colour()));
+    if let Some(brand) = brand {
+        text.push_str(&brand.name);
+        text.push_str("\n\n");
+        html.push_str("<p class=\"brand\" style=\"margin:0 0 1rem;font-weight:600\">");
+        if let Some(logo) = &brand.logo {
+            html.push_str(&format!(
+                "<img src=\"{}\" alt=\"\" height=\"40\" style=\"height:40px;vertical-align:middle;margin-right:.5rem\">",
+                escape(logo)
+            ));
+        }
+        html.push_str(&format!("{}</p>", escape(&brand.name)));
+    }
     for block in blocks {
         match block {
             Block::Para(p) => {
@@ -381,7 +424,7 @@ fn write(subject: String, blocks: &[Block], lang: Lang) -> Rendered {
             Block::Button(label, url) => {
                 text.push_str(&format!("{label}:\n{url}\n\n"));
                 html.push_str(&format!(
-                    "<p><a href=\"{url}\" style=\"display:inline-block;padding:.6rem 1.1rem;background:#2457c5;color:#fff;border-radius:6px;text-decoration:none\">{}</a></p>\
+                    "<p><a href=\"{url}\" style=\"display:inline-block;padding:.6rem 1.1rem;background:{button_bg};color:{button_fg};border-radius:6px;text-decoration:none\">{}</a></p>\
                      <p style=\"font-size:.85rem;color:#52606d\">{}<br><a href=\"{url}\">{url}</a></p>",
                     escape(label),
                     escape(lang.text(Msg::OrOpenThisLink)),
@@ -410,9 +453,27 @@ fn write(subject: String, blocks: &[Block], lang: Lang) -> Rendered {
             }
         }
     }
+    let support = brand.and_then(|b| {
+        b.support.as_ref().map(|email| {
+            lang.format(
+                Msg::QuestionsWriteToAt,
+                &[("tenant", &b.name), ("email", email)],
+            )
+        })
+    });
+    if let Some(support) = &support {
+        text.push_str(support);
+        text.push_str("\n\n");
+    }
     text.push_str("-- \n");
     text.push_str(footer(lang));
     text.push('\n');
+    if let Some(support) = &support {
+        html.push_str(&format!(
+            "<p class=\"support\" style=\"font-size:.85rem;color:#52606d\">{}</p>",
+            escape(support)
+        ));
+    }
     html.push_str(&format!(
         "<hr style=\"border:0;border-top:1px solid #e4e7eb\"><p style=\"font-size:.8rem;color:#7b8794\">{}</p></body></html>",
         escape(footer(lang))
@@ -480,6 +541,7 @@ mod tests {
                     params: &params,
                     link: Some(link),
                     origin: "https://courses.example.com",
+                    brand: None,
                 };
                 let mail = render(template, &cx);
                 assert!(!mail.subject.trim().is_empty(), "{template:?} {lang:?}");
@@ -536,6 +598,7 @@ mod tests {
             params: &params,
             link: None,
             origin: "https://courses.example.com",
+            brand: None,
         };
         let bound = render(Template::CodeBound, &cx(Lang::En));
         assert_eq!(bound.subject, "You now hold Rust 101");
@@ -591,5 +654,55 @@ mod tests {
         let greeting = render(Template::PasswordChanged, &cx(Lang::En));
         assert!(greeting.text.starts_with("Hello Ada <script>,"));
         assert!(greeting.html.contains("Hello Ada &lt;script&gt;,"));
+    }
+
+    /// A tenant's mail carries its name, logo, accent and support address;
+    /// an account's mail none.
+    #[test]
+    fn a_tenant_s_mail_carries_its_branding() {
+        let tenant = engine::tenants::TenantId(uuid::Uuid::now_v7());
+        let logo = uuid::Uuid::now_v7();
+        let brand = engine::branding::Branding {
+            tenant,
+            name: "Acme <Academy>".to_owned(),
+            accent: Some(engine::branding::Accent::parse("#ffd400").expect("accent")),
+            support_email: Some("help@acme.test".to_owned()),
+            logo: Some(logo),
+        };
+        let params = params();
+        let cx = |lang, brand| Context {
+            lang,
+            params: &params,
+            link: None,
+            origin: "https://courses.example.com",
+            brand,
+        };
+        let mail = render(Template::CodeBound, &cx(Lang::En, Some(&brand)));
+        assert!(mail.html.contains("Acme &lt;Academy&gt;"), "{}", mail.html);
+        assert!(
+            mail.html.contains("background:#ffd400;color:#111111"),
+            "the accent, with dark text on a yellow: {}",
+            mail.html
+        );
+        assert!(mail.html.contains(&format!(
+            "src=\"https://courses.example.com/brand/logo/{logo}\""
+        )));
+        assert!(mail.text.starts_with("Acme <Academy>\n\n"), "{}", mail.text);
+        // The team's own mails do not send them to the support address.
+        for team in [Template::Invitation, Template::LeakSuspected] {
+            let mail = render(team, &cx(Lang::En, Some(&brand)));
+            assert!(mail.html.contains("Acme &lt;Academy&gt;"));
+            assert!(!mail.text.contains("help@acme.test"), "{team:?}");
+        }
+        assert!(
+            mail.text
+                .contains("Questions? Write to Acme <Academy> at help@acme.test.")
+        );
+        let zh = render(Template::CodeBound, &cx(Lang::ZhCn, Some(&brand)));
+        assert!(zh.text.contains("help@acme.test"), "{}", zh.text);
+
+        let plain = render(Template::CodeBound, &cx(Lang::En, None));
+        assert!(plain.html.contains("background:#2457c5;color:#fff"));
+        assert!(!plain.html.contains("class=\"brand\"") && !plain.text.contains("Questions?"));
     }
 }

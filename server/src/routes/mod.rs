@@ -1,6 +1,7 @@
 //! Plain axum routes that are not Leptos pages.
 
 pub mod api;
+pub mod branding;
 pub mod console;
 pub mod health;
 pub mod lang;

@@ -102,7 +102,9 @@ fn permission_of(path: &str) -> Permission {
         | "/api/admin/team/role"
         | "/api/admin/team/remove"
         | "/api/admin/team/invitations/revoke"
-        | "/api/admin/tenant/settings" => ManageTeam,
+        | "/api/admin/tenant/settings"
+        | "/api/admin/tenant/branding"
+        | "/api/admin/tenant/logo/remove" => ManageTeam,
         other => panic!("{other}: say which permission it needs"),
     }
 }
@@ -352,6 +354,16 @@ fn admin_calls(t: Target) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
             "/api/admin/tenant/settings",
             vec![tenant.clone(), field("require_verified_email", "on")],
         ),
+        (
+            "/api/admin/tenant/branding",
+            vec![
+                tenant.clone(),
+                field("name", "Tenant B"),
+                field("accent", "#2e7d32"),
+                field("support_email", "help@b.example.com"),
+            ],
+        ),
+        ("/api/admin/tenant/logo/remove", vec![tenant.clone()]),
         (
             "/api/admin/learners/suspend",
             vec![

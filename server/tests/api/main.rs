@@ -11,6 +11,7 @@ mod assets;
 mod auth;
 mod authorisation;
 mod bootstrap;
+mod branding;
 mod code_expiry;
 mod code_table;
 mod console;

@@ -12,8 +12,8 @@ use uuid::Uuid;
 use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
     admin::team::{
-        ChangeMemberRole, InviteMember, LeaveTeam, RemoveMember, RevokeInvitation, TeamView,
-        UpdateTenantSettings, team,
+        ChangeMemberRole, InviteMember, LeaveTeam, RemoveLogo, RemoveMember, RevokeInvitation,
+        TeamView, UpdateBranding, UpdateTenantSettings, team,
     },
     components::form::{Field, FieldError, FormAlert},
     error::AppError,
@@ -46,6 +46,8 @@ pub fn TeamPage() -> impl IntoView {
     let remove = ServerAction::<RemoveMember>::new();
     let revoke = ServerAction::<RevokeInvitation>::new();
     let settings = ServerAction::<UpdateTenantSettings>::new();
+    let branding = ServerAction::<UpdateBranding>::new();
+    let remove_logo = ServerAction::<RemoveLogo>::new();
     let data = Resource::new(
         move || {
             (
@@ -55,6 +57,8 @@ pub fn TeamPage() -> impl IntoView {
                 remove.version().get(),
                 revoke.version().get(),
                 settings.version().get(),
+                branding.version().get(),
+                remove_logo.version().get(),
             )
         },
         |(tenant, ..)| async move {
@@ -70,6 +74,8 @@ pub fn TeamPage() -> impl IntoView {
         remove,
         revoke,
         settings,
+        branding,
+        remove_logo,
     };
     view! {
         <Transition fallback=|| view! { <p>{t(Msg::Loading)}</p> }>
@@ -92,6 +98,8 @@ struct Actions {
     remove: ServerAction<RemoveMember>,
     revoke: ServerAction<RevokeInvitation>,
     settings: ServerAction<UpdateTenantSettings>,
+    branding: ServerAction<UpdateBranding>,
+    remove_logo: ServerAction<RemoveLogo>,
 }
 
 #[component]
@@ -231,7 +239,86 @@ fn Team(view: TeamView, tenant: Uuid, actions: Actions) -> impl IntoView {
                 </ActionForm>
             </section>
         })}
+        {owner.then(|| view! { <Branding brand=view.brand.clone() tenant actions/> })}
         <LeaveTeam tenant/>
+    }
+}
+
+/// What learners see of the tenant (owners): name, accent and support
+/// address in one form, the logo in a multipart form of its own (a plain
+/// post, answered with a redirect back here and a message).
+#[component]
+fn Branding(brand: crate::learner::Brand, tenant: Uuid, actions: Actions) -> impl IntoView {
+    let error = Signal::derive(move || {
+        actions
+            .branding
+            .value()
+            .get()
+            .and_then(Result::err)
+            .or_else(|| actions.remove_logo.value().get().and_then(Result::err))
+    });
+    let saved = move || actions.branding.value().get().is_some_and(|r| r.is_ok());
+    let accent = brand.accent.clone().unwrap_or_default();
+    view! {
+        <section class="card branding">
+            <h2>{t(Msg::Branding)}</h2>
+            <p class="muted">{t(Msg::WhatYourLearnersSeeOfYou)}</p>
+            <FormAlert error/>
+            {move || saved().then(|| view! { <div class="flash success" role="status">{t(Msg::BrandingSaved)}</div> })}
+            <ActionForm action=actions.branding attr:class="form narrow branding-form">
+                <input type="hidden" name="tenant_id" value=tenant.to_string()/>
+                <div class="field">
+                    <label for="brand-name">{t(Msg::NameShownToLearners)}</label>
+                    <input id="brand-name" name="name" type="text" required=true maxlength=120
+                        value=brand.name.clone() aria-describedby="name-error"/>
+                    <FieldError error field="name"/>
+                </div>
+                <div class="field">
+                    <label for="brand-accent">{t(Msg::AccentColour)}</label>
+                    <input id="brand-accent" name="accent" type="text" maxlength=7 placeholder="#1f5fbf"
+                        pattern="#[0-9a-fA-F]{6}" autocomplete="off" value=accent
+                        aria-invalid=crate::components::form::invalid(error, "accent")
+                        aria-describedby="accent-hint accent-error"/>
+                    <p class="hint" id="accent-hint">{t(Msg::AccentColourHint)}</p>
+                    <FieldError error field="accent"/>
+                </div>
+                <div class="field">
+                    <label for="brand-support">{t(Msg::SupportEmailAddress)}</label>
+                    <input id="brand-support" name="support_email" type="email" maxlength=254 autocomplete="off"
+                        value=brand.support_email.clone().unwrap_or_default()
+                        aria-invalid=crate::components::form::invalid(error, "support_email")
+                        aria-describedby="support_email-hint support_email-error"/>
+                    <p class="hint" id="support_email-hint">{t(Msg::SupportEmailHint)}</p>
+                    <FieldError error field="support_email"/>
+                </div>
+                <button type="submit" class="button" disabled=move || actions.branding.pending().get()>{t(Msg::SaveTheBranding)}</button>
+            </ActionForm>
+            <h3>{t(Msg::Logo)}</h3>
+            {match brand.logo_url.clone() {
+                Some(src) => view! {
+                    <p class="logo-preview">
+                        <img class="provider-logo" src=src alt=t(Msg::YourCurrentLogo) height="40"/>
+                    </p>
+                    <ActionForm action=actions.remove_logo attr:class="inline-form">
+                        <input type="hidden" name="tenant_id" value=tenant.to_string()/>
+                        <button type="submit" class="link-button danger-link">{t(Msg::RemoveTheLogo)}</button>
+                    </ActionForm>
+                }.into_any(),
+                None => view! { <p class="muted no-logo">{t(Msg::NoLogoYet)}</p> }.into_any(),
+            }}
+            // A plain multipart post (the route answers with a redirect
+            // back here): works without JavaScript.
+            <form class="form narrow logo-form" method="post" enctype="multipart/form-data"
+                action=format!("/admin/t/{tenant}/logo")>
+                <div class="field">
+                    <label for="logo-file">{t(Msg::Logo)}</label>
+                    <input id="logo-file" name="logo" type="file" required=true
+                        accept="image/png,image/jpeg,image/webp" aria-describedby="logo-hint"/>
+                    <p class="hint" id="logo-hint">{t(Msg::LogoHint)}</p>
+                </div>
+                <button type="submit" class="button secondary">{t(Msg::UploadTheLogo)}</button>
+            </form>
+        </section>
     }
 }
 

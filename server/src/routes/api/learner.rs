@@ -103,6 +103,7 @@ pub async fn share(
         unavailable_reason: overview.unavailable.map(|why| why.to_string()),
         resources: overview.resources,
         me,
+        brand: overview.branding.map(Into::into),
     }))
 }
 

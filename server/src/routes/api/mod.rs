@@ -165,6 +165,18 @@ pub fn router() -> Router<ServerState> {
             post(transfers::confirm_transfer),
         )
         .route(
+            "/api/v1/tenants/{tenant_id}/branding",
+            get(admin::branding::get_branding).put(admin::branding::put_branding),
+        )
+        .route(
+            "/api/v1/tenants/{tenant_id}/branding/logo",
+            axum::routing::put(admin::branding::put_logo)
+                .delete(admin::branding::delete_logo)
+                .layer(axum::extract::DefaultBodyLimit::max(
+                    admin::branding::MAX_LOGO_BODY,
+                )),
+        )
+        .route(
             "/api/v1/tenants/{tenant_id}/transfers",
             get(admin::transfers::list_transfers),
         )

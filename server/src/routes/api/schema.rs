@@ -117,6 +117,34 @@ pub struct SharePage {
     pub unavailable_reason: Option<String>,
     pub resources: Vec<engine::resources::Resource>,
     pub me: Me,
+    /// The course provider's name, accent, logo and support address, to
+    /// show with the course (`null` if it could not be read just now).
+    pub brand: Option<BrandingView>,
+}
+
+/// What learners see of a tenant.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BrandingView {
+    /// The tenant's name.
+    pub name: String,
+    /// `#rrggbb`; `null`: the default.
+    pub accent: Option<String>,
+    /// Shown below the courses and in learners' mails; `null`: none.
+    pub support_email: Option<String>,
+    /// Where the logo is served (it changes with every upload); `null`:
+    /// no logo.
+    pub logo_url: Option<String>,
+}
+
+impl From<engine::branding::Branding> for BrandingView {
+    fn from(b: engine::branding::Branding) -> Self {
+        Self {
+            logo_url: b.logo_path(),
+            name: b.name,
+            accent: b.accent.map(|a| a.as_str().to_owned()),
+            support_email: b.support_email,
+        }
+    }
 }
 
 /// What entering a code did.
@@ -456,6 +484,10 @@ impl Modify for Security {
         super::admin::codes::replace_code,
         super::admin::codes::set_code_expiry,
         super::admin::leaks::revoke_and_replace,
+        super::admin::branding::get_branding,
+        super::admin::branding::put_branding,
+        super::admin::branding::put_logo,
+        super::admin::branding::delete_logo,
         super::admin::transfers::list_transfers,
         super::admin::transfers::approve_transfer,
         super::admin::transfers::refuse_transfer,

@@ -1,14 +1,17 @@
 //! The console's plain-HTTP routes, the ones server functions cannot be: a
 //! multipart upload from a browser form (answered with a redirect back to
-//! the share's page, so it works without JavaScript), the import of codes
+//! the share's page, so it works without JavaScript), the tenant's logo
+//! ([`branding`]), the import of codes
 //! from a file ([`imports`]), a resource's preview,
 //! and file downloads: the one-time CSV of a freshly issued batch
 //! ([`handover`]) and the exports ([`exports`]).
 
+mod branding;
 mod exports;
 mod handover;
 mod imports;
 
+pub use branding::{MAX_FORM_BYTES as MAX_LOGO_FORM_BYTES, logo_form};
 pub use exports::{code_table_csv, learners_csv, learners_download, records_csv, records_download};
 pub use handover::{codes_csv, download as codes_download};
 pub use imports::import_form;

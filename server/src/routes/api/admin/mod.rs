@@ -10,12 +10,13 @@
 //! CSV, revoke unused), `codes` (issue, list, read, find by full code,
 //! revoke, unbind, replace, expiry dates), `imports` (codes another system
 //! sold, and an import's report), `leaks` (revoke and replace a
-//! leaked code), `transfers` (learners' transfer requests: list, approve, refuse), `access` (extend learners' access periods), `activity` (learners and access records, as
+//! leaked code), `transfers` (learners' transfer requests: list, approve, refuse), `access` (extend learners' access periods), `branding` (what learners see of the tenant: name, accent, support address, logo), `activity` (learners and access records, as
 //! pages and CSV, the audit log) and `integrations` (API tokens, webhooks).
 
 pub(super) mod access;
 pub(super) mod activity;
 pub(super) mod batches;
+pub(super) mod branding;
 pub(super) mod codes;
 pub(super) mod imports;
 pub(super) mod integrations;

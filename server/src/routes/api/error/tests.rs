@@ -255,14 +255,22 @@ fn tenant_errors() -> Vec<TenantError> {
         E::InvalidName,
         E::SlugTaken,
         E::UnknownTimeZone(engine::zone::UnknownZone),
+        E::InvalidAccent,
+        E::InvalidSupportEmail,
+        E::LogoNotAnImage,
+        E::LogoTooLarge,
         E::Unexpected(boom()),
     ];
-    covers(&all, 5, |e| match e {
+    covers(&all, 9, |e| match e {
         E::InvalidSlug => 0,
         E::InvalidName => 1,
         E::SlugTaken => 2,
         E::UnknownTimeZone(_) => 3,
-        E::Unexpected(_) => 4,
+        E::InvalidAccent => 4,
+        E::InvalidSupportEmail => 5,
+        E::LogoNotAnImage => 6,
+        E::LogoTooLarge => 7,
+        E::Unexpected(_) => 8,
     });
     all
 }
