@@ -54,9 +54,16 @@ impl Round {
     }
 }
 
+/// How long a relay holds a delivery it leased: the request timeout twice
+/// and a margin, so a lease never ends while its request can still
+/// succeed. Repointing an endpoint leaves deliveries due within it alone
+/// (`engine::webhooks::admin::update_endpoint`).
+pub fn lease_of(settings: &WebhookSettings) -> Duration {
+    Duration::from_millis(settings.timeout_ms.max(1)) * 2 + Duration::from_secs(5)
+}
+
 impl Relay {
     pub fn new(pool: PgPool, settings: &WebhookSettings) -> anyhow::Result<Self> {
-        let timeout = Duration::from_millis(settings.timeout_ms.max(1));
         let client = delivery_client(settings)?;
         Ok(Self {
             pool,
@@ -66,7 +73,7 @@ impl Relay {
                 base: Duration::from_millis(settings.backoff_base_ms),
                 max: Duration::from_secs(settings.backoff_max_secs),
             },
-            lease: timeout * 2 + Duration::from_secs(5),
+            lease: lease_of(settings),
             allow_private: settings.allow_private_targets,
         })
     }

@@ -642,3 +642,109 @@ async fn an_endpoint_is_read_and_repointed_through_the_api(pool: PgPool) {
     assert_eq!(details["from"]["url"], broken_url.as_str());
     assert_eq!(details["to"]["url"], good_url.as_str());
 }
+
+/// A new address is the fix for the old one's failures: the deliveries
+/// waiting out a backoff are tried at once, not hours later; one a relay
+/// may hold this moment (due within a lease) is left alone, and a change
+/// of events only keeps the schedule. The failing test came first: the
+/// backoff stayed an hour away.
+#[sqlx::test(migrations = "../migrations")]
+async fn repointing_an_endpoint_tries_its_waiting_deliveries_now(pool: PgPool) {
+    use crate::tokens::{as_token, create_token};
+    use reqwest::Method;
+    let app = spawn_app(pool.clone()).await;
+    let admin = admin(&app).await;
+    let token = create_token(&app, &admin, &["integrations"]).await;
+    let (broken_url, broken) = receiver(|_| Answer::Fail).await;
+    let (good_url, _) = receiver(|_| Answer::Accept).await;
+    let (endpoint, secret) = subscribe(&app, &admin, &broken_url).await;
+    *broken.secret.lock().expect("lock") = secret;
+    every_kind_of_event(&app, &admin).await;
+    let relay = Relay::new(pool.clone(), &relay_settings(50)).expect("relay");
+    let failed = broken.seen.clone();
+    relay_until(&relay, || !failed.lock().expect("lock").attempts.is_empty()).await;
+    // Every delivery waits out an hour's backoff, but one, which looks
+    // leased (due in two seconds).
+    let waiting: Vec<Uuid> = sqlx::query_scalar(
+        "UPDATE webhook_deliveries SET next_attempt_at = now() + interval '1 hour'
+         WHERE endpoint_id = $1 AND delivered_at IS NULL AND dead_at IS NULL RETURNING event_id",
+    )
+    .bind(endpoint)
+    .fetch_all(&pool)
+    .await
+    .expect("backoff");
+    assert!(waiting.len() >= 2, "{waiting:?}");
+    let held = waiting[0];
+    sqlx::query(
+        "UPDATE webhook_deliveries SET next_attempt_at = now() + interval '2 seconds'
+         WHERE endpoint_id = $1 AND event_id = $2",
+    )
+    .bind(endpoint)
+    .bind(held)
+    .execute(&pool)
+    .await
+    .expect("held");
+    let due_in = |event: Uuid| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, f64>(
+                "SELECT extract(epoch FROM next_attempt_at - now())::float8
+                 FROM webhook_deliveries WHERE endpoint_id = $1 AND event_id = $2",
+            )
+            .bind(endpoint)
+            .bind(event)
+            .fetch_one(&pool)
+            .await
+            .expect("due")
+        }
+    };
+    let path = format!("/api/v1/tenants/{}/webhooks/{endpoint}", admin.tenant);
+    let all = [
+        "code.bound",
+        "code.unbound",
+        "code.revoked",
+        "access.recorded",
+        "batch.issued",
+    ];
+
+    // Other events, the same address: the schedule stays.
+    let (status, _) = as_token(
+        &app,
+        &token,
+        Method::PUT,
+        &path,
+        Some(json!({ "url": broken_url, "events": all[..4] })),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(due_in(waiting[1]).await > 3000.0, "still an hour away");
+
+    // A new address: tried now, but the held one.
+    let (status, _) = as_token(
+        &app,
+        &token,
+        Method::PUT,
+        &path,
+        Some(json!({ "url": good_url, "events": all })),
+    )
+    .await;
+    assert_eq!(status, 200);
+    for event in &waiting[1..] {
+        assert!(due_in(*event).await <= 0.0, "{event} is due now");
+    }
+    let held_due = due_in(held).await;
+    assert!(
+        held_due > 0.0 && held_due <= 2.0,
+        "the held one is left alone: {held_due}"
+    );
+    let retried: i64 = sqlx::query_scalar(
+        "SELECT (details->>'retried_now')::bigint FROM audit_log
+         WHERE action = 'webhook.updated' AND target_id = $1 AND details->'to'->>'url' = $2",
+    )
+    .bind(endpoint)
+    .bind(&good_url)
+    .fetch_one(&pool)
+    .await
+    .expect("audit");
+    assert_eq!(retried, i64::try_from(waiting.len() - 1).expect("count"));
+}

@@ -132,6 +132,7 @@ pub async fn update_endpoint(
     endpoint: Uuid,
     url: &EndpointUrl,
     events: &[String],
+    lease: std::time::Duration,
 ) -> Result<(), WebhookError> {
     if events.is_empty() {
         return Err(WebhookError::InvalidEvents);
@@ -156,6 +157,28 @@ pub async fn update_endpoint(
     .execute(&mut *tx)
     .await
     .context("changing a webhook endpoint")?;
+    // A new address is usually the fix for the old one's failures: the
+    // deliveries waiting out a backoff go to it now, not hours later. One
+    // due within a lease of now may be out with a relay this moment (its
+    // due time is its lease's end): it is left alone, so nothing is sent
+    // twice at once.
+    let retried_now = if before.url == url.as_str() {
+        0
+    } else {
+        sqlx::query!(
+            "UPDATE webhook_deliveries SET next_attempt_at = now()
+             WHERE tenant_id = $1 AND endpoint_id = $2
+               AND delivered_at IS NULL AND dead_at IS NULL
+               AND next_attempt_at > now() + make_interval(secs => $3)",
+            tenant.0,
+            endpoint,
+            lease.as_secs_f64(),
+        )
+        .execute(&mut *tx)
+        .await
+        .context("bringing an endpoint's waiting deliveries forward")?
+        .rows_affected()
+    };
     audit::admin_action(
         &mut tx,
         tenant,
@@ -165,6 +188,7 @@ pub async fn update_endpoint(
         json!({
             "from": { "url": before.url, "events": before.events },
             "to": { "url": url.as_str(), "events": events },
+            "retried_now": retried_now,
         }),
     )
     .await?;

@@ -414,7 +414,9 @@ pub async fn update_webhook(
     let url = EndpointUrl::parse(&body.url)?;
     let events = webhooks::parse_events(body.events.iter().map(String::as_str))?;
     let pool = &state.services.pool;
-    webhooks::admin::update_endpoint(pool, tenant, admin.id, endpoint, &url, &events).await?;
+    let lease = crate::relay::lease_of(&state.settings.webhooks);
+    webhooks::admin::update_endpoint(pool, tenant, admin.id, endpoint, &url, &events, lease)
+        .await?;
     let changed = webhooks::admin::endpoint(pool, tenant, endpoint)
         .await?
         .ok_or(webhooks::WebhookError::EndpointNotFound)?;
