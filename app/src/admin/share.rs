@@ -184,6 +184,7 @@ mod settings_form {
         quota: String,
         access_days: Option<String>,
         confirm_period: Option<String>,
+        status_seen: Option<String>,
     ) -> Result<(), AppError> {
         use engine::shares::{NewShare, ShareInput};
         use support::{parse_number, share_error};
@@ -196,6 +197,7 @@ mod settings_form {
             .await?;
             let zone = support::zone(&state, share.tenant()).await?;
             let keep_period = access_days.is_none();
+            let status_untouched = status_seen.as_deref().map(str::trim) == Some(status.trim());
             let new = NewShare::parse(ShareInput {
                 title,
                 slug: Some(slug),
@@ -244,9 +246,15 @@ mod settings_form {
                 }
             }
             // The form sends every field: nothing is kept (but the period,
-            // for a caller that is not this form).
+            // for a caller that is not this form, and the status the form
+            // did not change).
+            // `status_untouched`: the status as the form showed it
+            // (`status_seen`), left as it was. The share then keeps the
+            // status it has now, so saving a form opened before someone
+            // paused the course keeps the pause.
             let kept = engine::shares::Kept {
                 access_days: keep_period,
+                status: status_untouched,
                 ..Default::default()
             };
             engine::shares::update_share(

@@ -1983,3 +1983,77 @@ async fn destructive_console_actions_need_their_confirmation(pool: PgPool) {
     .expect("after");
     assert_eq!((revoked_codes, revoked_tokens, disabled_hooks), (3, 1, 1));
 }
+
+/// An admin saves the share's form they opened while it was active, after
+/// another paused the course: the save keeps the pause (the form's status
+/// was not touched), and a status the admin did choose is applied. The
+/// failing test came first: the save made the paused course active again.
+#[sqlx::test(migrations = "../migrations")]
+async fn saving_the_share_form_keeps_a_pause_made_since_it_was_opened(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({ "title": "Rust 101" })).await;
+    let (tenant, share) = (admin.tenant.to_string(), course.share.to_string());
+    let form = |status: &'static str, seen: &'static str, title: &'static str| {
+        vec![
+            ("tenant_id", tenant.clone()),
+            ("share_id", share.clone()),
+            ("title", title.to_owned()),
+            ("slug", course.slug.clone()),
+            ("description", String::new()),
+            ("status", status.to_owned()),
+            ("status_seen", seen.to_owned()),
+            ("valid_from", String::new()),
+            ("valid_until", String::new()),
+            ("per_learner_limit", String::new()),
+            ("quota", String::new()),
+        ]
+    };
+    let status_of = || async {
+        sqlx::query_scalar::<_, String>("SELECT status::text FROM shares WHERE id = $1")
+            .bind(course.share)
+            .fetch_one(&app.pool)
+            .await
+            .expect("status")
+    };
+    let save = |fields: Vec<(&'static str, String)>| {
+        let client = admin.client.clone();
+        let url = format!("{}/api/admin/share/update", app.address);
+        async move {
+            let response = client.post(url).form(&fields).send().await.expect("save");
+            assert_eq!(
+                response.status(),
+                200,
+                "{}",
+                response.text().await.unwrap_or_default()
+            );
+        }
+    };
+    // Another admin pauses it meanwhile (the API's status call).
+    let paused = admin
+        .client
+        .post(format!(
+            "{}/api/v1/shares/{}/status",
+            app.address, course.share
+        ))
+        .json(&json!({ "status": "paused" }))
+        .send()
+        .await
+        .expect("pause");
+    assert_eq!(paused.status(), 200);
+    // The form opened while active, its status untouched: the pause stays,
+    // the other change is saved.
+    save(form("active", "active", "Rust 101, revised")).await;
+    assert_eq!(status_of().await, "paused");
+    let title: String = sqlx::query_scalar("SELECT title FROM shares WHERE id = $1")
+        .bind(course.share)
+        .fetch_one(&app.pool)
+        .await
+        .expect("title");
+    assert_eq!(title, "Rust 101, revised");
+    // Chosen in the form: applied, whatever it was.
+    save(form("active", "paused", "Rust 101, revised")).await;
+    assert_eq!(status_of().await, "active");
+    save(form("archived", "active", "Rust 101, revised")).await;
+    assert_eq!(status_of().await, "archived");
+}

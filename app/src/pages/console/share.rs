@@ -188,6 +188,9 @@ fn Settings(editor: ShareEditor, action: ServerAction<UpdateShare>) -> impl Into
                     <select id="status" name="status">
                         {ShareStatus::ALL.iter().map(|&value| option(value, status_choice(value))).collect_view()}
                     </select>
+                    // What the select showed: left as it is, a pause made
+                    // meanwhile is kept.
+                    <input type="hidden" name="status_seen" value=status.as_str()/>
                     <FieldError error field="status"/>
                 </div>
                 <div class="field-row">
