@@ -275,7 +275,7 @@ fn Branding(brand: crate::learner::Brand, tenant: Uuid, actions: Actions) -> imp
                 </div>
                 <div class="field">
                     <label for="brand-accent">{t(Msg::AccentColour)}</label>
-                    <input id="brand-accent" name="accent" type="text" maxlength=7 placeholder="#1f5fbf"
+                    <input id="brand-accent" name="accent" type="text" maxlength=7
                         pattern="#[0-9a-fA-F]{6}" autocomplete="off" value=accent
                         aria-invalid=crate::components::form::invalid(error, "accent")
                         aria-describedby="accent-hint accent-error"/>
