@@ -10,6 +10,7 @@
 
 use engine::{
     accounts::{AccountError, DisplayName, Password},
+    branding::BrandingError,
     learners::LearnerError,
     settlement::SettlementError,
     shares::ShareError,
@@ -219,10 +220,21 @@ impl Localized for TenantError {
             Self::InvalidName => M::TenantInvalidName,
             Self::SlugTaken => M::TenantSlugTaken,
             Self::UnknownTimeZone(_) => M::TenantUnknownTimeZone,
-            Self::InvalidAccent => M::TenantInvalidAccent,
-            Self::InvalidSupportEmail => M::TenantInvalidSupportEmail,
-            Self::LogoNotAnImage => M::TenantLogoNotAnImage,
-            Self::LogoTooLarge => M::TenantLogoTooLarge,
+            Self::Unexpected(_) => M::Unexpected,
+        };
+        lang.error(msg, &[])
+    }
+}
+
+impl Localized for BrandingError {
+    fn localized(&self, lang: Lang) -> Option<String> {
+        use ErrorMsg as M;
+        let msg = match self {
+            Self::InvalidName => M::TenantInvalidName,
+            Self::InvalidAccent => M::BrandingInvalidAccent,
+            Self::InvalidSupportEmail => M::BrandingInvalidSupportEmail,
+            Self::LogoNotAnImage => M::BrandingLogoNotAnImage,
+            Self::LogoTooLarge => M::BrandingLogoTooLarge,
             Self::Unexpected(_) => M::Unexpected,
         };
         lang.error(msg, &[])

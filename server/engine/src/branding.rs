@@ -23,8 +23,25 @@ use uuid::Uuid;
 use crate::{
     accounts::{AccountId, Email},
     audit,
-    tenants::{TenantError, TenantId, TenantName},
+    tenants::{TenantId, TenantName},
 };
+
+/// Why a branding change was refused (nothing was written).
+#[derive(Debug, thiserror::Error)]
+pub enum BrandingError {
+    #[error("a tenant name needs 1 to 120 visible characters")]
+    InvalidName,
+    #[error("an accent colour is # and six hex digits, like #2457c5")]
+    InvalidAccent,
+    #[error("a support address is one email address, like help@example.com")]
+    InvalidSupportEmail,
+    #[error("a logo is a PNG, JPEG or WebP image")]
+    LogoNotAnImage,
+    #[error("a logo is at most 256 KiB")]
+    LogoTooLarge,
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
 
 /// The largest logo accepted: 256 KiB (the database's CHECK too).
 pub const MAX_LOGO_BYTES: usize = 256 * 1024;
@@ -35,7 +52,7 @@ pub struct Accent(String);
 
 impl Accent {
     /// Reads `#rrggbb` (either case, spaces around ignored).
-    pub fn parse(raw: &str) -> Result<Self, TenantError> {
+    pub fn parse(raw: &str) -> Result<Self, BrandingError> {
         let raw = raw.trim();
         let ok = raw.len() == 7
             && raw.starts_with('#')
@@ -43,7 +60,7 @@ impl Accent {
         if ok {
             Ok(Self(raw.to_ascii_lowercase()))
         } else {
-            Err(TenantError::InvalidAccent)
+            Err(BrandingError::InvalidAccent)
         }
     }
 
@@ -147,11 +164,11 @@ impl LogoType {
 }
 
 /// Checks a logo's bytes: its size, then its format.
-pub fn check_logo(bytes: &[u8]) -> Result<LogoType, TenantError> {
+pub fn check_logo(bytes: &[u8]) -> Result<LogoType, BrandingError> {
     if bytes.len() > MAX_LOGO_BYTES {
-        return Err(TenantError::LogoTooLarge);
+        return Err(BrandingError::LogoTooLarge);
     }
-    LogoType::sniff(bytes).ok_or(TenantError::LogoNotAnImage)
+    LogoType::sniff(bytes).ok_or(BrandingError::LogoNotAnImage)
 }
 
 /// Where a logo is served (the id changes with every upload). The URL
@@ -209,8 +226,8 @@ pub struct BrandingChange {
 /// Reads a change from what was typed: an empty accent or support address
 /// is none. Every field is checked before anything is written.
 impl BrandingChange {
-    pub fn parse(name: &str, accent: &str, support_email: &str) -> Result<Self, TenantError> {
-        let name = TenantName::parse(name)?;
+    pub fn parse(name: &str, accent: &str, support_email: &str) -> Result<Self, BrandingError> {
+        let name = TenantName::parse(name).map_err(|_| BrandingError::InvalidName)?;
         let accent = match accent.trim() {
             "" => None,
             typed => Some(Accent::parse(typed)?),
@@ -220,9 +237,9 @@ impl BrandingChange {
             // It becomes a `mailto:` link: none of the characters that
             // would start or carry a header there (`?cc=…`).
             typed if typed.contains(['?', '&', '=', '#', '%']) => {
-                return Err(TenantError::InvalidSupportEmail);
+                return Err(BrandingError::InvalidSupportEmail);
             }
-            typed => Some(Email::parse(typed).map_err(|_| TenantError::InvalidSupportEmail)?),
+            typed => Some(Email::parse(typed).map_err(|_| BrandingError::InvalidSupportEmail)?),
         };
         Ok(Self {
             name,
@@ -239,7 +256,7 @@ pub async fn update(
     tenant: TenantId,
     actor: AccountId,
     change: &BrandingChange,
-) -> Result<(), TenantError> {
+) -> Result<(), BrandingError> {
     let mut tx = pool.begin().await.context("starting a transaction")?;
     let before = sqlx::query!(
         "SELECT name, brand_accent, support_email FROM tenants WHERE id = $1 FOR NO KEY UPDATE",
@@ -293,7 +310,7 @@ pub async fn set_logo(
     tenant: TenantId,
     actor: AccountId,
     bytes: &[u8],
-) -> Result<Uuid, TenantError> {
+) -> Result<Uuid, BrandingError> {
     let kind = check_logo(bytes)?;
     let id = Uuid::now_v7();
     let mut tx = pool.begin().await.context("starting a transaction")?;
@@ -329,7 +346,7 @@ pub async fn remove_logo(
     pool: &PgPool,
     tenant: TenantId,
     actor: AccountId,
-) -> Result<bool, TenantError> {
+) -> Result<bool, BrandingError> {
     let mut tx = pool.begin().await.context("starting a transaction")?;
     let removed = sqlx::query_scalar!(
         "DELETE FROM tenant_logos WHERE tenant_id = $1 RETURNING id",
@@ -437,7 +454,7 @@ mod tests {
             b"\x89PNG",
         ] {
             assert!(
-                matches!(check_logo(bad), Err(TenantError::LogoNotAnImage)),
+                matches!(check_logo(bad), Err(BrandingError::LogoNotAnImage)),
                 "{bad:?} should be refused"
             );
         }
@@ -445,7 +462,7 @@ mod tests {
         big.resize(MAX_LOGO_BYTES, 0);
         assert!(check_logo(&big).is_ok(), "exactly the limit is accepted");
         big.push(0);
-        assert!(matches!(check_logo(&big), Err(TenantError::LogoTooLarge)));
+        assert!(matches!(check_logo(&big), Err(BrandingError::LogoTooLarge)));
     }
 
     #[test]
@@ -461,11 +478,11 @@ mod tests {
         );
         assert!(matches!(
             BrandingChange::parse("", "#aabbcc", ""),
-            Err(TenantError::InvalidName)
+            Err(BrandingError::InvalidName)
         ));
         assert!(matches!(
             BrandingChange::parse("Acme", "blue", ""),
-            Err(TenantError::InvalidAccent)
+            Err(BrandingError::InvalidAccent)
         ));
         for bad in [
             "not an address",
@@ -476,7 +493,7 @@ mod tests {
             assert!(
                 matches!(
                     BrandingChange::parse("Acme", "", bad),
-                    Err(TenantError::InvalidSupportEmail)
+                    Err(BrandingError::InvalidSupportEmail)
                 ),
                 "{bad:?}"
             );

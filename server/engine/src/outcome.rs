@@ -18,9 +18,10 @@
 pub use model::ErrorKind;
 
 use crate::{
-    accounts::AccountError, codes::CodeFormatError, learners::LearnerError,
-    settlement::SettlementError, shares::ShareError, storage::StorageError, team::TeamError,
-    tenants::TenantError, tokens::TokenError, transfers::TransferError, webhooks::WebhookError,
+    accounts::AccountError, branding::BrandingError, codes::CodeFormatError,
+    learners::LearnerError, settlement::SettlementError, shares::ShareError, storage::StorageError,
+    team::TeamError, tenants::TenantError, tokens::TokenError, transfers::TransferError,
+    webhooks::WebhookError,
 };
 
 /// A domain error as an outcome an adapter can serve.
@@ -318,10 +319,42 @@ impl Outcome for TenantError {
     fn kind(&self) -> ErrorKind {
         match self {
             // Fixed by choosing another address, like a malformed one.
-            Self::InvalidSlug
-            | Self::InvalidName
-            | Self::SlugTaken
-            | Self::UnknownTimeZone(_)
+            Self::InvalidSlug | Self::InvalidName | Self::SlugTaken | Self::UnknownTimeZone(_) => {
+                ErrorKind::Invalid
+            }
+            Self::Unexpected(_) => ErrorKind::Internal,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidSlug | Self::InvalidName | Self::UnknownTimeZone(_) => INVALID_INPUT,
+            Self::SlugTaken => "slug_taken",
+            Self::Unexpected(_) => "internal",
+        }
+    }
+
+    fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::InvalidSlug | Self::SlugTaken => Some("slug"),
+            Self::InvalidName => Some("name"),
+            Self::UnknownTimeZone(_) => Some("time_zone"),
+            Self::Unexpected(_) => None,
+        }
+    }
+
+    fn unexpected(&self) -> Option<&anyhow::Error> {
+        match self {
+            Self::Unexpected(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl Outcome for BrandingError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            Self::InvalidName
             | Self::InvalidAccent
             | Self::InvalidSupportEmail
             | Self::LogoNotAnImage => ErrorKind::Invalid,
@@ -332,13 +365,10 @@ impl Outcome for TenantError {
 
     fn code(&self) -> &'static str {
         match self {
-            Self::InvalidSlug
-            | Self::InvalidName
-            | Self::UnknownTimeZone(_)
+            Self::InvalidName
             | Self::InvalidAccent
             | Self::InvalidSupportEmail
             | Self::LogoNotAnImage => INVALID_INPUT,
-            Self::SlugTaken => "slug_taken",
             Self::LogoTooLarge => "too_large",
             Self::Unexpected(_) => "internal",
         }
@@ -346,9 +376,7 @@ impl Outcome for TenantError {
 
     fn field(&self) -> Option<&'static str> {
         match self {
-            Self::InvalidSlug | Self::SlugTaken => Some("slug"),
             Self::InvalidName => Some("name"),
-            Self::UnknownTimeZone(_) => Some("time_zone"),
             Self::InvalidAccent => Some("accent"),
             Self::InvalidSupportEmail => Some("support_email"),
             Self::LogoNotAnImage | Self::LogoTooLarge => Some("logo"),

@@ -25,14 +25,6 @@ pub enum TenantError {
     SlugTaken,
     #[error(transparent)]
     UnknownTimeZone(#[from] crate::zone::UnknownZone),
-    #[error("an accent colour is # and six hex digits, like #2457c5")]
-    InvalidAccent,
-    #[error("a support address is one email address, like help@example.com")]
-    InvalidSupportEmail,
-    #[error("a logo is a PNG, JPEG or WebP image")]
-    LogoNotAnImage,
-    #[error("a logo is at most 256 KiB")]
-    LogoTooLarge,
     #[error(transparent)]
     Unexpected(#[from] anyhow::Error),
 }

@@ -20,6 +20,7 @@ use axum::{
 };
 use engine::{
     accounts::AccountError,
+    branding::BrandingError,
     codes::CodeFormatError,
     learners::LearnerError,
     outcome::{ErrorKind, INVALID_INPUT, Outcome},
@@ -201,6 +202,7 @@ macro_rules! from_outcome {
 }
 
 from_outcome!(
+    BrandingError,
     TeamError,
     TransferError,
     LearnerError,

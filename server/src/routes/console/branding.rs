@@ -13,7 +13,10 @@ use axum::{
     http::StatusCode,
     response::{IntoResponse, Redirect, Response},
 };
-use engine::tenants::{Permission, TenantError, TenantId};
+use engine::{
+    branding::BrandingError,
+    tenants::{Permission, TenantId},
+};
 use tower_sessions::Session;
 use uuid::Uuid;
 
@@ -25,13 +28,15 @@ use crate::{routes::api::error::ApiError, startup::ServerState};
 pub const MAX_FORM_BYTES: usize = engine::branding::MAX_LOGO_BYTES + 16 * 1024;
 
 /// The form's `logo` file, or why it cannot be one.
-async fn logo_of(multipart: Result<Multipart, MultipartRejection>) -> Result<Vec<u8>, TenantError> {
-    let mut multipart = multipart.map_err(|_| TenantError::LogoNotAnImage)?;
+async fn logo_of(
+    multipart: Result<Multipart, MultipartRejection>,
+) -> Result<Vec<u8>, BrandingError> {
+    let mut multipart = multipart.map_err(|_| BrandingError::LogoNotAnImage)?;
     let too_large = |error: axum::extract::multipart::MultipartError| {
         if error.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            TenantError::LogoTooLarge
+            BrandingError::LogoTooLarge
         } else {
-            TenantError::LogoNotAnImage
+            BrandingError::LogoNotAnImage
         }
     };
     while let Some(field) = multipart.next_field().await.map_err(too_large)? {
@@ -39,7 +44,7 @@ async fn logo_of(multipart: Result<Multipart, MultipartRejection>) -> Result<Vec
             return Ok(field.bytes().await.map_err(too_large)?.to_vec());
         }
     }
-    Err(TenantError::LogoNotAnImage)
+    Err(BrandingError::LogoNotAnImage)
 }
 
 pub async fn logo_form(
@@ -69,7 +74,7 @@ pub async fn logo_form(
             kind: FlashKind::Success,
             message: lang.text(Msg::LogoSaved).to_owned(),
         },
-        Err(TenantError::Unexpected(error)) => return Err(ApiError::from(error)),
+        Err(BrandingError::Unexpected(error)) => return Err(ApiError::from(error)),
         Err(refused) => Flash {
             kind: FlashKind::Error,
             message: lang.format(Msg::LogoRefused, &[("reason", &in_lang(&refused, lang))]),

@@ -10,8 +10,8 @@ use axum::{
     response::IntoResponse,
 };
 use engine::{
-    branding::{self, BrandingChange},
-    tenants::{Permission, TenantError, TenantId},
+    branding::{self, BrandingChange, BrandingError},
+    tenants::{Permission, TenantId},
 };
 use serde::Deserialize;
 
@@ -123,7 +123,7 @@ pub async fn put_logo(
         admin_of_tenant(&state, &caller, &tenant_id, Permission::ManageTeam).await?;
     let bytes = body.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::from(TenantError::LogoTooLarge)
+            ApiError::from(BrandingError::LogoTooLarge)
         } else {
             rejection(e, "invalid_body")
         }

@@ -255,22 +255,35 @@ fn tenant_errors() -> Vec<TenantError> {
         E::InvalidName,
         E::SlugTaken,
         E::UnknownTimeZone(engine::zone::UnknownZone),
+        E::Unexpected(boom()),
+    ];
+    covers(&all, 5, |e| match e {
+        E::InvalidSlug => 0,
+        E::InvalidName => 1,
+        E::SlugTaken => 2,
+        E::UnknownTimeZone(_) => 3,
+        E::Unexpected(_) => 4,
+    });
+    all
+}
+
+fn branding_errors() -> Vec<engine::branding::BrandingError> {
+    use engine::branding::BrandingError as E;
+    let all = vec![
+        E::InvalidName,
         E::InvalidAccent,
         E::InvalidSupportEmail,
         E::LogoNotAnImage,
         E::LogoTooLarge,
         E::Unexpected(boom()),
     ];
-    covers(&all, 9, |e| match e {
-        E::InvalidSlug => 0,
-        E::InvalidName => 1,
-        E::SlugTaken => 2,
-        E::UnknownTimeZone(_) => 3,
-        E::InvalidAccent => 4,
-        E::InvalidSupportEmail => 5,
-        E::LogoNotAnImage => 6,
-        E::LogoTooLarge => 7,
-        E::Unexpected(_) => 8,
+    covers(&all, 6, |e| match e {
+        E::InvalidName => 0,
+        E::InvalidAccent => 1,
+        E::InvalidSupportEmail => 2,
+        E::LogoNotAnImage => 3,
+        E::LogoTooLarge => 4,
+        E::Unexpected(_) => 5,
     });
     all
 }
@@ -517,6 +530,7 @@ fn console_and_account_errors_get_one_status_from_both_adapters() {
     agree(account_errors, AppError::outcome);
     agree(storage_errors, AppError::outcome);
     agree(tenant_errors, AppError::outcome);
+    agree(branding_errors, AppError::outcome);
     agree(token_errors, AppError::outcome);
     agree(webhook_errors, AppError::outcome);
     agree(team_errors, AppError::outcome);
