@@ -104,6 +104,27 @@ impl ByteRange {
         Some(Self::From { start, end })
     }
 
+    /// The same range as the store asks for it (its size unknown yet).
+    /// A number past `i64::MAX` is past the end of any object, so it is
+    /// sent as "to the end" or "all of it" (the same bytes): some stores
+    /// read range numbers as signed 64-bit and would misread it.
+    fn get_range(self) -> GetRange {
+        const PAST_ANY_END: u64 = i64::MAX as u64;
+        match self {
+            Self::From { start, end: None } => GetRange::Offset(start),
+            Self::From {
+                start,
+                end: Some(end),
+            } if end >= PAST_ANY_END => GetRange::Offset(start),
+            Self::From {
+                start,
+                end: Some(end),
+            } => GetRange::Bounded(start..end + 1),
+            Self::Suffix(n) if n >= PAST_ANY_END => GetRange::Offset(0),
+            Self::Suffix(n) => GetRange::Suffix(n),
+        }
+    }
+
     /// The half-open range within an object of `size` bytes, or `None` when
     /// it cannot be satisfied (HTTP 416).
     pub fn resolve(self, size: u64) -> Option<Range<u64>> {
@@ -117,6 +138,10 @@ impl ByteRange {
         }
     }
 }
+
+/// Ranges up to this size are read in one go rather than streamed (in
+/// 8 KiB steps): what a slow reader can hold per request.
+pub const SMALL_READ: u64 = 64 * 1024;
 
 /// Parts of a multipart upload.
 const PART_SIZE: usize = 8 * 1024 * 1024;
@@ -234,43 +259,83 @@ impl Storage {
     /// Reads `key`, or the byte range of it that `range` asks for.
     /// `Ok(Err(size))`: the range cannot be satisfied. An object that is
     /// not there (removed meanwhile) is the error [`Missing`].
+    ///
+    /// One request to the store, which answers the size with the bytes (a
+    /// player's Range requests are the hot path: on the local filesystem
+    /// each step is a hop to the blocking pool, and a separate size lookup
+    /// cost one more). A range of at most [`SMALL_READ`] bytes is read at
+    /// once; a larger one streams. Only when the store refuses the range is
+    /// it asked for the size: a range past the end is unsatisfiable, and a
+    /// range it could serve after all is asked for again as exact bytes.
     pub async fn get(
         &self,
         key: &str,
         range: Option<ByteRange>,
     ) -> anyhow::Result<Result<Read, u64>> {
         let path = Self::path_of(key)?;
-        let size = match self.store.head(&path).await {
-            Ok(meta) => meta.size,
+        let result = match self.fetch(&path, range.map(ByteRange::get_range)).await {
+            Ok(result) => result,
             Err(object_store::Error::NotFound { .. }) => return Err(Missing.into()),
             Err(error) => {
-                return Err(anyhow::Error::new(error).context("reading the object's size"));
+                let Some(range) = range else {
+                    return Err(anyhow::Error::new(error).context("reading the object"));
+                };
+                let size = match self.store.head(&path).await {
+                    Ok(meta) => meta.size,
+                    Err(object_store::Error::NotFound { .. }) => return Err(Missing.into()),
+                    Err(_) => return Err(anyhow::Error::new(error).context("reading the object")),
+                };
+                let Some(exact) = range.resolve(size) else {
+                    return Ok(Err(size));
+                };
+                match self.fetch(&path, Some(GetRange::Bounded(exact))).await {
+                    Ok(result) => result,
+                    Err(object_store::Error::NotFound { .. }) => return Err(Missing.into()),
+                    Err(error) => {
+                        return Err(anyhow::Error::new(error).context("reading the object"));
+                    }
+                }
             }
         };
+        let size = result.meta.size;
         let wanted = match range {
             None => None,
+            // A store may answer an empty object's last bytes with no
+            // bytes (the local one does): unsatisfiable all the same.
             Some(range) => match range.resolve(size) {
                 Some(r) => Some(r),
                 None => return Ok(Err(size)),
             },
         };
-        let options = GetOptions {
-            range: wanted
-                .clone()
-                .filter(|r| !r.is_empty())
-                .map(GetRange::Bounded),
-            ..Default::default()
+        let served = wanted.clone().unwrap_or(0..size);
+        anyhow::ensure!(
+            result.range == served,
+            "the store served {:?} of {size} bytes, not {served:?}",
+            result.range
+        );
+        let body = if served.end - served.start <= SMALL_READ {
+            let bytes = result.bytes().await.context("reading the object")?;
+            futures_util::stream::once(async move { Ok(bytes) }).boxed()
+        } else {
+            result.into_stream()
         };
-        let result = self
-            .store
-            .get_opts(&path, options)
-            .await
-            .context("reading the object")?;
         Ok(Ok(Read {
             size,
             range: wanted,
-            body: result.into_stream(),
+            body,
         }))
+    }
+
+    async fn fetch(
+        &self,
+        path: &ObjectPath,
+        range: Option<GetRange>,
+    ) -> object_store::Result<object_store::GetResult> {
+        let options = GetOptions {
+            range,
+            ..Default::default()
+        };
+        self.store.get_opts(path, options).await
     }
 
     /// Removes an object (missing is fine).
@@ -347,6 +412,169 @@ mod tests {
             Err(10)
         ));
         storage.delete(&key).await.expect("delete");
+        let _ = std::fs::remove_dir_all(root);
+    }
+
+    /// Every kind of range, on a small object (read at once), a large one
+    /// (streamed past `SMALL_READ`) and an empty one.
+    #[tokio::test]
+    async fn every_range_reads_the_bytes_it_names() {
+        let root = std::env::temp_dir().join(format!("admitone-storage-{}", Uuid::new_v4()));
+        let storage = Storage::new(&StorageConfig::Local { root: root.clone() }).expect("storage");
+        let key = || {
+            Storage::key_for(
+                TenantId(Uuid::new_v4()),
+                ShareId(Uuid::new_v4()),
+                Uuid::new_v4(),
+            )
+        };
+        let store = |key: String, data: Vec<u8>| {
+            let storage = storage.clone();
+            async move {
+                let chunks =
+                    futures_util::stream::iter([Ok::<_, std::io::Error>(Bytes::from(data))]);
+                storage.put(&key, chunks, u64::MAX).await.expect("stored");
+                key
+            }
+        };
+        let small_read = usize::try_from(SMALL_READ).expect("fits");
+        let big_len = small_read * 2 + 17;
+        let big_data: Vec<u8> = (0..big_len).map(|i| (i % 251) as u8).collect();
+        let small = store(key(), b"0123456789".to_vec()).await;
+        let big = store(key(), big_data.clone()).await;
+        let empty = store(key(), Vec::new()).await;
+        let read = |key: String, header: Option<String>| {
+            let storage = storage.clone();
+            async move {
+                match storage
+                    .get(&key, header.as_deref().and_then(ByteRange::parse))
+                    .await
+                    .expect("get")
+                {
+                    Ok(read) => {
+                        let chunks: Vec<Bytes> =
+                            read.body.map(|c| c.expect("chunk")).collect().await;
+                        Ok((read.size, read.range, chunks.concat()))
+                    }
+                    Err(size) => Err(size),
+                }
+            }
+        };
+        type Expected = Result<(u64, Option<Range<u64>>, Vec<u8>), u64>;
+        let len = big_len as u64;
+        let all = b"0123456789".to_vec();
+        let h = |header: &str| Some(header.to_owned());
+        let cases: Vec<(&String, Option<String>, Expected)> = vec![
+            (&small, None, Ok((10, None, all.clone()))),
+            (
+                &small,
+                h("bytes=2-5"),
+                Ok((10, Some(2..6), b"2345".to_vec())),
+            ),
+            (
+                &small,
+                h("bytes=7-"),
+                Ok((10, Some(7..10), b"789".to_vec())),
+            ),
+            (
+                &small,
+                h("bytes=8-99"),
+                Ok((10, Some(8..10), b"89".to_vec())),
+            ),
+            (
+                &small,
+                h("bytes=-3"),
+                Ok((10, Some(7..10), b"789".to_vec())),
+            ),
+            (&small, h("bytes=-30"), Ok((10, Some(0..10), all.clone()))),
+            (&small, h("bytes=10-"), Err(10)),
+            (&small, h("bytes=10-12"), Err(10)),
+            // Numbers no object reaches.
+            (
+                &small,
+                h("bytes=0-18446744073709551614"),
+                Ok((10, Some(0..10), all.clone())),
+            ),
+            (
+                &small,
+                h("bytes=3-18446744073709551615"),
+                Ok((10, Some(3..10), b"3456789".to_vec())),
+            ),
+            (
+                &small,
+                h("bytes=-18446744073709551615"),
+                Ok((10, Some(0..10), all.clone())),
+            ),
+            (
+                &small,
+                h("bytes=-9223372036854775807"),
+                Ok((10, Some(0..10), all.clone())),
+            ),
+            (
+                &small,
+                h("bytes=18446744073709551615-18446744073709551615"),
+                Err(10),
+            ),
+            (&small, h("bytes=18446744073709551615-"), Err(10)),
+            (&big, None, Ok((len, None, big_data.clone()))),
+            (
+                &big,
+                h("bytes=5-"),
+                Ok((len, Some(5..len), big_data[5..].to_vec())),
+            ),
+            (
+                &big,
+                h("bytes=-4"),
+                Ok((len, Some(len - 4..len), big_data[big_len - 4..].to_vec())),
+            ),
+            // Exactly `SMALL_READ` (read at once), and one byte more (streamed).
+            (
+                &big,
+                Some(format!("bytes=1-{small_read}")),
+                Ok((
+                    len,
+                    Some(1..SMALL_READ + 1),
+                    big_data[1..=small_read].to_vec(),
+                )),
+            ),
+            (
+                &big,
+                Some(format!("bytes=1-{}", small_read + 1)),
+                Ok((
+                    len,
+                    Some(1..SMALL_READ + 2),
+                    big_data[1..small_read + 2].to_vec(),
+                )),
+            ),
+            (&empty, None, Ok((0, None, Vec::new()))),
+            (&empty, h("bytes=0-"), Err(0)),
+            (&empty, h("bytes=-5"), Err(0)),
+            (&empty, h("bytes=-18446744073709551615"), Err(0)),
+        ];
+        for (key, header, expected) in cases {
+            let got = read(key.clone(), header.clone()).await;
+            assert!(
+                got == expected,
+                "{header:?} on {} bytes: {:?}",
+                if key == &small {
+                    10
+                } else if key == &big {
+                    len
+                } else {
+                    0
+                },
+                got.as_ref()
+                    .map(|(size, range, bytes)| (size, range, bytes.len()))
+            );
+        }
+        for header in [None, Some("bytes=0-1"), Some("bytes=-1")] {
+            let missing = storage
+                .get(&key(), header.and_then(ByteRange::parse))
+                .await
+                .err()
+                .expect("an error");
+            assert!(missing.is::<Missing>(), "{header:?}: {missing:#}");
+        }
         let _ = std::fs::remove_dir_all(root);
     }
 }

@@ -115,6 +115,17 @@ async fn resources_live_in_s3_and_are_read_by_ranges(pool: PgPool) {
     let response = get_range(&app, &learner, &big, Some("bytes=-7")).await;
     assert_eq!(response.status(), StatusCode::PARTIAL_CONTENT);
     assert_eq!(response.bytes().await.expect("body"), &bytes[BIG - 7..]);
+    // Numbers past any object's end: the rest of it, or all of it.
+    let response = get_range(&app, &learner, &big, Some("bytes=5-18446744073709551614")).await;
+    assert_eq!(response.status(), StatusCode::PARTIAL_CONTENT);
+    assert_eq!(
+        response.headers()[header::CONTENT_RANGE],
+        format!("bytes 5-{}/{BIG}", BIG - 1).as_str()
+    );
+    assert!(response.bytes().await.expect("body") == bytes[5..]);
+    let response = get_range(&app, &learner, &big, Some("bytes=-18446744073709551615")).await;
+    assert_eq!(response.status(), StatusCode::PARTIAL_CONTENT);
+    assert!(response.bytes().await.expect("body") == bytes);
     // Past the end.
     let response = get_range(&app, &learner, &big, Some(&format!("bytes={BIG}-"))).await;
     assert_eq!(response.status(), StatusCode::RANGE_NOT_SATISFIABLE);
@@ -142,6 +153,26 @@ async fn resources_live_in_s3_and_are_read_by_ranges(pool: PgPool) {
             .expect("read"),
         Some(Vec::new())
     );
+    // It has no bytes to give by range (416), as on the local store.
+    assert_eq!(
+        crate::course::open(&app, &learner, &empty, None)
+            .await
+            .status(),
+        200
+    );
+    for range in ["bytes=0-", "bytes=-5", "bytes=-18446744073709551615"] {
+        let response = get_range(&app, &learner, &empty, Some(range)).await;
+        assert_eq!(
+            response.status(),
+            StatusCode::RANGE_NOT_SATISFIABLE,
+            "{range}"
+        );
+        assert_eq!(
+            response.headers()[header::CONTENT_RANGE],
+            "bytes */0",
+            "{range}"
+        );
+    }
 
     // Removing a resource removes its object, and only its.
     let response = admin
