@@ -176,7 +176,8 @@ rows.append((f'(h) reconcile, {recon["codes"]:,} codes', f'{recon["secs"]:.2f} s
              "every statement within the 5 s timeout" if recon_ok else "FAILED: see reconcile.txt"))
 # What a learner's course page downloads: the main wasm, its JS (with the
 # split loader and any snippets) and the CSS; the chunks (split_*, chunk_*)
-# only come with a page loaded on demand (the console, account pages).
+# only come with a page loaded on demand (sign-in, the home page, "My
+# courses", account pages, the console).
 def sizes(path):
     data = open(path, "rb").read()
     br = path + ".br"
@@ -195,7 +196,7 @@ if learner:
                  f"{'under' if compressed < 400 * 1000 else 'OVER'} the target of 400 KB compressed"))
     if console:
         c_br = None if any(s[2] is None for s in console) else sum(s[2] for s in console)
-        rows.append(("(j) the chunks of the pages loaded on demand (%d files: the console, account pages)" % len(console),
+        rows.append(("(j) the chunks of the pages loaded on demand (%d files: sign-in, home, My courses, account pages, the console)" % len(console),
                      f"{kib(sum(s[0] for s in console))} raw",
                      f"{kib(sum(s[1] for s in console))} gzip" + (f", {kib(c_br)} brotli" if c_br is not None else ""), ""))
 header = f"AdmitOne bench, {datetime.date.today()}, {os.cpu_count()} cores, {platform.machine()}"

@@ -78,7 +78,14 @@ async fn open_all(
     fire(clients, concurrency, 1, |c| c.post(&url)).await
 }
 
-/// `per_client` requests of every client, `concurrency` at a time.
+/// `per_client` requests of every client, `concurrency` at a time, in
+/// rounds: every client's first request, then every client's second, and
+/// so on. With more clients than `concurrency`, the requests in flight
+/// come from `concurrency` different clients, each on its one connection,
+/// as `concurrency` players each fetching their ranges one after another.
+/// (Client by client, the 64 in flight were the requests of a handful of
+/// learners at once, each opening extra connections that then sat idle in
+/// the server.)
 async fn fire(
     clients: &[reqwest::Client],
     concurrency: usize,
@@ -86,11 +93,8 @@ async fn fire(
     request: impl Fn(&reqwest::Client) -> reqwest::RequestBuilder,
 ) -> Run {
     let started = Instant::now();
-    let requests: Vec<reqwest::RequestBuilder> = clients
-        .iter()
-        .flat_map(|c| std::iter::repeat_n(c, per_client))
-        .map(&request)
-        .collect();
+    let requests: Vec<reqwest::RequestBuilder> =
+        rounds(clients, per_client).map(&request).collect();
     let results: Vec<(Duration, String)> = stream::iter(requests)
         .map(|r| async move {
             let t = Instant::now();
@@ -122,6 +126,11 @@ async fn fire(
         wall,
         statuses,
     }
+}
+
+/// `per_client` turns of every client, round by round.
+fn rounds<T>(clients: &[T], per_client: usize) -> impl Iterator<Item = &T> {
+    (0..per_client).flat_map(move |_| clients.iter())
 }
 
 /// PostgreSQL's transaction counters: (write transactions, that is
@@ -269,4 +278,16 @@ async fn main() -> anyhow::Result<()> {
         })
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rounds;
+
+    #[test]
+    fn requests_go_round_by_round_across_clients() {
+        let order: Vec<&char> = rounds(&['a', 'b', 'c'], 2).collect();
+        assert_eq!(order, [&'a', &'b', &'c', &'a', &'b', &'c']);
+        assert_eq!(rounds(&['a'], 0).count(), 0);
+    }
 }
