@@ -9,7 +9,9 @@
 //! refuses one that lacks a message or gives it other variables (see
 //! `server/model/build.rs`); `tests/translations.rs` fails on any literal a
 //! page shows without a catalogue. The domain errors' messages are in
-//! `errors.ftl` (see [`errors`]).
+//! `errors.ftl` (see [`errors`], server only), and the few the browser
+//! shows by itself in `browser-errors.ftl` ([`code_format_error`], the
+//! console's upload refusals).
 //!
 //! The language is chosen per request: the `lang` cookie set by the
 //! switcher (`/lang/{tag}`) wins, then `Accept-Language`, then English. The
@@ -22,7 +24,7 @@ pub mod errors;
 
 use model::{CodeState, ResourceKind, ShareStatus};
 
-pub use model::{ErrorMsg, Lang, Msg, catalogue::Args};
+pub use model::{BrowserErrorMsg, ErrorMsg, Lang, Msg, catalogue::Args};
 
 /// The language of the page being rendered or the server function being
 /// served: provided by [`crate::App`]; on the server read from the request
@@ -158,12 +160,12 @@ pub fn code_format_error(error: &codeformat::CodeFormatError) -> String {
 pub fn code_format_message(error: &codeformat::CodeFormatError, lang: Lang) -> Option<String> {
     use codeformat::CodeFormatError as E;
     let msg = match error {
-        E::WrongLength => ErrorMsg::CodeWrongLength,
-        E::ForeignWrongLength => ErrorMsg::CodeForeignWrongLength,
-        E::BadSymbol => ErrorMsg::CodeBadSymbol,
-        E::BadCheckSymbol => ErrorMsg::CodeBadCheckSymbol,
+        E::WrongLength => BrowserErrorMsg::CodeWrongLength,
+        E::ForeignWrongLength => BrowserErrorMsg::CodeForeignWrongLength,
+        E::BadSymbol => BrowserErrorMsg::CodeBadSymbol,
+        E::BadCheckSymbol => BrowserErrorMsg::CodeBadCheckSymbol,
     };
-    lang.error(msg, &[])
+    lang.browser_error(msg, &[])
 }
 
 /// Where a transfer request stands, as a phrase.

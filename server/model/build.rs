@@ -14,6 +14,9 @@
 //! language. `errors.ftl` holds the domain errors' messages in the
 //! languages other than English: the English text of an error is its
 //! `Display`, the one the JSON API and the logs also show.
+//! `browser-errors.ftl` holds the few the browser shows by itself (a typed
+//! code's format, the console's upload refusals), so that the wasm links
+//! those tables and not `errors.ftl`'s.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -30,6 +33,7 @@ use fluent_syntax::{
 const CATALOGUES: &[(&str, &str, &[&str])] = &[
     ("Msg", "messages.ftl", &["en", "zh-CN", "zh-TW"]),
     ("ErrorMsg", "errors.ftl", &["zh-CN", "zh-TW"]),
+    ("BrowserErrorMsg", "browser-errors.ftl", &["zh-CN", "zh-TW"]),
 ];
 
 /// One part of a compiled message, as Rust source.

@@ -2,7 +2,8 @@
 //! person reads, pages and mails, is a message of `locales/<tag>/messages.ftl`
 //! ([`Msg`]), written in Fluent; the domain errors' messages in the
 //! languages other than English are in `errors.ftl` ([`ErrorMsg`]; an
-//! error's English is its `Display`).
+//! error's English is its `Display`), except the few the browser shows by
+//! itself, in `browser-errors.ftl` ([`BrowserErrorMsg`]).
 //!
 //! Code names a message by its id and never holds its words, so a language
 //! is added by adding a catalogue, and the build refuses a catalogue that
@@ -66,6 +67,19 @@ impl ErrorMsg {
     }
 }
 
+impl BrowserErrorMsg {
+    /// `None` in English, whose messages are the errors' `Display` (or the
+    /// API's own message).
+    fn parts(self, lang: Lang) -> Option<&'static [Part]> {
+        let table: &[&[Part]] = match lang {
+            Lang::En => return None,
+            Lang::ZhCn => &BROWSERERRORMSG_ZH_CN,
+            Lang::ZhTw => &BROWSERERRORMSG_ZH_TW,
+        };
+        Some(table[self as usize])
+    }
+}
+
 impl Lang {
     /// A message without variables. (A message with variables comes back
     /// as its id, and a debug build stops: use [`Lang::format`] for those.)
@@ -90,6 +104,16 @@ impl Lang {
     /// A domain error's message in this language, `None` in English (use
     /// the error's `Display`).
     pub fn error(self, msg: ErrorMsg, args: Args<'_>) -> Option<String> {
+        let parts = msg.parts(self)?;
+        let mut out = String::new();
+        write_parts(self, parts, args, &mut out);
+        Some(out)
+    }
+
+    /// An error the browser shows by itself, in this language; `None` in
+    /// English. (Its own catalogue, so the wasm does not link every domain
+    /// error's: see `browser-errors.ftl`.)
+    pub fn browser_error(self, msg: BrowserErrorMsg, args: Args<'_>) -> Option<String> {
         let parts = msg.parts(self)?;
         let mut out = String::new();
         write_parts(self, parts, args, &mut out);
@@ -173,6 +197,17 @@ mod tests {
                     }
                 }
             }
+            for msg in BrowserErrorMsg::ALL {
+                let args: Vec<(&str, &(dyn Display + Sync))> =
+                    msg.variables().iter().map(|v| (*v, &seven as _)).collect();
+                match lang.browser_error(msg, &args) {
+                    None => assert_eq!(lang, Lang::En, "{}", msg.id()),
+                    Some(text) => {
+                        assert!(!text.trim().is_empty(), "{lang} {}", msg.id());
+                        assert!(!text.contains("{$"), "{lang} {}: {text}", msg.id());
+                    }
+                }
+            }
         }
     }
 
@@ -196,6 +231,12 @@ mod tests {
             let args: Vec<(&str, &(dyn Display + Sync))> =
                 msg.variables().iter().map(|v| (*v, &seven as _)).collect();
             let text = Lang::ZhTw.error(msg, &args).unwrap_or_default();
+            if text.chars().any(|c| SIMPLIFIED_ONLY.contains(c)) {
+                found.push(format!("{}: {text}", msg.id()));
+            }
+        }
+        for msg in BrowserErrorMsg::ALL {
+            let text = Lang::ZhTw.browser_error(msg, &[]).unwrap_or_default();
             if text.chars().any(|c| SIMPLIFIED_ONLY.contains(c)) {
                 found.push(format!("{}: {text}", msg.id()));
             }

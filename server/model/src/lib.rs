@@ -37,7 +37,7 @@ mod role;
 mod share;
 mod transfer;
 
-pub use catalogue::{ErrorMsg, Msg};
+pub use catalogue::{BrowserErrorMsg, ErrorMsg, Msg};
 pub use code::{CodeState, InvalidCodeState};
 pub use ids::{AccountId, ShareId, TenantId};
 pub use lang::Lang;

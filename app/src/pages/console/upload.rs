@@ -85,7 +85,7 @@ pub fn Upload(
 /// field and (English) message. Shared by the XHR upload and the plain
 /// form's redirect.
 pub fn upload_refusal(lang: Lang, code: &str, field: Option<&str>, message: &str) -> String {
-    use crate::i18n::ErrorMsg as E;
+    use crate::i18n::BrowserErrorMsg as E;
     let reason = match (code, field) {
         ("too_large", _) => E::UploadTooLarge,
         (_, Some("title")) => E::UploadBadTitle,
@@ -98,7 +98,7 @@ pub fn upload_refusal(lang: Lang, code: &str, field: Option<&str>, message: &str
     };
     // English is the API's own message, as for every domain error.
     let reason = lang
-        .error(reason, &[])
+        .browser_error(reason, &[])
         .unwrap_or_else(|| crate::error::sentence(message));
     lang.format(Msg::UploadRefused, &[("reason", &reason)])
 }
