@@ -32,16 +32,13 @@ use crate::components::{
     layout::{Footer, Header},
 };
 use crate::pages::{
-    courses::CoursesPage,
-    home::HomePage,
     lazy::{
-        AccountRoute, AuditLogRoute, CodesRoute, ConfirmEmailRoute, ConsoleHomeRoute,
-        DashboardRoute, ForgotPasswordRoute, ImportReportRoute, InvitationRoute, IssuedRoute,
-        LearnersRoute, RegisterRoute, ResetPasswordRoute, ShareAdminRoute, TeamRoute, TokensRoute,
-        TransferConfirmRoute, TransferRequestRoute, TransfersRoute, VerifyEmailRoute,
-        WebhooksRoute,
+        AccountRoute, AuditLogRoute, CodesRoute, ConfirmEmailRoute, ConsoleHomeRoute, CoursesRoute,
+        DashboardRoute, ForgotPasswordRoute, HomeRoute, ImportReportRoute, InvitationRoute,
+        IssuedRoute, LearnersRoute, LoginRoute, RegisterRoute, ResetPasswordRoute, ShareAdminRoute,
+        TeamRoute, TokensRoute, TransferConfirmRoute, TransferRequestRoute, TransfersRoute,
+        VerifyEmailRoute, WebhooksRoute,
     },
-    login::LoginPage,
     not_found::NotFound,
     resource::ResourcePage,
     share::SharePageView,
@@ -162,6 +159,9 @@ pub fn App() -> impl IntoView {
     // message refresh when it completes.
     provide_context(ServerAction::<Logout>::new());
     // The pages loaded on demand (see `pages::lazy`).
+    let home_route = Lazy::<HomeRoute>::new();
+    let login_route = Lazy::<LoginRoute>::new();
+    let courses_route = Lazy::<CoursesRoute>::new();
     let register_route = Lazy::<RegisterRoute>::new();
     let account_route = Lazy::<AccountRoute>::new();
     let forgot_password_route = Lazy::<ForgotPasswordRoute>::new();
@@ -194,8 +194,8 @@ pub fn App() -> impl IntoView {
                 // saved) before the response leaves, and works without
                 // JavaScript.
                 <Routes fallback=NotFound>
-                    <Route path=StaticSegment("") view=HomePage ssr=SsrMode::Async/>
-                    <Route path=path!("/login") view=LoginPage ssr=SsrMode::Async/>
+                    <Route path=StaticSegment("") view=home_route ssr=SsrMode::Async/>
+                    <Route path=path!("/login") view=login_route ssr=SsrMode::Async/>
                     <Route path=path!("/register") view=register_route ssr=SsrMode::Async/>
                     <Route path=path!("/account") view=account_route ssr=SsrMode::Async/>
                     <Route path=path!("/forgot-password") view=forgot_password_route ssr=SsrMode::Async/>
@@ -204,7 +204,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/confirm-email") view=confirm_email_route ssr=SsrMode::Async/>
                     <Route path=path!("/invitation") view=invitation_route ssr=SsrMode::Async/>
                     <Route path=path!("/transfer") view=transfer_confirm_route ssr=SsrMode::Async/>
-                    <Route path=path!("/courses") view=CoursesPage ssr=SsrMode::Async/>
+                    <Route path=path!("/courses") view=courses_route ssr=SsrMode::Async/>
                     <Route path=path!("/s/:slug") view=SharePageView ssr=SsrMode::Async/>
                     <Route path=path!("/s/:slug/r/:resource") view=ResourcePage ssr=SsrMode::Async/>
                     <Route path=path!("/s/:slug/transfer") view=transfer_request_route ssr=SsrMode::Async/>

@@ -1,9 +1,9 @@
-// The learner never downloads the console: each console page is a lazy
-// route whose view lives in a wasm chunk of its own (app/src/pages/
-// lazy.rs, `cargo leptos build --split`).
+// The learner never downloads the console: every page but a course and its
+// resources is a lazy route whose view lives in a wasm chunk of its own
+// (app/src/pages/lazy.rs, `cargo leptos build --split`).
 import { expect, test, type Page } from "@playwright/test";
 import { openHydrated, signIn } from "./fixtures";
-import { DEMO_ADMIN } from "./course";
+import { DEMO_ADMIN, adminApi, createCourse } from "./course";
 
 /** The `/pkg` files the page asks for from now on. */
 function pkgRequests(page: Page): string[] {
@@ -17,12 +17,20 @@ function pkgRequests(page: Page): string[] {
 
 const CHUNK = /\/pkg\/(split|chunk)_[^/]*\.wasm$/;
 
-test("a learner's pages load the main bundle and no console chunk", async ({ page }) => {
+test("a learner's course page loads the main bundle and no chunk; sign-in loads only its own", async ({ page }) => {
+  const course = await createCourse(await adminApi());
   const seen = pkgRequests(page);
-  await openHydrated(page, "/");
-  await openHydrated(page, "/login");
+  // What a learner's link opens: the main bundle alone.
+  await openHydrated(page, `/s/${course.slug}`);
   expect(seen.some((path) => path.endsWith(".wasm")), seen.join(", ")).toBe(true);
   expect(seen.filter((path) => CHUNK.test(path))).toEqual([]);
+  // The home page and sign-in are lazy too: each fetches its own view's
+  // chunk (and whatever code it shares), never a console page's.
+  await openHydrated(page, "/");
+  await openHydrated(page, "/login");
+  const views = seen.filter((path) => /\/pkg\/split___/.test(path));
+  expect(views.filter((path) => /split___login_route_view_/.test(path)), seen.join(", ")).toHaveLength(1);
+  expect(views.filter((path) => !/split___(home|login)_route_view_/.test(path)), seen.join(", ")).toEqual([]);
 });
 
 test("a console page loads its own chunk and hydrates, opened directly and reached by a link", async ({ page }) => {

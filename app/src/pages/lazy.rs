@@ -2,8 +2,9 @@
 //!
 //! Why: a learner opens a course on a phone, and every byte of wasm is paid
 //! for before the page answers a tap. The main bundle holds the shell and
-//! the course path (home, sign-in, my courses, a course, a resource); every
-//! other page is a `LazyRoute` here. `cargo leptos build --split` moves its
+//! what a learner's link opens (a course and its resources); every other
+//! page, the home page, sign-in and "My courses" included, is a `LazyRoute`
+//! here. `cargo leptos build --split` moves its
 //! view, and everything only it reaches (its forms, the chart, the upload
 //! widget, the client half of its server functions), into a chunk of its
 //! own that the browser fetches when the page is first shown: a learner's
@@ -12,7 +13,7 @@
 //!
 //! The server renders these pages exactly as before (the lazy view runs at
 //! once there), so they read and work without JavaScript; in the browser
-//! the entry point hydrates with `hydrate_lazy`, so the router fetches a
+//! the entry point hydrates with `hydrate_from_async`, so the router fetches a
 //! page's chunk before it hydrates that page.
 
 use leptos::prelude::*;
@@ -26,8 +27,11 @@ use super::{
         issued::IssuedPage, learners::LearnersPage, share::ShareAdminPage, team::TeamPage,
         tokens::TokensPage, transfers::TransfersPage, webhooks::WebhooksPage,
     },
+    courses::CoursesPage,
+    home::HomePage,
     invitation::InvitationPage,
     links::{ConfirmEmailPage, VerifyEmailPage},
+    login::LoginPage,
     recovery::{ForgotPasswordPage, ResetPasswordPage},
     register::RegisterPage,
     transfer::{TransferConfirmPage, TransferRequestPage},
@@ -51,6 +55,14 @@ macro_rules! lazy_page {
             }
         }
     )+};
+}
+
+// The way in: a learner's link opens a course page (in the main bundle);
+// signing in, the home page and "My courses" load their chunk when shown.
+lazy_page! {
+    HomeRoute => HomePage,
+    LoginRoute => LoginPage,
+    CoursesRoute => CoursesPage,
 }
 
 // An account's own pages: each visited now and then, never on the way to
