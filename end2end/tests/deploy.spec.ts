@@ -41,7 +41,7 @@ async function visit(context: BrowserContext) {
     new URL((await page.locator(selector).getAttribute("href")) ?? "", baseURL).pathname;
   const names: Names = {
     js: await path('head link[rel="modulepreload"][href^="/pkg/admitone."]'),
-    wasm: await path('head link[rel="preload"][href$=".wasm"]'),
+    wasm: await path('head link[rel="preload"][href^="/pkg/admitone."][href$=".wasm"]'),
     css: await path('head link[rel="stylesheet"]#leptos'),
   };
   // A year only where the name pins the bytes (the hash in it is theirs);

@@ -50,7 +50,8 @@ test("every page links the site icon, and the icon is served", async ({ page, re
 });
 
 test("the pages' assets have hashed names, a year of caching where the name pins the bytes, and arrive compressed", async ({ page, request }) => {
-  const wasm = page.waitForResponse((r) => r.url().endsWith(".wasm"));
+  // The main module (the home page also fetches its own view's chunk).
+  const wasm = page.waitForResponse((r) => /\/pkg\/admitone\.[^/]*\.wasm$/.test(new URL(r.url()).pathname));
   await openHydrated(page, "/");
   const response = await wasm;
   // Names carry their build's hash (cargo-leptos `hash-files`): a deploy
