@@ -242,6 +242,8 @@ impl AppError {
             // Pages show bad input beside its field whatever its code.
             (ErrorKind::Invalid, _) => Self::Invalid { field, message },
             (ErrorKind::NotFound, _) => Self::NotFound,
+            // A session that ended (signed out everywhere meanwhile).
+            (ErrorKind::Unauthenticated, "unauthenticated") => Self::Unauthenticated,
             (ErrorKind::Unauthenticated, _) => Self::InvalidCredentials,
             (ErrorKind::Forbidden, "account_disabled") => Self::AccountDisabled,
             (kind @ (ErrorKind::Busy | ErrorKind::Unavailable), _) => Self::TryAgain {

@@ -183,6 +183,7 @@ impl Application {
                 keyring: Arc::new(settings.keyring()?),
                 links,
                 settler: engine::settlement::Settler::new(settlement),
+                recent_shares: service::recent_shares::RecentShares::default(),
                 grants: service::content::GrantCache::new(Duration::from_secs(
                     settings.settlement.grant_recheck_secs,
                 )),

@@ -172,6 +172,7 @@ impl Localized for SettlementError {
             Self::QuotaExhausted => M::SettlementQuotaExhausted,
             Self::LearnerLimitReached => M::SettlementLearnerLimitReached,
             Self::AccountDisabled => M::SettlementAccountDisabled,
+            Self::SessionEnded => M::SettlementSessionEnded,
             Self::LearnerSuspended => M::SettlementLearnerSuspended,
             Self::EmailNotVerified => M::SettlementEmailNotVerified,
             Self::ResourceNotFound => M::SettlementResourceNotFound,

@@ -270,17 +270,19 @@ pub async fn open_resource(slug: String, resource: String) -> Result<OpenedResou
         let resource_id = Uuid::parse_str(&resource).map_err(|_| AppError::NotFound)?;
         let principal = guard::require_learner().await?;
         let session = guard::session().await?;
+        let claim = service::session::claimed(&state, &session).await?;
+        let resource = learner::resource(&state, &share, resource_id).await?;
         // Without the request's headers nothing says it came from this
         // site: it may not count.
         let cross_site = use_context::<http::request::Parts>()
             .is_none_or(|parts| learner::is_cross_site(&parts.headers));
-        let (resource, grant) = learner::open(
+        let grant = learner::open(
             &state,
             &session,
-            &principal,
+            claim,
             learner::Opening {
                 share: &share,
-                resource: resource_id,
+                resource: resource.id,
                 request_id: RequestId::generate(),
                 cross_site,
                 patience: learner::Patience::WaitBriefly,

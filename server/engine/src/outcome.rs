@@ -64,6 +64,7 @@ impl Outcome for SettlementError {
             | Self::RequestIdReused
             | Self::InvalidRequestId => K::Invalid,
             Self::ResourceNotFound => K::NotFound,
+            Self::SessionEnded => K::Unauthenticated,
             Self::Busy => K::Busy,
             Self::Unavailable => K::Unavailable,
             Self::Unexpected(_) => K::Internal,
@@ -84,6 +85,7 @@ impl Outcome for SettlementError {
             Self::QuotaExhausted => "quota_exhausted",
             Self::LearnerLimitReached => "learner_limit_reached",
             Self::AccountDisabled => "account_disabled",
+            Self::SessionEnded => "unauthenticated",
             Self::LearnerSuspended => "learner_suspended",
             Self::EmailNotVerified => "email_not_verified",
             Self::ResourceNotFound => "not_found",

@@ -120,9 +120,7 @@ pub async fn live_grant(
     slug: &str,
     resource: Uuid,
 ) -> Result<LiveGrant, ServiceError> {
-    let (account, epoch) = session::claim_of(services, session)
-        .await?
-        .ok_or(ServiceError::Unauthenticated)?;
+    let session::Claim { account, epoch } = session::claimed(services, session).await?;
     throttle::hit(
         services,
         ThrottleScope::ContentAccount,
@@ -147,11 +145,7 @@ pub async fn live_grant(
             services.grants.put(key, grant.clone());
             Ok(grant)
         }
-        Err(GrantError::SessionEnded) => {
-            // As `session::principal_of` does: the session is over.
-            session.flush().await.map_err(session::session_error)?;
-            Err(ServiceError::Unauthenticated)
-        }
+        Err(GrantError::SessionEnded) => Err(session::ended(session).await?),
         Err(GrantError::ShareNotFound | GrantError::ResourceNotFound) => {
             Err(ServiceError::NotFound)
         }

@@ -13,7 +13,8 @@ use engine::{
     coordination::ThrottleScope,
     resources::{self, Resource},
     settlement::{
-        self, BindingView, Counting, Grant, Holding, RequestId, SettlementRequest, Validated,
+        self, BindingView, Counting, Grant, Holding, RequestId, SettlementError, SettlementRequest,
+        Validated,
     },
     shares::{Share, ShareId, Unavailability},
 };
@@ -44,6 +45,36 @@ pub async fn visible_share(services: &Services, slug: &str) -> Result<Share, Ser
         Some(share) if share.status.visible_to_learners() => Ok(share),
         _ => Err(ServiceError::NotFound),
     }
+}
+
+/// [`visible_share`] for an opening (`POST …/open`): a share read within
+/// [`crate::recent_shares::RECHECK`] is used again, since the settlement
+/// reads everything about it that can change (see that module).
+pub async fn share_to_open(services: &Services, slug: &str) -> Result<Share, ServiceError> {
+    if let Some(share) = services.recent_shares.get(slug) {
+        return Ok(share);
+    }
+    let share = visible_share(services, slug).await?;
+    // Only a share open right now: a paused or closed one is read every
+    // time, so that it opens again the moment it is resumed.
+    if share
+        .unavailable_because(OffsetDateTime::now_utc())
+        .is_none()
+    {
+        services.recent_shares.put(&share);
+    }
+    Ok(share)
+}
+
+/// A resource of `share` learners may see.
+pub async fn resource(
+    services: &Services,
+    share: &Share,
+    resource: Uuid,
+) -> Result<Resource, ServiceError> {
+    resources::resource(&services.pool, share.tenant(), share.id, resource)
+        .await?
+        .ok_or(ServiceError::NotFound)
 }
 
 /// The code id `principal` entered for `share` in this session (phase 2),
@@ -233,35 +264,40 @@ pub struct Opening<'a> {
     pub patience: Patience,
 }
 
-/// Phase 3: decides whether `principal` may open the resource now,
-/// binding the pending code on a first access. A cross-site request (a
-/// link or an embed on another site, which `SameSite=Lax` lets through
-/// with the cookie) may only reach a live grant the learner already has:
-/// it never binds, counts or debits ([`Counting::LiveGrantOnly`]).
+/// Phase 3: decides whether the signed-in learner (`claim`) may open the
+/// resource now, binding the pending code on a first access. A cross-site
+/// request (a link or an embed on another site, which `SameSite=Lax` lets
+/// through with the cookie) may only reach a live grant the learner
+/// already has: it never binds, counts or debits
+/// ([`Counting::LiveGrantOnly`]).
+///
+/// One call to PostgreSQL: the settlement itself checks the session (the
+/// account still at the claim's epoch, not disabled), the share and the
+/// resource. A session the account moved past, or whose account is
+/// disabled, is ended here (`Unauthenticated`); a share archived or taken back to a draft is
+/// `NotFound`, as it is for [`visible_share`].
 #[tracing::instrument(name = "open", skip_all, fields(share = %opening.share.id, resource = %opening.resource))]
 pub async fn open(
     services: &Services,
     session: &Session,
-    principal: &Principal,
+    claim: session::Claim,
     opening: Opening<'_>,
-) -> Result<(Resource, Grant), ServiceError> {
+) -> Result<Grant, ServiceError> {
     let Opening {
         share,
-        resource: resource_id,
+        resource,
         request_id,
         cross_site,
         patience,
     } = opening;
-    let resource = resources::resource(&services.pool, share.tenant(), share.id, resource_id)
-        .await?
-        .ok_or(ServiceError::NotFound)?;
     // Read from another site too: the settlement refuses to bind it then
     // (`Counting::LiveGrantOnly`) and says to open it here.
-    let pending = pending_code(session, share.id, principal.id).await?;
+    let pending = pending_code(session, share.id, claim.account).await?;
     let request = SettlementRequest {
         share: share.clone(),
-        principal: principal.id,
-        resource: resource.id,
+        principal: claim.account,
+        session_epoch: claim.epoch,
+        resource,
         pending_code: pending,
         request_id,
         patience,
@@ -271,10 +307,28 @@ pub async fn open(
             Counting::Allowed
         },
     };
-    let grant = services
+    let settled = services
         .settler
         .settle(&services.pool, &services.redis, &request)
-        .await?;
+        .await;
+    let grant = match settled {
+        Ok(grant) => grant,
+        // As for every other request (`session::principal_of`): a session
+        // whose account moved past it, or was disabled, ends.
+        Err(SettlementError::SessionEnded | SettlementError::AccountDisabled) => {
+            return Err(session::ended(session).await?);
+        }
+        Err(SettlementError::ShareUnavailable(reason)) => {
+            // The share changed: the next opening reads it afresh.
+            services.recent_shares.forget(&share.slug);
+            return Err(match reason {
+                Unavailability::NotAvailable => ServiceError::NotFound,
+                other => SettlementError::ShareUnavailable(other).into(),
+            });
+        }
+        Err(other) => return Err(other.into()),
+    };
+    crate::request_span::record("principal", claim.account.0);
     if pending.is_some() {
         // The access is decided (and maybe bound): a session hiccup now
         // must not turn it into an error page. A stale pending id is
@@ -283,7 +337,7 @@ pub async fn open(
             tracing::warn!(error = %error, "could not clear a pending code after settlement");
         }
     }
-    Ok((resource, grant))
+    Ok(grant)
 }
 
 /// The learner's binding in `share` after an opening decided access: a

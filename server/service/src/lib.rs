@@ -20,6 +20,7 @@
 //! | [`team`] | a tenant's team: invite, accept, change a role, remove, leave; tenant signup; suspending a learner |
 //! | [`console`] | the console's compensating workflows: issue or replace codes and park them for one viewing, or undo |
 //! | [`learner`] | a share's page, code entry (phases 1+2), opening a resource (phase 3), my courses |
+//! | [`recent_shares`] | shares looked up by link name lately, for `POST …/open` (the settlement reads what can change) |
 //! | [`transfers`] | a learner moves their code to another account: ask, withdraw, the receiving account's confirmation |
 //! | [`request_span`] | the span of the request being served, carried by the task, so that what a use case learns (who asked) lands on it |
 //!
@@ -31,6 +32,7 @@ pub mod console;
 pub mod content;
 pub mod error;
 pub mod learner;
+pub mod recent_shares;
 pub mod request_span;
 pub mod session;
 pub mod state;

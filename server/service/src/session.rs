@@ -62,7 +62,7 @@ pub async fn principal_of(
     services: &Services,
     session: &Session,
 ) -> Result<Option<Principal>, ServiceError> {
-    let Some((account, epoch)) = claim_of(services, session).await? else {
+    let Some(Claim { account, epoch }) = claim_of(services, session).await? else {
         return Ok(None);
     };
     let principal = accounts::session_principal(&services.pool, account, epoch).await?;
@@ -76,14 +76,23 @@ pub async fn principal_of(
     Ok(principal)
 }
 
-/// The account and session epoch `session` was signed in with, if it is
-/// signed in and within its absolute lifetime, **without reading the
-/// account**: for a caller whose own single read checks the epoch (the
-/// bytes route, `crate::content`). Everyone else uses [`principal_of`].
+/// Who a session says is signed in, not yet checked against the account:
+/// the account and the session epoch it was signed in with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Claim {
+    pub account: AccountId,
+    pub epoch: i64,
+}
+
+/// The [`Claim`] of `session`, if it is signed in and within its absolute
+/// lifetime, **without reading the account**: for a caller whose own
+/// single read or call checks the epoch (the bytes route,
+/// `crate::content`; an opening, whose settlement checks it). Everyone
+/// else uses [`principal_of`].
 pub async fn claim_of(
     services: &Services,
     session: &Session,
-) -> Result<Option<(AccountId, i64)>, ServiceError> {
+) -> Result<Option<Claim>, ServiceError> {
     let Some(auth) = session
         .get::<SessionAuth>(AUTH_KEY)
         .await
@@ -97,7 +106,24 @@ pub async fn claim_of(
         session.flush().await.map_err(session_error)?;
         return Ok(None);
     }
-    Ok(Some((AccountId(auth.account), auth.epoch)))
+    Ok(Some(Claim {
+        account: AccountId(auth.account),
+        epoch: auth.epoch,
+    }))
+}
+
+/// [`claim_of`], or `Unauthenticated` when nobody is signed in.
+pub async fn claimed(services: &Services, session: &Session) -> Result<Claim, ServiceError> {
+    claim_of(services, session)
+        .await?
+        .ok_or(ServiceError::Unauthenticated)
+}
+
+/// Ends a session whose account moved past its epoch (or is gone), as
+/// [`principal_of`] does: the caller answers `Unauthenticated`.
+pub async fn ended(session: &Session) -> Result<ServiceError, ServiceError> {
+    session.flush().await.map_err(session_error)?;
+    Ok(ServiceError::Unauthenticated)
 }
 
 /// Any signed-in account (every account may act as a learner).

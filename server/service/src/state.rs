@@ -26,6 +26,8 @@ pub struct Services {
     pub settler: Settler,
     /// Live grants this instance checked lately (`crate::content`).
     pub grants: crate::content::GrantCache,
+    /// Shares looked up by link name lately (`crate::recent_shares`).
+    pub recent_shares: crate::recent_shares::RecentShares,
     pub storage: Storage,
     /// Largest accepted upload, in bytes.
     pub max_upload_bytes: u64,

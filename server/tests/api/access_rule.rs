@@ -135,6 +135,20 @@ async fn the_bytes_never_count_bind_or_debit(pool: PgPool) {
     assert_eq!(written(&app, &course).await, before, "nothing was written");
 }
 
+/// The learner signs in elsewhere and signs out everywhere: every other
+/// session of theirs is over.
+async fn sign_out_everywhere(app: &TestApp, learner: Uuid) {
+    let other = new_client();
+    app.login_as(
+        &other,
+        &format!("learner-{learner}@example.com"),
+        crate::course::PASSWORD,
+    )
+    .await;
+    let r = app.post_form_as(&other, "/api/auth/logout-all", &[]).await;
+    assert!(r.status().is_success() || r.status().is_redirection());
+}
+
 /// Settings whose grants are re-checked every `secs`.
 fn rechecking_every(secs: u64) -> server::config::Settings {
     let mut settings = load_settings();
@@ -220,15 +234,7 @@ async fn the_bytes_stop_within_the_bound_after_revoke_unbind_pause_and_sign_out(
                 (403, "share_unavailable")
             }
             _ => {
-                let other = new_client();
-                app.login_as(
-                    &other,
-                    &format!("learner-{learner}@example.com"),
-                    crate::course::PASSWORD,
-                )
-                .await;
-                let r = app.post_form_as(&other, "/api/auth/logout-all", &[]).await;
-                assert!(r.status().is_success() || r.status().is_redirection());
+                sign_out_everywhere(&app, learner).await;
                 (401, "unauthenticated")
             }
         };
@@ -259,4 +265,102 @@ async fn the_bytes_are_limited_per_account(pool: PgPool) {
 
     let (other_course, _, _, other) = one_learner(&app, &admin).await;
     assert_eq!(open(&app, &other, &other_course, None).await.status(), 200);
+}
+
+/// An opening (`POST …/open`) is one call to PostgreSQL: the settlement
+/// checks the session, the share and the resource itself, and this
+/// instance remembers a share by link name (`service::recent_shares`).
+/// None of that may delay a change: each one below is seen by the very
+/// next opening, and a refused opening writes nothing.
+#[sqlx::test(migrations = "../migrations")]
+async fn an_opening_sees_every_change_at_once(pool: PgPool) {
+    let app = spawn_app_with(pool, load_settings()).await;
+    let admin = admin(&app).await;
+    let status = |share: Uuid, status: &'static str| {
+        let (app, admin) = (&app, &admin);
+        async move {
+            let r = post_json(
+                app,
+                &admin.client,
+                &format!("/api/v1/shares/{share}/status"),
+                json!({ "status": status }),
+            )
+            .await;
+            assert_eq!(r.status(), 200, "{status}");
+        }
+    };
+
+    // Pause and resume: refused at once, open again at once.
+    let (course, _, _, client) = one_learner(&app, &admin).await;
+    assert_eq!(open(&app, &client, &course, None).await.status(), 200);
+    status(course.share, "paused").await;
+    let refused = open(&app, &client, &course, None).await;
+    assert_eq!(error_of(refused).await, (403, "share_unavailable".into()));
+    status(course.share, "active").await;
+    assert_eq!(open(&app, &client, &course, None).await.status(), 200);
+
+    // Archived: the share no longer exists for learners.
+    status(course.share, "archived").await;
+    let gone = open(&app, &client, &course, None).await;
+    assert_eq!(error_of(gone).await.0, 404);
+    assert_eq!(state_of(&app, course.share).await.records, 1);
+
+    // A resource that is not the share's: 404, and the pending code stays
+    // pending for the real one.
+    let (course, _, _, client) = one_learner(&app, &admin).await;
+    let elsewhere = Course {
+        resource: Uuid::now_v7(),
+        ..course.clone()
+    };
+    let missing = open(&app, &client, &elsewhere, None).await;
+    assert_eq!(error_of(missing).await.0, 404);
+    assert_eq!(
+        state_of(&app, course.share).await,
+        ShareState {
+            bound: 0,
+            quota_used: 0,
+            records: 0
+        }
+    );
+    assert_eq!(
+        open(&app, &client, &course, None).await.headers()["x-admitone-access"],
+        "bound"
+    );
+
+    // "Sign out everywhere" and a disabled account end the session at the
+    // next opening, before anything is counted.
+    for action in ["sign out everywhere", "disable"] {
+        let (course, _, learner, client) = one_learner(&app, &admin).await;
+        assert_eq!(open(&app, &client, &course, None).await.status(), 200);
+        if action == "disable" {
+            engine::accounts::disable(&app.pool, engine::accounts::AccountId(learner))
+                .await
+                .expect("disable");
+        } else {
+            sign_out_everywhere(&app, learner).await;
+        }
+        // A new request id: a new access would be counted if it got in.
+        sqlx::query("UPDATE access_records SET expires_at = now() WHERE share_id = $1")
+            .bind(course.share)
+            .execute(&app.pool)
+            .await
+            .expect("end the grant");
+        for _ in 0..2 {
+            let refused = open(&app, &client, &course, None).await;
+            assert_eq!(
+                error_of(refused).await,
+                (401, "unauthenticated".into()),
+                "{action}"
+            );
+        }
+        let (records, count): (i64, i64) = sqlx::query_as(
+            "SELECT (SELECT count(*) FROM access_records WHERE share_id = $1),
+                    (SELECT coalesce(sum(access_count), 0)::bigint FROM auth_codes WHERE share_id = $1)",
+        )
+        .bind(course.share)
+        .fetch_one(&app.pool)
+        .await
+        .expect("state");
+        assert_eq!((records, count), (1, 1), "{action}: nothing counted");
+    }
 }

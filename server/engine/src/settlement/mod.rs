@@ -11,8 +11,9 @@
 //! 2. otherwise `reserve.lua` takes the code and the learner for this
 //!    attempt, turning away concurrent losers cheaply;
 //! 3. **the settlement transaction** ([`Settler::transaction`], one call of
-//!    the PL/pgSQL function `settle_access`) checks the share, the account
-//!    and an existing binding, binds with a compare-and-set `UPDATE … WHERE
+//!    the PL/pgSQL function `settle_access`) checks the session (the
+//!    account still at the session's epoch), the share, the resource, the
+//!    account and an existing binding, binds with a compare-and-set `UPDATE … WHERE
 //!    bound_principal IS NULL`, debits the learner's counter and the
 //!    share's quota slot with conditional UPDATEs, writes the access record
 //!    (unique per request id) and the outbox rows, and commits, or leaves
@@ -41,8 +42,8 @@
 //!   release);
 //! * `transaction.rs`: **the settlement transaction** (step 3: the call of
 //!   `settle_access`, whose statements are in the migration
-//!   `20261203000002_access_periods.sql` (its latest definition), and the mapping of its
-//!   answers), the start-overs around it and its fault points;
+//!   `20261208000001_settle_checks_session.sql` (its latest definition),
+//!   and the mapping of its answers), the start-overs around it and its fault points;
 //! * [`patience`]: the one wait schedule for a busy code;
 //! * [`options`]: how a settler is configured, and the hooks only tests set
 //!   (fault points, the probe).
@@ -78,6 +79,10 @@ use patience::Patience;
 pub struct SettlementRequest {
     pub share: Share,
     pub principal: AccountId,
+    /// The account's session epoch the session was signed in with: the
+    /// settlement refuses ([`SettlementError::SessionEnded`]) once the
+    /// account moved past it, so the caller needs no read of its own.
+    pub session_epoch: i64,
     pub resource: Uuid,
     /// The code id from phase 2 (the session), if any.
     pub pending_code: Option<Uuid>,
@@ -168,6 +173,10 @@ pub enum SettlementError {
     LearnerLimitReached,
     #[error("this account is disabled")]
     AccountDisabled,
+    /// The account moved past the session's epoch ("sign out everywhere",
+    /// a new password) or is gone: the caller ends the session.
+    #[error("your session has ended; sign in again")]
+    SessionEnded,
     /// The course provider suspended this learner (their courses only).
     #[error("the course provider has suspended your access to its courses; contact them")]
     LearnerSuspended,

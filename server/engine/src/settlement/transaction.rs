@@ -4,11 +4,13 @@
 //! Its statements are one PL/pgSQL function, `settle_access`, defined in
 //! `migrations/20261202000007_quota_slots_and_settle.sql` and redefined
 //! whole by each later migration that changes it (today
-//! `20261203000002_access_periods.sql`, the definition in force): one
-//! call is one round trip and one implicit transaction. It answers a retry from the
-//! first attempt's record, checks the share, the resource, the account (not
-//! disabled, not suspended by the tenant, and, to bind, a verified address
-//! unless the tenant waives it) and an existing binding, binds with a
+//! `20261208000001_settle_checks_session.sql`, the definition in force):
+//! one call is one round trip and one implicit transaction. It checks the
+//! session first (the account still at the session's epoch, and not
+//! disabled), answers a retry from the first attempt's record, checks the
+//! share, the resource, the account (not suspended by the tenant, and, to
+//! bind, a verified address unless the tenant waives it) and an existing
+//! binding, binds with a
 //! compare-and-set `UPDATE … WHERE bound_principal IS NULL`, debits the
 //! learner's counter and the share's quota slot (`share_quota_slots`, when
 //! the share has a quota) with conditional UPDATEs, writes the access
@@ -146,7 +148,7 @@ impl Settler {
         let settled = sqlx::query!(
             r#"SELECT outcome AS "outcome!", code_id, bound_now AS "bound_now!", counted AS "counted!",
                       replayed AS "replayed!", tried_bind AS "tried_bind!", expires_at
-               FROM settle_access($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"#,
+               FROM settle_access($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"#,
             share.tenant_id.0,
             share.id.0,
             request.principal.0,
@@ -161,6 +163,7 @@ impl Settler {
             Uuid::now_v7(),
             budget_ms,
             fault,
+            request.session_epoch,
         )
         .fetch_one(&mut *conn)
         .await;
@@ -287,6 +290,7 @@ fn refusal(outcome: &str, at: Option<time::OffsetDateTime>) -> SettlementError {
         "closed" => SettlementError::ShareUnavailable(U::Closed),
         "resource_not_found" => SettlementError::ResourceNotFound,
         "account_disabled" => SettlementError::AccountDisabled,
+        "session_ended" => SettlementError::SessionEnded,
         "learner_suspended" => SettlementError::LearnerSuspended,
         "open_from_course_page" => SettlementError::OpenFromCoursePage,
         "email_not_verified" => SettlementError::EmailNotVerified,
@@ -308,7 +312,8 @@ mod tests {
     fn every_outcome_of_settle_access_is_a_known_refusal() {
         // The latest definition (each migration that changes it redefines
         // it whole).
-        let migration = include_str!("../../../../migrations/20261203000002_access_periods.sql");
+        let migration =
+            include_str!("../../../../migrations/20261208000001_settle_checks_session.sql");
         // The function's own body: the migration's other functions raise
         // errors of their own (a time budget, a quota out of step).
         let start = migration
@@ -348,6 +353,36 @@ mod tests {
             refusal("access_ended", None),
             SettlementError::Unexpected(_)
         ));
+    }
+
+    /// The number of arguments of a `settle_access(…)` call in `text`.
+    fn arguments_of_the_call(text: &str) -> usize {
+        let call = &text[text.find("FROM settle_access(").expect("a call") + 19..];
+        // Commas outside nested calls (`md5(random()::text)`), up to the
+        // parenthesis that closes this one.
+        let (mut depth, mut commas) = (0usize, 0);
+        for c in call.chars() {
+            match c {
+                '(' => depth += 1,
+                ')' if depth == 0 => return commas + 1,
+                ')' => depth -= 1,
+                ',' if depth == 0 => commas += 1,
+                _ => {}
+            }
+        }
+        panic!("the call does not end")
+    }
+
+    /// The bench's raw counterpart (`scripts/bench/settle.sql`) calls the
+    /// function the app calls with as many arguments: when the function
+    /// changes, a bench still calling the old form fails here, not in a
+    /// late `make bench`.
+    #[test]
+    fn the_bench_calls_settle_access_as_the_app_does() {
+        let bench = include_str!("../../../../scripts/bench/settle.sql");
+        let app = include_str!("transaction.rs");
+        assert_eq!(arguments_of_the_call(app), 15);
+        assert_eq!(arguments_of_the_call(bench), arguments_of_the_call(app));
     }
 
     /// The refusals the triggers on a binding raise (SQLSTATE AOREF) map

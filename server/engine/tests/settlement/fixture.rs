@@ -182,6 +182,8 @@ impl World {
         SettlementRequest {
             share: self.share.clone(),
             principal: learner,
+            // Every account here is new: epoch 0, as a fresh sign-in has.
+            session_epoch: 0,
             resource,
             pending_code: pending,
             request_id: RequestId::parse(request_id).expect("request id"),

@@ -374,17 +374,80 @@ async fn a_disabled_account_binds_nothing(pool: PgPool) {
         .await
         .expect("disable");
     let (settler, _) = world.settler(options());
-    let answer = world
-        .settle(
-            &settler,
-            &world.request(ann, world.resources[0], Some(world.code(0)), "r1"),
-        )
-        .await;
+    let request = world.request(ann, world.resources[0], Some(world.code(0)), "r1");
+    // Disabling ends every session (a new epoch)...
+    let answer = world.settle(&settler, &request).await;
+    assert!(
+        matches!(answer, Err(SettlementError::SessionEnded)),
+        "{answer:?}"
+    );
+    // ...and even at the account's current epoch, nothing is bound.
+    let current = engine::settlement::SettlementRequest {
+        session_epoch: 1,
+        ..request
+    };
+    let answer = world.settle(&settler, &current).await;
     assert!(
         matches!(answer, Err(SettlementError::AccountDisabled)),
         "{answer:?}"
     );
     world.assert_untouched("a disabled account").await;
+}
+
+/// The settlement checks the session itself (an opening reads nothing
+/// else): after "sign out everywhere" the old session's epoch binds
+/// nothing, and the account's new epoch is the one that settles.
+#[sqlx::test(migrations = "../../migrations")]
+async fn a_session_the_account_moved_past_binds_nothing(pool: PgPool) {
+    let world = World::new(pool, Policy::default()).await;
+    let ann = world.learner("ann").await;
+    let epoch = engine::accounts::revoke_all_sessions(&world.pool, ann)
+        .await
+        .expect("sign out everywhere");
+    assert_eq!(epoch, 1);
+    let (settler, _) = world.settler(options());
+    let stale = world.request(ann, world.resources[0], Some(world.code(0)), "r1");
+    let answer = world.settle(&settler, &stale).await;
+    assert!(
+        matches!(answer, Err(SettlementError::SessionEnded)),
+        "{answer:?}"
+    );
+    world
+        .assert_untouched("a session signed out everywhere")
+        .await;
+    let fresh = engine::settlement::SettlementRequest {
+        session_epoch: epoch,
+        ..stale
+    };
+    let grant = world
+        .settle(&settler, &fresh)
+        .await
+        .expect("the new session binds");
+    assert!(grant.bound_now);
+}
+
+/// A retry of a committed opening is answered from its record only while
+/// the session still holds: signed out everywhere, it is refused too.
+#[sqlx::test(migrations = "../../migrations")]
+async fn a_retry_after_sign_out_everywhere_is_refused(pool: PgPool) {
+    let world = World::new(pool, Policy::default()).await;
+    let ann = world.learner("ann").await;
+    let (settler, _) = world.settler(options());
+    let request = world.request(ann, world.resources[0], Some(world.code(0)), "r1");
+    world.settle(&settler, &request).await.expect("bound");
+    let replay = world.settle(&settler, &request).await.expect("a replay");
+    assert!(replay.replayed);
+    engine::accounts::revoke_all_sessions(&world.pool, ann)
+        .await
+        .expect("sign out everywhere");
+    let answer = world.settle(&settler, &request).await;
+    assert!(
+        matches!(answer, Err(SettlementError::SessionEnded)),
+        "{answer:?}"
+    );
+    let state = world.state().await;
+    assert_eq!(state.bindings, vec![(world.code(0), ann.0)]);
+    assert_eq!(state.records, 1);
 }
 
 #[sqlx::test(migrations = "../../migrations")]

@@ -55,6 +55,7 @@ settlement-open-from-course-page = 请从课程页面打开这个资源
 settlement-quota-exhausted = 这门课程的访问次数已用完
 settlement-request-id-reused = 这个请求编号已用于另一个请求，或其访问已结束；请换一个新的编号重试
 settlement-resource-not-found = 没有这个资源
+settlement-session-ended = 你的登录已失效，请重新登录
 settlement-unavailable = 服务暂时降级，请稍后再试
 settlement-wrong-share = 这个兑换码不属于这门课程
 share-batch-already-issued = 这个批次已经生成过（{ $batch_id }，{ $count } 个兑换码）；兑换码只在生成时显示一次

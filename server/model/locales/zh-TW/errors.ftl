@@ -55,6 +55,7 @@ settlement-open-from-course-page = 請從課程頁面開啟這個資源
 settlement-quota-exhausted = 這門課程的存取次數已用完
 settlement-request-id-reused = 這個請求編號已用於另一個請求，或其存取已結束；請換一個新的編號重試
 settlement-resource-not-found = 沒有這個資源
+settlement-session-ended = 你的登入已失效，請重新登入
 settlement-unavailable = 服務暫時降級，請稍後再試
 settlement-wrong-share = 這個兌換碼不屬於這門課程
 share-batch-already-issued = 這個批次已經生成過（{ $batch_id }，{ $count } 個兌換碼）；兌換碼只在生成時顯示一次

@@ -223,15 +223,16 @@ pub async fn open(
     Path((slug, resource_id)): Path<(String, String)>,
     request: Request,
 ) -> Result<Response, ApiError> {
-    let principal = signed_in(&state, &session).await?;
-    let share = visible_share(&state, &slug).await?;
+    // Signed in, as the session says: the settlement checks the account.
+    let claim = session::claimed(&state.services, &session).await?;
+    let share = learner::share_to_open(&state.services, &slug).await?;
     let resource_id = Uuid::parse_str(&resource_id).map_err(|_| ApiError::not_found())?;
     let request_id = request_id(&request)?;
     let cross_site = learner::is_cross_site(request.headers());
-    let (resource, grant) = learner::open(
+    let grant = learner::open(
         &state.services,
         &session,
-        &principal,
+        claim,
         learner::Opening {
             share: &share,
             resource: resource_id,
@@ -254,7 +255,7 @@ pub async fn open(
         access,
         code_id: grant.code_id,
         expires_at: grant.expires_at,
-        content_url: format!("/api/v1/s/{}/resources/{}/content", share.slug, resource.id),
+        content_url: format!("/api/v1/s/{}/resources/{resource_id}/content", share.slug),
     })
     .into_response();
     response.headers_mut().insert(

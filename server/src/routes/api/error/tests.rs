@@ -96,8 +96,9 @@ fn settlement_errors() -> Vec<SettlementError> {
         E::AccessEnded {
             ended_at: time::OffsetDateTime::UNIX_EPOCH,
         },
+        E::SessionEnded,
     ];
-    covers(&all, 21, |e| match e {
+    covers(&all, 22, |e| match e {
         E::CodeRequired => 0,
         E::CodeBound => 1,
         E::CodeRevoked => 2,
@@ -119,6 +120,7 @@ fn settlement_errors() -> Vec<SettlementError> {
         E::EmailNotVerified => 18,
         E::CodeExpired => 19,
         E::AccessEnded { .. } => 20,
+        E::SessionEnded => 21,
     });
     all
 }
