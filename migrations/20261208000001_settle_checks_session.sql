@@ -6,12 +6,12 @@
 -- then needs no read of the account of its own: the session, the share and
 -- the resource are all checked in this one call.
 --
--- The signature changes, so the old function is dropped first (CREATE OR
--- REPLACE would add an overload). Otherwise this is the definition of
--- 20261203000002_access_periods.sql, which says what it does and answers.
-
-DROP FUNCTION settle_access(uuid, uuid, uuid, uuid, text, uuid, boolean, double precision,
-                            uuid, uuid, uuid, uuid, integer, text);
+-- Otherwise this is the definition of 20261203000002_access_periods.sql,
+-- which says what it does and answers, with the account read once, first.
+-- The form without the epoch (14 arguments) stays, as a wrapper at the end
+-- of this file, for the instances of the previous release still running
+-- during a rolling deploy (they read the account themselves before calling
+-- it); a later migration drops it.
 
 -- **The settlement transaction**: the definition in force.
 CREATE OR REPLACE FUNCTION settle_access(
@@ -45,7 +45,6 @@ DECLARE
     v_code record;
     v_share record;
     v_account record;
-    v_signer record;
     v_code_id uuid;
     v_bound_now boolean := false;
     v_tried_bind boolean := false;
@@ -62,12 +61,20 @@ BEGIN
     -- result included): the account still exists at the epoch the session
     -- was signed in with. "Sign out everywhere", a password change or a
     -- reset moved the epoch on; the caller ends the session.
-    SELECT a.disabled_at IS NULL AS active INTO v_signer
-      FROM accounts a WHERE a.id = p_principal AND a.session_epoch = p_session_epoch;
+    -- The same read says whether the account may bind (a verified address,
+    -- unless the tenant does not ask) and whether this tenant suspended
+    -- it; those are answered below, in their turn.
+    SELECT a.disabled_at IS NULL AS active,
+           a.email_verified_at IS NOT NULL OR NOT coalesce(t.require_verified_email, true) AS may_bind,
+           EXISTS (SELECT 1 FROM suspended_learners l
+                    WHERE l.tenant_id = p_tenant AND l.account_id = a.id) AS suspended
+      INTO v_account
+      FROM accounts a LEFT JOIN tenants t ON t.id = p_tenant
+     WHERE a.id = p_principal AND a.session_epoch = p_session_epoch;
     IF NOT FOUND THEN
         RETURN QUERY SELECT 'session_ended', NULL::uuid, false, false, false, false, NULL::timestamptz;
         RETURN;
-    ELSIF NOT v_signer.active THEN
+    ELSIF NOT v_account.active THEN
         RETURN QUERY SELECT 'account_disabled', NULL::uuid, false, false, false, false, NULL::timestamptz;
         RETURN;
     END IF;
@@ -131,18 +138,9 @@ BEGIN
         RETURN;
     END IF;
 
-    -- The account (active: checked first): not suspended by this tenant,
-    -- and whether it may bind (a verified address, unless the tenant does
-    -- not ask).
-    SELECT a.email_verified_at IS NOT NULL OR NOT t.require_verified_email AS may_bind,
-           EXISTS (SELECT 1 FROM suspended_learners l
-                    WHERE l.tenant_id = t.id AND l.account_id = a.id) AS suspended
-      INTO v_account
-      FROM accounts a, tenants t WHERE a.id = p_principal AND t.id = p_tenant;
-    IF NOT FOUND THEN
-        RETURN QUERY SELECT 'not_available', NULL::uuid, false, false, false, false, NULL::timestamptz;
-        RETURN;
-    ELSIF v_account.suspended THEN
+    -- The account (read first, with the session): not suspended by this
+    -- tenant.
+    IF v_account.suspended THEN
         RETURN QUERY SELECT 'learner_suspended', NULL::uuid, false, false, false, false, NULL::timestamptz;
         RETURN;
     END IF;
@@ -319,4 +317,23 @@ BEGIN
     PERFORM settle_access_within(p_budget_ms);
     RETURN QUERY SELECT 'granted', v_code_id, v_bound_now, true, false, v_tried_bind, v_expires;
 END;
+$$;
+
+-- The previous release's form (14 arguments, no session epoch), for its
+-- instances still running during a rolling deploy: they checked the
+-- session themselves, so it passes the account's current epoch. Only the
+-- definition above decides anything.
+CREATE OR REPLACE FUNCTION settle_access(
+    p_tenant uuid, p_share uuid, p_principal uuid, p_resource uuid, p_request_id text,
+    p_pending_code uuid, p_may_count boolean, p_grant_ttl_secs double precision,
+    p_record_id uuid, p_bound_event uuid, p_access_event uuid, p_mail_id uuid,
+    p_budget_ms integer, p_fault text
+) RETURNS TABLE (
+    outcome text, code_id uuid, bound_now boolean, counted boolean,
+    replayed boolean, tried_bind boolean, expires_at timestamptz
+) LANGUAGE sql AS $$
+    SELECT * FROM settle_access(p_tenant, p_share, p_principal, p_resource, p_request_id,
+                                p_pending_code, p_may_count, p_grant_ttl_secs, p_record_id,
+                                p_bound_event, p_access_event, p_mail_id, p_budget_ms, p_fault,
+                                (SELECT a.session_epoch FROM accounts a WHERE a.id = p_principal))
 $$;

@@ -50,7 +50,10 @@ pub async fn visible_share(services: &Services, slug: &str) -> Result<Share, Ser
 /// [`visible_share`] for an opening (`POST …/open`): a share read within
 /// [`crate::recent_shares::RECHECK`] is used again, since the settlement
 /// reads everything about it that can change (see that module).
-pub async fn share_to_open(services: &Services, slug: &str) -> Result<Share, ServiceError> {
+pub async fn share_to_open(
+    services: &Services,
+    slug: &str,
+) -> Result<std::sync::Arc<Share>, ServiceError> {
     if let Some(share) = services.recent_shares.get(slug) {
         return Ok(share);
     }
@@ -61,9 +64,9 @@ pub async fn share_to_open(services: &Services, slug: &str) -> Result<Share, Ser
         .unavailable_because(OffsetDateTime::now_utc())
         .is_none()
     {
-        services.recent_shares.put(&share);
+        return Ok(services.recent_shares.put(share));
     }
-    Ok(share)
+    Ok(std::sync::Arc::new(share))
 }
 
 /// A resource of `share` learners may see.
@@ -290,6 +293,9 @@ pub async fn open(
         cross_site,
         patience,
     } = opening;
+    // Who the session says is asking, on the request's span (refused or
+    // not: the settlement checks the claim).
+    crate::request_span::record("principal", claim.account.0);
     // Read from another site too: the settlement refuses to bind it then
     // (`Counting::LiveGrantOnly`) and says to open it here.
     let pending = pending_code(session, share.id, claim.account).await?;
@@ -328,7 +334,6 @@ pub async fn open(
         }
         Err(other) => return Err(other.into()),
     };
-    crate::request_span::record("principal", claim.account.0);
     if pending.is_some() {
         // The access is decided (and maybe bound): a session hiccup now
         // must not turn it into an error page. A stale pending id is

@@ -328,16 +328,26 @@ async fn an_opening_sees_every_change_at_once(pool: PgPool) {
     );
 
     // "Sign out everywhere" and a disabled account end the session at the
-    // next opening, before anything is counted.
-    for action in ["sign out everywhere", "disable"] {
+    // next opening, before anything is counted. ("disabled in place": an
+    // operator's UPDATE that leaves the session epoch alone; the settlement
+    // still refuses, and the session still ends.)
+    for action in ["sign out everywhere", "disable", "disabled in place"] {
         let (course, _, learner, client) = one_learner(&app, &admin).await;
         assert_eq!(open(&app, &client, &course, None).await.status(), 200);
-        if action == "disable" {
-            engine::accounts::disable(&app.pool, engine::accounts::AccountId(learner))
-                .await
-                .expect("disable");
-        } else {
-            sign_out_everywhere(&app, learner).await;
+        match action {
+            "disable" => {
+                engine::accounts::disable(&app.pool, engine::accounts::AccountId(learner))
+                    .await
+                    .expect("disable");
+            }
+            "disabled in place" => {
+                sqlx::query("UPDATE accounts SET disabled_at = now() WHERE id = $1")
+                    .bind(learner)
+                    .execute(&app.pool)
+                    .await
+                    .expect("disable in place");
+            }
+            _ => sign_out_everywhere(&app, learner).await,
         }
         // A new request id: a new access would be counted if it got in.
         sqlx::query("UPDATE access_records SET expires_at = now() WHERE share_id = $1")
@@ -345,13 +355,22 @@ async fn an_opening_sees_every_change_at_once(pool: PgPool) {
             .execute(&app.pool)
             .await
             .expect("end the grant");
-        for _ in 0..2 {
-            let refused = open(&app, &client, &course, None).await;
-            assert_eq!(
-                error_of(refused).await,
-                (401, "unauthenticated".into()),
-                "{action}"
-            );
+        let refused = open(&app, &client, &course, None).await;
+        assert_eq!(
+            error_of(refused).await,
+            (401, "unauthenticated".into()),
+            "{action}"
+        );
+        if action == "disabled in place" {
+            // The session was ended, not only refused: enabled again, the
+            // account's old session still opens nothing.
+            sqlx::query("UPDATE accounts SET disabled_at = NULL WHERE id = $1")
+                .bind(learner)
+                .execute(&app.pool)
+                .await
+                .expect("enable");
+            let after = open(&app, &client, &course, None).await;
+            assert_eq!(error_of(after).await.0, 401, "the session ended");
         }
         let (records, count): (i64, i64) = sqlx::query_as(
             "SELECT (SELECT count(*) FROM access_records WHERE share_id = $1),
