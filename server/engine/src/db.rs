@@ -75,10 +75,29 @@ pub fn pool_with_timeouts(connect: PgConnectOptions, options: &DbOptions) -> PgP
     pool_options(options).connect_lazy_with(with_timeouts(connect, options))
 }
 
+/// A pooled connection idle for longer than this is pinged before it is
+/// handed out (one round trip), so one that PostgreSQL dropped while it
+/// sat in the pool (a restart, an idle timeout) is replaced, not used.
+/// A busier connection is handed out as it is: pinging it too would add a
+/// round trip to every query under load, and sqlx already pings each one
+/// as it comes back to the pool, closing it if it broke. A restart under
+/// load thus costs a query on each connection that was in use (a 503 with
+/// `Retry-After`, see [`is_transient`]), never a wrong answer.
+pub const PING_IF_IDLE_FOR: Duration = Duration::from_secs(1);
+
 fn pool_options(options: &DbOptions) -> PgPoolOptions {
     PgPoolOptions::new()
         .max_connections(options.max_connections)
         .acquire_timeout(options.acquire_timeout)
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for > PING_IF_IDLE_FOR {
+                    sqlx::Connection::ping(conn).await?;
+                }
+                Ok(true)
+            })
+        })
 }
 
 /// The migrations of `migrations/`, embedded in the binary.
@@ -149,4 +168,47 @@ pub fn is_transient(error: &anyhow::Error) -> bool {
                 )
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use sqlx::{Connection as _, PgConnection, postgres::PgConnectOptions};
+
+    use super::*;
+
+    /// A connection PostgreSQL dropped while it sat idle in the pool (a
+    /// restart, `pg_terminate_backend`) is pinged, found dead and replaced
+    /// before a query gets it: the query succeeds on a new backend.
+    #[sqlx::test(migrations = false)]
+    async fn a_connection_dropped_while_idle_is_replaced_before_use(
+        _: PgPoolOptions,
+        connect: PgConnectOptions,
+    ) {
+        let pool = pool_with_timeouts(
+            connect.clone(),
+            &DbOptions {
+                max_connections: 1,
+                ..DbOptions::default()
+            },
+        );
+        let first: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+            .fetch_one(&pool)
+            .await
+            .expect("first query");
+        let mut other = PgConnection::connect_with(&connect)
+            .await
+            .expect("a second connection");
+        let killed: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
+            .bind(first)
+            .fetch_one(&mut other)
+            .await
+            .expect("terminating the pooled backend");
+        assert!(killed, "the pooled backend was found and terminated");
+        tokio::time::sleep(PING_IF_IDLE_FOR + Duration::from_millis(300)).await;
+        let second: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+            .fetch_one(&pool)
+            .await
+            .expect("the query after the drop gets a live connection");
+        assert_ne!(second, first, "a new backend, not the dropped one");
+    }
 }

@@ -302,6 +302,30 @@ pub async fn record(
     })
 }
 
+/// Settles the delivered attempts of a round in one statement (one commit
+/// for the round, not one per mail: a course launch's receipts would
+/// otherwise double the commits its first accesses make). Like
+/// [`record`], each only while its lease is still the caller's. Returns
+/// the ids recorded; a mail missing from them had lost its lease.
+pub async fn record_delivered(pool: &PgPool, sent: &[&DueMail]) -> anyhow::Result<Vec<Uuid>> {
+    if sent.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<Uuid> = sent.iter().map(|due| due.id).collect();
+    let attempts: Vec<i32> = sent.iter().map(|due| due.attempt).collect();
+    sqlx::query_scalar!(
+        "UPDATE mail_outbox m SET sent_at = now(), last_error = NULL
+         FROM unnest($1::uuid[], $2::int4[]) AS d(id, attempt)
+         WHERE m.id = d.id AND m.attempts = d.attempt AND m.sent_at IS NULL AND m.dead_at IS NULL
+         RETURNING m.id",
+        &ids,
+        &attempts,
+    )
+    .fetch_all(pool)
+    .await
+    .context("recording sent mails")
+}
+
 /// Gives the dead-lettered mails of the last `days` days one more attempt
 /// each (`server admin requeue-mail`, once the SMTP server, its
 /// credentials or `mail.from` are fixed), except those whose link is used
@@ -399,6 +423,67 @@ pub async fn dev_mail_html(pool: &PgPool, id: Uuid) -> anyhow::Result<Option<Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A round's one statement records each delivered mail only while
+    /// its lease is the round's: not one whose lease passed on (its
+    /// attempt moved), not one settled already; and never twice.
+    #[sqlx::test(migrations = "../../migrations")]
+    async fn a_round_records_only_the_mails_whose_lease_it_still_holds(pool: PgPool) {
+        let mut conn = pool.acquire().await.expect("a connection");
+        for to in [
+            "a@example.com",
+            "b@example.com",
+            "c@example.com",
+            "d@example.com",
+        ] {
+            let mail = NewMail {
+                tenant: None,
+                account: None,
+                template: Template::PasswordChanged,
+                to,
+                lang: Lang::default(),
+                params: serde_json::json!({}),
+                link: None,
+            };
+            enqueue(&mut conn, mail).await.expect("queued");
+        }
+        drop(conn);
+        let leased = claim_due(&pool, 10, Duration::from_secs(60))
+            .await
+            .expect("leased");
+        assert_eq!(leased.len(), 4);
+        // c's lease ran out and another relay took it; d was dead-lettered.
+        sqlx::query("UPDATE mail_outbox SET attempts = attempts + 1 WHERE id = $1")
+            .bind(leased[2].id)
+            .execute(&pool)
+            .await
+            .expect("c leased again");
+        sqlx::query("UPDATE mail_outbox SET dead_at = now() WHERE id = $1")
+            .bind(leased[3].id)
+            .execute(&pool)
+            .await
+            .expect("d dead");
+        let round: Vec<&DueMail> = leased.iter().collect();
+        let mut recorded = record_delivered(&pool, &round).await.expect("recorded");
+        recorded.sort();
+        let mut expected = vec![leased[0].id, leased[1].id];
+        expected.sort();
+        assert_eq!(recorded, expected);
+        let sent: Vec<Uuid> =
+            sqlx::query_scalar("SELECT id FROM mail_outbox WHERE sent_at IS NOT NULL ORDER BY id")
+                .fetch_all(&pool)
+                .await
+                .expect("sent");
+        assert_eq!(sent, expected);
+        assert!(
+            record_delivered(&pool, &round)
+                .await
+                .expect("again")
+                .is_empty(),
+            "recorded once"
+        );
+        assert!(record_delivered(&pool, &[]).await.expect("none").is_empty());
+    }
 
     #[test]
     fn every_template_is_its_word() {

@@ -23,13 +23,15 @@ pub mod dev_mailbox;
 pub mod templates;
 pub mod transport;
 
-use std::{sync::Arc, time::Duration};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use engine::{
     accounts::links::{LinkKey, LinkPurpose},
+    branding::Branding,
     db::PgPool,
     delivery::{Attempted, Recorded, RetryPolicy},
     mail::{self, DueMail, Template},
+    tenants::TenantId,
 };
 use futures::StreamExt as _;
 use lettre::message::Mailbox;
@@ -37,8 +39,15 @@ use lettre::message::Mailbox;
 use crate::config::sections::MailSettings;
 pub use transport::Transport;
 
-/// How many mails one round leases and sends, all at once.
+/// How many SMTP conversations one relay holds at once.
 const CONCURRENCY: usize = 4;
+
+/// How many mails one round leases. They go out [`CONCURRENCY`] at a time;
+/// those delivered are recorded together when the round ends (one commit
+/// for the round, so a course launch's receipts do not double the commits
+/// of its first accesses). A relay that dies mid-round sends them again
+/// when their leases run out, as for a single mail.
+const ROUND: usize = 32;
 
 /// One mail relay.
 #[derive(Debug, Clone)]
@@ -100,21 +109,43 @@ impl MailRelay {
     /// One round: lease, write out, send, record.
     pub async fn round(&self) -> anyhow::Result<Round> {
         let due = self.claim().await?;
-        let outcomes: Vec<anyhow::Result<Recorded>> = futures::stream::iter(due)
-            .map(|due| async move {
-                let outcome = self.send(&due).await;
-                self.record(&due, &outcome).await
+        let mut brands = HashMap::new();
+        for tenant in due.iter().filter_map(|due| due.tenant) {
+            if !brands.contains_key(&tenant) {
+                brands.insert(tenant, self.branding(tenant).await);
+            }
+        }
+        let attempts: Vec<(DueMail, Attempted)> = futures::stream::iter(due)
+            .map(|due| {
+                let brand = due
+                    .tenant
+                    .and_then(|t| brands.get(&t))
+                    .and_then(Option::as_ref);
+                async move {
+                    let outcome = self.send_branded(&due, brand).await;
+                    (due, outcome)
+                }
             })
             .buffer_unordered(CONCURRENCY)
             .collect()
             .await;
-        let mut round = Round::default();
-        for outcome in outcomes {
-            match outcome? {
-                Recorded::Delivered => {
-                    round.sent += 1;
-                    engine::measures::mail_delivery("sent");
-                }
+        let delivered: Vec<&DueMail> = attempts
+            .iter()
+            .filter(|(_, outcome)| matches!(outcome, Attempted::Delivered { .. }))
+            .map(|(due, _)| due)
+            .collect();
+        let mut round = Round {
+            sent: mail::record_delivered(&self.pool, &delivered).await?.len(),
+            ..Round::default()
+        };
+        for _ in 0..round.sent {
+            engine::measures::mail_delivery("sent");
+        }
+        for (due, outcome) in &attempts {
+            if matches!(outcome, Attempted::Delivered { .. }) {
+                continue;
+            }
+            match self.record(due, outcome).await? {
                 Recorded::WillRetry => {
                     round.failed += 1;
                     engine::measures::mail_delivery("failed");
@@ -123,7 +154,7 @@ impl MailRelay {
                     round.dead += 1;
                     engine::measures::mail_delivery("dead");
                 }
-                Recorded::LeaseLost => {}
+                Recorded::Delivered | Recorded::LeaseLost => {}
             }
         }
         Ok(round)
@@ -132,26 +163,35 @@ impl MailRelay {
     /// Leases the due mails (the first half of a round; tests call it to
     /// stop a relay between sending and recording, as a crash would).
     pub async fn claim(&self) -> anyhow::Result<Vec<DueMail>> {
-        mail::claim_due(&self.pool, CONCURRENCY as i64, self.lease).await
+        mail::claim_due(&self.pool, ROUND as i64, self.lease).await
+    }
+
+    /// A tenant's branding as it is now, for its mails. A mail is never
+    /// held back for it: it goes out plain if it cannot be read.
+    async fn branding(&self, tenant: TenantId) -> Option<Branding> {
+        engine::branding::of(&self.pool, tenant)
+            .await
+            .inspect_err(|error| {
+                tracing::warn!(tenant = %tenant.0, error = format!("{error:#}"), "reading the branding of a mail");
+            })
+            .ok()
+            .flatten()
     }
 
     /// Writes one leased mail out and sends it.
     pub async fn send(&self, due: &DueMail) -> Attempted {
+        let brand = match due.tenant {
+            Some(tenant) => self.branding(tenant).await,
+            None => None,
+        };
+        self.send_branded(due, brand.as_ref()).await
+    }
+
+    /// Writes one leased mail out with its tenant's `brand` and sends it.
+    async fn send_branded(&self, due: &DueMail, brand: Option<&Branding>) -> Attempted {
         let link = due
             .link
             .map(|id| self.links.url(&self.origin, link_purpose(due.template), id));
-        // A tenant's mail carries its branding as it is now; a mail is
-        // never held back for it (it goes out plain if it cannot be read).
-        let brand = match due.tenant {
-            None => None,
-            Some(tenant) => engine::branding::of(&self.pool, tenant)
-                .await
-                .inspect_err(|error| {
-                    tracing::warn!(mail = %due.id, error = format!("{error:#}"), "reading the branding of a mail");
-                })
-                .ok()
-                .flatten(),
-        };
         let rendered = templates::render(
             due.template,
             &templates::Context {
@@ -159,7 +199,7 @@ impl MailRelay {
                 params: &due.params,
                 link: link.as_deref(),
                 origin: &self.origin,
-                brand: brand.as_ref(),
+                brand,
             },
         );
         self.transport
