@@ -28,6 +28,9 @@ pub struct DbOptions {
     /// `idle_in_transaction_session_timeout`: a transaction left open by a
     /// crashed or stalled handler is killed after this long.
     pub idle_in_transaction_timeout: Duration,
+    /// A connection idle longer than this is pinged before it is handed
+    /// out ([`PING_IF_IDLE_FOR`]).
+    pub ping_if_idle_for: Duration,
 }
 
 impl Default for DbOptions {
@@ -38,6 +41,7 @@ impl Default for DbOptions {
             statement_timeout: Duration::from_secs(5),
             lock_timeout: Duration::from_secs(2),
             idle_in_transaction_timeout: Duration::from_secs(10),
+            ping_if_idle_for: PING_IF_IDLE_FOR,
         }
     }
 }
@@ -78,24 +82,38 @@ pub fn pool_with_timeouts(connect: PgConnectOptions, options: &DbOptions) -> PgP
 /// A pooled connection idle for longer than this is pinged before it is
 /// handed out (one round trip), so one that PostgreSQL dropped while it
 /// sat in the pool (a restart, an idle timeout) is replaced, not used.
+///
 /// A busier connection is handed out as it is: pinging it too would add a
 /// round trip to every query under load, and sqlx already pings each one
-/// as it comes back to the pool, closing it if it broke. A restart under
-/// load thus costs a query on each connection that was in use (a 503 with
-/// `Retry-After`, see [`is_transient`]), never a wrong answer.
+/// as it comes back to the pool, closing it if it broke. So when
+/// PostgreSQL restarts under load, each connection used in the second
+/// before fails one query (a 503 with `Retry-After`, see
+/// [`is_transient`]; up to the pool's size of them per instance, where
+/// pinging on every hand-out cost only the queries in flight), then is
+/// replaced. Never a wrong answer: a query on a dropped connection fails,
+/// it does not run.
 pub const PING_IF_IDLE_FOR: Duration = Duration::from_secs(1);
 
 fn pool_options(options: &DbOptions) -> PgPoolOptions {
+    let ping_if_idle_for = options.ping_if_idle_for;
     PgPoolOptions::new()
         .max_connections(options.max_connections)
         .acquire_timeout(options.acquire_timeout)
         .test_before_acquire(false)
-        .before_acquire(|conn, meta| {
+        .before_acquire(move |conn, meta| {
             Box::pin(async move {
-                if meta.idle_for > PING_IF_IDLE_FOR {
-                    sqlx::Connection::ping(conn).await?;
+                if meta.idle_for <= ping_if_idle_for {
+                    return Ok(true);
                 }
-                Ok(true)
+                // A dropped connection is expected here (that is what the
+                // ping is for): replace it quietly rather than as an error.
+                match sqlx::Connection::ping(conn).await {
+                    Ok(()) => Ok(true),
+                    Err(error) => {
+                        tracing::debug!(%error, "replacing a pooled connection PostgreSQL dropped");
+                        Ok(false)
+                    }
+                }
             })
         })
 }
@@ -176,6 +194,53 @@ mod tests {
 
     use super::*;
 
+    /// One pooled connection; returns the pool and its backend's pid.
+    async fn pool_of_one(connect: &PgConnectOptions, ping_if_idle_for: Duration) -> (PgPool, i32) {
+        let pool = pool_with_timeouts(
+            connect.clone(),
+            &DbOptions {
+                max_connections: 1,
+                ping_if_idle_for,
+                ..DbOptions::default()
+            },
+        );
+        let pid = backend(&pool).await.expect("first query");
+        (pool, pid)
+    }
+
+    async fn backend(pool: &PgPool) -> Result<i32, sqlx::Error> {
+        sqlx::query_scalar("SELECT pg_backend_pid()")
+            .fetch_one(pool)
+            .await
+    }
+
+    /// Terminates the backend `pid` (as a restart would) and waits until
+    /// it is gone.
+    async fn drop_backend(connect: &PgConnectOptions, pid: i32) {
+        let mut other = PgConnection::connect_with(connect)
+            .await
+            .expect("a second connection");
+        let killed: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
+            .bind(pid)
+            .fetch_one(&mut other)
+            .await
+            .expect("terminating the pooled backend");
+        assert!(killed, "the pooled backend was found and terminated");
+        for _ in 0..500 {
+            let alive: bool =
+                sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)")
+                    .bind(pid)
+                    .fetch_one(&mut other)
+                    .await
+                    .expect("pg_stat_activity");
+            if !alive {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("backend {pid} still there after 5 s");
+    }
+
     /// A connection PostgreSQL dropped while it sat idle in the pool (a
     /// restart, `pg_terminate_backend`) is pinged, found dead and replaced
     /// before a query gets it: the query succeeds on a new backend.
@@ -184,31 +249,34 @@ mod tests {
         _: PgPoolOptions,
         connect: PgConnectOptions,
     ) {
-        let pool = pool_with_timeouts(
-            connect.clone(),
-            &DbOptions {
-                max_connections: 1,
-                ..DbOptions::default()
-            },
-        );
-        let first: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
-            .fetch_one(&pool)
-            .await
-            .expect("first query");
-        let mut other = PgConnection::connect_with(&connect)
-            .await
-            .expect("a second connection");
-        let killed: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
-            .bind(first)
-            .fetch_one(&mut other)
-            .await
-            .expect("terminating the pooled backend");
-        assert!(killed, "the pooled backend was found and terminated");
-        tokio::time::sleep(PING_IF_IDLE_FOR + Duration::from_millis(300)).await;
-        let second: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
-            .fetch_one(&pool)
+        let (pool, first) = pool_of_one(&connect, Duration::from_millis(100)).await;
+        drop_backend(&connect, first).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let second = backend(&pool)
             .await
             .expect("the query after the drop gets a live connection");
+        assert_ne!(second, first, "a new backend, not the dropped one");
+    }
+
+    /// A connection used within the last [`DbOptions::ping_if_idle_for`]
+    /// is not pinged: dropped under it, it fails one query with an error
+    /// callers answer as a momentary outage (503), never a wrong answer;
+    /// then it is replaced.
+    #[sqlx::test(migrations = false)]
+    async fn a_connection_dropped_while_busy_fails_one_query_as_an_outage(
+        _: PgPoolOptions,
+        connect: PgConnectOptions,
+    ) {
+        let (pool, first) = pool_of_one(&connect, Duration::from_secs(3_600)).await;
+        drop_backend(&connect, first).await;
+        let error = backend(&pool)
+            .await
+            .expect_err("the dropped connection is handed out unpinged");
+        assert!(
+            is_transient(&anyhow::Error::new(error)),
+            "an outage, answered 503"
+        );
+        let second = backend(&pool).await.expect("then a new connection");
         assert_ne!(second, first, "a new backend, not the dropped one");
     }
 }

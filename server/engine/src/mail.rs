@@ -7,10 +7,11 @@
 //! relay delivers events, with the same lease and retry rules
 //! ([`crate::delivery`]): [`claim_due`] leases due rows (their attempt
 //! counted, their due time pushed past the lease) and commits before
-//! anything is sent; [`record`] settles an attempt only while the lease is
-//! still the caller's. A relay that dies between the SMTP server's `250`
-//! and [`record`] leaves the lease to run out and the mail goes again: at
-//! least once, and at most once per lease.
+//! anything is sent; [`record`] settles an attempt, and
+//! [`record_delivered`] a round's deliveries at once, each only while its
+//! lease is still the caller's. A relay that dies between the SMTP
+//! server's `250` and the record leaves the lease to run out and the mail
+//! goes again: at least once, and at most once per lease.
 //!
 //! A row holds what the mail says (its [`Template`], the recipient, the
 //! language asked for and a few parameters), not its text: the relay

@@ -95,6 +95,7 @@ impl Settings {
             statement_timeout: Duration::from_millis(d.statement_timeout_ms),
             lock_timeout: Duration::from_millis(d.lock_timeout_ms),
             idle_in_transaction_timeout: Duration::from_millis(d.idle_in_transaction_timeout_ms),
+            ping_if_idle_for: engine::db::PING_IF_IDLE_FOR,
         }
     }
 

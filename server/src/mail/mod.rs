@@ -6,11 +6,12 @@
 //! (committed before anything is sent, so a slow SMTP server holds no
 //! lock), writes each out in the language it was asked in
 //! ([`templates`]), derives the single-use link it carries from the row
-//! (`engine::accounts::links`), sends it ([`transport`]), and records the
-//! attempt only while the lease is still this relay's. A relay that dies
-//! after the SMTP server took a mail and before recording it leaves the
-//! lease to run out: the mail goes again, once per lease at most, and is
-//! never lost. Every refusal backs off and is tried again (a reply code
+//! (`engine::accounts::links`), sends them all at once ([`transport`]),
+//! and records the round's attempts (the delivered ones in one statement)
+//! only while each lease is still this relay's. A relay that dies after
+//! the SMTP server took a mail and before recording it leaves the lease
+//! to run out: the mail goes again, once per lease at most, and is never
+//! lost. Every refusal backs off and is tried again (a reply code
 //! cannot tell a missing mailbox from a refused sender), then dead-letters
 //! after `mail.max_attempts`; `server admin requeue-mail` gives dead
 //! letters another attempt. Each mail is a conversation of its own,
@@ -39,15 +40,15 @@ use lettre::message::Mailbox;
 use crate::config::sections::MailSettings;
 pub use transport::Transport;
 
-/// How many SMTP conversations one relay holds at once.
-const CONCURRENCY: usize = 4;
-
-/// How many mails one round leases. They go out [`CONCURRENCY`] at a time;
-/// those delivered are recorded together when the round ends (one commit
-/// for the round, so a course launch's receipts do not double the commits
-/// of its first accesses). A relay that dies mid-round sends them again
-/// when their leases run out, as for a single mail.
-const ROUND: usize = 32;
+/// How many mails one round leases, and sends all at once (one SMTP
+/// conversation each): every leased mail is in flight from the start of
+/// the round, so the lease (two SMTP timeouts and a margin) outlasts the
+/// round as it outlasts one conversation. The delivered ones are recorded
+/// together when the round ends: one commit for the round, not one per
+/// mail, so a course launch's receipts add a quarter of a commit per mail
+/// (the lease and the record of 8) to its first accesses' commits, not one
+/// and a quarter.
+const ROUND: usize = 8;
 
 /// One mail relay.
 #[derive(Debug, Clone)]
@@ -126,38 +127,53 @@ impl MailRelay {
                     (due, outcome)
                 }
             })
-            .buffer_unordered(CONCURRENCY)
+            .buffer_unordered(ROUND)
             .collect()
             .await;
-        let delivered: Vec<&DueMail> = attempts
+        let (delivered, failed): (Vec<_>, Vec<_>) = attempts
             .iter()
-            .filter(|(_, outcome)| matches!(outcome, Attempted::Delivered { .. }))
-            .map(|(due, _)| due)
-            .collect();
-        let mut round = Round {
-            sent: mail::record_delivered(&self.pool, &delivered).await?.len(),
-            ..Round::default()
-        };
-        for _ in 0..round.sent {
-            engine::measures::mail_delivery("sent");
-        }
-        for (due, outcome) in &attempts {
-            if matches!(outcome, Attempted::Delivered { .. }) {
-                continue;
+            .partition(|(_, outcome)| matches!(outcome, Attempted::Delivered { .. }));
+        let delivered: Vec<&DueMail> = delivered.into_iter().map(|(due, _)| due).collect();
+        let mut round = Round::default();
+        // Every attempt is recorded, whatever became of the others': a
+        // record that fails leaves its mails to their leases (they go again).
+        let mut first_error = None;
+        match mail::record_delivered(&self.pool, &delivered).await {
+            Ok(recorded) => {
+                round.sent = recorded.len();
+                for _ in &recorded {
+                    engine::measures::mail_delivery("sent");
+                }
+                let late = delivered.len() - recorded.len();
+                if late > 0 {
+                    tracing::warn!(
+                        late,
+                        "mails were delivered after their lease ran out: another relay may send them again"
+                    );
+                }
             }
-            match self.record(due, outcome).await? {
-                Recorded::WillRetry => {
+            Err(error) => first_error = Some(error),
+        }
+        for (due, outcome) in failed {
+            match self.record(due, outcome).await {
+                Ok(Recorded::WillRetry) => {
                     round.failed += 1;
                     engine::measures::mail_delivery("failed");
                 }
-                Recorded::Dead => {
+                Ok(Recorded::Dead) => {
                     round.dead += 1;
                     engine::measures::mail_delivery("dead");
                 }
-                Recorded::Delivered | Recorded::LeaseLost => {}
+                Ok(Recorded::Delivered | Recorded::LeaseLost) => {}
+                Err(error) => {
+                    first_error.get_or_insert(error);
+                }
             }
         }
-        Ok(round)
+        match first_error {
+            Some(error) => Err(error),
+            None => Ok(round),
+        }
     }
 
     /// Leases the due mails (the first half of a round; tests call it to

@@ -333,6 +333,57 @@ async fn a_crash_between_sending_and_recording_sends_again_once_per_lease_never_
     assert_eq!(attempts, 2);
 }
 
+/// A round records each of its attempts whatever became of the others:
+/// when its deliveries cannot be recorded (the database refused), the
+/// refusal it met is still recorded (its backoff and its error), and the
+/// round reports the failure. The delivered mail keeps its lease and goes
+/// again when that runs out.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_round_whose_deliveries_cannot_be_recorded_still_records_its_refusals(pool: PgPool) {
+    let sink = SmtpSink::start().await;
+    let mut settings = mail_settings(&sink);
+    settings.mail.relay = false; // the test runs the relay
+    let app = spawn_app_with(pool, settings.clone()).await;
+    register(&app, "ada@example.com", "en").await;
+    register(&app, "bob@example.com", "en").await;
+    sqlx::raw_sql(
+        "CREATE FUNCTION refuse_sent() RETURNS trigger LANGUAGE plpgsql AS
+           $$ BEGIN RAISE EXCEPTION 'recording sent mail refused'; END $$;
+         CREATE TRIGGER refuse_sent BEFORE UPDATE ON mail_outbox FOR EACH ROW
+           WHEN (NEW.sent_at IS NOT NULL) EXECUTE FUNCTION refuse_sent();",
+    )
+    .execute(&app.pool)
+    .await
+    .expect("trigger");
+    sink.fail_next_permanent(1);
+    let relay = MailRelay::new(
+        app.pool.clone(),
+        &settings.mail,
+        Arc::new(link_key()),
+        "http://127.0.0.1:3000",
+    )
+    .expect("relay");
+    let round = relay.round().await;
+    assert!(round.is_err(), "the round reports it: {round:?}");
+    assert_eq!(sink.received().len(), 1, "one delivered, one refused");
+    let errors: Vec<Option<String>> =
+        sqlx::query_scalar("SELECT last_error FROM mail_outbox ORDER BY last_error NULLS LAST")
+            .fetch_all(&app.pool)
+            .await
+            .expect("rows");
+    assert_eq!(errors.len(), 2);
+    assert!(
+        errors[0].as_deref().is_some_and(|e| e.starts_with("550")),
+        "the refusal is recorded: {errors:?}"
+    );
+    assert_eq!(errors[1], None, "the delivery is not: {errors:?}");
+    let unsent: i64 = sqlx::query_scalar("SELECT count(*) FROM mail_outbox WHERE sent_at IS NULL")
+        .fetch_one(&app.pool)
+        .await
+        .expect("count");
+    assert_eq!(unsent, 2, "nothing marked sent");
+}
+
 /// Several relays (instances) at once send each mail once.
 #[sqlx::test(migrations = "../migrations")]
 async fn relays_running_at_once_send_each_mail_once(pool: PgPool) {
