@@ -112,8 +112,8 @@ impl MailRelay {
         let due = self.claim().await?;
         let mut brands = HashMap::new();
         for tenant in due.iter().filter_map(|due| due.tenant) {
-            if !brands.contains_key(&tenant) {
-                brands.insert(tenant, self.branding(tenant).await);
+            if let std::collections::hash_map::Entry::Vacant(entry) = brands.entry(tenant) {
+                entry.insert(self.branding(tenant).await);
             }
         }
         let attempts: Vec<(DueMail, Attempted)> = futures::stream::iter(due)
