@@ -37,7 +37,7 @@ prefix="bench:$(date +%s)"
 export DATABASE_URL="$server_url/$db"
 
 cleanup() {
-  [ -n "${server_pid:-}" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+  [ -n "${server_pid:-}" ] && kill "$server_pid" 2>/dev/null && { wait "$server_pid" 2>/dev/null || true; }
   # The sink dies of the signal (143): that is not the bench failing.
   [ -n "${sink_pid:-}" ] && kill "$sink_pid" 2>/dev/null && { wait "$sink_pid" 2>/dev/null || true; }
   redis-cli -u "$REDIS_URL" --scan --pattern "$prefix:*" | xargs -r -n 500 redis-cli -u "$REDIS_URL" del >/dev/null || true
@@ -147,7 +147,7 @@ for c in (16, 64):
     ratio = 100.0 * h["per_second"] / raw[c]["per_second"] if raw[c]["per_second"] else 0
     # The mail relay sends the receipts during the phase (as in
     # production): how many it had still to send when the last was answered.
-    queued = f'; {h["mails_queued_at_end"]} of its receipts still queued at the end' if "mails_queued_at_end" in h else ""
+    queued = f'; {h["mails_queued_at_end"]} mails still queued at the end (its receipts)' if "mails_queued_at_end" in h else ""
     rows.append((f"(c) first access, {c} clients", f'{h["per_second"]:.0f}/s p50 {h["p50_ms"]:.1f} ms p99 {h["p99_ms"]:.1f} ms{queued}',
                  f'(a) pgbench, {min(c, POOL)} connections: {raw[c]["per_second"]:.0f}/s p50 {raw[c]["p50_ms"]:.1f} ms p99 {raw[c]["p99_ms"]:.1f} ms',
                  f"{ratio:.0f} % of raw (target ≥ 60 %)" + ("; p99 < 50 ms" if c == 64 and h["p99_ms"] < 50 else ("; p99 target 50 ms" if c == 64 else ""))))

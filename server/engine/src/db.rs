@@ -205,7 +205,15 @@ mod tests {
             },
         );
         let pid = backend(&pool).await.expect("first query");
-        (pool, pid)
+        // Back in the pool (its return, with sqlx's ping, is a task of
+        // its own) before anything is done to it.
+        for _ in 0..500 {
+            if pool.num_idle() == 1 {
+                return (pool, pid);
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the connection never came back to the pool");
     }
 
     async fn backend(pool: &PgPool) -> Result<i32, sqlx::Error> {

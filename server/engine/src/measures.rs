@@ -164,7 +164,9 @@ pub fn webhook_delivery(outcome: &'static str) {
     counter!(WEBHOOK_DELIVERIES, "outcome" => outcome).increment(1);
 }
 
-/// One mail delivery attempt: `sent`, `failed` (will retry) or `dead`.
+/// One mail delivery attempt: `sent`, `failed` (will retry), `dead`, or
+/// `lease_lost` (settled after its lease ran out: another relay has the
+/// mail again).
 pub fn mail_delivery(outcome: &'static str) {
     counter!(MAIL_DELIVERIES, "outcome" => outcome).increment(1);
 }

@@ -60,8 +60,8 @@ pub struct MailRelay {
     /// The server's public origin: the base of every link.
     origin: Arc<str>,
     policy: RetryPolicy,
-    /// How long a leased mail stays ours: the SMTP timeout plus a margin,
-    /// so a lease never ends while its conversation can still succeed.
+    /// How long a leased mail stays ours: two SMTP timeouts and a margin,
+    /// so a lease never ends while its round can still succeed.
     lease: Duration,
 }
 
@@ -144,12 +144,12 @@ impl MailRelay {
                 for _ in &recorded {
                     engine::measures::mail_delivery("sent");
                 }
-                let late = delivered.len() - recorded.len();
-                if late > 0 {
-                    tracing::warn!(
-                        late,
-                        "mails were delivered after their lease ran out: another relay may send them again"
-                    );
+                for due in delivered.iter().filter(|due| !recorded.contains(&due.id)) {
+                    // Another relay leased it again meanwhile: it is being
+                    // sent twice (at least once holds, at most once per
+                    // lease did not).
+                    engine::measures::mail_delivery("lease_lost");
+                    tracing::warn!(mail = %due.id, "a mail was delivered after its lease ran out: another relay has it again");
                 }
             }
             Err(error) => first_error = Some(error),
@@ -164,7 +164,11 @@ impl MailRelay {
                     round.dead += 1;
                     engine::measures::mail_delivery("dead");
                 }
-                Ok(Recorded::Delivered | Recorded::LeaseLost) => {}
+                Ok(Recorded::LeaseLost) => {
+                    engine::measures::mail_delivery("lease_lost");
+                    tracing::warn!(mail = %due.id, "a failed attempt outlived its lease: another relay has the mail again");
+                }
+                Ok(Recorded::Delivered) => {}
                 Err(error) => {
                     first_error.get_or_insert(error);
                 }
