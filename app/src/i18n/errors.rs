@@ -387,5 +387,6 @@ fn attempts(scope: engine::coordination::ThrottleScope) -> ErrorMsg {
         S::ApiToken => M::AttemptsApiToken,
         S::ContentAccount => M::AttemptsContentAccount,
         S::ImportTenant => M::AttemptsImportTenant,
+        S::LogoIp => M::AttemptsLogoIp,
     }
 }

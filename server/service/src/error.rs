@@ -107,6 +107,7 @@ pub fn attempts(scope: ThrottleScope) -> &'static str {
         ThrottleScope::ApiToken => "calls with this API token",
         ThrottleScope::ContentAccount => "requests for course content from your account",
         ThrottleScope::ImportTenant => "imports of codes for this organisation",
+        ThrottleScope::LogoIp => "requests for logos from your network",
     }
 }
 

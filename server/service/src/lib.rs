@@ -28,6 +28,7 @@
 //! holds the invariants; nothing here may bypass it.
 
 pub mod accounts;
+pub mod branding;
 pub mod console;
 pub mod content;
 pub mod error;

@@ -64,6 +64,9 @@ pub struct AuthPolicy {
     pub content_per_account: Limit,
     /// Imports of codes per tenant ([`crate::console::import_codes`]).
     pub imports_per_tenant: Limit,
+    /// Reads of a logo from the database per client IP
+    /// ([`crate::branding::logo`]).
+    pub logo_per_ip: Limit,
     /// Whether a verified account may create a tenant from the web
     /// (`tenants.self_signup`).
     pub tenant_self_signup: bool,

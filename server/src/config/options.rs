@@ -34,6 +34,7 @@ impl Settings {
             api_token: Limit::new(t.api_token_per_minute, 60),
             content_per_account: Limit::new(t.content_per_account_per_minute, 60),
             imports_per_tenant: Limit::new(t.imports_per_tenant_per_hour, 3600),
+            logo_per_ip: Limit::new(t.logo_per_ip_per_minute, 60),
             tenant_self_signup: self.tenants.self_signup,
             transfers_per_code: self.tenants.transfers_per_code,
         }

@@ -207,6 +207,10 @@ pub struct ThrottleSettings {
     /// says which of its codes exist anywhere on the platform, so this
     /// bounds how fast an admin could probe for other tenants' codes.
     pub imports_per_tenant_per_hour: u32,
+    /// Reads of tenants' logos per client IP per minute (its own window).
+    /// A browser keeps a logo for good and revalidates it without the
+    /// database, so only a client fetching logos over and over meets it.
+    pub logo_per_ip_per_minute: u32,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -373,6 +377,7 @@ impl Default for ThrottleSettings {
             api_token_per_minute: 600,
             content_per_account_per_minute: 3_000,
             imports_per_tenant_per_hour: 30,
+            logo_per_ip_per_minute: 600,
         }
     }
 }

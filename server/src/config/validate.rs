@@ -80,6 +80,12 @@ impl Settings {
                 message: "must be above 0".into(),
             });
         }
+        if t.logo_per_ip_per_minute == 0 {
+            return Err(ConfigError::Invalid {
+                key: "throttle.logo_per_ip_per_minute",
+                message: "must be above 0".into(),
+            });
+        }
         if t.imports_per_tenant_per_hour == 0 {
             return Err(ConfigError::Invalid {
                 key: "throttle.imports_per_tenant_per_hour",

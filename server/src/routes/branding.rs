@@ -7,12 +7,14 @@
 //! the pages' Content-Security-Policy does not allow; it is built from
 //! the colour in its name alone, so it reveals nothing about any tenant.
 
+use std::net::SocketAddr;
+
 use axum::{
-    extract::{Path, State},
+    extract::{ConnectInfo, Path, State},
     http::{HeaderMap, HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
-use engine::branding::{self, Accent};
+use engine::branding::Accent;
 use uuid::Uuid;
 
 use crate::{routes::api::error::ApiError, startup::ServerState};
@@ -24,9 +26,11 @@ const FOR_GOOD: &str = "public, max-age=31536000, immutable";
 /// one or none). Sent as the type its bytes were found to be, with
 /// `nosniff` (on every answer) and a policy that lets nothing in it run.
 /// Its id is its `ETag`: a browser that has it gets a 304 without the
-/// database being asked.
+/// database being asked. Reads that reach the database are limited per
+/// client address (`service::branding`): past it, 429 `rate_limited`.
 pub async fn logo(
     State(state): State<ServerState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     Path(logo): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
@@ -50,7 +54,8 @@ pub async fn logo(
         )
             .into_response());
     }
-    let (kind, bytes) = branding::logo(&state.services.pool, logo)
+    let client = service::session::client_ip(&state.services, &peer, &headers);
+    let (kind, bytes) = service::branding::logo(&state.services, client, logo)
         .await?
         .ok_or_else(ApiError::not_found)?;
     Ok((

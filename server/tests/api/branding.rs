@@ -598,3 +598,64 @@ async fn a_tenant_s_mails_carry_its_branding_and_only_its_own(pool: PgPool) {
         "the default button"
     );
 }
+
+/// `GET {logo}` from `client` (an address the proxy vouches for), with an
+/// `If-None-Match` when given.
+async fn logo_from(
+    app: &TestApp,
+    logo: &str,
+    client: &str,
+    etag: Option<&str>,
+) -> reqwest::Response {
+    let mut request = app
+        .client
+        .get(format!("{}{logo}", app.address))
+        .header("x-forwarded-for", client);
+    if let Some(etag) = etag {
+        request = request.header("if-none-match", etag);
+    }
+    request.send().await.expect("request")
+}
+
+/// A logo is public, so its reads are limited per client address: past
+/// the limit a client gets 429 with `Retry-After` (for a logo that exists
+/// or not), while a browser that has it still gets its 304, which needs
+/// no database, and another address is unaffected.
+#[sqlx::test(migrations = "../migrations")]
+async fn logo_reads_are_limited_per_client_address(pool: PgPool) {
+    let mut settings = crate::helpers::test_settings(&crate::helpers::redis_url());
+    settings.server.trusted_proxy_hops = 1;
+    settings.throttle.logo_per_ip_per_minute = 3;
+    let app = spawn_app_with(pool, settings).await;
+    let acme = admin(&app).await;
+    let logo = brand_acme(&app, &acme).await;
+    let unknown = format!("/brand/logo/{}", Uuid::now_v7());
+
+    let first = logo_from(&app, &logo, "203.0.113.7", None).await;
+    assert_eq!(first.status(), 200);
+    let etag = first.headers()["etag"].to_str().expect("ascii").to_owned();
+    assert_eq!(
+        logo_from(&app, &unknown, "203.0.113.7", None)
+            .await
+            .status(),
+        404
+    );
+    assert_eq!(
+        logo_from(&app, &logo, "203.0.113.7", None).await.status(),
+        200
+    );
+    for path in [&logo, &unknown] {
+        let refused = logo_from(&app, path, "203.0.113.7", None).await;
+        assert!(refused.headers().contains_key("retry-after"), "{path}");
+        assert_eq!(
+            error_of(refused).await,
+            (429, "rate_limited".into()),
+            "{path}"
+        );
+    }
+    let revalidated = logo_from(&app, &logo, "203.0.113.7", Some(&etag)).await;
+    assert_eq!(revalidated.status(), 304, "a cached logo costs nothing");
+    let other = logo_from(&app, &logo, "198.51.100.9", None).await;
+    assert_eq!(other.status(), 200, "another address has its own limit");
+    assert_eq!(other.bytes().await.expect("bytes").as_ref(), PNG);
+}

@@ -34,6 +34,8 @@ pub enum ThrottleScope {
     ContentAccount,
     /// Imports of codes, per tenant.
     ImportTenant,
+    /// Reads of a tenant's logo that reach the database, per client IP.
+    LogoIp,
 }
 
 impl ThrottleScope {
@@ -53,6 +55,7 @@ impl ThrottleScope {
             Self::ApiToken => "api-token",
             Self::ContentAccount => "content-account",
             Self::ImportTenant => "import-tenant",
+            Self::LogoIp => "logo-ip",
         }
     }
 }

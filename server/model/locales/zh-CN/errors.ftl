@@ -12,6 +12,7 @@ account-same-email = 这已经是你的邮箱地址
 attempts-api-token = 这个 API 令牌的调用
 attempts-content-account = 你的账号对课程内容的请求
 attempts-import-tenant = 本机构的兑换码导入
+attempts-logo-ip = 来自你所在网络的标志请求
 attempts-code-account = 兑换码尝试
 attempts-code-ip = 来自你所在网络的兑换码尝试
 attempts-code-share = 这门课程的兑换码尝试

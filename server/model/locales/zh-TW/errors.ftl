@@ -12,6 +12,7 @@ account-same-email = 這已經是你的電子郵件地址
 attempts-api-token = 這個 API 權杖的呼叫
 attempts-content-account = 你的帳號對課程內容的請求
 attempts-import-tenant = 本機構的兌換碼匯入
+attempts-logo-ip = 來自你所在網路的標誌請求
 attempts-code-account = 兌換碼嘗試
 attempts-code-ip = 來自你所在網路的兌換碼嘗試
 attempts-code-share = 這門課程的兌換碼嘗試
