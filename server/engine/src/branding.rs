@@ -16,6 +16,8 @@
 //! logo's URL ([`logo_path`]), so that URL is cached for good and a new
 //! logo is a new URL. Every change is audited with who made it.
 
+use std::collections::HashMap;
+
 use anyhow::Context as _;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -213,6 +215,38 @@ pub async fn of(pool: &PgPool, tenant: TenantId) -> anyhow::Result<Option<Brandi
         support_email: r.support_email,
         logo: r.logo,
     }))
+}
+
+/// The branding of each of `tenants` that exists, in one read (the mail
+/// relay brands a whole round's mails with it, on its lease's time).
+pub async fn of_each(
+    pool: &PgPool,
+    tenants: &[TenantId],
+) -> anyhow::Result<HashMap<TenantId, Branding>> {
+    let ids: Vec<Uuid> = tenants.iter().map(|tenant| tenant.0).collect();
+    let rows = sqlx::query!(
+        r#"SELECT t.id, t.name, t.brand_accent, t.support_email, l.id AS "logo?"
+           FROM tenants t LEFT JOIN tenant_logos l ON l.tenant_id = t.id
+           WHERE t.id = ANY($1)"#,
+        &ids
+    )
+    .fetch_all(pool)
+    .await
+    .context("reading tenants' branding")?;
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let tenant = TenantId(r.id);
+            let branding = Branding {
+                tenant,
+                name: r.name,
+                accent: Accent::from_stored(r.brand_accent),
+                support_email: r.support_email,
+                logo: r.logo,
+            };
+            (tenant, branding)
+        })
+        .collect())
 }
 
 /// What an owner sets (the logo has its own calls).

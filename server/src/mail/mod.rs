@@ -110,18 +110,10 @@ impl MailRelay {
     /// One round: lease, write out, send, record.
     pub async fn round(&self) -> anyhow::Result<Round> {
         let due = self.claim().await?;
-        let mut brands = HashMap::new();
-        for tenant in due.iter().filter_map(|due| due.tenant) {
-            if let std::collections::hash_map::Entry::Vacant(entry) = brands.entry(tenant) {
-                entry.insert(self.branding(tenant).await);
-            }
-        }
+        let brands = self.brandings(&due).await;
         let attempts: Vec<(DueMail, Attempted)> = futures::stream::iter(due)
             .map(|due| {
-                let brand = due
-                    .tenant
-                    .and_then(|t| brands.get(&t))
-                    .and_then(Option::as_ref);
+                let brand = due.tenant.and_then(|t| brands.get(&t));
                 async move {
                     let outcome = self.send_branded(&due, brand).await;
                     (due, outcome)
@@ -196,6 +188,27 @@ impl MailRelay {
             })
             .ok()
             .flatten()
+    }
+
+    /// The branding of every tenant a round's mails are about, in one read.
+    /// The mails are never held back for it: they go out plain if it
+    /// cannot be read.
+    async fn brandings(&self, due: &[DueMail]) -> HashMap<TenantId, Branding> {
+        let mut tenants: Vec<TenantId> = due.iter().filter_map(|due| due.tenant).collect();
+        if tenants.is_empty() {
+            return HashMap::new();
+        }
+        tenants.sort_unstable_by_key(|tenant| tenant.0);
+        tenants.dedup();
+        engine::branding::of_each(&self.pool, &tenants)
+            .await
+            .inspect_err(|error| {
+                tracing::warn!(
+                    error = format!("{error:#}"),
+                    "reading the branding of a round's mails"
+                );
+            })
+            .unwrap_or_default()
     }
 
     /// Writes one leased mail out and sends it.
