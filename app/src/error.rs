@@ -363,4 +363,55 @@ impl server_fn::error::FromServerFnError for AppError {
             },
         }
     }
+
+    /// An error answer that is not one of ours (a proxy's page while the
+    /// server restarts, a gateway's timeout) is a moment's outage, not a
+    /// decoding error shown to the person as if their input were wrong.
+    /// (Our own layers answer server functions in this shape too:
+    /// `server::server_fn_errors`.)
+    fn de(data: server_fn::Bytes) -> Self {
+        use server_fn::Decodes as _;
+        JsonEncoding::decode(data).unwrap_or(Self::Unavailable {
+            retry_after_secs: 2,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use server_fn::error::FromServerFnError as _;
+
+    use super::AppError;
+
+    #[test]
+    fn an_answer_that_is_not_ours_reads_as_a_moment_s_outage() {
+        for foreign in [
+            &b"<html><body><h1>502 Bad Gateway</h1></body></html>"[..],
+            br#"{"type":"/api/v1/docs#problem-unavailable","status":503,"code":"timeout"}"#,
+            b"",
+        ] {
+            assert!(
+                matches!(
+                    AppError::de(foreign.to_vec().into()),
+                    AppError::Unavailable { .. }
+                ),
+                "{}",
+                String::from_utf8_lossy(foreign)
+            );
+        }
+    }
+
+    #[test]
+    fn our_own_answers_decode_as_they_were_sent() {
+        for ours in [
+            AppError::NotFound,
+            AppError::invalid("email", "not an email address"),
+            AppError::Internal {
+                reference: "abc".into(),
+            },
+        ] {
+            let sent = ours.ser();
+            assert_eq!(AppError::de(sent), ours);
+        }
+    }
 }

@@ -6,7 +6,6 @@
 #![recursion_limit = "256"]
 
 pub mod assets;
-pub mod bad_input;
 pub mod bootstrap;
 pub mod config;
 pub mod csrf;
@@ -18,5 +17,6 @@ pub mod panic;
 pub mod reconcile;
 pub mod relay;
 pub mod routes;
+pub mod server_fn_errors;
 pub mod startup;
 pub mod telemetry;

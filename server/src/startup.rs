@@ -381,14 +381,17 @@ pub fn router(state: ServerState) -> Router {
                     security,
                     crate::headers::security,
                 ))
+                // Around every layer that answers on its own (deadline,
+                // CSRF, session store, panic): a server function's caller
+                // gets an error it can read.
+                .layer(axum::middleware::from_fn(
+                    crate::server_fn_errors::server_fn_errors,
+                ))
                 // Inside the request's span, id and headers: a timed-out
                 // answer is dressed and logged like any other.
                 .layer(axum::middleware::from_fn_with_state(
                     request_timeout,
                     crate::deadline::deadline,
-                ))
-                .layer(axum::middleware::from_fn(
-                    crate::bad_input::server_fn_status,
                 ))
                 .layer(axum::middleware::from_fn_with_state(
                     same_origin,

@@ -4,6 +4,9 @@ use redis::AsyncCommands as _;
 use serde_json::Value;
 use sqlx::PgPool;
 
+use app::error::AppError;
+use engine::outcome::ErrorKind;
+
 use crate::helpers::{new_client, spawn_app, spawn_app_with, test_settings};
 
 const PASSWORD: &str = "correct horse battery";
@@ -298,8 +301,12 @@ async fn cross_site_posts_are_refused_and_change_nothing(pool: PgPool) {
         .await
         .expect("request");
     assert_eq!(response.status(), 403);
-    let body: Value = response.json().await.expect("json");
-    assert_eq!(body["code"], "cross_site_request");
+    // In the shape the page's wasm reads (`server::server_fn_errors`).
+    let error: AppError = response.json().await.expect("an AppError");
+    assert!(
+        matches!(&error, AppError::Refused { kind: ErrorKind::Forbidden, reason, .. } if reason == "cross_site_request"),
+        "{error:?}"
+    );
     assert_eq!(app.whoami_as(&app.client).await, None);
     let key = app
         .redis
@@ -636,4 +643,46 @@ async fn the_session_cookie_is_secure_when_served_over_https(pool: PgPool) {
         .expect("session cookie")
         .to_owned();
     assert!(cookie.contains("Secure"), "{cookie}");
+}
+
+/// A server function still unanswered at the request's deadline is a 503
+/// the page reads as "busy, try again" (an `AppError`, with `Retry-After`),
+/// not a body its wasm cannot decode and would show as a decoding error.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_server_function_past_its_deadline_answers_an_error_the_page_reads(pool: PgPool) {
+    let mut settings = test_settings(&crate::helpers::redis_url());
+    settings.server.request_timeout_secs = 1;
+    settings.settlement.transaction_timeout_ms = 300;
+    let app = spawn_app_with(pool.clone(), settings).await;
+    app.create_account("ada@example.com", PASSWORD).await;
+    // Sign-in reads the account: hold every read of `accounts` past the
+    // deadline.
+    let mut lock = pool.begin().await.expect("begin");
+    sqlx::query("LOCK TABLE accounts IN ACCESS EXCLUSIVE MODE")
+        .execute(&mut *lock)
+        .await
+        .expect("lock");
+    let response = app
+        .client
+        .post(format!("{}/api/auth/login", app.address))
+        .header("accept", "application/json")
+        .form(&[("email", "ada@example.com"), ("password", PASSWORD)])
+        .send()
+        .await
+        .expect("request");
+    lock.rollback().await.expect("rollback");
+    assert_eq!(response.status(), 503);
+    assert!(response.headers().contains_key("retry-after"));
+    let error: AppError = response.json().await.expect("an AppError");
+    assert!(matches!(error, AppError::Unavailable { .. }), "{error:?}");
+    assert!(error.is_retryable());
+    // Nothing was decided: the same sign-in goes through now.
+    let again = app
+        .client
+        .post(format!("{}/api/auth/login", app.address))
+        .form(&[("email", "ada@example.com"), ("password", PASSWORD)])
+        .send()
+        .await
+        .expect("request");
+    assert!(again.status().is_success(), "{}", again.status());
 }

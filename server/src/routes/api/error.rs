@@ -39,7 +39,7 @@ use service::{
     error::{Reported, report},
 };
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ApiError {
     pub kind: ErrorKind,
     pub code: Cow<'static, str>,
@@ -186,6 +186,9 @@ impl IntoResponse for ApiError {
                 headers.insert("ratelimit-reset", HeaderValue::from(secs));
             }
         }
+        // On a server function's path it is answered as the page's error
+        // instead (`crate::server_fn_errors`).
+        response.extensions_mut().insert(self);
         response
     }
 }
