@@ -2,7 +2,11 @@
 //! id. A logo is public (a course page shows it before sign-in), so each
 //! read that reaches the database is counted against the client's address
 //! (`throttle.logo_per_ip_per_minute`): a browser keeps a logo for good,
-//! so only a client fetching logos over and over meets the limit.
+//! so only a client fetching logos over and over meets the limit. An IPv6
+//! client is counted by its /64, like every per-address limit
+//! (`engine::throttle::ip_subject`). A logo is never refused because the
+//! throttle's store is away: the limit only guards PostgreSQL's load, and a
+//! page or a mail without its logo is a broken page.
 
 use std::net::IpAddr;
 
@@ -20,13 +24,19 @@ pub async fn logo(
     client: IpAddr,
     id: Uuid,
 ) -> Result<Option<(LogoType, Vec<u8>)>, ServiceError> {
-    throttle::hit(
+    match throttle::hit(
         services,
         ThrottleScope::LogoIp,
-        &client.to_string(),
+        &engine::throttle::ip_subject(client),
         services.auth.logo_per_ip,
     )
-    .await?;
+    .await
+    {
+        Ok(()) => {}
+        // Logged by the throttle; served unthrottled meanwhile.
+        Err(ServiceError::Unavailable { .. }) => {}
+        Err(refused) => return Err(refused),
+    }
     Ok(engine::branding::logo(&services.pool, id)
         .await
         .context("reading a logo")?)

@@ -658,4 +658,45 @@ async fn logo_reads_are_limited_per_client_address(pool: PgPool) {
     let other = logo_from(&app, &logo, "198.51.100.9", None).await;
     assert_eq!(other.status(), 200, "another address has its own limit");
     assert_eq!(other.bytes().await.expect("bytes").as_ref(), PNG);
+
+    // An IPv6 client is counted by its /64: a new address in it is no new
+    // limit.
+    for address in ["2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2::3"] {
+        assert_eq!(
+            logo_from(&app, &logo, address, None).await.status(),
+            200,
+            "{address}"
+        );
+    }
+    let same_net = logo_from(&app, &logo, "2001:db8:1:2:ffff::9", None).await;
+    assert_eq!(error_of(same_net).await, (429, "rate_limited".into()));
+    let next_net = logo_from(&app, &logo, "2001:db8:1:3::1", None).await;
+    assert_eq!(next_net.status(), 200, "the next /64 has its own limit");
+}
+
+/// The limit only guards PostgreSQL's load: when the throttle's store
+/// fails, the logo is served anyway (a page or a mail without its logo is
+/// broken), not a 503.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_logo_is_served_when_its_throttle_cannot_count(pool: PgPool) {
+    let mut settings = crate::helpers::test_settings(&crate::helpers::redis_url());
+    settings.server.trusted_proxy_hops = 1;
+    let app = spawn_app_with(pool, settings).await;
+    let acme = admin(&app).await;
+    let logo = brand_acme(&app, &acme).await;
+    // The throttle's counter for this address is not a counter: every
+    // count fails in Redis itself (WRONGTYPE).
+    let key = app
+        .redis
+        .keys()
+        .throttle(engine::coordination::ThrottleScope::LogoIp, "203.0.113.8");
+    let _: () = redis::AsyncCommands::hset(&mut app.redis.conn(), &key, "not", "a counter")
+        .await
+        .expect("hset");
+    let _: () = redis::AsyncCommands::expire(&mut app.redis.conn(), &key, 60)
+        .await
+        .expect("expire");
+    let served = logo_from(&app, &logo, "203.0.113.8", None).await;
+    assert_eq!(served.status(), 200);
+    assert_eq!(served.bytes().await.expect("bytes").as_ref(), PNG);
 }
