@@ -420,6 +420,69 @@ pub async fn logo(pool: &PgPool, logo: Uuid) -> anyhow::Result<Option<(LogoType,
 mod tests {
     use super::*;
 
+    /// One read gives each existing tenant its own branding (its accent,
+    /// its logo), and nothing for an id that is no tenant's.
+    #[sqlx::test(migrations = "../../migrations")]
+    async fn each_tenant_gets_its_own_branding_in_one_read(pool: PgPool) {
+        let (acme, plain, nobody) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        let logo = Uuid::now_v7();
+        for (id, slug, name) in [(acme, "acme", "Acme"), (plain, "plain", "Plain")] {
+            sqlx::query("INSERT INTO tenants (id, slug, name) VALUES ($1, $2, $3)")
+                .bind(id)
+                .bind(slug)
+                .bind(name)
+                .execute(&pool)
+                .await
+                .expect("tenant");
+        }
+        sqlx::query("UPDATE tenants SET brand_accent = '#2e7d32', support_email = 'help@acme.test' WHERE id = $1")
+            .bind(acme)
+            .execute(&pool)
+            .await
+            .expect("accent");
+        sqlx::query(
+            "INSERT INTO tenant_logos (tenant_id, id, content_type, bytes) VALUES ($1, $2, 'image/png', $3)",
+        )
+        .bind(acme)
+        .bind(logo)
+        .bind(b"\x89PNG\r\n\x1a\n".to_vec())
+        .execute(&pool)
+        .await
+        .expect("logo");
+
+        let each = of_each(&pool, &[TenantId(acme), TenantId(plain), TenantId(nobody)])
+            .await
+            .expect("read");
+        assert_eq!(each.len(), 2, "{each:?}");
+        assert_eq!(
+            each[&TenantId(acme)],
+            Branding {
+                tenant: TenantId(acme),
+                name: "Acme".into(),
+                accent: Accent::parse("#2e7d32").ok(),
+                support_email: Some("help@acme.test".into()),
+                logo: Some(logo),
+            }
+        );
+        assert_eq!(
+            each[&TenantId(plain)],
+            Branding {
+                tenant: TenantId(plain),
+                name: "Plain".into(),
+                accent: None,
+                support_email: None,
+                logo: None,
+            }
+        );
+        for (tenant, branding) in &each {
+            assert_eq!(
+                of(&pool, *tenant).await.expect("one").as_ref(),
+                Some(branding)
+            );
+        }
+        assert!(of_each(&pool, &[]).await.expect("none").is_empty());
+    }
+
     #[test]
     fn an_accent_is_six_hex_digits_after_a_hash_stored_lower_case() {
         assert_eq!(
