@@ -364,16 +364,111 @@ impl server_fn::error::FromServerFnError for AppError {
         }
     }
 
-    /// An error answer that is not one of ours (a proxy's page while the
-    /// server restarts, a gateway's timeout) is a moment's outage, not a
-    /// decoding error shown to the person as if their input were wrong.
-    /// (Our own layers answer server functions in this shape too:
+    /// An error answer in another shape is read for what it says: a
+    /// problem document (the JSON API's, an older server's mid-deploy) as
+    /// the error of its status, anything else (a proxy's page while the
+    /// server restarts, a gateway's timeout) as a moment's outage; never as
+    /// a decoding error shown to the person as if their input were wrong.
+    /// (Our own layers answer server functions in this shape:
     /// `server::server_fn_errors`.)
     fn de(data: server_fn::Bytes) -> Self {
         use server_fn::Decodes as _;
-        JsonEncoding::decode(data).unwrap_or(Self::Unavailable {
-            retry_after_secs: 2,
+        JsonEncoding::decode(data.clone())
+            .or_else(|_| {
+                <JsonEncoding as server_fn::Decodes<ProblemBody>>::decode(data)
+                    .map(ProblemBody::into_app_error)
+            })
+            .unwrap_or(Self::Unavailable {
+                retry_after_secs: 2,
+            })
+    }
+}
+
+/// What a problem document (RFC 9457, the JSON API's errors) says that a
+/// page can use.
+#[derive(Deserialize)]
+struct ProblemBody {
+    status: u16,
+    code: String,
+    #[serde(default)]
+    detail: String,
+    #[serde(default)]
+    field: Option<String>,
+}
+
+impl ProblemBody {
+    fn into_app_error(self) -> AppError {
+        let kind = ErrorKind::ALL
+            .into_iter()
+            .find(|kind| kind.status().as_u16() == self.status)
+            .unwrap_or(ErrorKind::Internal);
+        AppError::from_problem(Problem {
+            kind,
+            code: self.code,
+            message: self.detail,
+            field: self.field,
+            retry_after_secs: None,
+            limit: None,
         })
+    }
+}
+
+/// An error the JSON API would answer (`server::routes::api::error`): its
+/// kind, stable code, English message and field, and what it says about
+/// waiting.
+#[derive(Debug, Clone)]
+pub struct Problem {
+    pub kind: ErrorKind,
+    pub code: String,
+    pub message: String,
+    pub field: Option<String>,
+    pub retry_after_secs: Option<u64>,
+    /// A throttle's limit.
+    pub limit: Option<u32>,
+}
+
+impl AppError {
+    /// The error a page shows for `problem`: the same kind (a malformed
+    /// request is invalid input), its code as a refusal's reason. A fault's
+    /// reference is its code: the caller of this logs one of its own when
+    /// it has one (`server::server_fn_errors`).
+    pub fn from_problem(problem: Problem) -> Self {
+        let Problem {
+            kind,
+            code,
+            message,
+            field,
+            retry_after_secs,
+            limit,
+        } = problem;
+        let retry_after_secs = retry_after_secs.or(kind.retry_after_secs()).unwrap_or(1);
+        match kind {
+            ErrorKind::Unavailable => Self::Unavailable { retry_after_secs },
+            ErrorKind::Busy => Self::TryAgain {
+                kind,
+                message,
+                retry_after_secs,
+            },
+            ErrorKind::RateLimited => Self::RateLimited {
+                message,
+                limit: limit.unwrap_or(0),
+                retry_after_secs,
+            },
+            ErrorKind::Internal => Self::Internal { reference: code },
+            ErrorKind::Unauthenticated => Self::Unauthenticated,
+            ErrorKind::NotFound => Self::NotFound,
+            ErrorKind::Invalid | ErrorKind::Malformed => Self::Invalid { field, message },
+            ErrorKind::MethodNotAllowed
+            | ErrorKind::Forbidden
+            | ErrorKind::Conflict
+            | ErrorKind::Gone
+            | ErrorKind::TooLarge => Self::Refused {
+                kind,
+                reason: code,
+                message,
+                field,
+            },
+        }
     }
 }
 
@@ -381,13 +476,14 @@ impl server_fn::error::FromServerFnError for AppError {
 mod tests {
     use server_fn::error::FromServerFnError as _;
 
-    use super::AppError;
+    use super::{AppError, ErrorKind, Problem};
 
     #[test]
     fn an_answer_that_is_not_ours_reads_as_a_moment_s_outage() {
         for foreign in [
             &b"<html><body><h1>502 Bad Gateway</h1></body></html>"[..],
             br#"{"type":"/api/v1/docs#problem-unavailable","status":503,"code":"timeout"}"#,
+            br#"{"message":"upstream timed out"}"#,
             b"",
         ] {
             assert!(
@@ -398,6 +494,71 @@ mod tests {
                 "{}",
                 String::from_utf8_lossy(foreign)
             );
+        }
+    }
+
+    #[test]
+    fn a_problem_document_reads_as_the_error_of_its_status() {
+        let read = |body: &str| AppError::de(body.as_bytes().to_vec().into());
+        assert_eq!(
+            read(
+                r#"{"status":403,"code":"cross_site_request","detail":"This request came from another site."}"#
+            ),
+            AppError::Refused {
+                kind: ErrorKind::Forbidden,
+                reason: "cross_site_request".into(),
+                message: "This request came from another site.".into(),
+                field: None,
+            }
+        );
+        assert_eq!(
+            read(r#"{"status":500,"code":"internal","detail":"something went wrong"}"#),
+            AppError::Internal {
+                reference: "internal".into()
+            }
+        );
+        assert_eq!(
+            read(r#"{"status":404,"code":"no_such_route","detail":"no such route"}"#),
+            AppError::NotFound
+        );
+        assert_eq!(
+            read(r#"{"status":422,"code":"invalid","detail":"bad","field":"email"}"#),
+            AppError::invalid("email", "bad")
+        );
+    }
+
+    /// Every kind keeps its kind through the translation (a malformed
+    /// request is shown as invalid input), so the status a page's error
+    /// implies is the one the answer carries.
+    #[test]
+    fn a_problem_keeps_its_kind() {
+        for kind in ErrorKind::ALL {
+            let error = AppError::from_problem(Problem {
+                kind,
+                code: "code".into(),
+                message: "message".into(),
+                field: None,
+                retry_after_secs: Some(7),
+                limit: Some(3),
+            });
+            let expected = if kind == ErrorKind::Malformed {
+                ErrorKind::Invalid
+            } else {
+                kind
+            };
+            assert_eq!(error.kind(), expected, "{kind:?}");
+            match error {
+                AppError::Unavailable { retry_after_secs }
+                | AppError::TryAgain {
+                    retry_after_secs, ..
+                } => assert_eq!(retry_after_secs, 7, "{kind:?}"),
+                AppError::RateLimited {
+                    retry_after_secs,
+                    limit,
+                    ..
+                } => assert_eq!((retry_after_secs, limit), (7, 3)),
+                _ => {}
+            }
         }
     }
 

@@ -7,9 +7,11 @@
 //! innermost layer around the router, so the answer still gets every
 //! standard header (request id, security headers, `no-store`) and the log
 //! line names the request; the panic message goes only to the log. The
-//! answer is the problem document every `/api` client parses (`internal`), or a
-//! small page for a person. What it cannot catch: a panic after the answer
-//! has started (inside a streamed body), which still ends that connection.
+//! answer is the problem document a JSON API client parses (`internal`),
+//! the `AppError` a page's script reads from a server function
+//! (`crate::server_fn_errors`), or a small page for a person (a plain form
+//! post included). What it cannot catch: a panic after the answer has
+//! started (inside a streamed body), which still ends that connection.
 
 use std::{any::Any, panic::AssertUnwindSafe};
 
@@ -25,9 +27,13 @@ use futures::FutureExt as _;
 use crate::routes::api::error::ApiError;
 
 /// Whether the caller reads JSON (an `/api` path, or `Accept` says so)
-/// rather than a page.
+/// rather than a page. A plain form post to a server function (no
+/// JavaScript) reads a page.
 pub fn wants_json(request: &Request) -> bool {
-    request.uri().path().starts_with("/api/")
+    let path = request.uri().path();
+    let plain_form = crate::server_fn_errors::is_server_fn(path)
+        && crate::server_fn_errors::is_plain_form(request.headers());
+    (path.starts_with("/api/") && !plain_form)
         || request
             .headers()
             .get(header::ACCEPT)
@@ -37,18 +43,23 @@ pub fn wants_json(request: &Request) -> bool {
 
 pub async fn catch_panic(request: Request, next: Next) -> Response {
     let json = wants_json(&request);
+    let server_fn = crate::server_fn_errors::is_server_fn(request.uri().path());
     match AssertUnwindSafe(next.run(request)).catch_unwind().await {
         Ok(response) => response,
         Err(panic) => {
             tracing::error!(panic = message(&*panic), "a request panicked; answered 500");
             engine::measures::request_panicked();
-            if json {
-                ApiError::new(
-                    ErrorKind::Internal,
-                    "internal",
-                    "something went wrong on our side",
-                )
-                .into_response()
+            let error = ApiError::new(
+                ErrorKind::Internal,
+                "internal",
+                "something went wrong on our side",
+            );
+            if json && server_fn {
+                // Also when the panic was in a layer outside the one that
+                // translates (`crate::server_fn_errors`).
+                crate::server_fn_errors::answer(error)
+            } else if json {
+                error.into_response()
             } else {
                 (StatusCode::INTERNAL_SERVER_ERROR, Html(PAGE)).into_response()
             }
@@ -96,6 +107,7 @@ mod tests {
     fn app() -> Router {
         Router::new()
             .route("/api/v1/boom", get(api_boom))
+            .route("/api/auth/boom", get(api_boom))
             .route("/page", get(page_boom))
             .route("/fine", get(|| async { "fine" }))
             .layer(axum::middleware::from_fn(catch_panic))
@@ -126,6 +138,30 @@ mod tests {
             kind,
             String::from_utf8(body.to_vec()).expect("utf-8"),
         )
+    }
+
+    /// A page's script reads an `AppError` with a reference; a plain form
+    /// post (no JavaScript) reads a page.
+    #[tokio::test]
+    async fn a_panicking_server_function_answers_what_its_caller_reads() {
+        let (status, kind, body) = call("/api/auth/boom", "application/json").await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(kind, "application/json");
+        let error: app::error::AppError = serde_json::from_str(&body).expect("an AppError");
+        match error {
+            app::error::AppError::Internal { reference } => {
+                assert_eq!(reference.len(), 8, "{reference}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            !body.contains("broke"),
+            "the panic stays in the log: {body}"
+        );
+        let (status, kind, body) = call("/api/auth/boom", "text/html,*/*;q=0.8").await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(kind.starts_with("text/html"), "{kind}");
+        assert!(body.contains("Something went wrong"), "{body}");
     }
 
     #[tokio::test]

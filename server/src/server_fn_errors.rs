@@ -1,29 +1,35 @@
 //! A server function's caller (a page's wasm) reads every error answer as
 //! an [`AppError`] (`app::error`); a body it cannot decode reaches the
 //! person as a decoding error where a sentence should be. So every error
-//! answer on a server function's path is one, whoever made it:
+//! answer a page's script gets from a server function's path is one,
+//! whoever made it:
 //!
 //! - The layers around the handlers answer the JSON API's problem
 //!   ([`ApiError`]) for every `/api/` path: a request past its deadline, a
-//!   panic, a session store outage, a cross-site request. An `ApiError`
-//!   travels with its response (an extension), and here, on a server
-//!   function's path, becomes the `AppError` of its kind, with the same
-//!   status and headers (`Retry-After`).
+//!   session store outage, a cross-site request, a panic in a handler
+//!   (`crate::panic`; a panic in a layer outside this one is answered
+//!   through [`answer`] by the outer catcher). An `ApiError` travels with
+//!   its response (an extension), and here, on a server function's path,
+//!   becomes the `AppError` of its kind ([`AppError::from_problem`]), with
+//!   the same status and headers (`Retry-After`).
 //! - `server_fn` rejects arguments it cannot deserialize (a malformed uuid,
 //!   a missing field) before our code runs, and answers 500 with the error
 //!   it made: `AppError::Invalid` (see `FromServerFnError` in
 //!   `app::error`). Bad input is the caller's error, never a 5xx: those
 //!   answers get the status of their kind, 422.
 //!
+//! A plain form post (no JavaScript: it accepts `text/html`) is left alone:
+//! the deadline and the panic catcher answer it a page (`crate::panic::
+//! wants_json`), and a problem document's `detail` is a sentence too.
 //! Every other response passes untouched.
 
-use app::error::AppError;
+use app::error::{AppError, Problem};
 use axum::{
     body::{Body, to_bytes},
     extract::Request,
-    http::{HeaderValue, StatusCode, header},
+    http::{HeaderMap, HeaderValue, StatusCode, header},
     middleware::Next,
-    response::Response,
+    response::{IntoResponse as _, Response},
 };
 use engine::outcome::ErrorKind;
 
@@ -32,38 +38,43 @@ use crate::routes::api::error::ApiError;
 /// Error bodies of server functions are small; anything larger is left alone.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
-/// Whether `path` is a server function's (the pages' `/api/…`, not the
-/// JSON API's `/api/v1/…`).
+/// Whether `path` is a server function's: the pages' `/api/…`, not the
+/// JSON API's `/api/v1…`.
 pub fn is_server_fn(path: &str) -> bool {
-    path.starts_with("/api/") && !path.starts_with("/api/v1/")
+    path.strip_prefix("/api/")
+        .is_some_and(|rest| rest.split('/').next() != Some("v1"))
+}
+
+/// Whether the request is a plain form post (no JavaScript), which reads
+/// pages rather than errors.
+pub fn is_plain_form(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|accept| accept.contains("text/html"))
 }
 
 pub async fn server_fn_errors(request: Request, next: Next) -> Response {
-    if !is_server_fn(request.uri().path()) {
+    if !is_server_fn(request.uri().path()) || is_plain_form(request.headers()) {
         return next.run(request).await;
     }
-    let request_id = request
-        .headers()
-        .get("x-request-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
     let mut response = next.run(request).await;
     if let Some(error) = response.extensions_mut().remove::<ApiError>() {
         let (mut parts, _) = response.into_parts();
-        let body = serde_json::to_string(&as_app_error(error, request_id))
-            .unwrap_or_else(|_| String::from("{}"));
+        let translated = answer(error);
+        parts.headers.remove(header::CONTENT_LENGTH);
         parts.headers.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        parts.headers.remove(header::CONTENT_LENGTH);
-        return Response::from_parts(parts, Body::from(body));
+        return Response::from_parts(parts, translated.into_body());
     }
     if response.status() != StatusCode::INTERNAL_SERVER_ERROR {
         return response;
     }
     let (mut parts, body) = response.into_parts();
     let Ok(bytes) = to_bytes(body, MAX_ERROR_BODY).await else {
+        parts.headers.remove(header::CONTENT_LENGTH);
         return Response::from_parts(parts, Body::empty());
     };
     if let Ok(AppError::Invalid { .. }) = serde_json::from_slice(&bytes) {
@@ -72,41 +83,68 @@ pub async fn server_fn_errors(request: Request, next: Next) -> Response {
     Response::from_parts(parts, Body::from(bytes))
 }
 
-/// The `AppError` a page shows for a problem the JSON API would answer:
-/// the same kind, its code as the refusal's reason, a fault's reference
-/// being the request's id (the log's lines carry it).
-fn as_app_error(error: ApiError, request_id: Option<String>) -> AppError {
-    let retry_after_secs = error.retry_after.unwrap_or(1);
-    match error.kind {
-        ErrorKind::Unavailable => AppError::Unavailable { retry_after_secs },
-        ErrorKind::Busy => AppError::TryAgain {
-            kind: ErrorKind::Busy,
-            message: error.message,
-            retry_after_secs,
-        },
-        ErrorKind::RateLimited => AppError::RateLimited {
-            message: error.message,
-            limit: error.rate_limit.unwrap_or(0),
-            retry_after_secs,
-        },
-        ErrorKind::Internal => AppError::Internal {
-            reference: request_id.unwrap_or_else(|| error.code.into_owned()),
-        },
-        ErrorKind::Unauthenticated => AppError::Unauthenticated,
-        ErrorKind::NotFound => AppError::NotFound,
-        ErrorKind::Invalid | ErrorKind::Malformed => AppError::Invalid {
-            field: error.field,
-            message: error.message,
-        },
-        kind @ (ErrorKind::MethodNotAllowed
-        | ErrorKind::Forbidden
-        | ErrorKind::Conflict
-        | ErrorKind::Gone
-        | ErrorKind::TooLarge) => AppError::Refused {
-            kind,
-            reason: error.code.into_owned(),
-            message: error.message,
-            field: error.field,
-        },
+/// `error` as a server function's caller reads it: the `AppError` of its
+/// kind, with its status and `Retry-After`. A fault gets a reference of its
+/// own, logged here (inside the request's span, which names the request).
+pub fn answer(error: ApiError) -> Response {
+    let status = error.status();
+    let retry_after = error.retry_after;
+    let code = error.code.clone().into_owned();
+    let mut problem = Problem {
+        kind: error.kind,
+        code: error.code.into_owned(),
+        message: error.message,
+        field: error.field,
+        retry_after_secs: error.retry_after,
+        limit: error.rate_limit,
+    };
+    if error.kind == ErrorKind::Internal {
+        let reference = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
+        tracing::error!(%reference, %code, "a server function's caller was answered a fault");
+        problem.code = reference;
+    }
+    let body = serde_json::to_string(&AppError::from_problem(problem))
+        .unwrap_or_else(|_| String::from("{}"));
+    let mut response = (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response();
+    if let Some(secs) = retry_after {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_server_fn;
+
+    #[test]
+    fn server_functions_are_the_pages_api_paths_and_not_the_json_api() {
+        for path in [
+            "/api/auth/login",
+            "/api/admin/codes/issue",
+            "/api/v2/x",
+            "/api/v10",
+        ] {
+            assert!(is_server_fn(path), "{path}");
+        }
+        for path in [
+            "/api/v1",
+            "/api/v1/",
+            "/api/v1/shares",
+            "/apix",
+            "/s/x",
+            "/api",
+        ] {
+            assert!(!is_server_fn(path), "{path}");
+        }
     }
 }

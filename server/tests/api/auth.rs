@@ -653,6 +653,8 @@ async fn a_server_function_past_its_deadline_answers_an_error_the_page_reads(poo
     let mut settings = test_settings(&crate::helpers::redis_url());
     settings.server.request_timeout_secs = 1;
     settings.settlement.transaction_timeout_ms = 300;
+    settings.settlement.reservation_ttl_ms = 200;
+    settings.validate().expect("valid settings");
     let app = spawn_app_with(pool.clone(), settings).await;
     app.create_account("ada@example.com", PASSWORD).await;
     // Sign-in reads the account: hold every read of `accounts` past the
@@ -670,7 +672,29 @@ async fn a_server_function_past_its_deadline_answers_an_error_the_page_reads(poo
         .send()
         .await
         .expect("request");
+    // The same form posted without JavaScript reads a page.
+    let plain = app
+        .client
+        .post(format!("{}/api/auth/login", app.address))
+        .header("accept", "text/html,application/xhtml+xml,*/*;q=0.8")
+        .form(&[("email", "ada@example.com"), ("password", PASSWORD)])
+        .send()
+        .await
+        .expect("request");
     lock.rollback().await.expect("rollback");
+    assert_eq!(plain.status(), 503);
+    let kind = plain.headers()["content-type"]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    assert!(kind.starts_with("text/html"), "{kind}");
+    assert!(
+        plain
+            .text()
+            .await
+            .expect("text")
+            .contains("taking too long")
+    );
     assert_eq!(response.status(), 503);
     assert!(response.headers().contains_key("retry-after"));
     let error: AppError = response.json().await.expect("an AppError");
