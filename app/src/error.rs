@@ -397,15 +397,30 @@ struct ProblemBody {
 }
 
 impl ProblemBody {
+    /// A fault elsewhere (any 5xx) carries no reference of ours: it reads as
+    /// a moment's outage, as does a status no kind has (a 408). A 409 is
+    /// busy when its code says so. A problem without a `detail` says its
+    /// code.
     fn into_app_error(self) -> AppError {
-        let kind = ErrorKind::ALL
-            .into_iter()
-            .find(|kind| kind.status().as_u16() == self.status)
-            .unwrap_or(ErrorKind::Internal);
+        let kind = if self.status >= 500 {
+            ErrorKind::Unavailable
+        } else if self.status == 409 && self.code.contains("busy") {
+            ErrorKind::Busy
+        } else {
+            ErrorKind::ALL
+                .into_iter()
+                .find(|kind| kind.status().as_u16() == self.status)
+                .unwrap_or(ErrorKind::Unavailable)
+        };
+        let message = if self.detail.trim().is_empty() {
+            self.code.clone()
+        } else {
+            self.detail
+        };
         AppError::from_problem(Problem {
             kind,
             code: self.code,
-            message: self.detail,
+            message,
             field: self.field,
             retry_after_secs: None,
             limit: None,
@@ -511,11 +526,33 @@ mod tests {
                 field: None,
             }
         );
-        assert_eq!(
-            read(r#"{"status":500,"code":"internal","detail":"something went wrong"}"#),
-            AppError::Internal {
-                reference: "internal".into()
+        // No reference of ours to show for a fault elsewhere: try again.
+        for fault in [
+            r#"{"status":500,"code":"internal","detail":"something went wrong"}"#,
+            r#"{"status":504,"code":"gateway_timeout"}"#,
+            r#"{"status":408,"code":"request_timeout"}"#,
+        ] {
+            assert!(
+                matches!(read(fault), AppError::Unavailable { .. }),
+                "{fault}"
+            );
+        }
+        assert!(matches!(
+            read(r#"{"status":409,"code":"busy_retry","detail":"someone else holds it"}"#),
+            AppError::TryAgain {
+                kind: ErrorKind::Busy,
+                ..
             }
+        ));
+        assert_eq!(
+            read(r#"{"status":409,"code":"code_bound"}"#),
+            AppError::Refused {
+                kind: ErrorKind::Conflict,
+                reason: "code_bound".into(),
+                message: "code_bound".into(),
+                field: None,
+            },
+            "a problem without a detail says its code"
         );
         assert_eq!(
             read(r#"{"status":404,"code":"no_such_route","detail":"no such route"}"#),

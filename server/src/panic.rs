@@ -43,21 +43,25 @@ pub fn wants_json(request: &Request) -> bool {
 
 pub async fn catch_panic(request: Request, next: Next) -> Response {
     let json = wants_json(&request);
-    let server_fn = crate::server_fn_errors::is_server_fn(request.uri().path());
+    // A page's script (a plain form post reads the page).
+    let server_fn = crate::server_fn_errors::is_server_fn(request.uri().path())
+        && !crate::server_fn_errors::is_plain_form(request.headers());
     match AssertUnwindSafe(next.run(request)).catch_unwind().await {
         Ok(response) => response,
         Err(panic) => {
-            tracing::error!(panic = message(&*panic), "a request panicked; answered 500");
+            // The reference a person is shown is on the panic's own line.
+            let reference = crate::server_fn_errors::new_reference();
+            tracing::error!(panic = message(&*panic), %reference, "a request panicked; answered 500");
             engine::measures::request_panicked();
             let error = ApiError::new(
                 ErrorKind::Internal,
                 "internal",
                 "something went wrong on our side",
             );
-            if json && server_fn {
+            if server_fn {
                 // Also when the panic was in a layer outside the one that
                 // translates (`crate::server_fn_errors`).
-                crate::server_fn_errors::answer(error)
+                crate::server_fn_errors::answer(error, Some(reference))
             } else if json {
                 error.into_response()
             } else {
@@ -147,13 +151,17 @@ mod tests {
         let (status, kind, body) = call("/api/auth/boom", "application/json").await;
         assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
         assert_eq!(kind, "application/json");
-        let error: app::error::AppError = serde_json::from_str(&body).expect("an AppError");
-        match error {
-            app::error::AppError::Internal { reference } => {
-                assert_eq!(reference.len(), 8, "{reference}");
-            }
+        let reference = |body: &str| match serde_json::from_str(body).expect("an AppError") {
+            app::error::AppError::Internal { reference } => reference,
             other => panic!("{other:?}"),
-        }
+        };
+        let first = reference(&body);
+        assert!(
+            first.len() == 8 && first != "internal" && first.chars().all(|c| c.is_ascii_hexdigit()),
+            "a reference of its own: {first}"
+        );
+        let (_, _, again) = call("/api/auth/boom", "application/json").await;
+        assert_ne!(reference(&again), first, "one reference per fault");
         assert!(
             !body.contains("broke"),
             "the panic stays in the log: {body}"

@@ -61,7 +61,7 @@ pub async fn server_fn_errors(request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
     if let Some(error) = response.extensions_mut().remove::<ApiError>() {
         let (mut parts, _) = response.into_parts();
-        let translated = answer(error);
+        let translated = answer(error, None);
         parts.headers.remove(header::CONTENT_LENGTH);
         parts.headers.insert(
             header::CONTENT_TYPE,
@@ -83,10 +83,16 @@ pub async fn server_fn_errors(request: Request, next: Next) -> Response {
     Response::from_parts(parts, Body::from(bytes))
 }
 
+/// A fault's reference: what a person quotes and the log line carries.
+pub fn new_reference() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..8].to_owned()
+}
+
 /// `error` as a server function's caller reads it: the `AppError` of its
-/// kind, with its status and `Retry-After`. A fault gets a reference of its
-/// own, logged here (inside the request's span, which names the request).
-pub fn answer(error: ApiError) -> Response {
+/// kind, with its status and `Retry-After`. A fault carries `reference`
+/// (logged by the caller with what went wrong), or one made and logged
+/// here (inside the request's span, which names the request).
+pub fn answer(error: ApiError, reference: Option<String>) -> Response {
     let status = error.status();
     let retry_after = error.retry_after;
     let code = error.code.clone().into_owned();
@@ -99,9 +105,11 @@ pub fn answer(error: ApiError) -> Response {
         limit: error.rate_limit,
     };
     if error.kind == ErrorKind::Internal {
-        let reference = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
-        tracing::error!(%reference, %code, "a server function's caller was answered a fault");
-        problem.code = reference;
+        problem.code = reference.unwrap_or_else(|| {
+            let reference = new_reference();
+            tracing::error!(%reference, %code, "a server function's caller was answered a fault");
+            reference
+        });
     }
     let body = serde_json::to_string(&AppError::from_problem(problem))
         .unwrap_or_else(|_| String::from("{}"));

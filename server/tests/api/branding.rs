@@ -684,12 +684,24 @@ async fn a_logo_is_served_when_its_throttle_cannot_count(pool: PgPool) {
     let app = spawn_app_with(pool, settings).await;
     let acme = admin(&app).await;
     let logo = brand_acme(&app, &acme).await;
-    // The throttle's counter for this address is not a counter: every
-    // count fails in Redis itself (WRONGTYPE).
     let key = app
         .redis
         .keys()
         .throttle(engine::coordination::ThrottleScope::LogoIp, "203.0.113.8");
+    // This is the address's real counter: one read made it.
+    assert_eq!(
+        logo_from(&app, &logo, "203.0.113.8", None).await.status(),
+        200
+    );
+    let counted: Option<i64> = redis::AsyncCommands::get(&mut app.redis.conn(), &key)
+        .await
+        .expect("get");
+    assert_eq!(counted, Some(1), "the logo's read was counted under {key}");
+    // Now it is not a counter: every count fails in Redis itself
+    // (WRONGTYPE).
+    let _: () = redis::AsyncCommands::del(&mut app.redis.conn(), &key)
+        .await
+        .expect("del");
     let _: () = redis::AsyncCommands::hset(&mut app.redis.conn(), &key, "not", "a counter")
         .await
         .expect("hset");
