@@ -169,61 +169,70 @@ impl AppError {
         )
     }
 
-    /// Sets the response status (and `Retry-After`) for API callers. A plain
-    /// HTML form post (no JavaScript) keeps the redirect back to its page,
-    /// which shows the error; its status must stay a redirect.
+    /// Sets the status (and `Retry-After`, `RateLimit-*`) of the response
+    /// that carries this error: **the one place an error becomes a status**.
+    /// It is called where an error leaves for a reader: when a server
+    /// function's error is encoded for its caller
+    /// ([`FromServerFnError::ser`](server_fn::error::FromServerFnError::ser)),
+    /// and when a page rendered on the server shows one (the error views:
+    /// `components::ErrorFlash`, the console's and the resource page's). A
+    /// plain HTML form post (no JavaScript) keeps the redirect back to its
+    /// page, which shows the error; its status must stay a redirect.
     #[cfg(feature = "ssr")]
-    pub fn respond(self) -> Self {
+    pub fn set_response_status(&self) {
         use leptos::prelude::use_context;
         let (Some(response), Some(parts)) = (
             use_context::<leptos_axum::ResponseOptions>(),
             use_context::<http::request::Parts>(),
         ) else {
-            return self;
+            return;
         };
-        // Pages rendered on the server (GET) keep their error status too.
         let html_form = parts.method == http::Method::POST
             && parts
                 .headers
                 .get(http::header::ACCEPT)
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|v| v.contains("text/html"));
-        if !html_form {
-            response.set_status(self.status());
-            if let Self::RateLimited {
-                retry_after_secs, ..
-            }
-            | Self::Unavailable { retry_after_secs }
-            | Self::TryAgain {
-                retry_after_secs, ..
-            } = &self
-            {
+        if html_form {
+            return;
+        }
+        response.set_status(self.status());
+        if let Self::RateLimited {
+            retry_after_secs, ..
+        }
+        | Self::Unavailable { retry_after_secs }
+        | Self::TryAgain {
+            retry_after_secs, ..
+        } = self
+        {
+            response.insert_header(
+                http::header::RETRY_AFTER,
+                http::HeaderValue::from(*retry_after_secs),
+            );
+        }
+        // The IETF draft's names, as the JSON API sends them.
+        if let Self::RateLimited {
+            limit,
+            retry_after_secs,
+            ..
+        } = self
+        {
+            for (name, value) in [
+                ("ratelimit-limit", u64::from(*limit)),
+                ("ratelimit-remaining", 0),
+                ("ratelimit-reset", *retry_after_secs),
+            ] {
                 response.insert_header(
-                    http::header::RETRY_AFTER,
-                    http::HeaderValue::from(*retry_after_secs),
+                    http::HeaderName::from_static(name),
+                    http::HeaderValue::from(value),
                 );
             }
-            // The IETF draft's names, as the JSON API sends them.
-            if let Self::RateLimited {
-                limit,
-                retry_after_secs,
-                ..
-            } = &self
-            {
-                for (name, value) in [
-                    ("ratelimit-limit", u64::from(*limit)),
-                    ("ratelimit-remaining", 0),
-                    ("ratelimit-reset", *retry_after_secs),
-                ] {
-                    response.insert_header(
-                        http::HeaderName::from_static(name),
-                        http::HeaderValue::from(value),
-                    );
-                }
-            }
         }
-        self
     }
+
+    /// In the browser a page has no response to set: nothing to do.
+    #[cfg(not(feature = "ssr"))]
+    pub fn set_response_status(&self) {}
 
     /// A domain error as the pages show it: its kind, code and field come
     /// from `engine::outcome` (as for the JSON API), its message in the
@@ -348,6 +357,20 @@ pub fn sentence(text: &str) -> String {
 
 impl server_fn::error::FromServerFnError for AppError {
     type Encoder = JsonEncoding;
+
+    /// The error as its caller reads it, in the answer's status too
+    /// ([`AppError::set_response_status`]).
+    #[cfg(feature = "ssr")]
+    fn ser(&self) -> server_fn::Bytes {
+        use server_fn::Encodes as _;
+        self.set_response_status();
+        JsonEncoding::encode(self).unwrap_or_else(|error| {
+            JsonEncoding::encode(&Self::Internal {
+                reference: format!("server function: {error}"),
+            })
+            .unwrap_or_default()
+        })
+    }
 
     fn from_server_fn_error(value: server_fn::error::ServerFnErrorErr) -> Self {
         use server_fn::error::ServerFnErrorErr as E;

@@ -21,10 +21,12 @@
 
 #[cfg(feature = "ssr")]
 pub mod errors;
+mod uploads;
 
 use model::{CodeState, ResourceKind, ShareStatus};
 
 pub use model::{BrowserErrorMsg, ErrorMsg, Lang, Msg, catalogue::Args};
+pub use uploads::upload_refusal;
 
 /// The language of the page being rendered or the server function being
 /// served: provided by [`crate::App`]; on the server read from the request

@@ -1,5 +1,5 @@
 -- pgbench (-M prepared): the app's settlement, as the app calls it: one
--- call of `settle_access` (migrations/20261208000001_settle_checks_session.sql),
+-- call of `settle_access` (server/engine/src/settlement/settle_access.sql),
 -- the very function `server/engine/src/settlement/transaction.rs` calls, so
 -- the raw figure and the app's cannot drift apart. A first access (bind +
 -- record) for a random pre-made (code, account) pair; a pair drawn twice is

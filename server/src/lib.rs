@@ -7,16 +7,17 @@
 
 pub mod assets;
 pub mod bootstrap;
+pub mod caller;
 pub mod config;
-pub mod csrf;
-pub mod deadline;
-pub mod headers;
+pub mod content;
+pub mod exports;
 pub mod mail;
-pub mod outage;
-pub mod panic;
+pub mod middleware;
+pub mod problem;
 pub mod reconcile;
 pub mod relay;
 pub mod routes;
-pub mod server_fn_errors;
 pub mod startup;
+pub mod state;
 pub mod telemetry;
+pub mod uploads;

@@ -7,7 +7,7 @@
 use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
-use axum::{Router, extract::FromRef, routing::get};
+use axum::{Router, routing::get};
 use engine::coordination::Redis;
 use engine::db::PgPool;
 use leptos::prelude::*;
@@ -25,30 +25,13 @@ use tower_sessions::{
     cookie::{Key, SameSite},
 };
 
-use crate::{config::Settings, csrf, routes, telemetry::RequestSpan};
+use crate::{
+    config::Settings, middleware::csrf, routes, state::ServerState, telemetry::RequestSpan,
+};
 
 /// The name cargo-leptos gives the wasm/js/css bundle (`Cargo.toml`
 /// `[[workspace.metadata.leptos]] name`).
 pub const BUNDLE_NAME: &str = "admitone";
-
-/// Router state: what handlers extract and Leptos reads its options from.
-#[derive(Clone, Debug)]
-pub struct ServerState {
-    pub leptos_options: LeptosOptions,
-    /// Where the page's stylesheet is (its hashed name in a hashed build).
-    pub stylesheet: app::Stylesheet,
-    /// The use cases' handles; the pages get the same in their context.
-    pub services: Services,
-    pub settings: Arc<Settings>,
-    /// Set once shutdown has begun: `/readyz` answers 503 `draining`.
-    pub draining: Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl FromRef<ServerState> for LeptosOptions {
-    fn from_ref(state: &ServerState) -> Self {
-        state.leptos_options.clone()
-    }
-}
 
 /// A built server, listening but not yet serving.
 pub struct Application {
@@ -172,6 +155,7 @@ impl Application {
                 settings.mail.poll_interval_ms.max(10),
             ));
         }
+        let settler = engine::settlement::Settler::new(pool.clone(), redis.clone(), settlement);
         let state = ServerState {
             leptos_options,
             stylesheet: app::Stylesheet(stylesheet.into()),
@@ -182,7 +166,7 @@ impl Application {
                 auth: settings.auth_policy(),
                 keyring: Arc::new(settings.keyring()?),
                 links,
-                settler: engine::settlement::Settler::new(settlement),
+                settler,
                 recent_shares: service::recent_shares::RecentShares::default(),
                 grants: service::content::GrantCache::new(Duration::from_secs(
                     settings.settlement.grant_recheck_secs,
@@ -258,11 +242,11 @@ impl Application {
 pub fn router(state: ServerState) -> Router {
     crate::telemetry::init_executor();
     let routes = page_routes();
-    let app_state = app::state::AppState::new(state.services.clone());
+    let services = state.services.clone();
     let leptos_options = state.leptos_options.clone();
     let stylesheet = state.stylesheet.clone();
     let context = move || {
-        provide_context(app_state.clone());
+        provide_context(services.clone());
         provide_context(stylesheet.clone());
     };
     let settings = &state.settings;
@@ -279,7 +263,7 @@ pub fn router(state: ServerState) -> Router {
     .with_signed(Key::from(&Sha512::digest(
         settings.session_key().expose_secret().as_bytes(),
     )));
-    let security = crate::headers::Security {
+    let security = crate::middleware::headers::Security {
         https: settings.server.public_url.starts_with("https://"),
     };
     let request_timeout = std::time::Duration::from_secs(settings.server.request_timeout_secs);
@@ -369,29 +353,33 @@ pub fn router(state: ServerState) -> Router {
                 // Outermost too: a panic in a middleware below (sessions,
                 // CSRF, headers) is still an answer; the innermost one
                 // catches the handlers' with every header on.
-                .layer(axum::middleware::from_fn(crate::panic::catch_panic))
+                .layer(axum::middleware::from_fn(
+                    crate::middleware::panic::catch_panic,
+                ))
                 .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
                 .layer(TraceLayer::new_for_http().make_span_with(RequestSpan))
                 .layer(axum::middleware::from_fn(
                     crate::telemetry::carry_request_span,
                 ))
                 .layer(PropagateRequestIdLayer::x_request_id())
-                .layer(axum::middleware::from_fn(crate::headers::no_store))
+                .layer(axum::middleware::from_fn(
+                    crate::middleware::headers::no_store,
+                ))
                 .layer(axum::middleware::from_fn_with_state(
                     security,
-                    crate::headers::security,
+                    crate::middleware::headers::security,
                 ))
                 // Around every layer that answers on its own (deadline,
                 // CSRF, session store, panic): a server function's caller
                 // gets an error it can read.
                 .layer(axum::middleware::from_fn(
-                    crate::server_fn_errors::server_fn_errors,
+                    crate::middleware::server_fn_errors::server_fn_errors,
                 ))
                 // Inside the request's span, id and headers: a timed-out
                 // answer is dressed and logged like any other.
                 .layer(axum::middleware::from_fn_with_state(
                     request_timeout,
-                    crate::deadline::deadline,
+                    crate::middleware::deadline::deadline,
                 ))
                 .layer(axum::middleware::from_fn_with_state(
                     same_origin,
@@ -399,12 +387,14 @@ pub fn router(state: ServerState) -> Router {
                 ))
                 // Around the session layer: its save failures become 503.
                 .layer(axum::middleware::from_fn(
-                    crate::outage::session_store_failures,
+                    crate::middleware::outage::session_store_failures,
                 ))
                 .layer(sessions)
                 // Innermost: a panic is a 500 that every layer above still
                 // dresses (request id, security headers) and logs.
-                .layer(axum::middleware::from_fn(crate::panic::catch_panic)),
+                .layer(axum::middleware::from_fn(
+                    crate::middleware::panic::catch_panic,
+                )),
         )
 }
 

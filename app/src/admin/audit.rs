@@ -40,59 +40,56 @@ pub async fn audit_log(
 ) -> Result<AuditPage, AppError> {
     use support::internal;
     const PAGE: i64 = 100;
-    let run = async {
-        let (state, tenant, _) =
-            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ViewConsole).await?;
-        let zone = support::zone(&state, tenant).await?;
-        let before = match before.as_deref().filter(|b| !b.is_empty()) {
-            None => None,
-            Some(cursor) => Some(parse_cursor(cursor).ok_or_else(|| {
-                AppError::invalid("before", crate::i18n::t(Msg::ThisPageLinkIsDamagedStart))
-            })?),
-        };
-        let filter = engine::console::AuditFilter {
-            action: action.filter(|a| !a.trim().is_empty()),
-            target: None,
-            before,
-        };
-        // One row more than the page: a page ending with the oldest entry
-        // offers no (empty) next page.
-        let mut rows = engine::console::audit(&state.pool, tenant, &filter, PAGE + 1)
-            .await
-            .map_err(internal)?;
-        let more = rows.len() as i64 > PAGE;
-        rows.truncate(usize::try_from(PAGE).unwrap_or(usize::MAX));
-        let next = more
-            .then(|| {
-                rows.last()
-                    .map(|r| format!("{}_{}", r.created_at.unix_timestamp_nanos(), r.id))
-            })
-            .flatten();
-        Ok(AuditPage {
-            entries: rows
-                .into_iter()
-                .map(|r| AuditView {
-                    when: zone.when(r.created_at),
-                    actor: r
-                        .actor_email
-                        .unwrap_or_else(|| crate::i18n::t(Msg::System).into()),
-                    target: match r.target_id {
-                        Some(id) => format!(
-                            "{} {}",
-                            crate::i18n::target_type(&r.target_type),
-                            &id.to_string()[..8]
-                        ),
-                        None => crate::i18n::target_type(&r.target_type),
-                    },
-                    action: r.action,
-                    reason: r.reason,
-                    details: r.details,
-                })
-                .collect(),
-            next,
-        })
+    let (state, tenant, _) =
+        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ViewConsole).await?;
+    let zone = support::zone(&state, tenant).await?;
+    let before = match before.as_deref().filter(|b| !b.is_empty()) {
+        None => None,
+        Some(cursor) => Some(parse_cursor(cursor).ok_or_else(|| {
+            AppError::invalid("before", crate::i18n::t(Msg::ThisPageLinkIsDamagedStart))
+        })?),
     };
-    run.await.map_err(AppError::respond)
+    let filter = engine::console::AuditFilter {
+        action: action.filter(|a| !a.trim().is_empty()),
+        target: None,
+        before,
+    };
+    // One row more than the page: a page ending with the oldest entry
+    // offers no (empty) next page.
+    let mut rows = engine::console::audit(&state.pool, tenant, &filter, PAGE + 1)
+        .await
+        .map_err(internal)?;
+    let more = rows.len() as i64 > PAGE;
+    rows.truncate(usize::try_from(PAGE).unwrap_or(usize::MAX));
+    let next = more
+        .then(|| {
+            rows.last()
+                .map(|r| format!("{}_{}", r.created_at.unix_timestamp_nanos(), r.id))
+        })
+        .flatten();
+    Ok(AuditPage {
+        entries: rows
+            .into_iter()
+            .map(|r| AuditView {
+                when: zone.when(r.created_at),
+                actor: r
+                    .actor_email
+                    .unwrap_or_else(|| crate::i18n::t(Msg::System).into()),
+                target: match r.target_id {
+                    Some(id) => format!(
+                        "{} {}",
+                        crate::i18n::target_type(&r.target_type),
+                        &id.to_string()[..8]
+                    ),
+                    None => crate::i18n::target_type(&r.target_type),
+                },
+                action: r.action,
+                reason: r.reason,
+                details: r.details,
+            })
+            .collect(),
+        next,
+    })
 }
 
 /// Parses an audit page cursor (`<unix nanos>_<uuid>`).

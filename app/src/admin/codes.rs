@@ -112,98 +112,90 @@ mod table_page {
         use engine::code_admin::{CodeFilter, Cursor};
         use support::{internal, share_error};
         const PAGE: i64 = 50;
-        let run = async {
-            let (app, _, share, role) = support::admin_share(
-                tenant_id,
-                share_id,
-                engine::tenants::Permission::ViewConsole,
-            )
-            .await?;
-            let zone = support::zone(&app, share.tenant()).await?;
-            let filter = CodeFilter {
-                state: state
-                    .as_deref()
-                    .filter(|s| !s.is_empty())
-                    .map(CodeState::parse)
-                    .transpose()
-                    .map_err(|e| share_error(e.into()))?,
-                batch,
-                search: q,
-                code,
-            };
-            let cursor = match (after, before) {
-                (Some(after), _) => Cursor::After(after),
-                (None, Some(before)) => Cursor::Before(before),
-                (None, None) => Cursor::First,
-            };
-            let page = engine::code_admin::list_codes(
-                &app.pool,
-                share.tenant(),
-                share.id,
-                &filter,
-                cursor,
-                PAGE,
-            )
-            .await
-            .map_err(internal)?;
-            let bounds = page
-                .codes
-                .first()
-                .zip(page.codes.last())
-                .map(|(f, l)| (f.id, l.id));
-            let counts = engine::code_admin::count_codes(
-                &app.pool,
-                share.tenant(),
-                share.id,
-                &filter,
-                bounds,
-            )
-            .await
-            .map_err(internal)?;
-            let batches = engine::console::batches(&app.pool, share.tenant(), share.id)
+        let (app, _, share, role) = support::admin_share(
+            tenant_id,
+            share_id,
+            engine::tenants::Permission::ViewConsole,
+        )
+        .await?;
+        let zone = support::zone(&app, share.tenant()).await?;
+        let filter = CodeFilter {
+            state: state
+                .as_deref()
+                .filter(|s| !s.is_empty())
+                .map(CodeState::parse)
+                .transpose()
+                .map_err(|e| share_error(e.into()))?,
+            batch,
+            search: q,
+            code,
+        };
+        let cursor = match (after, before) {
+            (Some(after), _) => Cursor::After(after),
+            (None, Some(before)) => Cursor::Before(before),
+            (None, None) => Cursor::First,
+        };
+        let page = engine::code_admin::list_codes(
+            &app.pool,
+            share.tenant(),
+            share.id,
+            &filter,
+            cursor,
+            PAGE,
+        )
+        .await
+        .map_err(internal)?;
+        let bounds = page
+            .codes
+            .first()
+            .zip(page.codes.last())
+            .map(|(f, l)| (f.id, l.id));
+        let counts =
+            engine::code_admin::count_codes(&app.pool, share.tenant(), share.id, &filter, bounds)
                 .await
                 .map_err(internal)?;
-            let label_of = |id: Uuid| {
-                batches
-                    .iter()
-                    .find(|b| b.id == id)
-                    .map(|b| b.label.clone())
-                    .unwrap_or_default()
-            };
-            Ok(CodeTable {
-                share_title: share.title,
-                codes: page
-                    .codes
-                    .into_iter()
-                    .map(|c| CodeRow {
-                        batch: label_of(c.batch_id),
-                        id: c.id,
-                        hint: c.hint,
-                        state: c.state,
-                        bound_email: c.bound_email,
-                        first_used: c.first_used_at.map(|at| zone.when(at)),
-                        access_count: c.access_count,
-                        expires: c.expires_at.map(|at| zone.when(at)),
-                        expires_input: support::local_input(&zone, c.expires_at),
-                    })
-                    .collect(),
-                next_after: page.next_after.filter(|_| counts.after > 0),
-                previous_before: page.previous_before.filter(|_| counts.before > 0),
-                first_row: if bounds.is_some() {
-                    counts.before + 1
-                } else {
-                    0
-                },
-                total: counts.total,
-                batches: batches
-                    .into_iter()
-                    .map(|b| crate::admin::share::BatchView::new(b, &zone))
-                    .collect(),
-                time_zone: zone.name().to_owned(),
-                read_only: !role.allows(engine::tenants::Permission::ManageCourses),
-            })
+        let batches = engine::console::batches(&app.pool, share.tenant(), share.id)
+            .await
+            .map_err(internal)?;
+        let label_of = |id: Uuid| {
+            batches
+                .iter()
+                .find(|b| b.id == id)
+                .map(|b| b.label.clone())
+                .unwrap_or_default()
         };
-        run.await.map_err(AppError::respond)
+        Ok(CodeTable {
+            share_title: share.title,
+            codes: page
+                .codes
+                .into_iter()
+                .map(|c| CodeRow {
+                    batch: label_of(c.batch_id),
+                    id: c.id,
+                    hint: c.hint,
+                    state: c.state,
+                    bound_email: c.bound_email,
+                    first_used: c.first_used_at.map(|at| zone.when(at)),
+                    access_count: c.access_count,
+                    expires: c.expires_at.map(|at| zone.when(at)),
+                    expires_input: support::local_input(&zone, c.expires_at),
+                })
+                .collect(),
+            next_after: page.next_after.filter(|_| counts.after > 0),
+            previous_before: page.previous_before.filter(|_| counts.before > 0),
+            first_row: if bounds.is_some() {
+                counts.before + 1
+            } else {
+                0
+            },
+            total: counts.total,
+            batches: batches
+                .into_iter()
+                .map(|b| crate::admin::share::BatchView::new(b, &zone))
+                .collect(),
+            time_zone: zone.name().to_owned(),
+            read_only: !role.allows(engine::tenants::Permission::ManageCourses),
+        })
     }
 }
 
@@ -213,8 +205,8 @@ async fn admin_code(
     tenant_id: Uuid,
     code_id: Uuid,
     permission: engine::tenants::Permission,
-) -> Result<(crate::state::AppState, engine::accounts::Principal), AppError> {
-    let state = crate::state::AppState::from_context()?;
+) -> Result<(crate::state::Services, engine::accounts::Principal), AppError> {
+    let state = crate::state::services()?;
     let tenant = engine::tenants::TenantId(tenant_id);
     let admin = crate::auth::guard::require_member(tenant, permission).await?;
     match engine::code_admin::share_of_code(&state.pool, code_id)
@@ -233,30 +225,26 @@ async fn admin_code(
 #[server(prefix = "/api/admin", endpoint = "codes/find")]
 pub async fn find_code(tenant_id: Uuid, code: String) -> Result<(), AppError> {
     use crate::i18n::{errors::message, t};
-    let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let tenant = engine::tenants::TenantId(tenant_id);
-        crate::auth::guard::require_member(tenant, engine::tenants::Permission::ViewConsole)
-            .await?;
-        let plain = engine::code_admin::read_pasted(&state.pool, tenant, &code)
-            .await
-            .map_err(support::internal)?
-            .map_err(|error| AppError::invalid("code", message(&error)))?;
-        match engine::code_admin::find_code(&state.pool, &state.keyring, tenant, &plain)
-            .await
-            .map_err(support::internal)?
-        {
-            Some((share, id)) => {
-                leptos_axum::redirect(&format!(
-                    "/admin/t/{tenant_id}/s/{}/codes?code={id}",
-                    share.0
-                ));
-                Ok(())
-            }
-            None => Err(AppError::invalid("code", t(Msg::NoCodeOfThisTenantMatches))),
+    let state = crate::state::services()?;
+    let tenant = engine::tenants::TenantId(tenant_id);
+    crate::auth::guard::require_member(tenant, engine::tenants::Permission::ViewConsole).await?;
+    let plain = engine::code_admin::read_pasted(&state.pool, tenant, &code)
+        .await
+        .map_err(support::internal)?
+        .map_err(|error| AppError::invalid("code", message(&error)))?;
+    match engine::code_admin::find_code(&state.pool, &state.keyring, tenant, &plain)
+        .await
+        .map_err(support::internal)?
+    {
+        Some((share, id)) => {
+            leptos_axum::redirect(&format!(
+                "/admin/t/{tenant_id}/s/{}/codes?code={id}",
+                share.0
+            ));
+            Ok(())
         }
-    };
-    run.await.map_err(AppError::respond)
+        None => Err(AppError::invalid("code", t(Msg::NoCodeOfThisTenantMatches))),
+    }
 }
 
 /// Revokes one code. A bound learner loses access: that needs `confirm`
@@ -267,62 +255,56 @@ pub async fn revoke_code(
     code_id: Uuid,
     confirm: Option<String>,
 ) -> Result<(), AppError> {
-    let run = async {
-        let (state, admin) = admin_code(
-            tenant_id,
-            code_id,
-            engine::tenants::Permission::ManageCourses,
-        )
-        .await?;
-        if engine::code_admin::is_bound(&state.pool, engine::tenants::TenantId(tenant_id), code_id)
-            .await
-            .map_err(support::internal)?
-        {
-            support::confirmed(
-                confirm.as_deref(),
-                crate::i18n::Msg::ConfirmLearnerLosesAccess,
-            )?;
-        }
-        engine::code_admin::revoke_code(
-            &state.pool,
-            engine::tenants::TenantId(tenant_id),
-            admin.id,
-            code_id,
-        )
+    let (state, admin) = admin_code(
+        tenant_id,
+        code_id,
+        engine::tenants::Permission::ManageCourses,
+    )
+    .await?;
+    if engine::code_admin::is_bound(&state.pool, engine::tenants::TenantId(tenant_id), code_id)
         .await
-        .map_err(support::share_error)
-    };
-    run.await.map_err(AppError::respond)
+        .map_err(support::internal)?
+    {
+        support::confirmed(
+            confirm.as_deref(),
+            crate::i18n::Msg::ConfirmLearnerLosesAccess,
+        )?;
+    }
+    engine::code_admin::revoke_code(
+        &state.pool,
+        engine::tenants::TenantId(tenant_id),
+        admin.id,
+        code_id,
+    )
+    .await
+    .map_err(support::share_error)
 }
 
 /// Replaces a lost unused code (revoke + issue one, atomically) and opens
 /// the one-time page of the new code.
 #[server(prefix = "/api/admin", endpoint = "codes/replace")]
 pub async fn replace_code(tenant_id: Uuid, code_id: Uuid) -> Result<(), AppError> {
-    let run = async {
-        let (state, admin) = admin_code(
-            tenant_id,
-            code_id,
-            engine::tenants::Permission::ManageCourses,
-        )
-        .await?;
-        let service::console::Replacement {
-            share,
-            code_id: new_id,
-        } = service::console::replace_for_handover(
-            &state,
-            engine::tenants::TenantId(tenant_id),
-            &admin,
-            code_id,
-        )
-        .await?;
-        leptos_axum::redirect(&format!(
-            "/admin/t/{tenant_id}/s/{}/batches/{new_id}",
-            share.0
-        ));
-        Ok(())
-    };
-    run.await.map_err(AppError::respond)
+    let (state, admin) = admin_code(
+        tenant_id,
+        code_id,
+        engine::tenants::Permission::ManageCourses,
+    )
+    .await?;
+    let service::console::Replacement {
+        share,
+        code_id: new_id,
+    } = service::console::replace_for_handover(
+        &state,
+        engine::tenants::TenantId(tenant_id),
+        &admin,
+        code_id,
+    )
+    .await?;
+    leptos_axum::redirect(&format!(
+        "/admin/t/{tenant_id}/s/{}/batches/{new_id}",
+        share.0
+    ));
+    Ok(())
 }
 
 /// Unbinds a bound code with a reason; `after` is `usable` (the code can
@@ -335,44 +317,41 @@ pub async fn unbind_code(
     after: String,
     confirm: Option<String>,
 ) -> Result<(), AppError> {
-    let run = async {
-        let (state, admin) = admin_code(
-            tenant_id,
-            code_id,
-            engine::tenants::Permission::ManageCourses,
-        )
-        .await?;
-        // Unbinding takes a course away from a person: the form asks for an
-        // explicit confirmation, not only a reason.
-        if confirm.as_deref() != Some("yes") {
+    let (state, admin) = admin_code(
+        tenant_id,
+        code_id,
+        engine::tenants::Permission::ManageCourses,
+    )
+    .await?;
+    // Unbinding takes a course away from a person: the form asks for an
+    // explicit confirmation, not only a reason.
+    if confirm.as_deref() != Some("yes") {
+        return Err(AppError::invalid(
+            "confirm",
+            crate::i18n::t(Msg::TickTheBoxToConfirmThat),
+        ));
+    }
+    let revoke = match after.as_str() {
+        "usable" => false,
+        "revoked" => true,
+        _ => {
             return Err(AppError::invalid(
-                "confirm",
-                crate::i18n::t(Msg::TickTheBoxToConfirmThat),
+                "after",
+                crate::i18n::t(Msg::ChooseWhetherTheCodeStaysUsable),
             ));
         }
-        let revoke = match after.as_str() {
-            "usable" => false,
-            "revoked" => true,
-            _ => {
-                return Err(AppError::invalid(
-                    "after",
-                    crate::i18n::t(Msg::ChooseWhetherTheCodeStaysUsable),
-                ));
-            }
-        };
-        engine::code_admin::unbind_code(
-            &state.pool,
-            engine::tenants::TenantId(tenant_id),
-            admin.id,
-            code_id,
-            &reason,
-            revoke,
-        )
-        .await
-        .map_err(support::share_error)?;
-        Ok(())
     };
-    run.await.map_err(AppError::respond)
+    engine::code_admin::unbind_code(
+        &state.pool,
+        engine::tenants::TenantId(tenant_id),
+        admin.id,
+        code_id,
+        &reason,
+        revoke,
+    )
+    .await
+    .map_err(support::share_error)?;
+    Ok(())
 }
 
 /// Revokes a bound code whose text leaked and binds a new code to its
@@ -385,32 +364,29 @@ pub async fn revoke_and_replace(
     reason: String,
     confirm: Option<String>,
 ) -> Result<(), AppError> {
-    let run = async {
-        let (state, admin) = admin_code(
-            tenant_id,
-            code_id,
-            engine::tenants::Permission::ManageCourses,
-        )
-        .await?;
-        if confirm.as_deref() != Some("yes") {
-            return Err(AppError::invalid(
-                "confirm",
-                crate::i18n::t(Msg::TickTheBoxToConfirmThat),
-            ));
-        }
-        engine::leaks::revoke_and_replace(
-            &state.pool,
-            &state.keyring,
-            engine::tenants::TenantId(tenant_id),
-            admin.id,
-            code_id,
-            &reason,
-        )
-        .await
-        .map_err(support::share_error)?;
-        Ok(())
-    };
-    run.await.map_err(AppError::respond)
+    let (state, admin) = admin_code(
+        tenant_id,
+        code_id,
+        engine::tenants::Permission::ManageCourses,
+    )
+    .await?;
+    if confirm.as_deref() != Some("yes") {
+        return Err(AppError::invalid(
+            "confirm",
+            crate::i18n::t(Msg::TickTheBoxToConfirmThat),
+        ));
+    }
+    engine::leaks::revoke_and_replace(
+        &state.pool,
+        &state.keyring,
+        engine::tenants::TenantId(tenant_id),
+        admin.id,
+        code_id,
+        &reason,
+    )
+    .await
+    .map_err(support::share_error)?;
+    Ok(())
 }
 
 /// Sets one unused code's own expiry date (a `datetime-local` value in the
@@ -421,21 +397,18 @@ pub async fn set_code_expiry(
     code_id: Uuid,
     expires_at: String,
 ) -> Result<(), AppError> {
-    let run = async {
-        let (state, admin) = admin_code(
-            tenant_id,
-            code_id,
-            engine::tenants::Permission::ManageCourses,
-        )
-        .await?;
-        let tenant = engine::tenants::TenantId(tenant_id);
-        let zone = support::zone(&state, tenant).await?;
-        let expires_at = support::parse_local(&zone, "expires_at", &expires_at)?;
-        engine::code_admin::set_code_expiry(&state.pool, tenant, admin.id, code_id, expires_at)
-            .await
-            .map_err(support::share_error)
-    };
-    run.await.map_err(AppError::respond)
+    let (state, admin) = admin_code(
+        tenant_id,
+        code_id,
+        engine::tenants::Permission::ManageCourses,
+    )
+    .await?;
+    let tenant = engine::tenants::TenantId(tenant_id);
+    let zone = support::zone(&state, tenant).await?;
+    let expires_at = support::parse_local(&zone, "expires_at", &expires_at)?;
+    engine::code_admin::set_code_expiry(&state.pool, tenant, admin.id, code_id, expires_at)
+        .await
+        .map_err(support::share_error)
 }
 
 /// Sets when a batch's unused codes stop working (a `datetime-local` value
@@ -446,16 +419,13 @@ pub async fn set_batch_expiry(
     batch_id: Uuid,
     expires_at: String,
 ) -> Result<(), AppError> {
-    let run = async {
-        let (state, tenant, admin) =
-            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
-        let zone = support::zone(&state, tenant).await?;
-        let expires_at = support::parse_local(&zone, "expires_at", &expires_at)?;
-        engine::batches::set_batch_expiry(&state.pool, tenant, admin.id, batch_id, expires_at)
-            .await
-            .map_err(support::share_error)
-    };
-    run.await.map_err(AppError::respond)
+    let (state, tenant, admin) =
+        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
+    let zone = support::zone(&state, tenant).await?;
+    let expires_at = support::parse_local(&zone, "expires_at", &expires_at)?;
+    engine::batches::set_batch_expiry(&state.pool, tenant, admin.id, batch_id, expires_at)
+        .await
+        .map_err(support::share_error)
 }
 
 /// Revokes every unused code of a batch (`confirm` = `yes`: they can never
@@ -466,16 +436,13 @@ pub async fn revoke_unused(
     batch_id: Uuid,
     confirm: Option<String>,
 ) -> Result<u64, AppError> {
-    let run = async {
-        let (state, tenant, admin) =
-            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
-        support::confirmed(
-            confirm.as_deref(),
-            crate::i18n::Msg::ConfirmCodesNeverUsedAgain,
-        )?;
-        engine::batches::revoke_unused_of_batch(&state.pool, tenant, admin.id, batch_id)
-            .await
-            .map_err(support::share_error)
-    };
-    run.await.map_err(AppError::respond)
+    let (state, tenant, admin) =
+        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
+    support::confirmed(
+        confirm.as_deref(),
+        crate::i18n::Msg::ConfirmCodesNeverUsedAgain,
+    )?;
+    engine::batches::revoke_unused_of_batch(&state.pool, tenant, admin.id, batch_id)
+        .await
+        .map_err(support::share_error)
 }

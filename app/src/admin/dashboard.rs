@@ -40,30 +40,24 @@ impl From<engine::tenants::TenantSummary> for TenantView {
 /// The tenants the signed-in account is a member of (empty for learners).
 #[server(endpoint = "console/tenants", input = server_fn::codec::GetUrl)]
 pub async fn my_tenants() -> Result<Vec<TenantView>, AppError> {
-    let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let principal = crate::auth::guard::require_learner().await?;
-        let tenants = engine::tenants::memberships_of(&state.pool, principal.id)
-            .await
-            .map_err(|e| AppError::internal(&e))?;
-        Ok(tenants.into_iter().map(TenantView::from).collect())
-    };
-    run.await.map_err(AppError::respond)
+    let state = crate::state::services()?;
+    let principal = crate::auth::guard::require_learner().await?;
+    let tenants = engine::tenants::memberships_of(&state.pool, principal.id)
+        .await
+        .map_err(|e| AppError::internal(&e))?;
+    Ok(tenants.into_iter().map(TenantView::from).collect())
 }
 
 /// One tenant's overview (its members only).
 #[server(prefix = "/api/admin", endpoint = "tenant/overview")]
 pub async fn tenant_overview(tenant_id: Uuid) -> Result<TenantView, AppError> {
-    let run = async {
-        let (state, tenant, me) =
-            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ViewConsole).await?;
-        engine::tenants::summary(&state.pool, tenant, me.id)
-            .await
-            .map_err(|e| AppError::internal(&e))?
-            .map(TenantView::from)
-            .ok_or(AppError::NotFound)
-    };
-    run.await.map_err(AppError::respond)
+    let (state, tenant, me) =
+        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ViewConsole).await?;
+    engine::tenants::summary(&state.pool, tenant, me.id)
+        .await
+        .map_err(|e| AppError::internal(&e))?
+        .map(TenantView::from)
+        .ok_or(AppError::NotFound)
 }
 
 /// A tenant's dashboard: figures, daily activity and its shares.
@@ -117,73 +111,70 @@ pub struct ShareSummary {
 #[server(prefix = "/api/admin", endpoint = "dashboard", input = server_fn::codec::GetUrl)]
 pub async fn dashboard(tenant_id: Uuid) -> Result<DashboardView, AppError> {
     use support::internal;
-    let run = async {
-        let (state, tenant, me) =
-            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ViewConsole).await?;
-        let zone = support::zone(&state, tenant).await?;
-        let summary = engine::tenants::summary(&state.pool, tenant, me.id)
-            .await
-            .map_err(internal)?
-            .ok_or(AppError::NotFound)?;
-        let totals = engine::console::totals(&state.pool, tenant)
-            .await
-            .map_err(internal)?;
-        let days = engine::console::activity(&state.pool, tenant, &zone, 14)
-            .await
-            .map_err(internal)?;
-        let shares = engine::console::shares(&state.pool, tenant, None, 500)
-            .await
-            .map_err(internal)?;
-        let leaks = engine::console::leaks(&state.pool, tenant)
-            .await
-            .map_err(internal)?;
-        let label = match crate::i18n::lang() {
-            crate::i18n::Lang::En => {
-                time::macros::format_description!("[day padding:none] [month repr:short]")
-            }
-            crate::i18n::Lang::ZhCn | crate::i18n::Lang::ZhTw => {
-                time::macros::format_description!("[month padding:none]月[day padding:none]日")
-            }
-        };
-        Ok(DashboardView {
-            tenant: summary.into(),
-            shares_count: totals.shares,
-            issued: totals.codes_issued,
-            bound: totals.codes_bound,
-            revoked: totals.codes_revoked,
-            accesses_7d: totals.accesses_7d,
-            days: days
-                .into_iter()
-                .map(|d| DayView {
-                    label: d.day.format(&label).unwrap_or_default(),
-                    bindings: d.bindings,
-                    accesses: d.accesses,
-                })
-                .collect(),
-            shares: shares
-                .into_iter()
-                .map(|s| ShareSummary {
-                    id: s.id,
-                    slug: s.slug,
-                    title: s.title,
-                    status: s.status,
-                    issued: s.issued,
-                    bound: s.bound,
-                    revoked: s.revoked,
-                })
-                .collect(),
-            leaks: leaks
-                .into_iter()
-                .map(|l| LeakView {
-                    code_id: l.code_id,
-                    share_id: l.share_id,
-                    share_title: l.share_title,
-                    hint: l.hint,
-                    attempts: l.attempts,
-                    last_attempt: zone.when(l.last_attempt),
-                })
-                .collect(),
-        })
+    let (state, tenant, me) =
+        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ViewConsole).await?;
+    let zone = support::zone(&state, tenant).await?;
+    let summary = engine::tenants::summary(&state.pool, tenant, me.id)
+        .await
+        .map_err(internal)?
+        .ok_or(AppError::NotFound)?;
+    let totals = engine::console::totals(&state.pool, tenant)
+        .await
+        .map_err(internal)?;
+    let days = engine::console::activity(&state.pool, tenant, &zone, 14)
+        .await
+        .map_err(internal)?;
+    let shares = engine::console::shares(&state.pool, tenant, None, 500)
+        .await
+        .map_err(internal)?;
+    let leaks = engine::console::leaks(&state.pool, tenant)
+        .await
+        .map_err(internal)?;
+    let label = match crate::i18n::lang() {
+        crate::i18n::Lang::En => {
+            time::macros::format_description!("[day padding:none] [month repr:short]")
+        }
+        crate::i18n::Lang::ZhCn | crate::i18n::Lang::ZhTw => {
+            time::macros::format_description!("[month padding:none]月[day padding:none]日")
+        }
     };
-    run.await.map_err(AppError::respond)
+    Ok(DashboardView {
+        tenant: summary.into(),
+        shares_count: totals.shares,
+        issued: totals.codes_issued,
+        bound: totals.codes_bound,
+        revoked: totals.codes_revoked,
+        accesses_7d: totals.accesses_7d,
+        days: days
+            .into_iter()
+            .map(|d| DayView {
+                label: d.day.format(&label).unwrap_or_default(),
+                bindings: d.bindings,
+                accesses: d.accesses,
+            })
+            .collect(),
+        shares: shares
+            .into_iter()
+            .map(|s| ShareSummary {
+                id: s.id,
+                slug: s.slug,
+                title: s.title,
+                status: s.status,
+                issued: s.issued,
+                bound: s.bound,
+                revoked: s.revoked,
+            })
+            .collect(),
+        leaks: leaks
+            .into_iter()
+            .map(|l| LeakView {
+                code_id: l.code_id,
+                share_id: l.share_id,
+                share_title: l.share_title,
+                hint: l.hint,
+                attempts: l.attempts,
+                last_attempt: zone.when(l.last_attempt),
+            })
+            .collect(),
+    })
 }

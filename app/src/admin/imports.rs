@@ -32,38 +32,35 @@ pub async fn import_report(
     share_id: Uuid,
     batch_id: Uuid,
 ) -> Result<ImportReportView, AppError> {
-    let run = async {
-        let (state, _, share, _) = support::admin_share(
-            tenant_id,
-            share_id,
-            engine::tenants::Permission::ViewConsole,
-        )
-        .await?;
-        let (of_share, label, report) =
-            engine::imports::report_of(&state.pool, share.tenant(), batch_id)
-                .await
-                .map_err(support::internal)?
-                .ok_or(AppError::NotFound)?;
-        if of_share != share.id {
-            return Err(AppError::NotFound);
-        }
-        Ok(ImportReportView {
-            share_title: share.title,
-            label,
-            lines: report.lines,
-            imported: report.imported,
-            rejected: report.rejected,
-            reasons: report
-                .reasons
-                .into_iter()
-                .map(|(reason, n)| (reason.as_str().to_owned(), n))
-                .collect(),
-            first_rejected: report
-                .first_rejected
-                .into_iter()
-                .map(|r| (r.line, r.reason.as_str().to_owned()))
-                .collect(),
-        })
-    };
-    run.await.map_err(AppError::respond)
+    let (state, _, share, _) = support::admin_share(
+        tenant_id,
+        share_id,
+        engine::tenants::Permission::ViewConsole,
+    )
+    .await?;
+    let (of_share, label, report) =
+        engine::imports::report_of(&state.pool, share.tenant(), batch_id)
+            .await
+            .map_err(support::internal)?
+            .ok_or(AppError::NotFound)?;
+    if of_share != share.id {
+        return Err(AppError::NotFound);
+    }
+    Ok(ImportReportView {
+        share_title: share.title,
+        label,
+        lines: report.lines,
+        imported: report.imported,
+        rejected: report.rejected,
+        reasons: report
+            .reasons
+            .into_iter()
+            .map(|(reason, n)| (reason.as_str().to_owned(), n))
+            .collect(),
+        first_rejected: report
+            .first_rejected
+            .into_iter()
+            .map(|r| (r.line, r.reason.as_str().to_owned()))
+            .collect(),
+    })
 }

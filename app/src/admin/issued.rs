@@ -58,56 +58,50 @@ pub async fn issue_codes(
     expires_at: Option<String>,
     ticket: Option<Uuid>,
 ) -> Result<(), AppError> {
-    let run = async {
-        let (state, admin, share, _) = support::admin_share(
-            tenant_id,
-            share_id,
-            engine::tenants::Permission::ManageCourses,
-        )
-        .await?;
-        let count = count
-            .trim()
-            .parse::<i64>()
-            .ok()
-            .filter(|n| (1..=MAX_BATCH).contains(n))
-            .ok_or_else(|| AppError::invalid("count", crate::i18n::t(Msg::ANumberOfCodesFrom1)))?;
-        let zone = support::zone(&state, share.tenant()).await?;
-        let expires_at =
-            support::parse_local(&zone, "expires_at", expires_at.as_deref().unwrap_or(""))?;
-        let issued = service::console::issue_for_handover(
-            &state,
-            &admin,
-            service::console::Issue {
-                share: &share,
-                count,
-                label: &label,
-                expires_at,
-                ticket,
-            },
-        )
-        .await?;
-        let (service::console::Issued::New { batch_id }
-        | service::console::Issued::Again { batch_id }) = issued;
-        leptos_axum::redirect(&format!(
-            "/admin/t/{tenant_id}/s/{share_id}/batches/{batch_id}"
-        ));
-        Ok(())
-    };
-    run.await.map_err(AppError::respond)
+    let (state, admin, share, _) = support::admin_share(
+        tenant_id,
+        share_id,
+        engine::tenants::Permission::ManageCourses,
+    )
+    .await?;
+    let count = count
+        .trim()
+        .parse::<i64>()
+        .ok()
+        .filter(|n| (1..=MAX_BATCH).contains(n))
+        .ok_or_else(|| AppError::invalid("count", crate::i18n::t(Msg::ANumberOfCodesFrom1)))?;
+    let zone = support::zone(&state, share.tenant()).await?;
+    let expires_at =
+        support::parse_local(&zone, "expires_at", expires_at.as_deref().unwrap_or(""))?;
+    let issued = service::console::issue_for_handover(
+        &state,
+        &admin,
+        service::console::Issue {
+            share: &share,
+            count,
+            label: &label,
+            expires_at,
+            ticket,
+        },
+    )
+    .await?;
+    let (service::console::Issued::New { batch_id } | service::console::Issued::Again { batch_id }) =
+        issued;
+    leptos_axum::redirect(&format!(
+        "/admin/t/{tenant_id}/s/{share_id}/batches/{batch_id}"
+    ));
+    Ok(())
 }
 
 /// How far issuing under `ticket` has got: `(done, total)` codes, `None`
 /// before the first report.
 #[server(prefix = "/api/admin", endpoint = "codes/progress", input = server_fn::codec::GetUrl)]
 pub async fn issue_progress(tenant_id: Uuid, ticket: Uuid) -> Result<Option<(u64, u64)>, AppError> {
-    let run = async {
-        let (state, _, admin) =
-            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
-        engine::progress::read(&state.redis, admin.id, ticket)
-            .await
-            .map_err(support::internal)
-    };
-    run.await.map_err(AppError::respond)
+    let (state, _, admin) =
+        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
+    engine::progress::read(&state.redis, admin.id, ticket)
+        .await
+        .map_err(support::internal)
 }
 
 /// The batch's plain codes, the one time they are shown.
@@ -117,49 +111,46 @@ pub async fn issued_codes(
     share_id: Uuid,
     batch_id: Uuid,
 ) -> Result<IssuedView, AppError> {
-    let run = async {
-        let (state, admin, share, _) = support::admin_share(
-            tenant_id,
-            share_id,
-            engine::tenants::Permission::ManageCourses,
-        )
-        .await?;
-        // Only this share's batch (or replacement code), taken by its admin.
-        if !engine::console::handover_of_share(&state.pool, share.tenant(), share.id, batch_id)
-            .await
-            .map_err(support::internal)?
-        {
-            return Err(AppError::NotFound);
-        }
-        let codes = engine::handover::take(
-            &state.redis,
-            admin.id,
-            batch_id,
-            engine::handover::Copy::Page,
-        )
+    let (state, admin, share, _) = support::admin_share(
+        tenant_id,
+        share_id,
+        engine::tenants::Permission::ManageCourses,
+    )
+    .await?;
+    // Only this share's batch (or replacement code), taken by its admin.
+    if !engine::console::handover_of_share(&state.pool, share.tenant(), share.id, batch_id)
         .await
-        .map_err(support::internal)?;
-        let link = format!("{}/s/{}", state.public_origin, share.slug);
-        let total = codes.as_ref().map_or(0, Vec::len);
-        let cards = codes.map(|codes| {
-            codes
-                .into_iter()
-                .take(SHOWN_ON_PAGE)
-                .map(|code| IssuedCard {
-                    qr_svg: (total <= CARDS_UP_TO)
-                        .then(|| support::qr_svg(&format!("{link}#code={code}")))
-                        .flatten(),
-                    code,
-                })
-                .collect()
-        });
-        Ok(IssuedView {
-            share_title: share.title,
-            link,
-            codes: cards,
-            total,
-            csv_url: format!("/admin/t/{tenant_id}/s/{share_id}/batches/{batch_id}/codes.csv"),
-        })
-    };
-    run.await.map_err(AppError::respond)
+        .map_err(support::internal)?
+    {
+        return Err(AppError::NotFound);
+    }
+    let codes = engine::handover::take(
+        &state.redis,
+        admin.id,
+        batch_id,
+        engine::handover::Copy::Page,
+    )
+    .await
+    .map_err(support::internal)?;
+    let link = format!("{}/s/{}", state.public_origin, share.slug);
+    let total = codes.as_ref().map_or(0, Vec::len);
+    let cards = codes.map(|codes| {
+        codes
+            .into_iter()
+            .take(SHOWN_ON_PAGE)
+            .map(|code| IssuedCard {
+                qr_svg: (total <= CARDS_UP_TO)
+                    .then(|| support::qr_svg(&format!("{link}#code={code}")))
+                    .flatten(),
+                code,
+            })
+            .collect()
+    });
+    Ok(IssuedView {
+        share_title: share.title,
+        link,
+        codes: cards,
+        total,
+        csv_url: format!("/admin/t/{tenant_id}/s/{share_id}/batches/{batch_id}/codes.csv"),
+    })
 }

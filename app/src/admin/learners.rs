@@ -67,79 +67,76 @@ pub async fn share_learners(
 ) -> Result<LearnersPage, AppError> {
     use support::internal;
     const PAGE: i64 = 100;
-    let run = async {
-        let (state, _, share, role) = support::admin_share(
-            tenant_id,
-            share_id,
-            engine::tenants::Permission::ViewConsole,
-        )
-        .await?;
-        let zone = support::zone(&state, share.tenant()).await?;
-        let id = share.id;
-        // One row more than the page: a page ending with the last learner
-        // offers no (empty) next page.
-        let mut rows = engine::console::learners(&state.pool, share.tenant(), id, after, PAGE + 1)
+    let (state, _, share, role) = support::admin_share(
+        tenant_id,
+        share_id,
+        engine::tenants::Permission::ViewConsole,
+    )
+    .await?;
+    let zone = support::zone(&state, share.tenant()).await?;
+    let id = share.id;
+    // One row more than the page: a page ending with the last learner
+    // offers no (empty) next page.
+    let mut rows = engine::console::learners(&state.pool, share.tenant(), id, after, PAGE + 1)
+        .await
+        .map_err(internal)?;
+    let more = rows.len() as i64 > PAGE;
+    rows.truncate(usize::try_from(PAGE).unwrap_or(usize::MAX));
+    let next_after = more.then(|| rows.last().map(|r| r.code_id)).flatten();
+    let records = match learner {
+        None => None,
+        Some(principal) => {
+            let list = engine::console::records(
+                &state.pool,
+                share.tenant(),
+                id,
+                Some(principal),
+                None,
+                200,
+            )
             .await
             .map_err(internal)?;
-        let more = rows.len() as i64 > PAGE;
-        rows.truncate(usize::try_from(PAGE).unwrap_or(usize::MAX));
-        let next_after = more.then(|| rows.last().map(|r| r.code_id)).flatten();
-        let records = match learner {
-            None => None,
-            Some(principal) => {
-                let list = engine::console::records(
-                    &state.pool,
-                    share.tenant(),
-                    id,
-                    Some(principal),
-                    None,
-                    200,
-                )
-                .await
-                .map_err(internal)?;
-                let email = list
-                    .first()
-                    .map(|r| r.email.clone())
-                    .unwrap_or_else(|| crate::i18n::t(Msg::ThisLearner).into());
-                Some((
-                    email,
-                    list.into_iter()
-                        .map(|r| RecordView {
-                            when: zone.when(r.granted_at),
-                            resource: r.resource,
-                            bound_now: r.bound_now,
-                        })
-                        .collect(),
-                ))
-            }
-        };
-        Ok(LearnersPage {
-            share_title: share.title,
-            learners: rows
-                .into_iter()
-                .map(|r| LearnerView {
-                    code_id: r.code_id,
-                    access_ends: r.access_ends.map(|at| zone.when(at)),
-                    access_ended: r
-                        .access_ends
-                        .is_some_and(|at| at <= time::OffsetDateTime::now_utc()),
-                    principal: r.principal,
-                    email: r.email,
-                    hint: r.hint,
-                    bound_at: zone.when(r.bound_at),
-                    accesses: r.accesses,
-                    last_access: r.last_access.map(|at| zone.when(at)),
-                    suspended: r.suspended,
-                })
-                .collect(),
-            next_after,
-            records,
-            read_only: !role.allows(engine::tenants::Permission::ManageCourses),
-            has_period: share.access_days.is_some(),
-            time_zone: zone.name().to_owned(),
-        })
+            let email = list
+                .first()
+                .map(|r| r.email.clone())
+                .unwrap_or_else(|| crate::i18n::t(Msg::ThisLearner).into());
+            Some((
+                email,
+                list.into_iter()
+                    .map(|r| RecordView {
+                        when: zone.when(r.granted_at),
+                        resource: r.resource,
+                        bound_now: r.bound_now,
+                    })
+                    .collect(),
+            ))
+        }
     };
-    run.await.map_err(AppError::respond)
+    Ok(LearnersPage {
+        share_title: share.title,
+        learners: rows
+            .into_iter()
+            .map(|r| LearnerView {
+                code_id: r.code_id,
+                access_ends: r.access_ends.map(|at| zone.when(at)),
+                access_ended: r
+                    .access_ends
+                    .is_some_and(|at| at <= time::OffsetDateTime::now_utc()),
+                principal: r.principal,
+                email: r.email,
+                hint: r.hint,
+                bound_at: zone.when(r.bound_at),
+                accesses: r.accesses,
+                last_access: r.last_access.map(|at| zone.when(at)),
+                suspended: r.suspended,
+            })
+            .collect(),
+        next_after,
+        records,
+        read_only: !role.allows(engine::tenants::Permission::ManageCourses),
+        has_period: share.access_days.is_some(),
+        time_zone: zone.name().to_owned(),
+    })
 }
 
 /// Suspends a learner from every course of the tenant (`suspend` = `yes`),
@@ -150,45 +147,39 @@ pub async fn suspend_learner(
     account_id: Uuid,
     suspend: String,
 ) -> Result<(), AppError> {
-    let run = async {
-        let suspended = match suspend.as_str() {
-            "yes" => true,
-            "no" => false,
-            _ => {
-                return Err(AppError::invalid(
-                    "suspend",
-                    crate::i18n::t(Msg::ChooseToSuspendOrToRe),
-                ));
-            }
-        };
-        let state = crate::state::AppState::from_context()?;
-        let session = crate::auth::guard::session().await?;
-        Ok(service::team::set_learner_suspended(
-            &state,
-            &session,
-            engine::tenants::TenantId(tenant_id),
-            engine::accounts::AccountId(account_id),
-            suspended,
-        )
-        .await?)
+    let suspended = match suspend.as_str() {
+        "yes" => true,
+        "no" => false,
+        _ => {
+            return Err(AppError::invalid(
+                "suspend",
+                crate::i18n::t(Msg::ChooseToSuspendOrToRe),
+            ));
+        }
     };
-    run.await.map_err(AppError::respond)
+    let state = crate::state::services()?;
+    let session = crate::auth::guard::session().await?;
+    Ok(service::team::set_learner_suspended(
+        &state,
+        &session,
+        engine::tenants::TenantId(tenant_id),
+        engine::accounts::AccountId(account_id),
+        suspended,
+    )
+    .await?)
 }
 
 /// Extends the access of the learner holding `code_id` to `until` (a
 /// `datetime-local` value in the tenant's zone). Audited.
 #[server(prefix = "/api/admin", endpoint = "access/extend")]
 pub async fn extend_access(tenant_id: Uuid, code_id: Uuid, until: String) -> Result<(), AppError> {
-    let run = async {
-        let (state, tenant, admin) =
-            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
-        let until = required_date(&state, tenant, &until).await?;
-        engine::access_period::extend_one(&state.pool, tenant, admin.id, code_id, until)
-            .await
-            .map_err(support::share_error)?;
-        Ok(())
-    };
-    run.await.map_err(AppError::respond)
+    let (state, tenant, admin) =
+        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
+    let until = required_date(&state, tenant, &until).await?;
+    engine::access_period::extend_one(&state.pool, tenant, admin.id, code_id, until)
+        .await
+        .map_err(support::share_error)?;
+    Ok(())
 }
 
 /// Extends the access of everyone bound in `share_id` so far to `until`.
@@ -199,26 +190,23 @@ pub async fn extend_access_all(
     share_id: Uuid,
     until: String,
 ) -> Result<(), AppError> {
-    let run = async {
-        let (state, admin, share, _) = support::admin_share(
-            tenant_id,
-            share_id,
-            engine::tenants::Permission::ManageCourses,
-        )
-        .await?;
-        let until = required_date(&state, share.tenant(), &until).await?;
-        engine::access_period::extend_all(&state.pool, share.tenant(), admin.id, share.id, until)
-            .await
-            .map_err(support::share_error)?;
-        Ok(())
-    };
-    run.await.map_err(AppError::respond)
+    let (state, admin, share, _) = support::admin_share(
+        tenant_id,
+        share_id,
+        engine::tenants::Permission::ManageCourses,
+    )
+    .await?;
+    let until = required_date(&state, share.tenant(), &until).await?;
+    engine::access_period::extend_all(&state.pool, share.tenant(), admin.id, share.id, until)
+        .await
+        .map_err(support::share_error)?;
+    Ok(())
 }
 
 /// An extension's date, typed in the tenant's zone: required.
 #[cfg(feature = "ssr")]
 async fn required_date(
-    state: &crate::state::AppState,
+    state: &crate::state::Services,
     tenant: engine::tenants::TenantId,
     raw: &str,
 ) -> Result<time::OffsetDateTime, AppError> {

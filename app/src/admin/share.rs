@@ -87,78 +87,72 @@ pub async fn create_share(
     description: Option<String>,
 ) -> Result<(), AppError> {
     use engine::shares::{NewShare, ShareInput};
-    let run = async {
-        let (state, tenant, admin) =
-            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
-        let new = NewShare::parse(ShareInput {
-            title,
-            slug,
-            description,
-            status: None,
-            per_learner_limit: None,
-            quota: None,
-            access_days: None,
-            valid_from: None,
-            valid_until: None,
-        })
+    let (state, tenant, admin) =
+        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
+    let new = NewShare::parse(ShareInput {
+        title,
+        slug,
+        description,
+        status: None,
+        per_learner_limit: None,
+        quota: None,
+        access_days: None,
+        valid_from: None,
+        valid_until: None,
+    })
+    .map_err(support::share_error)?;
+    let share = engine::shares::create_share(&state.pool, tenant, admin.id, new)
+        .await
         .map_err(support::share_error)?;
-        let share = engine::shares::create_share(&state.pool, tenant, admin.id, new)
-            .await
-            .map_err(support::share_error)?;
-        leptos_axum::redirect(&format!("/admin/t/{tenant_id}/s/{}", share.id));
-        Ok(())
-    };
-    run.await.map_err(AppError::respond)
+    leptos_axum::redirect(&format!("/admin/t/{tenant_id}/s/{}", share.id));
+    Ok(())
 }
 
 /// A share's editor: settings, resources, batches.
 #[server(prefix = "/api/admin", endpoint = "share", input = server_fn::codec::GetUrl)]
 pub async fn share_settings(tenant_id: Uuid, share_id: Uuid) -> Result<ShareEditor, AppError> {
     use support::{internal, local_input};
-    let run = async {
-        let (state, _, share, role) = support::admin_share(
-            tenant_id,
-            share_id,
-            engine::tenants::Permission::ViewConsole,
-        )
-        .await?;
-        let resources = engine::resources::resources(&state.pool, share.tenant(), share.id)
-            .await
-            .map_err(internal)?;
-        let batches = engine::console::batches(&state.pool, share.tenant(), share.id)
-            .await
-            .map_err(internal)?;
-        let zone = support::zone(&state, share.tenant()).await?;
-        let counted = engine::console::accesses_counted(&state.pool, share.tenant(), share.id)
-            .await
-            .map_err(internal)?;
-        Ok(ShareEditor {
-            tenant_id,
-            id: share.id.0,
-            slug: share.slug,
-            title: share.title,
-            description: share.description,
-            status: share.status,
-            valid_from: local_input(&zone, share.valid_from),
-            valid_until: local_input(&zone, share.valid_until),
-            per_learner_limit: share
-                .per_learner_limit
-                .map(|n| n.to_string())
-                .unwrap_or_default(),
-            quota: share.quota.map(|n| n.to_string()).unwrap_or_default(),
-            access_days: share.access_days.map(|n| n.to_string()).unwrap_or_default(),
-            quota_used: counted,
-            time_zone: zone.name().to_owned(),
-            resources: resources.into_iter().map(crate::learner::item).collect(),
-            batches: batches
-                .into_iter()
-                .map(|b| BatchView::new(b, &zone))
-                .collect(),
-            issue_ticket: Uuid::new_v4(),
-            read_only: !role.allows(engine::tenants::Permission::ManageCourses),
-        })
-    };
-    run.await.map_err(AppError::respond)
+    let (state, _, share, role) = support::admin_share(
+        tenant_id,
+        share_id,
+        engine::tenants::Permission::ViewConsole,
+    )
+    .await?;
+    let resources = engine::resources::resources(&state.pool, share.tenant(), share.id)
+        .await
+        .map_err(internal)?;
+    let batches = engine::console::batches(&state.pool, share.tenant(), share.id)
+        .await
+        .map_err(internal)?;
+    let zone = support::zone(&state, share.tenant()).await?;
+    let counted = engine::console::accesses_counted(&state.pool, share.tenant(), share.id)
+        .await
+        .map_err(internal)?;
+    Ok(ShareEditor {
+        tenant_id,
+        id: share.id.0,
+        slug: share.slug,
+        title: share.title,
+        description: share.description,
+        status: share.status,
+        valid_from: local_input(&zone, share.valid_from),
+        valid_until: local_input(&zone, share.valid_until),
+        per_learner_limit: share
+            .per_learner_limit
+            .map(|n| n.to_string())
+            .unwrap_or_default(),
+        quota: share.quota.map(|n| n.to_string()).unwrap_or_default(),
+        access_days: share.access_days.map(|n| n.to_string()).unwrap_or_default(),
+        quota_used: counted,
+        time_zone: zone.name().to_owned(),
+        resources: resources.into_iter().map(crate::learner::item).collect(),
+        batches: batches
+            .into_iter()
+            .map(|b| BatchView::new(b, &zone))
+            .collect(),
+        issue_ticket: Uuid::new_v4(),
+        read_only: !role.allows(engine::tenants::Permission::ManageCourses),
+    })
 }
 
 pub use settings_form::{UpdateShare, update_share};
@@ -188,97 +182,87 @@ mod settings_form {
     ) -> Result<(), AppError> {
         use engine::shares::{NewShare, ShareInput};
         use support::{parse_number, share_error};
-        let run = async {
-            let (state, admin, share, _) = support::admin_share(
-                tenant_id,
-                share_id,
-                engine::tenants::Permission::ManageCourses,
-            )
-            .await?;
-            let zone = support::zone(&state, share.tenant()).await?;
-            let keep_period = access_days.is_none();
-            let status_untouched = status_seen.as_deref().map(str::trim) == Some(status.trim());
-            let new = NewShare::parse(ShareInput {
-                title,
-                slug: Some(slug),
-                description: Some(description),
-                status: Some(status),
-                per_learner_limit: parse_number("per_learner_limit", &per_learner_limit)?,
-                quota: parse_number("quota", &quota)?,
-                // Absent (a caller that is not this form): kept.
-                access_days: access_days
-                    .as_deref()
-                    .map(|raw| parse_number("access_days", raw))
-                    .transpose()?,
-                valid_from: support::parse_local_or_kept(
-                    &zone,
-                    "valid_from",
-                    &valid_from,
-                    share.valid_from,
-                )?,
-                valid_until: support::parse_local_or_kept(
-                    &zone,
-                    "valid_until",
-                    &valid_until,
-                    share.valid_until,
-                )?,
-            })
-            .map_err(share_error)?;
-            // A shorter period ends some learners' access at once: the
-            // form says how many and asks for a tick first.
-            if !keep_period && confirm_period.as_deref() != Some("yes") {
-                let cut = engine::access_period::cut_off_by(
-                    &state.pool,
-                    share.tenant(),
-                    share.id,
-                    new.access_days,
-                )
-                .await
-                .map_err(support::internal)?;
-                if cut > 0 {
-                    return Err(AppError::invalid(
-                        "access_days",
-                        crate::i18n::lang().format(
-                            Msg::LearnersWouldLoseAccessAtOnce,
-                            &[("count", &cut.to_string())],
-                        ),
-                    ));
-                }
-            }
-            // The form sends every field: nothing is kept (but the period,
-            // for a caller that is not this form, and the status the form
-            // did not change).
-            // `status_untouched`: the status as the form showed it
-            // (`status_seen`), left as it was. The share then keeps the
-            // status it has now, so saving a form opened before someone
-            // paused the course keeps the pause.
-            let kept = engine::shares::Kept {
-                access_days: keep_period,
-                status: status_untouched,
-                ..Default::default()
-            };
-            engine::shares::update_share(
+        let (state, admin, share, _) = support::admin_share(
+            tenant_id,
+            share_id,
+            engine::tenants::Permission::ManageCourses,
+        )
+        .await?;
+        let zone = support::zone(&state, share.tenant()).await?;
+        let keep_period = access_days.is_none();
+        let status_untouched = status_seen.as_deref().map(str::trim) == Some(status.trim());
+        let new = NewShare::parse(ShareInput {
+            title,
+            slug: Some(slug),
+            description: Some(description),
+            status: Some(status),
+            per_learner_limit: parse_number("per_learner_limit", &per_learner_limit)?,
+            quota: parse_number("quota", &quota)?,
+            // Absent (a caller that is not this form): kept.
+            access_days: access_days
+                .as_deref()
+                .map(|raw| parse_number("access_days", raw))
+                .transpose()?,
+            valid_from: support::parse_local_or_kept(
+                &zone,
+                "valid_from",
+                &valid_from,
+                share.valid_from,
+            )?,
+            valid_until: support::parse_local_or_kept(
+                &zone,
+                "valid_until",
+                &valid_until,
+                share.valid_until,
+            )?,
+        })
+        .map_err(share_error)?;
+        // A shorter period ends some learners' access at once: the
+        // form says how many and asks for a tick first.
+        if !keep_period && confirm_period.as_deref() != Some("yes") {
+            let cut = engine::access_period::cut_off_by(
                 &state.pool,
                 share.tenant(),
-                admin.id,
                 share.id,
-                new,
-                kept,
+                new.access_days,
             )
             .await
-            .map_err(share_error)?;
-            // Hydrated pages say "Saved." in place; a plain form gets a flash.
-            if crate::auth::guard::from_plain_form() {
-                crate::auth::guard::set_flash(&crate::auth::Flash {
-                    kind: crate::auth::FlashKind::Success,
-                    message: crate::i18n::t(Msg::Saved).into(),
-                })
-                .await?;
-                leptos_axum::redirect(&format!("/admin/t/{tenant_id}/s/{share_id}"));
+            .map_err(support::internal)?;
+            if cut > 0 {
+                return Err(AppError::invalid(
+                    "access_days",
+                    crate::i18n::lang().format(
+                        Msg::LearnersWouldLoseAccessAtOnce,
+                        &[("count", &cut.to_string())],
+                    ),
+                ));
             }
-            Ok(())
+        }
+        // The form sends every field: nothing is kept (but the period,
+        // for a caller that is not this form, and the status the form
+        // did not change).
+        // `status_untouched`: the status as the form showed it
+        // (`status_seen`), left as it was. The share then keeps the
+        // status it has now, so saving a form opened before someone
+        // paused the course keeps the pause.
+        let kept = engine::shares::Kept {
+            access_days: keep_period,
+            status: status_untouched,
+            ..Default::default()
         };
-        run.await.map_err(AppError::respond)
+        engine::shares::update_share(&state.pool, share.tenant(), admin.id, share.id, new, kept)
+            .await
+            .map_err(share_error)?;
+        // Hydrated pages say "Saved." in place; a plain form gets a flash.
+        if crate::auth::guard::from_plain_form() {
+            crate::auth::guard::set_flash(&crate::auth::Flash {
+                kind: crate::auth::FlashKind::Success,
+                message: crate::i18n::t(Msg::Saved).into(),
+            })
+            .await?;
+            leptos_axum::redirect(&format!("/admin/t/{tenant_id}/s/{share_id}"));
+        }
+        Ok(())
     }
 }
 
@@ -290,25 +274,22 @@ pub async fn rename_resource(
     resource_id: Uuid,
     title: String,
 ) -> Result<(), AppError> {
-    let run = async {
-        let (state, admin, share, _) = support::admin_share(
-            tenant_id,
-            share_id,
-            engine::tenants::Permission::ManageCourses,
-        )
-        .await?;
-        engine::resources::rename_resource(
-            &state.pool,
-            share.tenant(),
-            admin.id,
-            share.id,
-            resource_id,
-            &title,
-        )
-        .await
-        .map_err(support::share_error)
-    };
-    run.await.map_err(AppError::respond)
+    let (state, admin, share, _) = support::admin_share(
+        tenant_id,
+        share_id,
+        engine::tenants::Permission::ManageCourses,
+    )
+    .await?;
+    engine::resources::rename_resource(
+        &state.pool,
+        share.tenant(),
+        admin.id,
+        share.id,
+        resource_id,
+        &title,
+    )
+    .await
+    .map_err(support::share_error)
 }
 
 /// Moves a resource up (`up`) or down (`down`) in the list.
@@ -319,35 +300,32 @@ pub async fn move_resource(
     resource_id: Uuid,
     direction: String,
 ) -> Result<(), AppError> {
-    let run = async {
-        let step = match direction.as_str() {
-            "up" => -1,
-            "down" => 1,
-            _ => {
-                return Err(AppError::invalid(
-                    "direction",
-                    crate::i18n::t(Msg::UpOrDown),
-                ));
-            }
-        };
-        let (state, admin, share, _) = support::admin_share(
-            tenant_id,
-            share_id,
-            engine::tenants::Permission::ManageCourses,
-        )
-        .await?;
-        engine::resources::move_resource(
-            &state.pool,
-            share.tenant(),
-            admin.id,
-            share.id,
-            resource_id,
-            step,
-        )
-        .await
-        .map_err(support::share_error)
+    let step = match direction.as_str() {
+        "up" => -1,
+        "down" => 1,
+        _ => {
+            return Err(AppError::invalid(
+                "direction",
+                crate::i18n::t(Msg::UpOrDown),
+            ));
+        }
     };
-    run.await.map_err(AppError::respond)
+    let (state, admin, share, _) = support::admin_share(
+        tenant_id,
+        share_id,
+        engine::tenants::Permission::ManageCourses,
+    )
+    .await?;
+    engine::resources::move_resource(
+        &state.pool,
+        share.tenant(),
+        admin.id,
+        share.id,
+        resource_id,
+        step,
+    )
+    .await
+    .map_err(support::share_error)
 }
 
 /// Removes a resource; once learners opened it, only with `force=on`.
@@ -358,31 +336,28 @@ pub async fn delete_resource(
     resource_id: Uuid,
     force: Option<String>,
 ) -> Result<(), AppError> {
-    let run = async {
-        let (state, admin, share, _) = support::admin_share(
-            tenant_id,
-            share_id,
-            engine::tenants::Permission::ManageCourses,
-        )
-        .await?;
-        let key = engine::resources::delete_resource(
-            &state.pool,
-            share.tenant(),
-            admin.id,
-            share.id,
-            resource_id,
-            force.is_some_and(|f| f == "on" || f == "true"),
-        )
-        .await
-        .map_err(support::share_error)?;
-        // The row is gone for everyone; stray bytes are only disk space.
-        if let Err(error) = state.storage.delete(&key).await {
-            tracing::warn!(
-                error = format!("{error:#}"),
-                "removing a resource's bytes failed"
-            );
-        }
-        Ok(())
-    };
-    run.await.map_err(AppError::respond)
+    let (state, admin, share, _) = support::admin_share(
+        tenant_id,
+        share_id,
+        engine::tenants::Permission::ManageCourses,
+    )
+    .await?;
+    let key = engine::resources::delete_resource(
+        &state.pool,
+        share.tenant(),
+        admin.id,
+        share.id,
+        resource_id,
+        force.is_some_and(|f| f == "on" || f == "true"),
+    )
+    .await
+    .map_err(support::share_error)?;
+    // The row is gone for everyone; stray bytes are only disk space.
+    if let Err(error) = state.storage.delete(&key).await {
+        tracing::warn!(
+            error = format!("{error:#}"),
+            "removing a resource's bytes failed"
+        );
+    }
+    Ok(())
 }

@@ -8,7 +8,11 @@ use engine::shares::{Share, ShareError, ShareId};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::{auth::guard, error::AppError, state::AppState};
+use crate::{
+    auth::guard,
+    error::AppError,
+    state::{Services, services},
+};
 
 pub fn internal(error: anyhow::Error) -> AppError {
     AppError::internal(&error)
@@ -26,13 +30,13 @@ pub async fn admin_of_tenant(
     permission: engine::tenants::Permission,
 ) -> Result<
     (
-        AppState,
+        Services,
         engine::tenants::TenantId,
         engine::accounts::Principal,
     ),
     AppError,
 > {
-    let state = AppState::from_context()?;
+    let state = services()?;
     let tenant = engine::tenants::TenantId(tenant);
     let admin = guard::require_member(tenant, permission).await?;
     Ok((state, tenant, admin))
@@ -47,14 +51,14 @@ pub async fn admin_share(
     permission: engine::tenants::Permission,
 ) -> Result<
     (
-        AppState,
+        Services,
         engine::accounts::Principal,
         Share,
         engine::tenants::Role,
     ),
     AppError,
 > {
-    let state = AppState::from_context()?;
+    let state = services()?;
     let session = guard::session().await?;
     let (admin, role, share) = service::console::admin_share(
         &state,
@@ -92,7 +96,7 @@ pub fn qr_svg(text: &str) -> Option<String> {
 /// The tenant's time zone: every time a console page shows, and every
 /// date it reads, is in it (`engine::zone`).
 pub async fn zone(
-    state: &AppState,
+    state: &Services,
     tenant: engine::tenants::TenantId,
 ) -> Result<engine::zone::Zone, AppError> {
     engine::tenants::zone(&state.pool, tenant)

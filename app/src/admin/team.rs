@@ -66,101 +66,94 @@ fn team_error(error: service::ServiceError) -> AppError {
 pub async fn team(tenant_id: Uuid) -> Result<TeamView, AppError> {
     use engine::tenants::Permission;
     use support::internal;
-    let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let session = crate::auth::guard::session().await?;
-        let tenant = engine::tenants::TenantId(tenant_id);
-        let (me, my_role) =
-            service::session::membership(&state, &session, tenant, Permission::ViewConsole).await?;
-        let zone = support::zone(&state, tenant).await?;
-        let summary = engine::tenants::summary(&state.pool, tenant, me.id)
+    let state = crate::state::services()?;
+    let session = crate::auth::guard::session().await?;
+    let tenant = engine::tenants::TenantId(tenant_id);
+    let (me, my_role) =
+        service::session::membership(&state, &session, tenant, Permission::ViewConsole).await?;
+    let zone = support::zone(&state, tenant).await?;
+    let summary = engine::tenants::summary(&state.pool, tenant, me.id)
+        .await
+        .map_err(internal)?
+        .ok_or(AppError::NotFound)?;
+    let members = engine::team::members(&state.pool, tenant)
+        .await
+        .map_err(internal)?;
+    let invitations = if my_role.allows(Permission::ManageTeam) {
+        engine::team::invitations(&state.pool, tenant)
             .await
             .map_err(internal)?
-            .ok_or(AppError::NotFound)?;
-        let members = engine::team::members(&state.pool, tenant)
-            .await
-            .map_err(internal)?;
-        let invitations = if my_role.allows(Permission::ManageTeam) {
-            engine::team::invitations(&state.pool, tenant)
-                .await
-                .map_err(internal)?
-        } else {
-            Vec::new()
-        };
-        let settings = engine::tenants::settings(&state.pool, tenant)
-            .await
-            .map_err(internal)?
-            .ok_or(AppError::NotFound)?;
-        let brand = engine::branding::of(&state.pool, tenant)
-            .await
-            .map_err(internal)?
-            .into();
-        let now = time::OffsetDateTime::now_utc();
-        Ok(TeamView {
-            brand,
-            tenant_name: summary.name,
-            me: me.id.0,
-            my_role,
-            members: members
-                .into_iter()
-                .map(|m| MemberRow {
-                    account: m.account.0,
-                    email: m.email,
-                    name: m.display_name,
-                    role: m.role,
-                    since: zone.when(m.since),
-                })
-                .collect(),
-            invitations: invitations
-                .into_iter()
-                .map(|i| InvitationRow {
-                    id: i.id,
-                    email: i.email,
-                    role: i.role,
-                    invited_by: i.invited_by,
-                    expires: zone.when(i.expires_at),
-                    expired: i.expires_at <= now,
-                })
-                .collect(),
-            require_verified_email: settings.require_verified_email,
-            time_zone: settings.time_zone.name().to_owned(),
-        })
+    } else {
+        Vec::new()
     };
-    run.await.map_err(AppError::respond)
+    let settings = engine::tenants::settings(&state.pool, tenant)
+        .await
+        .map_err(internal)?
+        .ok_or(AppError::NotFound)?;
+    let brand = engine::branding::of(&state.pool, tenant)
+        .await
+        .map_err(internal)?
+        .into();
+    let now = time::OffsetDateTime::now_utc();
+    Ok(TeamView {
+        brand,
+        tenant_name: summary.name,
+        me: me.id.0,
+        my_role,
+        members: members
+            .into_iter()
+            .map(|m| MemberRow {
+                account: m.account.0,
+                email: m.email,
+                name: m.display_name,
+                role: m.role,
+                since: zone.when(m.since),
+            })
+            .collect(),
+        invitations: invitations
+            .into_iter()
+            .map(|i| InvitationRow {
+                id: i.id,
+                email: i.email,
+                role: i.role,
+                invited_by: i.invited_by,
+                expires: zone.when(i.expires_at),
+                expired: i.expires_at <= now,
+            })
+            .collect(),
+        require_verified_email: settings.require_verified_email,
+        time_zone: settings.time_zone.name().to_owned(),
+    })
 }
 
 /// Invites an address to the team with a role (owners).
 #[server(prefix = "/api/admin", endpoint = "team/invite")]
 pub async fn invite_member(tenant_id: Uuid, email: String, role: String) -> Result<(), AppError> {
-    let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let session = crate::auth::guard::session().await?;
-        let ip = crate::auth::guard::client_ip().await?;
-        let form = service::team::InvitationForm {
-            email: email.clone(),
-            role,
-        };
-        service::team::invite(
-            &state,
-            &session,
-            ip,
-            engine::tenants::TenantId(tenant_id),
-            form,
-            crate::i18n::lang(),
-        )
-        .await
-        .map_err(team_error)?;
-        if crate::auth::guard::from_plain_form() {
-            crate::auth::guard::set_flash(&crate::auth::Flash {
-                kind: crate::auth::FlashKind::Success,
-                message: crate::i18n::lang()
-                    .format(Msg::InvitationSentTo, &[("email", &email.trim())]),
-            })
-            .await?;
-        }
-        Ok(())
+    let state = crate::state::services()?;
+    let session = crate::auth::guard::session().await?;
+    let ip = crate::auth::guard::client_ip().await?;
+    let form = service::team::InvitationForm {
+        email: email.clone(),
+        role,
     };
-    run.await.map_err(AppError::respond)
+    service::team::invite(
+        &state,
+        &session,
+        ip,
+        engine::tenants::TenantId(tenant_id),
+        form,
+        crate::i18n::lang(),
+    )
+    .await
+    .map_err(team_error)?;
+    if crate::auth::guard::from_plain_form() {
+        crate::auth::guard::set_flash(&crate::auth::Flash {
+            kind: crate::auth::FlashKind::Success,
+            message: crate::i18n::lang().format(Msg::InvitationSentTo, &[("email", &email.trim())]),
+        })
+        .await?;
+    }
+    Ok(())
 }
 
 /// Gives a member another role (owners; never the last owner away).
@@ -170,79 +163,67 @@ pub async fn change_member_role(
     account_id: Uuid,
     role: String,
 ) -> Result<(), AppError> {
-    let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let session = crate::auth::guard::session().await?;
-        service::team::change_role(
-            &state,
-            &session,
-            engine::tenants::TenantId(tenant_id),
-            engine::accounts::AccountId(account_id),
-            &role,
-        )
-        .await
-        .map_err(team_error)
-    };
-    run.await.map_err(AppError::respond)
+    let state = crate::state::services()?;
+    let session = crate::auth::guard::session().await?;
+    service::team::change_role(
+        &state,
+        &session,
+        engine::tenants::TenantId(tenant_id),
+        engine::accounts::AccountId(account_id),
+        &role,
+    )
+    .await
+    .map_err(team_error)
 }
 
 /// Takes a member off the team (owners; never the last owner).
 #[server(prefix = "/api/admin", endpoint = "team/remove")]
 pub async fn remove_member(tenant_id: Uuid, account_id: Uuid) -> Result<(), AppError> {
-    let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let session = crate::auth::guard::session().await?;
-        service::team::remove(
-            &state,
-            &session,
-            engine::tenants::TenantId(tenant_id),
-            engine::accounts::AccountId(account_id),
-        )
-        .await
-        .map_err(team_error)
-    };
-    run.await.map_err(AppError::respond)
+    let state = crate::state::services()?;
+    let session = crate::auth::guard::session().await?;
+    service::team::remove(
+        &state,
+        &session,
+        engine::tenants::TenantId(tenant_id),
+        engine::accounts::AccountId(account_id),
+    )
+    .await
+    .map_err(team_error)
 }
 
 /// Withdraws an open invitation (owners).
 #[server(prefix = "/api/admin", endpoint = "team/invitations/revoke")]
 pub async fn revoke_invitation(tenant_id: Uuid, invitation_id: Uuid) -> Result<(), AppError> {
-    let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let session = crate::auth::guard::session().await?;
-        service::team::revoke_invitation(
-            &state,
-            &session,
-            engine::tenants::TenantId(tenant_id),
-            invitation_id,
-        )
-        .await
-        .map_err(team_error)
-    };
-    run.await.map_err(AppError::respond)
+    let state = crate::state::services()?;
+    let session = crate::auth::guard::session().await?;
+    service::team::revoke_invitation(
+        &state,
+        &session,
+        engine::tenants::TenantId(tenant_id),
+        invitation_id,
+    )
+    .await
+    .map_err(team_error)
 }
 
 /// Leaves the team (any member but the last owner); back to the console.
 #[server(prefix = "/api/admin", endpoint = "team/leave")]
 pub async fn leave_team(tenant_id: Uuid, confirm: Option<String>) -> Result<(), AppError> {
-    let run = async {
-        // A member, before anything about the request: an outsider learns
-        // nothing from an unconfirmed call either.
-        crate::auth::guard::require_member(
-            engine::tenants::TenantId(tenant_id),
-            engine::tenants::Permission::ViewConsole,
-        )
-        .await?;
-        support::confirmed(confirm.as_deref(), crate::i18n::Msg::ConfirmYouLeaveTheTeam)?;
-        let state = crate::state::AppState::from_context()?;
-        let session = crate::auth::guard::session().await?;
-        service::team::leave(&state, &session, engine::tenants::TenantId(tenant_id))
-            .await
-            .map_err(team_error)?;
-        leptos_axum::redirect("/admin");
-        Ok(())
-    };
-    run.await.map_err(AppError::respond)
+    // A member, before anything about the request: an outsider learns
+    // nothing from an unconfirmed call either.
+    crate::auth::guard::require_member(
+        engine::tenants::TenantId(tenant_id),
+        engine::tenants::Permission::ViewConsole,
+    )
+    .await?;
+    support::confirmed(confirm.as_deref(), crate::i18n::Msg::ConfirmYouLeaveTheTeam)?;
+    let state = crate::state::services()?;
+    let session = crate::auth::guard::session().await?;
+    service::team::leave(&state, &session, engine::tenants::TenantId(tenant_id))
+        .await
+        .map_err(team_error)?;
+    leptos_axum::redirect("/admin");
+    Ok(())
 }
 
 /// Changes the tenant's settings (owners). A checkbox: present is on. The
@@ -253,27 +234,24 @@ pub async fn update_tenant_settings(
     require_verified_email: Option<String>,
     time_zone: Option<String>,
 ) -> Result<(), AppError> {
-    let run = async {
-        let (state, tenant, owner) =
-            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageTeam).await?;
-        let time_zone = match time_zone {
-            Some(name) => engine::zone::Zone::parse(&name)
-                .map_err(|e| AppError::outcome(engine::tenants::TenantError::from(e)))?,
-            None => support::zone(&state, tenant).await?,
-        };
-        engine::tenants::update_settings(
-            &state.pool,
-            tenant,
-            owner.id,
-            engine::tenants::TenantSettings {
-                require_verified_email: require_verified_email.is_some(),
-                time_zone,
-            },
-        )
-        .await
-        .map_err(AppError::outcome)
+    let (state, tenant, owner) =
+        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageTeam).await?;
+    let time_zone = match time_zone {
+        Some(name) => engine::zone::Zone::parse(&name)
+            .map_err(|e| AppError::outcome(engine::tenants::TenantError::from(e)))?,
+        None => support::zone(&state, tenant).await?,
     };
-    run.await.map_err(AppError::respond)
+    engine::tenants::update_settings(
+        &state.pool,
+        tenant,
+        owner.id,
+        engine::tenants::TenantSettings {
+            require_verified_email: require_verified_email.is_some(),
+            time_zone,
+        },
+    )
+    .await
+    .map_err(AppError::outcome)
 }
 
 /// Changes what learners see of the tenant (owners): its name, accent
@@ -286,33 +264,27 @@ pub async fn update_branding(
     accent: Option<String>,
     support_email: Option<String>,
 ) -> Result<(), AppError> {
-    let run = async {
-        let (state, tenant, owner) =
-            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageTeam).await?;
-        let change = engine::branding::BrandingChange::parse(
-            &name,
-            accent.as_deref().unwrap_or_default(),
-            support_email.as_deref().unwrap_or_default(),
-        )
-        .map_err(AppError::outcome)?;
-        engine::branding::update(&state.pool, tenant, owner.id, &change)
-            .await
-            .map_err(AppError::outcome)
-    };
-    run.await.map_err(AppError::respond)
+    let (state, tenant, owner) =
+        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageTeam).await?;
+    let change = engine::branding::BrandingChange::parse(
+        &name,
+        accent.as_deref().unwrap_or_default(),
+        support_email.as_deref().unwrap_or_default(),
+    )
+    .map_err(AppError::outcome)?;
+    engine::branding::update(&state.pool, tenant, owner.id, &change)
+        .await
+        .map_err(AppError::outcome)
 }
 
 /// Removes the tenant's logo (owners); uploading one is the team page's
 /// multipart form (`POST /admin/t/{tenant}/logo`).
 #[server(prefix = "/api/admin", endpoint = "tenant/logo/remove")]
 pub async fn remove_logo(tenant_id: Uuid) -> Result<(), AppError> {
-    let run = async {
-        let (state, tenant, owner) =
-            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageTeam).await?;
-        engine::branding::remove_logo(&state.pool, tenant, owner.id)
-            .await
-            .map(|_| ())
-            .map_err(AppError::outcome)
-    };
-    run.await.map_err(AppError::respond)
+    let (state, tenant, owner) =
+        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageTeam).await?;
+    engine::branding::remove_logo(&state.pool, tenant, owner.id)
+        .await
+        .map(|_| ())
+        .map_err(AppError::outcome)
 }

@@ -36,37 +36,34 @@ fn token_error(error: engine::tokens::TokenError) -> AppError {
 /// The tenant's API tokens.
 #[server(prefix = "/api/admin", endpoint = "tokens", input = server_fn::codec::GetUrl)]
 pub async fn api_tokens(tenant_id: Uuid) -> Result<Vec<TokenRow>, AppError> {
-    let run = async {
-        let (state, tenant, _) =
-            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
-                .await?;
-        let zone = support::zone(&state, tenant).await?;
-        let tokens = engine::tokens::list(&state.pool, tenant)
-            .await
-            .map_err(support::internal)?;
-        Ok(tokens
-            .into_iter()
-            .map(|t| TokenRow {
-                id: t.id,
-                name: t.name,
-                scopes: t
-                    .scopes
-                    .iter()
-                    .map(|s| crate::i18n::scope(s))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                created_by: t.created_by,
-                created: zone.when(t.created_at),
-                last_used: t.last_used_at.map(|at| zone.when(at)),
-                revoked: t.revoked_at.map(|at| zone.when(at)),
-                expires: t.expires_at.map(|at| zone.when(at)),
-                expired: t
-                    .expires_at
-                    .is_some_and(|at| at <= time::OffsetDateTime::now_utc()),
-            })
-            .collect())
-    };
-    run.await.map_err(AppError::respond)
+    let (state, tenant, _) =
+        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
+            .await?;
+    let zone = support::zone(&state, tenant).await?;
+    let tokens = engine::tokens::list(&state.pool, tenant)
+        .await
+        .map_err(support::internal)?;
+    Ok(tokens
+        .into_iter()
+        .map(|t| TokenRow {
+            id: t.id,
+            name: t.name,
+            scopes: t
+                .scopes
+                .iter()
+                .map(|s| crate::i18n::scope(s))
+                .collect::<Vec<_>>()
+                .join(", "),
+            created_by: t.created_by,
+            created: zone.when(t.created_at),
+            last_used: t.last_used_at.map(|at| zone.when(at)),
+            revoked: t.revoked_at.map(|at| zone.when(at)),
+            expires: t.expires_at.map(|at| zone.when(at)),
+            expired: t
+                .expires_at
+                .is_some_and(|at| at <= time::OffsetDateTime::now_utc()),
+        })
+        .collect())
 }
 
 /// Creates an API token; the answer is the token, shown this once.
@@ -81,57 +78,53 @@ pub async fn create_token(
 ) -> Result<String, AppError> {
     use engine::tokens::Scope;
     use secrecy::ExposeSecret as _;
-    let run = async {
-        let (state, tenant, admin) =
-            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
-                .await?;
-        let mut scopes = Vec::new();
-        if read.is_some() {
-            scopes.push(Scope::Read);
-        }
-        if write.is_some() {
-            scopes.push(Scope::Write);
-        }
-        if integrations.is_some() {
-            scopes.push(Scope::Integrations);
-        }
-        let expires_at = match expires_in_days.as_deref().map(str::trim) {
-            None | Some("") => None,
-            Some(days) => {
-                // Checked here too: a huge number must not overflow the date.
-                let days: i64 = days
-                    .parse()
-                    .ok()
-                    .filter(|d| (1..=3_653).contains(d))
-                    .ok_or_else(|| token_error(engine::tokens::TokenError::InvalidExpiry))?;
-                Some(time::OffsetDateTime::now_utc() + time::Duration::days(days))
-            }
-        };
-        let (_, token) = engine::tokens::create(
-            &state.pool,
-            tenant,
-            admin.id,
-            &name,
-            &scopes,
-            expires_at,
-            None,
-        )
-        .await
-        .map_err(token_error)?;
-        let token = token.expose_secret().to_owned();
-        // Without JavaScript the answer is a redirect: the token travels
-        // to the next page as a one-time message.
-        if crate::auth::guard::from_plain_form() {
-            crate::auth::guard::set_flash(&crate::auth::Flash {
-                kind: crate::auth::FlashKind::Success,
-                message: crate::i18n::lang()
-                    .format(Msg::NewTokenShownOnceCopyIt, &[("token", &token)]),
-            })
+    let (state, tenant, admin) =
+        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
             .await?;
+    let mut scopes = Vec::new();
+    if read.is_some() {
+        scopes.push(Scope::Read);
+    }
+    if write.is_some() {
+        scopes.push(Scope::Write);
+    }
+    if integrations.is_some() {
+        scopes.push(Scope::Integrations);
+    }
+    let expires_at = match expires_in_days.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(days) => {
+            // Checked here too: a huge number must not overflow the date.
+            let days: i64 = days
+                .parse()
+                .ok()
+                .filter(|d| (1..=3_653).contains(d))
+                .ok_or_else(|| token_error(engine::tokens::TokenError::InvalidExpiry))?;
+            Some(time::OffsetDateTime::now_utc() + time::Duration::days(days))
         }
-        Ok(token)
     };
-    run.await.map_err(AppError::respond)
+    let (_, token) = engine::tokens::create(
+        &state.pool,
+        tenant,
+        admin.id,
+        &name,
+        &scopes,
+        expires_at,
+        None,
+    )
+    .await
+    .map_err(token_error)?;
+    let token = token.expose_secret().to_owned();
+    // Without JavaScript the answer is a redirect: the token travels
+    // to the next page as a one-time message.
+    if crate::auth::guard::from_plain_form() {
+        crate::auth::guard::set_flash(&crate::auth::Flash {
+            kind: crate::auth::FlashKind::Success,
+            message: crate::i18n::lang().format(Msg::NewTokenShownOnceCopyIt, &[("token", &token)]),
+        })
+        .await?;
+    }
+    Ok(token)
 }
 
 /// Revokes an API token at once (`confirm` = `yes`: whatever uses it stops).
@@ -141,17 +134,14 @@ pub async fn revoke_token(
     token_id: Uuid,
     confirm: Option<String>,
 ) -> Result<(), AppError> {
-    let run = async {
-        let (state, tenant, admin) =
-            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
-                .await?;
-        support::confirmed(
-            confirm.as_deref(),
-            crate::i18n::Msg::ConfirmTokenStopsWorking,
-        )?;
-        engine::tokens::revoke(&state.pool, tenant, admin.id, token_id)
-            .await
-            .map_err(token_error)
-    };
-    run.await.map_err(AppError::respond)
+    let (state, tenant, admin) =
+        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
+            .await?;
+    support::confirmed(
+        confirm.as_deref(),
+        crate::i18n::Msg::ConfirmTokenStopsWorking,
+    )?;
+    engine::tokens::revoke(&state.pool, tenant, admin.id, token_id)
+        .await
+        .map_err(token_error)
 }

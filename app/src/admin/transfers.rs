@@ -47,51 +47,48 @@ fn transfer_error(error: engine::transfers::TransferError) -> AppError {
 /// The tenant's transfer requests.
 #[server(prefix = "/api/admin", endpoint = "transfers", input = server_fn::codec::GetUrl)]
 pub async fn transfers(tenant_id: Uuid) -> Result<TransfersView, AppError> {
-    let run = async {
-        let (state, tenant, admin) =
-            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ViewConsole).await?;
-        let zone = support::zone(&state, tenant).await?;
-        let role = engine::tenants::role_of(&state.pool, tenant, admin.id)
-            .await
-            .map_err(support::internal)?;
-        // Every request waiting for a decision, however old; then the
-        // latest others.
-        let waiting = engine::transfers::list(
-            &state.pool,
-            tenant,
-            Some(TransferStatus::AwaitingAdmin),
-            1_000,
-        )
+    let (state, tenant, admin) =
+        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ViewConsole).await?;
+    let zone = support::zone(&state, tenant).await?;
+    let role = engine::tenants::role_of(&state.pool, tenant, admin.id)
         .await
         .map_err(support::internal)?;
-        let latest = engine::transfers::list(&state.pool, tenant, None, 100)
-            .await
-            .map_err(support::internal)?;
-        let row = |t: engine::transfers::Transfer| TransferRow {
-            id: t.id,
-            share: t.share,
-            course: t.course,
-            code_hint: t.code_hint,
-            from_email: t.from_email,
-            to_email: t.to_email,
-            note: t.note,
-            status: t.status,
-            asked: zone.when(t.created_at),
-            confirmed: t.confirmed_at.map(|at| zone.when(at)),
-            decided: t.decided_at.map(|at| zone.when(at)),
-            decided_by: t.decided_by_email,
-            reason: t.decision_reason,
-        };
-        let others = latest
-            .into_iter()
-            .filter(|t| t.status != TransferStatus::AwaitingAdmin);
-        Ok(TransfersView {
-            may_decide: role.is_some_and(|r| r.allows(engine::tenants::Permission::ManageCourses)),
-            waiting: waiting.into_iter().map(row).collect(),
-            others: others.take(50).map(row).collect(),
-        })
+    // Every request waiting for a decision, however old; then the
+    // latest others.
+    let waiting = engine::transfers::list(
+        &state.pool,
+        tenant,
+        Some(TransferStatus::AwaitingAdmin),
+        1_000,
+    )
+    .await
+    .map_err(support::internal)?;
+    let latest = engine::transfers::list(&state.pool, tenant, None, 100)
+        .await
+        .map_err(support::internal)?;
+    let row = |t: engine::transfers::Transfer| TransferRow {
+        id: t.id,
+        share: t.share,
+        course: t.course,
+        code_hint: t.code_hint,
+        from_email: t.from_email,
+        to_email: t.to_email,
+        note: t.note,
+        status: t.status,
+        asked: zone.when(t.created_at),
+        confirmed: t.confirmed_at.map(|at| zone.when(at)),
+        decided: t.decided_at.map(|at| zone.when(at)),
+        decided_by: t.decided_by_email,
+        reason: t.decision_reason,
     };
-    run.await.map_err(AppError::respond)
+    let others = latest
+        .into_iter()
+        .filter(|t| t.status != TransferStatus::AwaitingAdmin);
+    Ok(TransfersView {
+        may_decide: role.is_some_and(|r| r.allows(engine::tenants::Permission::ManageCourses)),
+        waiting: waiting.into_iter().map(row).collect(),
+        others: others.take(50).map(row).collect(),
+    })
 }
 
 /// Approves a confirmed request (`reason` optional, kept in the audit
@@ -102,22 +99,19 @@ pub async fn approve_transfer(
     transfer_id: Uuid,
     reason: Option<String>,
 ) -> Result<(), AppError> {
-    let run = async {
-        let (state, tenant, admin) =
-            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
-        engine::transfers::approve(
-            &state.pool,
-            tenant,
-            admin.id,
-            transfer_id,
-            reason.as_deref(),
-            service::transfers::per_code_limit(&state),
-        )
-        .await
-        .map_err(transfer_error)?;
-        Ok(())
-    };
-    run.await.map_err(AppError::respond)
+    let (state, tenant, admin) =
+        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
+    engine::transfers::approve(
+        &state.pool,
+        tenant,
+        admin.id,
+        transfer_id,
+        reason.as_deref(),
+        service::transfers::per_code_limit(&state),
+    )
+    .await
+    .map_err(transfer_error)?;
+    Ok(())
 }
 
 /// Refuses a confirmed request with a reason both accounts read.
@@ -127,13 +121,10 @@ pub async fn refuse_transfer(
     transfer_id: Uuid,
     reason: String,
 ) -> Result<(), AppError> {
-    let run = async {
-        let (state, tenant, admin) =
-            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
-        engine::transfers::refuse(&state.pool, tenant, admin.id, transfer_id, &reason)
-            .await
-            .map_err(transfer_error)?;
-        Ok(())
-    };
-    run.await.map_err(AppError::respond)
+    let (state, tenant, admin) =
+        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
+    engine::transfers::refuse(&state.pool, tenant, admin.id, transfer_id, &reason)
+        .await
+        .map_err(transfer_error)?;
+    Ok(())
 }

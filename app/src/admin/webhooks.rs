@@ -63,47 +63,44 @@ fn webhook_error(error: engine::webhooks::WebhookError) -> AppError {
 #[server(prefix = "/api/admin", endpoint = "webhooks", input = server_fn::codec::GetUrl)]
 pub async fn webhooks(tenant_id: Uuid) -> Result<WebhooksView, AppError> {
     use support::internal;
-    let run = async {
-        let (state, tenant, _) =
-            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
-                .await?;
-        let zone = support::zone(&state, tenant).await?;
-        let endpoints = engine::webhooks::admin::endpoints(&state.pool, tenant)
-            .await
-            .map_err(internal)?;
-        let deliveries = engine::webhooks::admin::troubled(&state.pool, tenant, 200)
-            .await
-            .map_err(internal)?;
-        Ok(WebhooksView {
-            endpoints: endpoints
-                .into_iter()
-                .map(|e| WebhookRow {
-                    id: e.id,
-                    url: e.url,
-                    events: e.events,
-                    created: zone.when(e.created_at),
-                    disabled: e.disabled_at.map(|at| zone.when(at)),
-                    delivered: e.delivered,
-                    dead: e.dead,
-                })
-                .collect(),
-            deliveries: deliveries
-                .into_iter()
-                .map(|d| DeliveryRow {
-                    endpoint_id: d.endpoint_id,
-                    event_id: d.event_id,
-                    url: d.url,
-                    event_type: d.event_type,
-                    attempts: d.attempts,
-                    happened: zone.when(d.created_at),
-                    dead: d.dead_at.is_some(),
-                    next_attempt: zone.when(d.next_attempt_at),
-                    last_error: d.last_error,
-                })
-                .collect(),
-        })
-    };
-    run.await.map_err(AppError::respond)
+    let (state, tenant, _) =
+        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
+            .await?;
+    let zone = support::zone(&state, tenant).await?;
+    let endpoints = engine::webhooks::admin::endpoints(&state.pool, tenant)
+        .await
+        .map_err(internal)?;
+    let deliveries = engine::webhooks::admin::troubled(&state.pool, tenant, 200)
+        .await
+        .map_err(internal)?;
+    Ok(WebhooksView {
+        endpoints: endpoints
+            .into_iter()
+            .map(|e| WebhookRow {
+                id: e.id,
+                url: e.url,
+                events: e.events,
+                created: zone.when(e.created_at),
+                disabled: e.disabled_at.map(|at| zone.when(at)),
+                delivered: e.delivered,
+                dead: e.dead,
+            })
+            .collect(),
+        deliveries: deliveries
+            .into_iter()
+            .map(|d| DeliveryRow {
+                endpoint_id: d.endpoint_id,
+                event_id: d.event_id,
+                url: d.url,
+                event_type: d.event_type,
+                attempts: d.attempts,
+                happened: zone.when(d.created_at),
+                dead: d.dead_at.is_some(),
+                next_attempt: zone.when(d.next_attempt_at),
+                last_error: d.last_error,
+            })
+            .collect(),
+    })
 }
 
 pub use create_form::{CreateWebhook, create_webhook};
@@ -129,56 +126,45 @@ mod create_form {
         batch_issued: Option<String>,
     ) -> Result<NewWebhook, AppError> {
         use secrecy::ExposeSecret as _;
-        let run = async {
-            let (state, tenant, admin) = support::admin_of_tenant(
-                tenant_id,
-                engine::tenants::Permission::ManageIntegrations,
-            )
-            .await?;
-            let url =
-                engine::webhooks::destination::EndpointUrl::parse(&url).map_err(webhook_error)?;
-            let ticked = [
-                ("code.bound", &code_bound),
-                ("code.unbound", &code_unbound),
-                ("code.revoked", &code_revoked),
-                ("code.replaced", &code_replaced),
-                ("code.transferred", &code_transferred),
-                ("code.leak_suspected", &code_leak_suspected),
-                ("access.recorded", &access_recorded),
-                ("batch.issued", &batch_issued),
-            ];
-            let events = engine::webhooks::parse_events(
-                ticked
-                    .iter()
-                    .filter(|(_, on)| on.is_some())
-                    .map(|(event, _)| *event),
-            )
-            .map_err(webhook_error)?;
-            let (id, secret) = engine::webhooks::admin::create_endpoint(
-                &state.pool,
-                tenant,
-                admin.id,
-                &url,
-                &events,
-            )
-            .await
-            .map_err(webhook_error)?;
-            let secret = secret.expose_secret().to_owned();
-            // Without JavaScript the answer is a redirect: the secret travels
-            // to the next page as a one-time message.
-            if crate::auth::guard::from_plain_form() {
-                crate::auth::guard::set_flash(&crate::auth::Flash {
-                    kind: crate::auth::FlashKind::Success,
-                    message: crate::i18n::lang().format(
-                        Msg::EndpointAddedItsSigningSecretShown,
-                        &[("secret", &secret)],
-                    ),
-                })
+        let (state, tenant, admin) =
+            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
                 .await?;
-            }
-            Ok(NewWebhook { id, secret })
-        };
-        run.await.map_err(AppError::respond)
+        let url = engine::webhooks::destination::EndpointUrl::parse(&url).map_err(webhook_error)?;
+        let ticked = [
+            ("code.bound", &code_bound),
+            ("code.unbound", &code_unbound),
+            ("code.revoked", &code_revoked),
+            ("code.replaced", &code_replaced),
+            ("code.transferred", &code_transferred),
+            ("code.leak_suspected", &code_leak_suspected),
+            ("access.recorded", &access_recorded),
+            ("batch.issued", &batch_issued),
+        ];
+        let events = engine::webhooks::parse_events(
+            ticked
+                .iter()
+                .filter(|(_, on)| on.is_some())
+                .map(|(event, _)| *event),
+        )
+        .map_err(webhook_error)?;
+        let (id, secret) =
+            engine::webhooks::admin::create_endpoint(&state.pool, tenant, admin.id, &url, &events)
+                .await
+                .map_err(webhook_error)?;
+        let secret = secret.expose_secret().to_owned();
+        // Without JavaScript the answer is a redirect: the secret travels
+        // to the next page as a one-time message.
+        if crate::auth::guard::from_plain_form() {
+            crate::auth::guard::set_flash(&crate::auth::Flash {
+                kind: crate::auth::FlashKind::Success,
+                message: crate::i18n::lang().format(
+                    Msg::EndpointAddedItsSigningSecretShown,
+                    &[("secret", &secret)],
+                ),
+            })
+            .await?;
+        }
+        Ok(NewWebhook { id, secret })
     }
 }
 
@@ -189,31 +175,25 @@ pub async fn disable_webhook(
     endpoint_id: Uuid,
     confirm: Option<String>,
 ) -> Result<(), AppError> {
-    let run = async {
-        let (state, tenant, admin) =
-            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
-                .await?;
-        support::confirmed(
-            confirm.as_deref(),
-            crate::i18n::Msg::ConfirmEndpointGetsNoEvents,
-        )?;
-        engine::webhooks::admin::disable_endpoint(&state.pool, tenant, admin.id, endpoint_id)
-            .await
-            .map_err(webhook_error)
-    };
-    run.await.map_err(AppError::respond)
+    let (state, tenant, admin) =
+        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
+            .await?;
+    support::confirmed(
+        confirm.as_deref(),
+        crate::i18n::Msg::ConfirmEndpointGetsNoEvents,
+    )?;
+    engine::webhooks::admin::disable_endpoint(&state.pool, tenant, admin.id, endpoint_id)
+        .await
+        .map_err(webhook_error)
 }
 
 /// Sends a dead-lettered delivery again, with fresh attempts.
 #[server(prefix = "/api/admin", endpoint = "webhooks/redeliver")]
 pub async fn redeliver(tenant_id: Uuid, endpoint_id: Uuid, event_id: Uuid) -> Result<(), AppError> {
-    let run = async {
-        let (state, tenant, admin) =
-            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
-                .await?;
-        engine::webhooks::admin::redeliver(&state.pool, tenant, admin.id, endpoint_id, event_id)
-            .await
-            .map_err(webhook_error)
-    };
-    run.await.map_err(AppError::respond)
+    let (state, tenant, admin) =
+        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
+            .await?;
+    engine::webhooks::admin::redeliver(&state.pool, tenant, admin.id, endpoint_id, event_id)
+        .await
+        .map_err(webhook_error)
 }

@@ -12,7 +12,7 @@ use engine::{
 };
 use tower_sessions::Session;
 
-use crate::{error::AppError, state::AppState};
+use crate::{error::AppError, state::services};
 
 const FLASH_KEY: &str = "flash";
 
@@ -31,7 +31,7 @@ pub fn session_error(error: tower_sessions::session::Error) -> AppError {
 
 /// The signed-in principal of this request, if any.
 pub async fn current_principal() -> Result<Option<Principal>, AppError> {
-    let state = AppState::from_context()?;
+    let state = services()?;
     let session = session().await?;
     Ok(service::session::principal_of(&state, &session).await?)
 }
@@ -48,7 +48,7 @@ pub async fn require_member(
     tenant: TenantId,
     permission: Permission,
 ) -> Result<Principal, AppError> {
-    let state = AppState::from_context()?;
+    let state = services()?;
     let session = session().await?;
     Ok(service::session::member_of(&state, &session, tenant, permission).await?)
 }
@@ -110,7 +110,7 @@ pub async fn take_flash() -> Result<Option<crate::auth::Flash>, AppError> {
 /// outermost of `server.trusted_proxy_hops` proxies appended
 /// (`service::session::client_ip`).
 pub async fn client_ip() -> Result<IpAddr, AppError> {
-    let state = AppState::from_context()?;
+    let state = services()?;
     let parts = leptos::prelude::use_context::<http::request::Parts>()
         .ok_or_else(|| AppError::internal(&anyhow::anyhow!("request parts missing")))?;
     let peer = parts

@@ -67,83 +67,70 @@ pub async fn register(
     password_confirm: String,
     next: Option<String>,
 ) -> Result<(), AppError> {
-    let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let session = guard::session().await?;
-        let ip = guard::client_ip().await?;
-        let form = service::accounts::Registration {
-            email,
-            display_name,
-            password,
-            password_confirm: Some(password_confirm),
-        };
-        let lang = crate::i18n::lang();
-        let principal = service::accounts::register(&state, &session, ip, form, lang).await?;
-        guard::set_flash(&Flash {
-            kind: FlashKind::Success,
-            message: lang.format(
-                Msg::WelcomeYourAccountIsReadyWe,
-                &[
-                    ("display_name", &principal.display_name),
-                    ("email", &principal.email),
-                ],
-            ),
-        })
-        .await?;
-        leptos_axum::redirect(&safe_next(next.as_deref()));
-        Ok(())
+    let state = crate::state::services()?;
+    let session = guard::session().await?;
+    let ip = guard::client_ip().await?;
+    let form = service::accounts::Registration {
+        email,
+        display_name,
+        password,
+        password_confirm: Some(password_confirm),
     };
-    run.await.map_err(AppError::respond)
+    let lang = crate::i18n::lang();
+    let principal = service::accounts::register(&state, &session, ip, form, lang).await?;
+    guard::set_flash(&Flash {
+        kind: FlashKind::Success,
+        message: lang.format(
+            Msg::WelcomeYourAccountIsReadyWe,
+            &[
+                ("display_name", &principal.display_name),
+                ("email", &principal.email),
+            ],
+        ),
+    })
+    .await?;
+    leptos_axum::redirect(&safe_next(next.as_deref()));
+    Ok(())
 }
 
 /// Signs in with email and password.
 #[server(endpoint = "auth/login")]
 pub async fn login(email: String, password: String, next: Option<String>) -> Result<(), AppError> {
-    let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let session = guard::session().await?;
-        let ip = guard::client_ip().await?;
-        service::accounts::login(&state, &session, ip, &email, password, crate::i18n::lang())
-            .await?;
-        leptos_axum::redirect(&safe_next(next.as_deref()));
-        Ok(())
-    };
-    run.await.map_err(AppError::respond)
+    let state = crate::state::services()?;
+    let session = guard::session().await?;
+    let ip = guard::client_ip().await?;
+    service::accounts::login(&state, &session, ip, &email, password, crate::i18n::lang()).await?;
+    leptos_axum::redirect(&safe_next(next.as_deref()));
+    Ok(())
 }
 
 /// Signs this browser out.
 #[server(endpoint = "auth/logout")]
 pub async fn logout() -> Result<(), AppError> {
-    let run = async {
-        guard::sign_out().await?;
-        guard::set_flash(&Flash {
-            kind: FlashKind::Info,
-            message: t(Msg::YouHaveSignedOut).into(),
-        })
-        .await?;
-        leptos_axum::redirect("/");
-        Ok(())
-    };
-    run.await.map_err(AppError::respond)
+    guard::sign_out().await?;
+    guard::set_flash(&Flash {
+        kind: FlashKind::Info,
+        message: t(Msg::YouHaveSignedOut).into(),
+    })
+    .await?;
+    leptos_axum::redirect("/");
+    Ok(())
 }
 
 /// Signs the account out on every device, this one included.
 #[server(endpoint = "auth/logout-all")]
 pub async fn logout_all() -> Result<(), AppError> {
-    let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let principal = guard::require_learner().await?;
-        let session = guard::session().await?;
-        service::accounts::sign_out_everywhere(&state, &session, &principal).await?;
-        guard::set_flash(&Flash {
-            kind: FlashKind::Info,
-            message: t(Msg::YouHaveSignedOutOnEvery).into(),
-        })
-        .await?;
-        leptos_axum::redirect("/");
-        Ok(())
-    };
-    run.await.map_err(AppError::respond)
+    let state = crate::state::services()?;
+    let principal = guard::require_learner().await?;
+    let session = guard::session().await?;
+    service::accounts::sign_out_everywhere(&state, &session, &principal).await?;
+    guard::set_flash(&Flash {
+        kind: FlashKind::Info,
+        message: t(Msg::YouHaveSignedOutOnEvery).into(),
+    })
+    .await?;
+    leptos_axum::redirect("/");
+    Ok(())
 }
 
 /// Changes the password (throttled like sign-in); every other session of
@@ -154,36 +141,31 @@ pub async fn change_password(
     new_password: String,
     new_password_confirm: String,
 ) -> Result<(), AppError> {
-    let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let principal = guard::require_learner().await?;
-        let ip = guard::client_ip().await?;
-        let form = service::accounts::PasswordChange {
-            current_password,
-            new_password,
-            new_password_confirm,
-        };
-        let epoch =
-            service::accounts::change_password(&state, &principal, ip, form, crate::i18n::lang())
-                .await?;
-        guard::restamp(principal.id, epoch).await?;
-        guard::set_flash(&Flash {
-            kind: FlashKind::Success,
-            message: t(Msg::PasswordChangedYourOtherDevicesWere).into(),
-        })
-        .await?;
-        leptos_axum::redirect("/account");
-        Ok(())
+    let state = crate::state::services()?;
+    let principal = guard::require_learner().await?;
+    let ip = guard::client_ip().await?;
+    let form = service::accounts::PasswordChange {
+        current_password,
+        new_password,
+        new_password_confirm,
     };
-    run.await.map_err(AppError::respond)
+    let epoch =
+        service::accounts::change_password(&state, &principal, ip, form, crate::i18n::lang())
+            .await?;
+    guard::restamp(principal.id, epoch).await?;
+    guard::set_flash(&Flash {
+        kind: FlashKind::Success,
+        message: t(Msg::PasswordChangedYourOtherDevicesWere).into(),
+    })
+    .await?;
+    leptos_axum::redirect("/account");
+    Ok(())
 }
 
 /// Who is signed in, if anyone.
 #[server(endpoint = "auth/whoami", input = server_fn::codec::GetUrl)]
 pub async fn whoami() -> Result<Option<CurrentUser>, AppError> {
-    let principal = guard::current_principal()
-        .await
-        .map_err(AppError::respond)?;
+    let principal = guard::current_principal().await?;
     Ok(principal.map(|p| CurrentUser {
         email: p.email,
         display_name: p.display_name,
@@ -195,32 +177,28 @@ pub async fn whoami() -> Result<Option<CurrentUser>, AppError> {
 /// in the page's language.
 #[server(endpoint = "auth/verify/resend")]
 pub async fn resend_verification() -> Result<String, AppError> {
-    let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let principal = guard::require_learner().await?;
-        let ip = guard::client_ip().await?;
-        let resent =
-            service::accounts::resend_verification(&state, &principal, ip, crate::i18n::lang())
-                .await?;
-        let message = match resent {
-            engine::accounts::verification::Resent::Sent => {
-                crate::i18n::lang().format(Msg::WeSentANewLinkTo, &[("email", &principal.email)])
-            }
-            engine::accounts::verification::Resent::AlreadyVerified => {
-                t(Msg::YourAddressIsVerifiedAlready).to_owned()
-            }
-        };
-        if guard::from_plain_form() {
-            guard::set_flash(&Flash {
-                kind: FlashKind::Success,
-                message: message.clone(),
-            })
-            .await?;
-            leptos_axum::redirect(&back_or("/account"));
+    let state = crate::state::services()?;
+    let principal = guard::require_learner().await?;
+    let ip = guard::client_ip().await?;
+    let resent =
+        service::accounts::resend_verification(&state, &principal, ip, crate::i18n::lang()).await?;
+    let message = match resent {
+        engine::accounts::verification::Resent::Sent => {
+            crate::i18n::lang().format(Msg::WeSentANewLinkTo, &[("email", &principal.email)])
         }
-        Ok(message)
+        engine::accounts::verification::Resent::AlreadyVerified => {
+            t(Msg::YourAddressIsVerifiedAlready).to_owned()
+        }
     };
-    run.await.map_err(AppError::respond)
+    if guard::from_plain_form() {
+        guard::set_flash(&Flash {
+            kind: FlashKind::Success,
+            message: message.clone(),
+        })
+        .await?;
+        leptos_axum::redirect(&back_or("/account"));
+    }
+    Ok(message)
 }
 
 /// Where a plain form came from (its `Referer`, if on this site), else
@@ -244,67 +222,54 @@ fn back_or(fallback: &str) -> String {
 /// registered it. On to the home page with a message.
 #[server(endpoint = "auth/verify")]
 pub async fn verify_email(token: String) -> Result<(), AppError> {
-    let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let ip = guard::client_ip().await?;
-        service::accounts::verify_email(&state, ip, &token).await?;
-        guard::set_flash(&Flash {
-            kind: FlashKind::Success,
-            message: t(Msg::YourEmailAddressIsVerifiedIf).into(),
-        })
-        .await?;
-        leptos_axum::redirect("/");
-        Ok(())
-    };
-    run.await.map_err(AppError::respond)
+    let state = crate::state::services()?;
+    let ip = guard::client_ip().await?;
+    service::accounts::verify_email(&state, ip, &token).await?;
+    guard::set_flash(&Flash {
+        kind: FlashKind::Success,
+        message: t(Msg::YourEmailAddressIsVerifiedIf).into(),
+    })
+    .await?;
+    leptos_axum::redirect("/");
+    Ok(())
 }
 
 /// Uses a change-of-address link (a POST from its page, like
 /// [`verify_email`]); on to the home page with a message.
 #[server(endpoint = "auth/confirm-email")]
 pub async fn confirm_email(token: String) -> Result<(), AppError> {
-    let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let ip = guard::client_ip().await?;
-        let email = service::accounts::confirm_email_change(&state, ip, &token).await?;
-        guard::set_flash(&Flash {
-            kind: FlashKind::Success,
-            message: crate::i18n::lang()
-                .format(Msg::YourAccountNowUsesSignIn, &[("email", &email)]),
-        })
-        .await?;
-        leptos_axum::redirect("/");
-        Ok(())
-    };
-    run.await.map_err(AppError::respond)
+    let state = crate::state::services()?;
+    let ip = guard::client_ip().await?;
+    let email = service::accounts::confirm_email_change(&state, ip, &token).await?;
+    guard::set_flash(&Flash {
+        kind: FlashKind::Success,
+        message: crate::i18n::lang().format(Msg::YourAccountNowUsesSignIn, &[("email", &email)]),
+    })
+    .await?;
+    leptos_axum::redirect("/");
+    Ok(())
 }
 
 /// "Forgot password": the same answer for every address.
 #[server(endpoint = "auth/forgot")]
 pub async fn forgot_password(email: String) -> Result<(), AppError> {
-    let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let ip = guard::client_ip().await?;
-        service::accounts::forgot_password(&state, ip, &email, crate::i18n::lang()).await?;
-        guard::set_flash(&Flash {
-            kind: FlashKind::Info,
-            message: t(Msg::IfAnAccountUsesThisAddress).into(),
-        })
-        .await?;
-        leptos_axum::redirect("/login");
-        Ok(())
-    };
-    run.await.map_err(AppError::respond)
+    let state = crate::state::services()?;
+    let ip = guard::client_ip().await?;
+    service::accounts::forgot_password(&state, ip, &email, crate::i18n::lang()).await?;
+    guard::set_flash(&Flash {
+        kind: FlashKind::Info,
+        message: t(Msg::IfAnAccountUsesThisAddress).into(),
+    })
+    .await?;
+    leptos_axum::redirect("/login");
+    Ok(())
 }
 
 /// Whether a reset link still works (the reset page shows its form then).
 #[server(endpoint = "auth/reset/check", input = server_fn::codec::GetUrl)]
 pub async fn reset_link_open(token: String) -> Result<bool, AppError> {
-    let run = async {
-        let state = crate::state::AppState::from_context()?;
-        Ok(service::accounts::reset_link_is_open(&state, &token).await?)
-    };
-    run.await.map_err(AppError::respond)
+    let state = crate::state::services()?;
+    Ok(service::accounts::reset_link_is_open(&state, &token).await?)
 }
 
 /// Sets a new password with a reset link; every session ends, this
@@ -315,55 +280,49 @@ pub async fn reset_password(
     new_password: String,
     new_password_confirm: String,
 ) -> Result<(), AppError> {
-    let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let ip = guard::client_ip().await?;
-        let form = service::accounts::PasswordReset {
-            token,
-            new_password,
-            new_password_confirm,
-        };
-        service::accounts::reset_password(&state, ip, form, crate::i18n::lang()).await?;
-        guard::sign_out().await?;
-        guard::set_flash(&Flash {
-            kind: FlashKind::Success,
-            message: t(Msg::YourPasswordIsResetAndEvery).into(),
-        })
-        .await?;
-        leptos_axum::redirect("/login");
-        Ok(())
+    let state = crate::state::services()?;
+    let ip = guard::client_ip().await?;
+    let form = service::accounts::PasswordReset {
+        token,
+        new_password,
+        new_password_confirm,
     };
-    run.await.map_err(AppError::respond)
+    service::accounts::reset_password(&state, ip, form, crate::i18n::lang()).await?;
+    guard::sign_out().await?;
+    guard::set_flash(&Flash {
+        kind: FlashKind::Success,
+        message: t(Msg::YourPasswordIsResetAndEvery).into(),
+    })
+    .await?;
+    leptos_axum::redirect("/login");
+    Ok(())
 }
 
 /// Starts a change of address: the new address gets a link.
 #[server(endpoint = "auth/change-email")]
 pub async fn change_email(current_password: String, new_email: String) -> Result<(), AppError> {
-    let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let principal = guard::require_learner().await?;
-        let ip = guard::client_ip().await?;
-        let form = service::accounts::EmailChange {
-            current_password,
-            new_email: new_email.clone(),
-        };
-        service::accounts::change_email(&state, &principal, ip, form, crate::i18n::lang()).await?;
-        let email = new_email.trim().to_lowercase();
-        guard::set_flash(&Flash {
-            kind: FlashKind::Info,
-            message: crate::i18n::lang().format(Msg::WeSentALinkToOpen, &[("email", &email)]),
-        })
-        .await?;
-        leptos_axum::redirect("/account");
-        Ok(())
+    let state = crate::state::services()?;
+    let principal = guard::require_learner().await?;
+    let ip = guard::client_ip().await?;
+    let form = service::accounts::EmailChange {
+        current_password,
+        new_email: new_email.clone(),
     };
-    run.await.map_err(AppError::respond)
+    service::accounts::change_email(&state, &principal, ip, form, crate::i18n::lang()).await?;
+    let email = new_email.trim().to_lowercase();
+    guard::set_flash(&Flash {
+        kind: FlashKind::Info,
+        message: crate::i18n::lang().format(Msg::WeSentALinkToOpen, &[("email", &email)]),
+    })
+    .await?;
+    leptos_axum::redirect("/account");
+    Ok(())
 }
 
 /// Takes the pending one-time message, if any.
 #[server(endpoint = "flash/take")]
 pub async fn take_flash() -> Result<Option<Flash>, AppError> {
-    guard::take_flash().await.map_err(AppError::respond)
+    guard::take_flash().await
 }
 
 #[cfg(test)]

@@ -4,7 +4,19 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_location;
 
-use crate::auth::{FlashKind, Logout, take_flash};
+use crate::{
+    auth::{FlashKind, Logout, take_flash},
+    error::AppError,
+};
+
+/// An error a page shows instead of what it could not load: the alert every
+/// page shows it in, and, rendered on the server, the page's status
+/// ([`AppError::set_response_status`]).
+#[component]
+pub fn ErrorFlash(error: AppError) -> impl IntoView {
+    error.set_response_status();
+    view! { <div class="flash error" role="alert">{error.sentence()}</div> }
+}
 
 #[component]
 pub fn FlashMessage() -> impl IntoView {
@@ -23,7 +35,10 @@ pub fn FlashMessage() -> impl IntoView {
     view! {
         <Transition fallback=|| ()>
             {move || Suspend::new(async move {
-                flash.await.ok().flatten().map(|flash| {
+                // A message that cannot be read is not shown; the page's
+                // status still says what went wrong.
+                let taken = flash.await.inspect_err(AppError::set_response_status);
+                taken.ok().flatten().map(|flash| {
                     let class = match flash.kind {
                         FlashKind::Success => "flash success",
                         FlashKind::Info => "flash info",

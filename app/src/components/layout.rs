@@ -47,7 +47,10 @@ pub fn Header() -> impl IntoView {
                         <li><a href="/">{t(Msg::Home)}</a></li>
                         <Transition fallback=|| ()>
                             {move || Suspend::new(async move {
-                                match user.await.ok().flatten() {
+                                // Shown signed out when it cannot be read;
+                                // the page's status still says why.
+                                let user = user.await.inspect_err(crate::error::AppError::set_response_status);
+                                match user.ok().flatten() {
                                     Some(user) => view! {
                                         <li><a href="/courses">{t(Msg::MyCourses)}</a></li>
                                         <li><a href="/admin">{t(Msg::Console)}</a></li>

@@ -7,3 +7,5 @@ pub mod hydration;
 pub mod layout;
 pub mod mailed_link;
 pub mod verify;
+
+pub use flash::ErrorFlash;

@@ -166,79 +166,73 @@ pub fn content_url(slug: &str, resource: Uuid) -> String {
 pub async fn share_view(slug: String) -> Result<SharePage, AppError> {
     use crate::auth::guard;
     use service::learner::{self, Standing};
-    let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let session = guard::session().await?;
-        let overview = learner::share_overview(&state, &session, &slug).await?;
-        let me = match overview.standing {
-            Standing::SignedOut => LearnerState::SignedOut,
-            Standing::NeedsCode(p) => LearnerState::NeedsCode { email: p.email },
-            Standing::Pending {
-                principal,
-                must_verify,
-            } => LearnerState::Pending {
-                email: principal.email,
-                must_verify,
-            },
-            Standing::Holds(p, binding) if binding.revoked => LearnerState::Withdrawn {
+    let state = crate::state::services()?;
+    let session = guard::session().await?;
+    let overview = learner::share_overview(&state, &session, &slug).await?;
+    let me = match overview.standing {
+        Standing::SignedOut => LearnerState::SignedOut,
+        Standing::NeedsCode(p) => LearnerState::NeedsCode { email: p.email },
+        Standing::Pending {
+            principal,
+            must_verify,
+        } => LearnerState::Pending {
+            email: principal.email,
+            must_verify,
+        },
+        Standing::Holds(p, binding) if binding.revoked => LearnerState::Withdrawn {
+            email: p.email,
+            hint: binding.hint,
+        },
+        Standing::Holds(p, binding)
+            if binding
+                .access_ends
+                .is_some_and(|at| at <= time::OffsetDateTime::now_utc()) =>
+        {
+            LearnerState::Ended {
                 email: p.email,
-                hint: binding.hint,
-            },
-            Standing::Holds(p, binding)
-                if binding
-                    .access_ends
-                    .is_some_and(|at| at <= time::OffsetDateTime::now_utc()) =>
-            {
-                LearnerState::Ended {
-                    email: p.email,
-                    ended: binding.access_ends.map(human_date).unwrap_or_default(),
-                }
+                ended: binding.access_ends.map(human_date).unwrap_or_default(),
             }
-            Standing::Holds(p, binding) => LearnerState::HasAccess(Bound {
-                email: p.email,
-                hint: binding.hint,
-                since: human_date(binding.bound_at),
-                until: binding.access_ends.map(human_date),
-            }),
-        };
-        let unavailable = overview.unavailable.map(|why| {
-            crate::i18n::errors::share_unavailable(why, crate::i18n::lang())
-                .map(|text| format!("{text}。"))
-                .unwrap_or_else(|| capitalise(&why.to_string()))
-        });
-        let share = overview.share;
-        Ok(SharePage {
-            slug: share.slug,
-            title: share.title,
-            description: share.description,
-            resources: overview.resources.into_iter().map(item).collect(),
-            unavailable,
-            me,
-            foreign_codes: share.foreign_codes,
-            brand: overview.branding.into(),
-        })
+        }
+        Standing::Holds(p, binding) => LearnerState::HasAccess(Bound {
+            email: p.email,
+            hint: binding.hint,
+            since: human_date(binding.bound_at),
+            until: binding.access_ends.map(human_date),
+        }),
     };
-    run.await.map_err(AppError::respond)
+    let unavailable = overview.unavailable.map(|why| {
+        crate::i18n::errors::share_unavailable(why, crate::i18n::lang())
+            .map(|text| format!("{text}。"))
+            .unwrap_or_else(|| capitalise(&why.to_string()))
+    });
+    let share = overview.share;
+    Ok(SharePage {
+        slug: share.slug,
+        title: share.title,
+        description: share.description,
+        resources: overview.resources.into_iter().map(item).collect(),
+        unavailable,
+        me,
+        foreign_codes: share.foreign_codes,
+        brand: overview.branding.into(),
+    })
 }
 
 /// Phases 1+2: enters a code for a share. Binds nothing.
 #[server(endpoint = "learner/code")]
 pub async fn enter_code(slug: String, code: String) -> Result<CodeOutcome, AppError> {
     use crate::auth::guard;
-    let run = async {
-        use service::learner::{self, CodeEntered};
-        let state = crate::state::AppState::from_context()?;
-        let principal = guard::require_learner().await?;
-        let share = learner::visible_share(&state, &slug).await?;
-        let session = guard::session().await?;
-        let ip = guard::client_ip().await?;
-        let outcome = learner::enter_code(&state, &session, &principal, ip, &share, &code).await?;
-        Ok(match outcome {
-            CodeEntered::Pending => CodeOutcome::Pending,
-            CodeEntered::AlreadyBound => CodeOutcome::AlreadyBound,
-        })
-    };
-    run.await.map_err(AppError::respond)
+    use service::learner::{self, CodeEntered};
+    let state = crate::state::services()?;
+    let principal = guard::require_learner().await?;
+    let share = learner::visible_share(&state, &slug).await?;
+    let session = guard::session().await?;
+    let ip = guard::client_ip().await?;
+    let outcome = learner::enter_code(&state, &session, &principal, ip, &share, &code).await?;
+    Ok(match outcome {
+        CodeEntered::Pending => CodeOutcome::Pending,
+        CodeEntered::AlreadyBound => CodeOutcome::AlreadyBound,
+    })
 }
 
 /// What entering a code did.
@@ -263,61 +257,48 @@ pub async fn open_resource(slug: String, resource: String) -> Result<OpenedResou
     use crate::auth::guard;
     use engine::settlement::RequestId;
     use service::learner;
-    let run = async {
-        let state = crate::state::AppState::from_context()?;
-        // Unknown shares are a 404 for everyone, signed in or not.
-        let share = learner::visible_share(&state, &slug).await?;
-        let resource_id = Uuid::parse_str(&resource).map_err(|_| AppError::NotFound)?;
-        let principal = guard::require_learner().await?;
-        let session = guard::session().await?;
-        let claim = service::session::claimed(&state, &session).await?;
-        let resource = learner::resource(&state, &share, resource_id).await?;
-        // Without the request's headers nothing says it came from this
-        // site: it may not count.
-        let cross_site = use_context::<http::request::Parts>()
-            .is_none_or(|parts| learner::is_cross_site(&parts.headers));
-        let grant = learner::open(
-            &state,
-            &session,
-            claim,
-            learner::Opening {
-                share: &share,
-                resource: resource.id,
-                request_id: RequestId::generate(),
-                cross_site,
-                patience: learner::Patience::WaitBriefly,
-            },
-        )
-        .await?;
-        // Access is decided: from here on nothing may turn into an error
-        // page, so a failed read of the binding falls back to what the
-        // grant already says.
-        let bound = match learner::binding_after_opening(&state, &share, principal.id).await {
-            Some(b) => Bound {
-                email: principal.email.clone(),
-                hint: b.hint,
-                since: human_date(b.bound_at),
-                until: b.access_ends.map(human_date),
-            },
-            None => Bound {
-                email: principal.email.clone(),
-                hint: String::new(),
-                since: human_date(time::OffsetDateTime::now_utc()),
-                until: None,
-            },
-        };
-        let brand = learner::branding(&state, share.tenant()).await.into();
-        Ok(OpenedResource {
-            brand,
-            content_url: content_url(&share.slug, resource.id),
-            share_slug: share.slug,
-            share_title: share.title,
-            resource: item(resource),
-            bound,
-            bound_now: grant.bound_now,
-        })
+    let state = crate::state::services()?;
+    // Unknown shares are a 404 for everyone, signed in or not.
+    let share = learner::visible_share(&state, &slug).await?;
+    let resource_id = Uuid::parse_str(&resource).map_err(|_| AppError::NotFound)?;
+    let principal = guard::require_learner().await?;
+    let session = guard::session().await?;
+    let claim = service::session::claimed(&state, &session).await?;
+    let resource = learner::resource(&state, &share, resource_id).await?;
+    // Without the request's headers nothing says it came from this
+    // site: it may not count.
+    let cross_site = use_context::<http::request::Parts>()
+        .is_none_or(|parts| learner::is_cross_site(&parts.headers));
+    let grant = learner::open(
+        &state,
+        &session,
+        claim,
+        learner::Opening {
+            share: &share,
+            resource: resource.id,
+            request_id: RequestId::generate(),
+            cross_site,
+            patience: learner::Patience::WaitBriefly,
+        },
+    )
+    .await?;
+    // The binding as the settlement left it, from the same call.
+    let bound = Bound {
+        email: principal.email.clone(),
+        hint: grant.binding.hint.clone(),
+        since: human_date(grant.binding.bound_at),
+        until: grant.binding.access_ends.map(human_date),
     };
-    run.await.map_err(AppError::respond)
+    let brand = learner::branding(&state, share.tenant()).await.into();
+    Ok(OpenedResource {
+        brand,
+        content_url: content_url(&share.slug, resource.id),
+        share_slug: share.slug,
+        share_title: share.title,
+        resource: item(resource),
+        bound,
+        bound_now: grant.bound_now,
+    })
 }
 
 /// Every course the signed-in learner holds, in every tenant.
@@ -326,46 +307,43 @@ pub async fn my_courses() -> Result<Vec<CourseItem>, AppError> {
     use model::ShareStatus;
 
     use crate::auth::guard;
-    let run = async {
-        let state = crate::state::AppState::from_context()?;
-        let principal = guard::require_learner().await?;
-        let holdings = service::learner::courses(&state, &principal).await?;
-        Ok(holdings
-            .into_iter()
-            .map(|h| {
-                let ended = h
-                    .access_ends
-                    .filter(|at| *at <= time::OffsetDateTime::now_utc());
-                let note = if h.revoked {
-                    Some(t(Msg::YourAccessWasWithdrawnByThe).to_owned())
-                } else if let Some(ended) = ended {
-                    Some(
-                        crate::i18n::lang()
-                            .format(Msg::AccessEndedNote, &[("ended", &human_date(ended))]),
-                    )
-                } else {
-                    match h.status {
-                        ShareStatus::Active => None,
-                        ShareStatus::Paused => Some(t(Msg::PausedByTheCourseProvider).to_owned()),
-                        ShareStatus::Draft | ShareStatus::Archived => {
-                            Some(t(Msg::NoLongerOffered).to_owned())
-                        }
+    let state = crate::state::services()?;
+    let principal = guard::require_learner().await?;
+    let holdings = service::learner::courses(&state, &principal).await?;
+    Ok(holdings
+        .into_iter()
+        .map(|h| {
+            let ended = h
+                .access_ends
+                .filter(|at| *at <= time::OffsetDateTime::now_utc());
+            let note = if h.revoked {
+                Some(t(Msg::YourAccessWasWithdrawnByThe).to_owned())
+            } else if let Some(ended) = ended {
+                Some(
+                    crate::i18n::lang()
+                        .format(Msg::AccessEndedNote, &[("ended", &human_date(ended))]),
+                )
+            } else {
+                match h.status {
+                    ShareStatus::Active => None,
+                    ShareStatus::Paused => Some(t(Msg::PausedByTheCourseProvider).to_owned()),
+                    ShareStatus::Draft | ShareStatus::Archived => {
+                        Some(t(Msg::NoLongerOffered).to_owned())
                     }
-                };
-                CourseItem {
-                    open: note.is_none(),
-                    until: h.access_ends.filter(|_| ended.is_none()).map(human_date),
-                    note,
-                    slug: h.slug,
-                    title: h.title,
-                    provider: h.tenant_name,
-                    hint: h.hint,
-                    since: human_date(h.bound_at),
                 }
-            })
-            .collect())
-    };
-    run.await.map_err(AppError::respond)
+            };
+            CourseItem {
+                open: note.is_none(),
+                until: h.access_ends.filter(|_| ended.is_none()).map(human_date),
+                note,
+                slug: h.slug,
+                title: h.title,
+                provider: h.tenant_name,
+                hint: h.hint,
+                since: human_date(h.bound_at),
+            }
+        })
+        .collect())
 }
 
 /// A settlement outcome as the pages show it (kind, code and field from

@@ -3,6 +3,8 @@
 
 use crate::i18n::Msg;
 use leptos::prelude::*;
+
+use crate::components::ErrorFlash;
 use leptos_meta::Title;
 use leptos_router::components::Redirect;
 
@@ -41,7 +43,7 @@ pub fn AccountPage() -> impl IntoView {
                         </div>
                     }.into_any(),
                     Ok(None) => view! { <Redirect path="/login?next=/account"/> }.into_any(),
-                    Err(error) => view! { <div class="flash error" role="alert">{error.sentence()}</div> }.into_any(),
+                    Err(error) => view! { <ErrorFlash error/> }.into_any(),
                 }
             })}
         </Transition>

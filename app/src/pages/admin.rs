@@ -5,6 +5,8 @@
 
 use crate::i18n::Msg;
 use leptos::prelude::*;
+
+use crate::components::ErrorFlash;
 use leptos_meta::Title;
 use leptos_router::components::Redirect;
 
@@ -45,7 +47,7 @@ pub fn ConsoleHome() -> impl IntoView {
                         {open.then(|| view! { <NewTenant/> })}
                     }.into_any(),
                     Err(AppError::Unauthenticated) => view! { <Redirect path="/login?next=/admin"/> }.into_any(),
-                    Err(error) => view! { <div class="flash error" role="alert">{error.sentence()}</div> }.into_any(),
+                    Err(error) => view! { <ErrorFlash error/> }.into_any(),
                 }
             })}
         </Transition>

@@ -3,6 +3,8 @@
 
 use crate::i18n::Msg;
 use leptos::prelude::*;
+
+use crate::components::ErrorFlash;
 use leptos_meta::Title;
 use leptos_router::components::Redirect;
 
@@ -22,7 +24,7 @@ pub fn CoursesPage() -> impl IntoView {
                 match courses.await {
                     Ok(courses) => view! { <CourseList courses/> }.into_any(),
                     Err(AppError::Unauthenticated) => view! { <Redirect path="/login?next=/courses"/> }.into_any(),
-                    Err(error) => view! { <div class="flash error" role="alert">{error.sentence()}</div> }.into_any(),
+                    Err(error) => view! { <ErrorFlash error/> }.into_any(),
                 }
             })}
         </Transition>

@@ -5,6 +5,8 @@
 
 use crate::i18n::Msg;
 use leptos::prelude::*;
+
+use crate::components::ErrorFlash;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_location, use_query_map};
 
@@ -56,7 +58,7 @@ pub fn InvitationPage() -> impl IntoView {
                             Ok(InvitationView::Invalid) => view! {
                                 <div class="flash error link-invalid" role="alert">{t(Msg::ThisInvitationHasExpiredWasWithdrawn)}</div>
                             }.into_any(),
-                            Err(error) => view! { <div class="flash error" role="alert">{error.sentence()}</div> }.into_any(),
+                            Err(error) => view! { <ErrorFlash error/> }.into_any(),
                         }
                     })
                 }}

@@ -8,6 +8,8 @@
 
 use crate::i18n::Msg;
 use leptos::prelude::*;
+
+use crate::components::ErrorFlash;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
@@ -63,7 +65,7 @@ pub fn ResetPasswordPage() -> impl IntoView {
                             <p class="hint">{t(Msg::EveryDeviceSignedInToThis)}</p>
                         }.into_any(),
                         Ok(false) => view! { <LinkSpent/> }.into_any(),
-                        Err(error) => view! { <div class="flash error" role="alert">{error.sentence()}</div> }.into_any(),
+                        Err(error) => view! { <ErrorFlash error/> }.into_any(),
                     }
                 })}
             </Transition>

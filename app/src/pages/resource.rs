@@ -106,6 +106,7 @@ fn Opened(opened: OpenedResource) -> impl IntoView {
 /// Why the resource did not open, with the way forward.
 #[component]
 fn Refused(error: AppError, here: String, share: String) -> impl IntoView {
+    error.set_response_status();
     let retry = error.is_retryable();
     let reason = match &error {
         AppError::Refused { reason, .. } => reason.clone(),

@@ -56,7 +56,7 @@ pub fn SharePageView() -> impl IntoView {
                     Err(AppError::NotFound) => view! { <NotFound/> }.into_any(),
                     Err(error) => view! {
                         <Title text=t(Msg::Course)/>
-                        <div class="flash error" role="alert">{error.sentence()}</div>
+                        <crate::components::ErrorFlash error/>
                     }.into_any(),
                 }
             })}

@@ -10,6 +10,8 @@
 
 use crate::i18n::Msg;
 use leptos::prelude::*;
+
+use crate::components::ErrorFlash;
 use leptos_meta::Title;
 use leptos_router::{
     components::Redirect,
@@ -52,7 +54,7 @@ pub fn TransferRequestPage() -> impl IntoView {
                         Err(AppError::Unauthenticated) => view! {
                             <Redirect path=format!("/login?next={}", urlencode(&format!("/s/{}/transfer", slug())))/>
                         }.into_any(),
-                        Err(error) => view! { <div class="flash error" role="alert">{error.sentence()}</div> }.into_any(),
+                        Err(error) => view! { <ErrorFlash error/> }.into_any(),
                     }
                 })}
             </Transition>
@@ -150,7 +152,7 @@ pub fn TransferConfirmPage() -> impl IntoView {
                             Ok(TransferLinkView::Invalid) => view! {
                                 <div class="flash error link-invalid" role="alert">{t(Msg::ThisLinkHasExpiredWasReplaced)}</div>
                             }.into_any(),
-                            Err(error) => view! { <div class="flash error" role="alert">{error.sentence()}</div> }.into_any(),
+                            Err(error) => view! { <ErrorFlash error/> }.into_any(),
                         }
                     })
                 }}

@@ -313,10 +313,7 @@ pub async fn open(
             Counting::Allowed
         },
     };
-    let settled = services
-        .settler
-        .settle(&services.pool, &services.redis, &request)
-        .await;
+    let settled = services.settler.settle(&request).await;
     let grant = match settled {
         Ok(grant) => grant,
         // As for every other request (`session::principal_of`): a session
@@ -343,21 +340,6 @@ pub async fn open(
         }
     }
     Ok(grant)
-}
-
-/// The learner's binding in `share` after an opening decided access: a
-/// failed read is logged and answered `None` (nothing may turn a decided
-/// access into an error page).
-pub async fn binding_after_opening(
-    services: &Services,
-    share: &Share,
-    principal: AccountId,
-) -> Option<BindingView> {
-    settlement::binding_of(&services.pool, share, principal)
-        .await
-        .inspect_err(|e| tracing::warn!(error = format!("{e:#}"), "reading a binding"))
-        .ok()
-        .flatten()
 }
 
 /// Every share `principal` holds a code of, in every tenant ("My courses").

@@ -19,7 +19,7 @@ use axum::{
 use uuid::Uuid;
 
 use super::templates::escape;
-use crate::startup::ServerState;
+use crate::state::ServerState;
 
 /// How many mails the page lists.
 const SHOWN: i64 = 100;

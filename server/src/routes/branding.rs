@@ -17,7 +17,7 @@ use axum::{
 use engine::branding::Accent;
 use uuid::Uuid;
 
-use crate::{routes::api::error::ApiError, startup::ServerState};
+use crate::{problem::ApiError, state::ServerState};
 
 /// A year: the longest a cache keeps anything.
 const FOR_GOOD: &str = "public, max-age=31536000, immutable";

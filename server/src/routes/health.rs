@@ -6,7 +6,7 @@ use std::time::Duration;
 use axum::{Json, extract::State, http::StatusCode, response::IntoResponse};
 use serde_json::json;
 
-use crate::startup::ServerState;
+use crate::state::ServerState;
 
 /// Bound on each dependency check of `/readyz`.
 const READINESS_TIMEOUT: Duration = Duration::from_secs(2);

@@ -12,7 +12,7 @@ use axum::{
 use serde::Deserialize;
 use tower_sessions::Session;
 
-use crate::startup::ServerState;
+use crate::state::ServerState;
 
 #[derive(Debug, Deserialize)]
 pub struct Back {

@@ -18,7 +18,7 @@ use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use secrecy::ExposeSecret as _;
 use sha2::{Digest as _, Sha256};
 
-use crate::startup::ServerState;
+use crate::state::ServerState;
 
 /// The process's recorder. The `metrics` facade is process-wide by design,
 /// so the recorder is installed once and every app built in this process

@@ -9,7 +9,7 @@
 use app::error::AppError;
 use engine::outcome::{ErrorKind, INVALID_INPUT};
 
-use super::api::error::ApiError;
+use crate::problem::ApiError;
 
 impl From<AppError> for ApiError {
     fn from(error: AppError) -> Self {

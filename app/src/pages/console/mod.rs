@@ -19,8 +19,6 @@ pub mod webhooks;
 
 /// The upload form's refusals, also worded by the plain form's route
 /// (the module itself is private: only the share page uses the widget).
-pub use upload::upload_refusal;
-
 use crate::i18n::Msg;
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -64,7 +62,7 @@ pub fn ConsoleError(error: AppError, here: String) -> impl IntoView {
         error => view! {
             <Title text=t(Msg::NotAvailable)/>
             <h1>{t(Msg::NotAvailable)}</h1>
-            <div class="flash error" role="alert">{error.sentence()}</div>
+            <crate::components::ErrorFlash error/>
         }
         .into_any(),
     }

@@ -1,14 +1,14 @@
 //! The share page's resource upload form (`pages/console/share.rs` shows
 //! it under the resource list). Without JavaScript it is a plain multipart
-//! post answered by a redirect (`server/src/routes/console.rs`, which also
-//! words its refusals with [`upload_refusal`]); hydrated, the same form goes
-//! by `XMLHttpRequest` to the JSON API and shows a progress bar.
+//! post answered by a redirect (`server/src/routes/console/mod.rs`; both
+//! word a refusal with `i18n::upload_refusal`); hydrated, the same form
+//! goes by `XMLHttpRequest` to the JSON API and shows a progress bar.
 
 use crate::i18n::Msg;
 use leptos::prelude::*;
 use uuid::Uuid;
 
-use crate::i18n::{Lang, lang, t};
+use crate::i18n::{lang, t};
 
 /// What the upload form reports while it runs (with JavaScript).
 #[derive(Debug, Clone, PartialEq)]
@@ -81,28 +81,6 @@ pub fn Upload(
     }
 }
 
-/// Why an upload was refused, in `lang`, from the JSON API's error code,
-/// field and (English) message. Shared by the XHR upload and the plain
-/// form's redirect.
-pub fn upload_refusal(lang: Lang, code: &str, field: Option<&str>, message: &str) -> String {
-    use crate::i18n::BrowserErrorMsg as E;
-    let reason = match (code, field) {
-        ("too_large", _) => E::UploadTooLarge,
-        (_, Some("title")) => E::UploadBadTitle,
-        (_, Some("file")) => E::UploadNoFile,
-        ("invalid_multipart", _) => E::UploadIncomplete,
-        ("unauthenticated", _) => E::UploadSignInFirst,
-        ("forbidden", _) => E::UploadForbidden,
-        ("not_found", _) => E::UploadNoShare,
-        _ => E::UploadTryLater,
-    };
-    // English is the API's own message, as for every domain error.
-    let reason = lang
-        .browser_error(reason, &[])
-        .unwrap_or_else(|| crate::error::sentence(message));
-    lang.format(Msg::UploadRefused, &[("reason", &reason)])
-}
-
 #[cfg(feature = "hydrate")]
 mod xhr {
     //! The XHR upload (browser only): `fetch` cannot report upload
@@ -167,7 +145,7 @@ mod xhr {
                 form.reset();
                 uploaded.update(|n| *n += 1);
             } else {
-                state.set(UploadState::Failed(super::upload_refusal(
+                state.set(UploadState::Failed(crate::i18n::upload_refusal(
                     lang(),
                     json["code"].as_str().unwrap_or_default(),
                     json["field"].as_str(),

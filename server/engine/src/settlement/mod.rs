@@ -41,9 +41,9 @@
 //!   2 and 4: the returning learner, the reservation and its waits, the
 //!   release);
 //! * `transaction.rs`: **the settlement transaction** (step 3: the call of
-//!   `settle_access`, whose statements are in the migration
-//!   `20261208000001_settle_checks_session.sql` (its latest definition),
-//!   and the mapping of its answers), the start-overs around it and its fault points;
+//!   `settle_access`, whose statements are `settle_access.sql` beside it,
+//!   and the mapping of its answers to a typed outcome), the start-overs
+//!   around it and its fault points;
 //! * [`patience`]: the one wait schedule for a busy code;
 //! * [`options`]: how a settler is configured, and the hooks only tests set
 //!   (fault points, the probe).
@@ -138,6 +138,10 @@ pub struct Grant {
     /// This request is a retry answered from the first attempt's record.
     pub replayed: bool,
     pub expires_at: OffsetDateTime,
+    /// The learner's binding as the settlement left it (its access count
+    /// includes this access), from the same call: the opening needs no
+    /// second read.
+    pub binding: BindingView,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -29,16 +29,22 @@ use crate::{
     reservation::{Reservation, ReservationKeys, Reserver},
 };
 
-/// Settles first and returning accesses.
+/// Settles first and returning accesses: owns what it settles with (the
+/// pool of the authority, the Redis that coordinates), so a caller hands it
+/// a request and nothing else.
 #[derive(Debug, Clone)]
 pub struct Settler {
+    pub(super) pool: PgPool,
+    redis: Redis,
     reserver: Reserver,
     pub(super) options: SettlementOptions,
 }
 
 impl Settler {
-    pub fn new(options: SettlementOptions) -> Self {
+    pub fn new(pool: PgPool, redis: Redis, options: SettlementOptions) -> Self {
         Self {
+            pool,
+            redis,
             reserver: Reserver::new(),
             options,
         }
@@ -46,12 +52,7 @@ impl Settler {
 
     /// Phase 3: decides access to `request.resource`, binding the pending
     /// code on a first access.
-    pub async fn settle(
-        &self,
-        pool: &PgPool,
-        redis: &Redis,
-        request: &SettlementRequest,
-    ) -> Result<Grant, SettlementError> {
+    pub async fn settle(&self, request: &SettlementRequest) -> Result<Grant, SettlementError> {
         let span = tracing::info_span!(
             "settle",
             tenant = %request.share.tenant_id,
@@ -60,7 +61,7 @@ impl Settler {
             outcome = tracing::field::Empty,
         );
         let result = self
-            .settle_unmeasured(pool, redis, request)
+            .settle_unmeasured(request)
             .instrument(span.clone())
             .await;
         crate::measures::settlement(result.as_ref().map(|g| (g.bound_now, g.replayed)));
@@ -77,10 +78,9 @@ impl Settler {
 
     async fn settle_unmeasured(
         &self,
-        pool: &PgPool,
-        redis: &Redis,
         request: &SettlementRequest,
     ) -> Result<Grant, SettlementError> {
+        let (pool, redis) = (&self.pool, &self.redis);
         let share = &request.share;
         if let Some(reason) = share.unavailable_because(OffsetDateTime::now_utc()) {
             return Err(SettlementError::ShareUnavailable(reason));
@@ -89,12 +89,12 @@ impl Settler {
         // database binding decides in the one call, no Redis. (Without a
         // binding it answers `CodeRequired`.)
         let Some(code) = request.pending_code else {
-            return self.run_transaction(pool, request).await;
+            return self.run_transaction(request).await;
         };
         // A code pending and this request may not bind (another site): only
         // a binding it already has serves it, without Redis.
         if request.counting == Counting::LiveGrantOnly {
-            return self.run_transaction(pool, request).await;
+            return self.run_transaction(request).await;
         }
         let keys = ReservationKeys {
             code: redis
@@ -137,7 +137,7 @@ impl Settler {
                         .map_err(classify)?
                         .is_some() =>
                 {
-                    return self.run_transaction(pool, request).await;
+                    return self.run_transaction(request).await;
                 }
                 Err(error) => match self.options.failure_policy {
                     FailurePolicy::FailClosed => {
@@ -167,7 +167,7 @@ impl Settler {
                     .map_err(classify)?
                     .is_some()
                 {
-                    return self.run_transaction(pool, request).await;
+                    return self.run_transaction(request).await;
                 }
                 return Err(SettlementError::Busy);
             };
@@ -178,10 +178,10 @@ impl Settler {
                 .map_err(classify)?
                 .is_some()
             {
-                return self.run_transaction(pool, request).await;
+                return self.run_transaction(request).await;
             }
         };
-        let result = self.run_transaction(pool, request).await;
+        let result = self.run_transaction(request).await;
         if reserved && let Err(error) = self.reserver.release(redis, &keys, owner).await {
             // The TTL cleans up; the settlement's outcome stands.
             tracing::warn!(

@@ -1,11 +1,11 @@
 //! **The settlement transaction** ([`Settler::transaction`]): where a code
 //! is bound and an access counted, in PostgreSQL, all or nothing.
 //!
-//! Its statements are one PL/pgSQL function, `settle_access`, defined in
-//! `migrations/20261202000007_quota_slots_and_settle.sql` and redefined
-//! whole by each later migration that changes it (today
-//! `20261208000001_settle_checks_session.sql`, the definition in force):
-//! one call is one round trip and one implicit transaction. It checks the
+//! Its statements are one PL/pgSQL function, `settle_access`, whose
+//! definition in force is `settle_access.sql` beside this file (the
+//! migration that installs it links to that file; `migrations/README.md`
+//! says how to change it): one call is one round trip and one implicit
+//! transaction. It checks the
 //! session first (the account still at the session's epoch, and not
 //! disabled), answers a retry from the first attempt's record, checks the
 //! share, the resource, the account (not suspended by the tenant, and, to
@@ -17,8 +17,9 @@
 //! record (unique per request id), the outbox rows and, for a new binding,
 //! the learner's receipt in the mail outbox.
 //!
-//! This file maps its answers: an outcome row, a refusal raised after a
-//! write (SQLSTATE `AOREF`, so that the write is rolled back), a unique
+//! This file maps its answers: an outcome row (its word read as an
+//! [`Outcome`], with the learner's binding on a grant), a refusal raised
+//! after a write (SQLSTATE `AOREF`, so that the write is rolled back), a unique
 //! violation (a concurrent attempt won: [`Settler::run_transaction`] starts
 //! over, reading the final state afresh). The concurrency suite's
 //! [`FaultPoint`]s are the function's `p_fault` steps (SQLSTATE `AOFLT`),
@@ -28,7 +29,9 @@ use sqlx::PgPool;
 use tracing::Instrument as _;
 use uuid::Uuid;
 
-use super::{Counting, Grant, SettlementError, SettlementRequest, Settler, options::FaultPoint};
+use super::{
+    BindingView, Counting, Grant, SettlementError, SettlementRequest, Settler, options::FaultPoint,
+};
 
 /// Why one transaction attempt must start over.
 enum Attempt {
@@ -72,14 +75,13 @@ impl Settler {
     /// unique violation says a concurrent attempt changed the state.
     pub(super) async fn run_transaction(
         &self,
-        pool: &PgPool,
         request: &SettlementRequest,
     ) -> Result<Grant, SettlementError> {
         for _ in 0..3 {
             let started = std::time::Instant::now();
             let attempt = tokio::time::timeout(
                 self.options.transaction_timeout,
-                self.transaction(pool, request, started)
+                self.transaction(&self.pool, request, started)
                     .instrument(tracing::debug_span!("settlement transaction")),
             )
             .await;
@@ -106,8 +108,8 @@ impl Settler {
         Ok(())
     }
 
-    /// **The settlement transaction**: one call of `settle_access` (the
-    /// migration `…_quota_slots_and_settle.sql` holds its statements), one
+    /// **The settlement transaction**: one call of `settle_access`
+    /// (`settle_access.sql` beside this file holds its statements), one
     /// round trip, one implicit transaction. Commits a binding, its debits,
     /// its access record and its outbox rows together, or nothing.
     async fn transaction(
@@ -146,8 +148,9 @@ impl Settler {
             Some(FaultPoint::AfterCommit) | None => None,
         };
         let settled = sqlx::query!(
-            r#"SELECT outcome AS "outcome!", code_id, bound_now AS "bound_now!", counted AS "counted!",
-                      replayed AS "replayed!", tried_bind AS "tried_bind!", expires_at
+            r#"SELECT outcome AS "outcome!: Outcome", code_id, bound_now AS "bound_now!", counted AS "counted!",
+                      replayed AS "replayed!", tried_bind AS "tried_bind!", expires_at,
+                      hint, bound_at, access_count, access_ends
                FROM settle_access($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"#,
             share.tenant_id.0,
             share.id.0,
@@ -174,12 +177,28 @@ impl Settler {
         if settled.tried_bind {
             self.count(|p| &p.bind_attempts);
         }
-        match (
-            settled.outcome.as_str(),
-            settled.code_id,
-            settled.expires_at,
-        ) {
-            ("granted", Some(code_id), Some(expires_at)) => {
+        match settled.outcome {
+            Outcome::Granted => {
+                let (
+                    Some(code_id),
+                    Some(expires_at),
+                    Some(hint),
+                    Some(bound_at),
+                    Some(access_count),
+                ) = (
+                    settled.code_id,
+                    settled.expires_at,
+                    settled.hint,
+                    settled.bound_at,
+                    settled.access_count,
+                )
+                else {
+                    return Err(Attempt::Failed(SettlementError::Unexpected(
+                        anyhow::anyhow!(
+                            "settle_access granted without the code, the grant's end or the binding"
+                        ),
+                    )));
+                };
                 // The process "dies" after committing a new access.
                 if settled.counted && !settled.replayed {
                     self.fault(FaultPoint::AfterCommit)?;
@@ -190,13 +209,22 @@ impl Settler {
                     counted: settled.counted,
                     replayed: settled.replayed,
                     expires_at,
+                    binding: BindingView {
+                        code_id,
+                        hint,
+                        bound_at,
+                        access_count,
+                        // A revoked code is never granted.
+                        revoked: false,
+                        access_ends: settled.access_ends,
+                    },
                 })
             }
             // No binding when the call looked, yet there is one now: the
             // binding moved to a new code while the call waited on the old
             // code's row (revoke and replace inserts the new row, which a
             // statement that started before it cannot see). Start over.
-            ("code_required", _, _) if request.pending_code.is_none() => {
+            Outcome::CodeRequired if request.pending_code.is_none() => {
                 let bound_now = sqlx::query_scalar!(
                     r#"SELECT EXISTS (SELECT 1 FROM auth_codes
                                       WHERE tenant_id = $1 AND share_id = $2 AND bound_principal = $3)
@@ -214,7 +242,7 @@ impl Settler {
                     Attempt::Failed(SettlementError::CodeRequired)
                 })
             }
-            (outcome, _, at) => Err(Attempt::Failed(refusal(outcome, at))),
+            refused => Err(Attempt::Failed(refusal(refused, settled.expires_at))),
         }
     }
 
@@ -243,7 +271,13 @@ impl Settler {
                     if tried_bind {
                         self.count(|p| &p.bind_attempts);
                     }
-                    return Attempt::Failed(refusal(db.message(), None));
+                    return Attempt::Failed(match Outcome::parse(db.message()) {
+                        Some(outcome) => refusal(outcome, None),
+                        None => SettlementError::Unexpected(anyhow::anyhow!(
+                            "settle_access raised an unknown refusal {:?}",
+                            db.message()
+                        )),
+                    });
                 }
                 Some(INJECTED) => {
                     return Attempt::Failed(SettlementError::Unexpected(anyhow::anyhow!(
@@ -265,40 +299,118 @@ const REFUSED: &str = "AOREF";
 /// SQLSTATE of a fault a test injected (`p_fault`).
 const INJECTED: &str = "AOFLT";
 
-/// `settle_access`'s outcome as the refusal it names (`at`: the row's
-/// `expires_at`, which says when an access period ended). Every outcome
-/// the function has is here; anything else is a bug, not a refusal.
-fn refusal(outcome: &str, at: Option<time::OffsetDateTime>) -> SettlementError {
+/// Spells each [`Outcome`] once: the enum, its word and the reading of a
+/// word all come from one list.
+macro_rules! outcomes {
+    ($( $(#[$doc:meta])* $variant:ident = $word:literal, )+) => {
+        /// What `settle_access` answers: the word in its `outcome` column
+        /// (or the message of a refusal it raised), read as a type. A word
+        /// not here is a bug (the row does not decode), never a refusal.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(super) enum Outcome {
+            $( $(#[$doc])* $variant, )+
+        }
+
+        impl Outcome {
+            /// Every outcome, in the order of the list.
+            #[cfg(test)]
+            const ALL: &'static [Self] = &[$(Self::$variant),+];
+
+            /// The word `settle_access` answers.
+            #[cfg(test)]
+            fn as_str(self) -> &'static str {
+                match self {
+                    $( Self::$variant => $word, )+
+                }
+            }
+
+            /// The outcome a word names.
+            fn parse(word: &str) -> Option<Self> {
+                match word {
+                    $( $word => Some(Self::$variant), )+
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+outcomes! {
+    /// Access granted (and maybe bound, and counted).
+    Granted = "granted",
+    /// The access period is over; `expires_at` says when it ended.
+    AccessEnded = "access_ended",
+    RequestIdReused = "request_id_reused",
+    CodeRevoked = "code_revoked",
+    /// Raised by the trigger `auth_codes_refuse_expired`, from the bind.
+    CodeExpired = "code_expired",
+    CodeRequired = "code_required",
+    CodeBound = "code_bound",
+    WrongShare = "wrong_share",
+    NotAvailable = "not_available",
+    Paused = "paused",
+    NotOpenYet = "not_open_yet",
+    Closed = "closed",
+    ResourceNotFound = "resource_not_found",
+    AccountDisabled = "account_disabled",
+    SessionEnded = "session_ended",
+    LearnerSuspended = "learner_suspended",
+    OpenFromCoursePage = "open_from_course_page",
+    EmailNotVerified = "email_not_verified",
+    LearnerLimitReached = "learner_limit_reached",
+    QuotaExhausted = "quota_exhausted",
+}
+
+impl sqlx::Type<sqlx::Postgres> for Outcome {
+    fn type_info() -> sqlx::postgres::PgTypeInfo {
+        <&str as sqlx::Type<sqlx::Postgres>>::type_info()
+    }
+
+    fn compatible(ty: &sqlx::postgres::PgTypeInfo) -> bool {
+        <&str as sqlx::Type<sqlx::Postgres>>::compatible(ty)
+    }
+}
+
+impl<'r> sqlx::Decode<'r, sqlx::Postgres> for Outcome {
+    fn decode(value: sqlx::postgres::PgValueRef<'r>) -> Result<Self, sqlx::error::BoxDynError> {
+        let word = <&str as sqlx::Decode<sqlx::Postgres>>::decode(value)?;
+        Self::parse(word)
+            .ok_or_else(|| format!("settle_access answered an unknown outcome {word:?}").into())
+    }
+}
+
+/// A refused [`Outcome`] as the [`SettlementError`] it names (`at`: the
+/// row's `expires_at`, which says when an access period ended).
+fn refusal(outcome: Outcome, at: Option<time::OffsetDateTime>) -> SettlementError {
     use crate::shares::Unavailability as U;
     match outcome {
-        "access_ended" => match at {
+        Outcome::Granted => SettlementError::Unexpected(anyhow::anyhow!(
+            "settle_access raised a grant as a refusal"
+        )),
+        Outcome::AccessEnded => match at {
             Some(ended_at) => SettlementError::AccessEnded { ended_at },
             None => SettlementError::Unexpected(anyhow::anyhow!(
                 "settle_access answered access_ended without its date"
             )),
         },
-        "request_id_reused" => SettlementError::RequestIdReused,
-        "code_revoked" => SettlementError::CodeRevoked,
-        // Raised by the trigger auth_codes_refuse_expired, from the bind.
-        "code_expired" => SettlementError::CodeExpired,
-        "code_required" => SettlementError::CodeRequired,
-        "code_bound" => SettlementError::CodeBound,
-        "wrong_share" => SettlementError::WrongShare,
-        "not_available" => SettlementError::ShareUnavailable(U::NotAvailable),
-        "paused" => SettlementError::ShareUnavailable(U::Paused),
-        "not_open_yet" => SettlementError::ShareUnavailable(U::NotOpenYet),
-        "closed" => SettlementError::ShareUnavailable(U::Closed),
-        "resource_not_found" => SettlementError::ResourceNotFound,
-        "account_disabled" => SettlementError::AccountDisabled,
-        "session_ended" => SettlementError::SessionEnded,
-        "learner_suspended" => SettlementError::LearnerSuspended,
-        "open_from_course_page" => SettlementError::OpenFromCoursePage,
-        "email_not_verified" => SettlementError::EmailNotVerified,
-        "learner_limit_reached" => SettlementError::LearnerLimitReached,
-        "quota_exhausted" => SettlementError::QuotaExhausted,
-        other => SettlementError::Unexpected(anyhow::anyhow!(
-            "settle_access answered an unknown outcome {other:?}"
-        )),
+        Outcome::RequestIdReused => SettlementError::RequestIdReused,
+        Outcome::CodeRevoked => SettlementError::CodeRevoked,
+        Outcome::CodeExpired => SettlementError::CodeExpired,
+        Outcome::CodeRequired => SettlementError::CodeRequired,
+        Outcome::CodeBound => SettlementError::CodeBound,
+        Outcome::WrongShare => SettlementError::WrongShare,
+        Outcome::NotAvailable => SettlementError::ShareUnavailable(U::NotAvailable),
+        Outcome::Paused => SettlementError::ShareUnavailable(U::Paused),
+        Outcome::NotOpenYet => SettlementError::ShareUnavailable(U::NotOpenYet),
+        Outcome::Closed => SettlementError::ShareUnavailable(U::Closed),
+        Outcome::ResourceNotFound => SettlementError::ResourceNotFound,
+        Outcome::AccountDisabled => SettlementError::AccountDisabled,
+        Outcome::SessionEnded => SettlementError::SessionEnded,
+        Outcome::LearnerSuspended => SettlementError::LearnerSuspended,
+        Outcome::OpenFromCoursePage => SettlementError::OpenFromCoursePage,
+        Outcome::EmailNotVerified => SettlementError::EmailNotVerified,
+        Outcome::LearnerLimitReached => SettlementError::LearnerLimitReached,
+        Outcome::QuotaExhausted => SettlementError::QuotaExhausted,
     }
 }
 
@@ -306,53 +418,117 @@ fn refusal(outcome: &str, at: Option<time::OffsetDateTime>) -> SettlementError {
 mod tests {
     use super::*;
 
-    /// Every outcome the function can answer maps to its refusal; an
-    /// unknown one is a bug, never a refusal a learner would read.
-    #[test]
-    fn every_outcome_of_settle_access_is_a_known_refusal() {
-        // The latest definition (each migration that changes it redefines
-        // it whole).
-        let migration =
-            include_str!("../../../../migrations/20261208000001_settle_checks_session.sql");
-        // The function's own body: the migration's other functions raise
-        // errors of their own (a time budget, a quota out of step).
-        let start = migration
-            .find("CREATE OR REPLACE FUNCTION settle_access(")
-            .expect("settle_access");
-        let body = &migration[start..];
-        let body = &body[..body.find("\n$$;").expect("the end of settle_access")];
-        let mut outcomes: Vec<&str> = body
+    /// The words a PL/pgSQL text answers (`RETURN QUERY SELECT '…'`) or
+    /// raises (`RAISE EXCEPTION '…'`), but a fault a test injects.
+    fn words_of(sql: &str) -> Vec<&str> {
+        let mut words: Vec<&str> = sql
             .split("RETURN QUERY SELECT '")
             .skip(1)
-            .chain(body.split("RAISE EXCEPTION '").skip(1))
+            .chain(sql.split("RAISE EXCEPTION '").skip(1))
             .filter_map(|rest| rest.split('\'').next())
-            // Not a refusal: a fault a test injected.
-            .filter(|o| !o.starts_with("injected fault"))
+            .filter(|word| !word.starts_with("injected fault"))
             .collect();
-        outcomes.sort_unstable();
-        outcomes.dedup();
-        assert!(outcomes.len() >= 15, "{outcomes:?}");
-        for outcome in outcomes {
-            if outcome == "granted" {
-                continue;
-            }
-            assert!(
-                !matches!(
-                    refusal(outcome, Some(time::OffsetDateTime::now_utc())),
-                    SettlementError::Unexpected(_)
-                ),
-                "{outcome} is not mapped"
+        words.sort_unstable();
+        words.dedup();
+        words
+    }
+
+    /// The function's own body: the file's other statements raise nothing.
+    fn body_of_settle_access() -> &'static str {
+        let file = include_str!("settle_access.sql");
+        let start = file
+            .find("CREATE FUNCTION settle_access(")
+            .expect("settle_access");
+        let body = &file[start..];
+        &body[..body.find("\n$$;").expect("the end of settle_access")]
+    }
+
+    /// Every word the function and the binding's trigger answer is an
+    /// [`Outcome`], and every `Outcome` is one of them: a word added to
+    /// the SQL alone, or a variant left behind, fails here.
+    #[test]
+    fn the_outcomes_are_exactly_the_words_settle_access_answers() {
+        let trigger = include_str!("../../../../migrations/20261203000001_code_expiry.sql");
+        let mut answered = words_of(body_of_settle_access());
+        answered.extend(words_of(trigger));
+        answered.sort_unstable();
+        answered.dedup();
+        let mut known: Vec<&str> = Outcome::ALL.iter().map(|o| o.as_str()).collect();
+        known.sort_unstable();
+        assert_eq!(answered, known);
+        for word in answered {
+            assert_eq!(Outcome::parse(word).map(Outcome::as_str), Some(word));
+        }
+    }
+
+    /// Every refusal maps to its error; only a bug is `Unexpected`.
+    #[test]
+    fn every_refusal_is_a_known_error() {
+        for &outcome in Outcome::ALL {
+            let mapped = refusal(outcome, Some(time::OffsetDateTime::now_utc()));
+            assert_eq!(
+                matches!(mapped, SettlementError::Unexpected(_)),
+                outcome == Outcome::Granted,
+                "{outcome:?} maps to {mapped:?}"
             );
         }
-        assert!(matches!(
-            refusal("nonsense", None),
-            SettlementError::Unexpected(_)
-        ));
+        assert_eq!(Outcome::parse("nonsense"), None);
         // An ended access says when it ended, or it is a bug.
         assert!(matches!(
-            refusal("access_ended", None),
+            refusal(Outcome::AccessEnded, None),
             SettlementError::Unexpected(_)
         ));
+    }
+
+    /// The migrations in the order they are applied, with their text (a
+    /// link read through), and whether each is a link.
+    fn migrations() -> Vec<(String, String, bool)> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations");
+        let mut found: Vec<(String, String, bool)> = std::fs::read_dir(&dir)
+            .expect("the migrations")
+            .map(|entry| {
+                let entry = entry.expect("a migration");
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let linked = entry.file_type().expect("its type").is_symlink();
+                let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+                (name, text, linked)
+            })
+            .filter(|(name, _, _)| name.ends_with(".sql"))
+            .collect();
+        found.sort();
+        found
+    }
+
+    /// `settle_access.sql` is the definition in force: the newest migration
+    /// that defines the function is that very text. And only that migration
+    /// may be a link to it: an older one linking to it would change what a
+    /// database already applied (`migrations/README.md`).
+    #[test]
+    fn the_newest_migration_defining_settle_access_is_this_file() {
+        let migrations = migrations();
+        let defines = |text: &str| {
+            text.contains("CREATE FUNCTION settle_access(")
+                || text.contains("CREATE OR REPLACE FUNCTION settle_access(")
+        };
+        let newest = migrations
+            .iter()
+            .rfind(|(_, text, _)| defines(text))
+            .expect("a migration defines settle_access");
+        assert_eq!(
+            newest.1,
+            include_str!("settle_access.sql"),
+            "{} is not settle_access.sql",
+            newest.0
+        );
+        let linked: Vec<&str> = migrations
+            .iter()
+            .filter(|(_, _, linked)| *linked)
+            .map(|(name, _, _)| name.as_str())
+            .collect();
+        assert!(
+            linked.iter().all(|name| *name == newest.0),
+            "only the newest definition may be a link: {linked:?}"
+        );
     }
 
     /// The number of arguments of a `settle_access(…)` call in `text`.
@@ -390,17 +566,11 @@ mod tests {
     #[test]
     fn every_refusal_a_binding_trigger_raises_is_known() {
         let migration = include_str!("../../../../migrations/20261203000001_code_expiry.sql");
-        let raised: Vec<&str> = migration
-            .split("RAISE EXCEPTION '")
-            .skip(1)
-            .filter_map(|rest| rest.split('\'').next())
-            .collect();
+        let raised = words_of(migration);
         assert_eq!(raised, ["code_expired"]);
-        for outcome in raised {
-            assert!(matches!(
-                refusal(outcome, None),
-                SettlementError::CodeExpired
-            ));
-        }
+        assert!(matches!(
+            Outcome::parse("code_expired").map(|o| refusal(o, None)),
+            Some(SettlementError::CodeExpired)
+        ));
     }
 }

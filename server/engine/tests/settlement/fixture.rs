@@ -164,11 +164,25 @@ impl World {
 
     /// A settler with these options and a probe to read.
     pub fn settler(&self, options: SettlementOptions) -> (Settler, Arc<SettlementProbe>) {
+        self.settler_on(self.redis.clone(), options)
+    }
+
+    /// [`Self::settler`], coordinating through `redis` (one that is down,
+    /// say).
+    pub fn settler_on(
+        &self,
+        redis: Redis,
+        options: SettlementOptions,
+    ) -> (Settler, Arc<SettlementProbe>) {
         let probe = Arc::new(SettlementProbe::default());
-        let settler = Settler::new(SettlementOptions {
-            probe: Some(probe.clone()),
-            ..options
-        });
+        let settler = Settler::new(
+            self.pool.clone(),
+            redis,
+            SettlementOptions {
+                probe: Some(probe.clone()),
+                ..options
+            },
+        );
         (settler, probe)
     }
 
@@ -197,7 +211,7 @@ impl World {
         settler: &Settler,
         request: &SettlementRequest,
     ) -> Result<Grant, SettlementError> {
-        settler.settle(&self.pool, &self.redis, request).await
+        settler.settle(request).await
     }
 
     /// The final state, read with SQL.

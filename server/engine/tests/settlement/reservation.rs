@@ -53,11 +53,14 @@ async fn with_redis_down_fail_closed_refuses_and_db_only_settles(pool: PgPool) {
     let dead = dead_redis().await;
     let request = world.request(ann, world.resources[0], Some(world.code(0)), "r1");
 
-    let (closed, probe) = world.settler(SettlementOptions {
-        failure_policy: FailurePolicy::FailClosed,
-        ..SettlementOptions::default()
-    });
-    let answer = closed.settle(&world.pool, &dead, &request).await;
+    let (closed, probe) = world.settler_on(
+        dead.clone(),
+        SettlementOptions {
+            failure_policy: FailurePolicy::FailClosed,
+            ..SettlementOptions::default()
+        },
+    );
+    let answer = closed.settle(&request).await;
     assert!(
         matches!(answer, Err(SettlementError::Unavailable)),
         "{answer:?}"
@@ -65,12 +68,15 @@ async fn with_redis_down_fail_closed_refuses_and_db_only_settles(pool: PgPool) {
     assert_eq!(probe.counts().0, 0, "never reached PostgreSQL");
     world.assert_untouched("fail-closed").await;
 
-    let (db_only, probe) = world.settler(SettlementOptions {
-        failure_policy: FailurePolicy::DbOnly,
-        ..SettlementOptions::default()
-    });
+    let (db_only, probe) = world.settler_on(
+        dead,
+        SettlementOptions {
+            failure_policy: FailurePolicy::DbOnly,
+            ..SettlementOptions::default()
+        },
+    );
     let grant = db_only
-        .settle(&world.pool, &dead, &request)
+        .settle(&request)
         .await
         .expect("settled in PostgreSQL alone");
     assert!(grant.bound_now && grant.counted, "{grant:?}");

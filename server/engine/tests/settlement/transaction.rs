@@ -139,13 +139,9 @@ async fn a_returning_learner_is_served_while_redis_is_down(pool: PgPool) {
         .expect("first");
     // Fail-closed, and Redis cannot answer: the returning learner never
     // needed it.
-    let dead = crate::fixture::dead_redis().await;
-    let grant = settler
-        .settle(
-            &world.pool,
-            &dead,
-            &world.request(ann, world.resources[1], None, "r2"),
-        )
+    let (without_redis, _) = world.settler_on(crate::fixture::dead_redis().await, options());
+    let grant = without_redis
+        .settle(&world.request(ann, world.resources[1], None, "r2"))
         .await
         .expect("served without Redis");
     assert!(grant.counted && !grant.bound_now, "{grant:?}");
@@ -722,11 +718,13 @@ async fn losing_the_one_code_per_learner_race_starts_over_and_finds_the_winner(p
     let world = World::new(pool, Policy::default()).await;
     let ann = world.learner("ann").await;
     // The reservation fails (db-only), so PostgreSQL alone decides.
-    let (settler, probe) = world.settler(SettlementOptions {
-        failure_policy: engine::settlement::options::FailurePolicy::DbOnly,
-        ..options()
-    });
-    let dead = crate::fixture::dead_redis().await;
+    let (settler, probe) = world.settler_on(
+        crate::fixture::dead_redis().await,
+        SettlementOptions {
+            failure_policy: engine::settlement::options::FailurePolicy::DbOnly,
+            ..options()
+        },
+    );
 
     let mut winner = world.pool.begin().await.expect("begin");
     sqlx::query("UPDATE auth_codes SET bound_principal = $1, first_used_at = now() WHERE id = $2")
@@ -737,8 +735,8 @@ async fn losing_the_one_code_per_learner_race_starts_over_and_finds_the_winner(p
         .expect("the concurrent binding");
     let request = world.request(ann, world.resources[0], Some(world.code(1)), "r1");
     let settling = {
-        let (pool, settler, request) = (world.pool.clone(), settler.clone(), request.clone());
-        tokio::spawn(async move { settler.settle(&pool, &dead, &request).await })
+        let (settler, request) = (settler.clone(), request.clone());
+        tokio::spawn(async move { settler.settle(&request).await })
     };
     wait_until_blocked(&world.pool).await;
     winner.commit().await.expect("the winner commits");
@@ -765,11 +763,13 @@ async fn losing_the_one_code_per_learner_race_starts_over_and_finds_the_winner(p
 async fn losing_the_compare_and_set_to_ones_own_attempt_is_access(pool: PgPool) {
     let world = World::new(pool, Policy::default()).await;
     let ann = world.learner("ann").await;
-    let (settler, probe) = world.settler(SettlementOptions {
-        failure_policy: engine::settlement::options::FailurePolicy::DbOnly,
-        ..options()
-    });
-    let dead = crate::fixture::dead_redis().await;
+    let (settler, probe) = world.settler_on(
+        crate::fixture::dead_redis().await,
+        SettlementOptions {
+            failure_policy: engine::settlement::options::FailurePolicy::DbOnly,
+            ..options()
+        },
+    );
     let mut other = world.pool.begin().await.expect("begin");
     sqlx::query("UPDATE auth_codes SET bound_principal = $1, first_used_at = now() WHERE id = $2")
         .bind(ann.0)
@@ -779,8 +779,8 @@ async fn losing_the_compare_and_set_to_ones_own_attempt_is_access(pool: PgPool) 
         .expect("the other attempt binds");
     let request = world.request(ann, world.resources[0], Some(world.code(0)), "r1");
     let settling = {
-        let (pool, settler, request) = (world.pool.clone(), settler.clone(), request.clone());
-        tokio::spawn(async move { settler.settle(&pool, &dead, &request).await })
+        let (settler, request) = (settler.clone(), request.clone());
+        tokio::spawn(async move { settler.settle(&request).await })
     };
     wait_until_blocked(&world.pool).await;
     other.commit().await.expect("the other attempt commits");
@@ -831,13 +831,8 @@ async fn losing_the_same_request_id_race_starts_over_and_refuses_the_reuse(pool:
     .expect("the twin's record");
     let request = world.request(ann, world.resources[2], None, "r2");
     let settling = {
-        let (pool, redis, settler, request) = (
-            world.pool.clone(),
-            world.redis.clone(),
-            settler.clone(),
-            request.clone(),
-        );
-        tokio::spawn(async move { settler.settle(&pool, &redis, &request).await })
+        let (settler, request) = (settler.clone(), request.clone());
+        tokio::spawn(async move { settler.settle(&request).await })
     };
     wait_until_blocked(&world.pool).await;
     twin.commit().await.expect("the twin commits");

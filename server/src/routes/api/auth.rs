@@ -13,11 +13,9 @@ use serde::Deserialize;
 use service::{accounts, session::client_ip};
 use tower_sessions::Session;
 
-use super::{
-    error::{ApiError, rejection},
-    schema::{AccountBody, ErrorBody},
-};
-use crate::startup::ServerState;
+use super::schema::{AccountBody, ErrorBody};
+use crate::problem::{ApiError, rejection};
+use crate::state::ServerState;
 
 #[derive(Deserialize, utoipa::ToSchema)]
 pub struct RegisterBody {

@@ -11,8 +11,8 @@ use engine::outcome::ErrorKind;
 use serde_json::Value;
 use utoipa::OpenApi as _;
 
-use super::{error::problem_type, schema::ApiDoc};
-use crate::startup::ServerState;
+use super::schema::ApiDoc;
+use crate::{problem::problem_type, state::ServerState};
 
 pub async fn page(State(state): State<ServerState>) -> Html<String> {
     Html(render(&ApiDoc::openapi(), &state.stylesheet.0))

@@ -26,8 +26,8 @@ use engine::{
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::error::ApiError;
-use crate::startup::ServerState;
+use crate::problem::ApiError;
+use crate::state::ServerState;
 
 /// The header, and the field its errors name.
 pub const HEADER: &str = "Idempotency-Key";

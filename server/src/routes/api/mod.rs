@@ -4,7 +4,6 @@
 pub mod admin;
 mod auth;
 mod docs;
-pub mod error;
 pub mod idempotency;
 pub mod learner;
 pub mod schema;
@@ -16,9 +15,9 @@ use axum::{
     routing::{any, get, post},
 };
 use engine::outcome::ErrorKind;
-use error::ApiError;
 
-use crate::startup::ServerState;
+use crate::problem::ApiError;
+use crate::state::ServerState;
 
 pub fn router() -> Router<ServerState> {
     Router::new()
@@ -215,7 +214,10 @@ async fn problems_only(
     let is_problem = response
         .headers()
         .get(axum::http::header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(error::PROBLEM_JSON.as_bytes()));
+        .is_some_and(|v| {
+            v.as_bytes()
+                .starts_with(crate::problem::PROBLEM_JSON.as_bytes())
+        });
     if is_problem || !response.status().is_client_error() {
         return response;
     }

@@ -373,7 +373,7 @@ fn problem_response(description: &str) -> utoipa::openapi::RefOr<utoipa::openapi
     ResponseBuilder::new()
         .description(description)
         .content(
-            super::error::PROBLEM_JSON,
+            crate::problem::PROBLEM_JSON,
             ContentBuilder::new()
                 .schema(Some(Ref::from_schema_name("ErrorBody")))
                 .build(),
@@ -421,7 +421,7 @@ impl Modify for Problems {
                     if let Some(content) = response.content.shift_remove("application/json") {
                         response
                             .content
-                            .insert(super::error::PROBLEM_JSON.to_owned(), content);
+                            .insert(crate::problem::PROBLEM_JSON.to_owned(), content);
                     }
                 }
             }

@@ -18,11 +18,9 @@ use service::{
 };
 use tower_sessions::Session;
 
-use super::{
-    error::{ApiError, rejection},
-    schema::{ErrorBody, TransferView},
-};
-use crate::startup::ServerState;
+use super::schema::{ErrorBody, TransferView};
+use crate::problem::{ApiError, rejection};
+use crate::state::ServerState;
 
 #[derive(Deserialize, utoipa::ToSchema)]
 pub struct TransferRequestBody {

@@ -20,7 +20,7 @@ use engine::{
 use tower_sessions::Session;
 use uuid::Uuid;
 
-use crate::{routes::api::error::ApiError, startup::ServerState};
+use crate::{problem::ApiError, state::ServerState};
 
 /// The most a logo form may send: the logo's limit and room for the
 /// multipart framing. Past it the body is cut off and the logo refused as

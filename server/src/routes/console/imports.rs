@@ -6,8 +6,7 @@
 
 use app::{
     auth::{Flash, FlashKind, guard},
-    i18n::{Lang, errors::in_lang},
-    pages::console::upload_refusal,
+    i18n::{Lang, errors::in_lang, upload_refusal},
 };
 use axum::{
     extract::{
@@ -29,8 +28,8 @@ use tower_sessions::Session;
 use uuid::Uuid;
 
 use crate::{
-    routes::api::error::{ApiError, rejection},
-    startup::ServerState,
+    problem::{ApiError, rejection},
+    state::ServerState,
 };
 
 /// The form's fields.

@@ -12,15 +12,14 @@ mod handover;
 mod imports;
 
 pub use branding::{MAX_FORM_BYTES as MAX_LOGO_FORM_BYTES, logo_form};
-pub use exports::{code_table_csv, learners_csv, learners_download, records_csv, records_download};
-pub use handover::{codes_csv, download as codes_download};
+pub use exports::{code_table_csv, learners_csv, records_csv};
+pub use handover::codes_csv;
 pub use imports::import_form;
 
 use app::i18n::Msg;
 use app::{
     auth::{Flash, FlashKind, guard},
-    i18n::Lang,
-    pages::console::upload_refusal,
+    i18n::{Lang, upload_refusal},
 };
 use axum::{
     extract::{Multipart, Path, State},
@@ -34,11 +33,7 @@ use engine::{
 use tower_sessions::Session;
 use uuid::Uuid;
 
-use super::api::{
-    admin::{Caller, upload},
-    error::ApiError,
-};
-use crate::startup::ServerState;
+use crate::{caller::Caller, problem::ApiError, state::ServerState, uploads::upload};
 
 /// `POST /admin/t/{tenant}/s/{share}/upload`: stores the file, then back to
 /// the share's page with a message either way.
@@ -50,7 +45,7 @@ pub async fn upload_form(
     multipart: Result<Multipart, axum::extract::multipart::MultipartRejection>,
 ) -> Result<Response, ApiError> {
     let lang = Lang::from_headers(&headers);
-    let multipart = multipart.map_err(|e| super::api::error::rejection(e, "invalid_multipart"))?;
+    let multipart = multipart.map_err(|e| crate::problem::rejection(e, "invalid_multipart"))?;
     let back = format!("/admin/t/{tenant}/s/{share}");
     let caller = Caller::Session(session.clone());
     let flash = match upload(&state, &caller, &share.to_string(), multipart).await {
@@ -96,5 +91,5 @@ pub async fn preview(
     )
     .await?
     .ok_or_else(ApiError::not_found)?;
-    super::api::learner::serve(&state, &resource, &request_headers).await
+    crate::content::serve(&state.services.storage, &resource, &request_headers).await
 }

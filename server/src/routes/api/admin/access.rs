@@ -9,12 +9,10 @@ use axum::{
 use engine::{access_period, shares::ShareError, tenants::Permission};
 
 use super::{Caller, admin_of_share, codes::admin_of_code};
+use crate::problem::{ApiError, rejection};
 use crate::{
-    routes::api::{
-        error::{ApiError, rejection},
-        schema::{AccessExtended, AccessExtendedAll, ErrorBody, ExtendBody},
-    },
-    startup::ServerState,
+    routes::api::schema::{AccessExtended, AccessExtendedAll, ErrorBody, ExtendBody},
+    state::ServerState,
 };
 
 /// An API client's extension date: RFC 3339 (in the future is the

@@ -13,14 +13,12 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{Caller, admin_of_share, shares::admin_of_tenant};
+use crate::problem::{ApiError, rejection};
 use crate::{
-    routes::api::{
-        error::{ApiError, rejection},
-        schema::{
-            AuditBody, AuditPage, ErrorBody, LearnerBody, LearnersPage, RecordBody, RecordsPage,
-        },
+    routes::api::schema::{
+        AuditBody, AuditPage, ErrorBody, LearnerBody, LearnersPage, RecordBody, RecordsPage,
     },
-    startup::ServerState,
+    state::ServerState,
 };
 
 /// The opaque cursor of a time-and-id keyset: `<unix nanos>.<uuid>`.
@@ -66,7 +64,7 @@ pub async fn learners_csv(
     Path(share_id): Path<String>,
 ) -> Result<Response, ApiError> {
     let (share, _) = admin_of_share(&state, &caller, &share_id, Permission::ViewConsole).await?;
-    crate::routes::console::learners_download(&state, &share)
+    crate::exports::learners(&state.services.pool, &share)
 }
 
 /// Every access record of a share as CSV (UTF-8 with a byte-order mark,
@@ -86,7 +84,7 @@ pub async fn records_csv(
     Path(share_id): Path<String>,
 ) -> Result<Response, ApiError> {
     let (share, _) = admin_of_share(&state, &caller, &share_id, Permission::ViewConsole).await?;
-    crate::routes::console::records_download(&state, &share)
+    crate::exports::records(&state.services.pool, &share)
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]

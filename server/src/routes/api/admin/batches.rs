@@ -11,12 +11,10 @@ use axum::{
 use engine::tenants::Permission;
 
 use super::{Caller, admin_of_share, parse_id};
+use crate::problem::{ApiError, rejection};
 use crate::{
-    routes::api::{
-        error::{ApiError, rejection},
-        schema::{BatchBody, BatchDetail, BatchRevoked, ErrorBody, ExpiryBody},
-    },
-    startup::ServerState,
+    routes::api::schema::{BatchBody, BatchDetail, BatchRevoked, ErrorBody, ExpiryBody},
+    state::ServerState,
 };
 
 /// Lists a share's batches, newest first.
@@ -196,7 +194,7 @@ pub async fn codes_csv(
     let share = engine::shares::get_in(pool, tenant, share)
         .await?
         .ok_or_else(ApiError::not_found)?;
-    crate::routes::console::codes_download(&state, admin.id, &caller.login(), &share, id).await
+    crate::exports::handover::download(&state.services, admin.id, &caller.login(), &share, id).await
 }
 
 /// Revokes every unused code of a batch, for good; bound codes keep their

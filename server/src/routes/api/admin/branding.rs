@@ -16,12 +16,10 @@ use engine::{
 use serde::Deserialize;
 
 use super::{Caller, shares::admin_of_tenant};
+use crate::problem::{ApiError, rejection};
 use crate::{
-    routes::api::{
-        error::{ApiError, rejection},
-        schema::{BrandingView, ErrorBody},
-    },
-    startup::ServerState,
+    routes::api::schema::{BrandingView, ErrorBody},
+    state::ServerState,
 };
 
 /// The most `PUT …/branding/logo` reads: one byte past the limit, so

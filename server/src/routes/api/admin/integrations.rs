@@ -24,13 +24,13 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{Caller, parse_id, shares::admin_of_tenant};
+use crate::problem::{ApiError, rejection};
 use crate::{
     routes::api::{
-        error::{ApiError, rejection},
         idempotency::{create_once, key_of},
         schema::ErrorBody,
     },
-    startup::ServerState,
+    state::ServerState,
 };
 
 /// An API token as listed (never the token itself).

@@ -11,13 +11,13 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::{Caller, codes::admin_of_code};
+use crate::problem::{ApiError, rejection};
 use crate::{
     routes::api::{
-        error::{ApiError, rejection},
         idempotency::{create_once, key_of},
         schema::ErrorBody,
     },
-    startup::ServerState,
+    state::ServerState,
 };
 
 #[derive(Deserialize, utoipa::ToSchema)]

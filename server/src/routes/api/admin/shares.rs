@@ -18,13 +18,13 @@ use service::ServiceError;
 use uuid::Uuid;
 
 use super::{Caller, admin_of_share, parse_id};
+use crate::problem::{ApiError, rejection};
 use crate::{
     routes::api::{
-        error::{ApiError, rejection},
         idempotency,
         schema::{ErrorBody, ShareSummary, SharesPage, StatusChanged},
     },
-    startup::ServerState,
+    state::ServerState,
 };
 
 /// The tenant named by a path, and its member allowed `permission`: an id

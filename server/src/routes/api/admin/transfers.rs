@@ -16,12 +16,10 @@ use engine::{
 use serde::Deserialize;
 
 use super::{Caller, parse_id, shares::admin_of_tenant};
+use crate::problem::{ApiError, rejection};
 use crate::{
-    routes::api::{
-        error::{ApiError, rejection},
-        schema::{ErrorBody, TransferView},
-    },
-    startup::ServerState,
+    routes::api::schema::{ErrorBody, TransferView},
+    state::ServerState,
 };
 
 #[derive(Deserialize, utoipa::IntoParams)]

@@ -9,7 +9,7 @@
 //! line names the request; the panic message goes only to the log. The
 //! answer is the problem document a JSON API client parses (`internal`),
 //! the `AppError` a page's script reads from a server function
-//! (`crate::server_fn_errors`), or a small page for a person (a plain form
+//! (`crate::middleware::server_fn_errors`), or a small page for a person (a plain form
 //! post included). What it cannot catch: a panic after the answer has
 //! started (inside a streamed body), which still ends that connection.
 
@@ -24,15 +24,15 @@ use axum::{
 use engine::outcome::ErrorKind;
 use futures::FutureExt as _;
 
-use crate::routes::api::error::ApiError;
+use crate::problem::ApiError;
 
 /// Whether the caller reads JSON (an `/api` path, or `Accept` says so)
 /// rather than a page. A plain form post to a server function (no
 /// JavaScript) reads a page.
 pub fn wants_json(request: &Request) -> bool {
     let path = request.uri().path();
-    let plain_form = crate::server_fn_errors::is_server_fn(path)
-        && crate::server_fn_errors::is_plain_form(request.headers());
+    let plain_form = crate::middleware::server_fn_errors::is_server_fn(path)
+        && crate::middleware::server_fn_errors::is_plain_form(request.headers());
     (path.starts_with("/api/") && !plain_form)
         || request
             .headers()
@@ -44,13 +44,13 @@ pub fn wants_json(request: &Request) -> bool {
 pub async fn catch_panic(request: Request, next: Next) -> Response {
     let json = wants_json(&request);
     // A page's script (a plain form post reads the page).
-    let server_fn = crate::server_fn_errors::is_server_fn(request.uri().path())
-        && !crate::server_fn_errors::is_plain_form(request.headers());
+    let server_fn = crate::middleware::server_fn_errors::is_server_fn(request.uri().path())
+        && !crate::middleware::server_fn_errors::is_plain_form(request.headers());
     match AssertUnwindSafe(next.run(request)).catch_unwind().await {
         Ok(response) => response,
         Err(panic) => {
             // The reference a person is shown is on the panic's own line.
-            let reference = crate::server_fn_errors::new_reference();
+            let reference = crate::middleware::server_fn_errors::new_reference();
             tracing::error!(panic = message(&*panic), %reference, "a request panicked; answered 500");
             engine::measures::request_panicked();
             let error = ApiError::new(
@@ -60,8 +60,8 @@ pub async fn catch_panic(request: Request, next: Next) -> Response {
             );
             if server_fn {
                 // Also when the panic was in a layer outside the one that
-                // translates (`crate::server_fn_errors`).
-                crate::server_fn_errors::answer(error, Some(reference))
+                // translates (`crate::middleware::server_fn_errors`).
+                crate::middleware::server_fn_errors::answer(error, Some(reference))
             } else if json {
                 error.into_response()
             } else {

@@ -23,7 +23,7 @@ use axum::{
 };
 use engine::outcome::ErrorKind;
 
-use crate::routes::api::error::ApiError;
+use crate::problem::ApiError;
 
 /// Whether `request` is long by design and bounded by its size instead: an
 /// upload, or the console issuing a batch.
@@ -39,7 +39,7 @@ pub async fn deadline(State(limit): State<Duration>, request: Request, next: Nex
     if is_exempt(&request) {
         return next.run(request).await;
     }
-    let json = crate::panic::wants_json(&request);
+    let json = crate::middleware::panic::wants_json(&request);
     let (method, path) = (request.method().clone(), request.uri().path().to_owned());
     match tokio::time::timeout(limit, next.run(request)).await {
         Ok(response) => response,

@@ -187,7 +187,7 @@ impl IntoResponse for ApiError {
             }
         }
         // On a server function's path it is answered as the page's error
-        // instead (`crate::server_fn_errors`).
+        // instead (`crate::middleware::server_fn_errors`).
         response.extensions_mut().insert(self);
         response
     }

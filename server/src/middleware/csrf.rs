@@ -24,7 +24,7 @@ use axum::{
 };
 use engine::outcome::ErrorKind;
 
-use crate::routes::api::error::ApiError;
+use crate::problem::ApiError;
 
 /// The origins accepted besides the request's own host.
 #[derive(Clone, Debug)]

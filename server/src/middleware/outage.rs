@@ -17,7 +17,7 @@ use axum::{
 };
 use engine::outcome::ErrorKind;
 
-use crate::routes::api::error::ApiError;
+use crate::problem::ApiError;
 
 pub async fn session_store_failures(request: Request, next: Next) -> Response {
     let response = next.run(request).await;

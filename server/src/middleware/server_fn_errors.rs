@@ -7,36 +7,32 @@
 //! - The layers around the handlers answer the JSON API's problem
 //!   ([`ApiError`]) for every `/api/` path: a request past its deadline, a
 //!   session store outage, a cross-site request, a panic in a handler
-//!   (`crate::panic`; a panic in a layer outside this one is answered
+//!   (`crate::middleware::panic`; a panic in a layer outside this one is answered
 //!   through [`answer`] by the outer catcher). An `ApiError` travels with
 //!   its response (an extension), and here, on a server function's path,
 //!   becomes the `AppError` of its kind ([`AppError::from_problem`]), with
 //!   the same status and headers (`Retry-After`).
-//! - `server_fn` rejects arguments it cannot deserialize (a malformed uuid,
-//!   a missing field) before our code runs, and answers 500 with the error
-//!   it made: `AppError::Invalid` (see `FromServerFnError` in
-//!   `app::error`). Bad input is the caller's error, never a 5xx: those
-//!   answers get the status of their kind, 422.
+//!
+//! The errors a server function itself answers (its own, and the
+//! arguments `server_fn` could not read: `AppError::Invalid`) carry their
+//! status already: `app::error::AppError::set_response_status` sets it as
+//! the error is encoded.
 //!
 //! A plain form post (no JavaScript: it accepts `text/html`) is left alone:
-//! the deadline and the panic catcher answer it a page (`crate::panic::
+//! the deadline and the panic catcher answer it a page (`crate::middleware::panic::
 //! wants_json`), and a problem document's `detail` is a sentence too.
 //! Every other response passes untouched.
 
 use app::error::{AppError, Problem};
 use axum::{
-    body::{Body, to_bytes},
     extract::Request,
-    http::{HeaderMap, HeaderValue, StatusCode, header},
+    http::{HeaderMap, HeaderValue, header},
     middleware::Next,
     response::{IntoResponse as _, Response},
 };
 use engine::outcome::ErrorKind;
 
-use crate::routes::api::error::ApiError;
-
-/// Error bodies of server functions are small; anything larger is left alone.
-const MAX_ERROR_BODY: usize = 64 * 1024;
+use crate::problem::ApiError;
 
 /// Whether `path` is a server function's: the pages' `/api/…`, not the
 /// JSON API's `/api/v1…`.
@@ -69,18 +65,7 @@ pub async fn server_fn_errors(request: Request, next: Next) -> Response {
         );
         return Response::from_parts(parts, translated.into_body());
     }
-    if response.status() != StatusCode::INTERNAL_SERVER_ERROR {
-        return response;
-    }
-    let (mut parts, body) = response.into_parts();
-    let Ok(bytes) = to_bytes(body, MAX_ERROR_BODY).await else {
-        parts.headers.remove(header::CONTENT_LENGTH);
-        return Response::from_parts(parts, Body::empty());
-    };
-    if let Ok(AppError::Invalid { .. }) = serde_json::from_slice(&bytes) {
-        parts.status = StatusCode::UNPROCESSABLE_ENTITY;
-    }
-    Response::from_parts(parts, Body::from(bytes))
+    response
 }
 
 /// A fault's reference: what a person quotes and the log line carries.

@@ -1,0 +1,1 @@
+../server/engine/src/settlement/settle_access.sql
