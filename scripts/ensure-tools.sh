@@ -3,7 +3,7 @@
 #? fresh Debian machine with rustup lacks. Nothing here downloads at build or
 #? run time: this script is the one place that reaches package registries.
 #?
-#? Pins (see shared TOOLCHAIN notes in README "Toolchain"):
+#? Pins (why each: docs/development/toolchain.md):
 #?   cargo-leptos 0.3.10 with --features no_downloads (0.3.11 needs rustc 1.96)
 #?   wasm-bindgen-cli = the wasm-bindgen version in Cargo.lock
 #?   wasm-opt from binaryen 132 via npm (Debian's binaryen 108 breaks hydration),
@@ -48,7 +48,7 @@ if [ "$want_rust" = 1 ]; then
   wb_version=${wb_version:-0.2.130}
   if ! wasm-bindgen --version 2>/dev/null | grep -q " $wb_version"; then
     log "installing wasm-bindgen-cli $wb_version (takes ~6 min once)"
-    # --locked fails for 0.2.130 (a pinned dependency left the index); see TOOLCHAIN notes.
+    # --locked fails for 0.2.130 (a pinned dependency left the index); see docs/development/toolchain.md.
     cargo install wasm-bindgen-cli --version "$wb_version" --force
   fi
 fi

@@ -4,7 +4,7 @@
 #? tests that guard it run against real PostgreSQL and Redis: the engine's
 #? unit tests and the server's integration suite (`--test api`, the
 #? concurrency suite included). A mutant that no test catches is a
-#? "survivor": README "Mutation testing" lists them per module. Not part of
+#? "survivor": docs/development/mutation-testing.md lists them per module. Not part of
 #? `make test`: it rebuilds once per mutant and takes hours on two cores.
 #?
 #?   MUTANTS_FILES  space-separated source files (default: the five modules)

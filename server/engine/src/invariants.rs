@@ -1,4 +1,4 @@
-//! The invariants of DESIGN.md, checked in SQL over the whole database.
+//! The invariants (`docs/design/overview.md`), checked in SQL over the whole database.
 //!
 //! Constraints make most of them impossible to break; these queries prove
 //! it after the fact (the concurrency suite runs them after every round, and

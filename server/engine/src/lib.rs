@@ -3,7 +3,7 @@
 //! Everything that touches PostgreSQL or Redis lives here, behind typed
 //! functions, so that the Leptos server functions in `app` and the axum
 //! handlers in `server` stay thin adapters and the invariants of
-//! `DESIGN.md` each have exactly one home:
+//! `docs/design/overview.md` each have exactly one home:
 //!
 //! * [`db`]: the pool with its statement / transaction timeouts, migrations.
 //! * [`coordination`]: the Redis handle and the one place Redis keys are built.

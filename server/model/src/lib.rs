@@ -6,7 +6,7 @@
 //! adapter (the pages' server functions, the JSON API) turns a domain error
 //! into a response through [`ErrorKind`], so a page and the API can never
 //! disagree on a status again; the table lives in one `match` below and in
-//! README ("Errors").
+//! `docs/ARCHITECTURE.md` ("Errors").
 //!
 //! The read models pages match on live here too, as types instead of
 //! strings: a share's [`ShareStatus`], a resource's [`ResourceKind`], a

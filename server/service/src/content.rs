@@ -1,6 +1,6 @@
 //! Serving a resource's bytes: only under a live grant, never counting.
 //!
-//! The access rule (README, "What counts as an access"): an access is
+//! The access rule (`docs/design/access-rule.md`): an access is
 //! counted where a person opens a resource, by the settlement
 //! ([`crate::learner::open`], from the resource page or `POST …/open`).
 //! The bytes route asks only whether that opening left a live grant

@@ -1,5 +1,5 @@
 //! The learner's use cases: a share's page (what it holds and where the
-//! visitor stands), code entry (DESIGN.md phases 1+2: validate, keep the
+//! visitor stands), code entry (phases 1+2 of `docs/design/overview.md`: validate, keep the
 //! code pending in the session, bind nothing) and opening a resource
 //! (phase 3: the settlement), plus "My courses". The pages and the JSON
 //! API render these outcomes; neither decides anything itself.

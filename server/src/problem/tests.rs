@@ -543,8 +543,8 @@ fn console_and_account_errors_get_one_status_from_both_adapters() {
     });
 }
 
-/// The JSON API's statuses that clients were promised (README
-/// "Errors"): a change here is a breaking change, not a refactor.
+/// The JSON API's statuses that clients were promised
+/// (`docs/ARCHITECTURE.md`, "Errors"): a change here is a breaking change, not a refactor.
 #[test]
 fn the_promised_statuses_hold() {
     let cases: [(ApiError, u16, &str); 8] = [

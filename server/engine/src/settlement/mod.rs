@@ -1,6 +1,6 @@
 //! Settlement: the moment a code is bound and an access is counted.
 //!
-//! DESIGN.md's three phases: [`validate`] (phase 1: a typed code is looked
+//! The three phases of `docs/design/overview.md`: [`validate`] (phase 1: a typed code is looked
 //! up, nothing is bound; the caller keeps the code id in the session:
 //! phase 2), then [`Settler::settle`] (phase 3) when a person opens a
 //! resource (the resource page, `POST …/open`; never its bytes, which

@@ -2,7 +2,7 @@
 //! process, for a bounded time (see `scripts/soak.sh`, `make soak`).
 //!
 //! Why: a server-rendered page goes unanswered, rarely, when several test
-//! servers share one test process (README "Running one test"); this binary
+//! servers share one test process (`docs/development/testing.md`); this binary
 //! checks the same thing where it matters, on the real binary. Clients are signed out, learners holding a course, and
 //! admins, each page asked for in English and in Chinese. The run fails
 //! (exit 1) on any unanswered request (timeout or dropped connection), any
