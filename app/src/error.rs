@@ -331,6 +331,10 @@ impl From<service::ServiceError> for AppError {
             E::Account(error) => Self::outcome(error),
             E::Settlement(error) => crate::learner::settlement_error(error),
             E::Share(error) => Self::outcome(error),
+            E::Resource(error) => Self::outcome(error),
+            E::Batch(error) => Self::outcome(error),
+            E::Import(error) => Self::outcome(error),
+            E::Code(error) => Self::outcome(error),
             E::Format(error) => Self::outcome(error),
             E::Unexpected(error) => Self::internal(&error),
         }

@@ -110,7 +110,7 @@ mod table_page {
         before: Option<Uuid>,
     ) -> Result<CodeTable, AppError> {
         use engine::code_admin::{CodeFilter, Cursor};
-        use support::{internal, share_error};
+        use support::internal;
         const PAGE: i64 = 50;
         let (app, _, share, role) = support::admin_share(
             tenant_id,
@@ -125,7 +125,7 @@ mod table_page {
                 .filter(|s| !s.is_empty())
                 .map(CodeState::parse)
                 .transpose()
-                .map_err(|e| share_error(e.into()))?,
+                .map_err(|e| AppError::outcome(engine::code_admin::CodeError::from(e)))?,
             batch,
             search: q,
             code,
@@ -277,7 +277,7 @@ pub async fn revoke_code(
         code_id,
     )
     .await
-    .map_err(support::share_error)
+    .map_err(AppError::outcome)
 }
 
 /// Replaces a lost unused code (revoke + issue one, atomically) and opens
@@ -350,7 +350,7 @@ pub async fn unbind_code(
         revoke,
     )
     .await
-    .map_err(support::share_error)?;
+    .map_err(AppError::outcome)?;
     Ok(())
 }
 
@@ -385,7 +385,7 @@ pub async fn revoke_and_replace(
         &reason,
     )
     .await
-    .map_err(support::share_error)?;
+    .map_err(AppError::outcome)?;
     Ok(())
 }
 
@@ -408,7 +408,7 @@ pub async fn set_code_expiry(
     let expires_at = support::parse_local(&zone, "expires_at", &expires_at)?;
     engine::code_admin::set_code_expiry(&state.pool, tenant, admin.id, code_id, expires_at)
         .await
-        .map_err(support::share_error)
+        .map_err(AppError::outcome)
 }
 
 /// Sets when a batch's unused codes stop working (a `datetime-local` value
@@ -425,7 +425,7 @@ pub async fn set_batch_expiry(
     let expires_at = support::parse_local(&zone, "expires_at", &expires_at)?;
     engine::batches::set_batch_expiry(&state.pool, tenant, admin.id, batch_id, expires_at)
         .await
-        .map_err(support::share_error)
+        .map_err(AppError::outcome)
 }
 
 /// Revokes every unused code of a batch (`confirm` = `yes`: they can never
@@ -444,5 +444,5 @@ pub async fn revoke_unused(
     )?;
     engine::batches::revoke_unused_of_batch(&state.pool, tenant, admin.id, batch_id)
         .await
-        .map_err(support::share_error)
+        .map_err(AppError::outcome)
 }

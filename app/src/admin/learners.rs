@@ -178,7 +178,7 @@ pub async fn extend_access(tenant_id: Uuid, code_id: Uuid, until: String) -> Res
     let until = required_date(&state, tenant, &until).await?;
     engine::access_period::extend_one(&state.pool, tenant, admin.id, code_id, until)
         .await
-        .map_err(support::share_error)?;
+        .map_err(AppError::outcome)?;
     Ok(())
 }
 
@@ -199,7 +199,7 @@ pub async fn extend_access_all(
     let until = required_date(&state, share.tenant(), &until).await?;
     engine::access_period::extend_all(&state.pool, share.tenant(), admin.id, share.id, until)
         .await
-        .map_err(support::share_error)?;
+        .map_err(AppError::outcome)?;
     Ok(())
 }
 
@@ -212,5 +212,5 @@ async fn required_date(
 ) -> Result<time::OffsetDateTime, AppError> {
     let zone = support::zone(state, tenant).await?;
     support::parse_local(&zone, "until", raw)?
-        .ok_or_else(|| support::share_error(engine::shares::ShareError::InvalidExtension))
+        .ok_or_else(|| AppError::outcome(engine::code_admin::CodeError::InvalidExtension))
 }

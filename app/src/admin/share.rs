@@ -100,10 +100,10 @@ pub async fn create_share(
         valid_from: None,
         valid_until: None,
     })
-    .map_err(support::share_error)?;
+    .map_err(AppError::outcome)?;
     let share = engine::shares::create_share(&state.pool, tenant, admin.id, new)
         .await
-        .map_err(support::share_error)?;
+        .map_err(AppError::outcome)?;
     leptos_axum::redirect(&format!("/admin/t/{tenant_id}/s/{}", share.id));
     Ok(())
 }
@@ -181,7 +181,7 @@ mod settings_form {
         status_seen: Option<String>,
     ) -> Result<(), AppError> {
         use engine::shares::{NewShare, ShareInput};
-        use support::{parse_number, share_error};
+        use support::parse_number;
         let (state, admin, share, _) = support::admin_share(
             tenant_id,
             share_id,
@@ -216,7 +216,7 @@ mod settings_form {
                 share.valid_until,
             )?,
         })
-        .map_err(share_error)?;
+        .map_err(AppError::outcome)?;
         // A shorter period ends some learners' access at once: the
         // form says how many and asks for a tick first.
         if !keep_period && confirm_period.as_deref() != Some("yes") {
@@ -252,7 +252,7 @@ mod settings_form {
         };
         engine::shares::update_share(&state.pool, share.tenant(), admin.id, share.id, new, kept)
             .await
-            .map_err(share_error)?;
+            .map_err(AppError::outcome)?;
         // Hydrated pages say "Saved." in place; a plain form gets a flash.
         if crate::auth::guard::from_plain_form() {
             crate::auth::guard::set_flash(&crate::auth::Flash {
@@ -289,7 +289,7 @@ pub async fn rename_resource(
         &title,
     )
     .await
-    .map_err(support::share_error)
+    .map_err(AppError::outcome)
 }
 
 /// Moves a resource up (`up`) or down (`down`) in the list.
@@ -325,7 +325,7 @@ pub async fn move_resource(
         step,
     )
     .await
-    .map_err(support::share_error)
+    .map_err(AppError::outcome)
 }
 
 /// Removes a resource; once learners opened it, only with `force=on`.
@@ -351,7 +351,7 @@ pub async fn delete_resource(
         force.is_some_and(|f| f == "on" || f == "true"),
     )
     .await
-    .map_err(support::share_error)?;
+    .map_err(AppError::outcome)?;
     // The row is gone for everyone; stray bytes are only disk space.
     if let Err(error) = state.storage.delete(&key).await {
         tracing::warn!(

@@ -4,7 +4,7 @@
 //! limits and QR codes are read and written.
 
 use crate::i18n::Msg;
-use engine::shares::{Share, ShareError, ShareId};
+use engine::shares::{Share, ShareId};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -16,11 +16,6 @@ use crate::{
 
 pub fn internal(error: anyhow::Error) -> AppError {
     AppError::internal(&error)
-}
-
-/// A share domain error as the console shows it.
-pub fn share_error(error: ShareError) -> AppError {
-    AppError::outcome(error)
 }
 
 /// The state, the tenant and its signed-in member whose role allows

@@ -10,8 +10,12 @@
 
 use engine::{
     accounts::{AccountError, DisplayName, Password},
+    batches::BatchError,
     branding::BrandingError,
+    code_admin::CodeError,
+    imports::ImportError,
     learners::LearnerError,
+    resources::ResourceError,
     settlement::SettlementError,
     shares::ShareError,
     storage::StorageError,
@@ -49,9 +53,6 @@ impl Localized for ShareError {
             Self::SlugTaken => M::ShareSlugTaken,
             Self::InvalidDescription => M::ShareInvalidDescription,
             Self::InvalidStatus => M::ShareInvalidStatus,
-            Self::InvalidCodeState => M::ShareInvalidCodeState,
-            Self::ResourceNotFound => M::ShareResourceNotFound,
-            Self::CodeNotReplaceable => M::ShareCodeNotReplaceable,
             Self::QuotaBelowUse { used } => {
                 return lang.error(M::ShareQuotaBelowUse, &[("used", used)]);
             }
@@ -59,14 +60,39 @@ impl Localized for ShareError {
                 return lang.error(M::ShareLearnerLimitBelowUse, &[("used", used)]);
             }
             Self::SlugLocked => M::ShareSlugLocked,
+            Self::InvalidLimit => M::ShareInvalidLimit,
+            Self::InvalidWindow => M::ShareInvalidWindow,
+            Self::InvalidAccessDays => M::ShareInvalidAccessDays,
+            Self::ShareNotFound => M::ShareShareNotFound,
+            Self::Unexpected(_) => M::Unexpected,
+        };
+        lang.error(msg, &[])
+    }
+}
+
+impl Localized for ResourceError {
+    fn localized(&self, lang: Lang) -> Option<String> {
+        use ErrorMsg as M;
+        let msg = match self {
+            Self::InvalidTitle => M::ShareInvalidTitle,
+            Self::ResourceNotFound => M::ShareResourceNotFound,
             Self::ResourceInUse { accesses } => {
                 return lang.error(M::ShareResourceInUse, &[("accesses", accesses)]);
             }
-            Self::InvalidLimit => M::ShareInvalidLimit,
-            Self::InvalidWindow => M::ShareInvalidWindow,
+            Self::ShareNotFound => M::ShareShareNotFound,
+            Self::Unexpected(_) => M::Unexpected,
+        };
+        lang.error(msg, &[])
+    }
+}
+
+impl Localized for BatchError {
+    fn localized(&self, lang: Lang) -> Option<String> {
+        use ErrorMsg as M;
+        let msg = match self {
             Self::InvalidCount => M::ShareInvalidCount,
             Self::InvalidLabel => M::ShareInvalidLabel,
-            Self::InvalidReason => M::ShareInvalidReason,
+            Self::InvalidExpiry => M::ShareInvalidExpiry,
             Self::BatchAlreadyIssued { batch_id, count } => {
                 return lang.error(
                     M::ShareBatchAlreadyIssued,
@@ -76,15 +102,40 @@ impl Localized for ShareError {
             Self::IdempotencyKeyReused => M::ShareIdempotencyKeyReused,
             Self::ShareNotFound => M::ShareShareNotFound,
             Self::CodeNotFound => M::ShareCodeNotFound,
+            Self::Unexpected(_) => M::Unexpected,
+        };
+        lang.error(msg, &[])
+    }
+}
+
+impl Localized for CodeError {
+    fn localized(&self, lang: Lang) -> Option<String> {
+        use ErrorMsg as M;
+        let msg = match self {
+            Self::InvalidCodeState => M::ShareInvalidCodeState,
+            Self::CodeNotFound => M::ShareCodeNotFound,
             Self::CodeNotBound => M::ShareCodeNotBound,
-            Self::InvalidExpiry => M::ShareInvalidExpiry,
             Self::CodeNotUnused => M::ShareCodeNotUnused,
+            Self::CodeNotReplaceable => M::ShareCodeNotReplaceable,
             Self::CodeExpired => M::ShareCodeExpired,
-            Self::InvalidAccessDays => M::ShareInvalidAccessDays,
+            Self::InvalidReason => M::ShareInvalidReason,
+            Self::InvalidExpiry => M::ShareInvalidExpiry,
             Self::InvalidExtension => M::ShareInvalidExtension,
             Self::NoAccessPeriod => M::ShareNoAccessPeriod,
-            Self::InvalidAlphabet => M::ShareInvalidAlphabet,
+            Self::ShareNotFound => M::ShareShareNotFound,
+            Self::Unexpected(_) => M::Unexpected,
+        };
+        lang.error(msg, &[])
+    }
+}
+
+impl Localized for ImportError {
+    fn localized(&self, lang: Lang) -> Option<String> {
+        use ErrorMsg as M;
+        let msg = match self {
             Self::InvalidImportFormat => M::ShareInvalidImportFormat,
+            Self::InvalidAlphabet => M::ShareInvalidAlphabet,
+            Self::InvalidLabel => M::ShareInvalidLabel,
             Self::NoCodesToImport => M::ShareNoCodesToImport,
             Self::TooManyLines { max } => {
                 return lang.error(M::ShareTooManyLines, &[("max", max)]);
@@ -100,6 +151,8 @@ impl Localized for ShareError {
                     &[("lines", lines), ("line", line), ("reason", &reason)],
                 );
             }
+            Self::InvalidExpiry => M::ShareInvalidExpiry,
+            Self::ShareNotFound => M::ShareShareNotFound,
             Self::Unexpected(_) => M::Unexpected,
         };
         lang.error(msg, &[])
@@ -361,6 +414,10 @@ impl Localized for service::ServiceError {
             E::Transfer(e) => return e.localized(lang),
             E::Settlement(e) => return e.localized(lang),
             E::Share(e) => return e.localized(lang),
+            E::Resource(e) => return e.localized(lang),
+            E::Batch(e) => return e.localized(lang),
+            E::Import(e) => return e.localized(lang),
+            E::Code(e) => return e.localized(lang),
             E::Format(e) => return e.localized(lang),
             E::Unexpected(_) => M::Unexpected,
         };

@@ -18,16 +18,13 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::{
-    accounts::AccountId,
-    audit,
-    code_admin::rfc3339,
-    shares::{ShareError, ShareId},
+    accounts::AccountId, audit, code_admin::CodeError, code_admin::rfc3339, shares::ShareId,
     tenants::TenantId,
 };
 
 /// An extension is to a moment still to come (at most a century ahead).
-fn check_until(until: OffsetDateTime, now: OffsetDateTime) -> Result<OffsetDateTime, ShareError> {
-    crate::code_admin::future_date(until, now).ok_or(ShareError::InvalidExtension)
+fn check_until(until: OffsetDateTime, now: OffsetDateTime) -> Result<OffsetDateTime, CodeError> {
+    crate::code_admin::future_date(until, now).ok_or(CodeError::InvalidExtension)
 }
 
 /// Extends the access of the learner bound to `code` to `until` (or keeps
@@ -40,7 +37,7 @@ pub async fn extend_one(
     actor: AccountId,
     code: Uuid,
     until: OffsetDateTime,
-) -> Result<OffsetDateTime, ShareError> {
+) -> Result<OffsetDateTime, CodeError> {
     let until = check_until(until, OffsetDateTime::now_utc())?;
     let mut tx = pool.begin().await.context("starting a transaction")?;
     let row = sqlx::query!(
@@ -54,12 +51,12 @@ pub async fn extend_one(
     .fetch_optional(&mut *tx)
     .await
     .context("locking the binding")?
-    .ok_or(ShareError::CodeNotFound)?;
+    .ok_or(CodeError::CodeNotFound)?;
     let Some(learner) = row.bound_principal else {
-        return Err(ShareError::CodeNotBound);
+        return Err(CodeError::CodeNotBound);
     };
     if row.access_days.is_none() {
-        return Err(ShareError::NoAccessPeriod);
+        return Err(CodeError::NoAccessPeriod);
     }
     let ends = sqlx::query_scalar!(
         r#"UPDATE auth_codes c SET access_until = greatest(c.access_until, $3)
@@ -135,7 +132,7 @@ pub async fn extend_all(
     actor: AccountId,
     share: ShareId,
     until: OffsetDateTime,
-) -> Result<u64, ShareError> {
+) -> Result<u64, CodeError> {
     let until = check_until(until, OffsetDateTime::now_utc())?;
     let mut extended: u64 = 0;
     let mut after: Option<Uuid> = None;
@@ -149,9 +146,9 @@ pub async fn extend_all(
         .fetch_optional(&mut *tx)
         .await
         .context("reading the share's access period")?
-        .ok_or(ShareError::ShareNotFound)?;
+        .ok_or(CodeError::ShareNotFound)?;
         if access_days.is_none() {
-            return Err(ShareError::NoAccessPeriod);
+            return Err(CodeError::NoAccessPeriod);
         }
         // The next chunk of the share's bound codes, whether or not they
         // need the extension (so that the walk always moves on).

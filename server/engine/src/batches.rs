@@ -5,8 +5,7 @@
 //! [`IssuedBatch`] ([`crate::handover`] keeps them for the one download).
 //! An `Idempotency-Key` makes a retried request find its first batch
 //! instead of issuing a second one. A batch that went astray has its
-//! unused codes revoked together. Errors are [`ShareError`]s (see
-//! [`crate::shares`]); every query filters by the tenant passed in.
+//! unused codes revoked together. Its refusals are [`BatchError`]; every query filters by the tenant passed in.
 
 use anyhow::Context as _;
 use serde_json::json;
@@ -19,9 +18,39 @@ use crate::{
     audit, code_admin,
     codes::{Keyring, PlainCode},
     progress::Progress,
-    shares::{ShareError, ShareId},
+    shares::ShareId,
     tenants::TenantId,
 };
+
+/// What refuses issuing a batch, or a change to one.
+#[derive(Debug, thiserror::Error)]
+pub enum BatchError {
+    #[error("a batch has 1 to 100,000 codes")]
+    InvalidCount,
+    #[error("a batch label has at most 120 characters")]
+    InvalidLabel,
+    /// An expiry date is a moment still to come (none: never expires).
+    #[error("an expiry date must be in the future")]
+    InvalidExpiry,
+    #[error(
+        "this batch was already issued as {batch_id} ({count} codes); its codes were shown once, when it was created"
+    )]
+    BatchAlreadyIssued { batch_id: Uuid, count: i32 },
+    #[error("this Idempotency-Key was already used for another request")]
+    IdempotencyKeyReused,
+    #[error("no such share")]
+    ShareNotFound,
+    #[error("no such code")]
+    CodeNotFound,
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
+
+impl From<code_admin::PastExpiry> for BatchError {
+    fn from(_: code_admin::PastExpiry) -> Self {
+        Self::InvalidExpiry
+    }
+}
 
 /// A freshly issued batch: the plain codes exist only in this value.
 #[derive(Debug)]
@@ -57,15 +86,15 @@ pub async fn issue_codes(
     tenant: TenantId,
     actor: AccountId,
     request: &BatchRequest<'_>,
-) -> Result<IssuedBatch, ShareError> {
+) -> Result<IssuedBatch, BatchError> {
     let (share, count, label) = (request.share, request.count, request.label);
     let count = usize::try_from(count)
         .ok()
         .filter(|n| (1..=100_000).contains(n))
-        .ok_or(ShareError::InvalidCount)?;
+        .ok_or(BatchError::InvalidCount)?;
     let label = label.trim();
     if label.chars().count() > 120 || label.chars().any(char::is_control) {
-        return Err(ShareError::InvalidLabel);
+        return Err(BatchError::InvalidLabel);
     }
     // The date as UTC for the key's comparison; whether it is still to come
     // is judged only for a new request (below): a retry sent after the date
@@ -74,7 +103,7 @@ pub async fn issue_codes(
         .expires_at
         .map(|at| {
             at.checked_to_offset(time::UtcOffset::UTC)
-                .ok_or(ShareError::InvalidExpiry)
+                .ok_or(BatchError::InvalidExpiry)
         })
         .transpose()?;
     let codes: Vec<(Uuid, PlainCode)> = (0..count)
@@ -119,9 +148,9 @@ pub async fn issue_codes(
                 && earlier.response.get("expires_at").unwrap_or(&json!(null))
                     == &json!(code_admin::rfc3339(expires_at));
             if !same {
-                return Err(ShareError::IdempotencyKeyReused);
+                return Err(BatchError::IdempotencyKeyReused);
             }
-            return Err(ShareError::BatchAlreadyIssued {
+            return Err(BatchError::BatchAlreadyIssued {
                 batch_id: serde_json::from_value(earlier.response["batch_id"].clone())
                     .context("reading the earlier batch id")?,
                 count: serde_json::from_value(earlier.response["count"].clone())
@@ -139,7 +168,7 @@ pub async fn issue_codes(
         batch_id,
         share.0,
         label,
-        i32::try_from(count).map_err(|_| ShareError::InvalidCount)?,
+        i32::try_from(count).map_err(|_| BatchError::InvalidCount)?,
         actor.0,
         expires_at,
     )
@@ -147,7 +176,7 @@ pub async fn issue_codes(
     .await
     .context("inserting a code batch")?;
     if inserted.rows_affected() == 0 {
-        return Err(ShareError::ShareNotFound);
+        return Err(BatchError::ShareNotFound);
     }
     let total = codes.len() as u64;
     let mut done = 0;
@@ -291,7 +320,7 @@ pub async fn set_batch_expiry(
     actor: AccountId,
     batch: Uuid,
     expires_at: Option<OffsetDateTime>,
-) -> Result<(), ShareError> {
+) -> Result<(), BatchError> {
     let expires_at = code_admin::check_expiry(expires_at, OffsetDateTime::now_utc())?;
     let mut tx = pool.begin().await.context("starting a transaction")?;
     let before = sqlx::query!(
@@ -302,7 +331,7 @@ pub async fn set_batch_expiry(
     .fetch_optional(&mut *tx)
     .await
     .context("locking the batch")?
-    .ok_or(ShareError::CodeNotFound)?;
+    .ok_or(BatchError::CodeNotFound)?;
     // "In the future" by the database's clock too (the one the trigger
     // and the reconciler read).
     let set = sqlx::query!(
@@ -316,7 +345,7 @@ pub async fn set_batch_expiry(
     .await
     .context("setting a batch's expiry")?;
     if set.rows_affected() == 0 {
-        return Err(ShareError::InvalidExpiry);
+        return Err(BatchError::InvalidExpiry);
     }
     audit::admin_action(
         &mut tx,
@@ -373,7 +402,7 @@ pub async fn revoke_unused_of_batch(
     tenant: TenantId,
     actor: AccountId,
     batch: Uuid,
-) -> Result<u64, ShareError> {
+) -> Result<u64, BatchError> {
     let mut tx = pool.begin().await.context("starting a transaction")?;
     let share = sqlx::query_scalar!(
         "SELECT share_id FROM code_batches WHERE tenant_id = $1 AND id = $2",
@@ -383,7 +412,7 @@ pub async fn revoke_unused_of_batch(
     .fetch_optional(&mut *tx)
     .await
     .context("finding a batch")?
-    .ok_or(ShareError::CodeNotFound)?;
+    .ok_or(BatchError::CodeNotFound)?;
     let revoked = sqlx::query!(
         r#"UPDATE auth_codes SET revoked_at = now()
            WHERE tenant_id = $1 AND batch_id = $2 AND revoked_at IS NULL AND bound_principal IS NULL"#,

@@ -4,8 +4,7 @@
 //!
 //! Its own module, not part of [`crate::codes`]: that one is a code's
 //! format and keyring, with no I/O; this one is rows of `auth_codes` and
-//! the audit trail of changing them. Errors are [`ShareError`]s (see
-//! [`crate::shares`]); every query filters by the tenant passed in, but
+//! the audit trail of changing them. Its refusals are [`CodeError`]; every query filters by the tenant passed in, but
 //! [`share_of_code`], which finds the tenant and share a code belongs to so
 //! that callers can authorise before anything else.
 
@@ -20,7 +19,7 @@ use crate::{
     audit::{self, AuditEntry},
     codes::{Keyring, PlainCode},
     mail,
-    shares::{ShareError, ShareId},
+    shares::ShareId,
     tenants::TenantId,
 };
 
@@ -73,7 +72,46 @@ impl CodeFilter {
 
 pub use model::CodeState;
 
-impl From<model::InvalidCodeState> for ShareError {
+/// What refuses an admin's action on one code (and on a learner's
+/// access period: `crate::access_period`; a leaked code:
+/// `crate::leaks`).
+#[derive(Debug, thiserror::Error)]
+pub enum CodeError {
+    #[error("a code's state is one of unused, bound, revoked, expired")]
+    InvalidCodeState,
+    #[error("no such code")]
+    CodeNotFound,
+    #[error("this code is not bound to anyone")]
+    CodeNotBound,
+    /// Only an unused code's date can change: a bound code keeps working
+    /// whatever its date, and a revoked one is refused anyway.
+    #[error("this code is already bound or revoked: its expiry date no longer applies")]
+    CodeNotUnused,
+    #[error("only an unused code can be replaced (unbind or revoke the others)")]
+    CodeNotReplaceable,
+    /// A lost code past its date: its replacement would be expired too.
+    #[error(
+        "this code's date has passed, and its replacement would be expired too: give it a later date first"
+    )]
+    CodeExpired,
+    #[error("a reason is required (1 to 500 characters)")]
+    InvalidReason,
+    /// An expiry date is a moment still to come (none: never expires).
+    #[error("an expiry date must be in the future")]
+    InvalidExpiry,
+    /// An extension is to a moment still to come.
+    #[error("extend access to a date in the future")]
+    InvalidExtension,
+    /// The share gives access for good: nothing to extend.
+    #[error("this course gives access for good: there is no access period to extend")]
+    NoAccessPeriod,
+    #[error("no such share")]
+    ShareNotFound,
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
+
+impl From<model::InvalidCodeState> for CodeError {
     fn from(_: model::InvalidCodeState) -> Self {
         Self::InvalidCodeState
     }
@@ -349,7 +387,7 @@ pub async fn revoke_code(
     tenant: TenantId,
     actor: AccountId,
     code: Uuid,
-) -> Result<(), ShareError> {
+) -> Result<(), CodeError> {
     let mut tx = pool.begin().await.context("starting a transaction")?;
     let row = sqlx::query!(
         r#"WITH before AS (
@@ -366,7 +404,7 @@ pub async fn revoke_code(
     .fetch_optional(&mut *tx)
     .await
     .context("revoking a code")?
-    .ok_or(ShareError::CodeNotFound)?;
+    .ok_or(CodeError::CodeNotFound)?;
     end_live_grants(&mut tx, tenant, code).await?;
     crate::transfers::withdraw_open(&mut tx, tenant, code, actor).await?;
     audit::admin_action(
@@ -410,14 +448,25 @@ pub(crate) fn future_date(at: OffsetDateTime, now: OffsetDateTime) -> Option<Off
     (at > now && at <= latest).then_some(at)
 }
 
+/// An expiry date in the past (or more than a century ahead): each error
+/// that can carry one says so as its own `InvalidExpiry`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PastExpiry;
+
+impl From<PastExpiry> for CodeError {
+    fn from(_: PastExpiry) -> Self {
+        Self::InvalidExpiry
+    }
+}
+
 /// An expiry date an admin asks for: a moment still to come (at most a
 /// century ahead), or none.
 pub fn check_expiry(
     expires_at: Option<OffsetDateTime>,
     now: OffsetDateTime,
-) -> Result<Option<OffsetDateTime>, ShareError> {
+) -> Result<Option<OffsetDateTime>, PastExpiry> {
     expires_at
-        .map(|at| future_date(at, now).ok_or(ShareError::InvalidExpiry))
+        .map(|at| future_date(at, now).ok_or(PastExpiry))
         .transpose()
 }
 
@@ -431,7 +480,7 @@ pub async fn set_code_expiry(
     actor: AccountId,
     code: Uuid,
     expires_at: Option<OffsetDateTime>,
-) -> Result<(), ShareError> {
+) -> Result<(), CodeError> {
     let expires_at = check_expiry(expires_at, OffsetDateTime::now_utc())?;
     let mut tx = pool.begin().await.context("starting a transaction")?;
     let before = sqlx::query!(
@@ -443,9 +492,9 @@ pub async fn set_code_expiry(
     .fetch_optional(&mut *tx)
     .await
     .context("locking the code")?
-    .ok_or(ShareError::CodeNotFound)?;
+    .ok_or(CodeError::CodeNotFound)?;
     if before.bound_principal.is_some() || before.revoked_at.is_some() {
-        return Err(ShareError::CodeNotUnused);
+        return Err(CodeError::CodeNotUnused);
     }
     // "In the future" by the database's clock too (the one the trigger
     // and the reconciler read).
@@ -460,7 +509,7 @@ pub async fn set_code_expiry(
     .await
     .context("setting a code's expiry")?;
     if set.rows_affected() == 0 {
-        return Err(ShareError::InvalidExpiry);
+        return Err(CodeError::InvalidExpiry);
     }
     audit::admin_action(
         &mut tx,
@@ -504,7 +553,7 @@ pub async fn replace_code(
     tenant: TenantId,
     actor: AccountId,
     code: Uuid,
-) -> Result<Replacement, ShareError> {
+) -> Result<Replacement, CodeError> {
     let mut tx = pool.begin().await.context("starting a transaction")?;
     let old = sqlx::query!(
         r#"SELECT share_id, batch_id, bound_principal, revoked_at, expires_at,
@@ -517,14 +566,14 @@ pub async fn replace_code(
     .fetch_optional(&mut *tx)
     .await
     .context("locking the code")?
-    .ok_or(ShareError::CodeNotFound)?;
+    .ok_or(CodeError::CodeNotFound)?;
     if old.bound_principal.is_some() || old.revoked_at.is_some() {
-        return Err(ShareError::CodeNotReplaceable);
+        return Err(CodeError::CodeNotReplaceable);
     }
     // The replacement takes the lost code's date (its own, else its
     // batch's): past it, the new code would be born expired.
     if old.expired {
-        return Err(ShareError::CodeExpired);
+        return Err(CodeError::CodeExpired);
     }
     sqlx::query!(
         "UPDATE auth_codes SET revoked_at = now() WHERE tenant_id = $1 AND id = $2",
@@ -646,7 +695,7 @@ pub async fn unbind_code(
     code: Uuid,
     reason: &str,
     revoke: bool,
-) -> Result<CodeState, ShareError> {
+) -> Result<CodeState, CodeError> {
     let reason = check_reason(reason)?;
     let mut tx = pool.begin().await.context("starting a transaction")?;
     let unbound = unbind_in(&mut tx, tenant, actor, code, reason, revoke, true).await?;
@@ -664,7 +713,7 @@ pub async fn unbind_code(
 }
 
 /// An admin's reason for an unbind: 1 to 500 characters, trimmed.
-pub(crate) fn check_reason(reason: &str) -> Result<&str, ShareError> {
+pub(crate) fn check_reason(reason: &str) -> Result<&str, CodeError> {
     let reason = reason.trim();
     // Line breaks and tabs are words; other control characters are not
     // (PostgreSQL refuses a NUL in text: it was a 500).
@@ -674,7 +723,7 @@ pub(crate) fn check_reason(reason: &str) -> Result<&str, ShareError> {
     if (1..=500).contains(&reason.chars().count()) && words {
         Ok(reason)
     } else {
-        Err(ShareError::InvalidReason)
+        Err(CodeError::InvalidReason)
     }
 }
 
@@ -700,7 +749,7 @@ pub(crate) async fn unbind_in(
     reason: &str,
     revoke: bool,
     end_grants: bool,
-) -> Result<Unbound, ShareError> {
+) -> Result<Unbound, CodeError> {
     sqlx::query("SELECT set_config('admitone.unbind', 'on', true)")
         .execute(&mut *tx)
         .await
@@ -713,8 +762,8 @@ pub(crate) async fn unbind_in(
     .fetch_optional(&mut *tx)
     .await
     .context("locking the code")?
-    .ok_or(ShareError::CodeNotFound)?;
-    let principal = before.bound_principal.ok_or(ShareError::CodeNotBound)?;
+    .ok_or(CodeError::CodeNotFound)?;
+    let principal = before.bound_principal.ok_or(CodeError::CodeNotBound)?;
     // The binding's extension (`access_until`) goes with it: whoever binds
     // the code next starts from the share's period alone.
     let after = sqlx::query!(

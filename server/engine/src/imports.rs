@@ -33,9 +33,46 @@ use crate::{
     audit, code_admin,
     codes::{CodeFormatError, CodeText as _, HashedText, Keyring},
     progress::Progress,
-    shares::{ShareError, ShareId},
+    shares::ShareId,
     tenants::TenantId,
 };
+
+/// What refuses an import of codes.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("an import's format is ours or foreign")]
+    InvalidImportFormat,
+    /// A foreign format's alphabet: letters and digits.
+    #[error("an alphabet is 2 to 36 letters A–Z and digits 0–9")]
+    InvalidAlphabet,
+    #[error("a batch label has at most 120 characters")]
+    InvalidLabel,
+    #[error("there are no codes to import: one code per line")]
+    NoCodesToImport,
+    #[error("one import takes at most {max} codes: split the file")]
+    TooManyLines { max: usize },
+    /// Every line was rejected: nothing was imported (the first rejection
+    /// names the line and its reason, one of `imports::Rejection`).
+    #[error("none of the {lines} codes could be imported (line {line}: {reason})")]
+    NothingImported {
+        lines: u64,
+        line: u32,
+        reason: crate::imports::Rejection,
+    },
+    /// An expiry date is a moment still to come (none: never expires).
+    #[error("an expiry date must be in the future")]
+    InvalidExpiry,
+    #[error("no such share")]
+    ShareNotFound,
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
+
+impl From<code_admin::PastExpiry> for ImportError {
+    fn from(_: code_admin::PastExpiry) -> Self {
+        Self::InvalidExpiry
+    }
+}
 
 /// The most lines one import takes (as many as one issued batch).
 pub const MAX_LINES: usize = 100_000;
@@ -58,14 +95,14 @@ pub struct Alphabet(String);
 impl Alphabet {
     /// Upper-cases `raw`, drops repeats and separators (spaces, commas);
     /// refuses anything but letters and digits, or fewer than 2 symbols.
-    pub fn parse(raw: &str) -> Result<Self, ShareError> {
+    pub fn parse(raw: &str) -> Result<Self, ImportError> {
         let mut symbols: Vec<u8> = Vec::new();
         for b in raw.bytes() {
             if b.is_ascii_whitespace() || b == b',' {
                 continue;
             }
             if !b.is_ascii_alphanumeric() {
-                return Err(ShareError::InvalidAlphabet);
+                return Err(ImportError::InvalidAlphabet);
             }
             let upper = b.to_ascii_uppercase();
             if !symbols.contains(&upper) {
@@ -73,7 +110,7 @@ impl Alphabet {
             }
         }
         if symbols.len() < 2 {
-            return Err(ShareError::InvalidAlphabet);
+            return Err(ImportError::InvalidAlphabet);
         }
         symbols.sort_unstable();
         Ok(Self(String::from_utf8(symbols).unwrap_or_default()))
@@ -323,16 +360,16 @@ pub async fn import_codes(
     tenant: TenantId,
     actor: AccountId,
     request: ImportRequest<'_>,
-) -> Result<Imported, ShareError> {
+) -> Result<Imported, ImportError> {
     let label = request.label.trim();
     if label.chars().count() > 120 || label.chars().any(char::is_control) {
-        return Err(ShareError::InvalidLabel);
+        return Err(ImportError::InvalidLabel);
     }
     if request.lines.is_empty() {
-        return Err(ShareError::NoCodesToImport);
+        return Err(ImportError::NoCodesToImport);
     }
     if request.lines.len() > MAX_LINES {
-        return Err(ShareError::TooManyLines { max: MAX_LINES });
+        return Err(ImportError::TooManyLines { max: MAX_LINES });
     }
     let expires_at = code_admin::check_expiry(request.expires_at, OffsetDateTime::now_utc())?;
 
@@ -389,7 +426,7 @@ pub async fn import_codes(
     .await
     .context("finding the share")?;
     if !share_exists {
-        return Err(ShareError::ShareNotFound);
+        return Err(ImportError::ShareNotFound);
     }
     let known_older: std::collections::HashSet<Vec<u8>> = if older.is_empty() {
         Default::default()
@@ -517,7 +554,7 @@ pub async fn import_codes(
             line: 1,
             reason: Rejection::WrongLength,
         });
-        return Err(ShareError::NothingImported {
+        return Err(ImportError::NothingImported {
             lines: report.lines,
             line: first.line,
             reason: first.reason,
@@ -602,7 +639,7 @@ mod tests {
         assert_eq!(Alphabet::parse("A,B,A").expect("ok").as_str(), "AB");
         for bad in ["A", "AB-", "", "ÄB"] {
             assert!(
-                matches!(Alphabet::parse(bad), Err(ShareError::InvalidAlphabet)),
+                matches!(Alphabet::parse(bad), Err(ImportError::InvalidAlphabet)),
                 "{bad}"
             );
         }

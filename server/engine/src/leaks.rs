@@ -25,10 +25,10 @@ use uuid::Uuid;
 use crate::{
     accounts::AccountId,
     audit,
+    code_admin::CodeError,
     code_admin::{CarriedBinding, Replaced, check_reason, insert_replacement, unbind_in},
     codes::Keyring,
     mail,
-    shares::ShareError,
     tenants::TenantId,
 };
 
@@ -137,7 +137,7 @@ pub async fn revoke_and_replace(
     actor: AccountId,
     code: Uuid,
     reason: &str,
-) -> Result<Reissued, ShareError> {
+) -> Result<Reissued, CodeError> {
     let reason = check_reason(reason)?;
     let mut tx = pool.begin().await.context("starting a transaction")?;
     let old = sqlx::query!(
@@ -150,11 +150,11 @@ pub async fn revoke_and_replace(
     .fetch_optional(&mut *tx)
     .await
     .context("locking the code")?
-    .ok_or(ShareError::CodeNotFound)?;
+    .ok_or(CodeError::CodeNotFound)?;
     let (Some(principal), Some(first_used_at), None) =
         (old.bound_principal, old.first_used_at, old.revoked_at)
     else {
-        return Err(ShareError::CodeNotBound);
+        return Err(CodeError::CodeNotBound);
     };
     let unbound = unbind_in(&mut tx, tenant, actor, code, reason, true, false).await?;
     debug_assert_eq!(unbound.principal, principal);

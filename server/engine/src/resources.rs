@@ -3,8 +3,7 @@
 //! The rows only: the bytes live in [`crate::storage`], written before a
 //! resource is recorded and removed only after its removal committed. A
 //! resource learners have opened keeps its row (access records point at
-//! it); it is marked removed. Errors are [`ShareError`]s (see
-//! [`crate::shares`]); every query filters by the tenant passed in.
+//! it); it is marked removed. Its refusals are [`ResourceError`]; every query filters by the tenant passed in.
 
 use anyhow::Context as _;
 use model::ResourceKind;
@@ -12,12 +11,24 @@ use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::{
-    accounts::AccountId,
-    audit,
-    shares::{ShareError, ShareId},
-    tenants::TenantId,
-};
+use crate::{accounts::AccountId, audit, shares::ShareId, tenants::TenantId};
+
+/// What refuses a change to a share's content.
+#[derive(Debug, thiserror::Error)]
+pub enum ResourceError {
+    #[error("a title needs 1 to 200 visible characters")]
+    InvalidTitle,
+    #[error("no such resource")]
+    ResourceNotFound,
+    #[error(
+        "learners have opened this resource {accesses} times; tick \"remove anyway\" to remove it"
+    )]
+    ResourceInUse { accesses: i64 },
+    #[error("no such share")]
+    ShareNotFound,
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
 
 /// A resource of a share.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
@@ -45,10 +56,10 @@ pub async fn add_resource(
     content_type: &str,
     size_bytes: i64,
     storage_key: &str,
-) -> Result<Resource, ShareError> {
+) -> Result<Resource, ResourceError> {
     let title = title.trim();
     if !(1..=200).contains(&title.chars().count()) || title.chars().any(char::is_control) {
-        return Err(ShareError::InvalidTitle);
+        return Err(ResourceError::InvalidTitle);
     }
     let mut tx = pool.begin().await.context("starting a transaction")?;
     let resource = sqlx::query_as!(
@@ -71,7 +82,7 @@ pub async fn add_resource(
     .fetch_optional(&mut *tx)
     .await
     .context("inserting a resource")?
-    .ok_or(ShareError::ShareNotFound)?;
+    .ok_or(ResourceError::ShareNotFound)?;
     audit::admin_action(
         &mut tx,
         tenant,
@@ -132,10 +143,10 @@ pub async fn rename_resource(
     share: ShareId,
     resource: Uuid,
     title: &str,
-) -> Result<(), ShareError> {
+) -> Result<(), ResourceError> {
     let title = title.trim();
     if !(1..=200).contains(&title.chars().count()) || title.chars().any(char::is_control) {
-        return Err(ShareError::InvalidTitle);
+        return Err(ResourceError::InvalidTitle);
     }
     let mut tx = pool.begin().await.context("starting a transaction")?;
     let updated = sqlx::query!(
@@ -150,7 +161,7 @@ pub async fn rename_resource(
     .await
     .context("renaming a resource")?;
     if updated.rows_affected() == 0 {
-        return Err(ShareError::ResourceNotFound);
+        return Err(ResourceError::ResourceNotFound);
     }
     audit::admin_action(
         &mut tx,
@@ -173,7 +184,7 @@ pub async fn move_resource(
     share: ShareId,
     resource: Uuid,
     step: i32,
-) -> Result<(), ShareError> {
+) -> Result<(), ResourceError> {
     let mut tx = pool.begin().await.context("starting a transaction")?;
     // Renumber in the current order, then swap with the neighbour: robust
     // to gaps and ties left by older rows.
@@ -189,7 +200,7 @@ pub async fn move_resource(
     let from = order
         .iter()
         .position(|id| *id == resource)
-        .ok_or(ShareError::ResourceNotFound)?;
+        .ok_or(ResourceError::ResourceNotFound)?;
     let to = match step {
         -1 => from.checked_sub(1),
         1 => Some(from + 1).filter(|to| *to < order.len()),
@@ -236,7 +247,7 @@ pub async fn delete_resource(
     share: ShareId,
     resource: Uuid,
     force: bool,
-) -> Result<String, ShareError> {
+) -> Result<String, ResourceError> {
     let mut tx = pool.begin().await.context("starting a transaction")?;
     let row = sqlx::query!(
         "SELECT storage_key, title FROM resources
@@ -248,7 +259,7 @@ pub async fn delete_resource(
     .fetch_optional(&mut *tx)
     .await
     .context("locking a resource")?
-    .ok_or(ShareError::ResourceNotFound)?;
+    .ok_or(ResourceError::ResourceNotFound)?;
     let accesses = sqlx::query_scalar!(
         r#"SELECT count(*) AS "n!" FROM access_records WHERE tenant_id = $1 AND resource_id = $2"#,
         tenant.0,
@@ -258,7 +269,7 @@ pub async fn delete_resource(
     .await
     .context("counting a resource's accesses")?;
     if accesses > 0 && !force {
-        return Err(ShareError::ResourceInUse { accesses });
+        return Err(ResourceError::ResourceInUse { accesses });
     }
     sqlx::query!(
         "UPDATE resources SET deleted_at = now() WHERE tenant_id = $1 AND id = $2",

@@ -10,12 +10,13 @@
 
 use engine::{
     accounts::Principal,
+    batches::BatchError,
     batches::{self, BatchRequest},
     code_admin,
     coordination::ThrottleScope,
     handover, imports,
     progress::Progress,
-    shares::{self, Share, ShareError, ShareId},
+    shares::{self, Share, ShareId},
     tenants::{Permission, Role, TenantId},
 };
 use tower_sessions::Session;
@@ -101,7 +102,7 @@ pub async fn issue_for_handover(
     )
     .await;
     let batch = match issued {
-        Err(ShareError::BatchAlreadyIssued { batch_id, .. }) => {
+        Err(BatchError::BatchAlreadyIssued { batch_id, .. }) => {
             return Ok(Issued::Again { batch_id });
         }
         other => other?,
@@ -239,15 +240,15 @@ pub async fn issue_for_api(
                 );
             }
         }
-        Ok::<_, ShareError>(answer)
+        Ok::<_, BatchError>(answer)
     });
     let issued = issuing
         .await
         .map_err(|e| anyhow::anyhow!("the issuing task failed: {e}"))?;
     match issued {
         Ok(answer) => Ok(answer),
-        Err(ShareError::BatchAlreadyIssued { batch_id, count }) => {
-            let again = ShareError::BatchAlreadyIssued { batch_id, count };
+        Err(BatchError::BatchAlreadyIssued { batch_id, count }) => {
+            let again = BatchError::BatchAlreadyIssued { batch_id, count };
             for wait_ms in HELD_ANSWER_WAITS_MS {
                 tokio::time::sleep(std::time::Duration::from_millis(wait_ms)).await;
                 let Some(json) = handover::held_answer(&services.redis, admin.id, batch_id).await?

@@ -11,10 +11,14 @@
 
 use engine::{
     accounts::AccountError,
+    batches::BatchError,
+    code_admin::CodeError,
     codes::CodeFormatError,
     coordination::ThrottleScope,
+    imports::ImportError,
     learners::LearnerError,
     outcome::{ErrorKind, INVALID_INPUT, Outcome},
+    resources::ResourceError,
     settlement::SettlementError,
     shares::ShareError,
     team::TeamError,
@@ -75,6 +79,14 @@ pub enum ServiceError {
     Settlement(#[from] SettlementError),
     #[error(transparent)]
     Share(#[from] ShareError),
+    #[error(transparent)]
+    Resource(#[from] ResourceError),
+    #[error(transparent)]
+    Batch(#[from] BatchError),
+    #[error(transparent)]
+    Import(#[from] ImportError),
+    #[error(transparent)]
+    Code(#[from] CodeError),
     /// The typed text is not a code (caught before anything is counted).
     #[error(transparent)]
     Format(#[from] CodeFormatError),
@@ -144,6 +156,10 @@ impl Outcome for ServiceError {
             Self::Account(e) => e.kind(),
             Self::Settlement(e) => e.kind(),
             Self::Share(e) => e.kind(),
+            Self::Resource(e) => e.kind(),
+            Self::Batch(e) => e.kind(),
+            Self::Import(e) => e.kind(),
+            Self::Code(e) => e.kind(),
             Self::Format(e) => e.kind(),
             Self::Unexpected(_) => ErrorKind::Internal,
         }
@@ -172,6 +188,10 @@ impl Outcome for ServiceError {
             Self::Account(e) => e.code(),
             Self::Settlement(e) => e.code(),
             Self::Share(e) => e.code(),
+            Self::Resource(e) => e.code(),
+            Self::Batch(e) => e.code(),
+            Self::Import(e) => e.code(),
+            Self::Code(e) => e.code(),
             Self::Format(e) => e.code(),
             Self::Unexpected(_) => "internal",
         }
@@ -192,6 +212,10 @@ impl Outcome for ServiceError {
             Self::Account(e) => e.field(),
             Self::Settlement(e) => e.field(),
             Self::Share(e) => e.field(),
+            Self::Resource(e) => e.field(),
+            Self::Batch(e) => e.field(),
+            Self::Import(e) => e.field(),
+            Self::Code(e) => e.field(),
             Self::Format(e) => e.field(),
             Self::Unauthenticated
             | Self::Forbidden
@@ -210,6 +234,10 @@ impl Outcome for ServiceError {
             Self::Account(e) => e.unexpected(),
             Self::Settlement(e) => e.unexpected(),
             Self::Share(e) => e.unexpected(),
+            Self::Resource(e) => e.unexpected(),
+            Self::Batch(e) => e.unexpected(),
+            Self::Import(e) => e.unexpected(),
+            Self::Code(e) => e.unexpected(),
             Self::Format(e) => e.unexpected(),
             Self::InvalidNewPassword(e) => e.unexpected(),
             Self::Team(e) => e.unexpected(),

@@ -137,18 +137,58 @@ fn share_errors() -> Vec<ShareError> {
         E::SlugTaken,
         E::InvalidDescription,
         E::InvalidStatus,
-        E::InvalidCodeState,
-        E::ResourceNotFound,
-        E::CodeNotReplaceable,
         E::QuotaBelowUse { used: 3 },
         E::LearnerLimitBelowUse { used: 2 },
         E::SlugLocked,
-        E::ResourceInUse { accesses: 4 },
         E::InvalidLimit,
         E::InvalidWindow,
+        E::InvalidAccessDays,
+        E::ShareNotFound,
+        E::Unexpected(boom()),
+    ];
+    covers(&all, 13, |e| match e {
+        E::InvalidTitle => 0,
+        E::InvalidSlug => 1,
+        E::SlugTaken => 2,
+        E::InvalidDescription => 3,
+        E::InvalidStatus => 4,
+        E::QuotaBelowUse { .. } => 5,
+        E::LearnerLimitBelowUse { .. } => 6,
+        E::SlugLocked => 7,
+        E::InvalidLimit => 8,
+        E::InvalidWindow => 9,
+        E::InvalidAccessDays => 10,
+        E::ShareNotFound => 11,
+        E::Unexpected(_) => 12,
+    });
+    all
+}
+
+fn resource_errors() -> Vec<ResourceError> {
+    use ResourceError as E;
+    let all = vec![
+        E::InvalidTitle,
+        E::ResourceNotFound,
+        E::ResourceInUse { accesses: 4 },
+        E::ShareNotFound,
+        E::Unexpected(boom()),
+    ];
+    covers(&all, 5, |e| match e {
+        E::InvalidTitle => 0,
+        E::ResourceNotFound => 1,
+        E::ResourceInUse { .. } => 2,
+        E::ShareNotFound => 3,
+        E::Unexpected(_) => 4,
+    });
+    all
+}
+
+fn batch_errors() -> Vec<BatchError> {
+    use BatchError as E;
+    let all = vec![
         E::InvalidCount,
         E::InvalidLabel,
-        E::InvalidReason,
+        E::InvalidExpiry,
         E::BatchAlreadyIssued {
             batch_id: uuid::Uuid::nil(),
             count: 10,
@@ -156,16 +196,60 @@ fn share_errors() -> Vec<ShareError> {
         E::IdempotencyKeyReused,
         E::ShareNotFound,
         E::CodeNotFound,
-        E::CodeNotBound,
         E::Unexpected(boom()),
-        E::InvalidExpiry,
+    ];
+    covers(&all, 8, |e| match e {
+        E::InvalidCount => 0,
+        E::InvalidLabel => 1,
+        E::InvalidExpiry => 2,
+        E::BatchAlreadyIssued { .. } => 3,
+        E::IdempotencyKeyReused => 4,
+        E::ShareNotFound => 5,
+        E::CodeNotFound => 6,
+        E::Unexpected(_) => 7,
+    });
+    all
+}
+
+fn code_errors() -> Vec<CodeError> {
+    use CodeError as E;
+    let all = vec![
+        E::InvalidCodeState,
+        E::CodeNotFound,
+        E::CodeNotBound,
         E::CodeNotUnused,
-        E::InvalidAccessDays,
+        E::CodeNotReplaceable,
+        E::CodeExpired,
+        E::InvalidReason,
+        E::InvalidExpiry,
         E::InvalidExtension,
         E::NoAccessPeriod,
-        E::CodeExpired,
+        E::ShareNotFound,
+        E::Unexpected(boom()),
+    ];
+    covers(&all, 12, |e| match e {
+        E::InvalidCodeState => 0,
+        E::CodeNotFound => 1,
+        E::CodeNotBound => 2,
+        E::CodeNotUnused => 3,
+        E::CodeNotReplaceable => 4,
+        E::CodeExpired => 5,
+        E::InvalidReason => 6,
+        E::InvalidExpiry => 7,
+        E::InvalidExtension => 8,
+        E::NoAccessPeriod => 9,
+        E::ShareNotFound => 10,
+        E::Unexpected(_) => 11,
+    });
+    all
+}
+
+fn import_errors() -> Vec<ImportError> {
+    use ImportError as E;
+    let all = vec![
         E::InvalidImportFormat,
         E::InvalidAlphabet,
+        E::InvalidLabel,
         E::NoCodesToImport,
         E::TooManyLines { max: 100_000 },
         E::NothingImported {
@@ -173,42 +257,20 @@ fn share_errors() -> Vec<ShareError> {
             line: 1,
             reason: engine::imports::Rejection::AlreadyExists,
         },
+        E::InvalidExpiry,
+        E::ShareNotFound,
+        E::Unexpected(boom()),
     ];
-    covers(&all, 34, |e| match e {
-        E::InvalidTitle => 0,
-        E::InvalidSlug => 1,
-        E::SlugTaken => 2,
-        E::InvalidDescription => 3,
-        E::InvalidStatus => 4,
-        E::InvalidCodeState => 5,
-        E::ResourceNotFound => 6,
-        E::CodeNotReplaceable => 7,
-        E::QuotaBelowUse { .. } => 8,
-        E::LearnerLimitBelowUse { .. } => 9,
-        E::SlugLocked => 10,
-        E::ResourceInUse { .. } => 11,
-        E::InvalidLimit => 12,
-        E::InvalidWindow => 13,
-        E::InvalidCount => 14,
-        E::InvalidLabel => 15,
-        E::InvalidReason => 16,
-        E::BatchAlreadyIssued { .. } => 17,
-        E::IdempotencyKeyReused => 18,
-        E::ShareNotFound => 19,
-        E::CodeNotFound => 20,
-        E::CodeNotBound => 21,
-        E::Unexpected(_) => 22,
-        E::InvalidExpiry => 23,
-        E::CodeNotUnused => 24,
-        E::InvalidAccessDays => 25,
-        E::InvalidExtension => 26,
-        E::NoAccessPeriod => 27,
-        E::CodeExpired => 28,
-        E::InvalidImportFormat => 29,
-        E::InvalidAlphabet => 30,
-        E::NoCodesToImport => 31,
-        E::TooManyLines { .. } => 32,
-        E::NothingImported { .. } => 33,
+    covers(&all, 9, |e| match e {
+        E::InvalidImportFormat => 0,
+        E::InvalidAlphabet => 1,
+        E::InvalidLabel => 2,
+        E::NoCodesToImport => 3,
+        E::TooManyLines { .. } => 4,
+        E::NothingImported { .. } => 5,
+        E::InvalidExpiry => 6,
+        E::ShareNotFound => 7,
+        E::Unexpected(_) => 8,
     });
     all
 }
@@ -451,6 +513,10 @@ fn service_errors() -> Vec<ServiceError> {
         E::Account(AccountError::EmailTaken),
         E::Settlement(SettlementError::AlreadyHasAccess),
         E::Share(ShareError::SlugTaken),
+        E::Resource(ResourceError::ResourceInUse { accesses: 1 }),
+        E::Batch(BatchError::IdempotencyKeyReused),
+        E::Import(ImportError::NoCodesToImport),
+        E::Code(CodeError::CodeNotBound),
         E::Format(CodeFormatError::BadCheckSymbol),
         E::Unexpected(boom()),
         E::InvalidNewEmail,
@@ -463,7 +529,7 @@ fn service_errors() -> Vec<ServiceError> {
         E::Learner(LearnerError::NotFound),
         E::Transfer(TransferError::TargetHasCode),
     ];
-    covers(&all, 23, |e| match e {
+    covers(&all, 27, |e| match e {
         E::Unauthenticated => 0,
         E::Forbidden => 1,
         E::NotFound => 2,
@@ -487,6 +553,10 @@ fn service_errors() -> Vec<ServiceError> {
         E::Tenant(_) => 20,
         E::Learner(_) => 21,
         E::Transfer(_) => 22,
+        E::Resource(_) => 23,
+        E::Batch(_) => 24,
+        E::Import(_) => 25,
+        E::Code(_) => 26,
     });
     all
 }
@@ -529,6 +599,10 @@ fn a_wait_travels_as_retry_after_through_both_doors() {
 #[test]
 fn console_and_account_errors_get_one_status_from_both_adapters() {
     agree(share_errors, AppError::outcome);
+    agree(resource_errors, AppError::outcome);
+    agree(batch_errors, AppError::outcome);
+    agree(code_errors, AppError::outcome);
+    agree(import_errors, AppError::outcome);
     agree(account_errors, AppError::outcome);
     agree(storage_errors, AppError::outcome);
     agree(tenant_errors, AppError::outcome);
@@ -554,7 +628,7 @@ fn the_promised_statuses_hold() {
         (SettlementError::Unavailable.into(), 503, "unavailable"),
         (ShareError::SlugTaken.into(), 422, "slug_taken"),
         (
-            ShareError::IdempotencyKeyReused.into(),
+            BatchError::IdempotencyKeyReused.into(),
             422,
             "idempotency_key_reused",
         ),

@@ -3,14 +3,12 @@
 //! A share's settings (title, link name, status, validity window, limits)
 //! and the admin actions on them. What hangs off a share has its own
 //! module: its content in [`crate::resources`], its access codes in
-//! [`crate::batches`] (issued many at a time) and [`crate::code_admin`]
-//! (the code table and what an admin does to one code).
-//!
-//! [`ShareError`] is the one error of all four: their variants overlap (a
-//! title is checked for shares and resources alike, "no such share" and
-//! "no such code" are answers of several of them), so splitting it would
-//! only repeat variants; each variant's kind, code and text is mapped once
-//! (`outcome.rs`, `app/src/i18n/errors.rs`).
+//! [`crate::batches`] (issued many at a time), [`crate::imports`] (brought
+//! in from another system) and [`crate::code_admin`] (the code table and
+//! what an admin does to one code). Each has its own error enum; each
+//! variant's kind, code and text is mapped once (`outcome/`,
+//! `app/src/i18n/errors.rs`), and a variant two of them share (`no such
+//! share`) answers the same in both.
 //!
 //! Every admin function takes the tenant explicitly and every query of it
 //! filters by it: an admin's request can only ever reach rows of the tenant
@@ -37,6 +35,7 @@ mod input;
 // own.
 pub use input::{NewShare, ShareInput, ShareSlug, ShareStatus};
 
+/// What refuses a change to a share (its settings, its status).
 #[derive(Debug, thiserror::Error)]
 pub enum ShareError {
     #[error("a title needs 1 to 200 visible characters")]
@@ -51,12 +50,6 @@ pub enum ShareError {
     InvalidDescription,
     #[error("status is one of draft, active, paused, archived")]
     InvalidStatus,
-    #[error("a code's state is one of unused, bound, revoked, expired")]
-    InvalidCodeState,
-    #[error("no such resource")]
-    ResourceNotFound,
-    #[error("only an unused code can be replaced (unbind or revoke the others)")]
-    CodeNotReplaceable,
     #[error("{used} accesses are already counted: the total limit cannot be lower")]
     QuotaBelowUse { used: i64 },
     #[error("a learner already used {used} accesses: the per-learner limit cannot be lower")]
@@ -65,69 +58,14 @@ pub enum ShareError {
         "codes were issued with this link: it cannot change (printed cards and sent links would break)"
     )]
     SlugLocked,
-    #[error(
-        "learners have opened this resource {accesses} times; tick \"remove anyway\" to remove it"
-    )]
-    ResourceInUse { accesses: i64 },
     #[error("limits are whole numbers from 1 to 1,000,000,000")]
     InvalidLimit,
     #[error("the validity window must end after it starts")]
     InvalidWindow,
-    #[error("a batch has 1 to 100,000 codes")]
-    InvalidCount,
-    #[error("a batch label has at most 120 characters")]
-    InvalidLabel,
-    #[error("a reason is required (1 to 500 characters)")]
-    InvalidReason,
-    #[error(
-        "this batch was already issued as {batch_id} ({count} codes); its codes were shown once, when it was created"
-    )]
-    BatchAlreadyIssued { batch_id: Uuid, count: i32 },
-    #[error("this Idempotency-Key was already used for another request")]
-    IdempotencyKeyReused,
-    #[error("no such share")]
-    ShareNotFound,
-    #[error("no such code")]
-    CodeNotFound,
-    #[error("this code is not bound to anyone")]
-    CodeNotBound,
     #[error("an access period is 1 to 36,500 days (empty: for good)")]
     InvalidAccessDays,
-    /// An extension is to a moment still to come.
-    #[error("extend access to a date in the future")]
-    InvalidExtension,
-    /// The share gives access for good: nothing to extend.
-    #[error("this course gives access for good: there is no access period to extend")]
-    NoAccessPeriod,
-    /// An expiry date is a moment still to come (none: never expires).
-    #[error("an expiry date must be in the future")]
-    InvalidExpiry,
-    /// Only an unused code's date can change: a bound code keeps working
-    /// whatever its date, and a revoked one is refused anyway.
-    #[error("this code is already bound or revoked: its expiry date no longer applies")]
-    CodeNotUnused,
-    /// A lost code past its date: its replacement would be expired too.
-    #[error(
-        "this code's date has passed, and its replacement would be expired too: give it a later date first"
-    )]
-    CodeExpired,
-    #[error("an import's format is ours or foreign")]
-    InvalidImportFormat,
-    /// A foreign format's alphabet: letters and digits.
-    #[error("an alphabet is 2 to 36 letters A–Z and digits 0–9")]
-    InvalidAlphabet,
-    #[error("there are no codes to import: one code per line")]
-    NoCodesToImport,
-    #[error("one import takes at most {max} codes: split the file")]
-    TooManyLines { max: usize },
-    /// Every line was rejected: nothing was imported (the first rejection
-    /// names the line and its reason, one of `imports::Rejection`).
-    #[error("none of the {lines} codes could be imported (line {line}: {reason})")]
-    NothingImported {
-        lines: u64,
-        line: u32,
-        reason: crate::imports::Rejection,
-    },
+    #[error("no such share")]
+    ShareNotFound,
     #[error(transparent)]
     Unexpected(#[from] anyhow::Error),
 }

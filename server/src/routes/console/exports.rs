@@ -7,8 +7,8 @@ use axum::{
     response::Response,
 };
 use engine::{
-    code_admin::{CodeFilter, CodeState},
-    shares::{self, Share, ShareError, ShareId},
+    code_admin::{CodeError, CodeFilter, CodeState},
+    shares::{self, Share, ShareId},
     tenants::{Permission, TenantId},
 };
 use serde::Deserialize;
@@ -89,7 +89,7 @@ pub async fn code_table_csv(
             .filter(|s| !s.is_empty())
             .map(CodeState::parse)
             .transpose()
-            .map_err(ShareError::from)?,
+            .map_err(CodeError::from)?,
         batch: query.batch,
         search: query.q,
         code: query.code,

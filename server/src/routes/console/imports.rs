@@ -17,10 +17,10 @@ use axum::{
     response::{IntoResponse, Redirect, Response},
 };
 use engine::{
-    imports::{self, Alphabet, ImportFormat, ImportRequest},
+    imports::{self, Alphabet, ImportError, ImportFormat, ImportRequest},
     outcome::Outcome as _,
     progress::Progress,
-    shares::{ShareError, ShareId},
+    shares::ShareId,
     tenants::{Permission, TenantId},
 };
 use service::ServiceError;
@@ -76,7 +76,7 @@ async fn read_form(mut multipart: Multipart) -> Result<ImportForm, MultipartErro
 }
 
 /// What the form asks for, or why not.
-fn request_of(form: &ImportForm) -> Result<(ImportFormat, Vec<(u32, String)>), ShareError> {
+fn request_of(form: &ImportForm) -> Result<(ImportFormat, Vec<(u32, String)>), ImportError> {
     let format = match form.format.trim() {
         "ours" => ImportFormat::Ours,
         "" | "foreign" => ImportFormat::Foreign(if form.alphabet.trim().is_empty() {
@@ -84,7 +84,7 @@ fn request_of(form: &ImportForm) -> Result<(ImportFormat, Vec<(u32, String)>), S
         } else {
             Alphabet::parse(&form.alphabet)?
         }),
-        _ => return Err(ShareError::InvalidImportFormat),
+        _ => return Err(ImportError::InvalidImportFormat),
     };
     let file = form.file.as_deref().unwrap_or_default();
     Ok((format, imports::lines_of_file(file, form.header)))

@@ -6,7 +6,7 @@ use axum::{
     extract::{Path, State, rejection::JsonRejection},
     response::IntoResponse,
 };
-use engine::{access_period, shares::ShareError, tenants::Permission};
+use engine::{access_period, code_admin::CodeError, tenants::Permission};
 
 use super::{Caller, admin_of_share, codes::admin_of_code};
 use crate::problem::{ApiError, rejection};
@@ -17,9 +17,9 @@ use crate::{
 
 /// An API client's extension date: RFC 3339 (in the future is the
 /// engine's to check).
-fn parse_until(raw: &str) -> Result<time::OffsetDateTime, ShareError> {
+fn parse_until(raw: &str) -> Result<time::OffsetDateTime, CodeError> {
     time::OffsetDateTime::parse(raw.trim(), &time::format_description::well_known::Rfc3339)
-        .map_err(|_| ShareError::InvalidExtension)
+        .map_err(|_| CodeError::InvalidExtension)
 }
 
 /// Extends the access of the learner holding a code to a date (a later

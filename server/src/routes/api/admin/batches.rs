@@ -145,10 +145,10 @@ pub async fn set_expiry(
 /// engine's to check).
 pub(super) fn parse_expiry(
     raw: Option<&str>,
-) -> Result<Option<time::OffsetDateTime>, engine::shares::ShareError> {
+) -> Result<Option<time::OffsetDateTime>, engine::batches::BatchError> {
     raw.map(|raw| {
         time::OffsetDateTime::parse(raw.trim(), &time::format_description::well_known::Rfc3339)
-            .map_err(|_| engine::shares::ShareError::InvalidExpiry)
+            .map_err(|_| engine::batches::BatchError::InvalidExpiry)
     })
     .transpose()
 }

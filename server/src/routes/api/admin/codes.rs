@@ -9,7 +9,10 @@ use axum::{
     response::IntoResponse,
 };
 use engine::{
-    accounts::Principal, code_admin, idempotency, shares::ShareError, tenants::Permission,
+    accounts::Principal,
+    code_admin::{self, CodeError},
+    idempotency,
+    tenants::Permission,
     tenants::TenantId,
 };
 use serde::{Deserialize, Serialize};
@@ -139,7 +142,7 @@ pub async fn list_codes(
             .as_deref()
             .map(code_admin::CodeState::parse)
             .transpose()
-            .map_err(ShareError::from)?,
+            .map_err(CodeError::from)?,
         batch: query.batch,
         search: query.q,
         code: None,

@@ -9,8 +9,7 @@ use axum::{
 };
 use engine::{
     idempotency,
-    imports::{self, Alphabet, ImportFormat, ImportReport, ImportRequest},
-    shares::ShareError,
+    imports::{self, Alphabet, ImportError, ImportFormat, ImportReport, ImportRequest},
     tenants::Permission,
 };
 use serde::{Deserialize, Serialize};
@@ -99,16 +98,16 @@ impl ImportAnswer {
 }
 
 /// The format an import body names.
-fn format_of(format: Option<&str>, alphabet: Option<&str>) -> Result<ImportFormat, ShareError> {
+fn format_of(format: Option<&str>, alphabet: Option<&str>) -> Result<ImportFormat, ImportError> {
     match (format.map(str::trim), alphabet) {
         (Some("ours"), None) => Ok(ImportFormat::Ours),
-        (Some("ours"), Some(_)) => Err(ShareError::InvalidAlphabet),
+        (Some("ours"), Some(_)) => Err(ImportError::InvalidAlphabet),
         (None | Some("foreign"), None) => Ok(ImportFormat::Foreign(Alphabet::letters_and_digits())),
         (None | Some("foreign"), Some(raw)) if raw.trim().is_empty() => {
             Ok(ImportFormat::Foreign(Alphabet::letters_and_digits()))
         }
         (None | Some("foreign"), Some(raw)) => Alphabet::parse(raw).map(ImportFormat::Foreign),
-        (Some(_), _) => Err(ShareError::InvalidImportFormat),
+        (Some(_), _) => Err(ImportError::InvalidImportFormat),
     }
 }
 

@@ -1,0 +1,294 @@
+//! The answers of a course's errors: its settings, its content, its
+//! batches and imports, one code, and the storage under its files. A
+//! variant several of them share (`ShareNotFound`, `InvalidExpiry`)
+//! answers the same in each.
+
+use super::{ErrorKind, INVALID_INPUT, Outcome};
+use crate::{
+    batches::BatchError, code_admin::CodeError, imports::ImportError, resources::ResourceError,
+    shares::ShareError, storage::StorageError,
+};
+
+impl Outcome for ShareError {
+    fn kind(&self) -> ErrorKind {
+        use ErrorKind as K;
+        match self {
+            Self::InvalidTitle
+            | Self::InvalidSlug
+            // Fixed by choosing another link name, like a malformed one.
+            | Self::SlugTaken
+            | Self::InvalidDescription
+            | Self::InvalidStatus
+            | Self::QuotaBelowUse { .. }
+            | Self::LearnerLimitBelowUse { .. }
+            | Self::SlugLocked
+            | Self::InvalidLimit
+            | Self::InvalidWindow
+            | Self::InvalidAccessDays => K::Invalid,
+            Self::ShareNotFound => K::NotFound,
+            Self::Unexpected(_) => K::Internal,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidTitle
+            | Self::InvalidSlug
+            | Self::InvalidDescription
+            | Self::InvalidStatus
+            | Self::QuotaBelowUse { .. }
+            | Self::LearnerLimitBelowUse { .. }
+            | Self::SlugLocked
+            | Self::InvalidLimit
+            | Self::InvalidWindow
+            | Self::InvalidAccessDays => INVALID_INPUT,
+            Self::SlugTaken => "slug_taken",
+            Self::ShareNotFound => "not_found",
+            Self::Unexpected(_) => "internal",
+        }
+    }
+
+    fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::InvalidTitle => Some("title"),
+            Self::InvalidSlug | Self::SlugTaken | Self::SlugLocked => Some("slug"),
+            Self::InvalidDescription => Some("description"),
+            Self::InvalidStatus => Some("status"),
+            Self::QuotaBelowUse { .. } | Self::InvalidLimit => Some("quota"),
+            Self::LearnerLimitBelowUse { .. } => Some("per_learner_limit"),
+            Self::InvalidWindow => Some("valid_until"),
+            Self::InvalidAccessDays => Some("access_days"),
+            Self::ShareNotFound | Self::Unexpected(_) => None,
+        }
+    }
+
+    fn unexpected(&self) -> Option<&anyhow::Error> {
+        match self {
+            Self::Unexpected(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl Outcome for ResourceError {
+    fn kind(&self) -> ErrorKind {
+        use ErrorKind as K;
+        match self {
+            Self::InvalidTitle
+            // Fixed by ticking "remove anyway": a missing input.
+            | Self::ResourceInUse { .. } => K::Invalid,
+            Self::ResourceNotFound
+            | Self::ShareNotFound => K::NotFound,
+            Self::Unexpected(_) => K::Internal,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidTitle => INVALID_INPUT,
+            Self::ResourceNotFound | Self::ShareNotFound => "not_found",
+            Self::ResourceInUse { .. } => "resource_in_use",
+            Self::Unexpected(_) => "internal",
+        }
+    }
+
+    fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::InvalidTitle => Some("title"),
+            Self::ResourceNotFound | Self::ShareNotFound | Self::Unexpected(_) => None,
+            Self::ResourceInUse { .. } => Some("force"),
+        }
+    }
+
+    fn unexpected(&self) -> Option<&anyhow::Error> {
+        match self {
+            Self::Unexpected(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl Outcome for BatchError {
+    fn kind(&self) -> ErrorKind {
+        use ErrorKind as K;
+        match self {
+            Self::InvalidCount
+            | Self::InvalidLabel
+            | Self::InvalidExpiry
+            | Self::IdempotencyKeyReused => K::Invalid,
+            Self::BatchAlreadyIssued { .. } => K::Conflict,
+            Self::ShareNotFound | Self::CodeNotFound => K::NotFound,
+            Self::Unexpected(_) => K::Internal,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidCount | Self::InvalidLabel | Self::InvalidExpiry => INVALID_INPUT,
+            Self::BatchAlreadyIssued { .. } => "batch_already_issued",
+            Self::IdempotencyKeyReused => "idempotency_key_reused",
+            Self::ShareNotFound | Self::CodeNotFound => "not_found",
+            Self::Unexpected(_) => "internal",
+        }
+    }
+
+    fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::InvalidCount => Some("count"),
+            Self::InvalidLabel => Some("label"),
+            Self::InvalidExpiry => Some("expires_at"),
+            Self::BatchAlreadyIssued { .. }
+            | Self::IdempotencyKeyReused
+            | Self::ShareNotFound
+            | Self::CodeNotFound
+            | Self::Unexpected(_) => None,
+        }
+    }
+
+    fn unexpected(&self) -> Option<&anyhow::Error> {
+        match self {
+            Self::Unexpected(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl Outcome for CodeError {
+    fn kind(&self) -> ErrorKind {
+        use ErrorKind as K;
+        match self {
+            Self::InvalidCodeState
+            | Self::InvalidReason
+            | Self::InvalidExpiry
+            | Self::InvalidExtension => K::Invalid,
+            Self::CodeNotFound | Self::ShareNotFound => K::NotFound,
+            Self::CodeNotBound
+            | Self::CodeNotUnused
+            | Self::CodeNotReplaceable
+            | Self::CodeExpired
+            | Self::NoAccessPeriod => K::Conflict,
+            Self::Unexpected(_) => K::Internal,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidCodeState
+            | Self::InvalidReason
+            | Self::InvalidExpiry
+            | Self::InvalidExtension => INVALID_INPUT,
+            Self::CodeNotFound | Self::ShareNotFound => "not_found",
+            Self::CodeNotBound => "code_not_bound",
+            Self::CodeNotUnused => "code_not_unused",
+            Self::CodeNotReplaceable => "code_not_replaceable",
+            Self::CodeExpired => "code_expired",
+            Self::NoAccessPeriod => "no_access_period",
+            Self::Unexpected(_) => "internal",
+        }
+    }
+
+    fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::InvalidCodeState => Some("state"),
+            Self::CodeNotFound
+            | Self::CodeNotBound
+            | Self::CodeNotUnused
+            | Self::CodeNotReplaceable
+            | Self::CodeExpired
+            | Self::NoAccessPeriod
+            | Self::ShareNotFound
+            | Self::Unexpected(_) => None,
+            Self::InvalidReason => Some("reason"),
+            Self::InvalidExpiry => Some("expires_at"),
+            Self::InvalidExtension => Some("until"),
+        }
+    }
+
+    fn unexpected(&self) -> Option<&anyhow::Error> {
+        match self {
+            Self::Unexpected(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl Outcome for ImportError {
+    fn kind(&self) -> ErrorKind {
+        use ErrorKind as K;
+        match self {
+            Self::InvalidImportFormat
+            | Self::InvalidAlphabet
+            | Self::InvalidLabel
+            | Self::NoCodesToImport
+            | Self::TooManyLines { .. }
+            | Self::NothingImported { .. }
+            | Self::InvalidExpiry => K::Invalid,
+            Self::ShareNotFound => K::NotFound,
+            Self::Unexpected(_) => K::Internal,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidImportFormat
+            | Self::InvalidAlphabet
+            | Self::InvalidLabel
+            | Self::NoCodesToImport
+            | Self::TooManyLines { .. }
+            | Self::InvalidExpiry => INVALID_INPUT,
+            Self::NothingImported { .. } => "nothing_imported",
+            Self::ShareNotFound => "not_found",
+            Self::Unexpected(_) => "internal",
+        }
+    }
+
+    fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::InvalidImportFormat => Some("format"),
+            Self::InvalidAlphabet => Some("alphabet"),
+            Self::InvalidLabel => Some("label"),
+            Self::NoCodesToImport | Self::TooManyLines { .. } | Self::NothingImported { .. } => {
+                Some("codes")
+            }
+            Self::InvalidExpiry => Some("expires_at"),
+            Self::ShareNotFound | Self::Unexpected(_) => None,
+        }
+    }
+
+    fn unexpected(&self) -> Option<&anyhow::Error> {
+        match self {
+            Self::Unexpected(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl Outcome for StorageError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            Self::TooLarge { .. } => ErrorKind::TooLarge,
+            Self::Unexpected(_) => ErrorKind::Internal,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            Self::TooLarge { .. } => "too_large",
+            Self::Unexpected(_) => "internal",
+        }
+    }
+
+    fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::TooLarge { .. } => Some("file"),
+            Self::Unexpected(_) => None,
+        }
+    }
+
+    fn unexpected(&self) -> Option<&anyhow::Error> {
+        match self {
+            Self::Unexpected(e) => Some(e),
+            Self::TooLarge { .. } => None,
+        }
+    }
+}
