@@ -7,9 +7,9 @@
 // The console's larger views nest deeper than the default 128 allows.
 #![recursion_limit = "256"]
 
-pub mod admin;
 pub mod auth;
 pub mod components;
+pub mod console;
 pub mod error;
 pub mod i18n;
 pub mod learner;

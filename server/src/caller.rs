@@ -1,8 +1,8 @@
 //! Who calls a console endpoint: a browser with a member's session, or an
 //! integration with an API token (`Authorization: Bearer a1t_…`), and the
-//! one check both go through ([`Caller::admin_of`]: the member acting on a
+//! one check both go through ([`Caller::member_of`]: the member acting on a
 //! tenant with a permission). Each endpoint resolves the tenant that owns
-//! its target first and authorises against it ([`admin_of_share`]), so a
+//! its target first and authorises against it ([`member_of_share`]), so a
 //! path naming another tenant's share or code is refused before anything
 //! is read or written.
 
@@ -82,7 +82,7 @@ impl Caller {
 
     /// The member acting on `tenant` with `permission` (a session's role, or
     /// a token's scope and its creator's role), or 401/403.
-    pub async fn admin_of(
+    pub async fn member_of(
         &self,
         state: &ServerState,
         tenant: TenantId,
@@ -121,8 +121,22 @@ impl Caller {
     }
 }
 
+/// The tenant named by a path, and its member allowed `permission`: an id
+/// that does not parse is refused like a tenant the caller is not in.
+pub(crate) async fn member_of_tenant(
+    state: &ServerState,
+    caller: &Caller,
+    tenant_id: &str,
+    permission: Permission,
+) -> Result<(TenantId, Principal), ApiError> {
+    let tenant =
+        TenantId(parse_id(tenant_id).map_err(|_| ApiError::from(ServiceError::Forbidden))?);
+    let member = caller.member_of(state, tenant, permission).await?;
+    Ok((tenant, member))
+}
+
 /// The share and its member allowed `permission`, or 401/403/404.
-pub(crate) async fn admin_of_share(
+pub(crate) async fn member_of_share(
     state: &ServerState,
     caller: &Caller,
     share_id: &str,
@@ -133,6 +147,25 @@ pub(crate) async fn admin_of_share(
     let Some(share) = share else {
         return Err(caller.refuse(state).await);
     };
-    let admin = caller.admin_of(state, share.tenant(), permission).await?;
+    let admin = caller.member_of(state, share.tenant(), permission).await?;
     Ok((share, admin))
+}
+
+/// The tenant of a code and its member who may manage courses, or
+/// 401/403/404.
+pub(crate) async fn member_of_code(
+    state: &ServerState,
+    caller: &Caller,
+    code_id: &str,
+) -> Result<(TenantId, Uuid, Principal), ApiError> {
+    let code = parse_id(code_id)?;
+    let Some((tenant, _share)) =
+        engine::code_actions::share_of_code(&state.services.pool, code).await?
+    else {
+        return Err(caller.refuse(state).await);
+    };
+    let member = caller
+        .member_of(state, tenant, Permission::ManageCourses)
+        .await?;
+    Ok((tenant, code, member))
 }

@@ -128,12 +128,12 @@ async fn reconcile_exclusively(
         }
     }
     for check in &checks {
-        engine::measures::invariant_violations(
+        engine::metrics::invariant_violations(
             check.name,
             usize::try_from(check.violations).unwrap_or(usize::MAX),
         );
     }
-    engine::measures::counter_drift_repaired(repaired);
+    engine::metrics::counter_drift_repaired(repaired);
     for check in checks.iter().filter(|c| c.violations != 0) {
         tracing::error!(
             invariant = check.name,

@@ -57,7 +57,7 @@ impl Round {
 /// How long a relay holds a delivery it leased: the request timeout twice
 /// and a margin, so a lease never ends while its request can still
 /// succeed. Repointing an endpoint leaves deliveries due within it alone
-/// (`engine::webhooks::admin::update_endpoint`).
+/// (`engine::webhooks::endpoints::update_endpoint`).
 pub fn lease_of(settings: &WebhookSettings) -> Duration {
     Duration::from_millis(settings.timeout_ms.max(1)) * 2 + Duration::from_secs(5)
 }
@@ -97,15 +97,15 @@ impl Relay {
             match outcome? {
                 Recorded::Delivered => {
                     round.delivered += 1;
-                    engine::measures::webhook_delivery("delivered");
+                    engine::metrics::webhook_delivery("delivered");
                 }
                 Recorded::WillRetry => {
                     round.failed += 1;
-                    engine::measures::webhook_delivery("failed");
+                    engine::metrics::webhook_delivery("failed");
                 }
                 Recorded::Dead => {
                     round.dead += 1;
-                    engine::measures::webhook_delivery("dead");
+                    engine::metrics::webhook_delivery("dead");
                 }
                 Recorded::LeaseLost => {}
             }

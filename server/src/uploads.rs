@@ -10,7 +10,7 @@ use engine::{resources, storage::Storage, tenants::Permission};
 use uuid::Uuid;
 
 use crate::{
-    caller::{Caller, admin_of_share},
+    caller::{Caller, member_of_share},
     problem::{ApiError, rejection},
     state::ServerState,
 };
@@ -23,7 +23,8 @@ pub async fn upload(
     share_id: &str,
     mut multipart: Multipart,
 ) -> Result<resources::Resource, ApiError> {
-    let (share, admin) = admin_of_share(state, caller, share_id, Permission::ManageCourses).await?;
+    let (share, admin) =
+        member_of_share(state, caller, share_id, Permission::ManageCourses).await?;
     let resource_id = Uuid::now_v7();
     let key = Storage::key_for(share.tenant_id, share.id, resource_id);
     let stored = store_upload(state, &key, &mut multipart).await;

@@ -21,11 +21,11 @@ use leptos_router::{LazyRoute, lazy_route};
 
 use super::{
     account::AccountPage,
-    admin::ConsoleHome,
     console::{
-        audit::AuditLogPage, codes::CodesPage, dashboard::DashboardPage, imports::ImportReportPage,
-        issued::IssuedPage, learners::LearnersPage, share::ShareAdminPage, team::TeamPage,
-        tokens::TokensPage, transfers::TransfersPage, webhooks::WebhooksPage,
+        audit::AuditLogPage, codes::CodesPage, dashboard::DashboardPage, home::ConsoleHome,
+        imports::ImportReportPage, issued::IssuedPage, learners::LearnersPage,
+        share::ShareAdminPage, team::TeamPage, tokens::TokensPage, transfers::TransfersPage,
+        webhooks::WebhooksPage,
     },
     courses::CoursesPage,
     home::HomePage,

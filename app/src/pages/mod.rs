@@ -1,7 +1,6 @@
 //! One module per page.
 
 pub mod account;
-pub mod admin;
 pub mod console;
 pub mod courses;
 pub mod home;

@@ -18,13 +18,13 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::{
-    accounts::AccountId, audit, code_admin::CodeError, code_admin::rfc3339, shares::ShareId,
+    accounts::AccountId, audit, code_actions::CodeError, code_actions::rfc3339, shares::ShareId,
     tenants::TenantId,
 };
 
 /// An extension is to a moment still to come (at most a century ahead).
 fn check_until(until: OffsetDateTime, now: OffsetDateTime) -> Result<OffsetDateTime, CodeError> {
-    crate::code_admin::future_date(until, now).ok_or(CodeError::InvalidExtension)
+    crate::code_actions::future_date(until, now).ok_or(CodeError::InvalidExtension)
 }
 
 /// Extends the access of the learner bound to `code` to `until` (or keeps

@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use crate::{
     accounts::AccountId,
-    audit, code_admin,
+    audit, code_actions,
     codes::{Keyring, PlainCode},
     progress::Progress,
     shares::ShareId,
@@ -46,8 +46,8 @@ pub enum BatchError {
     Unexpected(#[from] anyhow::Error),
 }
 
-impl From<code_admin::PastExpiry> for BatchError {
-    fn from(_: code_admin::PastExpiry) -> Self {
+impl From<code_actions::PastExpiry> for BatchError {
+    fn from(_: code_actions::PastExpiry) -> Self {
         Self::InvalidExpiry
     }
 }
@@ -114,7 +114,7 @@ pub async fn issue_codes(
     if let Some(key) = request.idempotency_key {
         let response = json!({
             "batch_id": batch_id, "count": count, "share_id": share.0, "label": label,
-            "expires_at": code_admin::rfc3339(expires_at),
+            "expires_at": code_actions::rfc3339(expires_at),
         });
         let claimed = sqlx::query_scalar!(
             "INSERT INTO idempotency_records (tenant_id, key, principal_id, operation, response)
@@ -146,7 +146,7 @@ pub async fn issue_codes(
                 && earlier.response["count"] == json!(count)
                 && earlier.response["label"] == json!(label)
                 && earlier.response.get("expires_at").unwrap_or(&json!(null))
-                    == &json!(code_admin::rfc3339(expires_at));
+                    == &json!(code_actions::rfc3339(expires_at));
             if !same {
                 return Err(BatchError::IdempotencyKeyReused);
             }
@@ -160,7 +160,7 @@ pub async fn issue_codes(
     }
     // A new request (its key, if any, claimed in `tx`): the date must be
     // still to come (an error rolls the claim back).
-    let expires_at = code_admin::check_expiry(expires_at, OffsetDateTime::now_utc())?;
+    let expires_at = code_actions::check_expiry(expires_at, OffsetDateTime::now_utc())?;
     let inserted = sqlx::query!(
         "INSERT INTO code_batches (tenant_id, id, share_id, label, count, created_by, expires_at)
          SELECT $1, $2, $3, $4, $5, $6, $7 WHERE EXISTS (SELECT 1 FROM shares WHERE tenant_id = $1 AND id = $3)",
@@ -221,7 +221,7 @@ pub async fn issue_codes(
         "batch.issued",
         ("code_batch", batch_id),
         json!({ "share_id": share.0, "count": count, "label": label,
-                "expires_at": code_admin::rfc3339(expires_at) }),
+                "expires_at": code_actions::rfc3339(expires_at) }),
     )
     .await?;
     audit::emit(
@@ -321,7 +321,7 @@ pub async fn set_batch_expiry(
     batch: Uuid,
     expires_at: Option<OffsetDateTime>,
 ) -> Result<(), BatchError> {
-    let expires_at = code_admin::check_expiry(expires_at, OffsetDateTime::now_utc())?;
+    let expires_at = code_actions::check_expiry(expires_at, OffsetDateTime::now_utc())?;
     let mut tx = pool.begin().await.context("starting a transaction")?;
     let before = sqlx::query!(
         "SELECT share_id, expires_at FROM code_batches WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
@@ -353,8 +353,8 @@ pub async fn set_batch_expiry(
         actor,
         "batch.expiry_changed",
         ("code_batch", batch),
-        json!({ "share_id": before.share_id, "from": code_admin::rfc3339(before.expires_at),
-                "to": code_admin::rfc3339(expires_at) }),
+        json!({ "share_id": before.share_id, "from": code_actions::rfc3339(before.expires_at),
+                "to": code_actions::rfc3339(expires_at) }),
     )
     .await?;
     tx.commit().await.context("committing a batch's expiry")?;

@@ -30,7 +30,7 @@ use uuid::Uuid;
 
 use crate::{
     accounts::AccountId,
-    audit, code_admin,
+    audit, code_actions,
     codes::{CodeFormatError, CodeText as _, HashedText, Keyring},
     progress::Progress,
     shares::ShareId,
@@ -68,8 +68,8 @@ pub enum ImportError {
     Unexpected(#[from] anyhow::Error),
 }
 
-impl From<code_admin::PastExpiry> for ImportError {
-    fn from(_: code_admin::PastExpiry) -> Self {
+impl From<code_actions::PastExpiry> for ImportError {
+    fn from(_: code_actions::PastExpiry) -> Self {
         Self::InvalidExpiry
     }
 }
@@ -371,7 +371,7 @@ pub async fn import_codes(
     if request.lines.len() > MAX_LINES {
         return Err(ImportError::TooManyLines { max: MAX_LINES });
     }
-    let expires_at = code_admin::check_expiry(request.expires_at, OffsetDateTime::now_utc())?;
+    let expires_at = code_actions::check_expiry(request.expires_at, OffsetDateTime::now_utc())?;
 
     // Read every line; keep the first of each code.
     let mut rejected: Vec<RejectedLine> = Vec::new();
@@ -588,7 +588,7 @@ pub async fn import_codes(
         ("code_batch", batch_id),
         json!({ "share_id": request.share.0, "label": label, "lines": report.lines,
                 "imported": imported, "rejected": report.rejected,
-                "alphabet": alphabet, "expires_at": code_admin::rfc3339(expires_at) }),
+                "alphabet": alphabet, "expires_at": code_actions::rfc3339(expires_at) }),
     )
     .await?;
     audit::emit(

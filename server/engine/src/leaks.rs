@@ -25,8 +25,8 @@ use uuid::Uuid;
 use crate::{
     accounts::AccountId,
     audit,
-    code_admin::CodeError,
-    code_admin::{CarriedBinding, Replaced, check_reason, insert_replacement, unbind_in},
+    code_actions::CodeError,
+    code_actions::{CarriedBinding, Replaced, check_reason, insert_replacement, unbind_in},
     codes::Keyring,
     mail,
     tenants::TenantId,

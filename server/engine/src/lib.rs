@@ -16,9 +16,9 @@
 //! * [`resources`]: a share's content, in order (the rows; bytes in [`storage`]).
 //! * [`batches`]: access codes issued many at a time (idempotent), and a
 //!   batch's unused codes revoked together.
-//! * [`code_admin`]: the code table and the admin's actions on one code:
+//! * [`code_actions`]: the code table and the admin's actions on one code:
 //!   revoke, replace, the audited unbind.
-//! * [`console`]: what the admin console reads (figures, activity, audit log).
+//! * [`read_models`]: what the admin console reads (figures, activity, audit log).
 //! * [`audit`]: audit log and outbox rows, written inside the action's transaction.
 //! * [`handover`]: a new batch's plain codes, shown once, downloaded once
 //!   (one download at a time, under a Redis lease: `release.lua`, `renew.lua`).
@@ -32,7 +32,7 @@
 //! * [`mail`]: the mail outbox (rows written in the transaction of what
 //!   they report), its relay's claims and records.
 //! * [`delivery`]: what the webhook and mail relays share (leases, retries).
-//! * [`learners`]: a tenant suspending (and re-enabling) one of its learners.
+//! * [`suspension`]: a tenant suspending (and re-enabling) one of its learners.
 //! * [`leaks`]: leak alerts (a bound code others keep trying: the owners
 //!   are told once a day) and "revoke and replace".
 //! * [`access_period`]: a learner's access period after binding, and
@@ -53,9 +53,8 @@ pub mod accounts;
 pub mod audit;
 pub mod batches;
 pub mod branding;
-pub mod code_admin;
+pub mod code_actions;
 pub mod codes;
-pub mod console;
 pub mod coordination;
 pub mod db;
 pub mod delivery;
@@ -66,17 +65,18 @@ pub mod idempotency;
 pub mod imports;
 pub mod invariants;
 pub mod leaks;
-pub mod learners;
 pub mod mail;
-pub mod measures;
+pub mod metrics;
 pub mod outcome;
 pub mod progress;
+pub mod read_models;
 pub mod reservation;
 pub mod resources;
 pub mod sessions;
 pub mod settlement;
 pub mod shares;
 pub mod storage;
+pub mod suspension;
 pub mod team;
 pub mod tenants;
 pub mod throttle;

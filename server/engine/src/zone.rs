@@ -6,7 +6,7 @@
 //! JSON API, CSV exports); the zone is applied only where a person reads or
 //! types a time. The tz database is jiff's bundled copy, so every machine
 //! shows the same times; a name must also be known to PostgreSQL, which
-//! groups the chart's days ([`crate::console::activity`]).
+//! groups the chart's days ([`crate::read_models::activity`]).
 
 use jiff::{Timestamp, civil::DateTime, tz::TimeZone};
 use time::{OffsetDateTime, UtcOffset};

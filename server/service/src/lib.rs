@@ -18,7 +18,7 @@
 //! | [`session`] | who is asking: sign-in state in the session, `member_of` (a tenant's member whose role allows a permission), the client's IP |
 //! | [`accounts`] | register, sign in, change password; verify the address, forgot password and reset, change of address |
 //! | [`team`] | a tenant's team: invite, accept, change a role, remove, leave; tenant signup; suspending a learner |
-//! | [`console`] | the console's compensating workflows: issue or replace codes and park them for one viewing, or undo |
+//! | [`issuing`] | issuing and replacing codes: park them for one viewing, or undo; imports |
 //! | [`learner`] | a share's page, code entry (phases 1+2), opening a resource (phase 3), my courses |
 //! | [`recent_shares`] | shares looked up by link name lately, for `POST …/open` (the settlement reads what can change) |
 //! | [`transfers`] | a learner moves their code to another account: ask, withdraw, the receiving account's confirmation |
@@ -29,9 +29,9 @@
 
 pub mod accounts;
 pub mod branding;
-pub mod console;
 pub mod content;
 pub mod error;
+pub mod issuing;
 pub mod learner;
 pub mod recent_shares;
 pub mod request_span;

@@ -13,6 +13,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use engine::{
     accounts::{self, AccountId, Principal, SignedIn},
+    shares::{Share, ShareId},
     tenants::{self, Permission, Role, TenantId},
 };
 use serde::{Deserialize, Serialize};
@@ -248,6 +249,23 @@ pub fn forwarded_client(hops: u8, headers: &http::HeaderMap) -> Option<IpAddr> {
         .parse::<IpAddr>()
         .or_else(|_| chosen.parse::<SocketAddr>().map(|s| s.ip()))
         .ok()
+}
+
+/// The signed-in member of `tenant` allowed `permission`, their role, and
+/// its share `share`: 401/403 for everyone else, 404 for a share of another tenant
+/// (ids are not secrets, but tenants stay apart).
+pub async fn member_share(
+    services: &Services,
+    session: &Session,
+    tenant: TenantId,
+    share: ShareId,
+    permission: Permission,
+) -> Result<(Principal, Role, Share), ServiceError> {
+    let (member, role) = membership(services, session, tenant, permission).await?;
+    let share = engine::shares::get_in(&services.pool, tenant, share)
+        .await?
+        .ok_or(ServiceError::NotFound)?;
+    Ok((member, role, share))
 }
 
 #[cfg(test)]

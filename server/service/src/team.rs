@@ -12,7 +12,7 @@ use std::net::IpAddr;
 use engine::{
     accounts::{AccountId, Email, Principal, links::LinkToken},
     coordination::ThrottleScope,
-    learners,
+    suspension,
     team::{self, TeamError},
     tenants::{self, Permission, Role, TenantId, TenantName, TenantSlug},
     throttle::ip_subject,
@@ -180,5 +180,5 @@ pub async fn set_learner_suspended(
     suspended: bool,
 ) -> Result<(), ServiceError> {
     let admin = session::member_of(services, session, tenant, Permission::ManageCourses).await?;
-    Ok(learners::set_suspended(&services.pool, tenant, admin.id, learner, suspended).await?)
+    Ok(suspension::set_suspended(&services.pool, tenant, admin.id, learner, suspended).await?)
 }

@@ -26,7 +26,7 @@ pub async fn hit(
     match services.throttle.hit(&services.redis, &key, limit).await {
         Ok(Decision::Allowed { .. }) => Ok(()),
         Ok(Decision::Refused { retry_after }) => {
-            engine::measures::throttled(scope.as_str());
+            engine::metrics::throttled(scope.as_str());
             Err(ServiceError::Throttled {
                 scope,
                 limit: limit.max,

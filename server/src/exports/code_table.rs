@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use axum::{body::Body, response::Response};
 use engine::{
-    code_admin::{self, CodeFilter, Cursor},
+    code_actions::{self, CodeFilter, Cursor},
     db::PgPool,
     shares::{Share, ShareId},
     tenants::TenantId,
@@ -23,7 +23,7 @@ pub async fn code_table(
     filter: CodeFilter,
 ) -> Result<Response, ApiError> {
     let tenant = share.tenant();
-    let labels: HashMap<Uuid, String> = engine::console::batches(pool, tenant, share.id)
+    let labels: HashMap<Uuid, String> = engine::read_models::batches(pool, tenant, share.id)
         .await?
         .into_iter()
         .map(|b| (b.id, csv_field(&b.label)))
@@ -59,7 +59,8 @@ fn code_table_rows(
         let (pool, filter, labels) = (pool.clone(), filter.clone(), labels.clone());
         async move {
             let cursor = cursor?;
-            match code_admin::list_codes(&pool, tenant, share, &filter, cursor, CODES_PAGE).await {
+            match code_actions::list_codes(&pool, tenant, share, &filter, cursor, CODES_PAGE).await
+            {
                 Ok(page) => {
                     let format = time::format_description::well_known::Rfc3339;
                     let mut chunk = String::with_capacity(page.codes.len() * 96);

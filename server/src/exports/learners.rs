@@ -31,7 +31,7 @@ pub fn learners(pool: &PgPool, share: &Share) -> Result<Response, ApiError> {
 
 /// Rows fetched per query while streaming the learners CSV: the most the
 /// query returns (a larger page would be cut short and look like the end).
-const LEARNERS_PAGE: i64 = engine::console::PAGE_MAX;
+const LEARNERS_PAGE: i64 = engine::read_models::PAGE_MAX;
 
 /// The learners as CSV lines, a keyset page at a time (by code id); a
 /// database error ends the stream with an error.
@@ -45,7 +45,7 @@ fn learner_rows(
         let pool = pool.clone();
         async move {
             let after = cursor?;
-            match engine::console::learners(&pool, tenant, share, after, LEARNERS_PAGE).await {
+            match engine::read_models::learners(&pool, tenant, share, after, LEARNERS_PAGE).await {
                 Ok(rows) => {
                     let next = (rows.len() as i64 == LEARNERS_PAGE)
                         .then(|| rows.last().map(|r| r.code_id));

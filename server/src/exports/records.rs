@@ -45,7 +45,9 @@ fn async_stream_records(
         let pool = pool.clone();
         async move {
             let before = cursor?;
-            match engine::console::records(&pool, tenant, share, None, before, RECORDS_PAGE).await {
+            match engine::read_models::records(&pool, tenant, share, None, before, RECORDS_PAGE)
+                .await
+            {
                 Ok(rows) => {
                     let next = (rows.len() as i64 == RECORDS_PAGE)
                         .then(|| rows.last().map(|r| (r.granted_at, r.id)));

@@ -134,13 +134,13 @@ impl MailRelay {
             Ok(recorded) => {
                 round.sent = recorded.len();
                 for _ in &recorded {
-                    engine::measures::mail_delivery("sent");
+                    engine::metrics::mail_delivery("sent");
                 }
                 for due in delivered.iter().filter(|due| !recorded.contains(&due.id)) {
                     // Another relay leased it again meanwhile: it is being
                     // sent twice (at least once holds, at most once per
                     // lease did not).
-                    engine::measures::mail_delivery("lease_lost");
+                    engine::metrics::mail_delivery("lease_lost");
                     tracing::warn!(mail = %due.id, "a mail was delivered after its lease ran out: another relay has it again");
                 }
             }
@@ -150,14 +150,14 @@ impl MailRelay {
             match self.record(due, outcome).await {
                 Ok(Recorded::WillRetry) => {
                     round.failed += 1;
-                    engine::measures::mail_delivery("failed");
+                    engine::metrics::mail_delivery("failed");
                 }
                 Ok(Recorded::Dead) => {
                     round.dead += 1;
-                    engine::measures::mail_delivery("dead");
+                    engine::metrics::mail_delivery("dead");
                 }
                 Ok(Recorded::LeaseLost) => {
-                    engine::measures::mail_delivery("lease_lost");
+                    engine::metrics::mail_delivery("lease_lost");
                     tracing::warn!(mail = %due.id, "a failed attempt outlived its lease: another relay has the mail again");
                 }
                 Ok(Recorded::Delivered) => {}

@@ -50,7 +50,7 @@ pub async fn deadline(State(limit): State<Duration>, request: Request, next: Nex
                 deadline_secs = limit.as_secs_f64(),
                 "a request outlived its deadline; answered 503"
             );
-            engine::measures::request_timed_out();
+            engine::metrics::request_timed_out();
             if json {
                 ApiError::new(
                     ErrorKind::Unavailable,

@@ -52,7 +52,7 @@ pub async fn catch_panic(request: Request, next: Next) -> Response {
             // The reference a person is shown is on the panic's own line.
             let reference = crate::middleware::server_fn_errors::new_reference();
             tracing::error!(panic = message(&*panic), %reference, "a request panicked; answered 500");
-            engine::measures::request_panicked();
+            engine::metrics::request_panicked();
             let error = ApiError::new(
                 ErrorKind::Internal,
                 "internal",

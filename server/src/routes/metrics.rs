@@ -43,7 +43,7 @@ pub fn handle() -> PrometheusHandle {
                     PrometheusBuilder::new().build_recorder().handle()
                 }
             };
-            engine::measures::describe();
+            engine::metrics::describe();
             // Histograms keep their samples until upkeep folds them in:
             // without it, memory grows with every request.
             let upkeep = handle.clone();
@@ -78,17 +78,17 @@ pub async fn scrape(State(state): State<ServerState>, headers: HeaderMap) -> Res
             .into_response();
     }
     let app = &state.services;
-    engine::measures::db_pool(
+    engine::metrics::db_pool(
         app.pool.num_idle(),
         (app.pool.size() as usize).saturating_sub(app.pool.num_idle()),
     );
-    engine::measures::redis_up(app.redis.ping().await.is_ok());
+    engine::metrics::redis_up(app.redis.ping().await.is_ok());
     match engine::webhooks::relay::backlog(&app.pool).await {
-        Ok((outbox, dead)) => engine::measures::backlog(outbox, dead),
+        Ok((outbox, dead)) => engine::metrics::backlog(outbox, dead),
         Err(error) => tracing::warn!(error = format!("{error:#}"), "reading the backlog"),
     }
     match engine::mail::backlog(&app.pool).await {
-        Ok((pending, dead)) => engine::measures::mail_backlog(pending, dead),
+        Ok((pending, dead)) => engine::metrics::mail_backlog(pending, dead),
         Err(error) => tracing::warn!(error = format!("{error:#}"), "reading the mail backlog"),
     }
     (
@@ -119,6 +119,6 @@ pub async fn track(request: Request, next: Next) -> Response {
     .to_owned();
     let started = Instant::now();
     let response = next.run(request).await;
-    engine::measures::http_request(route, method, response.status().as_u16(), started.elapsed());
+    engine::metrics::http_request(route, method, response.status().as_u16(), started.elapsed());
     response
 }

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
-    admin::audit::{AuditPage, audit_log},
+    console::audit::{AuditPage, audit_log},
     error::AppError,
     i18n::{audit_action, t},
 };

@@ -6,7 +6,7 @@ use crate::i18n::Msg;
 use leptos::prelude::*;
 
 use crate::{
-    admin::dashboard::DayView,
+    console::dashboard::DayView,
     i18n::{lang, t},
 };
 

@@ -12,11 +12,11 @@ use uuid::Uuid;
 
 use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
-    admin::codes::{
+    components::form::{FieldError, FormAlert},
+    console::codes::{
         CodeQuery, CodeRow, CodeTable, FindCode, ReplaceCode, RevokeAndReplace, RevokeCode,
         SetCodeExpiry, UnbindCode, list_code_page,
     },
-    components::form::{FieldError, FormAlert},
     error::AppError,
     i18n::{code_state, lang, t},
 };

@@ -7,11 +7,11 @@ use leptos_meta::Title;
 
 use super::{ConsoleError, ConsoleNav, chart::ActivityChart, param_id};
 use crate::{
-    admin::{
+    components::form::{Field, FormAlert},
+    console::{
         dashboard::{DashboardView, dashboard},
         share::CreateShare,
     },
-    components::form::{Field, FormAlert},
     error::AppError,
     i18n::{share_status, t},
 };

@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
-    admin::imports::{ImportReportView, import_report},
+    console::imports::{ImportReportView, import_report},
     error::AppError,
     i18n::{Msg, import_rejection, lang, number, t},
 };

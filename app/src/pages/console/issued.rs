@@ -8,7 +8,7 @@ use leptos_meta::Title;
 
 use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
-    admin::issued::{IssuedView, issued_codes},
+    console::issued::{IssuedView, issued_codes},
     error::AppError,
     i18n::{Lang, lang, t},
 };

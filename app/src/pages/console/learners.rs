@@ -14,11 +14,11 @@ use uuid::Uuid;
 
 use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
-    admin::learners::{
+    components::form::{FieldError, FormAlert},
+    console::learners::{
         ExtendAccess, ExtendAccessAll, LearnerView, LearnersPage as Page, SuspendLearner,
         share_learners,
     },
-    components::form::{FieldError, FormAlert},
     error::AppError,
     i18n::{lang, t},
 };

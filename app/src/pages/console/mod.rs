@@ -7,6 +7,7 @@ pub mod audit;
 pub mod chart;
 pub mod codes;
 pub mod dashboard;
+pub mod home;
 pub mod imports;
 pub mod issued;
 pub mod learners;

@@ -15,7 +15,8 @@ use super::{
     upload::{Upload, UploadState},
 };
 use crate::{
-    admin::{
+    components::form::{FieldError, FormAlert},
+    console::{
         codes::{RevokeUnused, SetBatchExpiry},
         issued::IssueCodes,
         share::{
@@ -23,7 +24,6 @@ use crate::{
             share_settings,
         },
     },
-    components::form::{FieldError, FormAlert},
     error::AppError,
     i18n::{lang, resource_kind, t},
     learner::human_size,
@@ -481,7 +481,7 @@ pub(super) fn progress_of(
             move || {
                 leptos::task::spawn_local(async move {
                     if let Ok(Some(now)) =
-                        crate::admin::issued::issue_progress(tenant, ticket).await
+                        crate::console::issued::issue_progress(tenant, ticket).await
                         && running.get_untracked()
                     {
                         set_progress.set(Some(now));

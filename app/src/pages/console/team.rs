@@ -11,11 +11,11 @@ use uuid::Uuid;
 
 use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
-    admin::team::{
+    components::form::{Field, FieldError, FormAlert},
+    console::team::{
         ChangeMemberRole, InviteMember, LeaveTeam, RemoveLogo, RemoveMember, RevokeInvitation,
         TeamView, UpdateBranding, UpdateTenantSettings, team,
     },
-    components::form::{Field, FieldError, FormAlert},
     error::AppError,
     i18n::{lang, t},
 };

@@ -8,8 +8,8 @@ use uuid::Uuid;
 
 use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
-    admin::tokens::{CreateToken, RevokeToken, TokenRow, api_tokens},
     components::form::{Field, FieldError, FormAlert},
+    console::tokens::{CreateToken, RevokeToken, TokenRow, api_tokens},
     error::AppError,
     i18n::{lang, t},
 };

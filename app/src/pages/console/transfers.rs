@@ -10,8 +10,8 @@ use uuid::Uuid;
 
 use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
-    admin::transfers::{ApproveTransfer, RefuseTransfer, TransferRow, TransfersView, transfers},
     components::form::FormAlert,
+    console::transfers::{ApproveTransfer, RefuseTransfer, TransferRow, TransfersView, transfers},
     error::AppError,
     i18n::{lang, t, transfer_status},
 };

@@ -9,10 +9,10 @@ use uuid::Uuid;
 
 use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
-    admin::webhooks::{
+    components::form::{Field, FieldError, FormAlert},
+    console::webhooks::{
         CreateWebhook, DeliveryRow, DisableWebhook, Redeliver, WebhookRow, WebhooksView, webhooks,
     },
-    components::form::{Field, FieldError, FormAlert},
     error::AppError,
     i18n::{event, lang, t},
 };

@@ -5,7 +5,7 @@
 
 use super::{ErrorKind, INVALID_INPUT, Outcome};
 use crate::{
-    batches::BatchError, code_admin::CodeError, imports::ImportError, resources::ResourceError,
+    batches::BatchError, code_actions::CodeError, imports::ImportError, resources::ResourceError,
     shares::ShareError, storage::StorageError,
 };
 

@@ -3,7 +3,7 @@
 
 use super::{ErrorKind, INVALID_INPUT, Outcome};
 use crate::{
-    codes::CodeFormatError, learners::LearnerError, settlement::SettlementError,
+    codes::CodeFormatError, settlement::SettlementError, suspension::LearnerError,
     transfers::TransferError,
 };
 

@@ -86,7 +86,7 @@ impl Reserver {
         }
         .instrument(tracing::debug_span!("reserve.lua"))
         .await;
-        crate::measures::reservation(
+        crate::metrics::reservation(
             answer.as_ref().map(|r| *r).map_err(|_| ()),
             started.elapsed(),
         );

@@ -263,7 +263,7 @@ pub async fn validate(
             // The leak signal: someone else holds this code's text (and,
             // when they keep trying, the owners hear of it).
             crate::leaks::note_foreign_attempt(pool, share.tenant_id, found.id).await?;
-            crate::measures::leak_signal();
+            crate::metrics::leak_signal();
             return Err(SettlementError::CodeBound);
         }
         // Refused here for a clear message; the binding's trigger decides.

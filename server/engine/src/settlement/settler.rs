@@ -64,7 +64,7 @@ impl Settler {
             .settle_unmeasured(request)
             .instrument(span.clone())
             .await;
-        crate::measures::settlement(result.as_ref().map(|g| (g.bound_now, g.replayed)));
+        crate::metrics::settlement(result.as_ref().map(|g| (g.bound_now, g.replayed)));
         span.record(
             "outcome",
             match &result {

@@ -85,7 +85,7 @@ impl Settler {
                     .instrument(tracing::debug_span!("settlement transaction")),
             )
             .await;
-            crate::measures::settlement_transaction(started.elapsed());
+            crate::metrics::settlement_transaction(started.elapsed());
             match attempt {
                 Err(_elapsed) => {
                     tracing::warn!("settlement transaction timed out (rolled back)");

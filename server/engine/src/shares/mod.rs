@@ -4,7 +4,7 @@
 //! and the admin actions on them. What hangs off a share has its own
 //! module: its content in [`crate::resources`], its access codes in
 //! [`crate::batches`] (issued many at a time), [`crate::imports`] (brought
-//! in from another system) and [`crate::code_admin`] (the code table and
+//! in from another system) and [`crate::code_actions`] (the code table and
 //! what an admin does to one code). Each has its own error enum; each
 //! variant's kind, code and text is mapped once (`outcome/`,
 //! `app/src/i18n/errors.rs`), and a variant two of them share (`no such

@@ -35,8 +35,8 @@
 //! [`record`]: relay::record
 //! [`sign`]: relay::sign
 
-pub mod admin;
 pub mod destination;
+pub mod endpoints;
 pub mod relay;
 
 /// Every event a webhook can subscribe to.

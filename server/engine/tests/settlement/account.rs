@@ -4,7 +4,7 @@
 //! A binding writes the learner's receipt to the mail outbox, in the
 //! language of their last sign-in.
 
-use engine::{accounts::AccountId, learners, settlement::SettlementError};
+use engine::{accounts::AccountId, settlement::SettlementError, suspension};
 use sqlx::PgPool;
 
 use crate::fixture::{Policy, State, World, unverified_account};
@@ -118,12 +118,13 @@ async fn a_suspended_learner_opens_nothing_of_the_tenant_until_re_enabled(pool: 
         .expect("ann bound");
     let before = world.state().await;
     // Bob holds no code of the tenant: not its learner, nothing to suspend.
-    let stranger = learners::set_suspended(&world.pool, world.tenant, world.admin, bob, true).await;
+    let stranger =
+        suspension::set_suspended(&world.pool, world.tenant, world.admin, bob, true).await;
     assert!(
-        matches!(stranger, Err(learners::LearnerError::NotFound)),
+        matches!(stranger, Err(suspension::LearnerError::NotFound)),
         "{stranger:?}"
     );
-    learners::set_suspended(&world.pool, world.tenant, world.admin, ann, true)
+    suspension::set_suspended(&world.pool, world.tenant, world.admin, ann, true)
         .await
         .expect("suspended");
     // Returning, even within the live grant of the first access: refused.
@@ -146,7 +147,7 @@ async fn a_suspended_learner_opens_nothing_of_the_tenant_until_re_enabled(pool: 
     .expect("audit");
     assert_eq!(audit, vec!["learner.suspended"]);
 
-    learners::set_suspended(&world.pool, world.tenant, world.admin, ann, false)
+    suspension::set_suspended(&world.pool, world.tenant, world.admin, ann, false)
         .await
         .expect("re-enabled");
     world

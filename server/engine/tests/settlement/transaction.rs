@@ -215,7 +215,7 @@ async fn a_retry_after_the_code_was_revoked_or_unbound_is_refused(pool: PgPool) 
     world.settle(&settler, &anns).await.expect("ann");
     world.settle(&settler, &bobs).await.expect("bob");
 
-    engine::code_admin::revoke_code(&world.pool, world.tenant, world.admin, world.code(0))
+    engine::code_actions::revoke_code(&world.pool, world.tenant, world.admin, world.code(0))
         .await
         .expect("revoke");
     let answer = world.settle(&settler, &anns).await;
@@ -224,7 +224,7 @@ async fn a_retry_after_the_code_was_revoked_or_unbound_is_refused(pool: PgPool) 
         "{answer:?}"
     );
 
-    engine::code_admin::unbind_code(
+    engine::code_actions::unbind_code(
         &world.pool,
         world.tenant,
         world.admin,
@@ -458,7 +458,7 @@ async fn a_revoked_binding_ends_access(pool: PgPool) {
         )
         .await
         .expect("bound");
-    engine::code_admin::revoke_code(&world.pool, world.tenant, world.admin, world.code(0))
+    engine::code_actions::revoke_code(&world.pool, world.tenant, world.admin, world.code(0))
         .await
         .expect("revoke");
     // Even with another usable code pending: the revoked binding decides.
@@ -503,7 +503,7 @@ async fn a_pending_code_lost_meanwhile_is_refused_for_its_reason(pool: PgPool) {
     );
     // Code 0 is revoked too now: that is the reason Bob hears, whoever
     // holds it.
-    engine::code_admin::revoke_code(&world.pool, world.tenant, world.admin, world.code(0))
+    engine::code_actions::revoke_code(&world.pool, world.tenant, world.admin, world.code(0))
         .await
         .expect("revoke code 0");
     let answer = world
@@ -517,7 +517,7 @@ async fn a_pending_code_lost_meanwhile_is_refused_for_its_reason(pool: PgPool) {
         "{answer:?}"
     );
     // Code 1 was revoked after Bob entered it.
-    engine::code_admin::revoke_code(&world.pool, world.tenant, world.admin, world.code(1))
+    engine::code_actions::revoke_code(&world.pool, world.tenant, world.admin, world.code(1))
         .await
         .expect("revoke");
     let answer = world

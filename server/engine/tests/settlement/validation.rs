@@ -85,7 +85,7 @@ async fn an_unknown_code_is_invalid(pool: PgPool) {
 async fn a_revoked_code_is_refused(pool: PgPool) {
     let world = World::new(pool, Policy::default()).await;
     let ann = world.learner("ann").await;
-    engine::code_admin::revoke_code(&world.pool, world.tenant, world.admin, world.code(0))
+    engine::code_actions::revoke_code(&world.pool, world.tenant, world.admin, world.code(0))
         .await
         .expect("revoke");
     let answer = validate(&world, &world.share, ann, &world.codes[0].1).await;

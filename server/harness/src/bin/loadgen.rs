@@ -284,7 +284,7 @@ async fn main() -> anyhow::Result<()> {
     let in_pg = run.statuses.get("code_bound").copied().unwrap_or(0);
     let losers = claimers.len() - winners;
     let bound =
-        engine::console::shares(&pool, engine::tenants::TenantId(args.tenant_id), None, 500)
+        engine::read_models::shares(&pool, engine::tenants::TenantId(args.tenant_id), None, 500)
             .await?
             .into_iter()
             .find(|row| row.id == hot.id)

@@ -10,7 +10,7 @@
 //! The attempt runs in a task of its own: a client that goes away
 //! mid-request (the usual way an answer gets lost) cannot cut the creation
 //! from its claim's completion. (Issuing codes has its own, older
-//! mechanism in `service::console::issue_for_api`.)
+//! mechanism in `service::issuing::issue_for_api`.)
 
 use std::future::Future;
 

@@ -1,7 +1,7 @@
 //! The versioned JSON API (`/api/v1`), for API callers and tests: the same
 //! domain functions the pages use, with session-cookie authentication.
 
-pub mod admin;
+pub mod console;
 mod auth;
 mod docs;
 pub mod idempotency;
@@ -28,128 +28,128 @@ pub fn router() -> Router<ServerState> {
         .route("/api/v1/auth/logout", post(auth::logout))
         .route(
             "/api/v1/tenants/{tenant_id}/shares",
-            post(admin::create_share).get(admin::shares::list_shares),
+            post(console::create_share).get(console::shares::list_shares),
         )
         .route(
             "/api/v1/tenants/{tenant_id}/codes/find",
-            post(admin::codes::find_code),
+            post(console::codes::find_code),
         )
         .route(
             "/api/v1/tenants/{tenant_id}/audit",
-            get(admin::activity::audit_log),
+            get(console::activity::audit_log),
         )
         .route(
             "/api/v1/tenants/{tenant_id}/tokens",
-            get(admin::integrations::list_tokens).post(admin::integrations::create_token),
+            get(console::integrations::list_tokens).post(console::integrations::create_token),
         )
         .route(
             "/api/v1/tenants/{tenant_id}/tokens/{token_id}/revoke",
-            post(admin::integrations::revoke_token),
+            post(console::integrations::revoke_token),
         )
         .route(
             "/api/v1/tenants/{tenant_id}/webhooks",
-            get(admin::integrations::list_webhooks).post(admin::integrations::create_webhook),
+            get(console::integrations::list_webhooks).post(console::integrations::create_webhook),
         )
         .route(
             "/api/v1/tenants/{tenant_id}/webhooks/deliveries",
-            get(admin::integrations::list_deliveries),
+            get(console::integrations::list_deliveries),
         )
         .route(
             "/api/v1/tenants/{tenant_id}/webhooks/{endpoint_id}",
-            get(admin::integrations::get_webhook).put(admin::integrations::update_webhook),
+            get(console::integrations::get_webhook).put(console::integrations::update_webhook),
         )
         .route(
             "/api/v1/tenants/{tenant_id}/webhooks/{endpoint_id}/disable",
-            post(admin::integrations::disable_webhook),
+            post(console::integrations::disable_webhook),
         )
         .route(
             "/api/v1/tenants/{tenant_id}/webhooks/{endpoint_id}/deliveries/{event_id}/redeliver",
-            post(admin::integrations::redeliver),
+            post(console::integrations::redeliver),
         )
         .route(
             "/api/v1/shares/{share_id}",
-            get(admin::shares::get_share).put(admin::shares::update_share),
+            get(console::shares::get_share).put(console::shares::update_share),
         )
-        .route("/api/v1/shares/{share_id}/status", post(admin::set_status))
+        .route("/api/v1/shares/{share_id}/status", post(console::set_status))
         .route(
             "/api/v1/shares/{share_id}/resources",
             // The storage layer enforces `storage.max_upload_bytes` while streaming.
-            post(admin::upload_resource)
+            post(console::upload_resource)
                 .layer(DefaultBodyLimit::disable())
-                .get(admin::resources::list_resources),
+                .get(console::resources::list_resources),
         )
         .route(
             "/api/v1/shares/{share_id}/resources/{resource_id}",
-            post(admin::resources::change_resource).delete(admin::resources::remove_resource),
+            post(console::resources::change_resource).delete(console::resources::remove_resource),
         )
         .route(
             "/api/v1/shares/{share_id}/batches",
-            get(admin::batches::list_batches),
+            get(console::batches::list_batches),
         )
         .route(
             "/api/v1/shares/{share_id}/imports",
-            post(admin::imports::import_codes)
+            post(console::imports::import_codes)
                 .layer(DefaultBodyLimit::max(engine::imports::MAX_REQUEST_BYTES)),
         )
         .route(
             "/api/v1/batches/{batch_id}/import",
-            get(admin::imports::import_report),
+            get(console::imports::import_report),
         )
-        .route("/api/v1/batches/{batch_id}", get(admin::batches::get_batch))
+        .route("/api/v1/batches/{batch_id}", get(console::batches::get_batch))
         .route(
             "/api/v1/batches/{batch_id}/codes.csv",
-            get(admin::batches::codes_csv),
+            get(console::batches::codes_csv),
         )
         .route(
             "/api/v1/batches/{batch_id}/revoke-unused",
-            post(admin::batches::revoke_unused),
+            post(console::batches::revoke_unused),
         )
         .route(
             "/api/v1/batches/{batch_id}/expiry",
-            post(admin::batches::set_expiry),
+            post(console::batches::set_expiry),
         )
         .route(
             "/api/v1/shares/{share_id}/learners",
-            get(admin::activity::list_learners),
+            get(console::activity::list_learners),
         )
         .route(
             "/api/v1/shares/{share_id}/records",
-            get(admin::activity::list_records),
+            get(console::activity::list_records),
         )
         .route(
             "/api/v1/shares/{share_id}/learners.csv",
-            get(admin::activity::learners_csv),
+            get(console::activity::learners_csv),
         )
         .route(
             "/api/v1/shares/{share_id}/records.csv",
-            get(admin::activity::records_csv),
+            get(console::activity::records_csv),
         )
         .route(
             "/api/v1/shares/{share_id}/codes",
-            post(admin::issue_codes).get(admin::list_codes),
+            post(console::issue_codes).get(console::list_codes),
         )
-        .route("/api/v1/codes/{code_id}", get(admin::codes::get_code))
-        .route("/api/v1/codes/{code_id}/revoke", post(admin::revoke_code))
-        .route("/api/v1/codes/{code_id}/unbind", post(admin::unbind_code))
+        .route("/api/v1/codes/{code_id}", get(console::codes::get_code))
+        .route("/api/v1/codes/{code_id}/revoke", post(console::revoke_code))
+        .route("/api/v1/codes/{code_id}/unbind", post(console::unbind_code))
         .route(
             "/api/v1/codes/{code_id}/expiry",
-            post(admin::codes::set_code_expiry),
+            post(console::codes::set_code_expiry),
         )
         .route(
             "/api/v1/codes/{code_id}/extend-access",
-            post(admin::access::extend_one),
+            post(console::access::extend_one),
         )
         .route(
             "/api/v1/shares/{share_id}/extend-access",
-            post(admin::access::extend_all),
+            post(console::access::extend_all),
         )
         .route(
             "/api/v1/codes/{code_id}/replace",
-            post(admin::codes::replace_code),
+            post(console::codes::replace_code),
         )
         .route(
             "/api/v1/codes/{code_id}/revoke-and-replace",
-            post(admin::leaks::revoke_and_replace),
+            post(console::leaks::revoke_and_replace),
         )
         .route("/api/v1/s/{slug}", get(learner::share))
         .route("/api/v1/s/{slug}/code", post(learner::enter_code))
@@ -165,27 +165,27 @@ pub fn router() -> Router<ServerState> {
         )
         .route(
             "/api/v1/tenants/{tenant_id}/branding",
-            get(admin::branding::get_branding).put(admin::branding::put_branding),
+            get(console::branding::get_branding).put(console::branding::put_branding),
         )
         .route(
             "/api/v1/tenants/{tenant_id}/branding/logo",
-            axum::routing::put(admin::branding::put_logo)
-                .delete(admin::branding::delete_logo)
+            axum::routing::put(console::branding::put_logo)
+                .delete(console::branding::delete_logo)
                 .layer(axum::extract::DefaultBodyLimit::max(
-                    admin::branding::MAX_LOGO_BODY,
+                    console::branding::MAX_LOGO_BODY,
                 )),
         )
         .route(
             "/api/v1/tenants/{tenant_id}/transfers",
-            get(admin::transfers::list_transfers),
+            get(console::transfers::list_transfers),
         )
         .route(
             "/api/v1/tenants/{tenant_id}/transfers/{transfer_id}/approve",
-            post(admin::transfers::approve_transfer),
+            post(console::transfers::approve_transfer),
         )
         .route(
             "/api/v1/tenants/{tenant_id}/transfers/{transfer_id}/refuse",
-            post(admin::transfers::refuse_transfer),
+            post(console::transfers::refuse_transfer),
         )
         .route(
             "/api/v1/s/{slug}/resources/{resource_id}/open",

@@ -7,7 +7,7 @@ use axum::{
     response::Response,
 };
 use engine::{
-    code_admin::{CodeError, CodeFilter, CodeState},
+    code_actions::{CodeError, CodeFilter, CodeState},
     shares::{self, Share, ShareId},
     tenants::{Permission, TenantId},
 };

@@ -98,7 +98,7 @@ pub async fn import_form(
     multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<Response, ApiError> {
     let lang = Lang::from_headers(&headers);
-    let (admin, _, share) = service::console::admin_share(
+    let (admin, _, share) = service::session::member_share(
         &state.services,
         &session,
         TenantId(tenant),
@@ -126,7 +126,7 @@ pub async fn import_form(
     let imported = match request_of(&form) {
         Err(error) => Err(ServiceError::from(error)),
         Ok((format, lines)) => {
-            service::console::import_codes(
+            service::issuing::import_codes(
                 &state.services,
                 &admin,
                 &share,

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{Caller, admin_of_share, shares::admin_of_tenant};
+use super::{Caller, member_of_share, member_of_tenant};
 use crate::problem::{ApiError, rejection};
 use crate::{
     routes::api::schema::{
@@ -63,7 +63,7 @@ pub async fn learners_csv(
     caller: Caller,
     Path(share_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let (share, _) = admin_of_share(&state, &caller, &share_id, Permission::ViewConsole).await?;
+    let (share, _) = member_of_share(&state, &caller, &share_id, Permission::ViewConsole).await?;
     crate::exports::learners(&state.services.pool, &share)
 }
 
@@ -83,7 +83,7 @@ pub async fn records_csv(
     caller: Caller,
     Path(share_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let (share, _) = admin_of_share(&state, &caller, &share_id, Permission::ViewConsole).await?;
+    let (share, _) = member_of_share(&state, &caller, &share_id, Permission::ViewConsole).await?;
     crate::exports::records(&state.services.pool, &share)
 }
 
@@ -113,10 +113,10 @@ pub async fn list_learners(
     Path(share_id): Path<String>,
     query: Result<Query<LearnersQuery>, QueryRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (share, _) = admin_of_share(&state, &caller, &share_id, Permission::ViewConsole).await?;
+    let (share, _) = member_of_share(&state, &caller, &share_id, Permission::ViewConsole).await?;
     let Query(query) = query.map_err(|e| rejection(e, "invalid_query"))?;
     let limit = query.limit.unwrap_or(100).clamp(1, 500);
-    let mut rows = engine::console::learners(
+    let mut rows = engine::read_models::learners(
         &state.services.pool,
         share.tenant(),
         share.id,
@@ -178,11 +178,11 @@ pub async fn list_records(
     Path(share_id): Path<String>,
     query: Result<Query<RecordsQuery>, QueryRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (share, _) = admin_of_share(&state, &caller, &share_id, Permission::ViewConsole).await?;
+    let (share, _) = member_of_share(&state, &caller, &share_id, Permission::ViewConsole).await?;
     let Query(query) = query.map_err(|e| rejection(e, "invalid_query"))?;
     let before = query.before.as_deref().map(parse_cursor).transpose()?;
     let limit = query.limit.unwrap_or(100).clamp(1, 1_000);
-    let mut rows = engine::console::records(
+    let mut rows = engine::read_models::records(
         &state.services.pool,
         share.tenant(),
         share.id,
@@ -244,15 +244,17 @@ pub async fn audit_log(
     Path(tenant_id): Path<String>,
     query: Result<Query<AuditQuery>, QueryRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (tenant, _) = admin_of_tenant(&state, &caller, &tenant_id, Permission::ViewConsole).await?;
+    let (tenant, _) =
+        member_of_tenant(&state, &caller, &tenant_id, Permission::ViewConsole).await?;
     let Query(query) = query.map_err(|e| rejection(e, "invalid_query"))?;
-    let filter = engine::console::AuditFilter {
+    let filter = engine::read_models::AuditFilter {
         action: query.action.filter(|a| !a.trim().is_empty()),
         target: query.target,
         before: query.before.as_deref().map(parse_cursor).transpose()?,
     };
     let limit = query.limit.unwrap_or(100).clamp(1, 500);
-    let mut rows = engine::console::audit(&state.services.pool, tenant, &filter, limit + 1).await?;
+    let mut rows =
+        engine::read_models::audit(&state.services.pool, tenant, &filter, limit + 1).await?;
     let has_more = split_page(&mut rows, limit);
     Ok(Json(AuditPage {
         next_before: if has_more {

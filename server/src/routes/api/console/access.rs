@@ -6,9 +6,9 @@ use axum::{
     extract::{Path, State, rejection::JsonRejection},
     response::IntoResponse,
 };
-use engine::{access_period, code_admin::CodeError, tenants::Permission};
+use engine::{access_period, code_actions::CodeError, tenants::Permission};
 
-use super::{Caller, admin_of_share, codes::admin_of_code};
+use super::{Caller, member_of_code, member_of_share};
 use crate::problem::{ApiError, rejection};
 use crate::{
     routes::api::schema::{AccessExtended, AccessExtendedAll, ErrorBody, ExtendBody},
@@ -43,7 +43,7 @@ pub async fn extend_one(
     Path(code_id): Path<String>,
     body: Result<Json<ExtendBody>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (tenant, code, admin) = admin_of_code(&state, &caller, &code_id).await?;
+    let (tenant, code, admin) = member_of_code(&state, &caller, &code_id).await?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
     let until = parse_until(&body.until)?;
     let access_ends =
@@ -77,7 +77,7 @@ pub async fn extend_all(
     body: Result<Json<ExtendBody>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
     let (share, admin) =
-        admin_of_share(&state, &caller, &share_id, Permission::ManageCourses).await?;
+        member_of_share(&state, &caller, &share_id, Permission::ManageCourses).await?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
     let until = parse_until(&body.until)?;
     let extended = access_period::extend_all(

@@ -11,8 +11,8 @@ use leptos_meta::Title;
 use leptos_router::components::Redirect;
 
 use crate::{
-    admin::dashboard::my_tenants,
     components::form::{Field, FormAlert},
+    console::dashboard::my_tenants,
     error::AppError,
     i18n::t,
     membership::{CreateTenant, tenant_signup_open},

@@ -15,7 +15,7 @@ use engine::{
 };
 use serde::Deserialize;
 
-use super::{Caller, parse_id, shares::admin_of_tenant};
+use super::{Caller, member_of_tenant, parse_id};
 use crate::problem::{ApiError, rejection};
 use crate::{
     routes::api::schema::{ErrorBody, TransferView},
@@ -45,7 +45,8 @@ pub async fn list_transfers(
     Path(tenant_id): Path<String>,
     query: Result<Query<TransfersQuery>, QueryRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (tenant, _) = admin_of_tenant(&state, &caller, &tenant_id, Permission::ViewConsole).await?;
+    let (tenant, _) =
+        member_of_tenant(&state, &caller, &tenant_id, Permission::ViewConsole).await?;
     let Query(query) = query.map_err(|e| rejection(e, "invalid_query"))?;
     let list = transfers::list(&state.services.pool, tenant, query.status, 500).await?;
     Ok(Json(
@@ -88,7 +89,7 @@ pub async fn approve_transfer(
     body: Result<Json<DecisionBody>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
     let (tenant, admin) =
-        admin_of_tenant(&state, &caller, &tenant_id, Permission::ManageCourses).await?;
+        member_of_tenant(&state, &caller, &tenant_id, Permission::ManageCourses).await?;
     let id = parse_id(&transfer_id)?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
     let transfer = transfers::approve(
@@ -129,7 +130,7 @@ pub async fn refuse_transfer(
     body: Result<Json<DecisionBody>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
     let (tenant, admin) =
-        admin_of_tenant(&state, &caller, &tenant_id, Permission::ManageCourses).await?;
+        member_of_tenant(&state, &caller, &tenant_id, Permission::ManageCourses).await?;
     let id = parse_id(&transfer_id)?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
     let transfer = transfers::refuse(

@@ -10,7 +10,7 @@ use axum::{
 };
 use engine::tenants::Permission;
 
-use super::{Caller, admin_of_share, parse_id};
+use super::{Caller, member_of_share, parse_id};
 use crate::problem::{ApiError, rejection};
 use crate::{
     routes::api::schema::{BatchBody, BatchDetail, BatchRevoked, ErrorBody, ExpiryBody},
@@ -32,8 +32,8 @@ pub async fn list_batches(
     caller: Caller,
     Path(share_id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (share, _) = admin_of_share(&state, &caller, &share_id, Permission::ViewConsole).await?;
-    let rows = engine::console::batches(&state.services.pool, share.tenant(), share.id).await?;
+    let (share, _) = member_of_share(&state, &caller, &share_id, Permission::ViewConsole).await?;
+    let rows = engine::read_models::batches(&state.services.pool, share.tenant(), share.id).await?;
     Ok(Json(
         rows.into_iter()
             .map(|b| BatchBody {
@@ -67,7 +67,7 @@ async fn batch_of(
     let Some((tenant, _share)) = engine::batches::owner_of_batch(pool, batch).await? else {
         return Err(caller.refuse(state).await);
     };
-    let admin = caller.admin_of(state, tenant, permission).await?;
+    let admin = caller.member_of(state, tenant, permission).await?;
     let summary = engine::batches::summary(pool, tenant, batch)
         .await?
         .ok_or_else(ApiError::not_found)?;
@@ -182,14 +182,14 @@ pub async fn codes_csv(
     // A batch, or a replacement code's own handover (named by the code).
     let owner = match engine::batches::owner_of_batch(pool, id).await? {
         Some(owner) => Some(owner),
-        None => engine::code_admin::share_of_code(pool, id).await?,
+        None => engine::code_actions::share_of_code(pool, id).await?,
     };
     let Some((tenant, share)) = owner else {
         return Err(caller.refuse(&state).await);
     };
     // Plain codes: for those who may issue them.
     let admin = caller
-        .admin_of(&state, tenant, Permission::ManageCourses)
+        .member_of(&state, tenant, Permission::ManageCourses)
         .await?;
     let share = engine::shares::get_in(pool, tenant, share)
         .await?
@@ -220,7 +220,7 @@ pub async fn revoke_unused(
         return Err(caller.refuse(&state).await);
     };
     let admin = caller
-        .admin_of(&state, tenant, Permission::ManageCourses)
+        .member_of(&state, tenant, Permission::ManageCourses)
         .await?;
     let revoked = engine::batches::revoke_unused_of_batch(pool, tenant, admin.id, batch).await?;
     Ok(Json(BatchRevoked {

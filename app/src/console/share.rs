@@ -62,7 +62,7 @@ pub struct BatchView {
 
 #[cfg(feature = "ssr")]
 impl BatchView {
-    pub(crate) fn new(b: engine::console::BatchRow, zone: &engine::zone::Zone) -> Self {
+    pub(crate) fn new(b: engine::read_models::BatchRow, zone: &engine::zone::Zone) -> Self {
         Self {
             id: b.id,
             label: b.label,
@@ -88,7 +88,7 @@ pub async fn create_share(
 ) -> Result<(), AppError> {
     use engine::shares::{NewShare, ShareInput};
     let (state, tenant, admin) =
-        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
+        support::member_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
     let new = NewShare::parse(ShareInput {
         title,
         slug,
@@ -112,7 +112,7 @@ pub async fn create_share(
 #[server(prefix = "/api/admin", endpoint = "share", input = server_fn::codec::GetUrl)]
 pub async fn share_settings(tenant_id: Uuid, share_id: Uuid) -> Result<ShareEditor, AppError> {
     use support::{internal, local_input};
-    let (state, _, share, role) = support::admin_share(
+    let (state, _, share, role) = support::member_share(
         tenant_id,
         share_id,
         engine::tenants::Permission::ViewConsole,
@@ -121,11 +121,11 @@ pub async fn share_settings(tenant_id: Uuid, share_id: Uuid) -> Result<ShareEdit
     let resources = engine::resources::resources(&state.pool, share.tenant(), share.id)
         .await
         .map_err(internal)?;
-    let batches = engine::console::batches(&state.pool, share.tenant(), share.id)
+    let batches = engine::read_models::batches(&state.pool, share.tenant(), share.id)
         .await
         .map_err(internal)?;
     let zone = support::zone(&state, share.tenant()).await?;
-    let counted = engine::console::accesses_counted(&state.pool, share.tenant(), share.id)
+    let counted = engine::read_models::accesses_counted(&state.pool, share.tenant(), share.id)
         .await
         .map_err(internal)?;
     Ok(ShareEditor {
@@ -182,7 +182,7 @@ mod settings_form {
     ) -> Result<(), AppError> {
         use engine::shares::{NewShare, ShareInput};
         use support::parse_number;
-        let (state, admin, share, _) = support::admin_share(
+        let (state, admin, share, _) = support::member_share(
             tenant_id,
             share_id,
             engine::tenants::Permission::ManageCourses,
@@ -274,7 +274,7 @@ pub async fn rename_resource(
     resource_id: Uuid,
     title: String,
 ) -> Result<(), AppError> {
-    let (state, admin, share, _) = support::admin_share(
+    let (state, admin, share, _) = support::member_share(
         tenant_id,
         share_id,
         engine::tenants::Permission::ManageCourses,
@@ -310,7 +310,7 @@ pub async fn move_resource(
             ));
         }
     };
-    let (state, admin, share, _) = support::admin_share(
+    let (state, admin, share, _) = support::member_share(
         tenant_id,
         share_id,
         engine::tenants::Permission::ManageCourses,
@@ -336,7 +336,7 @@ pub async fn delete_resource(
     resource_id: Uuid,
     force: Option<String>,
 ) -> Result<(), AppError> {
-    let (state, admin, share, _) = support::admin_share(
+    let (state, admin, share, _) = support::member_share(
         tenant_id,
         share_id,
         engine::tenants::Permission::ManageCourses,

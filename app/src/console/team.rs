@@ -235,7 +235,7 @@ pub async fn update_tenant_settings(
     time_zone: Option<String>,
 ) -> Result<(), AppError> {
     let (state, tenant, owner) =
-        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageTeam).await?;
+        support::member_of_tenant(tenant_id, engine::tenants::Permission::ManageTeam).await?;
     let time_zone = match time_zone {
         Some(name) => engine::zone::Zone::parse(&name)
             .map_err(|e| AppError::outcome(engine::tenants::TenantError::from(e)))?,
@@ -265,7 +265,7 @@ pub async fn update_branding(
     support_email: Option<String>,
 ) -> Result<(), AppError> {
     let (state, tenant, owner) =
-        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageTeam).await?;
+        support::member_of_tenant(tenant_id, engine::tenants::Permission::ManageTeam).await?;
     let change = engine::branding::BrandingChange::parse(
         &name,
         accent.as_deref().unwrap_or_default(),
@@ -282,7 +282,7 @@ pub async fn update_branding(
 #[server(prefix = "/api/admin", endpoint = "tenant/logo/remove")]
 pub async fn remove_logo(tenant_id: Uuid) -> Result<(), AppError> {
     let (state, tenant, owner) =
-        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageTeam).await?;
+        support::member_of_tenant(tenant_id, engine::tenants::Permission::ManageTeam).await?;
     engine::branding::remove_logo(&state.pool, tenant, owner.id)
         .await
         .map(|_| ())

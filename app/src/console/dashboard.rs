@@ -52,7 +52,7 @@ pub async fn my_tenants() -> Result<Vec<TenantView>, AppError> {
 #[server(prefix = "/api/admin", endpoint = "tenant/overview")]
 pub async fn tenant_overview(tenant_id: Uuid) -> Result<TenantView, AppError> {
     let (state, tenant, me) =
-        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ViewConsole).await?;
+        support::member_of_tenant(tenant_id, engine::tenants::Permission::ViewConsole).await?;
     engine::tenants::summary(&state.pool, tenant, me.id)
         .await
         .map_err(|e| AppError::internal(&e))?
@@ -112,22 +112,22 @@ pub struct ShareSummary {
 pub async fn dashboard(tenant_id: Uuid) -> Result<DashboardView, AppError> {
     use support::internal;
     let (state, tenant, me) =
-        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ViewConsole).await?;
+        support::member_of_tenant(tenant_id, engine::tenants::Permission::ViewConsole).await?;
     let zone = support::zone(&state, tenant).await?;
     let summary = engine::tenants::summary(&state.pool, tenant, me.id)
         .await
         .map_err(internal)?
         .ok_or(AppError::NotFound)?;
-    let totals = engine::console::totals(&state.pool, tenant)
+    let totals = engine::read_models::totals(&state.pool, tenant)
         .await
         .map_err(internal)?;
-    let days = engine::console::activity(&state.pool, tenant, &zone, 14)
+    let days = engine::read_models::activity(&state.pool, tenant, &zone, 14)
         .await
         .map_err(internal)?;
-    let shares = engine::console::shares(&state.pool, tenant, None, 500)
+    let shares = engine::read_models::shares(&state.pool, tenant, None, 500)
         .await
         .map_err(internal)?;
-    let leaks = engine::console::leaks(&state.pool, tenant)
+    let leaks = engine::read_models::leaks(&state.pool, tenant)
         .await
         .map_err(internal)?;
     let label = match crate::i18n::lang() {

@@ -1,9 +1,10 @@
-//! The admin console's server functions, all under `/api/admin/`.
+//! The console's server functions (the creator's side), all under
+//! `/api/admin/`; their pages are `pages/console/`.
 //!
 //! Every function here (but `my_tenants`, which lists the caller's own)
 //! takes the tenant it acts on and starts by checking the caller is a
 //! member whose role allows the one `Permission` the function needs
-//! (`support::admin_of_tenant`, `admin_share` or `admin_code`, over
+//! (`support::member_of_tenant`, `member_share` or `member_code`, over
 //! `service::session::member_of`; the roles' table is `model::Role::allows`):
 //! learners, members of other tenants and members whose role falls short
 //! get 403 before anything is read or written. The integration tests in

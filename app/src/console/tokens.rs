@@ -37,7 +37,7 @@ fn token_error(error: engine::tokens::TokenError) -> AppError {
 #[server(prefix = "/api/admin", endpoint = "tokens", input = server_fn::codec::GetUrl)]
 pub async fn api_tokens(tenant_id: Uuid) -> Result<Vec<TokenRow>, AppError> {
     let (state, tenant, _) =
-        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
+        support::member_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
             .await?;
     let zone = support::zone(&state, tenant).await?;
     let tokens = engine::tokens::list(&state.pool, tenant)
@@ -79,7 +79,7 @@ pub async fn create_token(
     use engine::tokens::Scope;
     use secrecy::ExposeSecret as _;
     let (state, tenant, admin) =
-        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
+        support::member_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
             .await?;
     let mut scopes = Vec::new();
     if read.is_some() {
@@ -135,7 +135,7 @@ pub async fn revoke_token(
     confirm: Option<String>,
 ) -> Result<(), AppError> {
     let (state, tenant, admin) =
-        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
+        support::member_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
             .await?;
     support::confirmed(
         confirm.as_deref(),

@@ -64,13 +64,13 @@ fn webhook_error(error: engine::webhooks::WebhookError) -> AppError {
 pub async fn webhooks(tenant_id: Uuid) -> Result<WebhooksView, AppError> {
     use support::internal;
     let (state, tenant, _) =
-        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
+        support::member_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
             .await?;
     let zone = support::zone(&state, tenant).await?;
-    let endpoints = engine::webhooks::admin::endpoints(&state.pool, tenant)
+    let endpoints = engine::webhooks::endpoints::endpoints(&state.pool, tenant)
         .await
         .map_err(internal)?;
-    let deliveries = engine::webhooks::admin::troubled(&state.pool, tenant, 200)
+    let deliveries = engine::webhooks::endpoints::troubled(&state.pool, tenant, 200)
         .await
         .map_err(internal)?;
     Ok(WebhooksView {
@@ -127,7 +127,7 @@ mod create_form {
     ) -> Result<NewWebhook, AppError> {
         use secrecy::ExposeSecret as _;
         let (state, tenant, admin) =
-            support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
+            support::member_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
                 .await?;
         let url = engine::webhooks::destination::EndpointUrl::parse(&url).map_err(webhook_error)?;
         let ticked = [
@@ -147,10 +147,15 @@ mod create_form {
                 .map(|(event, _)| *event),
         )
         .map_err(webhook_error)?;
-        let (id, secret) =
-            engine::webhooks::admin::create_endpoint(&state.pool, tenant, admin.id, &url, &events)
-                .await
-                .map_err(webhook_error)?;
+        let (id, secret) = engine::webhooks::endpoints::create_endpoint(
+            &state.pool,
+            tenant,
+            admin.id,
+            &url,
+            &events,
+        )
+        .await
+        .map_err(webhook_error)?;
         let secret = secret.expose_secret().to_owned();
         // Without JavaScript the answer is a redirect: the secret travels
         // to the next page as a one-time message.
@@ -176,13 +181,13 @@ pub async fn disable_webhook(
     confirm: Option<String>,
 ) -> Result<(), AppError> {
     let (state, tenant, admin) =
-        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
+        support::member_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
             .await?;
     support::confirmed(
         confirm.as_deref(),
         crate::i18n::Msg::ConfirmEndpointGetsNoEvents,
     )?;
-    engine::webhooks::admin::disable_endpoint(&state.pool, tenant, admin.id, endpoint_id)
+    engine::webhooks::endpoints::disable_endpoint(&state.pool, tenant, admin.id, endpoint_id)
         .await
         .map_err(webhook_error)
 }
@@ -191,9 +196,9 @@ pub async fn disable_webhook(
 #[server(prefix = "/api/admin", endpoint = "webhooks/redeliver")]
 pub async fn redeliver(tenant_id: Uuid, endpoint_id: Uuid, event_id: Uuid) -> Result<(), AppError> {
     let (state, tenant, admin) =
-        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
+        support::member_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
             .await?;
-    engine::webhooks::admin::redeliver(&state.pool, tenant, admin.id, endpoint_id, event_id)
+    engine::webhooks::endpoints::redeliver(&state.pool, tenant, admin.id, endpoint_id, event_id)
         .await
         .map_err(webhook_error)
 }

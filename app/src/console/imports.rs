@@ -32,7 +32,7 @@ pub async fn import_report(
     share_id: Uuid,
     batch_id: Uuid,
 ) -> Result<ImportReportView, AppError> {
-    let (state, _, share, _) = support::admin_share(
+    let (state, _, share, _) = support::member_share(
         tenant_id,
         share_id,
         engine::tenants::Permission::ViewConsole,

@@ -10,7 +10,7 @@ use engine::{idempotency, leaks};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::{Caller, codes::admin_of_code};
+use super::{Caller, member_of_code};
 use crate::problem::{ApiError, rejection};
 use crate::{
     routes::api::{
@@ -70,7 +70,7 @@ pub async fn revoke_and_replace(
     headers: axum::http::HeaderMap,
     body: Result<Json<ReissueBody>, JsonRejection>,
 ) -> Result<axum::response::Response, ApiError> {
-    let (tenant, code, admin) = admin_of_code(&state, &caller, &code_id).await?;
+    let (tenant, code, admin) = member_of_code(&state, &caller, &code_id).await?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
     let key = key_of(&headers)?;
     let (pool, keyring) = (state.services.pool.clone(), state.services.keyring.clone());

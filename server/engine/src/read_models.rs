@@ -2,7 +2,7 @@
 //! shares with their code counts, batches, and the audit log.
 //!
 //! Read-only on purpose: every write lives with its concept (`shares`,
-//! `resources`, `batches`, `code_admin`, `settlement`), so the console
+//! `resources`, `batches`, `code_actions`, `settlement`), so the console
 //! cannot grow a second path that changes a code. Every query is scoped by `tenant_id` first, so one tenant's admin
 //! can only ever read that tenant's rows.
 

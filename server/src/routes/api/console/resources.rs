@@ -11,7 +11,7 @@ use axum::{
 use engine::{resources, tenants::Permission};
 use serde::Deserialize;
 
-use super::{Caller, admin_of_share};
+use super::{Caller, member_of_share};
 use crate::problem::{ApiError, rejection};
 use crate::{
     routes::api::{
@@ -36,7 +36,7 @@ pub async fn list_resources(
     caller: Caller,
     Path(share_id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (share, _) = admin_of_share(&state, &caller, &share_id, Permission::ViewConsole).await?;
+    let (share, _) = member_of_share(&state, &caller, &share_id, Permission::ViewConsole).await?;
     let list = resources::resources(&state.services.pool, share.tenant(), share.id).await?;
     Ok(Json(list))
 }
@@ -74,7 +74,7 @@ pub async fn change_resource(
     body: Result<Json<ResourceChange>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
     let (share, admin) =
-        admin_of_share(&state, &caller, &share_id, Permission::ManageCourses).await?;
+        member_of_share(&state, &caller, &share_id, Permission::ManageCourses).await?;
     let resource_id = super::parse_id(&resource_id)?;
     let Json(change) = body.map_err(|e| rejection(e, "invalid_json"))?;
     // Everything is checked before anything changes.
@@ -142,7 +142,7 @@ pub async fn remove_resource(
     query: Result<Query<RemoveQuery>, QueryRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
     let (share, admin) =
-        admin_of_share(&state, &caller, &share_id, Permission::ManageCourses).await?;
+        member_of_share(&state, &caller, &share_id, Permission::ManageCourses).await?;
     let resource_id = super::parse_id(&resource_id)?;
     let Query(query) = query.map_err(|e| rejection(e, "invalid_query"))?;
     let key = resources::delete_resource(
@@ -193,7 +193,7 @@ pub async fn upload_resource(
     let key = idempotency::key_of(&headers)?;
     // Who asks, for the key's scope (`upload` checks again as it stores).
     let (share, admin) =
-        admin_of_share(&state, &caller, &share_id, Permission::ManageCourses).await?;
+        member_of_share(&state, &caller, &share_id, Permission::ManageCourses).await?;
     let scope = engine::idempotency::Scope {
         tenant: share.tenant(),
         actor: admin.id,

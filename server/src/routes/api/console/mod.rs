@@ -3,7 +3,7 @@
 //! share or code is refused before anything is read or written.
 //!
 //! This module holds what they share: the [`Caller`] (session or API
-//! token) and its `admin_of`/`refuse`, `admin_of_share`, `parse_id`. The
+//! token) and its `admin_of`/`refuse`, `member_of_share`, `parse_id`. The
 //! handlers live by concern: `shares` (list, create, read, set status),
 //! `resources` (list, upload, rename and move, remove; [`upload`] is also
 //! the console's form upload), `batches` (list, read, the one-time codes
@@ -33,4 +33,4 @@ pub use resources::upload_resource;
 pub use shares::{create_share, set_status};
 
 // What every handler here starts with: who calls, and their check.
-use crate::caller::{Caller, admin_of_share, parse_id};
+use crate::caller::{Caller, member_of_code, member_of_share, member_of_tenant, parse_id};

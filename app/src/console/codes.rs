@@ -109,10 +109,10 @@ mod table_page {
         after: Option<Uuid>,
         before: Option<Uuid>,
     ) -> Result<CodeTable, AppError> {
-        use engine::code_admin::{CodeFilter, Cursor};
+        use engine::code_actions::{CodeFilter, Cursor};
         use support::internal;
         const PAGE: i64 = 50;
-        let (app, _, share, role) = support::admin_share(
+        let (app, _, share, role) = support::member_share(
             tenant_id,
             share_id,
             engine::tenants::Permission::ViewConsole,
@@ -125,7 +125,7 @@ mod table_page {
                 .filter(|s| !s.is_empty())
                 .map(CodeState::parse)
                 .transpose()
-                .map_err(|e| AppError::outcome(engine::code_admin::CodeError::from(e)))?,
+                .map_err(|e| AppError::outcome(engine::code_actions::CodeError::from(e)))?,
             batch,
             search: q,
             code,
@@ -135,7 +135,7 @@ mod table_page {
             (None, Some(before)) => Cursor::Before(before),
             (None, None) => Cursor::First,
         };
-        let page = engine::code_admin::list_codes(
+        let page = engine::code_actions::list_codes(
             &app.pool,
             share.tenant(),
             share.id,
@@ -151,10 +151,10 @@ mod table_page {
             .zip(page.codes.last())
             .map(|(f, l)| (f.id, l.id));
         let counts =
-            engine::code_admin::count_codes(&app.pool, share.tenant(), share.id, &filter, bounds)
+            engine::code_actions::count_codes(&app.pool, share.tenant(), share.id, &filter, bounds)
                 .await
                 .map_err(internal)?;
-        let batches = engine::console::batches(&app.pool, share.tenant(), share.id)
+        let batches = engine::read_models::batches(&app.pool, share.tenant(), share.id)
             .await
             .map_err(internal)?;
         let label_of = |id: Uuid| {
@@ -191,7 +191,7 @@ mod table_page {
             total: counts.total,
             batches: batches
                 .into_iter()
-                .map(|b| crate::admin::share::BatchView::new(b, &zone))
+                .map(|b| crate::console::share::BatchView::new(b, &zone))
                 .collect(),
             time_zone: zone.name().to_owned(),
             read_only: !role.allows(engine::tenants::Permission::ManageCourses),
@@ -201,7 +201,7 @@ mod table_page {
 
 /// The code `code_id` of `tenant_id`, for its admin.
 #[cfg(feature = "ssr")]
-async fn admin_code(
+async fn member_code(
     tenant_id: Uuid,
     code_id: Uuid,
     permission: engine::tenants::Permission,
@@ -209,7 +209,7 @@ async fn admin_code(
     let state = crate::state::services()?;
     let tenant = engine::tenants::TenantId(tenant_id);
     let admin = crate::auth::guard::require_member(tenant, permission).await?;
-    match engine::code_admin::share_of_code(&state.pool, code_id)
+    match engine::code_actions::share_of_code(&state.pool, code_id)
         .await
         .map_err(support::internal)?
     {
@@ -228,11 +228,11 @@ pub async fn find_code(tenant_id: Uuid, code: String) -> Result<(), AppError> {
     let state = crate::state::services()?;
     let tenant = engine::tenants::TenantId(tenant_id);
     crate::auth::guard::require_member(tenant, engine::tenants::Permission::ViewConsole).await?;
-    let plain = engine::code_admin::read_pasted(&state.pool, tenant, &code)
+    let plain = engine::code_actions::read_pasted(&state.pool, tenant, &code)
         .await
         .map_err(support::internal)?
         .map_err(|error| AppError::invalid("code", message(&error)))?;
-    match engine::code_admin::find_code(&state.pool, &state.keyring, tenant, &plain)
+    match engine::code_actions::find_code(&state.pool, &state.keyring, tenant, &plain)
         .await
         .map_err(support::internal)?
     {
@@ -255,13 +255,13 @@ pub async fn revoke_code(
     code_id: Uuid,
     confirm: Option<String>,
 ) -> Result<(), AppError> {
-    let (state, admin) = admin_code(
+    let (state, admin) = member_code(
         tenant_id,
         code_id,
         engine::tenants::Permission::ManageCourses,
     )
     .await?;
-    if engine::code_admin::is_bound(&state.pool, engine::tenants::TenantId(tenant_id), code_id)
+    if engine::code_actions::is_bound(&state.pool, engine::tenants::TenantId(tenant_id), code_id)
         .await
         .map_err(support::internal)?
     {
@@ -270,7 +270,7 @@ pub async fn revoke_code(
             crate::i18n::Msg::ConfirmLearnerLosesAccess,
         )?;
     }
-    engine::code_admin::revoke_code(
+    engine::code_actions::revoke_code(
         &state.pool,
         engine::tenants::TenantId(tenant_id),
         admin.id,
@@ -284,16 +284,16 @@ pub async fn revoke_code(
 /// the one-time page of the new code.
 #[server(prefix = "/api/admin", endpoint = "codes/replace")]
 pub async fn replace_code(tenant_id: Uuid, code_id: Uuid) -> Result<(), AppError> {
-    let (state, admin) = admin_code(
+    let (state, admin) = member_code(
         tenant_id,
         code_id,
         engine::tenants::Permission::ManageCourses,
     )
     .await?;
-    let service::console::Replacement {
+    let service::issuing::Replacement {
         share,
         code_id: new_id,
-    } = service::console::replace_for_handover(
+    } = service::issuing::replace_for_handover(
         &state,
         engine::tenants::TenantId(tenant_id),
         &admin,
@@ -317,7 +317,7 @@ pub async fn unbind_code(
     after: String,
     confirm: Option<String>,
 ) -> Result<(), AppError> {
-    let (state, admin) = admin_code(
+    let (state, admin) = member_code(
         tenant_id,
         code_id,
         engine::tenants::Permission::ManageCourses,
@@ -341,7 +341,7 @@ pub async fn unbind_code(
             ));
         }
     };
-    engine::code_admin::unbind_code(
+    engine::code_actions::unbind_code(
         &state.pool,
         engine::tenants::TenantId(tenant_id),
         admin.id,
@@ -364,7 +364,7 @@ pub async fn revoke_and_replace(
     reason: String,
     confirm: Option<String>,
 ) -> Result<(), AppError> {
-    let (state, admin) = admin_code(
+    let (state, admin) = member_code(
         tenant_id,
         code_id,
         engine::tenants::Permission::ManageCourses,
@@ -397,7 +397,7 @@ pub async fn set_code_expiry(
     code_id: Uuid,
     expires_at: String,
 ) -> Result<(), AppError> {
-    let (state, admin) = admin_code(
+    let (state, admin) = member_code(
         tenant_id,
         code_id,
         engine::tenants::Permission::ManageCourses,
@@ -406,7 +406,7 @@ pub async fn set_code_expiry(
     let tenant = engine::tenants::TenantId(tenant_id);
     let zone = support::zone(&state, tenant).await?;
     let expires_at = support::parse_local(&zone, "expires_at", &expires_at)?;
-    engine::code_admin::set_code_expiry(&state.pool, tenant, admin.id, code_id, expires_at)
+    engine::code_actions::set_code_expiry(&state.pool, tenant, admin.id, code_id, expires_at)
         .await
         .map_err(AppError::outcome)
 }
@@ -420,7 +420,7 @@ pub async fn set_batch_expiry(
     expires_at: String,
 ) -> Result<(), AppError> {
     let (state, tenant, admin) =
-        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
+        support::member_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
     let zone = support::zone(&state, tenant).await?;
     let expires_at = support::parse_local(&zone, "expires_at", &expires_at)?;
     engine::batches::set_batch_expiry(&state.pool, tenant, admin.id, batch_id, expires_at)
@@ -437,7 +437,7 @@ pub async fn revoke_unused(
     confirm: Option<String>,
 ) -> Result<u64, AppError> {
     let (state, tenant, admin) =
-        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
+        support::member_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
     support::confirmed(
         confirm.as_deref(),
         crate::i18n::Msg::ConfirmCodesNeverUsedAgain,

@@ -1,4 +1,5 @@
-//! The console's use cases that are more than one engine call: issuing a
+//! Issuing codes: the console's use cases that are more than one engine
+//! call. Issuing a
 //! batch or a replacement code whose plain codes are handed over through
 //! Redis (`engine::handover`), where every step after the first must undo
 //! the ones before it if it fails. A batch nobody will ever see must not
@@ -10,39 +11,20 @@
 
 use engine::{
     accounts::Principal,
-    batches::BatchError,
-    batches::{self, BatchRequest},
-    code_admin,
+    batches::{self, BatchError, BatchRequest},
+    code_actions,
     coordination::ThrottleScope,
     handover, imports,
     progress::Progress,
-    shares::{self, Share, ShareId},
-    tenants::{Permission, Role, TenantId},
+    shares::{Share, ShareId},
+    tenants::TenantId,
 };
-use tower_sessions::Session;
 use uuid::Uuid;
 
-use crate::{ServiceError, Services, session};
+use crate::{ServiceError, Services};
 
 /// How long a caller is told to wait after a handover could not be parked.
 const HANDOVER_AWAY_RETRY_SECS: u64 = 5;
-
-/// The signed-in member of `tenant` allowed `permission`, their role, and
-/// its share `share`: 401/403 for everyone else, 404 for a share of another tenant
-/// (ids are not secrets, but tenants stay apart).
-pub async fn admin_share(
-    services: &Services,
-    session: &Session,
-    tenant: TenantId,
-    share: ShareId,
-    permission: Permission,
-) -> Result<(Principal, Role, Share), ServiceError> {
-    let (admin, role) = session::membership(services, session, tenant, permission).await?;
-    let share = shares::get_in(&services.pool, tenant, share)
-        .await?
-        .ok_or(ServiceError::NotFound)?;
-    Ok((admin, role, share))
-}
 
 /// A batch to issue from the console.
 #[derive(Debug)]
@@ -291,13 +273,13 @@ pub async fn replace_for_handover(
 ) -> Result<Replacement, ServiceError> {
     // A code of another tenant does not exist for this admin (the engine's
     // replace filters by tenant too; this use case does not lean on it).
-    let share = match code_admin::share_of_code(&services.pool, code_id).await? {
+    let share = match code_actions::share_of_code(&services.pool, code_id).await? {
         Some((owner, share)) if owner == tenant => share,
         _ => return Err(ServiceError::NotFound),
     };
-    let code_admin::Replacement {
+    let code_actions::Replacement {
         id: new_id, plain, ..
-    } = code_admin::replace_code(&services.pool, &services.keyring, tenant, admin.id, code_id)
+    } = code_actions::replace_code(&services.pool, &services.keyring, tenant, admin.id, code_id)
         .await?;
     if let Err(error) = handover::park(&services.redis, admin.id, new_id, &[plain.display()]).await
     {
@@ -305,7 +287,7 @@ pub async fn replace_for_handover(
             error = format!("{error:#}"),
             "parking a replacement code failed"
         );
-        code_admin::revoke_code(&services.pool, tenant, admin.id, new_id).await?;
+        code_actions::revoke_code(&services.pool, tenant, admin.id, new_id).await?;
         return Err(ServiceError::Unavailable {
             retry_after_secs: HANDOVER_AWAY_RETRY_SECS,
         });

@@ -11,13 +11,11 @@ use engine::{
     idempotency::Scope,
     shares::{self, NewShare, Share, ShareError, ShareInput, ShareStatus},
     tenants::Permission,
-    tenants::TenantId,
 };
 use serde::Deserialize;
-use service::ServiceError;
 use uuid::Uuid;
 
-use super::{Caller, admin_of_share, parse_id};
+use super::{Caller, member_of_share, member_of_tenant};
 use crate::problem::{ApiError, rejection};
 use crate::{
     routes::api::{
@@ -26,20 +24,6 @@ use crate::{
     },
     state::ServerState,
 };
-
-/// The tenant named by a path, and its member allowed `permission`: an id
-/// that does not parse is refused like a tenant the caller is not in.
-pub(super) async fn admin_of_tenant(
-    state: &ServerState,
-    caller: &Caller,
-    tenant_id: &str,
-    permission: Permission,
-) -> Result<(TenantId, engine::accounts::Principal), ApiError> {
-    let tenant =
-        TenantId(parse_id(tenant_id).map_err(|_| ApiError::from(ServiceError::Forbidden))?);
-    let admin = caller.admin_of(state, tenant, permission).await?;
-    Ok((tenant, admin))
-}
 
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -66,11 +50,12 @@ pub async fn list_shares(
     Path(tenant_id): Path<String>,
     query: Result<Query<SharesQuery>, QueryRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (tenant, _) = admin_of_tenant(&state, &caller, &tenant_id, Permission::ViewConsole).await?;
+    let (tenant, _) =
+        member_of_tenant(&state, &caller, &tenant_id, Permission::ViewConsole).await?;
     let Query(query) = query.map_err(|e| rejection(e, "invalid_query"))?;
     let limit = query.limit.unwrap_or(100).clamp(1, 500);
     let mut rows =
-        engine::console::shares(&state.services.pool, tenant, query.after, limit + 1).await?;
+        engine::read_models::shares(&state.services.pool, tenant, query.after, limit + 1).await?;
     let has_more = rows.len() > usize::try_from(limit).unwrap_or(usize::MAX);
     rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
     Ok(Json(SharesPage {
@@ -110,7 +95,7 @@ pub async fn get_share(
     caller: Caller,
     Path(share_id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (share, _) = admin_of_share(&state, &caller, &share_id, Permission::ViewConsole).await?;
+    let (share, _) = member_of_share(&state, &caller, &share_id, Permission::ViewConsole).await?;
     Ok(Json(share))
 }
 
@@ -138,7 +123,7 @@ pub async fn create_share(
     body: Result<Json<ShareInput>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let (tenant, admin) =
-        admin_of_tenant(&state, &caller, &tenant_id, Permission::ManageCourses).await?;
+        member_of_tenant(&state, &caller, &tenant_id, Permission::ManageCourses).await?;
     let Json(input) = body.map_err(|e| rejection(e, "invalid_json"))?;
     let key = idempotency::key_of(&headers)?;
     let request = serde_json::to_vec(&input).map_err(|e| anyhow::anyhow!("encoding: {e}"))?;
@@ -182,7 +167,7 @@ pub async fn update_share(
     body: Result<Json<ShareInput>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
     let (share, admin) =
-        admin_of_share(&state, &caller, &share_id, Permission::ManageCourses).await?;
+        member_of_share(&state, &caller, &share_id, Permission::ManageCourses).await?;
     let Json(mut input) = body.map_err(|e| rejection(e, "invalid_json"))?;
     // Absent ones stay as the share has them under the update's lock (the
     // values filled in here only make the input parse).
@@ -239,7 +224,7 @@ pub async fn set_status(
     body: Result<Json<StatusBody>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
     let (share, admin) =
-        admin_of_share(&state, &caller, &share_id, Permission::ManageCourses).await?;
+        member_of_share(&state, &caller, &share_id, Permission::ManageCourses).await?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
     let status = ShareStatus::parse(&body.status).map_err(ShareError::from)?;
     shares::set_status(

@@ -41,7 +41,7 @@ pub async fn audit_log(
     use support::internal;
     const PAGE: i64 = 100;
     let (state, tenant, _) =
-        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ViewConsole).await?;
+        support::member_of_tenant(tenant_id, engine::tenants::Permission::ViewConsole).await?;
     let zone = support::zone(&state, tenant).await?;
     let before = match before.as_deref().filter(|b| !b.is_empty()) {
         None => None,
@@ -49,14 +49,14 @@ pub async fn audit_log(
             AppError::invalid("before", crate::i18n::t(Msg::ThisPageLinkIsDamagedStart))
         })?),
     };
-    let filter = engine::console::AuditFilter {
+    let filter = engine::read_models::AuditFilter {
         action: action.filter(|a| !a.trim().is_empty()),
         target: None,
         before,
     };
     // One row more than the page: a page ending with the oldest entry
     // offers no (empty) next page.
-    let mut rows = engine::console::audit(&state.pool, tenant, &filter, PAGE + 1)
+    let mut rows = engine::read_models::audit(&state.pool, tenant, &filter, PAGE + 1)
         .await
         .map_err(internal)?;
     let more = rows.len() as i64 > PAGE;

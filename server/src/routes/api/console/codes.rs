@@ -9,8 +9,7 @@ use axum::{
     response::IntoResponse,
 };
 use engine::{
-    accounts::Principal,
-    code_admin::{self, CodeError},
+    code_actions::{self, CodeError},
     idempotency,
     tenants::Permission,
     tenants::TenantId,
@@ -18,7 +17,7 @@ use engine::{
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::{Caller, admin_of_share, parse_id};
+use super::{Caller, member_of_code, member_of_share, member_of_tenant, parse_id};
 use crate::problem::{ApiError, rejection};
 use crate::{
     routes::api::{
@@ -66,7 +65,7 @@ pub async fn issue_codes(
     body: Result<Json<IssueBody>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
     let (share, admin) =
-        admin_of_share(&state, &caller, &share_id, Permission::ManageCourses).await?;
+        member_of_share(&state, &caller, &share_id, Permission::ManageCourses).await?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
     let expires_at = super::batches::parse_expiry(body.expires_at.as_deref())?;
     let key = match headers.get("idempotency-key") {
@@ -78,7 +77,7 @@ pub async fn issue_codes(
             Some(engine::settlement::RequestId::parse(value)?)
         }
     };
-    let batch = service::console::issue_for_api(
+    let batch = service::issuing::issue_for_api(
         &state.services,
         &admin,
         &share,
@@ -133,28 +132,28 @@ pub async fn list_codes(
     Path(share_id): Path<String>,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (share, _) = admin_of_share(&state, &caller, &share_id, Permission::ViewConsole).await?;
+    let (share, _) = member_of_share(&state, &caller, &share_id, Permission::ViewConsole).await?;
     let Query(query) = query.map_err(|e| rejection(e, "invalid_query"))?;
     let limit = query.limit.unwrap_or(100).clamp(1, 1_000);
-    let filter = code_admin::CodeFilter {
+    let filter = code_actions::CodeFilter {
         state: query
             .state
             .as_deref()
-            .map(code_admin::CodeState::parse)
+            .map(code_actions::CodeState::parse)
             .transpose()
             .map_err(CodeError::from)?,
         batch: query.batch,
         search: query.q,
         code: None,
     };
-    let page = code_admin::list_codes(
+    let page = code_actions::list_codes(
         &state.services.pool,
         share.tenant(),
         share.id,
         &filter,
         query
             .after
-            .map_or(code_admin::Cursor::First, code_admin::Cursor::After),
+            .map_or(code_actions::Cursor::First, code_actions::Cursor::After),
         limit,
     )
     .await?;
@@ -171,17 +170,17 @@ async fn code_view(
     tenant: TenantId,
     share: engine::shares::ShareId,
     code: Uuid,
-) -> Result<code_admin::CodeView, ApiError> {
-    let filter = code_admin::CodeFilter {
+) -> Result<code_actions::CodeView, ApiError> {
+    let filter = code_actions::CodeFilter {
         code: Some(code),
         ..Default::default()
     };
-    code_admin::list_codes(
+    code_actions::list_codes(
         &state.services.pool,
         tenant,
         share,
         &filter,
-        code_admin::Cursor::First,
+        code_actions::Cursor::First,
         1,
     )
     .await?
@@ -206,11 +205,12 @@ pub async fn get_code(
     Path(code_id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
     let code = parse_id(&code_id)?;
-    let Some((tenant, share)) = code_admin::share_of_code(&state.services.pool, code).await? else {
+    let Some((tenant, share)) = code_actions::share_of_code(&state.services.pool, code).await?
+    else {
         return Err(caller.refuse(&state).await);
     };
     caller
-        .admin_of(&state, tenant, Permission::ViewConsole)
+        .member_of(&state, tenant, Permission::ViewConsole)
         .await?;
     Ok(Json(FoundCode {
         share_id: share.0,
@@ -247,11 +247,10 @@ pub async fn find_code(
     body: Result<Json<FindBody>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
     let (tenant, _) =
-        super::shares::admin_of_tenant(&state, &caller, &tenant_id, Permission::ViewConsole)
-            .await?;
+        member_of_tenant(&state, &caller, &tenant_id, Permission::ViewConsole).await?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
-    let plain = code_admin::read_pasted(&state.services.pool, tenant, &body.code).await??;
-    let Some((share, code)) = code_admin::find_code(
+    let plain = code_actions::read_pasted(&state.services.pool, tenant, &body.code).await??;
+    let Some((share, code)) = code_actions::find_code(
         &state.services.pool,
         &state.services.keyring,
         tenant,
@@ -269,23 +268,6 @@ pub async fn find_code(
         share_id: share.0,
         code: code_view(&state, tenant, share, code).await?,
     }))
-}
-
-/// The tenant of a code and its admin, or 401/403/404.
-pub(super) async fn admin_of_code(
-    state: &ServerState,
-    caller: &Caller,
-    code_id: &str,
-) -> Result<(TenantId, Uuid, Principal), ApiError> {
-    let code = parse_id(code_id)?;
-    let Some((tenant, _share)) = code_admin::share_of_code(&state.services.pool, code).await?
-    else {
-        return Err(caller.refuse(state).await);
-    };
-    let admin = caller
-        .admin_of(state, tenant, Permission::ManageCourses)
-        .await?;
-    Ok((tenant, code, admin))
 }
 
 /// Sets one unused code's own expiry date, overriding its batch's, or
@@ -310,12 +292,12 @@ pub async fn set_code_expiry(
     Path(code_id): Path<String>,
     body: Result<Json<ExpiryBody>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (tenant, code, admin) = admin_of_code(&state, &caller, &code_id).await?;
+    let (tenant, code, admin) = member_of_code(&state, &caller, &code_id).await?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
     let expires_at = super::batches::parse_expiry(body.expires_at.as_deref())?;
     let pool = &state.services.pool;
-    code_admin::set_code_expiry(pool, tenant, admin.id, code, expires_at).await?;
-    let share = code_admin::share_of_code(pool, code)
+    code_actions::set_code_expiry(pool, tenant, admin.id, code, expires_at).await?;
+    let share = code_actions::share_of_code(pool, code)
         .await?
         .map(|(_, share)| share)
         .ok_or_else(ApiError::not_found)?;
@@ -340,11 +322,11 @@ pub async fn revoke_code(
     caller: Caller,
     Path(code_id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (tenant, code, admin) = admin_of_code(&state, &caller, &code_id).await?;
-    code_admin::revoke_code(&state.services.pool, tenant, admin.id, code).await?;
+    let (tenant, code, admin) = member_of_code(&state, &caller, &code_id).await?;
+    code_actions::revoke_code(&state.services.pool, tenant, admin.id, code).await?;
     Ok(Json(CodeChanged {
         id: code,
-        state: code_admin::CodeState::Revoked,
+        state: code_actions::CodeState::Revoked,
     }))
 }
 
@@ -375,11 +357,11 @@ pub async fn unbind_code(
     Path(code_id): Path<String>,
     body: Result<Json<UnbindBody>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (tenant, code, admin) = admin_of_code(&state, &caller, &code_id).await?;
+    let (tenant, code, admin) = member_of_code(&state, &caller, &code_id).await?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
     // The state the code is in afterwards, not the one asked for: a code
     // revoked while bound stays revoked when it is unbound.
-    let state = code_admin::unbind_code(
+    let state = code_actions::unbind_code(
         &state.services.pool,
         tenant,
         admin.id,
@@ -439,7 +421,7 @@ pub async fn replace_code(
     Path(code_id): Path<String>,
     headers: axum::http::HeaderMap,
 ) -> Result<axum::response::Response, ApiError> {
-    let (tenant, code, admin) = admin_of_code(&state, &caller, &code_id).await?;
+    let (tenant, code, admin) = member_of_code(&state, &caller, &code_id).await?;
     let key = key_of(&headers)?;
     let (pool, keyring) = (state.services.pool.clone(), state.services.keyring.clone());
     let answer = create_once(
@@ -454,7 +436,7 @@ pub async fn replace_code(
         code.as_bytes(),
         |replaced: &ReplacedCode| replaced.id,
         async move {
-            let new = code_admin::replace_code(&pool, &keyring, tenant, admin.id, code).await?;
+            let new = code_actions::replace_code(&pool, &keyring, tenant, admin.id, code).await?;
             Ok(ReplacedCode {
                 id: new.id,
                 code: new.plain.display(),
@@ -486,7 +468,7 @@ async fn still_unused_if_replayed(
         .ok()
         .and_then(|v| v["id"].as_str().and_then(|id| Uuid::parse_str(id).ok()))
         .ok_or_else(|| anyhow::anyhow!("a held replacement answer has no id"))?;
-    if !code_admin::is_unused(&state.services.pool, tenant, id).await? {
+    if !code_actions::is_unused(&state.services.pool, tenant, id).await? {
         return Err(ApiError::new(
             engine::outcome::ErrorKind::Conflict,
             "idempotent_answer_gone",

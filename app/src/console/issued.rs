@@ -58,7 +58,7 @@ pub async fn issue_codes(
     expires_at: Option<String>,
     ticket: Option<Uuid>,
 ) -> Result<(), AppError> {
-    let (state, admin, share, _) = support::admin_share(
+    let (state, admin, share, _) = support::member_share(
         tenant_id,
         share_id,
         engine::tenants::Permission::ManageCourses,
@@ -73,10 +73,10 @@ pub async fn issue_codes(
     let zone = support::zone(&state, share.tenant()).await?;
     let expires_at =
         support::parse_local(&zone, "expires_at", expires_at.as_deref().unwrap_or(""))?;
-    let issued = service::console::issue_for_handover(
+    let issued = service::issuing::issue_for_handover(
         &state,
         &admin,
-        service::console::Issue {
+        service::issuing::Issue {
             share: &share,
             count,
             label: &label,
@@ -85,7 +85,7 @@ pub async fn issue_codes(
         },
     )
     .await?;
-    let (service::console::Issued::New { batch_id } | service::console::Issued::Again { batch_id }) =
+    let (service::issuing::Issued::New { batch_id } | service::issuing::Issued::Again { batch_id }) =
         issued;
     leptos_axum::redirect(&format!(
         "/admin/t/{tenant_id}/s/{share_id}/batches/{batch_id}"
@@ -98,7 +98,7 @@ pub async fn issue_codes(
 #[server(prefix = "/api/admin", endpoint = "codes/progress", input = server_fn::codec::GetUrl)]
 pub async fn issue_progress(tenant_id: Uuid, ticket: Uuid) -> Result<Option<(u64, u64)>, AppError> {
     let (state, _, admin) =
-        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
+        support::member_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
     engine::progress::read(&state.redis, admin.id, ticket)
         .await
         .map_err(support::internal)
@@ -111,14 +111,14 @@ pub async fn issued_codes(
     share_id: Uuid,
     batch_id: Uuid,
 ) -> Result<IssuedView, AppError> {
-    let (state, admin, share, _) = support::admin_share(
+    let (state, admin, share, _) = support::member_share(
         tenant_id,
         share_id,
         engine::tenants::Permission::ManageCourses,
     )
     .await?;
     // Only this share's batch (or replacement code), taken by its admin.
-    if !engine::console::handover_of_share(&state.pool, share.tenant(), share.id, batch_id)
+    if !engine::read_models::handover_of_share(&state.pool, share.tenant(), share.id, batch_id)
         .await
         .map_err(support::internal)?
     {

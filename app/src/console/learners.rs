@@ -67,7 +67,7 @@ pub async fn share_learners(
 ) -> Result<LearnersPage, AppError> {
     use support::internal;
     const PAGE: i64 = 100;
-    let (state, _, share, role) = support::admin_share(
+    let (state, _, share, role) = support::member_share(
         tenant_id,
         share_id,
         engine::tenants::Permission::ViewConsole,
@@ -77,7 +77,7 @@ pub async fn share_learners(
     let id = share.id;
     // One row more than the page: a page ending with the last learner
     // offers no (empty) next page.
-    let mut rows = engine::console::learners(&state.pool, share.tenant(), id, after, PAGE + 1)
+    let mut rows = engine::read_models::learners(&state.pool, share.tenant(), id, after, PAGE + 1)
         .await
         .map_err(internal)?;
     let more = rows.len() as i64 > PAGE;
@@ -86,7 +86,7 @@ pub async fn share_learners(
     let records = match learner {
         None => None,
         Some(principal) => {
-            let list = engine::console::records(
+            let list = engine::read_models::records(
                 &state.pool,
                 share.tenant(),
                 id,
@@ -174,7 +174,7 @@ pub async fn suspend_learner(
 #[server(prefix = "/api/admin", endpoint = "access/extend")]
 pub async fn extend_access(tenant_id: Uuid, code_id: Uuid, until: String) -> Result<(), AppError> {
     let (state, tenant, admin) =
-        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
+        support::member_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
     let until = required_date(&state, tenant, &until).await?;
     engine::access_period::extend_one(&state.pool, tenant, admin.id, code_id, until)
         .await
@@ -190,7 +190,7 @@ pub async fn extend_access_all(
     share_id: Uuid,
     until: String,
 ) -> Result<(), AppError> {
-    let (state, admin, share, _) = support::admin_share(
+    let (state, admin, share, _) = support::member_share(
         tenant_id,
         share_id,
         engine::tenants::Permission::ManageCourses,
@@ -212,5 +212,5 @@ async fn required_date(
 ) -> Result<time::OffsetDateTime, AppError> {
     let zone = support::zone(state, tenant).await?;
     support::parse_local(&zone, "until", raw)?
-        .ok_or_else(|| AppError::outcome(engine::code_admin::CodeError::InvalidExtension))
+        .ok_or_else(|| AppError::outcome(engine::code_actions::CodeError::InvalidExtension))
 }

@@ -1,6 +1,6 @@
 //! Every metric AdmitOne records, named and labelled in one place.
 //!
-//! The domain code says what happened (`measures::settlement(..)`); this
+//! The domain code says what happened (`metrics::settlement(..)`); this
 //! module decides how that reads on a dashboard. The `metrics` facade
 //! records nothing until the server installs a recorder, so the engine's
 //! tests and tools pay nothing for it. Labels are small closed sets (never

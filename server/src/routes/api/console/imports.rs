@@ -15,7 +15,7 @@ use engine::{
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::{Caller, admin_of_share, parse_id};
+use super::{Caller, member_of_share, parse_id};
 use crate::problem::{ApiError, rejection};
 use crate::{
     routes::api::{
@@ -143,7 +143,7 @@ pub async fn import_codes(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<axum::response::Response, ApiError> {
     let (share, admin) =
-        admin_of_share(&state, &caller, &share_id, Permission::ManageCourses).await?;
+        member_of_share(&state, &caller, &share_id, Permission::ManageCourses).await?;
     // Parsed only once the caller may import: up to 16 MiB of codes.
     let body = body.map_err(|e| rejection(e, "invalid_json"))?;
     let body: ImportBody = serde_json::from_slice(&body)
@@ -184,7 +184,7 @@ pub async fn import_codes(
                 .enumerate()
                 .map(|(i, code)| (u32::try_from(i + 1).unwrap_or(u32::MAX), code))
                 .collect();
-            let imported = service::console::import_codes(
+            let imported = service::issuing::import_codes(
                 &services,
                 &admin,
                 &share,
@@ -230,7 +230,7 @@ pub async fn import_report(
         return Err(caller.refuse(&state).await);
     };
     caller
-        .admin_of(&state, tenant, Permission::ViewConsole)
+        .member_of(&state, tenant, Permission::ViewConsole)
         .await?;
     let (share, label, report) = imports::report_of(pool, tenant, batch)
         .await?

@@ -48,7 +48,7 @@ fn transfer_error(error: engine::transfers::TransferError) -> AppError {
 #[server(prefix = "/api/admin", endpoint = "transfers", input = server_fn::codec::GetUrl)]
 pub async fn transfers(tenant_id: Uuid) -> Result<TransfersView, AppError> {
     let (state, tenant, admin) =
-        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ViewConsole).await?;
+        support::member_of_tenant(tenant_id, engine::tenants::Permission::ViewConsole).await?;
     let zone = support::zone(&state, tenant).await?;
     let role = engine::tenants::role_of(&state.pool, tenant, admin.id)
         .await
@@ -100,7 +100,7 @@ pub async fn approve_transfer(
     reason: Option<String>,
 ) -> Result<(), AppError> {
     let (state, tenant, admin) =
-        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
+        support::member_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
     engine::transfers::approve(
         &state.pool,
         tenant,
@@ -122,7 +122,7 @@ pub async fn refuse_transfer(
     reason: String,
 ) -> Result<(), AppError> {
     let (state, tenant, admin) =
-        support::admin_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
+        support::member_of_tenant(tenant_id, engine::tenants::Permission::ManageCourses).await?;
     engine::transfers::refuse(&state.pool, tenant, admin.id, transfer_id, &reason)
         .await
         .map_err(transfer_error)?;

@@ -23,7 +23,7 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::{Caller, parse_id, shares::admin_of_tenant};
+use super::{Caller, member_of_tenant, parse_id};
 use crate::problem::{ApiError, rejection};
 use crate::{
     routes::api::{
@@ -90,7 +90,7 @@ pub async fn list_tokens(
     Path(tenant_id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
     let (tenant, _) =
-        admin_of_tenant(&state, &caller, &tenant_id, Permission::ManageIntegrations).await?;
+        member_of_tenant(&state, &caller, &tenant_id, Permission::ManageIntegrations).await?;
     let list = tokens::list(&state.services.pool, tenant).await?;
     Ok(Json(
         list.into_iter()
@@ -132,7 +132,7 @@ pub async fn create_token(
     body: Result<Json<NewTokenBody>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let (tenant, admin) =
-        admin_of_tenant(&state, &caller, &tenant_id, Permission::ManageIntegrations).await?;
+        member_of_tenant(&state, &caller, &tenant_id, Permission::ManageIntegrations).await?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
     let key = key_of(&headers)?;
     let request = serde_json::to_vec(&body).map_err(|e| anyhow::anyhow!("encoding: {e}"))?;
@@ -206,7 +206,7 @@ pub async fn revoke_token(
     Path((tenant_id, token_id)): Path<(String, String)>,
 ) -> Result<impl IntoResponse, ApiError> {
     let (tenant, admin) =
-        admin_of_tenant(&state, &caller, &tenant_id, Permission::ManageIntegrations).await?;
+        member_of_tenant(&state, &caller, &tenant_id, Permission::ManageIntegrations).await?;
     let token = parse_id(&token_id)?;
     // A token revokes itself and the tokens it made, never a sibling or
     // the token that made it.
@@ -286,8 +286,8 @@ pub async fn list_webhooks(
     Path(tenant_id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
     let (tenant, _) =
-        admin_of_tenant(&state, &caller, &tenant_id, Permission::ManageIntegrations).await?;
-    let list = webhooks::admin::endpoints(&state.services.pool, tenant).await?;
+        member_of_tenant(&state, &caller, &tenant_id, Permission::ManageIntegrations).await?;
+    let list = webhooks::endpoints::endpoints(&state.services.pool, tenant).await?;
     Ok(Json(list.into_iter().map(webhook_body).collect::<Vec<_>>()))
 }
 
@@ -315,7 +315,7 @@ pub async fn create_webhook(
     body: Result<Json<NewWebhookBody>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let (tenant, admin) =
-        admin_of_tenant(&state, &caller, &tenant_id, Permission::ManageIntegrations).await?;
+        member_of_tenant(&state, &caller, &tenant_id, Permission::ManageIntegrations).await?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
     let key = key_of(&headers)?;
     let request = serde_json::to_vec(&body).map_err(|e| anyhow::anyhow!("encoding: {e}"))?;
@@ -335,7 +335,8 @@ pub async fn create_webhook(
         |created: &CreatedWebhook| created.id,
         async move {
             let (id, secret) =
-                webhooks::admin::create_endpoint(&pool, tenant, admin.id, &url, &events).await?;
+                webhooks::endpoints::create_endpoint(&pool, tenant, admin.id, &url, &events)
+                    .await?;
             Ok(CreatedWebhook {
                 id,
                 secret: secret.expose_secret().to_owned(),
@@ -345,7 +346,7 @@ pub async fn create_webhook(
     .await
 }
 
-fn webhook_body(e: webhooks::admin::Endpoint) -> WebhookBody {
+fn webhook_body(e: webhooks::endpoints::Endpoint) -> WebhookBody {
     WebhookBody {
         id: e.id,
         url: e.url,
@@ -376,9 +377,9 @@ pub async fn get_webhook(
     Path((tenant_id, endpoint_id)): Path<(String, String)>,
 ) -> Result<impl IntoResponse, ApiError> {
     let (tenant, _) =
-        admin_of_tenant(&state, &caller, &tenant_id, Permission::ManageIntegrations).await?;
+        member_of_tenant(&state, &caller, &tenant_id, Permission::ManageIntegrations).await?;
     let endpoint = parse_id(&endpoint_id)?;
-    let found = webhooks::admin::endpoint(&state.services.pool, tenant, endpoint)
+    let found = webhooks::endpoints::endpoint(&state.services.pool, tenant, endpoint)
         .await?
         .ok_or(webhooks::WebhookError::EndpointNotFound)?;
     Ok(Json(webhook_body(found)))
@@ -408,16 +409,16 @@ pub async fn update_webhook(
     body: Result<Json<NewWebhookBody>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
     let (tenant, admin) =
-        admin_of_tenant(&state, &caller, &tenant_id, Permission::ManageIntegrations).await?;
+        member_of_tenant(&state, &caller, &tenant_id, Permission::ManageIntegrations).await?;
     let endpoint = parse_id(&endpoint_id)?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
     let url = EndpointUrl::parse(&body.url)?;
     let events = webhooks::parse_events(body.events.iter().map(String::as_str))?;
     let pool = &state.services.pool;
     let lease = crate::relay::lease_of(&state.settings.webhooks);
-    webhooks::admin::update_endpoint(pool, tenant, admin.id, endpoint, &url, &events, lease)
+    webhooks::endpoints::update_endpoint(pool, tenant, admin.id, endpoint, &url, &events, lease)
         .await?;
-    let changed = webhooks::admin::endpoint(pool, tenant, endpoint)
+    let changed = webhooks::endpoints::endpoint(pool, tenant, endpoint)
         .await?
         .ok_or(webhooks::WebhookError::EndpointNotFound)?;
     Ok(Json(webhook_body(changed)))
@@ -443,9 +444,9 @@ pub async fn disable_webhook(
     Path((tenant_id, endpoint_id)): Path<(String, String)>,
 ) -> Result<impl IntoResponse, ApiError> {
     let (tenant, admin) =
-        admin_of_tenant(&state, &caller, &tenant_id, Permission::ManageIntegrations).await?;
+        member_of_tenant(&state, &caller, &tenant_id, Permission::ManageIntegrations).await?;
     let endpoint = parse_id(&endpoint_id)?;
-    webhooks::admin::disable_endpoint(&state.services.pool, tenant, admin.id, endpoint).await?;
+    webhooks::endpoints::disable_endpoint(&state.services.pool, tenant, admin.id, endpoint).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -465,8 +466,8 @@ pub async fn list_deliveries(
     Path(tenant_id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
     let (tenant, _) =
-        admin_of_tenant(&state, &caller, &tenant_id, Permission::ManageIntegrations).await?;
-    let list = webhooks::admin::troubled(&state.services.pool, tenant, 200).await?;
+        member_of_tenant(&state, &caller, &tenant_id, Permission::ManageIntegrations).await?;
+    let list = webhooks::endpoints::troubled(&state.services.pool, tenant, 200).await?;
     Ok(Json(
         list.into_iter()
             .map(|d| DeliveryBody {
@@ -505,8 +506,8 @@ pub async fn redeliver(
     Path((tenant_id, endpoint_id, event_id)): Path<(String, String, String)>,
 ) -> Result<impl IntoResponse, ApiError> {
     let (tenant, admin) =
-        admin_of_tenant(&state, &caller, &tenant_id, Permission::ManageIntegrations).await?;
+        member_of_tenant(&state, &caller, &tenant_id, Permission::ManageIntegrations).await?;
     let (endpoint, event) = (parse_id(&endpoint_id)?, parse_id(&event_id)?);
-    webhooks::admin::redeliver(&state.services.pool, tenant, admin.id, endpoint, event).await?;
+    webhooks::endpoints::redeliver(&state.services.pool, tenant, admin.id, endpoint, event).await?;
     Ok(StatusCode::NO_CONTENT)
 }

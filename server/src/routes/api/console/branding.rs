@@ -15,7 +15,7 @@ use engine::{
 };
 use serde::Deserialize;
 
-use super::{Caller, shares::admin_of_tenant};
+use super::{Caller, member_of_tenant};
 use crate::problem::{ApiError, rejection};
 use crate::{
     routes::api::schema::{BrandingView, ErrorBody},
@@ -61,7 +61,8 @@ pub async fn get_branding(
     caller: Caller,
     Path(tenant_id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (tenant, _) = admin_of_tenant(&state, &caller, &tenant_id, Permission::ViewConsole).await?;
+    let (tenant, _) =
+        member_of_tenant(&state, &caller, &tenant_id, Permission::ViewConsole).await?;
     Ok(Json(current(&state, tenant).await?))
 }
 
@@ -86,7 +87,7 @@ pub async fn put_branding(
     body: Result<Json<BrandingBody>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
     let (tenant, owner) =
-        admin_of_tenant(&state, &caller, &tenant_id, Permission::ManageTeam).await?;
+        member_of_tenant(&state, &caller, &tenant_id, Permission::ManageTeam).await?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
     let change = BrandingChange::parse(
         &body.name,
@@ -118,7 +119,7 @@ pub async fn put_logo(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
     let (tenant, owner) =
-        admin_of_tenant(&state, &caller, &tenant_id, Permission::ManageTeam).await?;
+        member_of_tenant(&state, &caller, &tenant_id, Permission::ManageTeam).await?;
     let bytes = body.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::from(BrandingError::LogoTooLarge)
@@ -146,7 +147,7 @@ pub async fn delete_logo(
     Path(tenant_id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
     let (tenant, owner) =
-        admin_of_tenant(&state, &caller, &tenant_id, Permission::ManageTeam).await?;
+        member_of_tenant(&state, &caller, &tenant_id, Permission::ManageTeam).await?;
     branding::remove_logo(&state.services.pool, tenant, owner.id).await?;
     Ok(Json(current(&state, tenant).await?))
 }

@@ -1,5 +1,5 @@
 //! Shared by the console's server functions (ssr only): the checks each
-//! one starts with (`admin_of_tenant`, `admin_share`: a member whose role
+//! one starts with (`member_of_tenant`, `member_share`: a member whose role
 //! allows the function's one `Permission`), and how dates,
 //! limits and QR codes are read and written.
 
@@ -20,7 +20,7 @@ pub fn internal(error: anyhow::Error) -> AppError {
 
 /// The state, the tenant and its signed-in member whose role allows
 /// `permission` (401/403 otherwise).
-pub async fn admin_of_tenant(
+pub async fn member_of_tenant(
     tenant: Uuid,
     permission: engine::tenants::Permission,
 ) -> Result<
@@ -40,7 +40,7 @@ pub async fn admin_of_tenant(
 /// The signed-in member of `tenant` allowed `permission`, and its share
 /// `share` (404 for a share of another tenant: ids are not secrets, but
 /// they stay apart).
-pub async fn admin_share(
+pub async fn member_share(
     tenant: Uuid,
     share: Uuid,
     permission: engine::tenants::Permission,
@@ -55,7 +55,7 @@ pub async fn admin_share(
 > {
     let state = services()?;
     let session = guard::session().await?;
-    let (admin, role, share) = service::console::admin_share(
+    let (admin, role, share) = service::session::member_share(
         &state,
         &session,
         engine::tenants::TenantId(tenant),
