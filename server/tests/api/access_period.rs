@@ -12,11 +12,11 @@ use sqlx::PgPool;
 use time::{Duration, OffsetDateTime, format_description::well_known::Rfc3339};
 use uuid::Uuid;
 
-use crate::course::{
+use crate::support::app::{TestApp, spawn_app, spawn_app_with};
+use crate::support::course::{
     Admin, Course, admin, assert_invariants, course, enter_code, error_of, fetch, issue, learners,
     load_settings, open, post_json, put_json, state_of,
 };
-use crate::helpers::{TestApp, spawn_app, spawn_app_with};
 
 /// A moment `days` from now, in whole seconds.
 fn in_days(days: i64) -> OffsetDateTime {
@@ -349,7 +349,7 @@ async fn extensions_and_periods_refuse_bad_input_and_change_nothing(pool: PgPool
     )
     .await;
     assert_eq!(error_of(answer).await, (409, "code_not_bound".to_owned()));
-    let forever = crate::course::course(&app, &admin, json!({})).await;
+    let forever = crate::support::course::course(&app, &admin, json!({})).await;
     let answer = post_json(
         &app,
         &admin.client,
@@ -361,7 +361,7 @@ async fn extensions_and_periods_refuse_bad_input_and_change_nothing(pool: PgPool
 
     // A settings update that does not name the period keeps it (an older
     // client must not give every ended learner their access back).
-    let kept = crate::course::put_json(
+    let kept = crate::support::course::put_json(
         &app,
         &admin.client,
         &format!("/api/v1/shares/{}", course.share),
@@ -381,7 +381,7 @@ async fn extensions_and_periods_refuse_bad_input_and_change_nothing(pool: PgPool
         .expect("days");
     assert_eq!(days, Some(30));
     // `null` says "for good".
-    let cleared = crate::course::put_json(
+    let cleared = crate::support::course::put_json(
         &app,
         &admin.client,
         &format!("/api/v1/shares/{}", course.share),

@@ -11,26 +11,11 @@ use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::course::{
-    self, Course, ShareState, admin, enter_code, error_of, fetch, issue, learners, load_settings,
-    open, post_json, state_of,
+use crate::support::app::{TestApp, new_client, spawn_app_with};
+use crate::support::course::{
+    self, Course, ShareState, admin, error_of, fetch, load_settings, one_learner, open, post_json,
+    state_of,
 };
-use crate::helpers::{TestApp, new_client, spawn_app_with};
-
-/// A course with one learner who entered a code, and the code's id.
-async fn one_learner(
-    app: &TestApp,
-    admin: &course::Admin,
-) -> (Course, Uuid, Uuid, reqwest::Client) {
-    let course = course::course(app, admin, json!({})).await;
-    let (code_id, code) = issue(app, admin, course.share, 1).await.remove(0);
-    let (learner, client) = learners(app, 1).await.remove(0);
-    assert_eq!(
-        enter_code(app, &client, &course.slug, &code).await.status(),
-        200
-    );
-    (course, code_id, learner, client)
-}
 
 /// What the settlement wrote for a share, with the learner's allowance and
 /// the audit log: the bytes route must leave all of it alone.
@@ -142,7 +127,7 @@ async fn sign_out_everywhere(app: &TestApp, learner: Uuid) {
     app.login_as(
         &other,
         &format!("learner-{learner}@example.com"),
-        crate::course::PASSWORD,
+        crate::support::course::PASSWORD,
     )
     .await;
     let r = app.post_form_as(&other, "/api/auth/logout-all", &[]).await;

@@ -7,15 +7,12 @@
 use serde_json::Value;
 use sqlx::PgPool;
 
-use crate::{
-    course::{admin, course, enter_code, error_of, issue, open, state_of},
-    helpers::{
-        MAIL_WAIT, TestApp, mail_settings, new_client, spawn_app_with, spawn_app_with_mail,
-        token_of,
-    },
+use crate::support::app::{TestApp, new_client, spawn_app_with};
+use crate::support::course::{
+    PASSWORD, admin, course, enter_code, error_of, issue, open, state_of,
 };
+use crate::support::mail::{MAIL_WAIT, mail_settings, spawn_app_with_mail, token_of};
 
-const PASSWORD: &str = "correct horse battery";
 const NEW_PASSWORD: &str = "a brand new password";
 
 /// Registers `email` with `client` (signed in afterwards), in English.
@@ -693,7 +690,7 @@ async fn securing_the_account_ends_a_pending_change_of_address(pool: PgPool) {
 /// would fail the request).
 #[sqlx::test(migrations = "../migrations")]
 async fn forgot_password_answers_before_it_looks_the_address_up(pool: PgPool) {
-    let app = crate::helpers::spawn_app(pool).await;
+    let app = crate::support::app::spawn_app(pool).await;
     app.create_account("ada@example.com", PASSWORD).await;
     sqlx::query("ALTER TABLE accounts RENAME TO accounts_away")
         .execute(&app.pool)
@@ -718,7 +715,7 @@ async fn forgot_password_answers_before_it_looks_the_address_up(pool: PgPool) {
 /// request's language) and with the switcher.
 #[sqlx::test(migrations = "../migrations")]
 async fn an_accounts_language_follows_its_sign_in_and_the_switcher(pool: PgPool) {
-    let app = crate::helpers::spawn_app(pool).await;
+    let app = crate::support::app::spawn_app(pool).await;
     app.create_account("ada@example.com", PASSWORD).await;
     let lang = || async {
         sqlx::query_scalar::<_, String>("SELECT lang FROM accounts WHERE email = 'ada@example.com'")
@@ -749,7 +746,7 @@ async fn an_accounts_language_follows_its_sign_in_and_the_switcher(pool: PgPool)
 /// saved, the sign-in still succeeds (the session is already signed in).
 #[sqlx::test(migrations = "../migrations")]
 async fn a_sign_in_succeeds_when_its_language_cannot_be_saved(pool: PgPool) {
-    let app = crate::helpers::spawn_app(pool).await;
+    let app = crate::support::app::spawn_app(pool).await;
     app.create_account("ada@example.com", PASSWORD).await;
     for statement in [
         "CREATE FUNCTION refuse_lang() RETURNS trigger LANGUAGE plpgsql AS

@@ -9,19 +9,10 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::console::issue_by_form;
-use crate::course::{admin, course, enter_code, error_of, learners, open, upload};
-use crate::helpers::{TestApp, new_client, spawn_app};
-use crate::tokens::{as_token, create_token};
-
-async fn get_as(app: &TestApp, token: &str, path: &str) -> reqwest::Response {
-    new_client()
-        .get(format!("{}{path}", app.address))
-        .bearer_auth(token)
-        .send()
-        .await
-        .expect("request")
-}
+use crate::support::app::{TestApp, new_client, spawn_app};
+use crate::support::console::{csv_rows, issue_by_form};
+use crate::support::course::{admin, course, enter_code, error_of, learners, open, upload};
+use crate::support::tokens::{as_token, create_token, get_as};
 
 async fn replace_as(
     app: &TestApp,
@@ -38,20 +29,6 @@ async fn replace_as(
     request.send().await.expect("replace")
 }
 
-/// The CSV's rows after its header, which must be `header` behind a BOM.
-async fn csv_rows(response: reqwest::Response, header: &str) -> Vec<String> {
-    assert_eq!(response.status(), 200);
-    assert_eq!(
-        response.headers()["content-type"],
-        "text/csv; charset=utf-8"
-    );
-    assert_eq!(response.headers()["cache-control"], "no-store");
-    let body = response.text().await.expect("csv");
-    let mut lines = body.lines();
-    assert_eq!(lines.next(), Some(format!("\u{feff}{header}").as_str()));
-    lines.map(str::to_owned).collect()
-}
-
 #[sqlx::test(migrations = "../migrations")]
 async fn a_token_reads_a_console_batch_and_takes_its_codes_once(pool: PgPool) {
     let app = spawn_app(pool).await;
@@ -60,7 +37,12 @@ async fn a_token_reads_a_console_batch_and_takes_its_codes_once(pool: PgPool) {
     let (_, batch) = issue_by_form(&app.address, &admin, course.share, "3").await;
     let writer = create_token(&app, &admin, &["read", "write"]).await;
     let reader = create_token(&app, &admin, &["read"]).await;
-    let stranger = create_token(&app, &crate::course::admin(&app).await, &["read", "write"]).await;
+    let stranger = create_token(
+        &app,
+        &crate::support::course::admin(&app).await,
+        &["read", "write"],
+    )
+    .await;
 
     let (status, read) = as_token(
         &app,
@@ -177,8 +159,13 @@ async fn replacing_a_lost_code_answers_the_new_code_once(pool: PgPool) {
     let course = course(&app, &admin, json!({})).await;
     let writer = create_token(&app, &admin, &["read", "write"]).await;
     let reader = create_token(&app, &admin, &["read"]).await;
-    let stranger = create_token(&app, &crate::course::admin(&app).await, &["read", "write"]).await;
-    let codes = crate::course::issue(&app, &admin, course.share, 2).await;
+    let stranger = create_token(
+        &app,
+        &crate::support::course::admin(&app).await,
+        &["read", "write"],
+    )
+    .await;
+    let codes = crate::support::course::issue(&app, &admin, course.share, 2).await;
     let (lost, lost_code) = codes[0].clone();
     let (kept, _) = codes[1].clone();
 
@@ -308,8 +295,8 @@ async fn learners_and_records_download_as_csv_with_a_token(pool: PgPool) {
     )
     .await;
     let reader = create_token(&app, &admin, &["read"]).await;
-    let stranger = create_token(&app, &crate::course::admin(&app).await, &["read"]).await;
-    let codes = crate::course::issue(&app, &admin, course.share, 2).await;
+    let stranger = create_token(&app, &crate::support::course::admin(&app).await, &["read"]).await;
+    let codes = crate::support::course::issue(&app, &admin, course.share, 2).await;
     let (_, learner) = learners(&app, 1).await.pop().expect("learner");
     assert_eq!(
         enter_code(&app, &learner, &course.slug, &codes[0].1)
@@ -322,7 +309,7 @@ async fn learners_and_records_download_as_csv_with_a_token(pool: PgPool) {
         .fetch_one(&app.pool)
         .await
         .expect("resource");
-    let formula = crate::course::Course {
+    let formula = crate::support::course::Course {
         resource: formula,
         ..course.clone()
     };
@@ -412,7 +399,7 @@ async fn the_learners_csv_holds_every_learner_past_a_page(pool: PgPool) {
     let course = course(&app, &admin, json!({})).await;
     let reader = create_token(&app, &admin, &["read"]).await;
     let learners = 1_203;
-    let codes = crate::course::issue(&app, &admin, course.share, learners).await;
+    let codes = crate::support::course::issue(&app, &admin, course.share, learners).await;
     // Learners bound directly in SQL (a binding through the API is what
     // the other tests do; here only the count matters).
     sqlx::query(
@@ -459,7 +446,7 @@ async fn a_replayed_replacement_is_never_a_dead_code(pool: PgPool) {
     let admin = admin(&app).await;
     let course = course(&app, &admin, json!({})).await;
     let writer = create_token(&app, &admin, &["read", "write"]).await;
-    let codes = crate::course::issue(&app, &admin, course.share, 1).await;
+    let codes = crate::support::course::issue(&app, &admin, course.share, 1).await;
     let first = replace_as(&app, &writer, codes[0].0, Some("k1")).await;
     assert_eq!(first.status(), StatusCode::CREATED);
     let first: Value = first.json().await.expect("json");

@@ -7,9 +7,11 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-use crate::course::{admin, enter_code, learners};
-use crate::helpers::{TestApp, new_client, redis_url, spawn_app, spawn_app_with, test_settings};
-use crate::tokens::{as_token, create_token};
+use crate::support::app::{
+    TestApp, new_client, redis_url, spawn_app, spawn_app_with, test_settings,
+};
+use crate::support::course::{admin, enter_code, learners};
+use crate::support::tokens::{as_token, create_token};
 
 async fn upload_as(app: &TestApp, token: &str, share: &str, title: &str) -> Value {
     let part = reqwest::multipart::Part::bytes(b"0123456789".to_vec())
@@ -336,7 +338,7 @@ async fn an_api_token_does_everything_the_console_journey_does(pool: PgPool) {
     )
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
-    let stranger = crate::course::admin(&app).await;
+    let stranger = crate::support::course::admin(&app).await;
     let stranger_token = create_token(&app, &stranger, &["read", "write"]).await;
     for path in [
         format!("/api/v1/shares/{share}"),
@@ -810,7 +812,7 @@ async fn a_settings_update_keeps_a_status_changed_while_it_waited(pool: PgPool) 
     let app = spawn_app_with(pool, settings).await;
     let admin = admin(&app).await;
     let token = create_token(&app, &admin, &["read", "write"]).await;
-    let course = crate::course::course(&app, &admin, json!({})).await;
+    let course = crate::support::course::course(&app, &admin, json!({})).await;
     // Another writer holds the share's row.
     let mut other = app.pool.begin().await.expect("begin");
     sqlx::query("SELECT 1 FROM shares WHERE id = $1 FOR UPDATE")

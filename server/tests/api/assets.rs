@@ -6,11 +6,10 @@
 use std::io::Read as _;
 
 use reqwest::header;
+use server::assets::content_hash;
 use sqlx::PgPool;
 
-use server::assets::content_hash;
-
-use crate::helpers::{redis_url, spawn_app_with, test_settings};
+use crate::support::app::{redis_url, spawn_app_with, test_settings};
 
 /// Compressible bytes, like a wasm module (but smaller).
 fn module() -> Vec<u8> {

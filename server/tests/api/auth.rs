@@ -1,19 +1,16 @@
-use engine::coordination::ThrottleScope;
+use app::error::AppError;
+use engine::{coordination::ThrottleScope, outcome::ErrorKind};
 use futures::future::join_all;
 use redis::AsyncCommands as _;
 use serde_json::Value;
 use sqlx::PgPool;
 
-use app::error::AppError;
-use engine::outcome::ErrorKind;
-
-use crate::helpers::{new_client, spawn_app, spawn_app_with, test_settings};
-
-const PASSWORD: &str = "correct horse battery";
+use crate::support::app::{new_client, spawn_app, spawn_app_with, test_settings};
+use crate::support::course::PASSWORD;
 
 /// Settings whose sign-in limits stay out of the way of load tests.
 fn unthrottled() -> server::config::Settings {
-    let mut settings = test_settings(&crate::helpers::redis_url());
+    let mut settings = test_settings(&crate::support::app::redis_url());
     settings.throttle.sign_in_per_email = 100_000;
     settings.throttle.sign_in_per_ip = 100_000;
     settings
@@ -148,7 +145,7 @@ async fn a_disabled_account_cannot_sign_in_and_its_sessions_end(pool: PgPool) {
 
 #[sqlx::test(migrations = "../migrations")]
 async fn sign_in_is_throttled_per_email_with_a_retry_time_and_the_counter_expires(pool: PgPool) {
-    let mut settings = test_settings(&crate::helpers::redis_url());
+    let mut settings = test_settings(&crate::support::app::redis_url());
     settings.throttle.sign_in_per_email = 3;
     settings.throttle.window_secs = 2;
     let app = spawn_app_with(pool, settings).await;
@@ -222,7 +219,7 @@ async fn sign_in_is_throttled_per_email_with_a_retry_time_and_the_counter_expire
 
 #[sqlx::test(migrations = "../migrations")]
 async fn registration_is_throttled_per_ip(pool: PgPool) {
-    let mut settings = test_settings(&crate::helpers::redis_url());
+    let mut settings = test_settings(&crate::support::app::redis_url());
     settings.throttle.register_per_ip = 2;
     let app = spawn_app_with(pool, settings).await;
     for i in 0..3 {
@@ -560,7 +557,7 @@ async fn wait_for_lock_waiter(pool: &PgPool, statement: &str) {
 }
 
 /// The epoch stamped in the one signed-in session record of this round.
-async fn racer_epoch(app: &crate::helpers::TestApp, account: uuid::Uuid) -> i64 {
+async fn racer_epoch(app: &crate::support::app::TestApp, account: uuid::Uuid) -> i64 {
     let keys: Vec<String> = app
         .redis
         .conn()
@@ -624,7 +621,7 @@ async fn a_session_ends_at_its_absolute_lifetime_however_active(pool: PgPool) {
 
 #[sqlx::test(migrations = "../migrations")]
 async fn the_session_cookie_is_secure_when_served_over_https(pool: PgPool) {
-    let mut settings = test_settings(&crate::helpers::redis_url());
+    let mut settings = test_settings(&crate::support::app::redis_url());
     settings.server.public_url = "https://courses.example.com".into();
     let app = spawn_app_with(pool, settings).await;
     app.create_account("ada@example.com", PASSWORD).await;
@@ -650,7 +647,7 @@ async fn the_session_cookie_is_secure_when_served_over_https(pool: PgPool) {
 /// not a body its wasm cannot decode and would show as a decoding error.
 #[sqlx::test(migrations = "../migrations")]
 async fn a_server_function_past_its_deadline_answers_an_error_the_page_reads(pool: PgPool) {
-    let mut settings = test_settings(&crate::helpers::redis_url());
+    let mut settings = test_settings(&crate::support::app::redis_url());
     settings.server.request_timeout_secs = 1;
     settings.settlement.transaction_timeout_ms = 300;
     settings.settlement.reservation_ttl_ms = 200;

@@ -11,7 +11,7 @@ use reqwest::Method;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::helpers::{TestApp, new_client, spawn_app};
+use crate::support::app::{TestApp, new_client, spawn_app};
 
 const PASSWORD: &str = "correct horse battery";
 
@@ -487,7 +487,7 @@ async fn world(app: &TestApp) -> World {
     )
     .await
     .expect("share");
-    let keyring = crate::helpers::test_settings(&crate::helpers::redis_url())
+    let keyring = crate::support::app::test_settings(&crate::support::app::redis_url())
         .keyring()
         .expect("keyring");
     let batch = engine::batches::issue_codes(
@@ -707,7 +707,7 @@ async fn world(app: &TestApp) -> World {
     }
     let invitation = engine::team::invite(
         &app.pool,
-        &crate::helpers::link_key(),
+        &crate::support::mail::link_key(),
         tenant_b,
         admin_b,
         &engine::accounts::Email::parse("invited@example.com").expect("email"),

@@ -6,7 +6,10 @@ use sqlx::PgPool;
 fn run_server(pool: &PgPool, args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_server"))
         .args(args)
-        .env("DATABASE_URL", crate::helpers::database_url_of(pool))
+        .env(
+            "DATABASE_URL",
+            crate::support::processes::database_url_of(pool),
+        )
         .env("RUST_LOG", "warn")
         .output()
         .expect("run the server binary")
@@ -119,7 +122,7 @@ async fn create_tenant_rejects_bad_input_and_changes_nothing(pool: PgPool) {
 
 #[sqlx::test(migrations = "../migrations")]
 async fn demo_seed_is_idempotent_and_its_credentials_work(pool: PgPool) {
-    let settings = crate::helpers::test_settings(&crate::helpers::redis_url());
+    let settings = crate::support::app::test_settings(&crate::support::app::redis_url());
     let storage = engine::storage::Storage::new(&settings.storage_config().expect("storage"))
         .expect("storage");
     let keyring = settings.keyring().expect("keyring");
@@ -169,7 +172,7 @@ async fn self_register(pool: &PgPool, email: &str, password: &str) -> engine::ac
     use engine::accounts::{DisplayName, register};
     register(
         pool,
-        &crate::helpers::link_key(),
+        &crate::support::mail::link_key(),
         &Email::parse(email).expect("email"),
         &DisplayName::parse("Someone").expect("name"),
         &Password::parse(SecretString::from(password.to_owned())).expect("password"),

@@ -10,11 +10,12 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::{
-    course::{Admin, admin, course, enter_code, error_of, issue, learners, open, put_json},
-    helpers::{MAIL_WAIT, TestApp, mail_settings, spawn_app, spawn_app_with},
-    tokens::{as_token, create_token},
+use crate::support::app::{TestApp, spawn_app, spawn_app_with};
+use crate::support::course::{
+    Admin, admin, course, enter_code, error_of, issue, learners, open, put_json,
 };
+use crate::support::mail::{MAIL_WAIT, mail_settings};
+use crate::support::tokens::{as_token, create_token};
 
 /// A 1×1 PNG.
 const PNG: [u8; 70] = [
@@ -467,7 +468,7 @@ async fn only_owners_signed_in_change_the_branding(pool: PgPool) {
             .await
             .expect("member");
         let member = Admin {
-            client: crate::helpers::new_client(),
+            client: crate::support::app::new_client(),
             tenant: acme.tenant,
         };
         app.login_as(&member.client, &email, "correct horse battery")
@@ -512,7 +513,7 @@ async fn only_owners_signed_in_change_the_branding(pool: PgPool) {
     )
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
-    let response = crate::helpers::new_client()
+    let response = crate::support::app::new_client()
         .put(format!(
             "{}{}/logo",
             app.address,
@@ -623,7 +624,7 @@ async fn logo_from(
 /// no database, and another address is unaffected.
 #[sqlx::test(migrations = "../migrations")]
 async fn logo_reads_are_limited_per_client_address(pool: PgPool) {
-    let mut settings = crate::helpers::test_settings(&crate::helpers::redis_url());
+    let mut settings = crate::support::app::test_settings(&crate::support::app::redis_url());
     settings.server.trusted_proxy_hops = 1;
     settings.throttle.logo_per_ip_per_minute = 3;
     let app = spawn_app_with(pool, settings).await;
@@ -679,7 +680,7 @@ async fn logo_reads_are_limited_per_client_address(pool: PgPool) {
 /// broken), not a 503.
 #[sqlx::test(migrations = "../migrations")]
 async fn a_logo_is_served_when_its_throttle_cannot_count(pool: PgPool) {
-    let mut settings = crate::helpers::test_settings(&crate::helpers::redis_url());
+    let mut settings = crate::support::app::test_settings(&crate::support::app::redis_url());
     settings.server.trusted_proxy_hops = 1;
     let app = spawn_app_with(pool, settings).await;
     let acme = admin(&app).await;

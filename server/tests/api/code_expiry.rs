@@ -16,11 +16,11 @@ use sqlx::PgPool;
 use time::{Duration, OffsetDateTime, format_description::well_known::Rfc3339};
 use uuid::Uuid;
 
-use crate::course::{
+use crate::support::app::{TestApp, spawn_app};
+use crate::support::course::{
     self, Admin, Course, admin, assert_invariants, course, enter_code, error_of, issue, learners,
     open, post_json, state_of,
 };
-use crate::helpers::{TestApp, spawn_app};
 
 fn rfc3339(at: OffsetDateTime) -> String {
     at.format(&Rfc3339).expect("format")

@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::course::{Admin, admin, course, enter_code, issue, learners, open};
-use crate::helpers::{TestApp, spawn_app};
+use crate::support::app::{TestApp, spawn_app};
+use crate::support::course::{Admin, admin, course, enter_code, issue, learners, open};
 
 /// One page of the code table (the page's own server function).
 async fn table(app: &TestApp, admin: &Admin, share: Uuid, query: &str) -> Value {
@@ -149,7 +149,7 @@ async fn a_pasted_full_code_is_found_in_whichever_share_holds_it(pool: PgPool) {
     issue(&app, &admin, first.share, 3).await;
     let wanted = issue(&app, &admin, second.share, 3).await.remove(1);
     let elsewhere = {
-        let other = crate::course::admin(&app).await;
+        let other = crate::support::course::admin(&app).await;
         let course = course(&app, &other, json!({})).await;
         issue(&app, &other, course.share, 1).await.remove(0)
     };
@@ -310,7 +310,7 @@ async fn the_code_table_downloads_as_csv_with_its_filters(pool: PgPool) {
     );
 
     // Another tenant's admin gets nothing.
-    let other = crate::course::admin(&app).await;
+    let other = crate::support::course::admin(&app).await;
     let response = other
         .client
         .get(format!(

@@ -6,38 +6,10 @@ use reqwest::StatusCode;
 use serde_json::json;
 use sqlx::PgPool;
 
-use crate::course::{Admin, admin, course, enter_code, issue, learners, open};
-use crate::helpers::{TestApp, spawn_app};
-use crate::logs::LoggedServer;
-
-/// A plain HTML form post to a server function, from the page `from`.
-async fn form(
-    address: &str,
-    client: &reqwest::Client,
-    from: &str,
-    path: &str,
-    fields: &[(&str, &str)],
-) -> reqwest::Response {
-    client
-        .post(format!("{address}{path}"))
-        .header("accept", "text/html")
-        .header("referer", format!("{address}{from}"))
-        .header("origin", address)
-        .form(fields)
-        .send()
-        .await
-        .expect("request")
-}
-
-async fn page(address: &str, client: &reqwest::Client, path: &str) -> (StatusCode, String) {
-    let response = client
-        .get(format!("{address}{path}"))
-        .header("accept", "text/html")
-        .send()
-        .await
-        .expect("request");
-    (response.status(), response.text().await.expect("body"))
-}
+use crate::support::app::{TestApp, spawn_app};
+use crate::support::console::{form, issue_by_form, page};
+use crate::support::course::{Admin, admin, course, enter_code, issue, learners, open};
+use crate::support::processes::LoggedServer;
 
 /// Every plain code in `html` (the `XXXX-XXXX-XXXX` shape).
 fn codes_in(html: &str) -> Vec<String> {
@@ -97,42 +69,6 @@ fn qr_payloads(html: &str) -> Vec<String> {
         payloads.push(text);
     }
     payloads
-}
-
-/// Issues a small batch through the console form; returns the result
-/// page's path and the batch id.
-pub(crate) async fn issue_by_form(
-    address: &str,
-    admin: &Admin,
-    share: uuid::Uuid,
-    count: &str,
-) -> (String, uuid::Uuid) {
-    let share_page = format!("/admin/t/{}/s/{share}", admin.tenant);
-    let response = form(
-        address,
-        &admin.client,
-        &share_page,
-        "/api/admin/codes/issue",
-        &[
-            ("tenant_id", &admin.tenant.to_string()),
-            ("share_id", &share.to_string()),
-            ("count", count),
-            ("label", "Big"),
-        ],
-    )
-    .await;
-    assert_eq!(response.status(), StatusCode::FOUND);
-    let result_page = response.headers()["location"]
-        .to_str()
-        .expect("location")
-        .to_owned();
-    let batch = result_page
-        .rsplit('/')
-        .next()
-        .expect("batch")
-        .parse()
-        .expect("batch id");
-    (result_page, batch)
 }
 
 const MANY: usize = 400_000;
@@ -944,7 +880,7 @@ async fn resources_are_renamed_reordered_previewed_and_removed_without_losing_re
     let app = spawn_app(pool).await;
     let admin = admin(&app).await;
     let course = course(&app, &admin, json!({})).await;
-    let second = crate::course::upload(
+    let second = crate::support::course::upload(
         &app,
         &admin,
         course.share,
@@ -1318,7 +1254,9 @@ async fn issuing_reports_progress_and_a_resubmitted_form_issues_nothing_new(pool
     // ticket is the issuing admin's), nor an admin of another tenant.
     let colleague = {
         let email = format!("colleague-{}@example.com", uuid::Uuid::new_v4());
-        let id = app.create_account(&email, crate::course::PASSWORD).await;
+        let id = app
+            .create_account(&email, crate::support::course::PASSWORD)
+            .await;
         // A second owner of the same tenant (as an accepted invitation
         // makes one).
         sqlx::query(
@@ -1329,8 +1267,9 @@ async fn issuing_reports_progress_and_a_resubmitted_form_issues_nothing_new(pool
         .execute(&app.pool)
         .await
         .expect("second owner");
-        let client = crate::helpers::new_client();
-        app.login_as(&client, &email, crate::course::PASSWORD).await;
+        let client = crate::support::app::new_client();
+        app.login_as(&client, &email, crate::support::course::PASSWORD)
+            .await;
         Admin {
             client,
             tenant: admin.tenant,
@@ -1341,7 +1280,7 @@ async fn issuing_reports_progress_and_a_resubmitted_form_issues_nothing_new(pool
         json!(null),
         "another admin's ticket reads as nothing"
     );
-    let other = crate::course::admin(&app).await;
+    let other = crate::support::course::admin(&app).await;
     let response = other
         .client
         .get(format!(
@@ -1388,7 +1327,7 @@ async fn pages_and_form_errors_follow_the_language_choice(pool: PgPool) {
     let admin = admin(&app).await;
     let course = course(&app, &admin, json!({ "title": "语言" })).await;
     let share_page = format!("/s/{}", course.slug);
-    let browser = crate::helpers::new_client();
+    let browser = crate::support::app::new_client();
     let get = |lang: Option<&'static str>, cookie: Option<&'static str>| {
         let mut request = browser
             .get(format!("{}{share_page}", app.address))
@@ -1679,7 +1618,7 @@ async fn a_taken_link_name_is_one_field_error_through_the_api_and_the_console(po
     let app = spawn_app(pool).await;
     let admin = admin(&app).await;
     let existing = course(&app, &admin, json!({})).await;
-    let response = crate::course::post_json(
+    let response = crate::support::course::post_json(
         &app,
         &admin.client,
         &format!("/api/v1/tenants/{}/shares", admin.tenant),
@@ -1876,7 +1815,7 @@ async fn destructive_console_actions_need_their_confirmation(pool: PgPool) {
     let admin = admin(&app).await;
     let course = course(&app, &admin, json!({})).await;
     let codes = issue(&app, &admin, course.share, 3).await;
-    let (_, learner) = crate::course::learners(&app, 1).await.remove(0);
+    let (_, learner) = crate::support::course::learners(&app, 1).await.remove(0);
     assert_eq!(
         enter_code(&app, &learner, &course.slug, &codes[0].1)
             .await

@@ -5,8 +5,8 @@ use reqwest::StatusCode;
 use serde_json::json;
 use sqlx::PgPool;
 
-use crate::course::{admin, course, post_json};
-use crate::helpers::spawn_app;
+use crate::support::app::spawn_app;
+use crate::support::course::{admin, course, post_json};
 
 /// A plain HTML form post, as a browser without JavaScript sends it.
 async fn plain_form(
@@ -274,9 +274,9 @@ async fn every_page_carries_the_security_headers_and_its_scripts_the_nonce(pool:
 
 #[sqlx::test(migrations = "../migrations")]
 async fn hsts_only_when_the_public_url_is_https(pool: PgPool) {
-    let mut settings = crate::helpers::test_settings(&crate::helpers::redis_url());
+    let mut settings = crate::support::app::test_settings(&crate::support::app::redis_url());
     settings.server.public_url = "https://courses.example.com".into();
-    let app = crate::helpers::spawn_app_with(pool, settings).await;
+    let app = crate::support::app::spawn_app_with(pool, settings).await;
     let response = html_page(&app.address, &app.client, "/").await;
     assert_eq!(response.status(), 200);
     let (html, csp) = assert_page_headers(response, "home over https", true).await;

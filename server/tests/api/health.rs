@@ -1,7 +1,8 @@
 use serde_json::Value;
 use sqlx::PgPool;
 
-use crate::helpers::{PrivatePostgres, PrivateRedis, spawn_app, spawn_app_with, test_settings};
+use crate::support::app::{spawn_app, spawn_app_with, test_settings};
+use crate::support::processes::{PrivatePostgres, PrivateRedis};
 
 #[sqlx::test(migrations = "../migrations")]
 async fn healthz_and_readyz_answer_when_everything_is_up(pool: PgPool) {
@@ -91,7 +92,7 @@ async fn every_response_carries_a_request_id(pool: PgPool) {
 /// `server.drain_secs`; then it stops accepting.
 #[sqlx::test(migrations = "../migrations")]
 async fn shutdown_turns_readyz_to_draining_while_the_server_still_serves(pool: PgPool) {
-    let mut settings = test_settings(&crate::helpers::redis_url());
+    let mut settings = test_settings(&crate::support::app::redis_url());
     settings.server.drain_secs = Some(8);
     let mut app = spawn_app_with(pool, settings).await;
     assert_eq!(app.get("/readyz").await.status(), 200);
@@ -111,7 +112,7 @@ async fn shutdown_turns_readyz_to_draining_while_the_server_still_serves(pool: P
     assert_eq!(body["status"], "draining");
     // Still serving, on a fresh connection too, during the drain.
     assert_eq!(app.get("/healthz").await.status(), 200);
-    let fresh = crate::helpers::new_client()
+    let fresh = crate::support::app::new_client()
         .get(format!("{}/healthz", app.address))
         .send()
         .await
@@ -124,7 +125,7 @@ async fn shutdown_turns_readyz_to_draining_while_the_server_still_serves(pool: P
 
     // After the drain the listener closes.
     tokio::time::sleep(std::time::Duration::from_secs(10).saturating_sub(started.elapsed())).await;
-    let after = crate::helpers::new_client()
+    let after = crate::support::app::new_client()
         .get(format!("{}/healthz", app.address))
         .send()
         .await;

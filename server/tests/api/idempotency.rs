@@ -8,9 +8,9 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-use crate::course::admin;
-use crate::helpers::{TestApp, new_client, spawn_app};
-use crate::tokens::create_token;
+use crate::support::app::{TestApp, new_client, spawn_app};
+use crate::support::course::admin;
+use crate::support::tokens::create_token;
 
 async fn create(
     app: &TestApp,
@@ -242,7 +242,9 @@ async fn a_retry_with_the_same_key_gets_the_original_answer_and_creates_nothing(
 /// A second owner of the same tenant, and their token.
 async fn admin_in(app: &TestApp, tenant: uuid::Uuid) -> String {
     let email = format!("second-{}@example.com", uuid::Uuid::new_v4());
-    let account = app.create_account(&email, crate::course::PASSWORD).await;
+    let account = app
+        .create_account(&email, crate::support::course::PASSWORD)
+        .await;
     sqlx::query(
         "INSERT INTO tenant_members (tenant_id, account_id, role) VALUES ($1, $2, 'owner')",
     )
@@ -252,8 +254,9 @@ async fn admin_in(app: &TestApp, tenant: uuid::Uuid) -> String {
     .await
     .expect("member");
     let client = new_client();
-    app.login_as(&client, &email, crate::course::PASSWORD).await;
-    let second = crate::course::Admin { client, tenant };
+    app.login_as(&client, &email, crate::support::course::PASSWORD)
+        .await;
+    let second = crate::support::course::Admin { client, tenant };
     create_token(app, &second, &["read", "write"]).await
 }
 

@@ -11,11 +11,11 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::course::{
+use crate::support::app::{TestApp, spawn_app};
+use crate::support::course::{
     admin, assert_invariants, course, enter_code, error_of, issue, learners, open, post_json,
     state_of,
 };
-use crate::helpers::{TestApp, spawn_app};
 
 async fn import(app: &TestApp, client: &reqwest::Client, share: Uuid, body: Value) -> (u16, Value) {
     let response = post_json(
@@ -225,7 +225,7 @@ async fn assert_no_plain_text(app: &TestApp, texts: &[&str]) {
 }
 
 /// A second share of the admin's tenant.
-async fn course_b(app: &TestApp, admin: &crate::course::Admin) -> Uuid {
+async fn course_b(app: &TestApp, admin: &crate::support::course::Admin) -> Uuid {
     course(app, admin, json!({ "title": "Another course" }))
         .await
         .share
@@ -332,7 +332,7 @@ async fn bad_import_requests_get_a_clear_error_and_change_nothing(pool: PgPool) 
         .expect("request");
     assert_eq!(error_of(response).await, (400, "invalid_json".to_owned()));
     // Another tenant's admin cannot import into this share.
-    let stranger = crate::course::admin(&app).await;
+    let stranger = crate::support::course::admin(&app).await;
     let (status, _) = import(
         &app,
         &stranger.client,
@@ -646,7 +646,7 @@ async fn only_a_course_manager_of_the_tenant_can_use_the_import_form(pool: PgPoo
     let app = spawn_app(pool).await;
     let admin = admin(&app).await;
     let course = course(&app, &admin, json!({})).await;
-    let stranger = crate::course::admin(&app).await;
+    let stranger = crate::support::course::admin(&app).await;
     // Another tenant's admin, naming their own tenant or this one.
     for tenant in [stranger.tenant, admin.tenant] {
         let response = import_form(
@@ -824,9 +824,9 @@ async fn the_console_says_why_nothing_was_imported_and_skips_a_declared_header(p
 /// together, and a refused one changes nothing.
 #[sqlx::test(migrations = "../migrations")]
 async fn imports_are_limited_per_tenant(pool: PgPool) {
-    let mut settings = crate::course::load_settings();
+    let mut settings = crate::support::course::load_settings();
     settings.throttle.imports_per_tenant_per_hour = 2;
-    let app = crate::helpers::spawn_app_with(pool, settings).await;
+    let app = crate::support::app::spawn_app_with(pool, settings).await;
     let admin = admin(&app).await;
     let course = course(&app, &admin, json!({})).await;
     let first = import(
@@ -862,8 +862,8 @@ async fn imports_are_limited_per_tenant(pool: PgPool) {
     );
     assert_eq!(stored(&app, course.share).await, (2, 2, true));
     // Another tenant is not held back.
-    let other = crate::course::admin(&app).await;
-    let theirs = crate::course::course(&app, &other, json!({ "title": "Theirs" })).await;
+    let other = crate::support::course::admin(&app).await;
+    let theirs = crate::support::course::course(&app, &other, json!({ "title": "Theirs" })).await;
     let (status, _) = import(
         &app,
         &other.client,
@@ -953,10 +953,10 @@ async fn an_import_after_a_key_rotation_finds_codes_stored_under_the_older_key(p
     use secrecy::SecretString;
     const OLD: &str = "1:import-rotation-old-key-0123456789";
     const NEW: &str = "2:import-rotation-new-key-9876543210";
-    let mut before = crate::course::load_settings();
+    let mut before = crate::support::course::load_settings();
     before.secrets.code_keys = Some(SecretString::from(OLD));
     before.secrets.code_key_current = 1;
-    let old_app = crate::helpers::spawn_app_with(pool.clone(), before.clone()).await;
+    let old_app = crate::support::app::spawn_app_with(pool.clone(), before.clone()).await;
     let admin = admin(&old_app).await;
     let course = course(&old_app, &admin, json!({})).await;
     let ours = issue(&old_app, &admin, course.share, 1).await.remove(0);
@@ -972,7 +972,7 @@ async fn an_import_after_a_key_rotation_finds_codes_stored_under_the_older_key(p
     let mut after = before;
     after.secrets.code_keys = Some(SecretString::from(format!("{NEW},{OLD}")));
     after.secrets.code_key_current = 2;
-    let app = crate::helpers::spawn_app_with(pool, after).await;
+    let app = crate::support::app::spawn_app_with(pool, after).await;
     let codes_before = stored(&app, course.share).await.0;
     let (status, report) = import(
         &app,

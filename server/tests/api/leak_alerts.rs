@@ -10,13 +10,12 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::{
-    course::{
-        Admin, Course, admin, assert_invariants, course, enter_code, error_of, issue, learners,
-        open, post_json,
-    },
-    helpers::{MAIL_WAIT, TestApp, mail_settings, spawn_app, spawn_app_with},
+use crate::support::app::{TestApp, spawn_app, spawn_app_with};
+use crate::support::course::{
+    Admin, admin, assert_invariants, bound_course, course, enter_code, error_of, issue, learners,
+    open, post_json,
 };
+use crate::support::mail::{MAIL_WAIT, mail_settings};
 
 /// How many `code.leak_suspected` events the outbox holds for `code`.
 async fn alerts(app: &TestApp, code: Uuid) -> i64 {
@@ -50,25 +49,6 @@ async fn owner_email(app: &TestApp, admin: &Admin) -> String {
     .fetch_one(&app.pool)
     .await
     .expect("owner")
-}
-
-/// A course with one code, bound to a learner who opened it once.
-async fn bound_course(
-    app: &TestApp,
-    owner: &Admin,
-) -> (Course, (Uuid, String), (Uuid, reqwest::Client)) {
-    let course = course(app, owner, json!({ "title": "Rust 101" })).await;
-    let code = issue(app, owner, course.share, 1).await.remove(0);
-    let mut people = learners(app, 1).await;
-    let ann = people.remove(0);
-    assert_eq!(
-        enter_code(app, &ann.1, &course.slug, &code.1)
-            .await
-            .status(),
-        200
-    );
-    assert_eq!(open(app, &ann.1, &course, None).await.status(), 200);
-    (course, code, ann)
 }
 
 #[sqlx::test(migrations = "../migrations")]
@@ -671,12 +651,12 @@ async fn revoke_and_replace_costs_the_learner_no_access(pool: PgPool) {
 /// the code stays as it was.
 #[sqlx::test(migrations = "../migrations")]
 async fn support_and_read_tokens_cannot_revoke_and_replace(pool: PgPool) {
-    use crate::tokens::{as_token, create_token};
+    use crate::support::tokens::{as_token, create_token};
     let app = spawn_app(pool).await;
     let owner = admin(&app).await;
     let (_course, code, (ann, _)) = bound_course(&app, &owner).await;
     let support = app
-        .create_account("support-l@example.com", crate::course::PASSWORD)
+        .create_account("support-l@example.com", crate::support::course::PASSWORD)
         .await;
     sqlx::query(
         "INSERT INTO tenant_members (tenant_id, account_id, role) VALUES ($1, $2, 'support')",
@@ -686,9 +666,13 @@ async fn support_and_read_tokens_cannot_revoke_and_replace(pool: PgPool) {
     .execute(&app.pool)
     .await
     .expect("member");
-    let supporter = crate::helpers::new_client();
-    app.login_as(&supporter, "support-l@example.com", crate::course::PASSWORD)
-        .await;
+    let supporter = crate::support::app::new_client();
+    app.login_as(
+        &supporter,
+        "support-l@example.com",
+        crate::support::course::PASSWORD,
+    )
+    .await;
     let path = format!("/api/v1/codes/{}/revoke-and-replace", code.0);
     let refused = post_json(&app, &supporter, &path, json!({ "reason": "leaked" })).await;
     assert_eq!(refused.status(), 403, "support");

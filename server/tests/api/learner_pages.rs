@@ -7,44 +7,9 @@ use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::course::{Course, admin, course, enter_code, issue, learners, open, post_json};
-use crate::helpers::{TestApp, spawn_app};
-
-/// A plain HTML form post, as a browser without JavaScript sends it from
-/// the page at `from`.
-async fn post_page_form(
-    app: &TestApp,
-    client: &reqwest::Client,
-    from: &str,
-    path: &str,
-    form: &[(&str, &str)],
-) -> reqwest::Response {
-    client
-        .post(format!("{}{path}", app.address))
-        .header("accept", "text/html,application/xhtml+xml")
-        .header("referer", format!("{}{from}", app.address))
-        .header("origin", &app.address)
-        .form(form)
-        .send()
-        .await
-        .expect("request")
-}
-
-async fn page(app: &TestApp, client: &reqwest::Client, path: &str) -> (StatusCode, String) {
-    let response = app.get_page_as(client, path).await;
-    let status = response.status();
-    (status, response.text().await.expect("body"))
-}
-
-async fn bound_codes(app: &TestApp, share: Uuid) -> Vec<(Uuid, Uuid)> {
-    sqlx::query_as(
-        "SELECT id, bound_principal FROM auth_codes WHERE share_id = $1 AND bound_principal IS NOT NULL",
-    )
-    .bind(share)
-    .fetch_all(&app.pool)
-    .await
-    .expect("bound codes")
-}
+use crate::support::app::spawn_app;
+use crate::support::course::{Course, admin, course, enter_code, issue, learners, open, post_json};
+use crate::support::learner::{bound_codes, page, post_page_form};
 
 #[sqlx::test(migrations = "../migrations")]
 async fn a_learner_goes_from_link_to_content_with_plain_forms(pool: PgPool) {
@@ -60,7 +25,7 @@ async fn a_learner_goes_from_link_to_content_with_plain_forms(pool: PgPool) {
     let here = format!("/s/{}", course.slug);
 
     // Signed out: the page explains and keeps the link for afterwards.
-    let (status, html) = page(&app, &crate::helpers::new_client(), &here).await;
+    let (status, html) = page(&app, &crate::support::app::new_client(), &here).await;
     assert_eq!(status, 200);
     assert!(html.contains(r#"data-state="signed-out""#), "{html}");
     assert!(html.contains(&format!("/login?next=/s/{}", course.slug)));
@@ -203,7 +168,7 @@ async fn pages_always_answer_while_many_render_at_once(pool: PgPool) {
     let churn = async {
         for _ in 0..12 {
             let other = spawn_app(pool.clone()).await;
-            let client = crate::helpers::new_client();
+            let client = crate::support::app::new_client();
             let answer = tokio::time::timeout(
                 std::time::Duration::from_secs(20),
                 other.get_page_as(&client, &here),
@@ -266,7 +231,7 @@ async fn drafts_archived_and_unknown_shares_are_not_found(pool: PgPool) {
     let admin = admin(&app).await;
     let draft = course(&app, &admin, json!({ "status": "draft" })).await;
     let archived = course(&app, &admin, json!({ "status": "archived" })).await;
-    let client = crate::helpers::new_client();
+    let client = crate::support::app::new_client();
     for path in [
         format!("/s/{}", draft.slug),
         format!("/s/{}", archived.slug),
@@ -313,7 +278,7 @@ async fn opening_without_a_code_or_from_another_site_binds_nothing(pool: PgPool)
 
     // Signed out: sent to sign in, and back here afterwards.
     let response = app
-        .get_page_as(&crate::helpers::new_client(), &resource_page)
+        .get_page_as(&crate::support::app::new_client(), &resource_page)
         .await;
     assert_eq!(response.status(), StatusCode::FOUND);
     let location = response.headers()["location"].to_str().expect("location");
@@ -430,7 +395,7 @@ async fn my_courses_lists_every_binding_across_tenants(pool: PgPool) {
     assert!(!html.contains("Untouched"), "{}", other.slug);
 
     let response = app
-        .get_page_as(&crate::helpers::new_client(), "/courses")
+        .get_page_as(&crate::support::app::new_client(), "/courses")
         .await;
     assert_eq!(response.status(), StatusCode::FOUND);
     assert_eq!(response.headers()["location"], "/login?next=/courses");
@@ -522,19 +487,23 @@ async fn a_pending_code_is_never_bound_to_the_next_account_on_the_same_browser(p
     let codes = issue(&app, &admin, course.share, 1).await;
     // One browser (one cookie jar): A enters a code, then B signs in
     // without A signing out, and opens the course.
-    let browser = crate::helpers::new_client();
+    let browser = crate::support::app::new_client();
     let a = format!("a-{}@example.com", Uuid::new_v4());
     let b = format!("b-{}@example.com", Uuid::new_v4());
-    app.create_account(&a, crate::course::PASSWORD).await;
-    app.create_account(&b, crate::course::PASSWORD).await;
-    app.login_as(&browser, &a, crate::course::PASSWORD).await;
+    app.create_account(&a, crate::support::course::PASSWORD)
+        .await;
+    app.create_account(&b, crate::support::course::PASSWORD)
+        .await;
+    app.login_as(&browser, &a, crate::support::course::PASSWORD)
+        .await;
     assert_eq!(
         enter_code(&app, &browser, &course.slug, &codes[0].1)
             .await
             .status(),
         200
     );
-    app.login_as(&browser, &b, crate::course::PASSWORD).await;
+    app.login_as(&browser, &b, crate::support::course::PASSWORD)
+        .await;
     let response = open(&app, &browser, &course, None).await;
     assert_eq!(response.status(), 403, "B has no code of their own");
     let (_, html) = page(&app, &browser, &format!("/s/{}", course.slug)).await;
@@ -550,7 +519,7 @@ async fn a_downloaded_file_is_named_after_its_title(pool: PgPool) {
     let app = spawn_app(pool).await;
     let owner = admin(&app).await;
     let course = course(&app, &owner, json!({})).await;
-    let pdf = crate::course::upload(
+    let pdf = crate::support::course::upload(
         &app,
         &owner,
         course.share,
@@ -572,7 +541,7 @@ async fn a_downloaded_file_is_named_after_its_title(pool: PgPool) {
         ..course.clone()
     };
     assert_eq!(open(&app, &learner, &file, None).await.status(), 200);
-    let response = crate::course::fetch(&app, &learner, &file, None).await;
+    let response = crate::support::course::fetch(&app, &learner, &file, None).await;
     assert_eq!(response.status(), 200);
     assert_eq!(
         response.headers()["content-disposition"],

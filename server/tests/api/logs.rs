@@ -2,84 +2,10 @@
 //! with every log line on (`RUST_LOG=trace`, JSON), its output is captured,
 //! and the passwords used against it are searched for.
 
-use std::{
-    process::{Command, Stdio},
-    time::{Duration, Instant},
-};
-
 use sqlx::PgPool;
 
-use crate::helpers::{database_url_of, free_port, new_client, redis_url};
-
-/// The real server binary with every log line on (`RUST_LOG=trace`,
-/// JSON), its output captured to a file; killed however the test ends.
-pub struct LoggedServer {
-    child: std::process::Child,
-    log_path: std::path::PathBuf,
-    pub address: String,
-}
-
-impl LoggedServer {
-    pub async fn start(pool: &PgPool) -> Self {
-        let port = free_port();
-        let log_path =
-            std::env::temp_dir().join(format!("admitone-log-{}.txt", uuid::Uuid::new_v4()));
-        let log = std::fs::File::create(&log_path).expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_server"))
-            .arg("serve")
-            .env("DATABASE_URL", database_url_of(pool))
-            .env("REDIS_URL", redis_url())
-            .env("APP_SERVER__PORT", port.to_string())
-            .env(
-                "APP_REDIS__KEY_PREFIX",
-                format!("test:{}", uuid::Uuid::new_v4()),
-            )
-            .env(
-                "APP_STORAGE__ROOT",
-                std::env::temp_dir().join("admitone-test-storage"),
-            )
-            .env("APP_LOG__FORMAT", "json")
-            .env("RUST_LOG", "trace")
-            .stdout(log.try_clone().expect("clone"))
-            .stderr(log)
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("start the server");
-        let server = Self {
-            child,
-            log_path,
-            address: format!("http://127.0.0.1:{port}"),
-        };
-        let client = new_client();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while client
-            .get(format!("{}/healthz", server.address))
-            .send()
-            .await
-            .is_err()
-        {
-            assert!(Instant::now() < deadline, "server did not start");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        server
-    }
-
-    /// Stops the server and returns everything it logged.
-    pub fn stop(mut self) -> String {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let logs = std::fs::read_to_string(&self.log_path).expect("read logs");
-        let _ = std::fs::remove_file(&self.log_path);
-        logs
-    }
-}
-
-impl Drop for LoggedServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use crate::support::app::new_client;
+use crate::support::processes::LoggedServer;
 
 #[sqlx::test(migrations = "../migrations")]
 async fn passwords_never_appear_in_logs_or_responses(pool: PgPool) {

@@ -13,10 +13,8 @@ use server::mail::MailRelay;
 use sha2::{Digest as _, Sha256};
 use sqlx::PgPool;
 
-use crate::helpers::{
-    MAIL_WAIT, TestApp, link_key, mail_settings, new_client, spawn_app, spawn_app_with,
-    spawn_app_with_mail, token_of,
-};
+use crate::support::app::{TestApp, new_client, spawn_app, spawn_app_with};
+use crate::support::mail::{MAIL_WAIT, link_key, mail_settings, spawn_app_with_mail, token_of};
 
 const PASSWORD: &str = "correct horse battery";
 
@@ -162,7 +160,10 @@ async fn wrong_smtp_credentials_keep_the_mail_queued_until_fixed(pool: PgPool) {
     let requeue = || {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_server"))
             .args(["admin", "requeue-mail"])
-            .env("DATABASE_URL", crate::helpers::database_url_of(&app.pool))
+            .env(
+                "DATABASE_URL",
+                crate::support::processes::database_url_of(&app.pool),
+            )
             .env("RUST_LOG", "warn")
             .output()
             .expect("run the server binary");
@@ -475,7 +476,7 @@ async fn the_dev_mailbox_is_for_this_machine_only(pool: PgPool) {
     assert_eq!(relayed.status(), 404, "through a proxy");
     drop(local);
 
-    let mut settings = crate::helpers::test_settings(&crate::helpers::redis_url());
+    let mut settings = crate::support::app::test_settings(&crate::support::app::redis_url());
     settings.server.host = "0.0.0.0".into();
     let open = spawn_app_with(pool, settings).await;
     assert_eq!(open.get("/dev/mailbox").await.status(), 404);

@@ -5,10 +5,9 @@
 use serde_json::json;
 use sqlx::PgPool;
 
-use crate::{
-    course::{admin, course, enter_code, issue, learners, open, post_json},
-    helpers::{MAIL_WAIT, TestApp, mail_settings, spawn_app_with},
-};
+use crate::support::app::{TestApp, spawn_app_with};
+use crate::support::course::{admin, course, enter_code, issue, learners, open, post_json};
+use crate::support::mail::{MAIL_WAIT, mail_settings};
 
 /// Waits until the relay has nothing left to send.
 async fn settled(app: &TestApp) {

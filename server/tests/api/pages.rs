@@ -1,6 +1,6 @@
 use sqlx::PgPool;
 
-use crate::helpers::spawn_app;
+use crate::support::app::spawn_app;
 
 #[sqlx::test(migrations = "../migrations")]
 async fn home_page_is_server_rendered_with_the_shell(pool: PgPool) {

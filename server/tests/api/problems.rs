@@ -7,7 +7,7 @@ use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::helpers::{TestApp, new_client, spawn_app};
+use crate::support::app::{TestApp, new_client, spawn_app};
 
 /// The answer's status and problem document, after checking its shape.
 async fn problem_of(response: reqwest::Response, what: &str) -> (StatusCode, Value) {

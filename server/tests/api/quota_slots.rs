@@ -7,11 +7,11 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::course::{
+use crate::support::app::{TestApp, spawn_app_with};
+use crate::support::course::{
     self, Admin, Course, ShareState, admin, assert_invariants, enter_code, error_of, issue,
     learners, load_settings, open, state_of,
 };
-use crate::helpers::{TestApp, spawn_app_with};
 
 /// (slot, cap, used) of a share's slots.
 async fn slots(app: &TestApp, share: Uuid) -> Vec<(i16, i32, i32)> {

@@ -7,8 +7,9 @@ use std::process::Command;
 use serde_json::json;
 use sqlx::PgPool;
 
-use crate::course::{admin, course, enter_code, issue, learners, open};
-use crate::helpers::{database_url_of, spawn_app};
+use crate::support::app::spawn_app;
+use crate::support::course::{admin, course, enter_code, issue, learners, open};
+use crate::support::processes::database_url_of;
 
 /// `server reconcile [args]` with the test's Redis prefix: exit success
 /// and standard output.
@@ -23,7 +24,7 @@ fn reconcile_status(pool: &PgPool, prefix: &str, args: &[&str]) -> (Option<i32>,
         .arg("reconcile")
         .args(args)
         .env("DATABASE_URL", database_url_of(pool))
-        .env("REDIS_URL", crate::helpers::redis_url())
+        .env("REDIS_URL", crate::support::app::redis_url())
         .env("APP_REDIS__KEY_PREFIX", prefix)
         .env("RUST_LOG", "off")
         .output()

@@ -16,9 +16,8 @@ use tower_sessions::{
     session::{Id, Record},
 };
 
-use crate::helpers::{TestApp, new_client, spawn_app, spawn_app_with, test_settings};
-
-const PASSWORD: &str = "correct horse battery";
+use crate::support::app::{TestApp, new_client, spawn_app, spawn_app_with, test_settings};
+use crate::support::course::PASSWORD;
 
 /// A throttle counter that ends in 450 ms: Redis `TTL` says 0 there.
 async fn counter_ending_soon(app: &TestApp, key: &str, count: u32) {
@@ -129,7 +128,7 @@ async fn login_through_proxy(app: &TestApp, forwarded_for: &[&str]) -> reqwest::
 }
 
 fn behind_one_proxy(sign_in_per_ip: u32) -> server::config::Settings {
-    let mut settings = test_settings(&crate::helpers::redis_url());
+    let mut settings = test_settings(&crate::support::app::redis_url());
     settings.server.trusted_proxy_hops = 1;
     settings.throttle.sign_in_per_ip = sign_in_per_ip;
     settings
@@ -219,7 +218,7 @@ async fn change_password(app: &TestApp, current: &str) -> reqwest::Response {
 
 #[sqlx::test(migrations = "../migrations")]
 async fn change_password_is_throttled_per_account_and_the_password_stays(pool: PgPool) {
-    let mut settings = test_settings(&crate::helpers::redis_url());
+    let mut settings = test_settings(&crate::support::app::redis_url());
     settings.throttle.sign_in_per_email = 3;
     let app = spawn_app_with(pool, settings).await;
     app.create_account("ada@example.com", PASSWORD).await;
@@ -400,7 +399,7 @@ async fn a_request_in_flight_during_sign_out_does_not_undo_it(pool: PgPool) {
 /// welcome message) races the sign-out, round after round.
 #[sqlx::test(migrations = "../migrations")]
 async fn a_session_change_racing_sign_out_never_revives_the_session(pool: PgPool) {
-    let mut settings = test_settings(&crate::helpers::redis_url());
+    let mut settings = test_settings(&crate::support::app::redis_url());
     settings.throttle.register_per_ip = 1_000;
     let app = spawn_app_with(pool, settings).await;
     let mut revived = Vec::new();

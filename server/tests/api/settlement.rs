@@ -7,11 +7,11 @@ use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::course::{
+use crate::support::app::{spawn_app_with, spawn_app_with_settlement};
+use crate::support::course::{
     self, Course, ShareState, admin, assert_invariants, enter_code, error_of, issue, learners,
     load_settings, open, post_json, repeats, state_of,
 };
-use crate::helpers::{spawn_app_with, spawn_app_with_settlement};
 
 /// Case 1: 100 learners claim the same code at once.
 #[sqlx::test(migrations = "../migrations")]
@@ -92,7 +92,7 @@ async fn one_learner_with_a_hundred_pending_codes_binds_exactly_one_with_reserva
 /// A connection of the test's own holding `share`'s quota lock exclusively,
 /// as `share_quota_rebalance` does: settlements of the share wait on it.
 async fn hold_quota_lock(
-    app: &crate::helpers::TestApp,
+    app: &crate::support::app::TestApp,
     share: Uuid,
 ) -> sqlx::pool::PoolConnection<sqlx::Postgres> {
     let mut held = app.pool.acquire().await.expect("connection");
@@ -138,7 +138,7 @@ async fn release_when_waited_on(
 /// `gate`: the settlements are held at the share's quota lock until
 /// several wait there, then released together.
 async fn one_learner_with_many_codes(
-    app: &crate::helpers::TestApp,
+    app: &crate::support::app::TestApp,
     poison_learner: bool,
     may_time_out: bool,
     gate: bool,
@@ -147,7 +147,9 @@ async fn one_learner_with_many_codes(
     let admin = admin(app).await;
     let (learner, _) = learners(app, 1).await.remove(0);
     let email = format!("learner-{learner}@example.com");
-    let sessions: Vec<reqwest::Client> = (0..100).map(|_| crate::helpers::new_client()).collect();
+    let sessions: Vec<reqwest::Client> = (0..100)
+        .map(|_| crate::support::app::new_client())
+        .collect();
     join_all(
         sessions
             .iter()
@@ -586,7 +588,7 @@ async fn with_reservations_expiring_instantly_the_code_is_still_bound_once(pool:
 
 /// Makes every use of `key` fail in Redis (a hash where a string is
 /// expected): the reservation script errors while sessions still work.
-async fn poison(app: &crate::helpers::TestApp, key: &str) {
+async fn poison(app: &crate::support::app::TestApp, key: &str) {
     use redis::AsyncCommands as _;
     let _: () = app
         .redis
@@ -760,7 +762,7 @@ async fn with_reservation_keys_deleted_mid_flight_the_code_is_bound_once(pool: P
 /// times: exactly one wins, the others get a clear refusal, and the
 /// database holds one binding, one debit and one record.
 async fn race_for_one_code(
-    app: &crate::helpers::TestApp,
+    app: &crate::support::app::TestApp,
     crowd: usize,
     rounds: usize,
     context: &str,

@@ -11,8 +11,10 @@ use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::course::{Course, admin, course, enter_code, error_of, issue, learners, upload};
-use crate::helpers::{TestApp, redis_url, spawn_app_with, test_settings};
+use crate::support::app::{TestApp, redis_url, spawn_app_with, test_settings};
+use crate::support::course::{
+    Course, admin, course, enter_code, error_of, issue, learners, upload,
+};
 
 /// More than one 8 MiB part of a multipart upload, and not a multiple of it.
 const BIG: usize = 9 * 1024 * 1024 + 123;
@@ -40,7 +42,7 @@ async fn get_range(
     course: &Course,
     range: Option<&str>,
 ) -> reqwest::Response {
-    crate::course::fetch(app, learner, course, range).await
+    crate::support::course::fetch(app, learner, course, range).await
 }
 
 fn key_of(tenant: Uuid, course: &Course) -> String {
@@ -87,7 +89,7 @@ async fn resources_live_in_s3_and_are_read_by_ranges(pool: PgPool) {
         200
     );
     assert_eq!(
-        crate::course::open(&app, &learner, &big, None)
+        crate::support::course::open(&app, &learner, &big, None)
             .await
             .status(),
         200
@@ -155,7 +157,7 @@ async fn resources_live_in_s3_and_are_read_by_ranges(pool: PgPool) {
     );
     // It has no bytes to give by range (416), as on the local store.
     assert_eq!(
-        crate::course::open(&app, &learner, &empty, None)
+        crate::support::course::open(&app, &learner, &empty, None)
             .await
             .status(),
         200

@@ -8,9 +8,8 @@ use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::helpers::{
-    MAIL_WAIT, TestApp, mail_settings, new_client, spawn_app, spawn_app_with, token_of,
-};
+use crate::support::app::{TestApp, new_client, spawn_app, spawn_app_with};
+use crate::support::mail::{MAIL_WAIT, mail_settings, token_of};
 
 const PASSWORD: &str = "correct horse battery";
 
@@ -536,7 +535,7 @@ async fn tenant_signup_follows_its_setting_and_needs_a_verified_address(pool: Pg
     );
     drop(closed);
 
-    let mut settings = crate::helpers::test_settings(&crate::helpers::redis_url());
+    let mut settings = crate::support::app::test_settings(&crate::support::app::redis_url());
     settings.tenants.self_signup = true;
     let app = spawn_app_with(pool, settings).await;
     let bob = new_client();

@@ -6,8 +6,8 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use time::{OffsetDateTime, UtcOffset};
 
-use crate::course::{admin, course, enter_code, issue, learners, open};
-use crate::helpers::spawn_app;
+use crate::support::app::spawn_app;
+use crate::support::course::{admin, course, enter_code, issue, learners, open};
 
 #[sqlx::test(migrations = "../migrations")]
 async fn a_tenant_in_shanghai_reads_types_and_counts_local_times(pool: PgPool) {

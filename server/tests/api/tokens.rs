@@ -6,47 +6,9 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-use crate::course::{Admin, admin, course};
-use crate::helpers::{TestApp, new_client, spawn_app};
-
-pub(crate) async fn create_token(app: &TestApp, admin: &Admin, scopes: &[&str]) -> String {
-    let mut form = vec![
-        ("tenant_id", admin.tenant.to_string()),
-        ("name", format!("token {scopes:?}")),
-    ];
-    for scope in scopes {
-        form.push((scope, "on".to_owned()));
-    }
-    let response = admin
-        .client
-        .post(format!("{}/api/admin/tokens/create", app.address))
-        .form(&form)
-        .send()
-        .await
-        .expect("create token");
-    assert_eq!(response.status(), 200);
-    let token: String = response.json().await.expect("token");
-    assert!(token.starts_with("a1t_"), "{token}");
-    token
-}
-
-pub(crate) async fn as_token(
-    app: &TestApp,
-    token: &str,
-    method: reqwest::Method,
-    path: &str,
-    body: Option<Value>,
-) -> (StatusCode, Value) {
-    let mut request = new_client()
-        .request(method, format!("{}{path}", app.address))
-        .bearer_auth(token);
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let response = request.send().await.expect("request");
-    let status = response.status();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
+use crate::support::app::spawn_app;
+use crate::support::course::{admin, course};
+use crate::support::tokens::{as_token, create_token};
 
 #[sqlx::test(migrations = "../migrations")]
 async fn tokens_act_within_their_tenant_and_scopes_until_revoked(pool: PgPool) {

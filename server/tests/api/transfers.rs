@@ -12,123 +12,15 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::{
-    course::{
-        Admin, Course, admin, assert_invariants, course, enter_code, error_of, issue, learners,
-        load_settings, open, post_json,
-    },
-    helpers::{MAIL_WAIT, TestApp, mail_settings, spawn_app, spawn_app_with, token_of},
+use crate::support::app::{spawn_app, spawn_app_with};
+use crate::support::course::{
+    Admin, admin, assert_invariants, course, enter_code, error_of, learners, load_settings, open,
+    post_json,
 };
-
-fn email_of(id: Uuid) -> String {
-    format!("learner-{id}@example.com")
-}
-
-/// A course with one code (of `codes` issued), bound to a learner who
-/// opened it once.
-async fn bound_course(
-    app: &TestApp,
-    owner: &Admin,
-    codes: usize,
-) -> (Course, Vec<(Uuid, String)>, (Uuid, reqwest::Client)) {
-    let course = course(app, owner, json!({ "title": "Rust 101" })).await;
-    let codes = issue(app, owner, course.share, codes).await;
-    let ann = learners(app, 1).await.remove(0);
-    assert_eq!(
-        enter_code(app, &ann.1, &course.slug, &codes[0].1)
-            .await
-            .status(),
-        200
-    );
-    assert_eq!(open(app, &ann.1, &course, None).await.status(), 200);
-    (course, codes, ann)
-}
-
-async fn ask(
-    app: &TestApp,
-    client: &reqwest::Client,
-    course: &Course,
-    body: Value,
-) -> reqwest::Response {
-    post_json(
-        app,
-        client,
-        &format!("/api/v1/s/{}/transfer", course.slug),
-        body,
-    )
-    .await
-}
-
-async fn confirm(app: &TestApp, client: &reqwest::Client, token: &str) -> reqwest::Response {
-    post_json(
-        app,
-        client,
-        "/api/v1/transfers/confirm",
-        json!({ "token": token }),
-    )
-    .await
-}
-
-async fn decide(
-    app: &TestApp,
-    owner: &Admin,
-    transfer: Uuid,
-    verb: &str,
-    body: Value,
-) -> reqwest::Response {
-    post_json(
-        app,
-        &owner.client,
-        &format!(
-            "/api/v1/tenants/{}/transfers/{transfer}/{verb}",
-            owner.tenant
-        ),
-        body,
-    )
-    .await
-}
-
-/// The confirmation link's token as the engine derives it (what the mail
-/// carries), for tests that do not read the mail.
-fn token_for(transfer: Uuid) -> String {
-    use secrecy::ExposeSecret as _;
-    crate::helpers::link_key()
-        .token(engine::accounts::links::LinkPurpose::Transfer, transfer)
-        .expose_secret()
-        .to_owned()
-}
-
-/// Who a code is bound to.
-async fn holder(app: &TestApp, code: Uuid) -> Option<Uuid> {
-    sqlx::query_scalar("SELECT bound_principal FROM auth_codes WHERE id = $1")
-        .bind(code)
-        .fetch_one(&app.pool)
-        .await
-        .expect("holder")
-}
-
-async fn count(app: &TestApp, sql: &str) -> i64 {
-    sqlx::query_scalar(sql)
-        .fetch_one(&app.pool)
-        .await
-        .expect("count")
-}
-
-/// Asks, confirms, and returns the request's id (confirmed: awaiting an
-/// admin).
-async fn confirmed_request(
-    app: &TestApp,
-    course: &Course,
-    (from, to): (&reqwest::Client, &(Uuid, reqwest::Client)),
-) -> Uuid {
-    let asked = ask(app, from, course, json!({ "email": email_of(to.0) })).await;
-    assert_eq!(asked.status(), 201);
-    let body: Value = asked.json().await.expect("json");
-    let id: Uuid = body["id"].as_str().expect("id").parse().expect("uuid");
-    let confirmed = confirm(app, &to.1, &token_for(id)).await;
-    assert_eq!(confirmed.status(), 200);
-    id
-}
+use crate::support::mail::{MAIL_WAIT, mail_settings, token_of};
+use crate::support::transfers::{
+    ask, bound_course, confirm, confirmed_request, count, decide, email_of, holder, token_for,
+};
 
 #[sqlx::test(migrations = "../migrations")]
 async fn a_learner_moves_their_code_to_another_account_they_control(pool: PgPool) {
@@ -356,7 +248,7 @@ async fn bad_requests_get_a_clear_error_and_change_nothing(pool: PgPool) {
     // note too long; malformed JSON.
     let signed_out = ask(
         &app,
-        &crate::helpers::new_client(),
+        &crate::support::app::new_client(),
         &course,
         json!({ "email": "x@example.com" }),
     )
@@ -936,7 +828,7 @@ async fn a_suspended_learner_cannot_ask(pool: PgPool) {
 /// are refused a decision, and nothing changes.
 #[sqlx::test(migrations = "../migrations")]
 async fn only_course_managers_decide_and_a_read_token_only_reads(pool: PgPool) {
-    use crate::tokens::{as_token, create_token};
+    use crate::support::tokens::{as_token, create_token};
     let app = spawn_app(pool).await;
     let owner = admin(&app).await;
     let (course, codes, (ann, ann_client)) = bound_course(&app, &owner, 1).await;
@@ -944,7 +836,7 @@ async fn only_course_managers_decide_and_a_read_token_only_reads(pool: PgPool) {
     let id = confirmed_request(&app, &course, (&ann_client, &bob)).await;
 
     let support = app
-        .create_account("support-t@example.com", crate::course::PASSWORD)
+        .create_account("support-t@example.com", crate::support::course::PASSWORD)
         .await;
     sqlx::query(
         "INSERT INTO tenant_members (tenant_id, account_id, role) VALUES ($1, $2, 'support')",
@@ -954,11 +846,11 @@ async fn only_course_managers_decide_and_a_read_token_only_reads(pool: PgPool) {
     .execute(&app.pool)
     .await
     .expect("member");
-    let support_client = crate::helpers::new_client();
+    let support_client = crate::support::app::new_client();
     app.login_as(
         &support_client,
         "support-t@example.com",
-        crate::course::PASSWORD,
+        crate::support::course::PASSWORD,
     )
     .await;
     let supporter = Admin {
@@ -1030,7 +922,7 @@ async fn the_transfer_page_sends_a_signed_out_visitor_to_sign_in_and_back(pool: 
     let course = course(&app, &owner, json!({ "title": "Rust 101" })).await;
     let response = app
         .get_page_as(
-            &crate::helpers::new_client(),
+            &crate::support::app::new_client(),
             &format!("/s/{}/transfer", course.slug),
         )
         .await;

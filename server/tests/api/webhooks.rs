@@ -19,8 +19,8 @@ use server::{config::sections::WebhookSettings, relay::Relay};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::course::{admin, course, enter_code, issue, learners, open};
-use crate::helpers::{TestApp, spawn_app};
+use crate::support::app::{TestApp, spawn_app};
+use crate::support::course::{admin, course, enter_code, issue, learners, open};
 
 /// What a test receiver answers to the `n`th attempt (1-based) of an event.
 type Script = fn(u32) -> Answer;
@@ -132,7 +132,11 @@ fn relay_settings(max_attempts: i32) -> WebhookSettings {
 
 /// An endpoint for every event, made through the console's server
 /// function; returns its id and secret.
-async fn subscribe(app: &TestApp, admin: &crate::course::Admin, url: &str) -> (Uuid, String) {
+async fn subscribe(
+    app: &TestApp,
+    admin: &crate::support::course::Admin,
+    url: &str,
+) -> (Uuid, String) {
     let tenant = admin.tenant.to_string();
     let mut fields = vec![("tenant_id", tenant.as_str()), ("url", url)];
     for event in [
@@ -165,7 +169,7 @@ async fn subscribe(app: &TestApp, admin: &crate::course::Admin, url: &str) -> (U
 }
 
 /// Makes one event of each type happen; returns how many events exist.
-async fn every_kind_of_event(app: &TestApp, admin: &crate::course::Admin) -> i64 {
+async fn every_kind_of_event(app: &TestApp, admin: &crate::support::course::Admin) -> i64 {
     let course = course(app, admin, json!({})).await;
     let codes = issue(app, admin, course.share, 3).await;
     let (_, learner) = learners(app, 1).await.remove(0);
@@ -515,12 +519,17 @@ async fn endpoints_on_the_internal_network_are_never_called(pool: PgPool) {
 /// changes nothing; another tenant's token reads and changes nothing.
 #[sqlx::test(migrations = "../migrations")]
 async fn an_endpoint_is_read_and_repointed_through_the_api(pool: PgPool) {
-    use crate::tokens::{as_token, create_token};
+    use crate::support::tokens::{as_token, create_token};
     use reqwest::Method;
     let app = spawn_app(pool.clone()).await;
     let admin = admin(&app).await;
     let token = create_token(&app, &admin, &["integrations"]).await;
-    let stranger = create_token(&app, &crate::course::admin(&app).await, &["integrations"]).await;
+    let stranger = create_token(
+        &app,
+        &crate::support::course::admin(&app).await,
+        &["integrations"],
+    )
+    .await;
     let (broken_url, broken) = receiver(|_| Answer::Fail).await;
     let (good_url, good) = receiver(|_| Answer::Accept).await;
     let (endpoint, secret) = subscribe(&app, &admin, &broken_url).await;
@@ -563,7 +572,7 @@ async fn an_endpoint_is_read_and_repointed_through_the_api(pool: PgPool) {
         assert_eq!(status, 403, "{method}");
     }
     // Another tenant's owner, on their own tenant's path: no such endpoint.
-    let stranger_admin = crate::course::admin(&app).await;
+    let stranger_admin = crate::support::course::admin(&app).await;
     let own = create_token(&app, &stranger_admin, &["integrations"]).await;
     let theirs = format!(
         "/api/v1/tenants/{}/webhooks/{endpoint}",
@@ -650,7 +659,7 @@ async fn an_endpoint_is_read_and_repointed_through_the_api(pool: PgPool) {
 /// backoff stayed an hour away.
 #[sqlx::test(migrations = "../migrations")]
 async fn repointing_an_endpoint_tries_its_waiting_deliveries_now(pool: PgPool) {
-    use crate::tokens::{as_token, create_token};
+    use crate::support::tokens::{as_token, create_token};
     use reqwest::Method;
     let app = spawn_app(pool.clone()).await;
     let admin = admin(&app).await;

@@ -1,18 +1,20 @@
-//! Fixtures for the settlement suite: an admin with a tenant, active shares
-//! with a resource, issued codes, many signed-in learners.
+//! Course fixtures: an admin with a tenant, active shares with a resource,
+//! issued codes, many signed-in learners, a learner with a pending or a
+//! bound code; the learner's code entry, opening and bytes; what the
+//! database holds for a share, and the SQL invariants.
 
 use futures::future::join_all;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::helpers::{TestApp, new_client, test_settings};
+use crate::support::app::{TestApp, new_client, test_settings};
 
 pub const PASSWORD: &str = "correct horse battery";
 
 /// Settings whose attempt limits stay out of the way of load tests.
 pub fn load_settings() -> server::config::Settings {
-    let mut settings = test_settings(&crate::helpers::redis_url());
+    let mut settings = test_settings(&crate::support::app::redis_url());
     settings.throttle.sign_in_per_email = 1_000_000;
     settings.throttle.sign_in_per_ip = 1_000_000;
     settings.throttle.code_per_account = 1_000_000;
@@ -325,4 +327,35 @@ pub async fn assert_invariants(app: &TestApp, context: &str) {
         .await
         .expect("checks");
     assert!(violations.is_empty(), "{context}: {violations:?}");
+}
+
+/// A course with one learner who entered a code, and the code's id.
+pub async fn one_learner(app: &TestApp, admin: &Admin) -> (Course, Uuid, Uuid, reqwest::Client) {
+    let course = course(app, admin, json!({})).await;
+    let (code_id, code) = issue(app, admin, course.share, 1).await.remove(0);
+    let (learner, client) = learners(app, 1).await.remove(0);
+    assert_eq!(
+        enter_code(app, &client, &course.slug, &code).await.status(),
+        200
+    );
+    (course, code_id, learner, client)
+}
+
+/// A course with one code, bound to a learner who opened it once.
+pub async fn bound_course(
+    app: &TestApp,
+    owner: &Admin,
+) -> (Course, (Uuid, String), (Uuid, reqwest::Client)) {
+    let course = course(app, owner, json!({ "title": "Rust 101" })).await;
+    let code = issue(app, owner, course.share, 1).await.remove(0);
+    let mut people = learners(app, 1).await;
+    let ann = people.remove(0);
+    assert_eq!(
+        enter_code(app, &ann.1, &course.slug, &code.1)
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(open(app, &ann.1, &course, None).await.status(), 200);
+    (course, code, ann)
 }

@@ -1,15 +1,17 @@
-//! The harness every integration test uses.
+//! The test server: `spawn_app` starts the real app on port 0, on its own
+//! multi-thread runtime, against the test's database and a fresh Redis key
+//! prefix; `TestApp` is what a test talks to it and checks it with (its
+//! address, pool, Redis handle and a client that keeps cookies), with
+//! accounts made directly in the domain and signed in over HTTP.
 
-use std::{
-    net::TcpListener,
-    process::{Child, Command, Stdio},
-    time::{Duration, Instant},
-};
+use std::time::Duration;
 
 use engine::coordination::Redis;
 use secrecy::SecretString;
 use server::{config::Settings, startup::Application};
 use sqlx::PgPool;
+
+use crate::support::mail::link_key;
 
 /// A running server and what a test needs to talk to it and check it.
 ///
@@ -209,12 +211,6 @@ impl TestApp {
     }
 }
 
-/// The key test servers derive mailed links with (from the development
-/// session key every test server uses).
-pub fn link_key() -> engine::accounts::links::LinkKey {
-    engine::accounts::links::LinkKey::derive(&test_settings(&redis_url()).session_key())
-}
-
 /// The Redis URL of the machine's server (CI and developer machines run
 /// one; `make test` exports `REDIS_URL`).
 pub fn redis_url() -> String {
@@ -257,36 +253,6 @@ pub fn test_settings(redis_url: &str) -> Settings {
 /// Starts the app on `pool` (from `#[sqlx::test]`) with the machine's Redis.
 pub async fn spawn_app(pool: PgPool) -> TestApp {
     spawn_app_with(pool, test_settings(&redis_url())).await
-}
-
-/// Starts the app with its mail going to a real SMTP server of its own
-/// (started here; read what arrived from it).
-pub async fn spawn_app_with_mail(pool: PgPool) -> (TestApp, harness::smtp::SmtpSink) {
-    let sink = harness::smtp::SmtpSink::start().await;
-    let app = spawn_app_with(pool, mail_settings(&sink)).await;
-    (app, sink)
-}
-
-/// Test settings that send mail to `sink`, with quick retries.
-pub fn mail_settings(sink: &harness::smtp::SmtpSink) -> Settings {
-    let mut settings = test_settings(&redis_url());
-    settings.mail.smtp_url = Some(SecretString::from(sink.url()));
-    settings.mail.from = "AdmitOne Tests <no-reply@admitone.test>".into();
-    settings.mail.poll_interval_ms = 50;
-    settings.mail.timeout_ms = 5_000;
-    settings.mail.backoff_base_ms = 100;
-    settings.mail.backoff_max_secs = 1;
-    settings
-}
-
-/// How long a test waits for a mail to arrive.
-pub const MAIL_WAIT: Duration = Duration::from_secs(20);
-
-/// The `token` of a mailed link.
-pub fn token_of(link: &str) -> String {
-    link.split_once("token=")
-        .map(|(_, t)| t.split('&').next().unwrap_or(t).to_owned())
-        .unwrap_or_else(|| panic!("no token in {link}"))
 }
 
 /// Starts the app with the given settings.
@@ -376,197 +342,5 @@ fn init_test_logs() {
             .with_env_filter(filter)
             .with_test_writer()
             .try_init();
-    }
-}
-
-/// The URL of the test's own database (same server as `DATABASE_URL`).
-pub fn database_url_of(pool: &PgPool) -> String {
-    let base = std::env::var("DATABASE_URL").expect("DATABASE_URL is set for tests");
-    let db = pool
-        .connect_options()
-        .get_database()
-        .expect("database name")
-        .to_owned();
-    let (server, _) = base.rsplit_once('/').expect("URL with a database");
-    format!("{server}/{db}")
-}
-
-/// A port nothing listens on right now.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port()
-}
-
-/// A private PostgreSQL (its own data directory and port), stopped and
-/// removed on drop: for tests that stop PostgreSQL (never the shared one).
-/// Uses the installed server binaries (scripts/ensure-tools.sh installs
-/// them); as root, PostgreSQL runs as the `postgres` user, as it requires.
-pub struct PrivatePostgres {
-    bin: std::path::PathBuf,
-    dir: std::path::PathBuf,
-    pub port: u16,
-    running: bool,
-}
-
-impl PrivatePostgres {
-    fn as_postgres_user(program: &std::path::Path) -> Command {
-        let root = Command::new("id")
-            .arg("-u")
-            .output()
-            .map(|o| o.stdout.starts_with(b"0\n"))
-            .unwrap_or(false);
-        if root {
-            let mut command = Command::new("runuser");
-            command.args(["-u", "postgres", "--"]).arg(program);
-            command
-        } else {
-            Command::new(program)
-        }
-    }
-
-    pub fn start() -> Self {
-        let mut versions: Vec<std::path::PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
-            .expect("PostgreSQL server binaries (scripts/ensure-tools.sh installs them)")
-            .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
-            .filter(|p| p.join("initdb").exists())
-            .collect();
-        versions.sort();
-        let bin = versions.pop().expect("an installed initdb");
-        let dir =
-            std::env::temp_dir().join(format!("admitone-pg-{}", uuid::Uuid::new_v4().simple()));
-        std::fs::create_dir_all(&dir).expect("data dir");
-        let _ = Command::new("chown")
-            .args(["postgres:", dir.to_str().expect("utf-8")])
-            .status();
-        let run = |mut command: Command, what: &str| {
-            let out = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
-            assert!(
-                out.status.success(),
-                "{what}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        };
-        let data = dir.join("data");
-        let mut initdb = Self::as_postgres_user(&bin.join("initdb"));
-        initdb.args([
-            "-D",
-            data.to_str().expect("utf-8"),
-            "-U",
-            "postgres",
-            "--auth=trust",
-        ]);
-        run(initdb, "initdb");
-        let port = free_port();
-        let mut pg = Self {
-            bin,
-            dir,
-            port,
-            running: false,
-        };
-        let mut start = Self::as_postgres_user(&pg.bin.join("pg_ctl"));
-        start.args([
-            "-D",
-            data.to_str().expect("utf-8"),
-            "-w",
-            "-l",
-            pg.dir.join("server.log").to_str().expect("utf-8"),
-            "-o",
-            &format!(
-                "-p {port} -c listen_addresses=127.0.0.1 -k {}",
-                pg.dir.display()
-            ),
-            "start",
-        ]);
-        run(start, "pg_ctl start");
-        pg.running = true;
-        pg
-    }
-
-    pub fn url(&self) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
-    }
-
-    /// Stops the server at once (`immediate`: like a crash).
-    pub fn stop(&mut self) {
-        if self.running {
-            let mut stop = Self::as_postgres_user(&self.bin.join("pg_ctl"));
-            stop.args([
-                "-D",
-                self.dir.join("data").to_str().expect("utf-8"),
-                "-m",
-                "immediate",
-                "-w",
-                "stop",
-            ]);
-            let _ = stop.output();
-            self.running = false;
-        }
-    }
-}
-
-impl Drop for PrivatePostgres {
-    fn drop(&mut self) {
-        self.stop();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// A private `redis-server` on a loopback port, killed on drop: for tests
-/// that stop Redis (they must never stop the shared one).
-pub struct PrivateRedis {
-    child: Option<Child>,
-    pub port: u16,
-}
-
-impl PrivateRedis {
-    pub fn start() -> Self {
-        let port = free_port();
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server must be installed (scripts/ensure-tools.sh installs it)");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "private redis-server did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Self {
-            child: Some(child),
-            port,
-        }
-    }
-
-    pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    /// Kills the server (SIGKILL) and waits until it is gone.
-    pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for PrivateRedis {
-    fn drop(&mut self) {
-        self.stop();
     }
 }
