@@ -20,6 +20,7 @@ mod health;
 mod idempotency;
 mod imported_codes;
 mod leak_alerts;
+mod learner;
 mod learner_pages;
 mod logs;
 mod mail;
