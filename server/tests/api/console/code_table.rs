@@ -1,12 +1,15 @@
-//! The console's code table as support uses it: totals and pages both
-//! ways, a pasted full code found across the tenant's shares, and the
-//! table downloaded as CSV with the filters on screen.
+//! The console's code table as support uses it: totals and pages both ways
+//! (a page that ends with the last code offers no empty next page),
+//! filters and search (a pasted full code found across the tenant's
+//! shares), unbinding from the table, and the table downloaded as CSV with
+//! the filters on screen.
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use super::call;
 use crate::support::app::{TestApp, spawn_app};
 use crate::support::course::{Admin, admin, course, enter_code, issue, learners, open};
 
@@ -321,4 +324,181 @@ async fn the_code_table_downloads_as_csv_with_its_filters(pool: PgPool) {
         .await
         .expect("csv");
     assert_eq!(response.status(), 403);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn the_code_table_filters_searches_pages_and_unbinds(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    let codes = issue(&app, &admin, course.share, 120).await;
+    let (learner_id, learner) = learners(&app, 1).await.remove(0);
+    assert_eq!(
+        enter_code(&app, &learner, &course.slug, &codes[7].1)
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(open(&app, &learner, &course, None).await.status(), 200);
+    let email: String = sqlx::query_scalar("SELECT email FROM accounts WHERE id = $1")
+        .bind(learner_id)
+        .fetch_one(&app.pool)
+        .await
+        .expect("email");
+    let (tenant, share) = (admin.tenant.to_string(), course.share.to_string());
+    let (status, _) = call(
+        &app,
+        &admin,
+        "/api/admin/codes/revoke",
+        &[("tenant_id", &tenant), ("code_id", &codes[3].0.to_string())],
+    )
+    .await;
+    assert_eq!(status, 200);
+
+    let table = |query: Vec<(&'static str, String)>| {
+        let client = admin.client.clone();
+        let url = format!("{}/api/admin/codes", app.address);
+        let mut query = query;
+        query.push(("tenant_id", tenant.clone()));
+        query.push(("share_id", share.clone()));
+        async move {
+            let response = client.get(url).query(&query).send().await.expect("table");
+            assert_eq!(response.status(), 200);
+            response.json::<serde_json::Value>().await.expect("json")
+        }
+    };
+    let states = |page: &serde_json::Value| -> Vec<String> {
+        page["codes"]
+            .as_array()
+            .expect("codes")
+            .iter()
+            .map(|c| c["state"].as_str().expect("state").to_owned())
+            .collect()
+    };
+    let bound = table(vec![("state", "bound".into())]).await;
+    assert_eq!(states(&bound), vec!["bound"]);
+    assert_eq!(bound["codes"][0]["bound_email"], email.as_str());
+    assert_eq!(
+        states(&table(vec![("state", "revoked".into())]).await),
+        vec!["revoked"]
+    );
+    // Keyset pages of 50: 118 unused codes in three pages, no overlap.
+    let mut seen = std::collections::BTreeSet::new();
+    let mut after: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let mut query = vec![("state", "unused".to_owned())];
+        if let Some(a) = &after {
+            query.push(("after", a.clone()));
+        }
+        let page = table(query).await;
+        pages += 1;
+        for code in page["codes"].as_array().expect("codes") {
+            assert!(seen.insert(code["id"].as_str().expect("id").to_owned()));
+        }
+        match page["next_after"].as_str() {
+            Some(next) => after = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!((seen.len(), pages), (118, 3));
+    // Search by the learner's email and by a hint.
+    let by_email = table(vec![("q", email[..10].to_owned())]).await;
+    assert_eq!(states(&by_email), vec!["bound"]);
+    let hint: String = sqlx::query_scalar("SELECT hint FROM auth_codes WHERE id = $1")
+        .bind(codes[7].0)
+        .fetch_one(&app.pool)
+        .await
+        .expect("hint");
+    let by_hint = table(vec![("q", hint.clone())]).await;
+    assert!(
+        by_hint["codes"]
+            .as_array()
+            .expect("codes")
+            .iter()
+            .any(|c| c["hint"] == hint.as_str())
+    );
+    // A bad state filter is a field error.
+    let response = admin
+        .client
+        .get(format!("{}/api/admin/codes", app.address))
+        .query(&[
+            ("tenant_id", tenant.as_str()),
+            ("share_id", share.as_str()),
+            ("state", "lost"),
+        ])
+        .send()
+        .await
+        .expect("bad filter");
+    assert_eq!(response.status(), 422);
+
+    // Unbind with a reason: the learner loses access, the code is usable.
+    let (status, body) = call(
+        &app,
+        &admin,
+        "/api/admin/codes/unbind",
+        &[
+            ("tenant_id", &tenant),
+            ("code_id", &codes[7].0.to_string()),
+            ("reason", "learner asked to move to another account"),
+            ("after", "usable"),
+            ("confirm", "yes"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let response = open(&app, &learner, &course, None).await;
+    assert_eq!(response.status(), 403, "access ended");
+    let reason: String = sqlx::query_scalar(
+        "SELECT reason FROM audit_log WHERE action = 'code.unbound' AND target_id = $1",
+    )
+    .bind(codes[7].0)
+    .fetch_one(&app.pool)
+    .await
+    .expect("audited");
+    assert_eq!(reason, "learner asked to move to another account");
+    let (_, another) = learners(&app, 1).await.remove(0);
+    assert_eq!(
+        enter_code(&app, &another, &course.slug, &codes[7].1)
+            .await
+            .status(),
+        200,
+        "the code is usable again"
+    );
+}
+
+/// A page of codes says whether another follows, exactly: a page that
+/// ends with the last code has no `next_after` (no empty page after it).
+#[sqlx::test(migrations = "../migrations")]
+async fn code_pages_end_exactly_with_the_last_code(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({})).await;
+    issue(&app, &admin, course.share, 4).await;
+    let page = |after: Option<String>| {
+        let mut url = format!(
+            "{}/api/v1/shares/{}/codes?limit=2",
+            app.address, course.share
+        );
+        if let Some(after) = after {
+            url.push_str(&format!("&after={after}"));
+        }
+        let client = admin.client.clone();
+        async move {
+            let response = client.get(url).send().await.expect("codes");
+            assert_eq!(response.status(), 200);
+            response.json::<serde_json::Value>().await.expect("json")
+        }
+    };
+    let first = page(None).await;
+    assert_eq!(first["codes"].as_array().map(Vec::len), Some(2));
+    assert_eq!(first["has_more"], true);
+    let next = first["next_after"]
+        .as_str()
+        .expect("a next page")
+        .to_owned();
+    let last = page(Some(next)).await;
+    assert_eq!(last["codes"].as_array().map(Vec::len), Some(2));
+    assert_eq!(last["has_more"], false, "{last}");
+    assert_eq!(last["next_after"], serde_json::Value::Null, "{last}");
 }
