@@ -1,6 +1,4 @@
-//! API tokens: created in the console (shown once), accepted as `Bearer` by
-//! every admin endpoint of `/api/v1` within their tenant and scopes, dead
-//! once revoked.
+//! The OpenAPI document describes every route of the JSON API.
 
 use serde_json::Value;
 use sqlx::PgPool;

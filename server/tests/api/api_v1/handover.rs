@@ -1,8 +1,8 @@
-//! The JSON API's remaining console chores, with API tokens: read a batch,
-//! take a console batch's one-time CSV, replace a lost code (its new plain
+//! What the JSON API hands over once, with an API token: a console batch's
+//! codes as a one-time CSV, and a lost code's replacement (its new plain
 //! code answered once, and again only to a retry with the same
-//! `Idempotency-Key`), and the learners and access records as CSV. Final
-//! states are checked with SQL.
+//! `Idempotency-Key` while it is still unused). Final states are checked
+//! with SQL.
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};

@@ -1,15 +1,16 @@
 //! `Idempotency-Key` on the JSON API's creates: a retry creates nothing new
-//! and gets the original answer, secrets included, while it is held; a key
-//! is one request's; many retries racing create exactly one object.
-//! Checked against the database after each step.
+//! and gets the original answer, secrets included, while it is held (then,
+//! for a batch, a 409 naming it); a key is one request's; many retries
+//! racing create exactly one object. Checked against the database after
+//! each step.
 
 use futures::future::join_all;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-use crate::support::app::{TestApp, new_client, spawn_app};
-use crate::support::course::admin;
+use crate::support::app::{TestApp, new_client, spawn_app, spawn_app_with};
+use crate::support::course::{self, admin, error_of, load_settings};
 use crate::support::tokens::create_token;
 
 async fn create(
@@ -291,5 +292,118 @@ async fn many_retries_racing_create_exactly_one(pool: PgPool) {
         count(&app, "SELECT count(*) FROM webhook_endpoints").await,
         1,
         "exactly one endpoint"
+    );
+}
+
+/// Retrying "issue N codes" with the same Idempotency-Key issues nothing
+/// new and answers the original result, codes included, while they are
+/// held (a client that lost the answer gets its codes back); after that, a
+/// 409 naming the batch.
+#[sqlx::test(migrations = "../migrations")]
+async fn issuing_a_batch_is_idempotent_per_key(pool: PgPool) {
+    let app = spawn_app_with(pool, load_settings()).await;
+    let admin = admin(&app).await;
+    let course = course::course(&app, &admin, json!({})).await;
+    let issue_with = |key: &'static str, count: u32| {
+        admin
+            .client
+            .post(format!(
+                "{}/api/v1/shares/{}/codes",
+                app.address, course.share
+            ))
+            .header("idempotency-key", key)
+            .json(&json!({ "count": count }))
+            .send()
+    };
+    let results = join_all((0..5).map(|_| issue_with("batch-1", 10))).await;
+    let mut answers = Vec::new();
+    for response in results {
+        let response = response.expect("request");
+        assert_eq!(response.status(), 201, "every try gets the batch");
+        answers.push(response.json::<serde_json::Value>().await.expect("json"));
+    }
+    let original = answers[0].clone();
+    assert_eq!(original["count"], 10);
+    assert_eq!(original["codes"].as_array().map(Vec::len), Some(10));
+    for answer in &answers {
+        assert_eq!(answer, &original, "the original result, codes included");
+    }
+    let codes: i64 = sqlx::query_scalar("SELECT count(*) FROM auth_codes WHERE share_id = $1")
+        .bind(course.share)
+        .fetch_one(&app.pool)
+        .await
+        .expect("count");
+    assert_eq!(codes, 10, "one batch for five concurrent tries");
+    // A later retry, too.
+    let later = issue_with("batch-1", 10).await.expect("request");
+    assert_eq!(later.status(), 201);
+    assert_eq!(
+        later.json::<serde_json::Value>().await.expect("json"),
+        original
+    );
+
+    let other = course::course(&app, &admin, json!({})).await;
+    let reused = admin
+        .client
+        .post(format!(
+            "{}/api/v1/shares/{}/codes",
+            app.address, other.share
+        ))
+        .header("idempotency-key", "batch-1")
+        .json(&json!({ "count": 10 }))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(
+        error_of(reused).await,
+        (422, "idempotency_key_reused".into())
+    );
+
+    // Once the held answer is gone (HANDOVER_TTL), a retry hears which
+    // batch its key issued, and still issues nothing.
+    let batch: uuid::Uuid = serde_json::from_value(original["batch_id"].clone()).expect("id");
+    let owner: uuid::Uuid = sqlx::query_scalar("SELECT created_by FROM code_batches WHERE id = $1")
+        .bind(batch)
+        .fetch_one(&app.pool)
+        .await
+        .expect("owner");
+    let held: i64 = redis::cmd("DEL")
+        .arg(app.redis.keys().handover(owner, batch, "api-answer"))
+        .query_async(&mut app.redis.conn())
+        .await
+        .expect("DEL");
+    assert_eq!(held, 1, "the answer was held in Redis");
+    let expired = issue_with("batch-1", 10).await.expect("request");
+    assert_eq!(
+        error_of(expired).await,
+        (409, "batch_already_issued".into())
+    );
+    assert_eq!(
+        issue_with("batch-2", 3).await.expect("request").status(),
+        201
+    );
+
+    // The admin revoked a lost batch's codes: a late retry does not get
+    // them back as if fresh.
+    let third = issue_with("batch-3", 2).await.expect("request");
+    assert_eq!(third.status(), 201);
+    let third: serde_json::Value = third.json().await.expect("json");
+    let third_batch: uuid::Uuid = serde_json::from_value(third["batch_id"].clone()).expect("id");
+    let tenant: uuid::Uuid = sqlx::query_scalar("SELECT tenant_id FROM code_batches WHERE id = $1")
+        .bind(third_batch)
+        .fetch_one(&app.pool)
+        .await
+        .expect("tenant");
+    engine::batches::revoke_unused_of_batch(
+        &app.pool,
+        engine::tenants::TenantId(tenant),
+        engine::accounts::AccountId(owner),
+        third_batch,
+    )
+    .await
+    .expect("revoke");
+    assert_eq!(
+        error_of(issue_with("batch-3", 2).await.expect("request")).await,
+        (409, "batch_already_issued".into())
     );
 }
