@@ -3,7 +3,7 @@
 //! key prefix per test).
 
 mod access_rule;
-mod account_mail;
+mod accounts;
 mod api_v1;
 mod assets;
 mod auth;
@@ -18,7 +18,6 @@ mod learner;
 mod learner_pages;
 mod logs;
 mod mail;
-mod notices;
 mod pages;
 mod quota_slots;
 mod reconcile;

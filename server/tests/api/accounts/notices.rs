@@ -1,6 +1,7 @@
 //! The notices a learner gets by mail, each once: the receipt when their
 //! code binds ("you now hold <course>"), and word when an admin unbinds
-//! (with the reason) or revokes the code they hold.
+//! (with the reason) or revokes the code they hold; revoking an unused code
+//! mails nobody.
 
 use serde_json::json;
 use sqlx::PgPool;
