@@ -1,6 +1,7 @@
-//! A share's quota in slot rows (`share_quota_slots`): never overspent under
-//! a storm, rebalanced when the quota changes, and absent (no row written
-//! at all) for a share without a quota.
+//! A share's quota and a learner's limit are never overspent: the quota in
+//! slot rows (`share_quota_slots`) under a storm, rebalanced when the quota
+//! changes and absent for a share without one; counted accesses stop at
+//! the per-learner limit.
 
 use futures::future::join_all;
 use serde_json::{Value, json};
@@ -211,4 +212,36 @@ async fn a_share_without_a_quota_writes_no_row_of_its_own(pool: PgPool) {
     let state = state_of(&app, course.share).await;
     assert_eq!((state.bound, state.records), (20, 20));
     assert_invariants(&app, "a share without a quota").await;
+}
+
+/// Per-learner limit: counted accesses stop at the limit.
+#[sqlx::test(migrations = "../migrations")]
+async fn the_per_learner_limit_stops_further_accesses(pool: PgPool) {
+    let mut settings = load_settings();
+    settings.settlement.grant_ttl_secs = 1;
+    let app = spawn_app_with(pool, settings).await;
+    let admin = admin(&app).await;
+    let (_, client) = learners(&app, 1).await.remove(0);
+    let course = course::course(&app, &admin, json!({ "per_learner_limit": 2 })).await;
+    let code = issue(&app, &admin, course.share, 1).await.remove(0).1;
+    assert_eq!(
+        enter_code(&app, &client, &course.slug, &code)
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(open(&app, &client, &course, None).await.status(), 200);
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    assert_eq!(
+        open(&app, &client, &course, None).await.headers()["x-admitone-access"],
+        "counted"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    assert_eq!(
+        error_of(open(&app, &client, &course, None).await).await,
+        (403, "learner_limit_reached".into())
+    );
+    let state = state_of(&app, course.share).await;
+    assert_eq!((state.bound, state.records), (1, 2));
+    assert_invariants(&app, "limit").await;
 }
