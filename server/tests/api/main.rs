@@ -1,23 +1,16 @@
 //! Integration tests: the real server on port 0 against real PostgreSQL
 //! (a fresh database per test, from `#[sqlx::test]`) and real Redis (a uuid
 //! key prefix per test).
+//!
+//! Grouped by behaviour: what a learner does (`learner`), what admins
+//! manage (`console`), the JSON API's own contracts (`api_v1`), accounts
+//! (`accounts`), the concurrency suite (`invariants`) and what every
+//! request relies on (`platform`); `support` is the harness and fixtures.
 
 mod accounts;
 mod api_v1;
-mod assets;
-mod auth;
-mod authorisation;
-mod bootstrap;
 mod console;
-mod headers;
-mod health;
 mod invariants;
 mod learner;
-mod learner_pages;
-mod logs;
-mod mail;
-mod pages;
-mod security;
-mod storage_s3;
+mod platform;
 mod support;
-mod vocabulary;

@@ -1,5 +1,8 @@
-//! The holes of issue 14 ("security holes found by reading"), each shown by
-//! a test against the real server, PostgreSQL and Redis.
+//! How the rate limiter counts, shown on sign-in: a window ending within a
+//! second still decides (refused for a whole second, never 0 s); behind a
+//! proxy, the address the proxy appended is counted, never a forged one;
+//! addresses in one IPv6 /64 (and an IPv4-mapped address and its IPv4
+//! address) share a limit.
 
 use std::time::Duration;
 

@@ -1,3 +1,7 @@
+//! Health: `/healthz` and `/readyz` when everything is up, `/readyz` naming
+//! a stopped Redis or PostgreSQL while `/healthz` stays up, and shutdown
+//! turning `/readyz` to draining while the server still serves.
+
 use serde_json::Value;
 use sqlx::PgPool;
 
@@ -71,22 +75,6 @@ async fn stopping_postgres_makes_readyz_name_it_while_healthz_stays_up(pool: PgP
     assert_eq!(app.get("/healthz").await.status(), 200);
 }
 
-#[sqlx::test(migrations = "../migrations")]
-async fn every_response_carries_a_request_id(pool: PgPool) {
-    let app = spawn_app(pool).await;
-    let first = app.get("/healthz").await;
-    let second = app.get("/healthz").await;
-    let id = |r: &reqwest::Response| {
-        r.headers()
-            .get("x-request-id")
-            .expect("x-request-id header")
-            .to_str()
-            .expect("ascii")
-            .to_owned()
-    };
-    assert_ne!(id(&first), id(&second), "request ids are unique");
-}
-
 /// Shutdown takes the instance out of rotation first: `/readyz` answers
 /// 503 `draining` at once while the server still serves for
 /// `server.drain_secs`; then it stops accepting.
@@ -132,25 +120,5 @@ async fn shutdown_turns_readyz_to_draining_while_the_server_still_serves(pool: P
     assert!(
         after.is_err(),
         "stopped accepting after the drain: {after:?}"
-    );
-}
-
-#[sqlx::test(migrations = "../migrations")]
-async fn pages_link_the_icon_and_favicon_ico_is_sent_to_it(pool: PgPool) {
-    let app = spawn_app(pool).await;
-    let ico = app.get("/favicon.ico").await;
-    assert_eq!(ico.status(), 301);
-    assert_eq!(ico.headers()["location"], "/favicon.svg");
-    let home = app
-        .client
-        .get(format!("{}/", app.address))
-        .header("accept", "text/html")
-        .send()
-        .await
-        .expect("home");
-    let html = home.text().await.expect("body");
-    assert!(
-        html.contains(r#"<link rel="icon" href="/favicon.svg" type="image/svg+xml">"#),
-        "{html}"
     );
 }

@@ -1,5 +1,7 @@
-//! Response headers that keep secrets out of caches and pages out of
-//! other sites' frames.
+//! Response headers: every answer carries a request id; answers that show
+//! plain codes or secrets are `no-store`; every page carries the security
+//! headers (its scripts the CSP nonce, other sites' frames refused), and
+//! HSTS only when the public URL is HTTPS.
 
 use reqwest::StatusCode;
 use serde_json::json;
@@ -7,6 +9,22 @@ use sqlx::PgPool;
 
 use crate::support::app::spawn_app;
 use crate::support::course::{admin, course, post_json};
+
+#[sqlx::test(migrations = "../migrations")]
+async fn every_response_carries_a_request_id(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let first = app.get("/healthz").await;
+    let second = app.get("/healthz").await;
+    let id = |r: &reqwest::Response| {
+        r.headers()
+            .get("x-request-id")
+            .expect("x-request-id header")
+            .to_str()
+            .expect("ascii")
+            .to_owned()
+    };
+    assert_ne!(id(&first), id(&second), "request ids are unique");
+}
 
 /// A plain HTML form post, as a browser without JavaScript sends it.
 async fn plain_form(

@@ -1,7 +1,7 @@
 //! The site's assets (`/pkg`): served compressed from the copies `server
 //! precompress` wrote, to browsers that accept them; a hashed build's names
 //! named by its pages and cached for a year, other names revalidated on
-//! every use.
+//! every use; pages link the icon, and `/favicon.ico` is sent to it.
 
 use std::io::Read as _;
 
@@ -9,7 +9,7 @@ use reqwest::header;
 use server::assets::content_hash;
 use sqlx::PgPool;
 
-use crate::support::app::{redis_url, spawn_app_with, test_settings};
+use crate::support::app::{redis_url, spawn_app, spawn_app_with, test_settings};
 
 /// Compressible bytes, like a wasm module (but smaller).
 fn module() -> Vec<u8> {
@@ -193,4 +193,24 @@ async fn a_hashed_build_is_named_by_its_pages_and_cached_for_a_year(pool: PgPool
     );
 
     let _ = std::fs::remove_dir_all(site);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn pages_link_the_icon_and_favicon_ico_is_sent_to_it(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let ico = app.get("/favicon.ico").await;
+    assert_eq!(ico.status(), 301);
+    assert_eq!(ico.headers()["location"], "/favicon.svg");
+    let home = app
+        .client
+        .get(format!("{}/", app.address))
+        .header("accept", "text/html")
+        .send()
+        .await
+        .expect("home");
+    let html = home.text().await.expect("body");
+    assert!(
+        html.contains(r#"<link rel="icon" href="/favicon.svg" type="image/svg+xml">"#),
+        "{html}"
+    );
 }

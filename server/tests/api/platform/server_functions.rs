@@ -1,3 +1,8 @@
+//! How server functions answer what they refuse: a cross-site post is
+//! refused (in the shape the page's wasm reads) and changes nothing, not
+//! even a throttle count; one still unanswered at the request's deadline is
+//! a 503 the page reads as "busy, try again".
+
 use app::error::AppError;
 use engine::{coordination::ThrottleScope, outcome::ErrorKind};
 use redis::AsyncCommands as _;

@@ -1,6 +1,7 @@
-//! Secrets never reach the logs or responses: the real server binary runs
-//! with every log line on (`RUST_LOG=trace`, JSON), its output is captured,
-//! and the passwords used against it are searched for.
+//! The logs: secrets never reach them (nor responses), with every log line
+//! on (`RUST_LOG=trace`, JSON) from the real server binary; a request's log
+//! lines name the signed-in account (an id, never an email) whichever door
+//! it came in by.
 
 use sqlx::PgPool;
 

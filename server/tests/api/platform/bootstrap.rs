@@ -1,3 +1,7 @@
+//! The operator's commands: `create-tenant` (idempotent on its slug, bad
+//! input refused, an owner account made or accepted only when it is the
+//! operator's own) and the demo seed (idempotent, its credentials work).
+
 use engine::accounts::{Email, Password, verify_password};
 use secrecy::SecretString;
 use server::bootstrap::{DEMO, seed_demo};
