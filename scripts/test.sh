@@ -39,11 +39,22 @@ step "the concurrency suite again, on a 6-node Redis Cluster (3 primaries, 3 rep
 . scripts/redis-cluster.sh
 trap 'cluster_down; services_down' EXIT
 cluster_up
-# Settlement races, sessions and rate limits, tokens, the console's one-time
-# codes, the throttle and session-store holes: everything that talks to Redis. (The reconciler's reservation audit
+# The concurrency suite (invariants/), code entry, grants and the bytes,
+# sessions and rate limits, tokens, the console's one-time codes, idempotency
+# keys: everything that talks to Redis. (The reconciler's reservation audit
 # is standalone-only and stays in the run above.)
+cluster_tests=(
+  invariants:: --skip invariants::reconcile
+  learner::code_entry:: learner::content:: learner::cross_site:: learner::refusals::
+  accounts::registration:: accounts::sign_in:: accounts::sessions:: accounts::sign_out::
+  accounts::password:: platform::rate_limits:: platform::server_functions::
+  console::audit:: console::batches:: console::code_table:: console::codes::
+  console::dashboard:: console::forms:: console::learners:: console::one_time_codes::
+  console::resources:: console::shares:: console::tokens::
+  api_v1::idempotency:: api_v1::openapi::
+)
 REDIS_CLUSTER_NODES="$REDIS_CLUSTER_NODES" \
-  cargo test -p server --features app/ssr --test api -- settlement:: auth:: tokens:: console:: security::
+  cargo test -p server --features app/ssr --test api -- "${cluster_tests[@]}"
 cluster_down
 
 step "fault injection, smaller form (make faults runs it at full size)"

@@ -1,41 +1,16 @@
 //! Integration tests: the real server on port 0 against real PostgreSQL
 //! (a fresh database per test, from `#[sqlx::test]`) and real Redis (a uuid
 //! key prefix per test).
+//!
+//! Grouped by behaviour: what a learner does (`learner`), what admins
+//! manage (`console`), the JSON API's own contracts (`api_v1`), accounts
+//! (`accounts`), the concurrency suite (`invariants`) and what every
+//! request relies on (`platform`); `support` is the harness and fixtures.
 
-mod access_period;
-mod access_rule;
-mod account_mail;
-mod api_handover;
-mod api_journey;
-mod assets;
-mod auth;
-mod authorisation;
-mod bootstrap;
-mod branding;
-mod code_expiry;
-mod code_table;
+mod accounts;
+mod api_v1;
 mod console;
-mod course;
-mod headers;
-mod health;
-mod helpers;
-mod idempotency;
-mod imported_codes;
-mod leak_alerts;
-mod learner_pages;
-mod logs;
-mod mail;
-mod notices;
-mod pages;
-mod problems;
-mod quota_slots;
-mod reconcile;
-mod security;
-mod settlement;
-mod storage_s3;
-mod team;
-mod time_zone;
-mod tokens;
-mod transfers;
-mod vocabulary;
-mod webhooks;
+mod invariants;
+mod learner;
+mod platform;
+mod support;

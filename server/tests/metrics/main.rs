@@ -4,25 +4,19 @@
 //! Its own test binary (its own process): the `metrics` recorder is
 //! process-wide, so no other test's traffic moves these counters.
 
-#[path = "../api/course.rs"]
+#[path = "../api/support/mod.rs"]
 #[expect(
     dead_code,
     reason = "shared with the api tests; this binary uses a few"
 )]
-mod course;
-#[path = "../api/helpers.rs"]
-#[expect(
-    dead_code,
-    reason = "shared with the api tests; this binary uses a few"
-)]
-mod helpers;
+mod support;
 
 use secrecy::SecretString;
 use serde_json::json;
 use sqlx::PgPool;
 
-use course::{admin, course, enter_code, issue, learners, open};
-use helpers::{TestApp, redis_url, spawn_app_with, test_settings};
+use support::app::{TestApp, redis_url, spawn_app_with, test_settings};
+use support::course::{admin, course, enter_code, issue, learners, open};
 
 const TOKEN: &str = "metrics-test-token";
 

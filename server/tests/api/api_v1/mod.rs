@@ -1,0 +1,9 @@
+//! The JSON API `/api/v1` as an integration uses it: the console's journey
+//! done with an API token alone, what it hands over once, `Idempotency-Key`,
+//! problem documents and the OpenAPI document.
+
+mod handover;
+mod idempotency;
+mod journey;
+mod openapi;
+mod problems;

@@ -1,0 +1,249 @@
+//! The outbox relay's deliveries: signed, retried through 500s and
+//! timeouts, each event accepted exactly once (also with two relays sharing
+//! the work), dead-lettered after its attempts and redelivered from the
+//! console; endpoints on the internal network are never called.
+
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use serde_json::json;
+use server::{config::sections::WebhookSettings, relay::Relay};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use super::{Answer, Seen, every_kind_of_event, receiver, relay_settings, relay_until, subscribe};
+use crate::support::app::spawn_app;
+use crate::support::course::{admin, course, issue};
+
+#[sqlx::test(migrations = "../migrations")]
+async fn each_event_is_accepted_once_through_500s_and_timeouts(pool: PgPool) {
+    let app = spawn_app(pool.clone()).await;
+    let admin = admin(&app).await;
+    // First attempt: 500. Second: too slow. Third: accepted.
+    let (url, receiver) = receiver(|attempt| match attempt {
+        1 => Answer::Fail,
+        2 => Answer::Hang,
+        _ => Answer::Accept,
+    })
+    .await;
+    let (_, secret) = subscribe(&app, &admin, &url).await;
+    assert!(secret.starts_with("whsec_"), "{secret}");
+    *receiver.secret.lock().expect("lock") = secret;
+    let events = every_kind_of_event(&app, &admin).await;
+
+    let relay = Relay::new(pool.clone(), &relay_settings(8)).expect("relay");
+    let seen = receiver.seen.clone();
+    relay_until(&relay, || {
+        seen.lock().expect("lock").accepted.len() >= usize::try_from(events).unwrap_or(0)
+    })
+    .await;
+    // A few more rounds: nothing is sent again.
+    for _ in 0..5 {
+        relay.round().await.expect("round");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    {
+        let seen = receiver.seen.lock().expect("lock");
+        assert_eq!(seen.bad_signatures, 0);
+        assert_eq!(seen.accepted.len() as i64, events, "{:?}", seen.accepted);
+        let mut ids: Vec<&String> = seen.accepted.iter().map(|(id, _)| id).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len() as i64, events, "an event was accepted twice");
+        assert!(
+            seen.attempts.values().all(|n| *n == 3),
+            "{:?}",
+            seen.attempts
+        );
+    }
+    let (delivered, pending): (i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE delivered_at IS NOT NULL),
+                count(*) FILTER (WHERE delivered_at IS NULL)
+         FROM webhook_deliveries",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("deliveries");
+    assert_eq!((delivered, pending), (events, 0));
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn two_relays_deliver_each_event_once(pool: PgPool) {
+    let app = spawn_app(pool.clone()).await;
+    let admin = admin(&app).await;
+    let (url, receiver) = receiver(|_| Answer::Accept).await;
+    let (_, secret) = subscribe(&app, &admin, &url).await;
+    *receiver.secret.lock().expect("lock") = secret;
+    // Several rounds' worth of events.
+    let mut events = 0;
+    for _ in 0..4 {
+        events = every_kind_of_event(&app, &admin).await;
+    }
+    let settings = relay_settings(8);
+    let (first, second) = (
+        Relay::new(pool.clone(), &settings).expect("relay"),
+        Relay::new(pool.clone(), &settings).expect("relay"),
+    );
+    let target = usize::try_from(events).unwrap_or(0);
+    let run = |relay: Relay, seen: Arc<Mutex<Seen>>| async move {
+        relay_until(&relay, || {
+            seen.lock().expect("lock").accepted.len() >= target
+        })
+        .await;
+    };
+    tokio::join!(
+        run(first, receiver.seen.clone()),
+        run(second, receiver.seen.clone())
+    );
+    let seen = receiver.seen.lock().expect("lock");
+    assert_eq!(seen.accepted.len(), target, "an event was delivered twice");
+    assert!(
+        seen.attempts.values().all(|n| *n == 1),
+        "{:?}",
+        seen.attempts
+    );
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn failing_deliveries_are_dead_lettered_then_redelivered_from_the_console(pool: PgPool) {
+    let app = spawn_app(pool.clone()).await;
+    let admin = admin(&app).await;
+    let (url, receiver) = receiver(|attempt| {
+        if attempt <= 2 {
+            Answer::Fail
+        } else {
+            Answer::Accept
+        }
+    })
+    .await;
+    let (endpoint, secret) = subscribe(&app, &admin, &url).await;
+    *receiver.secret.lock().expect("lock") = secret;
+    let course = course(&app, &admin, json!({})).await;
+    issue(&app, &admin, course.share, 1).await;
+
+    // Two attempts allowed: both fail, the delivery is dead.
+    let relay = Relay::new(pool.clone(), &relay_settings(2)).expect("relay");
+    let dead = || async {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM webhook_deliveries WHERE dead_at IS NOT NULL AND delivered_at IS NULL",
+        )
+        .fetch_one(&pool)
+        .await
+        .expect("dead")
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while dead().await == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never dead-lettered"
+        );
+        relay.round().await.expect("round");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The console lists it; a dead letter stays put.
+    let page = admin
+        .client
+        .get(format!(
+            "{}/api/admin/webhooks?tenant_id={}",
+            app.address, admin.tenant
+        ))
+        .send()
+        .await
+        .expect("list");
+    assert_eq!(page.status(), 200);
+    let page: serde_json::Value = page.json().await.expect("json");
+    let troubled = page["deliveries"].as_array().expect("deliveries");
+    assert_eq!(troubled.len(), 1, "{page}");
+    assert_eq!(troubled[0]["event_type"], "batch.issued");
+    assert_eq!(troubled[0]["dead"], true);
+    let event = troubled[0]["event_id"].as_str().expect("event").to_owned();
+    for _ in 0..3 {
+        relay.round().await.expect("round");
+    }
+    assert!(receiver.seen.lock().expect("lock").accepted.is_empty());
+
+    // Bad input changes nothing; a real redelivery goes out.
+    let endpoint = endpoint.to_string();
+    let tenant = admin.tenant.to_string();
+    let redeliver = |event: String| {
+        let client = admin.client.clone();
+        let (endpoint, tenant) = (endpoint.clone(), tenant.clone());
+        let url = format!("{}/api/admin/webhooks/redeliver", app.address);
+        async move {
+            client
+                .post(url)
+                .form(&[
+                    ("tenant_id", tenant.as_str()),
+                    ("endpoint_id", endpoint.as_str()),
+                    ("event_id", event.as_str()),
+                ])
+                .send()
+                .await
+                .expect("redeliver")
+                .status()
+        }
+    };
+    assert_eq!(redeliver(Uuid::new_v4().to_string()).await, 404);
+    assert_eq!(dead().await, 1);
+    assert_eq!(redeliver(event.clone()).await, 200);
+    assert_eq!(dead().await, 0);
+    let seen = receiver.seen.clone();
+    relay_until(&relay, || !seen.lock().expect("lock").accepted.is_empty()).await;
+    assert_eq!(receiver.seen.lock().expect("lock").accepted.len(), 1);
+    let audited: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE action = 'webhook.redelivered'")
+            .fetch_one(&pool)
+            .await
+            .expect("audit");
+    assert_eq!(audited, 1);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn endpoints_on_the_internal_network_are_never_called(pool: PgPool) {
+    let app = spawn_app(pool.clone()).await;
+    let admin = admin(&app).await;
+    let (url, receiver) = receiver(|_| Answer::Accept).await;
+    subscribe(&app, &admin, &url).await;
+    // The same receiver by a name that resolves to loopback.
+    let by_name = url.replace("127.0.0.1", "localhost");
+    subscribe(&app, &admin, &by_name).await;
+    let course = course(&app, &admin, json!({})).await;
+    issue(&app, &admin, course.share, 1).await;
+
+    let relay = Relay::new(
+        pool.clone(),
+        &WebhookSettings {
+            allow_private_targets: false,
+            ..relay_settings(1)
+        },
+    )
+    .expect("relay");
+    for _ in 0..5 {
+        relay.round().await.expect("round");
+    }
+    assert_eq!(
+        receiver.seen.lock().expect("lock").attempts.len(),
+        0,
+        "nothing reached the loopback receiver"
+    );
+    let errors: Vec<Option<String>> = sqlx::query_scalar(
+        "SELECT last_error FROM webhook_deliveries WHERE dead_at IS NOT NULL ORDER BY endpoint_id",
+    )
+    .fetch_all(&pool)
+    .await
+    .expect("deliveries");
+    assert_eq!(
+        errors.len(),
+        2,
+        "both were refused and dead-lettered: {errors:?}"
+    );
+    for error in errors {
+        let error = error.unwrap_or_default();
+        assert!(
+            error.contains("not public"),
+            "a coarse reason, no network detail: {error}"
+        );
+    }
+}

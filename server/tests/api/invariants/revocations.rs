@@ -1,0 +1,119 @@
+//! Revocations racing the learner: random interleavings of binds, unbinds
+//! and revocations keep the invariants, and revoke-and-replace racing the
+//! learner's own openings never refuses her as if she held no code.
+
+use futures::future::join_all;
+use serde_json::json;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::support::app::{spawn_app, spawn_app_with};
+use crate::support::course::{
+    self, Course, admin, assert_invariants, bound_course, enter_code, issue, learners,
+    load_settings, open, post_json, repeats,
+};
+
+/// Any interleaving of binds, unbinds and revocations keeps the invariants.
+#[sqlx::test(migrations = "../migrations")]
+async fn random_interleavings_of_bind_unbind_and_revoke_keep_the_invariants(pool: PgPool) {
+    use rand::{Rng as _, SeedableRng as _};
+    let app = spawn_app_with(pool, load_settings()).await;
+    let admin = admin(&app).await;
+    let people = learners(&app, 4).await;
+    for seed in 0..repeats() as u64 {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let course: Course = course::course(&app, &admin, json!({})).await;
+        let codes = issue(&app, &admin, course.share, 5).await;
+        for step in 0..6 {
+            let ops = (0..6).map(|_| {
+                let (_, client) = &people[rng.gen_range(0..people.len())];
+                let (code_id, code) = &codes[rng.gen_range(0..codes.len())];
+                let op = rng.gen_range(0..10);
+                let (app, admin, course) = (&app, &admin, &course);
+                async move {
+                    match op {
+                        0..=5 => {
+                            enter_code(app, client, &course.slug, code).await;
+                            open(app, client, course, None).await.status().as_u16()
+                        }
+                        6..=7 => post_json(
+                            app,
+                            &admin.client,
+                            &format!("/api/v1/codes/{code_id}/unbind"),
+                            json!({ "reason": "learner changed account" }),
+                        )
+                        .await
+                        .status()
+                        .as_u16(),
+                        _ => post_json(
+                            app,
+                            &admin.client,
+                            &format!("/api/v1/codes/{code_id}/revoke"),
+                            json!({}),
+                        )
+                        .await
+                        .status()
+                        .as_u16(),
+                    }
+                }
+            });
+            for status in join_all(ops).await {
+                assert!(status < 500, "seed {seed} step {step}: {status}");
+            }
+            assert_invariants(&app, &format!("seed {seed} step {step}")).await;
+        }
+    }
+}
+
+/// Revoke and replace racing the learner's own openings: every opening is
+/// granted (or busy), never refused as if she held no code, and the
+/// invariants hold afterwards, with Ann on the new code.
+#[sqlx::test(migrations = "../migrations")]
+async fn revoke_and_replace_racing_openings_keeps_the_invariants(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let owner = admin(&app).await;
+    let (course, code, (ann, ann_client)) = bound_course(&app, &owner).await;
+    let replace_path = format!("/api/v1/codes/{}/revoke-and-replace", code.0);
+    let replace = post_json(
+        &app,
+        &owner.client,
+        &replace_path,
+        json!({ "reason": "leaked" }),
+    );
+    let openings = join_all((0..16).map(|i| {
+        let client = ann_client.clone();
+        let url = format!(
+            "{}/api/v1/s/{}/resources/{}/open",
+            app.address, course.slug, course.resource
+        );
+        async move {
+            client
+                .post(url)
+                .header("idempotency-key", format!("race-{i}"))
+                .send()
+                .await
+                .expect("open")
+                .status()
+                .as_u16()
+        }
+    }));
+    let (replaced, statuses) = tokio::join!(replace, openings);
+    assert_eq!(replaced.status(), 201);
+    // Granted, or at worst "busy, retry": never told to enter a code (the
+    // settlement starts over when the binding moved while it waited).
+    for status in statuses {
+        assert!(status == 200 || status == 409, "granted or busy: {status}");
+    }
+    let held: Vec<Uuid> = sqlx::query_scalar(
+        "SELECT id FROM auth_codes WHERE share_id = $1 AND bound_principal = $2",
+    )
+    .bind(course.share)
+    .bind(ann)
+    .fetch_all(&app.pool)
+    .await
+    .expect("held");
+    assert_eq!(held.len(), 1);
+    assert_ne!(held[0], code.0, "Ann holds the new code");
+    assert_eq!(open(&app, &ann_client, &course, None).await.status(), 200);
+    assert_invariants(&app, "after the race").await;
+}

@@ -1,0 +1,17 @@
+//! What every page and request relies on: authorisation, server functions'
+//! answers, rate limits, headers, logs, health, assets, page rendering,
+//! the operator's commands, the mail relay, S3 storage and the model's
+//! vocabulary.
+
+mod assets;
+mod authorisation;
+mod bootstrap;
+mod headers;
+mod health;
+mod logs;
+mod mail_relay;
+mod pages;
+mod rate_limits;
+mod server_functions;
+mod storage_s3;
+mod vocabulary;

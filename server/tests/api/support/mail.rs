@@ -1,0 +1,46 @@
+//! Mail in tests: a test server whose mail goes to its own SMTP sink, how
+//! long to wait for a mail, and the links mailed links are derived with.
+
+use std::time::Duration;
+
+use secrecy::SecretString;
+use server::config::Settings;
+use sqlx::PgPool;
+
+use crate::support::app::{TestApp, redis_url, spawn_app_with, test_settings};
+
+/// The key test servers derive mailed links with (from the development
+/// session key every test server uses).
+pub fn link_key() -> engine::accounts::links::LinkKey {
+    engine::accounts::links::LinkKey::derive(&test_settings(&redis_url()).session_key())
+}
+
+/// Starts the app with its mail going to a real SMTP server of its own
+/// (started here; read what arrived from it).
+pub async fn spawn_app_with_mail(pool: PgPool) -> (TestApp, harness::smtp::SmtpSink) {
+    let sink = harness::smtp::SmtpSink::start().await;
+    let app = spawn_app_with(pool, mail_settings(&sink)).await;
+    (app, sink)
+}
+
+/// Test settings that send mail to `sink`, with quick retries.
+pub fn mail_settings(sink: &harness::smtp::SmtpSink) -> Settings {
+    let mut settings = test_settings(&redis_url());
+    settings.mail.smtp_url = Some(SecretString::from(sink.url()));
+    settings.mail.from = "AdmitOne Tests <no-reply@admitone.test>".into();
+    settings.mail.poll_interval_ms = 50;
+    settings.mail.timeout_ms = 5_000;
+    settings.mail.backoff_base_ms = 100;
+    settings.mail.backoff_max_secs = 1;
+    settings
+}
+
+/// How long a test waits for a mail to arrive.
+pub const MAIL_WAIT: Duration = Duration::from_secs(20);
+
+/// The `token` of a mailed link.
+pub fn token_of(link: &str) -> String {
+    link.split_once("token=")
+        .map(|(_, t)| t.split('&').next().unwrap_or(t).to_owned())
+        .unwrap_or_else(|| panic!("no token in {link}"))
+}
