@@ -161,18 +161,18 @@ async fn a_tenant_in_shanghai_reads_types_and_counts_local_times(pool: PgPool) {
         Some(shanghai_day),
         "00:30 in Shanghai is the day before in UTC"
     );
-    let counted_on = |days: Vec<engine::console::DayActivity>| {
+    let counted_on = |days: Vec<engine::read_models::DayActivity>| {
         days.into_iter()
             .filter(|d| d.accesses > 0)
             .map(|d| (d.day, d.accesses))
             .collect::<Vec<_>>()
     };
     let shanghai = engine::zone::Zone::parse("Asia/Shanghai").expect("zone");
-    let days = engine::console::activity(&app.pool, tenant_id, &shanghai, 3)
+    let days = engine::read_models::activity(&app.pool, tenant_id, &shanghai, 3)
         .await
         .expect("activity");
     assert_eq!(counted_on(days), [(shanghai_day, 1)], "Shanghai's day");
-    let days = engine::console::activity(&app.pool, tenant_id, &engine::zone::Zone::utc(), 3)
+    let days = engine::read_models::activity(&app.pool, tenant_id, &engine::zone::Zone::utc(), 3)
         .await
         .expect("activity");
     assert_eq!(counted_on(days), [(utc_day, 1)], "UTC's day");

@@ -196,7 +196,7 @@ async fn world(app: &TestApp) -> World {
             "https://hooks.example.com{path}"
         ))
         .expect("url");
-        let (id, _) = engine::webhooks::admin::create_endpoint(
+        let (id, _) = engine::webhooks::endpoints::create_endpoint(
             &app.pool,
             tenant_b,
             admin_b,
