@@ -119,9 +119,7 @@ pub async fn share_learners(
             .map(|r| LearnerView {
                 code_id: r.code_id,
                 access_ends: r.access_ends.map(|at| zone.when(at)),
-                access_ended: r
-                    .access_ends
-                    .is_some_and(|at| at <= time::OffsetDateTime::now_utc()),
+                access_ended: r.access_ended(),
                 principal: r.principal,
                 email: r.email,
                 hint: r.hint,

@@ -64,15 +64,14 @@ pub struct BatchView {
 impl BatchView {
     pub(crate) fn new(b: engine::read_models::BatchRow, zone: &engine::zone::Zone) -> Self {
         Self {
+            // Before the fields it reads are moved.
+            expired: b.expired(),
             id: b.id,
             label: b.label,
             count: b.count,
             created: zone.when(b.created_at),
             expires: b.expires_at.map(|at| zone.when(at)),
             expires_input: support::local_input(zone, b.expires_at),
-            expired: b
-                .expires_at
-                .is_some_and(|at| at <= time::OffsetDateTime::now_utc()),
         }
     }
 }

@@ -94,7 +94,6 @@ pub async fn team(tenant_id: Uuid) -> Result<TeamView, AppError> {
         .await
         .map_err(internal)?
         .into();
-    let now = time::OffsetDateTime::now_utc();
     Ok(TeamView {
         brand,
         tenant_name: summary.name,
@@ -113,12 +112,13 @@ pub async fn team(tenant_id: Uuid) -> Result<TeamView, AppError> {
         invitations: invitations
             .into_iter()
             .map(|i| InvitationRow {
+                // Before the fields it reads are moved.
+                expired: i.expired(),
                 id: i.id,
                 email: i.email,
                 role: i.role,
                 invited_by: i.invited_by,
                 expires: zone.when(i.expires_at),
-                expired: i.expires_at <= now,
             })
             .collect(),
         require_verified_email: settings.require_verified_email,

@@ -46,6 +46,8 @@ pub async fn api_tokens(tenant_id: Uuid) -> Result<Vec<TokenRow>, AppError> {
     Ok(tokens
         .into_iter()
         .map(|t| TokenRow {
+            // Before the fields it reads are moved.
+            expired: t.expired(),
             id: t.id,
             name: t.name,
             scopes: t
@@ -59,9 +61,6 @@ pub async fn api_tokens(tenant_id: Uuid) -> Result<Vec<TokenRow>, AppError> {
             last_used: t.last_used_at.map(|at| zone.when(at)),
             revoked: t.revoked_at.map(|at| zone.when(at)),
             expires: t.expires_at.map(|at| zone.when(at)),
-            expired: t
-                .expires_at
-                .is_some_and(|at| at <= time::OffsetDateTime::now_utc()),
         })
         .collect())
 }

@@ -183,16 +183,10 @@ pub async fn share_view(slug: String) -> Result<SharePage, AppError> {
             email: p.email,
             hint: binding.hint,
         },
-        Standing::Holds(p, binding)
-            if binding
-                .access_ends
-                .is_some_and(|at| at <= time::OffsetDateTime::now_utc()) =>
-        {
-            LearnerState::Ended {
-                email: p.email,
-                ended: binding.access_ends.map(human_date).unwrap_or_default(),
-            }
-        }
+        Standing::Holds(p, binding) if binding.access_ended() => LearnerState::Ended {
+            email: p.email,
+            ended: binding.access_ends.map(human_date).unwrap_or_default(),
+        },
         Standing::Holds(p, binding) => LearnerState::HasAccess(Bound {
             email: p.email,
             hint: binding.hint,
@@ -313,9 +307,7 @@ pub async fn my_courses() -> Result<Vec<CourseItem>, AppError> {
     Ok(holdings
         .into_iter()
         .map(|h| {
-            let ended = h
-                .access_ends
-                .filter(|at| *at <= time::OffsetDateTime::now_utc());
+            let ended = h.ended_at();
             let note = if h.revoked {
                 Some(t(Msg::YourAccessWasWithdrawnByThe).to_owned())
             } else if let Some(ended) = ended {

@@ -177,6 +177,14 @@ pub struct BatchRow {
     pub expires_at: Option<OffsetDateTime>,
 }
 
+impl BatchRow {
+    /// Whether its unused codes no longer work.
+    pub fn expired(&self) -> bool {
+        self.expires_at
+            .is_some_and(|at| at <= OffsetDateTime::now_utc())
+    }
+}
+
 pub async fn batches(
     pool: &PgPool,
     tenant: TenantId,
@@ -298,6 +306,14 @@ pub struct LearnerRow {
     pub suspended: bool,
     /// When their access ends (`None`: for good).
     pub access_ends: Option<OffsetDateTime>,
+}
+
+impl LearnerRow {
+    /// Whether their access period is over.
+    pub fn access_ended(&self) -> bool {
+        self.access_ends
+            .is_some_and(|at| at <= OffsetDateTime::now_utc())
+    }
 }
 
 /// The learners bound in a share, in code id order (keyset on `after`).

@@ -104,6 +104,13 @@ pub struct Invitation {
     pub expires_at: OffsetDateTime,
 }
 
+impl Invitation {
+    /// Whether its link no longer works.
+    pub fn expired(&self) -> bool {
+        self.expires_at <= OffsetDateTime::now_utc()
+    }
+}
+
 /// A tenant's invitations that are neither accepted nor revoked (expired
 /// ones too, until replaced: the page says they expired).
 pub async fn invitations(pool: &PgPool, tenant: TenantId) -> anyhow::Result<Vec<Invitation>> {

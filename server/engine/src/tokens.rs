@@ -90,6 +90,14 @@ pub struct TokenView {
     pub expires_at: Option<OffsetDateTime>,
 }
 
+impl TokenView {
+    /// Whether its date has passed (it no longer works).
+    pub fn expired(&self) -> bool {
+        self.expires_at
+            .is_some_and(|at| at <= OffsetDateTime::now_utc())
+    }
+}
+
 /// A verified token: the member it acts as, where, and what it may do.
 #[derive(Debug, Clone)]
 pub struct TokenCaller {

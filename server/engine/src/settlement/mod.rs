@@ -334,6 +334,14 @@ pub struct Holding {
     pub access_ends: Option<OffsetDateTime>,
 }
 
+impl Holding {
+    /// When the learner's access ended, if it has.
+    pub fn ended_at(&self) -> Option<OffsetDateTime> {
+        self.access_ends
+            .filter(|at| *at <= OffsetDateTime::now_utc())
+    }
+}
+
 /// A learner's binding in a share, as the learner sees it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct BindingView {
@@ -348,6 +356,14 @@ pub struct BindingView {
     /// for good.
     #[serde(with = "time::serde::rfc3339::option")]
     pub access_ends: Option<OffsetDateTime>,
+}
+
+impl BindingView {
+    /// Whether the learner's access period is over (the binding stays).
+    pub fn access_ended(&self) -> bool {
+        self.access_ends
+            .is_some_and(|at| at <= OffsetDateTime::now_utc())
+    }
 }
 
 #[cfg(test)]

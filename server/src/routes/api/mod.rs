@@ -1,8 +1,8 @@
 //! The versioned JSON API (`/api/v1`), for API callers and tests: the same
 //! domain functions the pages use, with session-cookie authentication.
 
-pub mod console;
 mod auth;
+pub mod console;
 mod docs;
 pub mod idempotency;
 pub mod learner;
@@ -70,7 +70,10 @@ pub fn router() -> Router<ServerState> {
             "/api/v1/shares/{share_id}",
             get(console::shares::get_share).put(console::shares::update_share),
         )
-        .route("/api/v1/shares/{share_id}/status", post(console::set_status))
+        .route(
+            "/api/v1/shares/{share_id}/status",
+            post(console::set_status),
+        )
         .route(
             "/api/v1/shares/{share_id}/resources",
             // The storage layer enforces `storage.max_upload_bytes` while streaming.
@@ -95,7 +98,10 @@ pub fn router() -> Router<ServerState> {
             "/api/v1/batches/{batch_id}/import",
             get(console::imports::import_report),
         )
-        .route("/api/v1/batches/{batch_id}", get(console::batches::get_batch))
+        .route(
+            "/api/v1/batches/{batch_id}",
+            get(console::batches::get_batch),
+        )
         .route(
             "/api/v1/batches/{batch_id}/codes.csv",
             get(console::batches::codes_csv),
