@@ -18,7 +18,43 @@ use engine::webhooks::{
 };
 use futures::StreamExt as _;
 
-use crate::config::sections::WebhookSettings;
+use serde::Deserialize;
+
+/// The `[webhooks]` table of the configuration: the relay's own settings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebhookSettings {
+    /// Run the outbox relay in `serve` (every instance may: rows are
+    /// claimed with `FOR UPDATE SKIP LOCKED`).
+    pub relay: bool,
+    /// Pause between relay rounds when there was nothing to do.
+    pub poll_interval_ms: u64,
+    /// How long one delivery may take before it counts as failed.
+    pub timeout_ms: u64,
+    /// Attempts before a delivery is dead-lettered.
+    pub max_attempts: i32,
+    /// First retry delay; doubled per attempt, with jitter, up to
+    /// `backoff_max_secs`.
+    pub backoff_base_ms: u64,
+    pub backoff_max_secs: u64,
+    /// Deliver to loopback, private and link-local addresses too. Off in
+    /// production: a tenant's endpoint must not reach the internal network.
+    pub allow_private_targets: bool,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        Self {
+            relay: true,
+            poll_interval_ms: 1_000,
+            timeout_ms: 5_000,
+            max_attempts: 8,
+            backoff_base_ms: 2_000,
+            backoff_max_secs: 3_600,
+            allow_private_targets: false,
+        }
+    }
+}
 
 /// How many events one round fans out.
 const BATCH: i64 = 64;
@@ -252,8 +288,7 @@ impl reqwest::dns::Resolve for PublicOnly {
 mod tests {
     use std::{io::Read as _, net::TcpListener, process::Command, time::Duration};
 
-    use super::delivery_client;
-    use crate::config::sections::WebhookSettings;
+    use super::{WebhookSettings, delivery_client};
 
     /// Set by [`deliveries_never_go_through_a_proxy`] for its child.
     const CHILD: &str = "ADMITONE_RELAY_PROXY_CHILD";

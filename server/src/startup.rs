@@ -278,8 +278,8 @@ pub fn router(state: ServerState) -> Router {
     // Development without an SMTP server, on loopback: the dev mailbox.
     if settings.dev_mailbox() {
         router = router
-            .route("/dev/mailbox", get(crate::mail::dev_mailbox::list))
-            .route("/dev/mailbox/{id}", get(crate::mail::dev_mailbox::show));
+            .route("/dev/mailbox", get(crate::routes::dev_mailbox::list))
+            .route("/dev/mailbox/{id}", get(crate::routes::dev_mailbox::show));
     }
     router
         .route("/healthz", get(routes::health::healthz))

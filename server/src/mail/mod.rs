@@ -20,7 +20,7 @@
 //! Several instances can run it at once: rows are claimed with
 //! `FOR UPDATE SKIP LOCKED`.
 
-pub mod dev_mailbox;
+mod settings;
 pub mod templates;
 pub mod transport;
 
@@ -37,7 +37,7 @@ use engine::{
 use futures::StreamExt as _;
 use lettre::message::Mailbox;
 
-use crate::config::sections::MailSettings;
+pub use settings::MailSettings;
 pub use transport::Transport;
 
 /// How many mails one round leases, and sends all at once (one SMTP

@@ -19,8 +19,8 @@ use lettre::{
 use secrecy::ExposeSecret as _;
 use uuid::Uuid;
 
+use super::MailSettings;
 use super::templates::Rendered;
-use crate::config::sections::MailSettings;
 
 /// The development sender, when `mail.from` is empty.
 const DEV_FROM: &str = "AdmitOne <no-reply@admitone.test>";

@@ -3,6 +3,7 @@
 pub mod api;
 pub mod branding;
 pub mod console;
+pub mod dev_mailbox;
 pub mod health;
 pub mod lang;
 pub mod metrics;

@@ -18,7 +18,7 @@ use axum::{
 };
 use uuid::Uuid;
 
-use super::templates::escape;
+use crate::mail::templates::escape;
 use crate::state::ServerState;
 
 /// How many mails the page lists.
