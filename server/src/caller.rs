@@ -160,7 +160,7 @@ pub(crate) async fn member_of_code(
 ) -> Result<(TenantId, Uuid, Principal), ApiError> {
     let code = parse_id(code_id)?;
     let Some((tenant, _share)) =
-        engine::code_actions::share_of_code(&state.services.pool, code).await?
+        engine::code_table::share_of_code(&state.services.pool, code).await?
     else {
         return Err(caller.refuse(state).await);
     };

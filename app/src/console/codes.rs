@@ -109,7 +109,7 @@ mod table_page {
         after: Option<Uuid>,
         before: Option<Uuid>,
     ) -> Result<CodeTable, AppError> {
-        use engine::code_actions::{CodeFilter, Cursor};
+        use engine::code_table::{CodeFilter, Cursor};
         use support::internal;
         const PAGE: i64 = 50;
         let (app, _, share, role) = support::member_share(
@@ -135,7 +135,7 @@ mod table_page {
             (None, Some(before)) => Cursor::Before(before),
             (None, None) => Cursor::First,
         };
-        let page = engine::code_actions::list_codes(
+        let page = engine::code_table::list_codes(
             &app.pool,
             share.tenant(),
             share.id,
@@ -151,7 +151,7 @@ mod table_page {
             .zip(page.codes.last())
             .map(|(f, l)| (f.id, l.id));
         let counts =
-            engine::code_actions::count_codes(&app.pool, share.tenant(), share.id, &filter, bounds)
+            engine::code_table::count_codes(&app.pool, share.tenant(), share.id, &filter, bounds)
                 .await
                 .map_err(internal)?;
         let batches = engine::read_models::batches(&app.pool, share.tenant(), share.id)
@@ -209,7 +209,7 @@ async fn member_code(
     let state = crate::state::services()?;
     let tenant = engine::tenants::TenantId(tenant_id);
     let admin = crate::auth::guard::require_member(tenant, permission).await?;
-    match engine::code_actions::share_of_code(&state.pool, code_id)
+    match engine::code_table::share_of_code(&state.pool, code_id)
         .await
         .map_err(support::internal)?
     {
@@ -228,11 +228,11 @@ pub async fn find_code(tenant_id: Uuid, code: String) -> Result<(), AppError> {
     let state = crate::state::services()?;
     let tenant = engine::tenants::TenantId(tenant_id);
     crate::auth::guard::require_member(tenant, engine::tenants::Permission::ViewConsole).await?;
-    let plain = engine::code_actions::read_pasted(&state.pool, tenant, &code)
+    let plain = engine::code_table::read_pasted(&state.pool, tenant, &code)
         .await
         .map_err(support::internal)?
         .map_err(|error| AppError::invalid("code", message(&error)))?;
-    match engine::code_actions::find_code(&state.pool, &state.keyring, tenant, &plain)
+    match engine::code_table::find_code(&state.pool, &state.keyring, tenant, &plain)
         .await
         .map_err(support::internal)?
     {
@@ -261,7 +261,7 @@ pub async fn revoke_code(
         engine::tenants::Permission::ManageCourses,
     )
     .await?;
-    if engine::code_actions::is_bound(&state.pool, engine::tenants::TenantId(tenant_id), code_id)
+    if engine::code_table::is_bound(&state.pool, engine::tenants::TenantId(tenant_id), code_id)
         .await
         .map_err(support::internal)?
     {

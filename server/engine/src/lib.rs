@@ -16,8 +16,10 @@
 //! * [`resources`]: a share's content, in order (the rows; bytes in [`storage`]).
 //! * [`batches`]: access codes issued many at a time (idempotent), and a
 //!   batch's unused codes revoked together.
-//! * [`code_actions`]: the code table and the admin's actions on one code:
-//!   revoke, replace, the audited unbind.
+//! * [`code_table`]: the code table: a share's codes page by page, their
+//!   counts, a pasted code found.
+//! * [`code_actions`]: the admin's actions on one code: revoke, its expiry
+//!   date, replace, the audited unbind.
 //! * [`read_models`]: what the admin console reads (figures, activity, audit log).
 //! * [`audit`]: audit log and outbox rows, written inside the action's transaction.
 //! * [`handover`]: a new batch's plain codes, shown once, downloaded once
@@ -54,6 +56,7 @@ pub mod audit;
 pub mod batches;
 pub mod branding;
 pub mod code_actions;
+pub mod code_table;
 pub mod codes;
 pub mod coordination;
 pub mod db;

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use axum::{body::Body, response::Response};
 use engine::{
-    code_actions::{self, CodeFilter, Cursor},
+    code_table::{self, CodeFilter, Cursor},
     db::PgPool,
     shares::{Share, ShareId},
     tenants::TenantId,
@@ -59,8 +59,7 @@ fn code_table_rows(
         let (pool, filter, labels) = (pool.clone(), filter.clone(), labels.clone());
         async move {
             let cursor = cursor?;
-            match code_actions::list_codes(&pool, tenant, share, &filter, cursor, CODES_PAGE).await
-            {
+            match code_table::list_codes(&pool, tenant, share, &filter, cursor, CODES_PAGE).await {
                 Ok(page) => {
                     let format = time::format_description::well_known::Rfc3339;
                     let mut chunk = String::with_capacity(page.codes.len() * 96);

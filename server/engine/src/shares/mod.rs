@@ -4,11 +4,11 @@
 //! and the admin actions on them. What hangs off a share has its own
 //! module: its content in [`crate::resources`], its access codes in
 //! [`crate::batches`] (issued many at a time), [`crate::imports`] (brought
-//! in from another system) and [`crate::code_actions`] (the code table and
-//! what an admin does to one code). Each has its own error enum; each
-//! variant's kind, code and text is mapped once (`outcome/`,
-//! `app/src/i18n/errors.rs`), and a variant two of them share (`no such
-//! share`) answers the same in both.
+//! in from another system) and [`crate::code_actions`] (what an admin does
+//! to one code; the code table, read, is [`crate::code_table`]). Each has
+//! its own error enum; each variant's kind, code and text is mapped once
+//! (`outcome/`, `app/src/i18n/errors.rs`), and a variant two of them share
+//! (`no such share`) answers the same in both.
 //!
 //! Every admin function takes the tenant explicitly and every query of it
 //! filters by it: an admin's request can only ever reach rows of the tenant

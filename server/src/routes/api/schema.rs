@@ -67,7 +67,7 @@ pub struct IssuedBatch {
 /// A page of codes; pass `next_after` as `after` for the next one.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CodePage {
-    pub codes: Vec<engine::code_actions::CodeView>,
+    pub codes: Vec<engine::code_table::CodeView>,
     /// Set exactly when another page follows.
     pub next_after: Option<Uuid>,
     /// Whether another page follows (`next_after` is set).
@@ -265,7 +265,7 @@ pub struct BatchRevoked {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct FoundCode {
     pub share_id: Uuid,
-    pub code: engine::code_actions::CodeView,
+    pub code: engine::code_table::CodeView,
 }
 
 /// A learner bound in a share.

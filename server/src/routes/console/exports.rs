@@ -7,7 +7,8 @@ use axum::{
     response::Response,
 };
 use engine::{
-    code_actions::{CodeError, CodeFilter, CodeState},
+    code_actions::CodeError,
+    code_table::{CodeFilter, CodeState},
     shares::{self, Share, ShareId},
     tenants::{Permission, TenantId},
 };

@@ -182,7 +182,7 @@ pub async fn codes_csv(
     // A batch, or a replacement code's own handover (named by the code).
     let owner = match engine::batches::owner_of_batch(pool, id).await? {
         Some(owner) => Some(owner),
-        None => engine::code_actions::share_of_code(pool, id).await?,
+        None => engine::code_table::share_of_code(pool, id).await?,
     };
     let Some((tenant, share)) = owner else {
         return Err(caller.refuse(&state).await);

@@ -10,7 +10,7 @@ use axum::{
 };
 use engine::{
     code_actions::{self, CodeError},
-    idempotency,
+    code_table, idempotency,
     tenants::Permission,
     tenants::TenantId,
 };
@@ -135,25 +135,25 @@ pub async fn list_codes(
     let (share, _) = member_of_share(&state, &caller, &share_id, Permission::ViewConsole).await?;
     let Query(query) = query.map_err(|e| rejection(e, "invalid_query"))?;
     let limit = query.limit.unwrap_or(100).clamp(1, 1_000);
-    let filter = code_actions::CodeFilter {
+    let filter = code_table::CodeFilter {
         state: query
             .state
             .as_deref()
-            .map(code_actions::CodeState::parse)
+            .map(code_table::CodeState::parse)
             .transpose()
             .map_err(CodeError::from)?,
         batch: query.batch,
         search: query.q,
         code: None,
     };
-    let page = code_actions::list_codes(
+    let page = code_table::list_codes(
         &state.services.pool,
         share.tenant(),
         share.id,
         &filter,
         query
             .after
-            .map_or(code_actions::Cursor::First, code_actions::Cursor::After),
+            .map_or(code_table::Cursor::First, code_table::Cursor::After),
         limit,
     )
     .await?;
@@ -170,17 +170,17 @@ async fn code_view(
     tenant: TenantId,
     share: engine::shares::ShareId,
     code: Uuid,
-) -> Result<code_actions::CodeView, ApiError> {
-    let filter = code_actions::CodeFilter {
+) -> Result<code_table::CodeView, ApiError> {
+    let filter = code_table::CodeFilter {
         code: Some(code),
         ..Default::default()
     };
-    code_actions::list_codes(
+    code_table::list_codes(
         &state.services.pool,
         tenant,
         share,
         &filter,
-        code_actions::Cursor::First,
+        code_table::Cursor::First,
         1,
     )
     .await?
@@ -205,8 +205,7 @@ pub async fn get_code(
     Path(code_id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
     let code = parse_id(&code_id)?;
-    let Some((tenant, share)) = code_actions::share_of_code(&state.services.pool, code).await?
-    else {
+    let Some((tenant, share)) = code_table::share_of_code(&state.services.pool, code).await? else {
         return Err(caller.refuse(&state).await);
     };
     caller
@@ -249,8 +248,8 @@ pub async fn find_code(
     let (tenant, _) =
         member_of_tenant(&state, &caller, &tenant_id, Permission::ViewConsole).await?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
-    let plain = code_actions::read_pasted(&state.services.pool, tenant, &body.code).await??;
-    let Some((share, code)) = code_actions::find_code(
+    let plain = code_table::read_pasted(&state.services.pool, tenant, &body.code).await??;
+    let Some((share, code)) = code_table::find_code(
         &state.services.pool,
         &state.services.keyring,
         tenant,
@@ -297,7 +296,7 @@ pub async fn set_code_expiry(
     let expires_at = super::batches::parse_expiry(body.expires_at.as_deref())?;
     let pool = &state.services.pool;
     code_actions::set_code_expiry(pool, tenant, admin.id, code, expires_at).await?;
-    let share = code_actions::share_of_code(pool, code)
+    let share = code_table::share_of_code(pool, code)
         .await?
         .map(|(_, share)| share)
         .ok_or_else(ApiError::not_found)?;
@@ -468,7 +467,7 @@ async fn still_unused_if_replayed(
         .ok()
         .and_then(|v| v["id"].as_str().and_then(|id| Uuid::parse_str(id).ok()))
         .ok_or_else(|| anyhow::anyhow!("a held replacement answer has no id"))?;
-    if !code_actions::is_unused(&state.services.pool, tenant, id).await? {
+    if !code_table::is_unused(&state.services.pool, tenant, id).await? {
         return Err(ApiError::new(
             engine::outcome::ErrorKind::Conflict,
             "idempotent_answer_gone",
