@@ -1,9 +1,21 @@
 //! AdmitOne's user interface: Leptos pages, components and server functions.
 //!
 //! The same crate compiles twice: natively with the `ssr` feature (server
-//! rendering, server functions, access to the `engine` domain crate) and to
+//! rendering, server functions, access to `service` and `engine`) and to
 //! wasm with `hydrate` (the interactive layer). Server functions stay thin:
-//! parse the input, call `engine`, map the error to [`error::AppError`].
+//! parse the input, call a use case, map the error to [`error::AppError`].
+//!
+//! | module | what it holds |
+//! | --- | --- |
+//! | [`pages`] | one module per page; `pages/console/` the creator's side |
+//! | [`components`] | the shell (header, footer), one-time messages, form pieces, branding |
+//! | [`learner`] | the learner's server functions: a share's page, code entry, opening, my courses, transfers |
+//! | [`console`] | the console's server functions (`/api/admin/…`), one module per console page |
+//! | [`auth`] | sign-in, registration, verification, reset and change of address; `auth::guard`: the session from context |
+//! | [`membership`] | an invitation's page and its acceptance, tenant signup |
+//! | [`error`] | [`error::AppError`]: the one error a page shows, and the one place it becomes a status |
+//! | [`i18n`] | the page's language and its messages |
+//! | [`state`] | the service layer's handles from context (ssr only) |
 // The console's larger views nest deeper than the default 128 allows.
 #![recursion_limit = "256"]
 

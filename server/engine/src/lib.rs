@@ -1,52 +1,72 @@
 //! AdmitOne's native domain.
 //!
 //! Everything that touches PostgreSQL or Redis lives here, behind typed
-//! functions, so that the Leptos server functions in `app` and the axum
-//! handlers in `server` stay thin adapters and the invariants of
-//! `docs/design/overview.md` each have exactly one home:
+//! functions, so that the Leptos server functions in `app`, the axum
+//! handlers in `server` and the use cases in `service` stay thin, and each
+//! invariant of `docs/design/overview.md` has exactly one home. PostgreSQL
+//! decides; Redis only coordinates.
 //!
-//! * [`db`]: the pool with its statement / transaction timeouts, migrations.
-//! * [`coordination`]: the Redis handle and the one place Redis keys are built.
-//! * [`accounts`] and [`tenants`]: verified principals (and their
-//!   single-use links: verification, reset, change of address) and
-//!   tenants.
-//! * [`codes`]: code format, check symbol, HMAC keyring.
-//! * [`shares`]: shares (a published course, its link and limits); the
-//!   error of the four share modules.
-//! * [`resources`]: a share's content, in order (the rows; bytes in [`storage`]).
-//! * [`batches`]: access codes issued many at a time (idempotent), and a
-//!   batch's unused codes revoked together.
-//! * [`code_table`]: the code table: a share's codes page by page, their
-//!   counts, a pasted code found.
-//! * [`code_actions`]: the admin's actions on one code: revoke, its expiry
-//!   date, replace, the audited unbind.
-//! * [`read_models`]: what the admin console reads (figures, activity, audit log).
-//! * [`audit`]: audit log and outbox rows, written inside the action's transaction.
-//! * [`handover`]: a new batch's plain codes, shown once, downloaded once
-//!   (one download at a time, under a Redis lease: `release.lua`, `renew.lua`).
-//! * [`sessions`]: the tower-sessions store on Redis.
-//! * [`tokens`]: tenant API tokens (stored as digests, shown once).
-//! * [`throttle`]: fixed-window attempt limits (one Lua script).
-//! * [`settlement`]: the three phases; **the settlement transaction** is in
-//!   `settlement/transaction.rs`, the one wait for a busy code in
+//! **The rule of one code, one person**
+//! * [`settlement`]: the three phases; **the settlement transaction** is
+//!   the PL/pgSQL function in `settlement/settle_access.sql`, called by
+//!   `settlement/transaction.rs`; the one wait for a busy code is
 //!   [`settlement::patience`].
-//! * [`storage`]: resource bytes on the local filesystem.
-//! * [`mail`]: the mail outbox (rows written in the transaction of what
-//!   they report), its relay's claims and records.
-//! * [`delivery`]: what the webhook and mail relays share (leases, retries).
-//! * [`suspension`]: a tenant suspending (and re-enabling) one of its learners.
-//! * [`leaks`]: leak alerts (a bound code others keep trying: the owners
-//!   are told once a day) and "revoke and replace".
+//! * [`reservation`]: the Redis dual reservation that turns a race's
+//!   losers away early (`reserve.lua`, `release.lua`).
+//! * [`grants`]: the live grant a resource's bytes are served under (one
+//!   read, never a write).
 //! * [`access_period`]: a learner's access period after binding, and
-//!   admins extending it (one learner or everyone).
-//! * [`team`]: a tenant's members and roles, invitations, the last-owner
-//!   rule, tenant signup.
-//! * [`webhooks`]: the outbox's events delivered to tenants' endpoints:
-//!   the endpoint URL and address filter, the console's endpoints and
-//!   deliveries, the relay's claims and signature.
-//! * [`reservation`]: the Redis dual reservation (`reserve.lua`, `release.lua`).
-//! * [`invariants`]: every invariant as an SQL check (suite and reconciler).
+//!   admins extending it.
+//! * [`invariants`]: every invariant as an SQL check (the suites and the
+//!   reconciler).
+//!
+//! **Courses and their codes**
+//! * [`shares`]: a published course, its link, status and limits.
+//! * [`resources`]: a share's content, in order (the rows; bytes in
+//!   [`storage`]: the local filesystem or an S3 bucket).
+//! * [`codes`]: the code's format, check symbol and HMAC keyring.
+//! * [`batches`]: codes issued many at a time (idempotent), a batch's
+//!   unused codes revoked together.
+//! * [`imports`]: codes another system sold, brought in as a batch.
+//! * [`code_table`]: a share's codes page by page, their counts, a pasted
+//!   code found.
+//! * [`code_actions`]: what an admin does to one code: revoke, its expiry
+//!   date, replace, the audited unbind.
+//! * [`handover`]: new plain codes, shown once, downloaded once (under a
+//!   Redis lease: `release.lua`, `renew.lua`).
+//! * [`leaks`]: a bound code others keep trying (the owners are told) and
+//!   revoke-and-replace.
+//! * [`transfers`]: a learner moving their code to another account: ask,
+//!   confirm, an admin's approval on the unbind path.
+//! * [`suspension`]: a tenant suspending (and re-enabling) a learner.
+//! * [`read_models`]: what the console reads (figures, activity, lists,
+//!   the audit log).
+//! * [`progress`]: how far a long operation (issuing, importing) has got.
+//!
+//! **People and tenants**
+//! * [`accounts`]: principals, passwords, single-use links (verification,
+//!   reset, change of address).
+//! * [`tenants`]: tenants, roles and settings; [`team`]: members,
+//!   invitations, the last-owner rule; [`zone`]: a tenant's time zone.
+//! * [`branding`]: what learners see of a tenant (name, accent, logo).
+//! * [`sessions`]: the tower-sessions store on Redis.
+//! * [`tokens`]: API tokens (digests, shown once).
+//! * [`idempotency`]: `Idempotency-Key` for the JSON API's creates.
+//! * [`throttle`]: fixed-window attempt limits (one Lua script).
+//!
+//! **Events out**
+//! * [`audit`]: audit log and outbox rows, written inside the action's
+//!   transaction.
+//! * [`mail`]: the mail outbox and its relay's claims and records.
+//! * [`webhooks`]: the outbox's events delivered to tenants' endpoints.
+//! * [`delivery`]: what the two relays share (leases, retries).
+//!
+//! **Plumbing**
+//! * [`db`]: the pool and its timeouts, migrations.
+//! * [`coordination`]: the Redis handle; `coordination/keys.rs` is the one
+//!   place a Redis key is spelled.
 //! * [`health`]: what `/readyz` asks of the dependencies.
+//! * [`metrics`]: every metric, named and labelled in one place.
 //! * [`outcome`]: each domain error's kind, stable code and field: what
 //!   every adapter serves it as.
 

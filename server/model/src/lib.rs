@@ -24,6 +24,9 @@
 //! spell the same words), and with `utoipa` they are enums in the OpenAPI
 //! document. The wasm build enables neither.
 //!
+//! [`catalogue`] holds the messages of pages, mails and errors in every
+//! language, checked at build time against each `.ftl` file.
+//!
 //! No I/O and no heavy dependencies: the wasm build links this too, because
 //! the pages' error type carries a kind across the wire.
 

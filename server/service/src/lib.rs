@@ -20,6 +20,8 @@
 //! | [`team`] | a tenant's team: invite, accept, change a role, remove, leave; tenant signup; suspending a learner |
 //! | [`issuing`] | issuing and replacing codes: park them for one viewing, or undo; imports |
 //! | [`learner`] | a share's page, code entry (phases 1+2), opening a resource (phase 3), my courses |
+//! | [`content`] | a resource's bytes under a live grant: the grant cache, the per-account limit |
+//! | [`branding`] | a tenant's logo for anyone (limited per client address) |
 //! | [`recent_shares`] | shares looked up by link name lately, for `POST …/open` (the settlement reads what can change) |
 //! | [`transfers`] | a learner moves their code to another account: ask, withdraw, the receiving account's confirmation |
 //! | [`request_span`] | the span of the request being served, carried by the task, so that what a use case learns (who asked) lands on it |

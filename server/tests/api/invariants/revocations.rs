@@ -9,8 +9,8 @@ use uuid::Uuid;
 
 use crate::support::app::{spawn_app, spawn_app_with};
 use crate::support::course::{
-    self, Course, admin, assert_invariants, bound_course, enter_code, issue, learners,
-    load_settings, open, post_json, repeats,
+    self, Course, admin, assert_invariants, bound_course, enter_code, fetch, issue, learners,
+    load_settings, open, open_only, post_json, repeats,
 };
 
 /// Any interleaving of binds, unbinds and revocations keeps the invariants.
@@ -32,9 +32,20 @@ async fn random_interleavings_of_bind_unbind_and_revoke_keep_the_invariants(pool
                 let (app, admin, course) = (&app, &admin, &course);
                 async move {
                     match op {
+                        // The bytes too: an admin may revoke or unbind
+                        // the code between the opening and the bytes,
+                        // and then they are refused, never a fault.
                         0..=5 => {
                             enter_code(app, client, &course.slug, code).await;
-                            open(app, client, course, None).await.status().as_u16()
+                            let opened = open_only(app, client, course, None).await.status();
+                            if opened == 200 {
+                                let bytes = fetch(app, client, course, None).await.status();
+                                assert!(
+                                    bytes == 200 || bytes == 403,
+                                    "the bytes after an opening: {bytes}"
+                                );
+                            }
+                            opened.as_u16()
                         }
                         6..=7 => post_json(
                             app,

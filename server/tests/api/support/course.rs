@@ -251,6 +251,23 @@ pub async fn open(
     course: &Course,
     key: Option<&str>,
 ) -> reqwest::Response {
+    let opened = open_only(app, client, course, key).await;
+    if opened.status() == 200 {
+        let bytes = fetch(app, client, course, None).await;
+        assert_eq!(bytes.status(), 200, "the bytes under the grant just opened");
+    }
+    opened
+}
+
+/// `POST …/open` alone: the opening's answer, without fetching the bytes
+/// (for a test that revokes or unbinds concurrently, where a grant may
+/// rightly end between the opening and the bytes).
+pub async fn open_only(
+    app: &TestApp,
+    client: &reqwest::Client,
+    course: &Course,
+    key: Option<&str>,
+) -> reqwest::Response {
     let mut request = client.post(format!(
         "{}/api/v1/s/{}/resources/{}/open",
         app.address, course.slug, course.resource
@@ -258,12 +275,7 @@ pub async fn open(
     if let Some(key) = key {
         request = request.header("idempotency-key", key);
     }
-    let opened = request.send().await.expect("request");
-    if opened.status() == 200 {
-        let bytes = fetch(app, client, course, None).await;
-        assert_eq!(bytes.status(), 200, "the bytes under the grant just opened");
-    }
-    opened
+    request.send().await.expect("request")
 }
 
 /// `GET …/content` of the course's resource (with `range`): the bytes,

@@ -1,0 +1,237 @@
+//! The maps stay true: each crate's `lib.rs` names every module it
+//! declares, every path `docs/ARCHITECTURE.md` names exists, and every
+//! link between the documents leads somewhere. A map that drifted (a
+//! module added and not listed, a file moved and still named) fails here,
+//! not in a newcomer's afternoon.
+
+use std::{
+    fs,
+    path::{Path, PathBuf},
+};
+
+/// The repository's root.
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the repository")
+        .to_owned()
+}
+
+/// The crates whose `lib.rs` carries a module map.
+const CRATES: [&str; 7] = [
+    "app",
+    "server",
+    "server/engine",
+    "server/service",
+    "server/model",
+    "server/harness",
+    "server/codeformat",
+];
+
+/// The public modules a crate root declares (`pub mod x;`, with or
+/// without attributes before it), in order. A private module is the
+/// crate's own business: what it holds is re-exported and named as such.
+fn declared_modules(lib: &str) -> Vec<String> {
+    lib.lines()
+        .map(str::trim)
+        .filter(|line| !line.starts_with("//"))
+        .filter_map(|line| {
+            let rest = line.strip_prefix("pub mod ")?;
+            let name = rest.strip_suffix(';')?;
+            Some(name.trim().to_owned())
+        })
+        // Test modules are not part of the map.
+        .filter(|name| name != "tests")
+        .collect()
+}
+
+/// The crate's `//!` text.
+fn crate_doc(lib: &str) -> String {
+    lib.lines()
+        .filter_map(|line| line.trim_start().strip_prefix("//!"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn every_crate_map_names_every_module_it_declares() {
+    let (mut missing, mut read) = (Vec::new(), 0);
+    for krate in CRATES {
+        let lib = fs::read_to_string(root().join(krate).join("src/lib.rs")).expect("a lib.rs");
+        let doc = crate_doc(&lib);
+        let modules = declared_modules(&lib);
+        read += modules.len();
+        for module in modules {
+            let named =
+                doc.contains(&format!("[`{module}`]")) || doc.contains(&format!("`{module}`"));
+            if !named {
+                missing.push(format!("{krate}/src/lib.rs: `{module}`"));
+            }
+        }
+    }
+    assert!(
+        read > 70,
+        "only {read} modules read: is the reading broken?"
+    );
+    assert!(
+        missing.is_empty(),
+        "modules declared but not in the crate's map (its //! docs):\n{}",
+        missing.join("\n")
+    );
+}
+
+/// The backticked words of a Markdown text that name a file or folder of
+/// the repository: they contain a `/` (or end in a known extension) and
+/// start at one of its top-level entries. `a/b.rs::f` names `a/b.rs`.
+fn named_paths(markdown: &str) -> Vec<String> {
+    let tops = [
+        "app/",
+        "frontend/",
+        "server/",
+        "migrations/",
+        "scripts/",
+        "end2end/",
+        "docs/",
+        "style/",
+        "public/",
+        ".ci/",
+        ".sqlx/",
+    ];
+    let mut paths = Vec::new();
+    let mut in_code_block = false;
+    for line in markdown.lines() {
+        if line.trim_start().starts_with("```") {
+            in_code_block = !in_code_block;
+            continue;
+        }
+        if in_code_block {
+            continue;
+        }
+        for (i, piece) in line.split('`').enumerate() {
+            if i % 2 == 0 {
+                continue;
+            }
+            let path = piece.split("::").next().unwrap_or(piece).trim();
+            if tops.iter().any(|top| path.starts_with(top)) && !path.contains(['*', '…', '{', ' '])
+            {
+                paths.push(path.trim_end_matches(':').to_owned());
+            }
+        }
+    }
+    paths
+}
+
+#[test]
+fn every_path_the_architecture_names_exists() {
+    let text = fs::read_to_string(root().join("docs/ARCHITECTURE.md")).expect("the map");
+    let paths = named_paths(&text);
+    assert!(paths.len() > 50, "the map names few paths: {paths:?}");
+    let gone: Vec<&String> = paths
+        .iter()
+        .filter(|path| !root().join(path).exists())
+        .collect();
+    assert!(
+        gone.is_empty(),
+        "docs/ARCHITECTURE.md names what is not there: {gone:#?}"
+    );
+}
+
+/// The Markdown files of the repository's documentation.
+fn documents() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in fs::read_dir(dir).expect("a folder") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = vec![
+        root().join("README.md"),
+        root().join("migrations/README.md"),
+    ];
+    walk(&root().join("docs"), &mut out);
+    out
+}
+
+/// Every relative link of every document leads to a file that exists,
+/// and an anchor to a heading of it.
+#[test]
+fn every_link_between_the_documents_leads_somewhere() {
+    let mut broken = Vec::new();
+    for document in documents() {
+        let text = fs::read_to_string(&document).expect("a document");
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("](") {
+            rest = &rest[at + 2..];
+            let Some(end) = rest.find(')') else {
+                break;
+            };
+            let target = &rest[..end];
+            if target.starts_with("http") || target.starts_with("mailto:") {
+                continue;
+            }
+            let (file, anchor) = target.split_once('#').unwrap_or((target, ""));
+            let linked = if file.is_empty() {
+                document.clone()
+            } else {
+                document.parent().expect("a folder").join(file)
+            };
+            if !linked.exists() {
+                broken.push(format!("{}: {target}", document.display()));
+                continue;
+            }
+            if !anchor.is_empty() && linked.extension().is_some_and(|e| e == "md") {
+                let headings = fs::read_to_string(&linked).expect("a document");
+                let found = headings
+                    .lines()
+                    .filter_map(|l| l.strip_prefix('#'))
+                    .map(|h| slug(h.trim_start_matches('#').trim()))
+                    .any(|s| s == anchor);
+                if !found {
+                    broken.push(format!(
+                        "{}: {target} (no such heading)",
+                        document.display()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "links that lead nowhere:\n{}",
+        broken.join("\n")
+    );
+}
+
+/// A heading's anchor as GitHub makes it: lower case, spaces to dashes,
+/// punctuation but dashes and underscores dropped.
+fn slug(heading: &str) -> String {
+    heading
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The checks can fail: a module missing from a map, a path that does not
+/// exist, a heading's anchor.
+#[test]
+fn the_checks_read_what_they_claim() {
+    let lib =
+        "//! * [`a`]: the first.\n\npub mod a;\npub mod b;\nmod c;\n#[cfg(test)]\nmod tests;\n";
+    assert_eq!(declared_modules(lib), ["a", "b"]);
+    assert!(!crate_doc(lib).contains("`b`"));
+    assert_eq!(
+        named_paths("see `server/src/x.rs::f` and `cargo test`\n```\n`app/y.rs`\n```"),
+        ["server/src/x.rs"]
+    );
+    assert!(!root().join("server/src/x.rs").exists());
+    assert_eq!(slug("JSON API (`/api/v1`)"), "json-api-apiv1");
+}
