@@ -3,7 +3,10 @@
 //! The principal id is the account's immutable uuid, never anything a client
 //! sends. Emails and passwords are parsed into newtypes at the edge so that
 //! the rest of the code cannot hold an unchecked one; password hashing
-//! (argon2id) runs on the blocking pool because it is deliberately slow.
+//! (argon2id) runs on the blocking pool because it is deliberately slow
+//! (the password and its hashing live in `passwords`).
+//! Accounts the operator vouches for (bootstrap, the demo seed) are made
+//! in `operator`.
 //!
 //! An account is something a person keeps, so it lives by its address:
 //!
@@ -18,16 +21,13 @@
 //! transaction ([`crate::mail`]).
 
 pub mod links;
+mod operator;
+mod passwords;
 pub mod recovery;
 pub mod verification;
 
 use anyhow::Context as _;
-use argon2::{
-    Argon2, PasswordHash, PasswordHasher as _, PasswordVerifier as _,
-    password_hash::{SaltString, rand_core::OsRng},
-};
 use model::Lang;
-use secrecy::{ExposeSecret as _, SecretString};
 use serde_json::json;
 use sqlx::PgConnection;
 use sqlx::PgPool;
@@ -64,6 +64,9 @@ pub use model::AccountId;
 
 use crate::mail::{self, NewMail, Template};
 use links::LinkKey;
+pub use operator::{ExistingPassword, ensure_account, is_trusted};
+use passwords::DUMMY_HASH;
+pub use passwords::{Password, hash_password, verify_password};
 
 /// A normalised email: trimmed, lower-cased, one `@` with text on both sides
 /// and a dot in the domain.
@@ -105,29 +108,6 @@ impl std::fmt::Display for Email {
     }
 }
 
-/// A plain password, kept secret: it never prints (`Debug` is redacted).
-pub struct Password(SecretString);
-
-impl std::fmt::Debug for Password {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Password([REDACTED])")
-    }
-}
-
-impl Password {
-    pub const MIN_CHARS: usize = 10;
-    pub const MAX_CHARS: usize = 128;
-
-    pub fn parse(raw: SecretString) -> Result<Self, AccountError> {
-        let chars = raw.expose_secret().chars().count();
-        if (Self::MIN_CHARS..=Self::MAX_CHARS).contains(&chars) {
-            Ok(Self(raw))
-        } else {
-            Err(AccountError::InvalidPassword)
-        }
-    }
-}
-
 /// What other people see of an account.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DisplayName(String);
@@ -149,62 +129,6 @@ impl DisplayName {
         &self.0
     }
 }
-
-/// How many argon2 computations may run at once in this process.
-///
-/// Each one holds 19 MiB and a core for tens of milliseconds; unbounded, a
-/// burst of sign-ins starts one blocking thread each and the process grows
-/// by gigabytes. This limits a process-wide resource (cores and memory), so
-/// it is process-wide itself, unlike application state.
-static ARGON2_SLOTS: std::sync::LazyLock<tokio::sync::Semaphore> = std::sync::LazyLock::new(|| {
-    tokio::sync::Semaphore::new(
-        std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
-    )
-});
-
-/// Runs argon2 work on the blocking pool, at most one per core at a time.
-async fn with_argon2_slot<T: Send + 'static>(
-    work: impl FnOnce() -> T + Send + 'static,
-) -> anyhow::Result<T> {
-    let _slot = ARGON2_SLOTS
-        .acquire()
-        .await
-        .context("the argon2 limiter is closed")?;
-    tokio::task::spawn_blocking(work)
-        .await
-        .context("the password hashing task panicked")
-}
-
-/// Hashes a password with argon2id (default parameters) on the blocking pool.
-pub async fn hash_password(password: &Password) -> anyhow::Result<String> {
-    let secret = password.0.clone();
-    with_argon2_slot(move || {
-        let salt = SaltString::generate(&mut OsRng);
-        Argon2::default()
-            .hash_password(secret.expose_secret().as_bytes(), &salt)
-            .map(|hash| hash.to_string())
-            .map_err(|error| anyhow::anyhow!("argon2 hashing failed: {error}"))
-    })
-    .await?
-}
-
-/// Checks `password` against a stored PHC hash on the blocking pool.
-pub async fn verify_password(password: &Password, stored_hash: &str) -> anyhow::Result<bool> {
-    let secret = password.0.clone();
-    let stored = stored_hash.to_owned();
-    with_argon2_slot(move || {
-        let parsed = PasswordHash::new(&stored)
-            .map_err(|error| anyhow::anyhow!("stored password hash is malformed: {error}"))?;
-        Ok(Argon2::default()
-            .verify_password(secret.expose_secret().as_bytes(), &parsed)
-            .is_ok())
-    })
-    .await?
-}
-
-/// A PHC string of the same parameters as real hashes: verifying against
-/// it costs an unknown email the same time as a known one.
-const DUMMY_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$49jnr48R6jjX8qgDBSosMA$Fed1WY4cbAmUyc/b0TrMXgFwwipUzsqo9YCQOpVdjj8";
 
 /// A verified principal: who a session belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -483,72 +407,6 @@ pub async fn disable(pool: &PgPool, account: AccountId) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Whether the operator may hand `account` a tenant (`server admin
-/// create-tenant` naming an email that already has an account).
-///
-/// Anyone can register any address, so an existing account proves nothing
-/// about who holds it until a link mailed to it came back: only an
-/// account with a verified address is trusted (accounts the operator
-/// created, or made admins before addresses were verified, count as
-/// verified). The bootstrap's rule lives here, in one place.
-pub async fn is_trusted(pool: &PgPool, account: AccountId) -> anyhow::Result<bool> {
-    sqlx::query_scalar!(
-        r#"SELECT email_verified_at IS NOT NULL AS "verified!" FROM accounts WHERE id = $1"#,
-        account.0,
-    )
-    .fetch_optional(pool)
-    .await
-    .context("checking whether an account is trusted")
-    .map(|verified| verified.unwrap_or(false))
-}
-
-/// What [`ensure_account`] does when the email already has an account.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExistingPassword {
-    /// Leave the existing password alone (operator bootstrap).
-    Keep,
-    /// Replace it (the local demo seed, so its printed credentials work).
-    Reset,
-}
-
-/// Creates the account for `email` (its address vouched for by the
-/// operator: verified), or returns the existing one. Returns the id and
-/// whether it was created.
-pub async fn ensure_account(
-    pool: &PgPool,
-    email: &Email,
-    display_name: &DisplayName,
-    password: &Password,
-    existing: ExistingPassword,
-) -> Result<(AccountId, bool), AccountError> {
-    let hash = hash_password(password).await?;
-    let mut conn = pool.acquire().await.context("connecting")?;
-    if let Some(id) =
-        insert_account(&mut conn, email, display_name, &hash, Lang::default(), true).await?
-    {
-        return Ok((id, true));
-    }
-    let id = match existing {
-        ExistingPassword::Keep => {
-            sqlx::query_scalar!("SELECT id FROM accounts WHERE email = $1", email.as_str())
-                .fetch_one(&mut *conn)
-                .await
-                .context("reading an existing account")?
-        }
-        ExistingPassword::Reset => sqlx::query_scalar!(
-            "UPDATE accounts SET password_hash = $2, disabled_at = NULL,
-                    email_verified_at = coalesce(email_verified_at, now())
-             WHERE email = $1 RETURNING id",
-            email.as_str(),
-            hash,
-        )
-        .fetch_one(&mut *conn)
-        .await
-        .context("resetting an existing account's password")?,
-    };
-    Ok((AccountId(id), false))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -580,44 +438,10 @@ mod tests {
     }
 
     #[test]
-    fn password_length_is_bounded() {
-        let short = SecretString::from("123456789");
-        assert!(Password::parse(short).is_err());
-        let long = SecretString::from("x".repeat(Password::MAX_CHARS + 1));
-        assert!(Password::parse(long).is_err());
-        assert!(Password::parse(SecretString::from("correct horse")).is_ok());
-    }
-
-    #[test]
-    fn password_debug_is_redacted() {
-        let password = Password::parse(SecretString::from("hunter2hunter2")).expect("valid");
-        assert!(!format!("{password:?}").contains("hunter2"));
-    }
-
-    #[test]
     fn display_names_are_trimmed_and_bounded() {
         assert_eq!(DisplayName::parse("  Ada ").expect("valid").as_str(), "Ada");
         assert!(DisplayName::parse("   ").is_err());
         assert!(DisplayName::parse(&"x".repeat(81)).is_err());
         assert!(DisplayName::parse("bad\u{7}bell").is_err());
-    }
-
-    #[tokio::test]
-    async fn the_dummy_hash_is_a_valid_hash_of_the_real_parameters() {
-        let any = Password::parse(SecretString::from("some password")).expect("valid");
-        assert!(!verify_password(&any, DUMMY_HASH).await.expect("parses"));
-        let real = hash_password(&any).await.expect("hash");
-        let params = |h: &str| h.split('$').nth(3).map(str::to_owned);
-        assert_eq!(params(&real), params(DUMMY_HASH), "same cost parameters");
-    }
-
-    #[tokio::test]
-    async fn hashes_verify_only_the_right_password() {
-        let right = Password::parse(SecretString::from("correct horse battery")).expect("valid");
-        let wrong = Password::parse(SecretString::from("wrong horse battery")).expect("valid");
-        let hash = hash_password(&right).await.expect("hash");
-        assert!(hash.starts_with("$argon2id$"));
-        assert!(verify_password(&right, &hash).await.expect("verify"));
-        assert!(!verify_password(&wrong, &hash).await.expect("verify"));
     }
 }

@@ -1,0 +1,287 @@
+//! A sample of every variant of the console side's errors: shares,
+//! resources, batches, codes, imports, storage, tenants, branding, the
+//! team, API tokens, webhooks and the code format. Apart from the
+//! adapters' comparison (`tests.rs`) so that the samples, which grow with
+//! every new variant, do not bury it.
+
+use super::*;
+
+pub(super) fn share_errors() -> Vec<ShareError> {
+    use ShareError as E;
+    let all = vec![
+        E::InvalidTitle,
+        E::InvalidSlug,
+        E::SlugTaken,
+        E::InvalidDescription,
+        E::InvalidStatus,
+        E::QuotaBelowUse { used: 3 },
+        E::LearnerLimitBelowUse { used: 2 },
+        E::SlugLocked,
+        E::InvalidLimit,
+        E::InvalidWindow,
+        E::InvalidAccessDays,
+        E::ShareNotFound,
+        E::Unexpected(boom()),
+    ];
+    covers(&all, 13, |e| match e {
+        E::InvalidTitle => 0,
+        E::InvalidSlug => 1,
+        E::SlugTaken => 2,
+        E::InvalidDescription => 3,
+        E::InvalidStatus => 4,
+        E::QuotaBelowUse { .. } => 5,
+        E::LearnerLimitBelowUse { .. } => 6,
+        E::SlugLocked => 7,
+        E::InvalidLimit => 8,
+        E::InvalidWindow => 9,
+        E::InvalidAccessDays => 10,
+        E::ShareNotFound => 11,
+        E::Unexpected(_) => 12,
+    });
+    all
+}
+
+pub(super) fn resource_errors() -> Vec<ResourceError> {
+    use ResourceError as E;
+    let all = vec![
+        E::InvalidTitle,
+        E::ResourceNotFound,
+        E::ResourceInUse { accesses: 4 },
+        E::ShareNotFound,
+        E::Unexpected(boom()),
+    ];
+    covers(&all, 5, |e| match e {
+        E::InvalidTitle => 0,
+        E::ResourceNotFound => 1,
+        E::ResourceInUse { .. } => 2,
+        E::ShareNotFound => 3,
+        E::Unexpected(_) => 4,
+    });
+    all
+}
+
+pub(super) fn batch_errors() -> Vec<BatchError> {
+    use BatchError as E;
+    let all = vec![
+        E::InvalidCount,
+        E::InvalidLabel,
+        E::InvalidExpiry,
+        E::BatchAlreadyIssued {
+            batch_id: uuid::Uuid::nil(),
+            count: 10,
+        },
+        E::IdempotencyKeyReused,
+        E::ShareNotFound,
+        E::CodeNotFound,
+        E::Unexpected(boom()),
+    ];
+    covers(&all, 8, |e| match e {
+        E::InvalidCount => 0,
+        E::InvalidLabel => 1,
+        E::InvalidExpiry => 2,
+        E::BatchAlreadyIssued { .. } => 3,
+        E::IdempotencyKeyReused => 4,
+        E::ShareNotFound => 5,
+        E::CodeNotFound => 6,
+        E::Unexpected(_) => 7,
+    });
+    all
+}
+
+pub(super) fn code_errors() -> Vec<CodeError> {
+    use CodeError as E;
+    let all = vec![
+        E::InvalidCodeState,
+        E::CodeNotFound,
+        E::CodeNotBound,
+        E::CodeNotUnused,
+        E::CodeNotReplaceable,
+        E::CodeExpired,
+        E::InvalidReason,
+        E::InvalidExpiry,
+        E::InvalidExtension,
+        E::NoAccessPeriod,
+        E::ShareNotFound,
+        E::Unexpected(boom()),
+    ];
+    covers(&all, 12, |e| match e {
+        E::InvalidCodeState => 0,
+        E::CodeNotFound => 1,
+        E::CodeNotBound => 2,
+        E::CodeNotUnused => 3,
+        E::CodeNotReplaceable => 4,
+        E::CodeExpired => 5,
+        E::InvalidReason => 6,
+        E::InvalidExpiry => 7,
+        E::InvalidExtension => 8,
+        E::NoAccessPeriod => 9,
+        E::ShareNotFound => 10,
+        E::Unexpected(_) => 11,
+    });
+    all
+}
+
+pub(super) fn import_errors() -> Vec<ImportError> {
+    use ImportError as E;
+    let all = vec![
+        E::InvalidImportFormat,
+        E::InvalidAlphabet,
+        E::InvalidLabel,
+        E::NoCodesToImport,
+        E::TooManyLines { max: 100_000 },
+        E::NothingImported {
+            lines: 3,
+            line: 1,
+            reason: engine::imports::Rejection::AlreadyExists,
+        },
+        E::InvalidExpiry,
+        E::ShareNotFound,
+        E::Unexpected(boom()),
+    ];
+    covers(&all, 9, |e| match e {
+        E::InvalidImportFormat => 0,
+        E::InvalidAlphabet => 1,
+        E::InvalidLabel => 2,
+        E::NoCodesToImport => 3,
+        E::TooManyLines { .. } => 4,
+        E::NothingImported { .. } => 5,
+        E::InvalidExpiry => 6,
+        E::ShareNotFound => 7,
+        E::Unexpected(_) => 8,
+    });
+    all
+}
+
+pub(super) fn storage_errors() -> Vec<StorageError> {
+    use StorageError as E;
+    let all = vec![E::TooLarge { limit: 10 }, E::Unexpected(boom())];
+    covers(&all, 2, |e| match e {
+        E::TooLarge { .. } => 0,
+        E::Unexpected(_) => 1,
+    });
+    all
+}
+
+pub(super) fn tenant_errors() -> Vec<TenantError> {
+    use TenantError as E;
+    let all = vec![
+        E::InvalidSlug,
+        E::InvalidName,
+        E::SlugTaken,
+        E::UnknownTimeZone(engine::zone::UnknownZone),
+        E::Unexpected(boom()),
+    ];
+    covers(&all, 5, |e| match e {
+        E::InvalidSlug => 0,
+        E::InvalidName => 1,
+        E::SlugTaken => 2,
+        E::UnknownTimeZone(_) => 3,
+        E::Unexpected(_) => 4,
+    });
+    all
+}
+
+pub(super) fn branding_errors() -> Vec<engine::branding::BrandingError> {
+    use engine::branding::BrandingError as E;
+    let all = vec![
+        E::InvalidName,
+        E::InvalidAccent,
+        E::InvalidSupportEmail,
+        E::LogoNotAnImage,
+        E::LogoTooLarge,
+        E::Unexpected(boom()),
+    ];
+    covers(&all, 6, |e| match e {
+        E::InvalidName => 0,
+        E::InvalidAccent => 1,
+        E::InvalidSupportEmail => 2,
+        E::LogoNotAnImage => 3,
+        E::LogoTooLarge => 4,
+        E::Unexpected(_) => 5,
+    });
+    all
+}
+
+pub(super) fn team_errors() -> Vec<TeamError> {
+    use TeamError as E;
+    let all = vec![
+        E::LastOwner,
+        E::AlreadyMember,
+        E::MemberNotFound,
+        E::InvitationNotFound,
+        E::InvitationInvalid,
+        E::WrongAccount {
+            invited: "a@example.com".into(),
+        },
+        E::Unexpected(boom()),
+    ];
+    covers(&all, 7, |e| match e {
+        E::LastOwner => 0,
+        E::AlreadyMember => 1,
+        E::MemberNotFound => 2,
+        E::InvitationNotFound => 3,
+        E::InvitationInvalid => 4,
+        E::WrongAccount { .. } => 5,
+        E::Unexpected(_) => 6,
+    });
+    all
+}
+
+pub(super) fn token_errors() -> Vec<TokenError> {
+    use TokenError as E;
+    let all = vec![
+        E::InvalidName,
+        E::InvalidScope,
+        E::InvalidExpiry,
+        E::BeyondCaller,
+        E::TooMany,
+        E::NotFound,
+        E::Unexpected(boom()),
+    ];
+    covers(&all, 7, |e| match e {
+        E::InvalidName => 0,
+        E::InvalidScope => 1,
+        E::InvalidExpiry => 2,
+        E::BeyondCaller => 3,
+        E::TooMany => 4,
+        E::NotFound => 5,
+        E::Unexpected(_) => 6,
+    });
+    all
+}
+
+pub(super) fn webhook_errors() -> Vec<WebhookError> {
+    use WebhookError as E;
+    let all = vec![
+        E::InvalidUrl,
+        E::InvalidEvents,
+        E::EndpointNotFound,
+        E::DeliveryNotFound,
+        E::Unexpected(boom()),
+    ];
+    covers(&all, 5, |e| match e {
+        E::InvalidUrl => 0,
+        E::InvalidEvents => 1,
+        E::EndpointNotFound => 2,
+        E::DeliveryNotFound => 3,
+        E::Unexpected(_) => 4,
+    });
+    all
+}
+
+pub(super) fn code_format_errors() -> Vec<CodeFormatError> {
+    use CodeFormatError as E;
+    let all = vec![
+        E::WrongLength,
+        E::BadSymbol,
+        E::BadCheckSymbol,
+        E::ForeignWrongLength,
+    ];
+    covers(&all, 4, |e| match e {
+        E::WrongLength => 0,
+        E::BadSymbol => 1,
+        E::BadCheckSymbol => 2,
+        E::ForeignWrongLength => 3,
+    });
+    all
+}
