@@ -9,6 +9,16 @@ use crate::{
     error::AppError,
 };
 
+/// A page for the signed-in only, asked for by someone signed out: to the
+/// sign-in page and back to `next` afterwards (its status, rendered on the
+/// server, is the error's: 401).
+#[component]
+pub fn SignInFirst(#[prop(into)] next: String) -> impl IntoView {
+    AppError::Unauthenticated.set_response_status();
+    let path = format!("/login?next={}", crate::pages::login::urlencode(&next));
+    view! { <leptos_router::components::Redirect path/> }
+}
+
 /// An error a page shows instead of what it could not load: the alert every
 /// page shows it in, and, rendered on the server, the page's status
 /// ([`AppError::set_response_status`]).

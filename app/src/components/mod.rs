@@ -8,4 +8,4 @@ pub mod layout;
 pub mod mailed_link;
 pub mod verify;
 
-pub use flash::ErrorFlash;
+pub use flash::{ErrorFlash, SignInFirst};

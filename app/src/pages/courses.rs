@@ -6,7 +6,6 @@ use leptos::prelude::*;
 
 use crate::components::ErrorFlash;
 use leptos_meta::Title;
-use leptos_router::components::Redirect;
 
 use crate::{
     error::AppError,
@@ -23,7 +22,7 @@ pub fn CoursesPage() -> impl IntoView {
             {move || Suspend::new(async move {
                 match courses.await {
                     Ok(courses) => view! { <CourseList courses/> }.into_any(),
-                    Err(AppError::Unauthenticated) => view! { <Redirect path="/login?next=/courses"/> }.into_any(),
+                    Err(AppError::Unauthenticated) => view! { <crate::components::SignInFirst next="/courses"/> }.into_any(),
                     Err(error) => view! { <ErrorFlash error/> }.into_any(),
                 }
             })}

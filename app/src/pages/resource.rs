@@ -8,7 +8,7 @@
 use crate::i18n::Msg;
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::{components::Redirect, hooks::use_params_map};
+use leptos_router::hooks::use_params_map;
 use model::ResourceKind;
 
 use crate::{
@@ -16,7 +16,7 @@ use crate::{
     error::AppError,
     i18n::t,
     learner::{OpenedResource, human_size, open_resource},
-    pages::{login::urlencode, not_found::NotFound, share::BoundNote},
+    pages::{not_found::NotFound, share::BoundNote},
 };
 
 #[component]
@@ -37,7 +37,7 @@ pub fn ResourcePage() -> impl IntoView {
                     Ok(opened) => view! { <Opened opened/> }.into_any(),
                     Err(AppError::NotFound) => view! { <NotFound/> }.into_any(),
                     Err(AppError::Unauthenticated) => view! {
-                        <Redirect path=format!("/login?next={}", urlencode(&here))/>
+                        <crate::components::SignInFirst next=here/>
                     }.into_any(),
                     Err(error) => view! { <Refused error here share/> }.into_any(),
                 }

@@ -13,10 +13,7 @@ use leptos::prelude::*;
 
 use crate::components::ErrorFlash;
 use leptos_meta::Title;
-use leptos_router::{
-    components::Redirect,
-    hooks::{use_location, use_params_map, use_query_map},
-};
+use leptos_router::hooks::{use_location, use_params_map, use_query_map};
 
 use crate::{
     components::{
@@ -29,7 +26,6 @@ use crate::{
         CancelTransfer, ConfirmTransfer, RequestTransfer, TransferLinkView, TransferPageView,
         transfer_link, transfer_page,
     },
-    pages::login::urlencode,
 };
 
 #[component]
@@ -52,7 +48,7 @@ pub fn TransferRequestPage() -> impl IntoView {
                         Ok(page) => view! { <RequestForm page slug=slug() request cancel/> }.into_any(),
                         // Signed out: to sign in, and back here afterwards.
                         Err(AppError::Unauthenticated) => view! {
-                            <Redirect path=format!("/login?next={}", urlencode(&format!("/s/{}/transfer", slug())))/>
+                            <crate::components::SignInFirst next=format!("/s/{}/transfer", slug())/>
                         }.into_any(),
                         Err(error) => view! { <ErrorFlash error/> }.into_any(),
                     }

@@ -8,7 +8,6 @@ use leptos::prelude::*;
 
 use crate::components::ErrorFlash;
 use leptos_meta::Title;
-use leptos_router::components::Redirect;
 
 use crate::{
     components::form::{Field, FormAlert},
@@ -46,7 +45,7 @@ pub fn ConsoleHome() -> impl IntoView {
                         }}
                         {open.then(|| view! { <NewTenant/> })}
                     }.into_any(),
-                    Err(AppError::Unauthenticated) => view! { <Redirect path="/login?next=/admin"/> }.into_any(),
+                    Err(AppError::Unauthenticated) => view! { <crate::components::SignInFirst next="/admin"/> }.into_any(),
                     Err(error) => view! { <ErrorFlash error/> }.into_any(),
                 }
             })}

@@ -23,7 +23,7 @@ pub mod webhooks;
 use crate::i18n::Msg;
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::{components::Redirect, hooks::use_params_map};
+use leptos_router::hooks::use_params_map;
 use uuid::Uuid;
 
 use crate::{error::AppError, i18n::t};
@@ -55,10 +55,9 @@ pub fn ConsoleNav(tenant: Uuid) -> impl IntoView {
 #[component]
 pub fn ConsoleError(error: AppError, here: String) -> impl IntoView {
     match error {
-        AppError::Unauthenticated => view! {
-            <Redirect path=format!("/login?next={}", crate::pages::login::urlencode(&here))/>
+        AppError::Unauthenticated => {
+            view! { <crate::components::SignInFirst next=here/> }.into_any()
         }
-        .into_any(),
         AppError::NotFound => view! { <crate::pages::not_found::NotFound/> }.into_any(),
         error => view! {
             <Title text=t(Msg::NotAvailable)/>
