@@ -21,9 +21,11 @@ pub(super) enum Plan {
     Difference(Walk, Walk),
 }
 
-/// Every invariant, in the order a run checks them: the name its findings
-/// are reported under, and its check.
-pub(super) const INVARIANTS: &[(&str, fn() -> Plan)] = &[
+/// An invariant: the name its findings are reported under, and its check.
+pub(super) type Invariant = (&'static str, fn() -> Plan);
+
+/// Every invariant, in the order a run checks them.
+pub(super) const INVARIANTS: &[Invariant] = &[
     (
         "an account holds at most one code per share",
         one_code_per_learner,
