@@ -8,11 +8,11 @@
 //! format are checked (check symbol) and stored like issued ones; foreign
 //! ones are 4 to 64 letters and digits of the alphabet the creator
 //! declared, upper-cased, separators dropped, hashed within their tenant
-//! ([`HashedText`]). Only HMAC digests and hints are stored. The unique
-//! digest index (`auth_codes_digest`) deduplicates, so two imports racing
-//! each other cannot both bring the same code in; a code already stored
-//! under an older key, or under its text's other reading, is found by a
-//! look-up first.
+//! ([`HashedText`](crate::codes::HashedText)). Only HMAC digests and hints
+//! are stored. The unique digest index (`auth_codes_digest`) deduplicates,
+//! so two imports racing each other cannot both bring the same code in; a
+//! code already stored under an older key, or under its text's other
+//! reading, is found by a look-up first.
 //!
 //! Lines that cannot be imported are reported (line number and reason,
 //! never the code's text), and the report is kept with the batch for the
