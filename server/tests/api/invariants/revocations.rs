@@ -39,7 +39,8 @@ async fn random_interleavings_of_bind_unbind_and_revoke_keep_the_invariants(pool
                             enter_code(app, client, &course.slug, code).await;
                             let opened = open_only(app, client, course, None).await.status();
                             if opened == 200 {
-                                let bytes = fetch(app, client, course, None).await.status();
+                                let bytes =
+                                    fetch(app, client, course, None).await.status().as_u16();
                                 // Refused as the content route documents
                                 // it: 403 (no live grant), 409 (revoked).
                                 assert!(
