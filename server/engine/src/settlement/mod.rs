@@ -63,6 +63,7 @@ use crate::{
 };
 
 pub mod options;
+mod outcome;
 pub mod patience;
 mod settler;
 mod transaction;

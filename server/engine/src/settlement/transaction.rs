@@ -18,7 +18,7 @@
 //! the learner's receipt in the mail outbox.
 //!
 //! This file maps its answers: an outcome row (its word read as an
-//! [`Outcome`], with the learner's binding on a grant), a refusal raised
+//! `Outcome`, `outcome.rs`, with the learner's binding on a grant), a refusal raised
 //! after a write (SQLSTATE `AOREF`, so that the write is rolled back), a unique
 //! violation (a concurrent attempt won: [`Settler::run_transaction`] starts
 //! over, reading the final state afresh). The concurrency suite's
@@ -30,7 +30,9 @@ use tracing::Instrument as _;
 use uuid::Uuid;
 
 use super::{
-    BindingView, Counting, Grant, SettlementError, SettlementRequest, Settler, options::FaultPoint,
+    BindingView, Counting, Grant, SettlementError, SettlementRequest, Settler,
+    options::FaultPoint,
+    outcome::{Outcome, refusal},
 };
 
 /// Why one transaction attempt must start over.
@@ -299,187 +301,8 @@ const REFUSED: &str = "AOREF";
 /// SQLSTATE of a fault a test injected (`p_fault`).
 const INJECTED: &str = "AOFLT";
 
-/// Spells each [`Outcome`] once: the enum, its word and the reading of a
-/// word all come from one list.
-macro_rules! outcomes {
-    ($( $(#[$doc:meta])* $variant:ident = $word:literal, )+) => {
-        /// What `settle_access` answers: the word in its `outcome` column
-        /// (or the message of a refusal it raised), read as a type. A word
-        /// not here is a bug (the row does not decode), never a refusal.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub(super) enum Outcome {
-            $( $(#[$doc])* $variant, )+
-        }
-
-        impl Outcome {
-            /// Every outcome, in the order of the list.
-            #[cfg(test)]
-            const ALL: &'static [Self] = &[$(Self::$variant),+];
-
-            /// The word `settle_access` answers.
-            #[cfg(test)]
-            fn as_str(self) -> &'static str {
-                match self {
-                    $( Self::$variant => $word, )+
-                }
-            }
-
-            /// The outcome a word names.
-            fn parse(word: &str) -> Option<Self> {
-                match word {
-                    $( $word => Some(Self::$variant), )+
-                    _ => None,
-                }
-            }
-        }
-    };
-}
-
-outcomes! {
-    /// Access granted (and maybe bound, and counted).
-    Granted = "granted",
-    /// The access period is over; `expires_at` says when it ended.
-    AccessEnded = "access_ended",
-    RequestIdReused = "request_id_reused",
-    CodeRevoked = "code_revoked",
-    /// Raised by the trigger `auth_codes_refuse_expired`, from the bind.
-    CodeExpired = "code_expired",
-    CodeRequired = "code_required",
-    CodeBound = "code_bound",
-    WrongShare = "wrong_share",
-    NotAvailable = "not_available",
-    Paused = "paused",
-    NotOpenYet = "not_open_yet",
-    Closed = "closed",
-    ResourceNotFound = "resource_not_found",
-    AccountDisabled = "account_disabled",
-    SessionEnded = "session_ended",
-    LearnerSuspended = "learner_suspended",
-    OpenFromCoursePage = "open_from_course_page",
-    EmailNotVerified = "email_not_verified",
-    LearnerLimitReached = "learner_limit_reached",
-    QuotaExhausted = "quota_exhausted",
-}
-
-impl sqlx::Type<sqlx::Postgres> for Outcome {
-    fn type_info() -> sqlx::postgres::PgTypeInfo {
-        <&str as sqlx::Type<sqlx::Postgres>>::type_info()
-    }
-
-    fn compatible(ty: &sqlx::postgres::PgTypeInfo) -> bool {
-        <&str as sqlx::Type<sqlx::Postgres>>::compatible(ty)
-    }
-}
-
-impl<'r> sqlx::Decode<'r, sqlx::Postgres> for Outcome {
-    fn decode(value: sqlx::postgres::PgValueRef<'r>) -> Result<Self, sqlx::error::BoxDynError> {
-        let word = <&str as sqlx::Decode<sqlx::Postgres>>::decode(value)?;
-        Self::parse(word)
-            .ok_or_else(|| format!("settle_access answered an unknown outcome {word:?}").into())
-    }
-}
-
-/// A refused [`Outcome`] as the [`SettlementError`] it names (`at`: the
-/// row's `expires_at`, which says when an access period ended).
-fn refusal(outcome: Outcome, at: Option<time::OffsetDateTime>) -> SettlementError {
-    use crate::shares::Unavailability as U;
-    match outcome {
-        Outcome::Granted => SettlementError::Unexpected(anyhow::anyhow!(
-            "settle_access raised a grant as a refusal"
-        )),
-        Outcome::AccessEnded => match at {
-            Some(ended_at) => SettlementError::AccessEnded { ended_at },
-            None => SettlementError::Unexpected(anyhow::anyhow!(
-                "settle_access answered access_ended without its date"
-            )),
-        },
-        Outcome::RequestIdReused => SettlementError::RequestIdReused,
-        Outcome::CodeRevoked => SettlementError::CodeRevoked,
-        Outcome::CodeExpired => SettlementError::CodeExpired,
-        Outcome::CodeRequired => SettlementError::CodeRequired,
-        Outcome::CodeBound => SettlementError::CodeBound,
-        Outcome::WrongShare => SettlementError::WrongShare,
-        Outcome::NotAvailable => SettlementError::ShareUnavailable(U::NotAvailable),
-        Outcome::Paused => SettlementError::ShareUnavailable(U::Paused),
-        Outcome::NotOpenYet => SettlementError::ShareUnavailable(U::NotOpenYet),
-        Outcome::Closed => SettlementError::ShareUnavailable(U::Closed),
-        Outcome::ResourceNotFound => SettlementError::ResourceNotFound,
-        Outcome::AccountDisabled => SettlementError::AccountDisabled,
-        Outcome::SessionEnded => SettlementError::SessionEnded,
-        Outcome::LearnerSuspended => SettlementError::LearnerSuspended,
-        Outcome::OpenFromCoursePage => SettlementError::OpenFromCoursePage,
-        Outcome::EmailNotVerified => SettlementError::EmailNotVerified,
-        Outcome::LearnerLimitReached => SettlementError::LearnerLimitReached,
-        Outcome::QuotaExhausted => SettlementError::QuotaExhausted,
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    /// The words a PL/pgSQL text answers (`RETURN QUERY SELECT '…'`) or
-    /// raises (`RAISE EXCEPTION '…'`), but a fault a test injects.
-    fn words_of(sql: &str) -> Vec<&str> {
-        let mut words: Vec<&str> = sql
-            .split("RETURN QUERY SELECT '")
-            .skip(1)
-            .chain(sql.split("RAISE EXCEPTION '").skip(1))
-            .filter_map(|rest| rest.split('\'').next())
-            .filter(|word| !word.starts_with("injected fault"))
-            .collect();
-        words.sort_unstable();
-        words.dedup();
-        words
-    }
-
-    /// The function's own body: the file's other statements raise nothing.
-    fn body_of_settle_access() -> &'static str {
-        let file = include_str!("settle_access.sql");
-        let start = file
-            .find("CREATE FUNCTION settle_access(")
-            .expect("settle_access");
-        let body = &file[start..];
-        &body[..body.find("\n$$;").expect("the end of settle_access")]
-    }
-
-    /// Every word the function and the binding's trigger answer is an
-    /// [`Outcome`], and every `Outcome` is one of them: a word added to
-    /// the SQL alone, or a variant left behind, fails here.
-    #[test]
-    fn the_outcomes_are_exactly_the_words_settle_access_answers() {
-        let trigger = include_str!("../../../../migrations/20261203000001_code_expiry.sql");
-        let mut answered = words_of(body_of_settle_access());
-        answered.extend(words_of(trigger));
-        answered.sort_unstable();
-        answered.dedup();
-        let mut known: Vec<&str> = Outcome::ALL.iter().map(|o| o.as_str()).collect();
-        known.sort_unstable();
-        assert_eq!(answered, known);
-        for word in answered {
-            assert_eq!(Outcome::parse(word).map(Outcome::as_str), Some(word));
-        }
-    }
-
-    /// Every refusal maps to its error; only a bug is `Unexpected`.
-    #[test]
-    fn every_refusal_is_a_known_error() {
-        for &outcome in Outcome::ALL {
-            let mapped = refusal(outcome, Some(time::OffsetDateTime::now_utc()));
-            assert_eq!(
-                matches!(mapped, SettlementError::Unexpected(_)),
-                outcome == Outcome::Granted,
-                "{outcome:?} maps to {mapped:?}"
-            );
-        }
-        assert_eq!(Outcome::parse("nonsense"), None);
-        // An ended access says when it ended, or it is a bug.
-        assert!(matches!(
-            refusal(Outcome::AccessEnded, None),
-            SettlementError::Unexpected(_)
-        ));
-    }
-
     /// The migrations in the order they are applied, with their text (a
     /// link read through), and whether each is a link.
     fn migrations() -> Vec<(String, String, bool)> {
@@ -559,18 +382,5 @@ mod tests {
         let app = include_str!("transaction.rs");
         assert_eq!(arguments_of_the_call(app), 15);
         assert_eq!(arguments_of_the_call(bench), arguments_of_the_call(app));
-    }
-
-    /// The refusals the triggers on a binding raise (SQLSTATE AOREF) map
-    /// too: they reach the caller through `settle_access`'s bind.
-    #[test]
-    fn every_refusal_a_binding_trigger_raises_is_known() {
-        let migration = include_str!("../../../../migrations/20261203000001_code_expiry.sql");
-        let raised = words_of(migration);
-        assert_eq!(raised, ["code_expired"]);
-        assert!(matches!(
-            Outcome::parse("code_expired").map(|o| refusal(o, None)),
-            Some(SettlementError::CodeExpired)
-        ));
     }
 }
