@@ -69,6 +69,18 @@ fn created_response(body: String, replayed: bool) -> Response {
     response
 }
 
+/// The key a batch of codes is issued under: the caller's key within its
+/// login (`session`, `token:<id>`), so that two logins of one member (two
+/// tokens given to two shops) sending the same key are two requests, and
+/// neither ever hears the other's plain codes. Digested, so that it fits
+/// the 200 characters a batch's key may have whatever the login.
+pub fn batch_key(login: &str, key: &str) -> String {
+    use sha2::{Digest as _, Sha256};
+    let digest = Sha256::digest(key.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{login}:{hex}")
+}
+
 /// Runs `create` once per key: `201` with its answer, the first time and
 /// on every retry while the answer is held. `login` names who sent it (an
 /// API token, or the session: keys of different logins never meet);

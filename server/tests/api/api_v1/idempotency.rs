@@ -407,3 +407,67 @@ async fn issuing_a_batch_is_idempotent_per_key(pool: PgPool) {
         (409, "batch_already_issued".into())
     );
 }
+
+/// A key is one login's: two tokens of one member (given to two shops, say)
+/// that happen to send the same `Idempotency-Key` are two requests. The
+/// second issues a batch of its own; it never hears the first's plain
+/// codes. The session's key is a third login's. A retry by the first token
+/// still gets its own answer.
+#[sqlx::test(migrations = "../migrations")]
+async fn an_idempotency_key_never_crosses_logins(pool: PgPool) {
+    let app = spawn_app_with(pool, load_settings()).await;
+    let admin = admin(&app).await;
+    let course = course::course(&app, &admin, json!({})).await;
+    let shop_a = create_token(&app, &admin, &["read", "write"]).await;
+    let shop_b = create_token(&app, &admin, &["read", "write"]).await;
+    let path = format!("/api/v1/shares/{}/codes", course.share);
+    let body = json!({ "count": 2 });
+    let (status, _, first) = create(&app, &shop_a, &path, Some("order-1001"), body.clone()).await;
+    assert_eq!(status, 201, "{first}");
+    let (status, _, second) = create(&app, &shop_b, &path, Some("order-1001"), body.clone()).await;
+    assert_eq!(status, 201, "{second}");
+    assert_ne!(second["batch_id"], first["batch_id"], "a batch of its own");
+    let codes_of = |answer: &Value| -> Vec<String> {
+        answer["codes"]
+            .as_array()
+            .expect("codes")
+            .iter()
+            .map(|c| c["code"].as_str().expect("code").to_owned())
+            .collect()
+    };
+    for code in codes_of(&second) {
+        assert!(!codes_of(&first).contains(&code), "another login's code");
+    }
+    let by_session = admin
+        .client
+        .post(format!("{}{path}", app.address))
+        .header("idempotency-key", "order-1001")
+        .json(&body)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(by_session.status(), 201);
+    let by_session: Value = by_session.json().await.expect("json");
+    assert_ne!(by_session["batch_id"], first["batch_id"]);
+    assert_ne!(by_session["batch_id"], second["batch_id"]);
+    let (status, _, again) = create(&app, &shop_a, &path, Some("order-1001"), body).await;
+    assert_eq!(status, 201);
+    assert_eq!(
+        again, first,
+        "a retry of the first login is answered as before"
+    );
+    assert_eq!(
+        count(&app, "SELECT count(*) FROM code_batches").await,
+        3,
+        "three logins, three batches"
+    );
+    // The other creates are keyed by login too (a share).
+    let shares = format!("/api/v1/tenants/{}/shares", admin.tenant);
+    let (a, _, share_a) =
+        create(&app, &shop_a, &shares, Some("s-1"), json!({ "title": "A" })).await;
+    let (b, replayed, share_b) =
+        create(&app, &shop_b, &shares, Some("s-1"), json!({ "title": "A" })).await;
+    assert_eq!((a, b), (StatusCode::CREATED, StatusCode::CREATED));
+    assert_eq!(replayed, None, "not another login's answer");
+    assert_ne!(share_a["id"], share_b["id"]);
+}

@@ -21,7 +21,7 @@ use super::{Caller, member_of_code, member_of_share, member_of_tenant, parse_id}
 use crate::problem::{ApiError, rejection};
 use crate::{
     routes::api::{
-        idempotency::{create_once, key_of},
+        idempotency::{batch_key, create_once, key_of},
         schema::{
             CodeChanged, CodePage, ErrorBody, ExpiryBody, FoundCode, IssuedBatch, IssuedCode,
         },
@@ -44,7 +44,7 @@ pub struct IssueBody {
 #[utoipa::path(post, path = "/api/v1/shares/{share_id}/codes", tag = "admin",
     params(
         ("share_id" = Uuid, Path, description = "The share"),
-        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key issues nothing new and answers the original batch, codes included, for 15 minutes")
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key from the same login (token or session) issues nothing new and answers the original batch, codes included, for 15 minutes")
     ),
     request_body = IssueBody,
     responses(
@@ -77,6 +77,8 @@ pub async fn issue_codes(
             Some(engine::settlement::RequestId::parse(value)?)
         }
     };
+    // A key is one login's (`idempotency::batch_key`).
+    let key = key.map(|key| batch_key(&caller.login(), key.as_str()));
     let batch = service::issuing::issue_for_api(
         &state.services,
         &admin,
@@ -84,7 +86,7 @@ pub async fn issue_codes(
         body.count,
         body.label.as_deref().unwrap_or(""),
         expires_at,
-        key.as_ref().map(engine::settlement::RequestId::as_str),
+        key.as_deref(),
     )
     .await?;
     let codes: Vec<_> = batch
