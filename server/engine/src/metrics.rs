@@ -20,6 +20,7 @@ pub const SETTLEMENTS: &str = "admitone_settlements_total";
 pub const SETTLEMENT_TRANSACTION: &str = "admitone_settlement_transaction_seconds";
 pub const IDEMPOTENT_REPLAYS: &str = "admitone_idempotent_replays_total";
 pub const THROTTLED: &str = "admitone_throttled_total";
+pub const SIGNALS: &str = "admitone_signals_total";
 pub const LEAK_SIGNALS: &str = "admitone_bound_code_attempts_total";
 pub const OUTBOX_BACKLOG: &str = "admitone_outbox_backlog";
 pub const WEBHOOK_DELIVERIES: &str = "admitone_webhook_deliveries_total";
@@ -62,6 +63,10 @@ pub fn describe() {
         "Retries answered from an earlier committed attempt."
     );
     describe_counter!(THROTTLED, "Attempts refused by a rate limit, by scope.");
+    describe_counter!(
+        SIGNALS,
+        "Windows in which a counted signal (wrong codes for one course) reached its limit, by scope."
+    );
     describe_counter!(PANICS, "Requests whose handler panicked (answered 500).");
     describe_counter!(
         TIMEOUTS,
@@ -141,6 +146,11 @@ pub fn settlement_transaction(took: Duration) {
 /// An attempt refused by the rate limit of `scope`.
 pub fn throttled(scope: &'static str) {
     counter!(THROTTLED, "scope" => scope).increment(1);
+}
+
+/// A counted signal reached its limit in its window (once per window).
+pub fn signal_raised(scope: &'static str) {
+    counter!(SIGNALS, "scope" => scope).increment(1);
 }
 
 /// A request's handler panicked (it was answered 500).

@@ -196,8 +196,10 @@ pub enum CodeEntered {
 
 /// Phases 1+2: checks a typed code for this learner and keeps it pending in
 /// the session. Binds nothing. A typo is refused by the check symbol before
-/// any attempt is counted; well-formed codes count per account, per IP and
-/// per share.
+/// any attempt is counted; well-formed codes count per account and per IP
+/// (refused past their limits). A code the share does not have also counts
+/// for the share, as a signal only ([`throttle::note`]): a flood of wrong
+/// codes from many accounts never keeps a learner with a right one out.
 #[tracing::instrument(name = "enter_code", skip_all, fields(share = %share.id))]
 pub async fn enter_code(
     services: &Services,
@@ -223,13 +225,6 @@ pub async fn enter_code(
         policy.code_per_ip,
     )
     .await?;
-    throttle::hit(
-        services,
-        ThrottleScope::CodeShare,
-        &share.id.to_string(),
-        policy.code_per_share,
-    )
-    .await?;
     let validated = settlement::validate(
         &services.pool,
         &services.keyring,
@@ -237,7 +232,17 @@ pub async fn enter_code(
         principal.id,
         &code,
     )
-    .await?;
+    .await;
+    if let Err(SettlementError::InvalidCode | SettlementError::WrongShare) = &validated {
+        throttle::note(
+            services,
+            ThrottleScope::CodeShare,
+            &share.id.to_string(),
+            policy.code_per_share,
+        )
+        .await;
+    }
+    let validated = validated?;
     let code_id = match validated {
         Validated::AlreadyYours(_) => return Ok(CodeEntered::AlreadyBound),
         Validated::Usable(code_id) => code_id,

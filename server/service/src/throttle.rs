@@ -41,3 +41,29 @@ pub async fn hit(
         }
     }
 }
+
+/// Counts one event of `scope` by `subject` as a signal, never a refusal:
+/// when a window reaches `limit`, the operator hears it once (a metric and
+/// a log line naming the subject). A store that cannot count loses the
+/// signal, never the request.
+pub async fn note(services: &Services, scope: ThrottleScope, subject: &str, limit: Limit) {
+    let key = services.redis.keys().throttle(scope, subject);
+    match services.throttle.hit(&services.redis, &key, limit).await {
+        Ok(Decision::Allowed { count }) if count == limit.max => {
+            engine::metrics::signal_raised(scope.as_str());
+            tracing::warn!(
+                scope = scope.as_str(),
+                subject,
+                limit = limit.max,
+                "a signal reached its limit in this window"
+            );
+        }
+        Ok(_) => {}
+        Err(error) => {
+            tracing::warn!(
+                error = format!("{error:#}"),
+                "a signal could not be counted"
+            );
+        }
+    }
+}

@@ -109,7 +109,9 @@ pub struct ThrottleSettings {
     pub code_per_account: u32,
     /// Code entry attempts per client IP per window.
     pub code_per_ip: u32,
-    /// Code entry attempts per share per window (all learners together).
+    /// Wrong codes per share per window (all learners together) before the
+    /// operator hears of it (`admitone_signals_total`): a signal, never a
+    /// refusal (a course-wide refusal would let strangers lock a course).
     pub code_per_share: u32,
     /// "Forgot password" requests per email address per window.
     pub reset_per_email: u32,
