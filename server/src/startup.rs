@@ -180,7 +180,7 @@ impl Application {
         };
         Ok(Self {
             listener,
-            router: router(state),
+            router: router(state, local.port()),
             port: local.port(),
             grace,
             drain,
@@ -239,7 +239,7 @@ impl Application {
 
 /// The whole router: health endpoints, Leptos pages and server functions,
 /// static files, request ids and tracing.
-pub fn router(state: ServerState) -> Router {
+pub fn router(state: ServerState, port: u16) -> Router {
     crate::telemetry::init_executor();
     let routes = page_routes();
     let services = state.services.clone();
@@ -267,8 +267,13 @@ pub fn router(state: ServerState) -> Router {
         https: settings.server.public_url.starts_with("https://"),
     };
     let request_timeout = std::time::Duration::from_secs(settings.server.request_timeout_secs);
+    let hosts = crate::middleware::hosts::Hosts::new(
+        &settings.public_origin(),
+        &settings.server.allowed_hosts,
+        port,
+    );
     let same_origin = csrf::SameOrigin {
-        public_origin: Arc::from(settings.public_origin()),
+        origins: hosts.origins().into(),
     };
     let mut router = crate::assets::mount(
         Router::new(),
@@ -380,6 +385,11 @@ pub fn router(state: ServerState) -> Router {
                 .layer(axum::middleware::from_fn_with_state(
                     request_timeout,
                     crate::middleware::deadline::deadline,
+                ))
+                // Only the server's own names, before any route or session.
+                .layer(axum::middleware::from_fn_with_state(
+                    hosts,
+                    crate::middleware::hosts::known_host,
                 ))
                 .layer(axum::middleware::from_fn_with_state(
                     same_origin,

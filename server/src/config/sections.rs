@@ -76,6 +76,10 @@ pub struct ServerSettings {
     /// The address people use; its origin is accepted for state-changing
     /// requests, and `https` makes session cookies `Secure`.
     pub public_url: String,
+    /// Other names the server answers for (`host` or `host:port`), besides
+    /// `public_url`'s and its loopback names on its port: a request naming
+    /// any other `Host` is refused (DNS rebinding; `middleware::hosts`).
+    pub allowed_hosts: Vec<String>,
     /// How many reverse proxies in front of the server append the address
     /// they saw to `X-Forwarded-For`. The client IP (for throttling) is the
     /// Nth address from the right across every `X-Forwarded-For` line, in
@@ -246,6 +250,7 @@ impl Default for ServerSettings {
             request_timeout_secs: 60,
             drain_secs: None,
             public_url: "http://127.0.0.1:3000".into(),
+            allowed_hosts: Vec::new(),
             trusted_proxy_hops: 0,
             trust_forwarded_for: None,
         }

@@ -127,6 +127,17 @@ impl Settings {
                 message: "must start with http:// or https://".into(),
             });
         }
+        if let Some(bad) = self
+            .server
+            .allowed_hosts
+            .iter()
+            .find(|host| host.trim().is_empty() || host.contains(['/', '@', ' ', '?', '#']))
+        {
+            return Err(ConfigError::Invalid {
+                key: "server.allowed_hosts",
+                message: format!("{bad:?} is not a host or host:port (no scheme, no path)"),
+            });
+        }
         self.validate_secrets()
     }
 

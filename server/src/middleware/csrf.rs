@@ -5,8 +5,10 @@
 //!    cross-site POSTs at all;
 //! 2. this middleware refuses any state-changing request (every method but
 //!    GET/HEAD/OPTIONS/TRACE) whose `Origin` (or, failing that, `Referer`)
-//!    is not this site: the configured public origin or the origin of the
-//!    request's own `Host`.
+//!    is not this site: one of the server's own origins
+//!    ([`super::hosts::Hosts::origins`]: the public origin, the hosts an
+//!    operator allows, the loopback names), never whatever a request's
+//!    `Host` claims (a rebound name would make any page "this site").
 //!
 //! Browsers always send `Origin` on cross-origin POSTs (and on same-origin
 //! ones too, in current Chromium and Firefox), so a forged request from
@@ -26,10 +28,10 @@ use engine::outcome::ErrorKind;
 
 use crate::problem::ApiError;
 
-/// The origins accepted besides the request's own host.
+/// The origins a state-changing request may come from (lower case).
 #[derive(Clone, Debug)]
 pub struct SameOrigin {
-    pub public_origin: Arc<str>,
+    pub origins: Arc<[String]>,
 }
 
 pub async fn same_origin(
@@ -69,15 +71,8 @@ fn origin_allowed(policy: &SameOrigin, headers: &HeaderMap) -> bool {
         },
     };
     let Some(claimed) = claimed else { return false };
-    if claimed.eq_ignore_ascii_case(&policy.public_origin) {
-        return true;
-    }
-    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
-        return false;
-    };
-    ["http://", "https://"]
-        .iter()
-        .any(|scheme| claimed.eq_ignore_ascii_case(&format!("{scheme}{host}")))
+    let claimed = claimed.to_ascii_lowercase();
+    policy.origins.iter().any(|origin| *origin == claimed)
 }
 
 /// `scheme://authority` of a URL, if it has one.
@@ -93,8 +88,9 @@ mod tests {
     use axum::http::HeaderValue;
 
     fn policy() -> SameOrigin {
+        let hosts = super::super::hosts::Hosts::new("https://courses.example.com", &[], 3000);
         SameOrigin {
-            public_origin: Arc::from("https://courses.example.com"),
+            origins: hosts.origins().into(),
         }
     }
 
@@ -151,6 +147,11 @@ mod tests {
                 (header::HOST, "127.0.0.1:3000"),
             ]),
             headers(&[(header::ORIGIN, "https://evil.example")]),
+            // The host a rebound page names: never an origin of its own.
+            headers(&[
+                (header::ORIGIN, "http://rebind.example:3000"),
+                (header::HOST, "rebind.example:3000"),
+            ]),
         ] {
             assert!(!origin_allowed(&p, &h), "{h:?} must be refused");
         }

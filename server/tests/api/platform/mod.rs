@@ -8,6 +8,7 @@ mod authorisation;
 mod bootstrap;
 mod headers;
 mod health;
+mod hosts;
 mod logs;
 mod mail_relay;
 mod pages;
