@@ -72,7 +72,7 @@ fn origin_allowed(policy: &SameOrigin, headers: &HeaderMap) -> bool {
     };
     let Some(claimed) = claimed else { return false };
     let claimed = claimed.to_ascii_lowercase();
-    policy.origins.iter().any(|origin| *origin == claimed)
+    policy.origins.contains(&claimed)
 }
 
 /// `scheme://authority` of a URL, if it has one.

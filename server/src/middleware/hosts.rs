@@ -69,7 +69,7 @@ impl Hosts {
     /// Whether `host` (a `Host` header) names this server.
     pub fn knows(&self, host: &str) -> bool {
         let host = normalise(host);
-        self.authorities.iter().any(|known| *known == host)
+        self.authorities.contains(&host)
     }
 
     /// The origins a state-changing request may come from: the public
