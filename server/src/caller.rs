@@ -22,7 +22,7 @@ pub(crate) fn parse_id(raw: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(raw).map_err(|_| ApiError::not_found())
 }
 
-/// Who calls an admin endpoint: a browser with an admin's session, or an
+/// Who calls a console endpoint: a browser with a member's session, or an
 /// integration with an API token (`Authorization: Bearer a1t_…`).
 pub enum Caller {
     Session(Session),

@@ -1,6 +1,6 @@
 //! The maps stay true: each crate's `lib.rs` names every module it
-//! declares, every path `docs/ARCHITECTURE.md` names exists, and every
-//! link between the documents leads somewhere. A map that drifted (a
+//! declares, every path the documents and the code's comments name
+//! exists, and every link between the documents leads somewhere. A map that drifted (a
 //! module added and not listed, a file moved and still named) fails here,
 //! not in a newcomer's afternoon.
 
@@ -112,7 +112,8 @@ fn named_paths(markdown: &str) -> Vec<String> {
                 continue;
             }
             let path = piece.split("::").next().unwrap_or(piece).trim();
-            if tops.iter().any(|top| path.starts_with(top)) && !path.contains(['*', '…', '{', ' '])
+            if tops.iter().any(|top| path.starts_with(top))
+                && !path.contains(['*', '…', '{', ' ', '<'])
             {
                 paths.push(path.trim_end_matches(':').to_owned());
             }
@@ -133,6 +134,68 @@ fn every_path_the_architecture_names_exists() {
     assert!(
         gone.is_empty(),
         "docs/ARCHITECTURE.md names what is not there: {gone:#?}"
+    );
+}
+
+/// The same for every other document: a path named anywhere in the docs
+/// is there.
+#[test]
+fn every_path_the_documents_name_exists() {
+    let mut gone = Vec::new();
+    for document in documents() {
+        let text = fs::read_to_string(&document).expect("a document");
+        for path in named_paths(&text) {
+            if !root().join(&path).exists() {
+                gone.push(format!("{}: {path}", document.display()));
+            }
+        }
+    }
+    assert!(
+        gone.is_empty(),
+        "documents name what is not there:\n{}",
+        gone.join("\n")
+    );
+}
+
+/// Every `.rs` file below `dir` (not `target`).
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).expect("a folder") {
+        let path = entry.expect("an entry").path();
+        if path.is_dir() && path.file_name().is_some_and(|n| n != "target") {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// A repository path a code comment names (`//` or `//!`, in backticks)
+/// is there too: the comments are maps of their own.
+#[test]
+fn every_path_a_code_comment_names_exists() {
+    let mut files = Vec::new();
+    for dir in ["app", "server", "frontend"] {
+        sources(&root().join(dir), &mut files);
+    }
+    assert!(files.len() > 200, "few sources read: {}", files.len());
+    let mut gone = Vec::new();
+    for file in files {
+        let text = fs::read_to_string(&file).expect("a source");
+        let comments: String = text
+            .lines()
+            .filter_map(|line| line.find("//").map(|at| &line[at..]))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for path in named_paths(&comments) {
+            if !root().join(&path).exists() {
+                gone.push(format!("{}: {path}", file.display()));
+            }
+        }
+    }
+    assert!(
+        gone.is_empty(),
+        "code comments name what is not there:\n{}",
+        gone.join("\n")
     );
 }
 

@@ -1,7 +1,7 @@
 //! A share's editor (`/admin/t/{tenant}/s/{share}`, the page in
 //! `pages/console/share.rs`): creating a share, its settings, its resources
 //! (rename, reorder, remove; uploads are a plain HTTP route in
-//! `server/src/routes/console.rs`) and the batches it lists.
+//! `server/src/routes/console/mod.rs`) and the batches it lists.
 
 #[cfg(feature = "ssr")]
 use crate::i18n::Msg;

@@ -333,7 +333,7 @@ impl From<service::ServiceError> for AppError {
             },
             E::Team(error) => Self::outcome(error),
             E::Tenant(error) => Self::outcome(error),
-            E::Learner(error) => Self::outcome(error),
+            E::Suspension(error) => Self::outcome(error),
             E::Transfer(error) => Self::outcome(error),
             E::Account(error) => Self::outcome(error),
             E::Settlement(error) => crate::learner::settlement_error(error),

@@ -18,7 +18,7 @@ use engine::{
     settlement::SettlementError,
     shares::ShareError,
     storage::StorageError,
-    suspension::LearnerError,
+    suspension::SuspensionError,
     team::TeamError,
     tenants::TenantError,
     tokens::TokenError,
@@ -358,7 +358,7 @@ impl Localized for TransferError {
     }
 }
 
-impl Localized for LearnerError {
+impl Localized for SuspensionError {
     fn localized(&self, lang: Lang) -> Option<String> {
         let msg = match self {
             Self::NotFound => ErrorMsg::LearnerNotFound,
@@ -410,7 +410,7 @@ impl Localized for service::ServiceError {
             E::VerifyEmailFirst => M::ServiceVerifyEmailFirst,
             E::Team(e) => return e.localized(lang),
             E::Tenant(e) => return e.localized(lang),
-            E::Learner(e) => return e.localized(lang),
+            E::Suspension(e) => return e.localized(lang),
             E::Transfer(e) => return e.localized(lang),
             E::Settlement(e) => return e.localized(lang),
             E::Share(e) => return e.localized(lang),

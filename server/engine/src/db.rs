@@ -192,6 +192,61 @@ pub fn is_transient(error: &anyhow::Error) -> bool {
 mod tests {
     use sqlx::{Connection as _, PgConnection, postgres::PgConnectOptions};
 
+    /// A migration a database has applied never changes (sqlx refuses to
+    /// start on it): `migrations/checksums` records each file's SHA-256 as
+    /// it landed (`sha256sum` output), and every migration, read through a
+    /// link (`20261209000002_settle_access.sql`), must still match it. An
+    /// edit to `settle_access.sql` without freezing the migration that
+    /// links to it first (`migrations/README.md`) fails here, not in a
+    /// deploy.
+    #[test]
+    fn an_applied_migration_never_changes() {
+        use sha2::{Digest as _, Sha256};
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations");
+        let recorded =
+            std::fs::read_to_string(dir.join("checksums")).expect("migrations/checksums");
+        let recorded: std::collections::BTreeMap<&str, &str> = recorded
+            .lines()
+            .filter_map(|line| line.split_once("  "))
+            .map(|(digest, name)| (name, digest))
+            .collect();
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .expect("the migrations")
+            .map(|entry| {
+                entry
+                    .expect("a migration")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .filter(|name| name.ends_with(".sql"))
+            .collect();
+        files.sort();
+        assert_eq!(
+            files,
+            recorded
+                .keys()
+                .map(|name| (*name).to_owned())
+                .collect::<Vec<_>>(),
+            "every migration is recorded in migrations/checksums, and only those: \
+             append a new one with `cd migrations && sha256sum <file> >> checksums`"
+        );
+        for name in files {
+            let text = std::fs::read(dir.join(&name)).expect("a migration");
+            let digest: String = Sha256::digest(&text)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            assert_eq!(
+                digest,
+                recorded[name.as_str()],
+                "{name} changed after it was recorded: a database that applied it refuses \
+                 to start. Put it back; change the schema with a new migration \
+                 (migrations/README.md)"
+            );
+        }
+    }
+
     use super::*;
 
     /// One pooled connection; returns the pool and its backend's pid.

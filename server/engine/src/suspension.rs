@@ -17,7 +17,7 @@ use sqlx::PgPool;
 use crate::audit;
 
 #[derive(Debug, thiserror::Error)]
-pub enum LearnerError {
+pub enum SuspensionError {
     /// Not a learner of this tenant (no code of its courses is bound to
     /// them, and they never opened one).
     #[error("no such learner")]
@@ -34,7 +34,7 @@ pub async fn set_suspended(
     actor: AccountId,
     learner: AccountId,
     suspended: bool,
-) -> Result<(), LearnerError> {
+) -> Result<(), SuspensionError> {
     let mut tx = pool.begin().await.context("starting a transaction")?;
     let known = sqlx::query_scalar!(
         r#"SELECT EXISTS (
@@ -51,7 +51,7 @@ pub async fn set_suspended(
     .await
     .context("finding the learner")?;
     if !known {
-        return Err(LearnerError::NotFound);
+        return Err(SuspensionError::NotFound);
     }
     let changed = if suspended {
         sqlx::query!(

@@ -2,7 +2,7 @@
 //! column, or a `CASE` that computes one) and on the wire: the word is
 //! spelled once per variant, and `as_str`, `parse`, `ALL` and the serde,
 //! sqlx and utoipa spellings all come from that one place. The migrations'
-//! `CHECK`s must list the same words: `server/tests/api/vocabulary.rs`
+//! `CHECK`s must list the same words: `server/tests/api/platform/vocabulary.rs`
 //! compares them.
 
 /// `text_enum! { /// doc  pub enum Name (InvalidName: "message") { /// doc  Variant = "word", … } }`

@@ -7,7 +7,7 @@
 //! for a person: `Display` is English for logs and the JSON API, the pages
 //! translate each variant (`app::i18n::errors`), and both adapters take the
 //! status from the kind, so they agree (tested in
-//! `server/src/routes/api/error/tests.rs`).
+//! `server/src/problem/tests.rs`).
 
 use engine::{
     accounts::AccountError,
@@ -20,7 +20,7 @@ use engine::{
     resources::ResourceError,
     settlement::SettlementError,
     shares::ShareError,
-    suspension::LearnerError,
+    suspension::SuspensionError,
     team::TeamError,
     tenants::TenantError,
     transfers::TransferError,
@@ -95,7 +95,7 @@ pub enum ServiceError {
     #[error(transparent)]
     Tenant(#[from] TenantError),
     #[error(transparent)]
-    Learner(#[from] LearnerError),
+    Suspension(#[from] SuspensionError),
     #[error(transparent)]
     Transfer(#[from] TransferError),
     #[error(transparent)]
@@ -151,7 +151,7 @@ impl Outcome for ServiceError {
             Self::SignupClosed | Self::VerifyEmailFirst => ErrorKind::Forbidden,
             Self::Team(e) => e.kind(),
             Self::Tenant(e) => e.kind(),
-            Self::Learner(e) => e.kind(),
+            Self::Suspension(e) => e.kind(),
             Self::Transfer(e) => e.kind(),
             Self::Account(e) => e.kind(),
             Self::Settlement(e) => e.kind(),
@@ -183,7 +183,7 @@ impl Outcome for ServiceError {
             Self::VerifyEmailFirst => "email_not_verified",
             Self::Team(e) => e.code(),
             Self::Tenant(e) => e.code(),
-            Self::Learner(e) => e.code(),
+            Self::Suspension(e) => e.code(),
             Self::Transfer(e) => e.code(),
             Self::Account(e) => e.code(),
             Self::Settlement(e) => e.code(),
@@ -207,7 +207,7 @@ impl Outcome for ServiceError {
             Self::InvalidRole => Some("role"),
             Self::Team(e) => e.field(),
             Self::Tenant(e) => e.field(),
-            Self::Learner(e) => e.field(),
+            Self::Suspension(e) => e.field(),
             Self::Transfer(e) => e.field(),
             Self::Account(e) => e.field(),
             Self::Settlement(e) => e.field(),
@@ -242,7 +242,7 @@ impl Outcome for ServiceError {
             Self::InvalidNewPassword(e) => e.unexpected(),
             Self::Team(e) => e.unexpected(),
             Self::Tenant(e) => e.unexpected(),
-            Self::Learner(e) => e.unexpected(),
+            Self::Suspension(e) => e.unexpected(),
             Self::Transfer(e) => e.unexpected(),
             Self::Unauthenticated
             | Self::Forbidden

@@ -68,16 +68,6 @@ impl Settings {
         let file = file
             .map(Path::to_path_buf)
             .or_else(|| std::env::var_os("APP_CONFIG").map(Into::into));
-        let mut builder = config::Config::builder();
-        if let Some(file) = &file {
-            builder = builder.add_source(config::File::from(file.as_path()).required(true));
-        }
-        let mut env = config::Environment::with_prefix("APP")
-            .prefix_separator("_")
-            .separator("__")
-            .try_parsing(true);
-        // APP_CONFIG names the file; it is not a setting.
-        env = env.ignore_empty(true);
         let mut vars: std::collections::HashMap<String, String> = std::env::vars()
             .filter(|(k, _)| k.starts_with("APP_") && k != "APP_CONFIG")
             .collect();
@@ -89,7 +79,28 @@ impl Settings {
                 vars.insert(ours.into(), url);
             }
         }
-        env = env.source(Some(vars));
+        Self::load_from(file.as_deref(), vars)
+    }
+
+    /// [`Settings::load`] from a given environment (`APP_…` variables;
+    /// tests pass their own).
+    fn load_from(
+        file: Option<&Path>,
+        vars: std::collections::HashMap<String, String>,
+    ) -> Result<Self, ConfigError> {
+        let mut builder = config::Config::builder();
+        if let Some(file) = file {
+            builder = builder.add_source(config::File::from(file).required(true));
+        }
+        let env = config::Environment::with_prefix("APP")
+            .prefix_separator("_")
+            .separator("__")
+            .try_parsing(true)
+            // A list in one variable: `APP_SERVER__ALLOWED_HOSTS=a:3000,b`.
+            .list_separator(",")
+            .with_list_parse_key("server.allowed_hosts")
+            .ignore_empty(true)
+            .source(Some(vars));
         let settings: Settings = builder
             .add_source(env)
             .build()
@@ -167,6 +178,37 @@ mod tests {
         s.mail.smtp_url = None;
         s.server.environment = super::sections::Environment::Production;
         assert!(!s.dev_mailbox(), "production");
+    }
+
+    #[test]
+    fn the_allowed_hosts_are_a_list_in_one_variable_and_bad_ones_are_refused() {
+        let vars = |value: &str| {
+            std::collections::HashMap::from([(
+                "APP_SERVER__ALLOWED_HOSTS".to_owned(),
+                value.to_owned(),
+            )])
+        };
+        let settings =
+            Settings::load_from(None, vars("admitone.internal:3000,courses.example.org"))
+                .expect("settings");
+        assert_eq!(
+            settings.server.allowed_hosts,
+            ["admitone.internal:3000", "courses.example.org"]
+        );
+        assert!(
+            Settings::load_from(None, Default::default())
+                .expect("settings")
+                .server
+                .allowed_hosts
+                .is_empty()
+        );
+        assert!(matches!(
+            Settings::load_from(None, vars("https://courses.example.org/")),
+            Err(super::ConfigError::Invalid {
+                key: "server.allowed_hosts",
+                ..
+            })
+        ));
     }
 
     #[test]

@@ -128,7 +128,7 @@ pub async fn known_host(State(hosts): State<Hosts>, request: Request, next: Next
     ApiError::new(
         ErrorKind::Malformed,
         "unknown_host",
-        "This server does not answer for that name.",
+        "This server does not answer for that name (its names: server.public_url, server.allowed_hosts).",
     )
     .into_response()
 }

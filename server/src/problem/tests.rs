@@ -120,7 +120,7 @@ fn service_errors() -> Vec<ServiceError> {
         E::VerifyEmailFirst,
         E::Team(TeamError::LastOwner),
         E::Tenant(TenantError::SlugTaken),
-        E::Learner(LearnerError::NotFound),
+        E::Suspension(SuspensionError::NotFound),
         E::Transfer(TransferError::TargetHasCode),
     ];
     covers(&all, 27, |e| match e {
@@ -145,7 +145,7 @@ fn service_errors() -> Vec<ServiceError> {
         E::VerifyEmailFirst => 18,
         E::Team(_) => 19,
         E::Tenant(_) => 20,
-        E::Learner(_) => 21,
+        E::Suspension(_) => 21,
         E::Transfer(_) => 22,
         E::Resource(_) => 23,
         E::Batch(_) => 24,
@@ -204,7 +204,7 @@ fn console_and_account_errors_get_one_status_from_both_adapters() {
     agree(token_errors, AppError::outcome);
     agree(webhook_errors, AppError::outcome);
     agree(team_errors, AppError::outcome);
-    agree(learner_errors, AppError::outcome);
+    agree(suspension_errors, AppError::outcome);
     agree(transfer_errors, AppError::outcome);
     agree(code_format_errors, |e| {
         AppError::from(ServiceError::Format(e))

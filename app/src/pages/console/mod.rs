@@ -18,8 +18,6 @@ pub mod transfers;
 mod upload;
 pub mod webhooks;
 
-/// The upload form's refusals, also worded by the plain form's route
-/// (the module itself is private: only the share page uses the widget).
 use crate::i18n::Msg;
 use leptos::prelude::*;
 use leptos_meta::Title;

@@ -292,3 +292,46 @@ impl Outcome for StorageError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What an adapter serves for an error: kind, code, field and the
+    /// English message.
+    fn answer(
+        error: &(impl Outcome + std::fmt::Display),
+    ) -> (ErrorKind, &'static str, Option<&'static str>, String) {
+        (error.kind(), error.code(), error.field(), error.to_string())
+    }
+
+    /// A refusal several of a course's errors share answers the same in
+    /// each: "no such share" from a batch is "no such share" from a code.
+    #[test]
+    fn a_shared_refusal_answers_the_same_in_every_error() {
+        let not_found = answer(&ShareError::ShareNotFound);
+        for other in [
+            answer(&ResourceError::ShareNotFound),
+            answer(&BatchError::ShareNotFound),
+            answer(&CodeError::ShareNotFound),
+            answer(&ImportError::ShareNotFound),
+        ] {
+            assert_eq!(other, not_found);
+        }
+        let expiry = answer(&BatchError::InvalidExpiry);
+        assert_eq!(answer(&CodeError::InvalidExpiry), expiry);
+        assert_eq!(answer(&ImportError::InvalidExpiry), expiry);
+        assert_eq!(
+            answer(&ImportError::InvalidLabel),
+            answer(&BatchError::InvalidLabel)
+        );
+        assert_eq!(
+            answer(&ResourceError::InvalidTitle),
+            answer(&ShareError::InvalidTitle)
+        );
+        assert_eq!(
+            answer(&CodeError::CodeNotFound),
+            answer(&BatchError::CodeNotFound)
+        );
+    }
+}

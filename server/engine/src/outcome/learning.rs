@@ -3,7 +3,7 @@
 
 use super::{ErrorKind, INVALID_INPUT, Outcome};
 use crate::{
-    codes::CodeFormatError, settlement::SettlementError, suspension::LearnerError,
+    codes::CodeFormatError, settlement::SettlementError, suspension::SuspensionError,
     transfers::TransferError,
 };
 
@@ -133,7 +133,7 @@ impl Outcome for TransferError {
     }
 }
 
-impl Outcome for LearnerError {
+impl Outcome for SuspensionError {
     fn kind(&self) -> ErrorKind {
         match self {
             Self::NotFound => ErrorKind::NotFound,

@@ -62,8 +62,8 @@ use crate::{
     shares::{Share, ShareStatus},
 };
 
+mod answer;
 pub mod options;
-mod outcome;
 pub mod patience;
 mod settler;
 mod transaction;

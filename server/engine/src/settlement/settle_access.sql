@@ -16,7 +16,7 @@
 -- session's epoch.
 --
 -- Returns one row. `outcome` is 'granted' or why not (a word of
--- `Outcome` in `transaction.rs`); for a grant, the code, whether this call
+-- `Answer` in `answer.rs`); for a grant, the code, whether this call
 -- bound it (`bound_now`), counted a new access (`counted`) or answered a
 -- retry from its first record (`replayed`), the grant's end (`expires_at`;
 -- for 'access_ended', when the access period ended), and the learner's
@@ -383,6 +383,3 @@ BEGIN
                                             v_share.access_days);
 END;
 $$;
-
--- The previous release's form (14 arguments, no session epoch), for its
-

@@ -18,7 +18,7 @@
 //! the learner's receipt in the mail outbox.
 //!
 //! This file maps its answers: an outcome row (its word read as an
-//! `Outcome`, `outcome.rs`, with the learner's binding on a grant), a refusal raised
+//! `Answer`, `answer.rs`, with the learner's binding on a grant), a refusal raised
 //! after a write (SQLSTATE `AOREF`, so that the write is rolled back), a unique
 //! violation (a concurrent attempt won: [`Settler::run_transaction`] starts
 //! over, reading the final state afresh). The concurrency suite's
@@ -31,8 +31,8 @@ use uuid::Uuid;
 
 use super::{
     BindingView, Counting, Grant, SettlementError, SettlementRequest, Settler,
+    answer::{Answer, refusal},
     options::FaultPoint,
-    outcome::{Outcome, refusal},
 };
 
 /// Why one transaction attempt must start over.
@@ -150,7 +150,7 @@ impl Settler {
             Some(FaultPoint::AfterCommit) | None => None,
         };
         let settled = sqlx::query!(
-            r#"SELECT outcome AS "outcome!: Outcome", code_id, bound_now AS "bound_now!", counted AS "counted!",
+            r#"SELECT outcome AS "outcome!: Answer", code_id, bound_now AS "bound_now!", counted AS "counted!",
                       replayed AS "replayed!", tried_bind AS "tried_bind!", expires_at,
                       hint, bound_at, access_count, access_ends
                FROM settle_access($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"#,
@@ -180,7 +180,7 @@ impl Settler {
             self.count(|p| &p.bind_attempts);
         }
         match settled.outcome {
-            Outcome::Granted => {
+            Answer::Granted => {
                 let (
                     Some(code_id),
                     Some(expires_at),
@@ -226,7 +226,7 @@ impl Settler {
             // binding moved to a new code while the call waited on the old
             // code's row (revoke and replace inserts the new row, which a
             // statement that started before it cannot see). Start over.
-            Outcome::CodeRequired if request.pending_code.is_none() => {
+            Answer::CodeRequired if request.pending_code.is_none() => {
                 let bound_now = sqlx::query_scalar!(
                     r#"SELECT EXISTS (SELECT 1 FROM auth_codes
                                       WHERE tenant_id = $1 AND share_id = $2 AND bound_principal = $3)
@@ -273,7 +273,7 @@ impl Settler {
                     if tried_bind {
                         self.count(|p| &p.bind_attempts);
                     }
-                    return Attempt::Failed(match Outcome::parse(db.message()) {
+                    return Attempt::Failed(match Answer::parse(db.message()) {
                         Some(outcome) => refusal(outcome, None),
                         None => SettlementError::Unexpected(anyhow::anyhow!(
                             "settle_access raised an unknown refusal {:?}",

@@ -121,7 +121,7 @@ async fn a_suspended_learner_opens_nothing_of_the_tenant_until_re_enabled(pool: 
     let stranger =
         suspension::set_suspended(&world.pool, world.tenant, world.admin, bob, true).await;
     assert!(
-        matches!(stranger, Err(suspension::LearnerError::NotFound)),
+        matches!(stranger, Err(suspension::SuspensionError::NotFound)),
         "{stranger:?}"
     );
     suspension::set_suspended(&world.pool, world.tenant, world.admin, ann, true)

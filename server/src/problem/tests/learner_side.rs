@@ -87,8 +87,8 @@ pub(super) fn account_errors() -> Vec<AccountError> {
     all
 }
 
-pub(super) fn learner_errors() -> Vec<LearnerError> {
-    use LearnerError as E;
+pub(super) fn suspension_errors() -> Vec<SuspensionError> {
+    use SuspensionError as E;
     let all = vec![E::NotFound, E::Unexpected(boom())];
     covers(&all, 2, |e| match e {
         E::NotFound => 0,

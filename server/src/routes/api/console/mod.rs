@@ -25,8 +25,9 @@ pub(super) mod resources;
 pub(super) mod shares;
 pub(super) mod transfers;
 
-// The handlers the router (`routes/api/mod.rs`) names, re-exported so `admin::create_share` etc. keep working. The OpenAPI
-// document (`schema.rs`) names them by their own module, where utoipa's
+// The handlers the router (`routes/api/mod.rs`) names, re-exported so
+// `console::create_share` etc. read short. The OpenAPI document
+// (`routes/api/schema/`) names them by their own module, where utoipa's
 // generated `__path_*` items live.
 pub use codes::{issue_codes, list_codes, revoke_code, unbind_code};
 pub use resources::upload_resource;

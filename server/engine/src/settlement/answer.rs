@@ -1,24 +1,24 @@
 //! What `settle_access` answers, as a type: the word in its `outcome`
 //! column (or the message of a refusal it raised after a write) read as
-//! an [`Outcome`], and each refusal as the [`SettlementError`] it names.
+//! an [`Answer`], and each refusal as the [`SettlementError`] it names.
 //! The words are spelled once, in the list below; the tests hold the list
 //! and `settle_access.sql` to each other, both ways.
 
 use super::SettlementError;
 
-/// Spells each [`Outcome`] once: the enum, its word and the reading of a
+/// Spells each [`Answer`] once: the enum, its word and the reading of a
 /// word all come from one list.
-macro_rules! outcomes {
+macro_rules! answers {
     ($( $(#[$doc:meta])* $variant:ident = $word:literal, )+) => {
         /// What `settle_access` answers: the word in its `outcome` column
         /// (or the message of a refusal it raised), read as a type. A word
         /// not here is a bug (the row does not decode), never a refusal.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub(super) enum Outcome {
+        pub(super) enum Answer {
             $( $(#[$doc])* $variant, )+
         }
 
-        impl Outcome {
+        impl Answer {
             /// Every outcome, in the order of the list.
             #[cfg(test)]
             const ALL: &'static [Self] = &[$(Self::$variant),+];
@@ -42,7 +42,7 @@ macro_rules! outcomes {
     };
 }
 
-outcomes! {
+answers! {
     /// Access granted (and maybe bound, and counted).
     Granted = "granted",
     /// The access period is over; `expires_at` says when it ended.
@@ -68,7 +68,7 @@ outcomes! {
     QuotaExhausted = "quota_exhausted",
 }
 
-impl sqlx::Type<sqlx::Postgres> for Outcome {
+impl sqlx::Type<sqlx::Postgres> for Answer {
     fn type_info() -> sqlx::postgres::PgTypeInfo {
         <&str as sqlx::Type<sqlx::Postgres>>::type_info()
     }
@@ -78,7 +78,7 @@ impl sqlx::Type<sqlx::Postgres> for Outcome {
     }
 }
 
-impl<'r> sqlx::Decode<'r, sqlx::Postgres> for Outcome {
+impl<'r> sqlx::Decode<'r, sqlx::Postgres> for Answer {
     fn decode(value: sqlx::postgres::PgValueRef<'r>) -> Result<Self, sqlx::error::BoxDynError> {
         let word = <&str as sqlx::Decode<sqlx::Postgres>>::decode(value)?;
         Self::parse(word)
@@ -86,38 +86,38 @@ impl<'r> sqlx::Decode<'r, sqlx::Postgres> for Outcome {
     }
 }
 
-/// A refused [`Outcome`] as the [`SettlementError`] it names (`at`: the
+/// A refused [`Answer`] as the [`SettlementError`] it names (`at`: the
 /// row's `expires_at`, which says when an access period ended).
-pub(super) fn refusal(outcome: Outcome, at: Option<time::OffsetDateTime>) -> SettlementError {
+pub(super) fn refusal(outcome: Answer, at: Option<time::OffsetDateTime>) -> SettlementError {
     use crate::shares::Unavailability as U;
     match outcome {
-        Outcome::Granted => SettlementError::Unexpected(anyhow::anyhow!(
+        Answer::Granted => SettlementError::Unexpected(anyhow::anyhow!(
             "settle_access raised a grant as a refusal"
         )),
-        Outcome::AccessEnded => match at {
+        Answer::AccessEnded => match at {
             Some(ended_at) => SettlementError::AccessEnded { ended_at },
             None => SettlementError::Unexpected(anyhow::anyhow!(
                 "settle_access answered access_ended without its date"
             )),
         },
-        Outcome::RequestIdReused => SettlementError::RequestIdReused,
-        Outcome::CodeRevoked => SettlementError::CodeRevoked,
-        Outcome::CodeExpired => SettlementError::CodeExpired,
-        Outcome::CodeRequired => SettlementError::CodeRequired,
-        Outcome::CodeBound => SettlementError::CodeBound,
-        Outcome::WrongShare => SettlementError::WrongShare,
-        Outcome::NotAvailable => SettlementError::ShareUnavailable(U::NotAvailable),
-        Outcome::Paused => SettlementError::ShareUnavailable(U::Paused),
-        Outcome::NotOpenYet => SettlementError::ShareUnavailable(U::NotOpenYet),
-        Outcome::Closed => SettlementError::ShareUnavailable(U::Closed),
-        Outcome::ResourceNotFound => SettlementError::ResourceNotFound,
-        Outcome::AccountDisabled => SettlementError::AccountDisabled,
-        Outcome::SessionEnded => SettlementError::SessionEnded,
-        Outcome::LearnerSuspended => SettlementError::LearnerSuspended,
-        Outcome::OpenFromCoursePage => SettlementError::OpenFromCoursePage,
-        Outcome::EmailNotVerified => SettlementError::EmailNotVerified,
-        Outcome::LearnerLimitReached => SettlementError::LearnerLimitReached,
-        Outcome::QuotaExhausted => SettlementError::QuotaExhausted,
+        Answer::RequestIdReused => SettlementError::RequestIdReused,
+        Answer::CodeRevoked => SettlementError::CodeRevoked,
+        Answer::CodeExpired => SettlementError::CodeExpired,
+        Answer::CodeRequired => SettlementError::CodeRequired,
+        Answer::CodeBound => SettlementError::CodeBound,
+        Answer::WrongShare => SettlementError::WrongShare,
+        Answer::NotAvailable => SettlementError::ShareUnavailable(U::NotAvailable),
+        Answer::Paused => SettlementError::ShareUnavailable(U::Paused),
+        Answer::NotOpenYet => SettlementError::ShareUnavailable(U::NotOpenYet),
+        Answer::Closed => SettlementError::ShareUnavailable(U::Closed),
+        Answer::ResourceNotFound => SettlementError::ResourceNotFound,
+        Answer::AccountDisabled => SettlementError::AccountDisabled,
+        Answer::SessionEnded => SettlementError::SessionEnded,
+        Answer::LearnerSuspended => SettlementError::LearnerSuspended,
+        Answer::OpenFromCoursePage => SettlementError::OpenFromCoursePage,
+        Answer::EmailNotVerified => SettlementError::EmailNotVerified,
+        Answer::LearnerLimitReached => SettlementError::LearnerLimitReached,
+        Answer::QuotaExhausted => SettlementError::QuotaExhausted,
     }
 }
 
@@ -150,39 +150,60 @@ mod tests {
         &body[..body.find("\n$$;").expect("the end of settle_access")]
     }
 
+    /// The body of the binding's trigger as the newest migration that
+    /// defines it has it (the definition in force).
+    fn trigger_in_force() -> String {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations");
+        let mut names: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+            .expect("the migrations")
+            .map(|entry| entry.expect("a migration").path())
+            .filter(|path| path.extension().is_some_and(|e| e == "sql"))
+            .collect();
+        names.sort();
+        let definition = "FUNCTION auth_codes_refuse_expired()";
+        let text = names
+            .iter()
+            .rev()
+            .map(|path| std::fs::read_to_string(path).expect("a migration"))
+            .find(|text| text.contains(definition))
+            .expect("a migration defines the trigger");
+        let body = &text[text.find(definition).expect("the definition")..];
+        body[..body.find("\n$$;").expect("the end of the trigger")].to_owned()
+    }
+
     /// Every word the function and the binding's trigger answer is an
-    /// [`Outcome`], and every `Outcome` is one of them: a word added to
+    /// [`Answer`], and every `Answer` is one of them: a word added to
     /// the SQL alone, or a variant left behind, fails here.
     #[test]
-    fn the_outcomes_are_exactly_the_words_settle_access_answers() {
-        let trigger = include_str!("../../../../migrations/20261203000001_code_expiry.sql");
+    fn the_answers_are_exactly_the_words_settle_access_answers() {
+        let trigger = trigger_in_force();
         let mut answered = words_of(body_of_settle_access());
-        answered.extend(words_of(trigger));
+        answered.extend(words_of(&trigger));
         answered.sort_unstable();
         answered.dedup();
-        let mut known: Vec<&str> = Outcome::ALL.iter().map(|o| o.as_str()).collect();
+        let mut known: Vec<&str> = Answer::ALL.iter().map(|o| o.as_str()).collect();
         known.sort_unstable();
         assert_eq!(answered, known);
         for word in answered {
-            assert_eq!(Outcome::parse(word).map(Outcome::as_str), Some(word));
+            assert_eq!(Answer::parse(word).map(Answer::as_str), Some(word));
         }
     }
 
     /// Every refusal maps to its error; only a bug is `Unexpected`.
     #[test]
     fn every_refusal_is_a_known_error() {
-        for &outcome in Outcome::ALL {
+        for &outcome in Answer::ALL {
             let mapped = refusal(outcome, Some(time::OffsetDateTime::now_utc()));
             assert_eq!(
                 matches!(mapped, SettlementError::Unexpected(_)),
-                outcome == Outcome::Granted,
+                outcome == Answer::Granted,
                 "{outcome:?} maps to {mapped:?}"
             );
         }
-        assert_eq!(Outcome::parse("nonsense"), None);
+        assert_eq!(Answer::parse("nonsense"), None);
         // An ended access says when it ended, or it is a bug.
         assert!(matches!(
-            refusal(Outcome::AccessEnded, None),
+            refusal(Answer::AccessEnded, None),
             SettlementError::Unexpected(_)
         ));
     }
@@ -191,11 +212,11 @@ mod tests {
     /// too: they reach the caller through `settle_access`'s bind.
     #[test]
     fn every_refusal_a_binding_trigger_raises_is_known() {
-        let migration = include_str!("../../../../migrations/20261203000001_code_expiry.sql");
-        let raised = words_of(migration);
+        let trigger = trigger_in_force();
+        let raised = words_of(&trigger);
         assert_eq!(raised, ["code_expired"]);
         assert!(matches!(
-            Outcome::parse("code_expired").map(|o| refusal(o, None)),
+            Answer::parse("code_expired").map(|o| refusal(o, None)),
             Some(SettlementError::CodeExpired)
         ));
     }
