@@ -40,6 +40,10 @@ pub struct WebhookSettings {
     /// Deliver to loopback, private and link-local addresses too. Off in
     /// production: a tenant's endpoint must not reach the internal network.
     pub allow_private_targets: bool,
+    /// How long an endpoint that timed out `PAUSE_AFTER_TIMEOUTS` times in
+    /// a row is paused (its deliveries wait); each further timeout doubles
+    /// it, up to 64 times this.
+    pub pause_ms: u64,
 }
 
 impl Default for WebhookSettings {
@@ -52,9 +56,13 @@ impl Default for WebhookSettings {
             backoff_base_ms: 2_000,
             backoff_max_secs: 3_600,
             allow_private_targets: false,
+            pause_ms: 60_000,
         }
     }
 }
+
+/// The most a connection may take to open.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How many events one round fans out.
 const BATCH: i64 = 64;
@@ -73,6 +81,8 @@ pub struct Relay {
     lease: Duration,
     /// Deliver to non-public addresses too (tests; never production).
     allow_private: bool,
+    /// The first pause of an endpoint that keeps timing out.
+    pause: Duration,
 }
 
 /// What one round did.
@@ -111,6 +121,7 @@ impl Relay {
             },
             lease: lease_of(settings),
             allow_private: settings.allow_private_targets,
+            pause: Duration::from_millis(settings.pause_ms),
         })
     }
 
@@ -123,7 +134,13 @@ impl Relay {
         let due = relay::claim_due(&self.pool, CONCURRENCY as i64, self.lease).await?;
         let outcomes: Vec<anyhow::Result<Recorded>> = futures::stream::iter(due)
             .map(|due| async move {
-                let outcome = self.send(&due).await;
+                let (outcome, timed_out) = self.send(&due).await;
+                let noted = relay::note_answer(&self.pool, &due, timed_out, self.pause).await;
+                if let Err(error) = noted {
+                    // The pause is a courtesy to the others; the attempt
+                    // is recorded regardless.
+                    tracing::warn!(error = format!("{error:#}"), "noting an endpoint's answer");
+                }
                 relay::record(&self.pool, &due, &outcome, &self.policy).await
             })
             .buffer_unordered(CONCURRENCY)
@@ -149,14 +166,16 @@ impl Relay {
         Ok(round)
     }
 
-    /// One signed POST. What goes wrong is recorded in coarse words only
-    /// (the tenant reads it): never the text of a network error.
-    async fn send(&self, due: &Due) -> Attempted {
+    /// One signed POST, and whether the endpoint answered nothing in time.
+    /// What goes wrong is recorded in coarse words only (the tenant reads
+    /// it): never the text of a network error.
+    async fn send(&self, due: &Due) -> (Attempted, bool) {
         if !self.allow_private && !literal_is_public(&due.url) {
-            return Attempted::Failed {
+            let refused = Attempted::Failed {
                 status: None,
                 error: "refused: the endpoint's address is not public".to_owned(),
             };
+            return (refused, false);
         }
         let timestamp = time::OffsetDateTime::now_utc().unix_timestamp();
         let signature = relay::sign(&due.secret, timestamp, &due.body);
@@ -171,24 +190,31 @@ impl Relay {
             .send()
             .await;
         match sent {
-            Ok(response) if response.status().is_success() => Attempted::Delivered {
-                status: response.status().as_u16(),
-            },
-            Ok(response) => Attempted::Failed {
-                status: Some(response.status().as_u16()),
-                error: format!("answered {}", response.status()),
-            },
-            Err(error) => Attempted::Failed {
-                status: None,
-                error: if error.is_timeout() {
-                    "timed out"
-                } else if error.is_connect() {
-                    "could not connect (or the address is not public)"
-                } else {
-                    "the request failed"
-                }
-                .to_owned(),
-            },
+            Ok(response) if response.status().is_success() => {
+                let status = response.status().as_u16();
+                (Attempted::Delivered { status }, false)
+            }
+            Ok(response) => {
+                let failed = Attempted::Failed {
+                    status: Some(response.status().as_u16()),
+                    error: format!("answered {}", response.status()),
+                };
+                (failed, false)
+            }
+            Err(error) => {
+                let failed = Attempted::Failed {
+                    status: None,
+                    error: if error.is_timeout() {
+                        "timed out"
+                    } else if error.is_connect() {
+                        "could not connect (or the address is not public)"
+                    } else {
+                        "the request failed"
+                    }
+                    .to_owned(),
+                };
+                (failed, error.is_timeout())
+            }
         }
     }
 
@@ -232,6 +258,9 @@ pub fn delivery_client(settings: &WebhookSettings) -> anyhow::Result<reqwest::Cl
     let timeout = Duration::from_millis(settings.timeout_ms.max(1));
     let mut client = reqwest::Client::builder()
         .timeout(timeout)
+        // An address that does not take the connection at all costs no
+        // more than this, whatever the request's timeout.
+        .connect_timeout(timeout.min(CONNECT_TIMEOUT))
         .redirect(reqwest::redirect::Policy::none())
         .user_agent("AdmitOne-Webhooks/1")
         // Never through a proxy from the environment (`HTTP(S)_PROXY`): it

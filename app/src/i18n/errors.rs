@@ -303,6 +303,12 @@ impl Localized for WebhookError {
             Self::InvalidEvents => M::WebhookInvalidEvents,
             Self::EndpointNotFound => M::WebhookEndpointNotFound,
             Self::DeliveryNotFound => M::WebhookDeliveryNotFound,
+            Self::TooMany => {
+                return lang.error(
+                    M::WebhookTooMany,
+                    &[("max", &engine::webhooks::endpoints::MAX_ENDPOINTS)],
+                );
+            }
             Self::Unexpected(_) => M::Unexpected,
         };
         lang.error(msg, &[])

@@ -200,15 +200,25 @@ pub struct DueMail {
     pub created_at: OffsetDateTime,
 }
 
-/// Leases up to `limit` due mails for `lease`, oldest first.
+/// Leases up to `limit` due mails for `lease`, round-robin across tenants
+/// (an account's own mail, which no tenant sends, is one more queue):
+/// every tenant's oldest due mail first, then every one's next, so a
+/// tenant mailing thousands delays only its own mail.
 pub async fn claim_due(pool: &PgPool, limit: i64, lease: Duration) -> anyhow::Result<Vec<DueMail>> {
     let rows = sqlx::query!(
-        r#"WITH due AS (
-               SELECT id FROM mail_outbox
-               WHERE sent_at IS NULL AND dead_at IS NULL AND next_attempt_at <= now()
-               ORDER BY next_attempt_at
-               LIMIT $1
-               FOR UPDATE SKIP LOCKED
+        r#"WITH ranked AS (
+               SELECT id, next_attempt_at,
+                      row_number() OVER (PARTITION BY tenant_id ORDER BY next_attempt_at, id) AS turn
+                 FROM mail_outbox
+                WHERE sent_at IS NULL AND dead_at IS NULL AND next_attempt_at <= now()
+           ), due AS (
+               SELECT m.id FROM mail_outbox m
+                 JOIN (SELECT id, turn, next_attempt_at FROM ranked WHERE turn <= $1
+                        ORDER BY turn, next_attempt_at LIMIT $1 * 4) r ON r.id = m.id
+                WHERE m.sent_at IS NULL AND m.dead_at IS NULL
+                ORDER BY r.turn, r.next_attempt_at
+                LIMIT $1
+                FOR UPDATE OF m SKIP LOCKED
            )
            UPDATE mail_outbox m
            SET attempts = m.attempts + 1,

@@ -177,6 +177,7 @@ impl Outcome for WebhookError {
     fn kind(&self) -> ErrorKind {
         match self {
             Self::InvalidUrl | Self::InvalidEvents => ErrorKind::Invalid,
+            Self::TooMany => ErrorKind::Conflict,
             Self::EndpointNotFound | Self::DeliveryNotFound => ErrorKind::NotFound,
             Self::Unexpected(_) => ErrorKind::Internal,
         }
@@ -185,6 +186,7 @@ impl Outcome for WebhookError {
     fn code(&self) -> &'static str {
         match self {
             Self::InvalidUrl | Self::InvalidEvents => INVALID_INPUT,
+            Self::TooMany => "too_many_endpoints",
             Self::EndpointNotFound | Self::DeliveryNotFound => "not_found",
             Self::Unexpected(_) => "internal",
         }
@@ -194,7 +196,10 @@ impl Outcome for WebhookError {
         match self {
             Self::InvalidUrl => Some("url"),
             Self::InvalidEvents => Some("events"),
-            Self::EndpointNotFound | Self::DeliveryNotFound | Self::Unexpected(_) => None,
+            Self::EndpointNotFound
+            | Self::DeliveryNotFound
+            | Self::TooMany
+            | Self::Unexpected(_) => None,
         }
     }
 

@@ -14,6 +14,10 @@ use uuid::Uuid;
 use super::{WebhookError, destination::EndpointUrl};
 use crate::{accounts::AccountId, audit, tenants::TenantId};
 
+/// The most endpoints one tenant may have (not disabled): each one's
+/// deliveries take turns in the relay every tenant shares.
+pub const MAX_ENDPOINTS: i64 = 10;
+
 /// A tenant's endpoint, as the console lists it (never its secret).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
@@ -50,6 +54,25 @@ pub async fn create_endpoint(
         .collect();
     let id = Uuid::now_v7();
     let mut tx = pool.begin().await.context("starting a transaction")?;
+    // Counted under the tenant's lock: two creations at once cannot both
+    // take the last place.
+    sqlx::query!(
+        "SELECT pg_advisory_xact_lock(hashtextextended('webhook_endpoints:' || $1::uuid::text, 0))",
+        tenant.0,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("locking the tenant's endpoints")?;
+    let live = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "live!" FROM webhook_endpoints WHERE tenant_id = $1 AND disabled_at IS NULL"#,
+        tenant.0,
+    )
+    .fetch_one(&mut *tx)
+    .await
+    .context("counting the tenant's endpoints")?;
+    if live >= MAX_ENDPOINTS {
+        return Err(WebhookError::TooMany);
+    }
     sqlx::query!(
         "INSERT INTO webhook_endpoints (tenant_id, id, url, secret, events, created_by)
          VALUES ($1, $2, $3, $4, $5, $6)",
@@ -148,7 +171,11 @@ pub async fn update_endpoint(
     .context("locking a webhook endpoint")?
     .ok_or(WebhookError::EndpointNotFound)?;
     sqlx::query!(
-        "UPDATE webhook_endpoints SET url = $3, events = $4 WHERE tenant_id = $1 AND id = $2",
+        // A new address starts afresh: no timeouts counted, no pause.
+        "UPDATE webhook_endpoints SET url = $3, events = $4,
+             consecutive_timeouts = CASE WHEN url = $3 THEN consecutive_timeouts ELSE 0 END,
+             paused_until = CASE WHEN url = $3 THEN paused_until END
+         WHERE tenant_id = $1 AND id = $2",
         tenant.0,
         endpoint,
         url.as_str(),

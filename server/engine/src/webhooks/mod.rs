@@ -61,6 +61,12 @@ pub enum WebhookError {
     EndpointNotFound,
     #[error("no such delivery, or it is not dead-lettered")]
     DeliveryNotFound,
+    /// Each endpoint's deliveries cost the relay every tenant shares.
+    #[error(
+        "this tenant has {} webhook endpoints, the most it may have: disable one first",
+        endpoints::MAX_ENDPOINTS
+    )]
+    TooMany,
     #[error(transparent)]
     Unexpected(#[from] anyhow::Error),
 }

@@ -99,15 +99,31 @@ pub struct Due {
     pub body: Vec<u8>,
 }
 
-/// Step 2 of the relay: leases up to `limit` due deliveries for `lease`.
+/// Step 2 of the relay: leases up to `limit` due deliveries for `lease`,
+/// round-robin across tenants: every tenant's oldest due delivery first,
+/// then every tenant's next, so one tenant's backlog delays only itself.
+/// Deliveries of a disabled or paused endpoint ([`note_answer`]) wait.
 pub async fn claim_due(pool: &PgPool, limit: i64, lease: Duration) -> anyhow::Result<Vec<Due>> {
     let rows = sqlx::query!(
-        r#"WITH due AS (
-               SELECT tenant_id, endpoint_id, event_id FROM webhook_deliveries
-               WHERE delivered_at IS NULL AND dead_at IS NULL AND next_attempt_at <= now()
-               ORDER BY next_attempt_at
-               LIMIT $1
-               FOR UPDATE SKIP LOCKED
+        r#"WITH ranked AS (
+               SELECT d.tenant_id, d.endpoint_id, d.event_id, d.next_attempt_at,
+                      row_number() OVER (PARTITION BY d.tenant_id
+                                         ORDER BY d.next_attempt_at, d.event_id) AS turn
+                 FROM webhook_deliveries d
+                 JOIN webhook_endpoints e ON e.tenant_id = d.tenant_id AND e.id = d.endpoint_id
+                WHERE d.delivered_at IS NULL AND d.dead_at IS NULL AND d.next_attempt_at <= now()
+                  AND e.disabled_at IS NULL AND (e.paused_until IS NULL OR e.paused_until <= now())
+           ), due AS (
+               SELECT d.tenant_id, d.endpoint_id, d.event_id
+                 FROM webhook_deliveries d
+                 JOIN (SELECT tenant_id, endpoint_id, event_id, turn, next_attempt_at FROM ranked
+                        WHERE turn <= $1 ORDER BY turn, next_attempt_at LIMIT $1 * 4) r
+                   ON r.tenant_id = d.tenant_id AND r.endpoint_id = d.endpoint_id
+                  AND r.event_id = d.event_id
+                WHERE d.delivered_at IS NULL AND d.dead_at IS NULL
+                ORDER BY r.turn, r.next_attempt_at
+                LIMIT $1
+                FOR UPDATE OF d SKIP LOCKED
            )
            UPDATE webhook_deliveries d
            SET attempts = d.attempts + 1,
@@ -149,6 +165,53 @@ pub async fn claim_due(pool: &PgPool, limit: i64, lease: Duration) -> anyhow::Re
 }
 
 pub use crate::delivery::{Attempted, Recorded, RetryPolicy};
+
+/// Timeouts in a row after which an endpoint is paused: it costs the relay
+/// a whole timeout per attempt, and others' deliveries wait for the slots
+/// it holds. The first pause is the relay's `pause` (a minute by
+/// default), each further one doubles, up to 64 times it.
+pub const PAUSE_AFTER_TIMEOUTS: i32 = 3;
+
+/// Notes how a delivery's endpoint answered: a timeout counts one more in
+/// a row (and pauses the endpoint from [`PAUSE_AFTER_TIMEOUTS`] on); any
+/// answer, even a refusal, ends the count and the pause.
+pub async fn note_answer(
+    pool: &PgPool,
+    due: &Due,
+    timed_out: bool,
+    pause: Duration,
+) -> anyhow::Result<()> {
+    if timed_out {
+        sqlx::query!(
+            "UPDATE webhook_endpoints
+             SET consecutive_timeouts = consecutive_timeouts + 1,
+                 paused_until = CASE WHEN consecutive_timeouts + 1 >= $3
+                     THEN now() + make_interval(secs => $4)
+                          * power(2, least(consecutive_timeouts + 1 - $3, 6))
+                     ELSE paused_until END
+             WHERE tenant_id = $1 AND id = $2",
+            due.tenant_id,
+            due.endpoint_id,
+            PAUSE_AFTER_TIMEOUTS,
+            pause.as_secs_f64(),
+        )
+        .execute(pool)
+        .await
+        .context("counting an endpoint's timeout")?;
+    } else {
+        sqlx::query!(
+            "UPDATE webhook_endpoints SET consecutive_timeouts = 0, paused_until = NULL
+             WHERE tenant_id = $1 AND id = $2
+               AND (consecutive_timeouts <> 0 OR paused_until IS NOT NULL)",
+            due.tenant_id,
+            due.endpoint_id,
+        )
+        .execute(pool)
+        .await
+        .context("ending an endpoint's pause")?;
+    }
+    Ok(())
+}
 
 /// Settles one attempt of a leased delivery.
 pub async fn record(

@@ -122,6 +122,7 @@ unexpected = 服务器出错了
 webhook-delivery-not-found = 没有这条投递记录，或它并未进入死信
 webhook-endpoint-not-found = 没有这个接收地址
 webhook-invalid-events = 请至少选择一个事件
+webhook-too-many = 本机构已有 { $max } 个接收地址，已达上限：请先停用一个
 webhook-invalid-url = 接收地址须为 http:// 或 https:// 开头、最多 2,000 个字符的网址
 
 transfer-not-holder = 你在这门课程下没有已绑定的兑换码

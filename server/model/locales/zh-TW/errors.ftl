@@ -122,6 +122,7 @@ unexpected = 伺服器出錯了
 webhook-delivery-not-found = 沒有這條投遞記錄，或它並未進入死信
 webhook-endpoint-not-found = 沒有這個接收地址
 webhook-invalid-events = 請至少選擇一個事件
+webhook-too-many = 本機構已有 { $max } 個接收位址，已達上限：請先停用一個
 webhook-invalid-url = 接收地址須為 http:// 或 https:// 開頭、最多 2,000 個字元的網址
 
 transfer-not-holder = 你在這門課程下沒有已綁定的兌換碼

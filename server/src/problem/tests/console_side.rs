@@ -258,13 +258,15 @@ pub(super) fn webhook_errors() -> Vec<WebhookError> {
         E::EndpointNotFound,
         E::DeliveryNotFound,
         E::Unexpected(boom()),
+        E::TooMany,
     ];
-    covers(&all, 5, |e| match e {
+    covers(&all, 6, |e| match e {
         E::InvalidUrl => 0,
         E::InvalidEvents => 1,
         E::EndpointNotFound => 2,
         E::DeliveryNotFound => 3,
         E::Unexpected(_) => 4,
+        E::TooMany => 5,
     });
     all
 }

@@ -6,6 +6,7 @@
 mod assets;
 mod authorisation;
 mod bootstrap;
+mod fairness;
 mod headers;
 mod health;
 mod hosts;

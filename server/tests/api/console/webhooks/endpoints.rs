@@ -291,3 +291,35 @@ async fn repointing_an_endpoint_tries_its_waiting_deliveries_now(pool: PgPool) {
     .expect("audit");
     assert_eq!(retried, i64::try_from(waiting.len() - 1).expect("count"));
 }
+
+/// A tenant has at most ten webhook endpoints (each one's deliveries cost
+/// the shared relay): the eleventh is refused, saying why, and nothing is
+/// added.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_tenant_has_at_most_ten_endpoints(pool: PgPool) {
+    let app = spawn_app(pool.clone()).await;
+    let admin = admin(&app).await;
+    for n in 0..10 {
+        subscribe(&app, &admin, &format!("https://example.com/hook/{n}")).await;
+    }
+    let tenant = admin.tenant.to_string();
+    let refused = admin
+        .client
+        .post(format!("{}/api/admin/webhooks/create", app.address))
+        .form(&[
+            ("tenant_id", tenant.as_str()),
+            ("url", "https://example.com/hook/11"),
+            ("code_bound", "on"),
+        ])
+        .send()
+        .await
+        .expect("create");
+    assert_eq!(refused.status(), 409);
+    let error: serde_json::Value = refused.json().await.expect("json");
+    assert_eq!(error["Refused"]["reason"], "too_many_endpoints", "{error}");
+    let count: i64 = sqlx::query_scalar("SELECT count(*) FROM webhook_endpoints")
+        .fetch_one(&pool)
+        .await
+        .expect("count");
+    assert_eq!(count, 10);
+}

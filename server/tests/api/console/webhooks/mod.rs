@@ -129,6 +129,8 @@ fn relay_settings(max_attempts: i32) -> WebhookSettings {
         backoff_max_secs: 1,
         // The receivers listen on loopback.
         allow_private_targets: true,
+        // An endpoint that hangs is paused for moments only.
+        pause_ms: 20,
     }
 }
 
