@@ -115,6 +115,8 @@ impl Modify for Security {
         crate::routes::api::console::shares::set_status,
         crate::routes::api::console::resources::list_resources,
         crate::routes::api::console::resources::upload_resource,
+        crate::routes::api::console::resources::change_resource,
+        crate::routes::api::console::resources::remove_resource,
         crate::routes::api::console::batches::list_batches,
         crate::routes::api::console::batches::get_batch,
         crate::routes::api::console::batches::codes_csv,
