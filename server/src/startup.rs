@@ -250,22 +250,25 @@ pub fn router(state: ServerState, port: u16) -> Router {
         provide_context(stylesheet.clone());
     };
     let settings = &state.settings;
+    let https = settings.server.public_url.starts_with("https://");
     let sessions = SessionManagerLayer::new(engine::sessions::RedisSessionStore::new(
         state.services.redis.clone(),
     ))
-    .with_name("admitone_session")
+    // Over https a `__Host-` cookie: the browser takes it only from this
+    // host, secure, for the whole site, so no subdomain can plant or read
+    // it. (Renaming it signs everyone out once, on the first deploy.)
+    .with_name(session_cookie_name(https))
+    .with_path("/")
     .with_http_only(true)
     .with_same_site(SameSite::Lax)
-    .with_secure(settings.server.public_url.starts_with("https://"))
+    .with_secure(https)
     .with_expiry(Expiry::OnInactivity(time::Duration::minutes(
         i64::try_from(settings.sessions.idle_timeout_mins).unwrap_or(i64::MAX / 60),
     )))
     .with_signed(Key::from(&Sha512::digest(
         settings.session_key().expose_secret().as_bytes(),
     )));
-    let security = crate::middleware::headers::Security {
-        https: settings.server.public_url.starts_with("https://"),
-    };
+    let security = crate::middleware::headers::Security { https };
     let request_timeout = std::time::Duration::from_secs(settings.server.request_timeout_secs);
     let hosts = crate::middleware::hosts::Hosts::new(
         &settings.public_origin(),
@@ -406,6 +409,18 @@ pub fn router(state: ServerState, port: u16) -> Router {
                     crate::middleware::panic::catch_panic,
                 )),
         )
+}
+
+/// The session cookie's name: `__Host-admitone_session` over https (the
+/// prefix binds it to this host, secure and site-wide), `admitone_session`
+/// over plain http (development), where a `__Host-` cookie would be
+/// refused.
+pub fn session_cookie_name(https: bool) -> &'static str {
+    if https {
+        "__Host-admitone_session"
+    } else {
+        "admitone_session"
+    }
 }
 
 /// The pages' routes, generated once per process.

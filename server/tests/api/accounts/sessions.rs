@@ -52,7 +52,7 @@ async fn the_session_cookie_is_http_only_lax_and_rotated_at_sign_in(pool: PgPool
 }
 
 #[sqlx::test(migrations = "../migrations")]
-async fn the_session_cookie_is_secure_when_served_over_https(pool: PgPool) {
+async fn the_session_cookie_is_a_secure_host_cookie_when_served_over_https(pool: PgPool) {
     let mut settings = test_settings(&crate::support::app::redis_url());
     settings.server.public_url = "https://courses.example.com".into();
     let app = spawn_app_with(pool, settings).await;
@@ -68,10 +68,14 @@ async fn the_session_cookie_is_secure_when_served_over_https(pool: PgPool) {
         .get_all("set-cookie")
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .find(|v| v.starts_with("admitone_session="))
-        .expect("session cookie")
+        .find(|v| v.starts_with("__Host-admitone_session="))
+        .expect("the session cookie, named __Host- over https")
         .to_owned();
+    // What the prefix promises a browser: set by this host alone, for the
+    // whole site, over https only (no subdomain can plant or read it).
     assert!(cookie.contains("Secure"), "{cookie}");
+    assert!(cookie.contains("Path=/"), "{cookie}");
+    assert!(!cookie.contains("Domain"), "{cookie}");
 }
 
 #[sqlx::test(migrations = "../migrations")]

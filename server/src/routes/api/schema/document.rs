@@ -92,7 +92,10 @@ impl Modify for Security {
         );
         components.add_security_scheme(
             "session",
-            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::new("admitone_session"))),
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
+                "admitone_session",
+                "The session a sign-in opens; over https its cookie is named __Host-admitone_session",
+            ))),
         );
     }
 }
