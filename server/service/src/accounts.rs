@@ -18,7 +18,6 @@ use engine::{
         verification::{self, Resent},
     },
     coordination::ThrottleScope,
-    throttle::ip_subject,
 };
 use model::Lang;
 use secrecy::SecretString;
@@ -53,10 +52,10 @@ pub async fn register(
         return Err(ServiceError::PasswordsDiffer);
     }
     let password = Password::parse(SecretString::from(form.password))?;
-    throttle::hit(
+    throttle::hit_ip(
         services,
         ThrottleScope::RegisterIp,
-        &ip_subject(ip),
+        ip,
         services.auth.register_per_ip,
     )
     .await?;
@@ -86,10 +85,10 @@ pub async fn login(
     lang: Lang,
 ) -> Result<Principal, ServiceError> {
     let email = Email::parse(email)?;
-    throttle::hit(
+    throttle::hit_ip(
         services,
         ThrottleScope::SignInIp,
-        &ip_subject(ip),
+        ip,
         services.auth.sign_in_per_ip,
     )
     .await?;
@@ -150,10 +149,10 @@ pub async fn change_password(
         services.auth.sign_in_per_email,
     )
     .await?;
-    throttle::hit(
+    throttle::hit_ip(
         services,
         ThrottleScope::PasswordChangeIp,
-        &ip_subject(ip),
+        ip,
         services.auth.sign_in_per_ip,
     )
     .await?;
@@ -181,10 +180,10 @@ pub async fn sign_out_everywhere(
 
 /// Counts one use of a form that sends mail or takes a mailed link, from `ip`.
 async fn mail_ip(services: &Services, ip: IpAddr) -> Result<(), ServiceError> {
-    throttle::hit(
+    throttle::hit_ip(
         services,
         ThrottleScope::MailIp,
-        &ip_subject(ip),
+        ip,
         services.auth.mail_per_ip,
     )
     .await

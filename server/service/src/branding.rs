@@ -3,8 +3,8 @@
 //! read that reaches the database is counted against the client's address
 //! (`throttle.logo_per_ip_per_minute`): a browser keeps a logo for good,
 //! so only a client fetching logos over and over meets the limit. An IPv6
-//! client is counted by its /64, like every per-address limit
-//! (`engine::throttle::ip_subject`). A logo is never refused because the
+//! client is counted by its /64 and its /48, like every per-address limit
+//! (`service::throttle::hit_ip`). A logo is never refused because the
 //! throttle's store is away: the limit only guards PostgreSQL's load, and a
 //! page or a mail without its logo is a broken page.
 
@@ -24,10 +24,10 @@ pub async fn logo(
     client: IpAddr,
     id: Uuid,
 ) -> Result<Option<(LogoType, Vec<u8>)>, ServiceError> {
-    match throttle::hit(
+    match throttle::hit_ip(
         services,
         ThrottleScope::LogoIp,
-        &engine::throttle::ip_subject(client),
+        client,
         services.auth.logo_per_ip,
     )
     .await

@@ -218,13 +218,7 @@ pub async fn enter_code(
         policy.code_per_account,
     )
     .await?;
-    throttle::hit(
-        services,
-        ThrottleScope::CodeIp,
-        &engine::throttle::ip_subject(ip),
-        policy.code_per_ip,
-    )
-    .await?;
+    throttle::hit_ip(services, ThrottleScope::CodeIp, ip, policy.code_per_ip).await?;
     let validated = settlement::validate(
         &services.pool,
         &services.keyring,

@@ -15,7 +15,6 @@ use engine::{
     suspension,
     team::{self, TeamError},
     tenants::{self, Permission, Role, TenantId, TenantName, TenantSlug},
-    throttle::ip_subject,
 };
 use model::Lang;
 use tower_sessions::Session;
@@ -36,10 +35,10 @@ pub(crate) async fn count_mail(
         services.auth.mail_per_account,
     )
     .await?;
-    throttle::hit(
+    throttle::hit_ip(
         services,
         ThrottleScope::MailIp,
-        &ip_subject(ip),
+        ip,
         services.auth.mail_per_ip,
     )
     .await
@@ -88,10 +87,10 @@ pub async fn accept(
     token: &str,
 ) -> Result<(TenantId, Role), ServiceError> {
     let token = LinkToken::parse(token).ok_or(TeamError::InvitationInvalid)?;
-    throttle::hit(
+    throttle::hit_ip(
         services,
         ThrottleScope::MailIp,
-        &ip_subject(ip),
+        ip,
         services.auth.mail_per_ip,
     )
     .await?;

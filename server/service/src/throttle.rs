@@ -11,6 +11,10 @@ use engine::{
 
 use crate::{ServiceError, Services};
 
+/// How many /64s' worth of attempts an IPv6 /48 has
+/// ([`engine::throttle::site_subject`]).
+pub const SITE_FACTOR: u32 = 16;
+
 /// How long a caller is told to wait when the throttle's store is away.
 const STORE_AWAY_RETRY_SECS: u64 = 5;
 
@@ -40,6 +44,26 @@ pub async fn hit(
             })
         }
     }
+}
+
+/// Counts one attempt of `scope` from the client address `ip`: by the
+/// address (an IPv6 client by its /64) within `limit`, and, for an IPv6
+/// client, by its /48 too, within [`SITE_FACTOR`] times `limit`.
+pub async fn hit_ip(
+    services: &Services,
+    scope: ThrottleScope,
+    ip: std::net::IpAddr,
+    limit: Limit,
+) -> Result<(), ServiceError> {
+    hit(services, scope, &engine::throttle::ip_subject(ip), limit).await?;
+    if let Some(site) = engine::throttle::site_subject(ip) {
+        let site_limit = Limit {
+            max: limit.max.saturating_mul(SITE_FACTOR),
+            ..limit
+        };
+        hit(services, scope, &site, site_limit).await?;
+    }
+    Ok(())
 }
 
 /// Counts one event of `scope` by `subject` as a signal, never a refusal:

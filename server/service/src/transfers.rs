@@ -109,10 +109,10 @@ pub async fn confirm(
     token: &str,
 ) -> Result<Transfer, ServiceError> {
     let token = LinkToken::parse(token).ok_or(TransferError::LinkInvalid)?;
-    throttle::hit(
+    throttle::hit_ip(
         services,
         engine::coordination::ThrottleScope::MailIp,
-        &engine::throttle::ip_subject(ip),
+        ip,
         services.auth.mail_per_ip,
     )
     .await?;

@@ -36,6 +36,23 @@ pub fn ip_subject(ip: IpAddr) -> String {
     }
 }
 
+/// The IPv6 site an address belongs to (its /48, a site's usual
+/// allocation), for a second, larger allowance beside its /64's: someone
+/// with a whole /48 cannot walk its /64s to multiply a limit. `None` for an
+/// IPv4 client (an IPv4-mapped or NAT64 address included).
+pub fn site_subject(ip: IpAddr) -> Option<String> {
+    match ip {
+        IpAddr::V4(_) => None,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped().or_else(|| nat64_client(v6)) {
+            Some(_) => None,
+            None => {
+                let [a, b, c, ..] = v6.segments();
+                Some(format!("{}/48", Ipv6Addr::new(a, b, c, 0, 0, 0, 0, 0)))
+            }
+        },
+    }
+}
+
 /// The IPv4 client a NAT64/SIIT translator stands for, for addresses in the
 /// well-known prefix `64:ff9b::/96` (RFC 6052), which carries it in its
 /// last 32 bits. (Network-specific prefixes, such as the local-use
@@ -265,6 +282,25 @@ mod tests {
         // Near the prefixes, but not them: still by /64.
         assert_eq!(subject("64:ff9b:0:0:1::c000:209"), "64:ff9b::/64");
         assert_eq!(subject("64:ff9a::c000:209"), "64:ff9a::/64");
+    }
+
+    #[test]
+    fn ipv6_addresses_have_a_48_site_and_ipv4_clients_none() {
+        let site = |s: &str| site_subject(s.parse().expect("ip"));
+        assert_eq!(
+            site("2001:db8:aa:bb::1").as_deref(),
+            Some("2001:db8:aa::/48")
+        );
+        assert_eq!(site("2001:db8:aa:ffff::9"), site("2001:db8:aa:bb::1"));
+        assert_ne!(site("2001:db8:ab:bb::1"), site("2001:db8:aa:bb::1"));
+        // A /48 and a /64 of the same numbers are never one key.
+        assert_ne!(
+            site("2001:db8:aa::1").expect("v6"),
+            ip_subject("2001:db8:aa::1".parse().expect("ip"))
+        );
+        for ipv4_client in ["192.0.2.9", "::ffff:192.0.2.9", "64:ff9b::192.0.2.9"] {
+            assert_eq!(site(ipv4_client), None, "{ipv4_client}");
+        }
     }
 
     #[test]

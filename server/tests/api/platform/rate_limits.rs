@@ -200,3 +200,28 @@ async fn addresses_in_one_ipv6_64_share_a_limit(pool: PgPool) {
         "an IPv4-mapped address is its IPv4 address"
     );
 }
+
+/// Someone with a whole IPv6 /48 (a site's usual allocation) cannot walk
+/// its 65,536 /64s to multiply a per-address limit: the /48 has an
+/// allowance of its own, sixteen /64s' worth.
+#[sqlx::test(migrations = "../migrations")]
+async fn the_64s_of_one_ipv6_48_share_a_larger_limit(pool: PgPool) {
+    let mut settings = behind_one_proxy(2);
+    // Only the address limits are under test.
+    settings.throttle.sign_in_per_email = 1_000;
+    let app = spawn_app_with(pool, settings).await;
+    let walked: Vec<String> = (0..33).map(|n| format!("2001:db8:aa:{n:x}::1")).collect();
+    let walked: Vec<&str> = walked.iter().map(String::as_str).collect();
+    let answers = statuses(&app, &walked).await;
+    assert_eq!(
+        answers[..32],
+        [401; 32],
+        "each /64 within the /48's allowance: {answers:?}"
+    );
+    assert_eq!(answers[32], 429, "past sixteen /64s' worth: {answers:?}");
+    assert_eq!(
+        statuses(&app, &["2001:db8:ab:1::1"]).await,
+        [401],
+        "the next /48 is someone else"
+    );
+}
