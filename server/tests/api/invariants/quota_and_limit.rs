@@ -1,7 +1,8 @@
 //! A share's quota and a learner's limit are never overspent: the quota in
 //! slot rows (`share_quota_slots`) under a storm, rebalanced when the quota
 //! changes and absent for a share without one; counted accesses stop at
-//! the per-learner limit.
+//! the per-learner limit, one access a grant even when sixteen openings
+//! of one learner arrive at once.
 
 use futures::future::join_all;
 use serde_json::{Value, json};
@@ -244,4 +245,84 @@ async fn the_per_learner_limit_stops_further_accesses(pool: PgPool) {
     let state = state_of(&app, course.share).await;
     assert_eq!((state.bound, state.records), (1, 2));
     assert_invariants(&app, "limit").await;
+}
+
+/// Sixteen openings of one learner at once, from two devices: each
+/// opening's status and error code (empty when granted).
+async fn sixteen_at_once(
+    app: &TestApp,
+    devices: &[reqwest::Client; 2],
+    course: &Course,
+) -> Vec<(u16, String)> {
+    join_all((0..16).map(|i| async move {
+        let response = course::open_only(app, &devices[i % 2], course, None).await;
+        if response.status() == 200 {
+            (200, String::new())
+        } else {
+            error_of(response).await
+        }
+    }))
+    .await
+}
+
+/// The per-learner limit under parallel openings: each time the grant has
+/// run out (ended in SQL, not waited for), sixteen openings at once (from two devices) count one access
+/// between them, and once the limit is reached all sixteen are refused;
+/// the records stop at the limit.
+#[sqlx::test(migrations = "../migrations")]
+async fn parallel_openings_count_one_access_a_grant_and_stop_at_the_limit(pool: PgPool) {
+    let app = spawn_app_with(pool, load_settings()).await;
+    let admin = admin(&app).await;
+    let (learner, client) = learners(&app, 1).await.remove(0);
+    let second_device = crate::support::app::new_client();
+    app.login_as(
+        &second_device,
+        &format!("learner-{learner}@example.com"),
+        course::PASSWORD,
+    )
+    .await;
+    let devices = [client, second_device];
+    let course = course::course(&app, &admin, json!({ "per_learner_limit": 3 })).await;
+    let code = issue(&app, &admin, course.share, 1).await.remove(0).1;
+    assert_eq!(
+        enter_code(&app, &devices[0], &course.slug, &code)
+            .await
+            .status(),
+        200
+    );
+    // The first opening binds the code (until then only the device that
+    // entered it may open: the other one is rightly asked for a code).
+    assert_eq!(
+        course::open(&app, &devices[0], &course, None)
+            .await
+            .status(),
+        200
+    );
+    for round in 2..=4_i64 {
+        course::end_grants(&app, course.share).await;
+        let answers = sixteen_at_once(&app, &devices, &course).await;
+        let records = state_of(&app, course.share).await.records;
+        if round <= 3 {
+            assert!(
+                answers.iter().any(|(status, _)| *status == 200),
+                "access {round}: {answers:?}"
+            );
+            assert!(
+                answers
+                    .iter()
+                    .all(|(status, code)| *status == 200 || code == "busy"),
+                "access {round}: {answers:?}"
+            );
+            assert_eq!(records, round, "access {round}: one access a grant");
+        } else {
+            assert!(
+                answers
+                    .iter()
+                    .all(|answer| *answer == (403, "learner_limit_reached".to_owned())),
+                "past the limit: {answers:?}"
+            );
+            assert_eq!(records, 3, "the records stop at the limit");
+        }
+    }
+    assert_invariants(&app, "parallel openings at the limit").await;
 }

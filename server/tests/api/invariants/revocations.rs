@@ -1,6 +1,8 @@
 //! Revocations racing the learner: random interleavings of binds, unbinds
-//! and revocations keep the invariants, and revoke-and-replace racing the
-//! learner's own openings never refuses her as if she held no code.
+//! and revocations keep the invariants, revoke-and-replace racing the
+//! learner's own openings never refuses her as if she held no code, and
+//! once a revoke racing openings has answered, no grant is handed out and
+//! no access counted.
 
 use futures::future::join_all;
 use serde_json::json;
@@ -137,4 +139,73 @@ async fn revoke_and_replace_racing_openings_keeps_the_invariants(pool: PgPool) {
     assert_ne!(held[0], code.0, "Ann holds the new code");
     assert_eq!(open(&app, &ann_client, &course, None).await.status(), 200);
     assert_invariants(&app, "after the race").await;
+}
+
+/// A revoke racing sixteen openings (whose grant had ended, so each may
+/// count): while it runs, an opening is granted, busy or told the code is
+/// revoked; once the revoke has answered, no opening is granted and no
+/// access is counted, on either device.
+#[sqlx::test(migrations = "../migrations")]
+async fn after_a_revoke_racing_openings_answers_no_grant_and_no_record_follow(pool: PgPool) {
+    let app = spawn_app_with(pool, load_settings()).await;
+    let owner = admin(&app).await;
+    let (course, code, (ann, ann_client)) = bound_course(&app, &owner).await;
+    let second_device = crate::support::app::new_client();
+    app.login_as(
+        &second_device,
+        &format!("learner-{ann}@example.com"),
+        course::PASSWORD,
+    )
+    .await;
+    let devices = [ann_client, second_device];
+    let wave = |tag: &'static str| {
+        let devices = devices.clone();
+        let course = &course;
+        let app = &app;
+        join_all((0..16).map(move |i| {
+            let client = devices[i % 2].clone();
+            async move {
+                let response = open_only(app, &client, course, Some(&format!("{tag}-{i}"))).await;
+                if response.status() == 200 {
+                    (200, String::new())
+                } else {
+                    error_of(response).await
+                }
+            }
+        }))
+    };
+    course::end_grants(&app, course.share).await;
+    let revoke_path = format!("/api/v1/codes/{}/revoke", code.0);
+    let revoke = post_json(&app, &owner.client, &revoke_path, json!({}));
+    let (revoked, racing) = tokio::join!(revoke, wave("race"));
+    assert_eq!(revoked.status(), 200);
+    for answer in &racing {
+        assert!(
+            answer.0 == 200 || answer.1 == "busy" || answer.1 == "code_revoked",
+            "granted, busy or revoked: {racing:?}"
+        );
+    }
+    let records = course::state_of(&app, course.share).await.records;
+
+    let after = wave("after").await;
+    assert!(
+        after
+            .iter()
+            .all(|answer| *answer == (409, "code_revoked".to_owned())),
+        "nothing granted after the revoke: {after:?}"
+    );
+    course::end_grants(&app, course.share).await;
+    let later = wave("later").await;
+    assert!(
+        later
+            .iter()
+            .all(|answer| *answer == (409, "code_revoked".to_owned())),
+        "nor once every grant has run out: {later:?}"
+    );
+    assert_eq!(
+        course::state_of(&app, course.share).await.records,
+        records,
+        "no access counted after the revoke answered"
+    );
+    assert_invariants(&app, "after the revoke").await;
 }

@@ -2,7 +2,8 @@
 //! second still decides (refused for a whole second, never 0 s); behind a
 //! proxy, the address the proxy appended is counted, never a forged one;
 //! addresses in one IPv6 /64 (and an IPv4-mapped address and its IPv4
-//! address) share a limit.
+//! address) share a limit, the /64s of one /48 a larger one; and a hundred
+//! requests at once pass exactly the allowance.
 
 use std::time::Duration;
 
@@ -224,4 +225,57 @@ async fn the_64s_of_one_ipv6_48_share_a_larger_limit(pool: PgPool) {
         [401],
         "the next /48 is someone else"
     );
+}
+
+/// The answers to one login attempt from each address, all at once.
+async fn statuses_at_once(app: &TestApp, addresses: &[String]) -> Vec<u16> {
+    futures::future::join_all(addresses.iter().map(|address| async move {
+        login_through_proxy(app, &[address.as_str()])
+            .await
+            .status()
+            .as_u16()
+    }))
+    .await
+}
+
+/// The window is counted in one Lua call per request, so a hundred
+/// requests at once pass exactly the allowance: on one address, and on
+/// a /48's allowance when a hundred of its /64s come at once.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_hundred_sign_ins_at_once_pass_exactly_the_allowance(pool: PgPool) {
+    let mut settings = behind_one_proxy(7);
+    settings.throttle.sign_in_per_email = 1_000;
+    let app = spawn_app_with(pool, settings).await;
+
+    let one_address = vec!["203.0.113.50".to_owned(); 100];
+    let answers = statuses_at_once(&app, &one_address).await;
+    let passed = answers.iter().filter(|s| **s == 401).count();
+    let refused = answers.iter().filter(|s| **s == 429).count();
+    assert_eq!((passed, refused), (7, 93), "{answers:?}");
+    let counted: Option<i64> = app
+        .redis
+        .conn()
+        .get(
+            app.redis
+                .keys()
+                .throttle(ThrottleScope::SignInIp, "203.0.113.50"),
+        )
+        .await
+        .expect("get");
+    assert_eq!(counted, Some(100), "every request counted once");
+
+    // A hundred /64s of one /48, two each: the /48 allows 7 * 16 = 112
+    // requests, the first seven per /64.
+    let walked: Vec<String> = (0..100)
+        .flat_map(|n| {
+            [
+                format!("2001:db8:bb:{n:x}::1"),
+                format!("2001:db8:bb:{n:x}::2"),
+            ]
+        })
+        .collect();
+    let answers = statuses_at_once(&app, &walked).await;
+    let passed = answers.iter().filter(|s| **s == 401).count();
+    let refused = answers.iter().filter(|s| **s == 429).count();
+    assert_eq!((passed, refused), (112, 88), "{answers:?}");
 }

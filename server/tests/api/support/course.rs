@@ -301,6 +301,20 @@ pub fn content_url(app: &TestApp, course: &Course) -> String {
     )
 }
 
+/// Ends every live grant of `share` now, as if its time had run out:
+/// the next opening counts a new access (a test that waits for grants to
+/// expire would depend on how fast the machine is).
+pub async fn end_grants(app: &TestApp, share: Uuid) {
+    sqlx::query(
+        "UPDATE access_records SET expires_at = now() - interval '1 second'
+          WHERE share_id = $1 AND expires_at > now() - interval '1 second'",
+    )
+    .bind(share)
+    .execute(&app.pool)
+    .await
+    .expect("grants ended");
+}
+
 /// The error code of a JSON error response.
 pub async fn error_of(response: reqwest::Response) -> (u16, String) {
     let status = response.status().as_u16();
