@@ -436,7 +436,7 @@ fn attempts(scope: engine::coordination::ThrottleScope) -> ErrorMsg {
     use ErrorMsg as M;
     use engine::coordination::ThrottleScope as S;
     match scope {
-        S::SignInEmail => M::AttemptsSignInEmail,
+        S::SignInEmail | S::SignInEmailNetwork => M::AttemptsSignInEmail,
         S::SignInIp => M::AttemptsSignInIp,
         S::RegisterIp => M::AttemptsRegisterIp,
         S::CodeAccount => M::AttemptsCodeAccount,

@@ -18,6 +18,7 @@ use engine::{
         verification::{self, Resent},
     },
     coordination::ThrottleScope,
+    throttle::Limit,
 };
 use model::Lang;
 use secrecy::SecretString;
@@ -73,8 +74,11 @@ pub async fn register(
     Ok(signed_in.principal)
 }
 
-/// Checks the credentials (throttled per IP and per email) and signs
-/// `session` in; the account's notices are written in `lang` from now on.
+/// Checks the credentials and signs `session` in; the account's notices
+/// are written in `lang` from now on. Throttled per client network, per
+/// email from that network (a stranger's wrong tries cost the owner
+/// nothing), and per email from anywhere at [`throttle::EMAIL_NETWORKS`]
+/// times that (guessing from many networks at once still stops).
 #[tracing::instrument(name = "login", skip_all)]
 pub async fn login(
     services: &Services,
@@ -94,9 +98,20 @@ pub async fn login(
     .await?;
     throttle::hit(
         services,
+        ThrottleScope::SignInEmailNetwork,
+        &engine::throttle::email_network_subject(email.as_str(), ip),
+        services.auth.sign_in_per_email,
+    )
+    .await?;
+    let anywhere = services.auth.sign_in_per_email;
+    throttle::hit(
+        services,
         ThrottleScope::SignInEmail,
         email.as_str(),
-        services.auth.sign_in_per_email,
+        Limit {
+            max: anywhere.max.saturating_mul(throttle::EMAIL_NETWORKS),
+            ..anywhere
+        },
     )
     .await?;
     // A password outside the policy cannot be anyone's: same answer as a

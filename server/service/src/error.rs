@@ -105,7 +105,9 @@ pub enum ServiceError {
 /// What a throttle counts, in English (the pages translate the scope).
 pub fn attempts(scope: ThrottleScope) -> &'static str {
     match scope {
-        ThrottleScope::SignInEmail => "sign-in attempts for this account",
+        ThrottleScope::SignInEmail | ThrottleScope::SignInEmailNetwork => {
+            "sign-in attempts for this account"
+        }
         ThrottleScope::SignInIp => "sign-in attempts from your network",
         ThrottleScope::RegisterIp => "registrations from your network",
         ThrottleScope::CodeAccount => "code attempts",

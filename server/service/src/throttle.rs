@@ -15,6 +15,10 @@ use crate::{ServiceError, Services};
 /// ([`engine::throttle::site_subject`]).
 pub const SITE_FACTOR: u32 = 16;
 
+/// How many networks' windows of sign-in attempts one address has in all
+/// (the per-email backstop beside the per-email-and-network window).
+pub const EMAIL_NETWORKS: u32 = 10;
+
 /// How long a caller is told to wait when the throttle's store is away.
 const STORE_AWAY_RETRY_SECS: u64 = 5;
 

@@ -13,7 +13,13 @@ use uuid::Uuid;
 /// What a throttle counts attempts of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ThrottleScope {
+    /// Sign-in attempts for one address from anywhere: the backstop
+    /// against guessing from many networks at once.
     SignInEmail,
+    /// Sign-in attempts for one address from one network
+    /// ([`crate::throttle::email_network_subject`]): a stranger's wrong
+    /// tries use up their own network's window, not the owner's.
+    SignInEmailNetwork,
     SignInIp,
     RegisterIp,
     CodeAccount,
@@ -42,6 +48,7 @@ impl ThrottleScope {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::SignInEmail => "signin-email",
+            Self::SignInEmailNetwork => "signin-email-net",
             Self::SignInIp => "signin-ip",
             Self::RegisterIp => "register-ip",
             Self::CodeAccount => "code-account",

@@ -36,6 +36,13 @@ pub fn ip_subject(ip: IpAddr) -> String {
     }
 }
 
+/// One address tried from one network (the client's [`ip_subject`]): the
+/// subject of the per-network sign-in window, so that wrong passwords
+/// from a stranger's network do not lock the owner out of her own.
+pub fn email_network_subject(email: &str, ip: IpAddr) -> String {
+    format!("{email} from {}", ip_subject(ip))
+}
+
 /// The IPv6 site an address belongs to (its /48, a site's usual
 /// allocation), for a second, larger allowance beside its /64's: someone
 /// with a whole /48 cannot walk its /64s to multiply a limit. `None` for an
@@ -282,6 +289,19 @@ mod tests {
         // Near the prefixes, but not them: still by /64.
         assert_eq!(subject("64:ff9b:0:0:1::c000:209"), "64:ff9b::/64");
         assert_eq!(subject("64:ff9a::c000:209"), "64:ff9a::/64");
+    }
+
+    #[test]
+    fn an_address_tried_from_one_network_is_one_subject() {
+        let subject = |ip: &str| email_network_subject("ada@example.com", ip.parse().expect("ip"));
+        assert_eq!(subject("2001:db8:aa:bb::1"), subject("2001:db8:aa:bb::2"));
+        assert_ne!(subject("2001:db8:aa:bb::1"), subject("2001:db8:aa:cc::1"));
+        assert_eq!(subject("192.0.2.9"), subject("::ffff:192.0.2.9"));
+        assert_ne!(subject("192.0.2.9"), subject("192.0.2.10"));
+        assert_ne!(
+            subject("192.0.2.9"),
+            email_network_subject("bob@example.com", "192.0.2.9".parse().expect("ip"))
+        );
     }
 
     #[test]

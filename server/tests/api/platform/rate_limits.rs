@@ -90,10 +90,13 @@ async fn a_throttle_window_ending_within_a_second_still_decides(pool: PgPool) {
 
     // Through the sign-in form: 429 with Retry-After: 1, not 503. A 401
     // means the counter expired before the request (a new window): again.
-    let key = app
-        .redis
-        .keys()
-        .throttle(ThrottleScope::SignInEmail, "edge@example.com");
+    let key = app.redis.keys().throttle(
+        ThrottleScope::SignInEmailNetwork,
+        &engine::throttle::email_network_subject(
+            "edge@example.com",
+            std::net::Ipv4Addr::LOCALHOST.into(),
+        ),
+    );
     let mut refused = None;
     for _ in 0..5 {
         counter_ending_soon(&app, &key, 10).await;
@@ -278,4 +281,65 @@ async fn a_hundred_sign_ins_at_once_pass_exactly_the_allowance(pool: PgPool) {
     let passed = answers.iter().filter(|s| **s == 401).count();
     let refused = answers.iter().filter(|s| **s == 429).count();
     assert_eq!((passed, refused), (112, 88), "{answers:?}");
+}
+
+/// One sign-in attempt for `email` with `password`, through a proxy that
+/// saw `address`: its status.
+async fn sign_in_from(app: &TestApp, address: &str, email: &str, password: &str) -> u16 {
+    new_client()
+        .post(format!("{}/api/auth/login", app.address))
+        .header("x-forwarded-for", address)
+        .form(&[("email", email), ("password", password)])
+        .send()
+        .await
+        .expect("request")
+        .status()
+        .as_u16()
+}
+
+/// Wrong passwords for someone's address, tried from a stranger's
+/// network, use up that network's window for the address, not the
+/// owner's: she still signs in from her own. Only many networks at once
+/// (ten windows' worth) close the address to everyone for the window.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_strangers_wrong_tries_do_not_lock_the_owner_out(pool: PgPool) {
+    let mut settings = behind_one_proxy(1_000);
+    settings.throttle.sign_in_per_email = 3;
+    let app = spawn_app_with(pool, settings).await;
+    app.create_account("ada@example.com", PASSWORD).await;
+
+    for _ in 0..3 {
+        assert_eq!(
+            sign_in_from(&app, "198.51.100.7", "ada@example.com", "wrong password!").await,
+            401
+        );
+    }
+    assert_eq!(
+        sign_in_from(&app, "198.51.100.7", "ada@example.com", PASSWORD).await,
+        429,
+        "the stranger's network is done with this address for the window"
+    );
+    assert_eq!(
+        sign_in_from(&app, "203.0.113.9", "ada@example.com", PASSWORD).await,
+        200,
+        "the owner, from her own network, is not locked out"
+    );
+
+    // Across networks the address has ten windows' worth (30): four
+    // counted so far (the stranger's three, the owner's one; a refusal
+    // by a network's window is not counted again), 26 more from nine
+    // further networks, and the next attempt, from anywhere, is refused.
+    for attempt in 0..26 {
+        let address = format!("192.0.2.{}", attempt / 3);
+        assert_eq!(
+            sign_in_from(&app, &address, "ada@example.com", "wrong password!").await,
+            401,
+            "attempt {attempt}"
+        );
+    }
+    assert_eq!(
+        sign_in_from(&app, "192.0.2.200", "ada@example.com", PASSWORD).await,
+        429,
+        "thirty attempts from anywhere close the window"
+    );
 }
