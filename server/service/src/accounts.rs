@@ -88,7 +88,7 @@ pub async fn login(
     password: String,
     lang: Lang,
 ) -> Result<Principal, ServiceError> {
-    let email = Email::parse(email)?;
+    let email = Email::to_find(email)?;
     throttle::hit_ip(
         services,
         ThrottleScope::SignInIp,
@@ -261,7 +261,7 @@ pub async fn forgot_password(
     email: &str,
     lang: Lang,
 ) -> Result<(), ServiceError> {
-    let email = Email::parse(email)?;
+    let email = Email::to_find(email)?;
     throttle::hit(
         services,
         ThrottleScope::ResetEmail,

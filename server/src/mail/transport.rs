@@ -137,8 +137,10 @@ impl Transport {
         to: &str,
         rendered: &Rendered,
     ) -> Attempted {
-        let to: Mailbox = match to.parse() {
-            Ok(to) => to,
+        // A bare address, never a display form: `x<y@z>` is refused, not
+        // mailed to `y@z`.
+        let to = match to.parse::<lettre::Address>() {
+            Ok(address) => Mailbox::new(None, address),
             Err(_) => {
                 return Attempted::Permanent {
                     status: None,

@@ -68,15 +68,38 @@ pub use operator::{ExistingPassword, ensure_account, is_trusted};
 use passwords::DUMMY_HASH;
 pub use passwords::{Password, hash_password, verify_password};
 
-/// A normalised email: trimmed, lower-cased, one `@` with text on both sides
-/// and a dot in the domain.
+/// A normalised email: trimmed, lower-cased, one `@` with text on both
+/// sides, a domain of at least two labels SMTP accepts, and as a whole an
+/// address the mailer can send to as written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Email(String);
 
 impl Email {
     pub const MAX_CHARS: usize = 254;
 
+    /// An address for a new account, or a new address for one: one the
+    /// mailer can send to as written, or the account could never be
+    /// confirmed (and `x<y@z>` would mail `y@z`).
     pub fn parse(raw: &str) -> Result<Self, AccountError> {
+        let email = Self::to_find(raw)?;
+        let sendable = email
+            .0
+            .split_once('@')
+            .is_some_and(|(_, domain)| domain.split('.').all(is_label))
+            && email.0.parse::<lettre::Address>().is_ok();
+        if sendable {
+            Ok(email)
+        } else {
+            Err(AccountError::InvalidEmail)
+        }
+    }
+
+    /// An address typed to find an existing account (sign-in, "forgot
+    /// password"), by the looser rules accounts were once created under:
+    /// an account made then is never locked out by the stricter [`parse`].
+    ///
+    /// [`parse`]: Self::parse
+    pub fn to_find(raw: &str) -> Result<Self, AccountError> {
         let email = raw.trim().to_lowercase();
         let valid = email.chars().count() <= Self::MAX_CHARS
             && !email.chars().any(|c| c.is_whitespace() || c.is_control())
@@ -100,6 +123,16 @@ impl Email {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// One label of a mail domain as SMTP accepts it (RFC 5321: letters,
+/// digits and inner hyphens, at most 63; an internationalised label's
+/// letters are any script's, the mailer converts it).
+fn is_label(label: &str) -> bool {
+    (1..=63).contains(&label.chars().count())
+        && !label.starts_with('-')
+        && !label.ends_with('-')
+        && label.chars().all(|c| c.is_alphanumeric() || c == '-')
 }
 
 impl std::fmt::Display for Email {
@@ -418,6 +451,29 @@ mod tests {
     }
 
     #[test]
+    fn an_account_made_under_the_older_rules_can_still_be_found() {
+        for raw in ["a..b@example.com", "ada@exa_mple.com"] {
+            assert!(Email::parse(raw).is_err(), "{raw:?} is no new address");
+            assert_eq!(Email::to_find(raw).expect("found").as_str(), raw);
+        }
+        assert!(Email::to_find("not-an-email").is_err());
+    }
+
+    #[test]
+    fn addresses_the_mailer_sends_to_are_accepted() {
+        for raw in [
+            "ada@example.com",
+            "ada.lovelace+courses@mail.example.co.uk",
+            "o'brien@example.ie",
+            "ada@xn--bcher-kva.example",
+            "ada@bücher.example",
+            "ada@a-b.example",
+        ] {
+            assert!(Email::parse(raw).is_ok(), "{raw:?} should be accepted");
+        }
+    }
+
+    #[test]
     fn malformed_emails_are_rejected() {
         for raw in [
             "",
@@ -429,6 +485,16 @@ mod tests {
             "a b@example.com",
             "a@.example.com",
             "a@example.com.",
+            // Not an address the mailer can send to as written.
+            "ada<victim@example.com>",
+            "\"ada\"<victim@example.com>",
+            "a..b@example.com",
+            ".a@example.com",
+            "a,b@example.com",
+            "ada@exa_mple.com",
+            "ada@-example.com",
+            "ada@example..com",
+            "ada@example-.com",
         ] {
             assert!(
                 matches!(Email::parse(raw), Err(AccountError::InvalidEmail)),

@@ -43,8 +43,19 @@ async fn register_login_logout_login_again(pool: PgPool) {
 async fn registration_rejects_bad_input_field_by_field_and_writes_nothing(pool: PgPool) {
     let app = spawn_app(pool).await;
     app.create_account("taken@example.com", PASSWORD).await;
-    let cases: [(&str, &str, &str, &str, &str); 5] = [
+    let cases: [(&str, &str, &str, &str, &str); 8] = [
         ("not-an-email", "Ada", PASSWORD, PASSWORD, "email"),
+        // Addresses the mailer cannot send to as written: the account
+        // could never be confirmed (or its mail would go elsewhere).
+        (
+            "ada<victim@example.com>",
+            "Ada",
+            PASSWORD,
+            PASSWORD,
+            "email",
+        ),
+        ("a..b@example.com", "Ada", PASSWORD, PASSWORD, "email"),
+        ("ada@exa_mple.com", "Ada", PASSWORD, PASSWORD, "email"),
         ("new@example.com", "   ", PASSWORD, PASSWORD, "display_name"),
         ("new@example.com", "Ada", "short", "short", "password"),
         (

@@ -138,3 +138,48 @@ async fn sign_in_is_throttled_per_email_with_a_retry_time_and_the_counter_expire
     app.login_as(&app.client, "victim@example.com", PASSWORD)
         .await;
 }
+
+/// An account whose address was accepted before registration took only
+/// addresses the mailer can send to still signs in (and can still ask for
+/// a reset): the stricter rule never locks an existing account out.
+#[sqlx::test(migrations = "../migrations")]
+async fn an_account_made_under_the_older_address_rules_still_signs_in(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let hash = engine::accounts::hash_password(
+        &engine::accounts::Password::parse(secrecy::SecretString::from(PASSWORD)).expect("pw"),
+    )
+    .await
+    .expect("hash");
+    sqlx::query(
+        "INSERT INTO accounts (id, email, display_name, password_hash, email_verified_at)
+         VALUES ($1, 'a..b@example.com', 'Old', $2, now())",
+    )
+    .bind(uuid::Uuid::now_v7())
+    .bind(&hash)
+    .execute(&app.pool)
+    .await
+    .expect("an account of the older rules");
+    app.login_as(&app.client, "A..B@example.com", PASSWORD)
+        .await;
+    assert!(app.whoami_as(&app.client).await.is_some());
+    let reset = app
+        .post_form("/api/auth/forgot", &[("email", "a..b@example.com")])
+        .await;
+    assert!(reset.status().is_success(), "{}", reset.status());
+    // The request is written after the answer (the answer never tells).
+    let mut queued = 0_i64;
+    for _ in 0..200 {
+        queued = sqlx::query_scalar(
+            "SELECT count(*) FROM mail_outbox
+              WHERE to_address = 'a..b@example.com' AND template = 'reset_password'",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .expect("count");
+        if queued > 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(queued, 1, "the reset was asked for the account");
+}

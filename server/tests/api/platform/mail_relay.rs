@@ -272,6 +272,12 @@ async fn a_refused_mail_is_tried_until_its_attempts_run_out(pool: PgPool) {
         .expect("due now");
     register(&app, "bob@example.com", "en").await;
     sink.wait_for("bob@example.com", "Confirm", MAIL_WAIT).await;
+    // Taken by the server, then recorded: wait for the record too.
+    wait_until(
+        &app.pool,
+        "SELECT 'sent' FROM mail_outbox WHERE to_address = 'bob@example.com' AND sent_at IS NOT NULL",
+    )
+    .await;
     let received: Vec<Vec<String>> = sink.received().into_iter().map(|m| m.to).collect();
     assert_eq!(received, [["bob@example.com"]], "the dead mail stays dead");
     let attempts: i32 =
@@ -530,4 +536,30 @@ async fn with_an_smtp_server_there_is_no_dev_mailbox(pool: PgPool) {
     let (app, _sink) = spawn_app_with_mail(pool).await;
     let page = app.get("/dev/mailbox").await;
     assert_eq!(page.status(), 404);
+}
+
+/// An address stored before registration refused display forms is never
+/// read as one: `ada<victim@example.com>` is refused as invalid (dead at
+/// once), not mailed to `victim@example.com`. The positive control: a
+/// mail queued after it arrives.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_display_form_address_is_refused_never_mailed_to_its_inner_address(pool: PgPool) {
+    let (app, sink) = spawn_app_with_mail(pool).await;
+    sqlx::query(
+        "INSERT INTO mail_outbox (id, template, to_address, lang)
+         VALUES (gen_random_uuid(), 'password_changed', 'ada<victim@example.com>', 'en')",
+    )
+    .execute(&app.pool)
+    .await
+    .expect("queued");
+    let error = wait_until(
+        &app.pool,
+        "SELECT last_error FROM mail_outbox WHERE dead_at IS NOT NULL",
+    )
+    .await;
+    assert_eq!(error, "the recipient is not a valid address");
+    register(&app, "bob@example.com", "en").await;
+    sink.wait_for("bob@example.com", "Confirm", MAIL_WAIT).await;
+    let received: Vec<Vec<String>> = sink.received().into_iter().map(|m| m.to).collect();
+    assert_eq!(received, [["bob@example.com"]], "nothing to the victim");
 }
