@@ -241,7 +241,9 @@ async fn run() -> anyhow::Result<ExitCode> {
         Command::Admin {
             command: AdminCommand::DisableAccount { email },
         } => {
-            let email = engine::accounts::Email::parse(&email).context("--email")?;
+            // Found by the looser rules: an account made under them can
+            // still be disabled.
+            let email = engine::accounts::Email::to_find(&email).context("--email")?;
             let pool = engine::db::connect_lazy(&database_url, &settings.db_options())?;
             let account = engine::accounts::find_by_email(&pool, &email)
                 .await?

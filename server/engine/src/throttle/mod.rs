@@ -36,11 +36,16 @@ pub fn ip_subject(ip: IpAddr) -> String {
     }
 }
 
-/// One address tried from one network (the client's [`ip_subject`]): the
-/// subject of the per-network sign-in window, so that wrong passwords
-/// from a stranger's network do not lock the owner out of her own.
+/// One address tried from one network: the subject of the per-network
+/// sign-in window, so that wrong passwords from a stranger's network do
+/// not lock the owner out of her own. An IPv4 client's network is its
+/// address; an IPv6 client's is its site (the /48, [`site_subject`]),
+/// not its /64: one site's 65,536 /64s would otherwise be as many
+/// networks, enough to exhaust the per-email backstop alone. (No
+/// collision: an email holds no whitespace.)
 pub fn email_network_subject(email: &str, ip: IpAddr) -> String {
-    format!("{email} from {}", ip_subject(ip))
+    let network = site_subject(ip).unwrap_or_else(|| ip_subject(ip));
+    format!("{email} from {network}")
 }
 
 /// The IPv6 site an address belongs to (its /48, a site's usual
@@ -295,7 +300,12 @@ mod tests {
     fn an_address_tried_from_one_network_is_one_subject() {
         let subject = |ip: &str| email_network_subject("ada@example.com", ip.parse().expect("ip"));
         assert_eq!(subject("2001:db8:aa:bb::1"), subject("2001:db8:aa:bb::2"));
-        assert_ne!(subject("2001:db8:aa:bb::1"), subject("2001:db8:aa:cc::1"));
+        assert_eq!(
+            subject("2001:db8:aa:bb::1"),
+            subject("2001:db8:aa:cc::1"),
+            "an IPv6 network is its /48"
+        );
+        assert_ne!(subject("2001:db8:aa:bb::1"), subject("2001:db8:ab:bb::1"));
         assert_eq!(subject("192.0.2.9"), subject("::ffff:192.0.2.9"));
         assert_ne!(subject("192.0.2.9"), subject("192.0.2.10"));
         assert_ne!(

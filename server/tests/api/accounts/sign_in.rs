@@ -122,10 +122,14 @@ async fn sign_in_is_throttled_per_email_with_a_retry_time_and_the_counter_expire
     );
     assert_eq!(app.whoami_as(&app.client).await, None);
 
-    let key = app
-        .redis
-        .keys()
-        .throttle(ThrottleScope::SignInEmail, "victim@example.com");
+    // The window that refused: this address from this network.
+    let key = app.redis.keys().throttle(
+        ThrottleScope::SignInEmailNetwork,
+        &engine::throttle::email_network_subject(
+            "victim@example.com",
+            std::net::Ipv4Addr::LOCALHOST.into(),
+        ),
+    );
     let ttl: i64 = app.redis.conn().ttl(&key).await.expect("ttl");
     assert!(
         (1..=2).contains(&ttl),

@@ -214,15 +214,21 @@ async fn the_64s_of_one_ipv6_48_share_a_larger_limit(pool: PgPool) {
     // Only the address limits are under test.
     settings.throttle.sign_in_per_email = 1_000;
     let app = spawn_app_with(pool, settings).await;
-    let walked: Vec<String> = (0..33).map(|n| format!("2001:db8:aa:{n:x}::1")).collect();
+    // One /64 past its own limit: what its window refused is not counted
+    // against the /48 (else one /64 could spend its whole site's share).
+    assert_eq!(
+        statuses(&app, &["2001:db8:aa:ffff::1"; 5]).await,
+        [401, 401, 429, 429, 429]
+    );
+    let walked: Vec<String> = (0..31).map(|n| format!("2001:db8:aa:{n:x}::1")).collect();
     let walked: Vec<&str> = walked.iter().map(String::as_str).collect();
     let answers = statuses(&app, &walked).await;
     assert_eq!(
-        answers[..32],
-        [401; 32],
-        "each /64 within the /48's allowance: {answers:?}"
+        answers[..30],
+        [401; 30],
+        "each /64 within the /48's allowance (32, two spent): {answers:?}"
     );
-    assert_eq!(answers[32], 429, "past sixteen /64s' worth: {answers:?}");
+    assert_eq!(answers[30], 429, "past sixteen /64s' worth: {answers:?}");
     assert_eq!(
         statuses(&app, &["2001:db8:ab:1::1"]).await,
         [401],
