@@ -21,7 +21,7 @@
 use anyhow::Context as _;
 use engine::db::PgPool;
 use engine::{
-    accounts::{self, AccountId, DisplayName, Email, ExistingPassword, Password},
+    accounts::{self, AccountId, DisplayName, Email, EmailToFind, ExistingPassword, Password},
     batches,
     codes::Keyring,
     resources, settlement,
@@ -118,7 +118,7 @@ pub async fn create_tenant(
         .await
         .context("looking for the tenant")?
     {
-        let owner = match accounts::find_by_email(pool, &new.admin_email).await? {
+        let owner = match accounts::find_by_email(pool, &(&new.admin_email).into()).await? {
             Some(account) => {
                 tenants::role_of(pool, existing, account)
                     .await
@@ -199,7 +199,7 @@ enum Proof {
 
 /// Whether `--admin-password-file` holds the existing account's password.
 async fn operator_knows_password(pool: &PgPool, new: &NewTenant) -> anyhow::Result<Proof> {
-    match accounts::authenticate(pool, &new.admin_email, &new.admin_password).await {
+    match accounts::authenticate(pool, &(&new.admin_email).into(), &new.admin_password).await {
         Ok(_) => Ok(Proof::Proven),
         Err(accounts::AccountError::InvalidCredentials) => Ok(Proof::WrongPassword),
         Err(accounts::AccountError::Disabled) => Ok(Proof::Disabled),
@@ -249,7 +249,7 @@ pub async fn seed_demo(
     keyring: &Keyring,
 ) -> anyhow::Result<Demo> {
     let tenant = seed_demo_accounts(pool).await?;
-    let admin = accounts::find_by_email(pool, &Email::parse(DEMO.admin_email)?)
+    let admin = accounts::find_by_email(pool, &EmailToFind::parse(DEMO.admin_email)?)
         .await?
         .context("the demo admin was just seeded")?;
     let share = match shares::find_by_slug(pool, DEMO_COURSE)
@@ -299,7 +299,7 @@ pub async fn seed_demo(
             share
         }
     };
-    let learner = accounts::find_by_email(pool, &Email::parse(DEMO.learner_email)?)
+    let learner = accounts::find_by_email(pool, &EmailToFind::parse(DEMO.learner_email)?)
         .await?
         .context("the demo learner was just seeded")?;
     let learner_code = if settlement::binding_of(pool, &share, learner)

@@ -243,7 +243,7 @@ async fn run() -> anyhow::Result<ExitCode> {
         } => {
             // Found by the looser rules: an account made under them can
             // still be disabled.
-            let email = engine::accounts::Email::to_find(&email).context("--email")?;
+            let email = engine::accounts::EmailToFind::parse(&email).context("--email")?;
             let pool = engine::db::connect_lazy(&database_url, &settings.db_options())?;
             let account = engine::accounts::find_by_email(&pool, &email)
                 .await?

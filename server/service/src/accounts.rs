@@ -12,7 +12,7 @@ use std::net::IpAddr;
 
 use engine::{
     accounts::{
-        self, AccountError, AccountId, DisplayName, Email, Password, Principal,
+        self, AccountError, AccountId, DisplayName, Email, EmailToFind, Password, Principal,
         links::{LinkPurpose, LinkToken},
         recovery,
         verification::{self, Resent},
@@ -69,7 +69,7 @@ pub async fn register(
         lang,
     )
     .await?;
-    let signed_in = accounts::authenticate(&services.pool, &email, &password).await?;
+    let signed_in = accounts::authenticate(&services.pool, &(&email).into(), &password).await?;
     session::sign_in(session, &signed_in).await?;
     Ok(signed_in.principal)
 }
@@ -88,7 +88,7 @@ pub async fn login(
     password: String,
     lang: Lang,
 ) -> Result<Principal, ServiceError> {
-    let email = Email::to_find(email)?;
+    let email = EmailToFind::parse(email)?;
     throttle::hit_ip(
         services,
         ThrottleScope::SignInIp,
@@ -261,7 +261,7 @@ pub async fn forgot_password(
     email: &str,
     lang: Lang,
 ) -> Result<(), ServiceError> {
-    let email = Email::to_find(email)?;
+    let email = EmailToFind::parse(email)?;
     throttle::hit(
         services,
         ThrottleScope::ResetEmail,

@@ -13,7 +13,7 @@ use serde_json::json;
 use sqlx::PgPool;
 
 use super::{
-    AccountError, AccountId, Email, Password, hash_password,
+    AccountError, AccountId, EmailToFind, Password, hash_password,
     links::{LinkKey, LinkPurpose, LinkToken},
     set_password,
     verification::{use_link, write_link},
@@ -25,7 +25,7 @@ use crate::mail::{self, NewMail, Template};
 pub async fn request_reset(
     pool: &PgPool,
     links: &LinkKey,
-    email: &Email,
+    email: &EmailToFind,
     lang: Lang,
 ) -> anyhow::Result<()> {
     let mut tx = pool.begin().await.context("starting a reset request")?;

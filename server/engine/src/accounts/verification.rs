@@ -194,7 +194,7 @@ pub async fn request_change(
     if row.email == new.as_str() {
         return Err(AccountError::SameEmail);
     }
-    if super::find_by_email(pool, new).await?.is_some() {
+    if super::find_by_email(pool, &new.into()).await?.is_some() {
         return Err(AccountError::EmailTaken);
     }
     let mut tx = pool.begin().await.context("starting a change of address")?;
