@@ -75,16 +75,46 @@ pub fn smtp_builder(settings: &MailSettings) -> anyhow::Result<Option<AsyncSmtpT
             .add_root_certificate(certificate)
             .build_rustls()
             .map_err(|e| anyhow::anyhow!("TLS parameters for the SMTP server: {e}"))?;
-        let tls = if url.starts_with("smtps:") {
-            Tls::Wrapper(parameters)
-        } else if url.contains("tls=opportunistic") {
-            Tls::Opportunistic(parameters)
-        } else {
-            Tls::Required(parameters)
+        let tls = match url_tls(url)? {
+            UrlTls::Implicit => Tls::Wrapper(parameters),
+            UrlTls::StartTlsOpportunistic => Tls::Opportunistic(parameters),
+            UrlTls::StartTlsRequired => Tls::Required(parameters),
+            UrlTls::None => anyhow::bail!(
+                "mail.smtp_ca_file is set but mail.smtp_url asks for no TLS: \
+                 use smtps:// (implicit TLS) or ?tls=required (STARTTLS)"
+            ),
         };
         builder = builder.tls(tls);
     }
     Ok(Some(builder))
+}
+
+/// The TLS an SMTP URL asks for, read as lettre reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum UrlTls {
+    /// `smtp://host` (plain).
+    None,
+    /// `smtp://host?tls=required`.
+    StartTlsRequired,
+    /// `smtp://host?tls=opportunistic`.
+    StartTlsOpportunistic,
+    /// `smtps://host`.
+    Implicit,
+}
+
+fn url_tls(url: &str) -> anyhow::Result<UrlTls> {
+    let parsed =
+        reqwest::Url::parse(url).map_err(|e| anyhow::anyhow!("mail.smtp_url is not a URL: {e}"))?;
+    let tls = parsed
+        .query_pairs()
+        .find(|(key, _)| key == "tls")
+        .map(|(_, value)| value.into_owned());
+    Ok(match (parsed.scheme(), tls.as_deref()) {
+        ("smtps", _) => UrlTls::Implicit,
+        ("smtp", Some("required")) => UrlTls::StartTlsRequired,
+        ("smtp", Some("opportunistic")) => UrlTls::StartTlsOpportunistic,
+        _ => UrlTls::None,
+    })
 }
 
 /// The host of an SMTP URL (its TLS name).
@@ -177,6 +207,12 @@ impl Transport {
                     Err(error) => {
                         let status = error.status().map(u16::from);
                         tracing::warn!(error = %error, %mail_id, "mail not sent");
+                        if let Some(words) = tls_failure(&error) {
+                            return Attempted::Failed {
+                                status,
+                                error: words.to_owned(),
+                            };
+                        }
                         // Every refusal is tried again (with backoff) until
                         // the attempts run out: a reply code cannot tell a
                         // mailbox that does not exist (550 5.1.1) from a
@@ -221,6 +257,38 @@ impl Transport {
             }
         }
     }
+}
+
+/// What an operator must fix when TLS is why a mail did not go (a
+/// certificate refused, a handshake failed, no STARTTLS where the URL
+/// requires it), or `None` when TLS is not the cause. Mailed like any
+/// failure: retried, never dropped.
+fn tls_failure(error: &lettre::transport::smtp::Error) -> Option<&'static str> {
+    // lettre says so only in its message (a client error, no type of its own).
+    if error.is_client() && error.to_string().contains("STARTTLS is not supported") {
+        return Some("the SMTP server does not offer STARTTLS");
+    }
+    // A handshake error is a rustls error inside an io::Error (whose
+    // `source()` skips it: look inside with `get_ref`).
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(current) = cause {
+        let tls = current.downcast_ref::<rustls::Error>().or_else(|| {
+            current
+                .downcast_ref::<std::io::Error>()
+                .and_then(std::io::Error::get_ref)
+                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        });
+        if let Some(tls) = tls {
+            return Some(match tls {
+                rustls::Error::InvalidCertificate(_) => "the SMTP server's certificate was refused",
+                _ => "the TLS handshake with the SMTP server failed",
+            });
+        }
+        cause = current.source();
+    }
+    error
+        .is_tls()
+        .then_some("the TLS handshake with the SMTP server failed")
 }
 
 /// A `multipart/alternative` mail (plain text, then HTML). Its
@@ -304,6 +372,53 @@ mod tests {
         settings.smtp_ca_file = Some("/nonexistent/ca.pem".to_owned());
         let error = format!("{:#}", smtp_builder(&settings).expect_err("missing file"));
         assert!(error.contains("mail.smtp_ca_file"), "{error}");
+    }
+
+    #[test]
+    fn urls_are_read_for_the_tls_they_ask_for() {
+        for (url, tls) in [
+            ("smtp://host:25", UrlTls::None),
+            ("smtp://host:587?tls=required", UrlTls::StartTlsRequired),
+            (
+                "smtp://host:587?tls=opportunistic",
+                UrlTls::StartTlsOpportunistic,
+            ),
+            ("smtps://host:465", UrlTls::Implicit),
+            // The words in a password are not a parameter.
+            ("smtp://u:tls=opportunistic@host:25", UrlTls::None),
+            (
+                "smtp://u:p@host:587?x=1&tls=required",
+                UrlTls::StartTlsRequired,
+            ),
+        ] {
+            assert_eq!(url_tls(url).expect(url), tls, "{url}");
+        }
+    }
+
+    /// A CA file says the operator expects TLS; a plain URL says none. The
+    /// server refuses to guess which was meant.
+    #[test]
+    fn a_ca_file_with_a_url_that_asks_for_no_tls_is_refused() {
+        let ca = harness::smtp::TestCa::new().pem_file();
+        let mut settings = MailSettings {
+            smtp_ca_file: Some(ca.path()),
+            ..MailSettings::default()
+        };
+        for url in [
+            "smtps://mail.example.com:465",
+            "smtp://mail.example.com:587?tls=required",
+            "smtp://mail.example.com:587?tls=opportunistic",
+        ] {
+            settings.smtp_url = Some(url.to_owned().into());
+            assert!(smtp_builder(&settings).expect(url).is_some(), "{url}");
+        }
+        settings.smtp_url = Some(
+            "smtp://u:tls=required@mail.example.com:25"
+                .to_owned()
+                .into(),
+        );
+        let error = format!("{:#}", smtp_builder(&settings).expect_err("plain URL"));
+        assert!(error.contains("asks for no TLS"), "{error}");
     }
 
     #[test]

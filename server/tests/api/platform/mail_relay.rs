@@ -14,12 +14,14 @@ use sha2::{Digest as _, Sha256};
 use sqlx::PgPool;
 
 use crate::support::app::{TestApp, new_client, spawn_app, spawn_app_with};
-use crate::support::mail::{MAIL_WAIT, link_key, mail_settings, spawn_app_with_mail, token_of};
+use crate::support::mail::{
+    MAIL_WAIT, link_key, mail_settings, spawn_app_with_mail, token_of, wait_until,
+};
 
 const PASSWORD: &str = "correct horse battery";
 
 /// Registers `email` through the page's server function, in `lang`.
-async fn register(app: &TestApp, email: &str, lang: &str) -> reqwest::Response {
+pub(super) async fn register(app: &TestApp, email: &str, lang: &str) -> reqwest::Response {
     new_client()
         .post(format!("{}/api/auth/register", app.address))
         .header("accept-language", lang)
@@ -206,22 +208,6 @@ async fn a_server_that_hangs_costs_an_attempt_not_the_relay(pool: PgPool) {
     assert_eq!(error, "the SMTP server timed out");
     sink.stall(false);
     sink.wait_for("ada@example.com", "Confirm", MAIL_WAIT).await;
-}
-
-/// Polls `query` (one text column, NULL while not there yet) until it has a value.
-async fn wait_until(pool: &PgPool, query: &str) -> String {
-    let deadline = tokio::time::Instant::now() + MAIL_WAIT;
-    loop {
-        if let Some(Some(value)) = sqlx::query_scalar::<_, Option<String>>(query)
-            .fetch_optional(pool)
-            .await
-            .expect("poll")
-        {
-            return value;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "timed out: {query}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[sqlx::test(migrations = "../migrations")]

@@ -12,6 +12,7 @@ mod health;
 mod hosts;
 mod logs;
 mod mail_relay;
+mod mail_tls;
 mod pages;
 mod rate_limits;
 mod server_functions;

@@ -44,3 +44,19 @@ pub fn token_of(link: &str) -> String {
         .map(|(_, t)| t.split('&').next().unwrap_or(t).to_owned())
         .unwrap_or_else(|| panic!("no token in {link}"))
 }
+
+/// Polls `query` (one text column, NULL while not there yet) until it has a value.
+pub async fn wait_until(pool: &PgPool, query: &str) -> String {
+    let deadline = tokio::time::Instant::now() + MAIL_WAIT;
+    loop {
+        if let Some(Some(value)) = sqlx::query_scalar::<_, Option<String>>(query)
+            .fetch_optional(pool)
+            .await
+            .expect("poll")
+        {
+            return value;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "timed out: {query}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
