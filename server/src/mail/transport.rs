@@ -16,6 +16,7 @@ use lettre::{
         client::{Certificate, Tls, TlsParameters},
     },
 };
+use rustls::pki_types::{CertificateDer, pem::PemObject as _};
 use secrecy::ExposeSecret as _;
 use uuid::Uuid;
 
@@ -64,10 +65,17 @@ pub fn smtp_builder(settings: &MailSettings) -> anyhow::Result<Option<AsyncSmtpT
     let mut builder = AsyncSmtpTransport::<Tokio1Executor>::from_url(url)
         .map_err(|e| anyhow::anyhow!("mail.smtp_url is not an SMTP URL: {e}"))?
         .timeout(Some(Duration::from_millis(settings.timeout_ms.max(1))));
+    let url_tls = url_tls(url)?;
     if let Some(ca) = &settings.smtp_ca_file {
         // A relay with a certificate of a private CA: trust that CA (as
         // well as the bundled roots), for whichever TLS the URL asked for.
         let pem = std::fs::read(ca).with_context(|| format!("reading mail.smtp_ca_file {ca}"))?;
+        // lettre takes a file without a certificate (empty, a key) as an
+        // empty list: every mail would then fail, long after start.
+        anyhow::ensure!(
+            CertificateDer::pem_slice_iter(&pem).any(|c| c.is_ok()),
+            "mail.smtp_ca_file {ca} holds no PEM certificate"
+        );
         let certificate = Certificate::from_pem(&pem)
             .map_err(|e| anyhow::anyhow!("mail.smtp_ca_file {ca} is not a PEM certificate: {e}"))?;
         let host = lettre_url_host(url)?;
@@ -75,7 +83,7 @@ pub fn smtp_builder(settings: &MailSettings) -> anyhow::Result<Option<AsyncSmtpT
             .add_root_certificate(certificate)
             .build_rustls()
             .map_err(|e| anyhow::anyhow!("TLS parameters for the SMTP server: {e}"))?;
-        let tls = match url_tls(url)? {
+        let tls = match url_tls {
             UrlTls::Implicit => Tls::Wrapper(parameters),
             UrlTls::StartTlsOpportunistic => Tls::Opportunistic(parameters),
             UrlTls::StartTlsRequired => Tls::Required(parameters),
@@ -92,7 +100,7 @@ pub fn smtp_builder(settings: &MailSettings) -> anyhow::Result<Option<AsyncSmtpT
 /// The TLS an SMTP URL asks for, read as lettre reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum UrlTls {
-    /// `smtp://host` (plain).
+    /// `smtp://host` (plain: no `tls` parameter).
     None,
     /// `smtp://host?tls=required`.
     StartTlsRequired,
@@ -102,19 +110,44 @@ enum UrlTls {
     Implicit,
 }
 
+/// The TLS `url` asks for, after refusing what lettre would silently
+/// ignore (a parameter other than `tls`, such as `TLS=required`, which
+/// lettre reads as plain SMTP) and a password that could cross the
+/// network in clear: credentials go to a server that is not this machine
+/// only over `smtps://` or `?tls=required` (with `tls=opportunistic`, a
+/// man in the middle strips STARTTLS from the server's answer).
 fn url_tls(url: &str) -> anyhow::Result<UrlTls> {
     let parsed =
         reqwest::Url::parse(url).map_err(|e| anyhow::anyhow!("mail.smtp_url is not a URL: {e}"))?;
-    let tls = parsed
-        .query_pairs()
-        .find(|(key, _)| key == "tls")
-        .map(|(_, value)| value.into_owned());
-    Ok(match (parsed.scheme(), tls.as_deref()) {
+    let mut tls = None;
+    for (key, value) in parsed.query_pairs() {
+        anyhow::ensure!(
+            key == "tls",
+            "mail.smtp_url has a parameter the mailer would ignore: {key:?} \
+             (only tls=required or tls=opportunistic)"
+        );
+        tls = Some(value.into_owned());
+    }
+    let asked = match (parsed.scheme(), tls.as_deref()) {
         ("smtps", _) => UrlTls::Implicit,
         ("smtp", Some("required")) => UrlTls::StartTlsRequired,
         ("smtp", Some("opportunistic")) => UrlTls::StartTlsOpportunistic,
         _ => UrlTls::None,
-    })
+    };
+    let loopback = parsed.host_str().is_some_and(|host| {
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        host.eq_ignore_ascii_case("localhost")
+            || host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    });
+    let credentials = !parsed.username().is_empty() || parsed.password().is_some();
+    anyhow::ensure!(
+        !credentials || loopback || matches!(asked, UrlTls::Implicit | UrlTls::StartTlsRequired),
+        "mail.smtp_url would send its password to another machine without \
+         assured TLS: use smtps:// (implicit TLS) or ?tls=required (STARTTLS)"
+    );
+    Ok(asked)
 }
 
 /// The host of an SMTP URL (its TLS name).
@@ -286,9 +319,7 @@ fn tls_failure(error: &lettre::transport::smtp::Error) -> Option<&'static str> {
         }
         cause = current.source();
     }
-    error
-        .is_tls()
-        .then_some("the TLS handshake with the SMTP server failed")
+    None
 }
 
 /// A `multipart/alternative` mail (plain text, then HTML). Its
@@ -385,14 +416,72 @@ mod tests {
             ),
             ("smtps://host:465", UrlTls::Implicit),
             // The words in a password are not a parameter.
-            ("smtp://u:tls=opportunistic@host:25", UrlTls::None),
-            (
-                "smtp://u:p@host:587?x=1&tls=required",
-                UrlTls::StartTlsRequired,
-            ),
+            ("smtp://u:tls=opportunistic@localhost:25", UrlTls::None),
         ] {
             assert_eq!(url_tls(url).expect(url), tls, "{url}");
         }
+    }
+
+    /// What lettre would ignore, and a password that could cross the
+    /// network in clear, are refused; loopback may sign in over plain SMTP.
+    #[test]
+    fn a_url_that_could_leak_its_password_or_be_misread_is_refused() {
+        for url in [
+            "smtp://u:p@mail.example.com:587?tls=opportunistic",
+            "smtp://u:p@mail.example.com:25",
+            "smtp://u@mail.example.com:25",
+            "smtp://u:p@mail.example.com:587?TLS=required",
+            "smtp://mail.example.com:587?TLS=required",
+            "smtp://mail.example.com:587?tls=required&timeout=5",
+        ] {
+            assert!(url_tls(url).is_err(), "{url}");
+        }
+        for url in [
+            "smtp://u:p@127.0.0.1:2525",
+            "smtp://u:p@[::1]:2525",
+            "smtp://u:p@localhost:2525",
+            "smtp://mail.example.com:25",
+            "smtp://mail.example.com:587?tls=opportunistic",
+            "smtp://u:p@mail.example.com:587?tls=required",
+            "smtps://u:p@mail.example.com:465",
+        ] {
+            assert!(url_tls(url).is_ok(), "{url}");
+        }
+        let settings = MailSettings {
+            smtp_url: Some(
+                "smtp://u:p@mail.example.com:587?tls=opportunistic"
+                    .to_owned()
+                    .into(),
+            ),
+            ..MailSettings::default()
+        };
+        let error = format!("{:#}", smtp_builder(&settings).expect_err("opportunistic"));
+        assert!(error.contains("password"), "{error}");
+    }
+
+    /// A file that holds no certificate is refused at start, not at the
+    /// first mail.
+    #[test]
+    fn a_ca_file_without_a_certificate_is_refused() {
+        let path = std::env::temp_dir().join(format!("admitone-empty-ca-{}.pem", Uuid::new_v4()));
+        let mut settings = MailSettings {
+            smtp_url: Some("smtps://mail.example.com:465".to_owned().into()),
+            smtp_ca_file: Some(path.display().to_string()),
+            ..MailSettings::default()
+        };
+        for content in [
+            "",
+            "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+        ] {
+            std::fs::write(&path, content).expect("write");
+            let error = format!("{:#}", smtp_builder(&settings).expect_err("no certificate"));
+            assert!(error.contains("no PEM certificate"), "{error}");
+        }
+        let _ = std::fs::remove_file(&path);
+        // Control: a file with a certificate is taken.
+        let ca = harness::smtp::TestCa::new().pem_file();
+        settings.smtp_ca_file = Some(ca.path());
+        assert!(smtp_builder(&settings).expect("a certificate").is_some());
     }
 
     /// A CA file says the operator expects TLS; a plain URL says none. The
@@ -412,11 +501,7 @@ mod tests {
             settings.smtp_url = Some(url.to_owned().into());
             assert!(smtp_builder(&settings).expect(url).is_some(), "{url}");
         }
-        settings.smtp_url = Some(
-            "smtp://u:tls=required@mail.example.com:25"
-                .to_owned()
-                .into(),
-        );
+        settings.smtp_url = Some("smtp://u:tls=required@localhost:25".to_owned().into());
         let error = format!("{:#}", smtp_builder(&settings).expect_err("plain URL"));
         assert!(error.contains("asks for no TLS"), "{error}");
     }

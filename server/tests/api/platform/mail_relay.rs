@@ -13,28 +13,10 @@ use server::mail::MailRelay;
 use sha2::{Digest as _, Sha256};
 use sqlx::PgPool;
 
-use crate::support::app::{TestApp, new_client, spawn_app, spawn_app_with};
+use crate::support::app::{new_client, spawn_app, spawn_app_with};
 use crate::support::mail::{
-    MAIL_WAIT, link_key, mail_settings, spawn_app_with_mail, token_of, wait_until,
+    MAIL_WAIT, link_key, mail_settings, register, spawn_app_with_mail, token_of, wait_until,
 };
-
-const PASSWORD: &str = "correct horse battery";
-
-/// Registers `email` through the page's server function, in `lang`.
-pub(super) async fn register(app: &TestApp, email: &str, lang: &str) -> reqwest::Response {
-    new_client()
-        .post(format!("{}/api/auth/register", app.address))
-        .header("accept-language", lang)
-        .form(&[
-            ("email", email),
-            ("display_name", "Ada"),
-            ("password", PASSWORD),
-            ("password_confirm", PASSWORD),
-        ])
-        .send()
-        .await
-        .expect("register")
-}
 
 #[sqlx::test(migrations = "../migrations")]
 async fn a_mail_goes_out_over_smtp_as_text_and_html_in_the_language_asked_with_its_link(
@@ -51,6 +33,7 @@ async fn a_mail_goes_out_over_smtp_as_text_and_html_in_the_language_asked_with_i
     assert_eq!(mail.subject, "请验证你的邮箱地址");
     assert_eq!(mail.content_type, "multipart/alternative");
     assert_eq!(mail.from, "no-reply@admitone.test");
+    assert!(!mail.over_tls, "the plain sink's mail is plain");
     assert!(mail.text.contains("链接 24 小时内有效"), "{}", mail.text);
     let raw = String::from_utf8_lossy(&mail.raw);
     assert!(raw.contains("Auto-Submitted: auto-generated"), "{raw}");

@@ -10,9 +10,8 @@ use secrecy::SecretString;
 use server::config::Settings;
 use sqlx::PgPool;
 
-use super::mail_relay::register;
 use crate::support::app::spawn_app_with;
-use crate::support::mail::{MAIL_WAIT, mail_settings, wait_until};
+use crate::support::mail::{MAIL_WAIT, mail_settings, register, wait_until};
 
 const USER: &str = "relay-user";
 const SECRET: &str = "relay-secret";
@@ -52,8 +51,8 @@ async fn starttls_with_a_private_ca_sends_and_signs_in_inside_tls(pool: PgPool) 
     register(&app, "ada@example.com", "en").await;
     let mail = sink.wait_for("ada@example.com", "Confirm", MAIL_WAIT).await;
     assert!(mail.over_tls, "the mail came over plain text");
-    // The sink offers AUTH only inside TLS: the password never crossed
-    // the wire in the clear.
+    // The sink refuses AUTH before STARTTLS (530): a mail delivered signed
+    // in was signed in inside TLS.
     assert_eq!(mail.auth_user.as_deref(), Some(USER));
     assert_eq!(sink.handshake_failures(), Vec::<String>::new());
 }
@@ -179,6 +178,26 @@ async fn a_tls_url_never_falls_back_to_plain_text(pool: PgPool) {
     assert_eq!(
         first_failure(&app.pool, "ada@example.com").await,
         "the SMTP server does not offer STARTTLS"
+    );
+    assert!(sink.received().is_empty());
+}
+
+/// `smtps://` to a server that speaks plain SMTP (the port-587 mistake):
+/// no handshake, the outbox says so, nothing is sent in clear.
+#[sqlx::test(migrations = "../migrations")]
+async fn implicit_tls_to_a_plain_server_fails_its_handshake(pool: PgPool) {
+    let sink = sink(Security::Plain).await;
+    let ca_file = TestCa::new().pem_file();
+    let mut settings = settings(&sink, Some(ca_file.path()));
+    settings.mail.smtp_url = Some(SecretString::from(format!(
+        "smtps://{USER}:{SECRET}@127.0.0.1:{}",
+        sink.port()
+    )));
+    let app = spawn_app_with(pool, settings).await;
+    register(&app, "ada@example.com", "en").await;
+    assert_eq!(
+        first_failure(&app.pool, "ada@example.com").await,
+        "the TLS handshake with the SMTP server failed"
     );
     assert!(sink.received().is_empty());
 }

@@ -7,7 +7,7 @@ use secrecy::SecretString;
 use server::config::Settings;
 use sqlx::PgPool;
 
-use crate::support::app::{TestApp, redis_url, spawn_app_with, test_settings};
+use crate::support::app::{TestApp, new_client, redis_url, spawn_app_with, test_settings};
 
 /// The key test servers derive mailed links with (from the development
 /// session key every test server uses).
@@ -59,4 +59,24 @@ pub async fn wait_until(pool: &PgPool, query: &str) -> String {
         assert!(tokio::time::Instant::now() < deadline, "timed out: {query}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// The password [`register`] signs up with.
+pub const PASSWORD: &str = "correct horse battery";
+
+/// Registers `email` (display name Ada) through the page's server
+/// function, in `lang`.
+pub async fn register(app: &TestApp, email: &str, lang: &str) -> reqwest::Response {
+    new_client()
+        .post(format!("{}/api/auth/register", app.address))
+        .header("accept-language", lang)
+        .form(&[
+            ("email", email),
+            ("display_name", "Ada"),
+            ("password", PASSWORD),
+            ("password_confirm", PASSWORD),
+        ])
+        .send()
+        .await
+        .expect("register")
 }
