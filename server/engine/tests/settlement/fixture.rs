@@ -51,8 +51,22 @@ pub struct World {
     pub codes: Vec<(Uuid, PlainCode)>,
 }
 
-/// The machine's Redis (`REDIS_URL`) under a key prefix of this test's own.
+/// The machine's Redis (`REDIS_URL`) under a key prefix of this test's
+/// own; the Redis Cluster instead when `REDIS_CLUSTER_NODES` names one
+/// (`make test`'s second run).
 pub async fn redis() -> Redis {
+    if let Ok(nodes) = std::env::var("REDIS_CLUSTER_NODES")
+        && !nodes.is_empty()
+    {
+        return Redis::connect(&RedisOptions {
+            urls: nodes.split(',').map(str::to_owned).collect(),
+            cluster: true,
+            key_prefix: format!("test:{}", Uuid::new_v4()),
+            response_timeout: Duration::from_secs(5),
+        })
+        .await
+        .expect("Redis Cluster handle");
+    }
     let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
     redis_at(&url).await
 }

@@ -218,15 +218,18 @@ pub fn redis_url() -> String {
 }
 
 /// Settings for a test server: port 0, a fresh Redis key prefix. With
-/// `REDIS_CLUSTER_NODES` set (`make test` does, for the concurrency suite's
-/// second run), every test server uses that Redis Cluster instead.
+/// `REDIS_CLUSTER_NODES` set (`make test` does, for the suite's second
+/// run), every test server on the machine's Redis uses that Redis Cluster
+/// instead.
 pub fn test_settings(redis_url: &str) -> Settings {
     let mut settings = Settings::default();
     settings.server.port = 0;
     settings.server.shutdown_grace_secs = 1;
     settings.redis.url = SecretString::from(redis_url.to_owned());
+    // A test that brought a Redis of its own (to stop it, say) keeps it.
     if let Ok(nodes) = std::env::var("REDIS_CLUSTER_NODES")
         && !nodes.is_empty()
+        && redis_url == self::redis_url()
     {
         settings.redis.url = SecretString::from(nodes);
         settings.redis.cluster = true;

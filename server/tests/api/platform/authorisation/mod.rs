@@ -53,7 +53,41 @@ struct Target {
     transfer_to_refuse: Uuid,
 }
 
+impl Target {
+    /// Every one of B's objects a call can name (all but the tenant), as
+    /// the calls spell them.
+    fn objects(self) -> Vec<String> {
+        let mut objects: Vec<String> = [
+            self.share,
+            self.resource,
+            self.doomed,
+            self.token,
+            self.spare,
+            self.batch,
+            self.imported,
+            self.code,
+            self.hook,
+            self.dead_event,
+            self.doomed_hook,
+            self.support,
+            self.doomed_member,
+            self.invitation,
+            self.learner,
+            self.leaked,
+            self.transfer_to_approve,
+            self.transfer_to_refuse,
+        ]
+        .iter()
+        .map(Uuid::to_string)
+        .collect();
+        objects.push(self.plain.to_owned());
+        objects
+    }
+}
+
 struct World {
+    /// `admin_a`'s own tenant.
+    tenant_a: Uuid,
     tenant_b: Uuid,
     target: Target,
     anonymous: reqwest::Client,
@@ -76,7 +110,7 @@ async fn world(app: &TestApp) -> World {
     };
     let (slug_a, name_a) = tenant("tenant-a");
     let (slug_b, name_b) = tenant("tenant-b");
-    ensure_tenant_with_owner(&app.pool, &slug_a, &name_a, admin_a)
+    let (tenant_a, _) = ensure_tenant_with_owner(&app.pool, &slug_a, &name_a, admin_a)
         .await
         .expect("tenant a");
     let (tenant_b, _) = ensure_tenant_with_owner(&app.pool, &slug_b, &name_b, admin_b)
@@ -334,6 +368,7 @@ async fn world(app: &TestApp) -> World {
     .await
     .expect("invitation");
     let world = World {
+        tenant_a: tenant_a.0,
         tenant_b: tenant_b.0,
         target: Target {
             tenant: tenant_b.0,

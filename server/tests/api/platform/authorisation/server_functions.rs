@@ -369,6 +369,35 @@ async fn call(
     request.send().await.expect("request").status().as_u16()
 }
 
+/// An object like `value` that exists nowhere: a fresh id, or a fresh
+/// well-formed code.
+fn elsewhere(value: &str) -> String {
+    if value.parse::<Uuid>().is_ok() {
+        Uuid::new_v4().to_string()
+    } else {
+        engine::codes::PlainCode::generate().display()
+    }
+}
+
+/// Like [`call`], with the answer's text.
+async fn call_reading(
+    app: &TestApp,
+    client: &reqwest::Client,
+    method: &Method,
+    path: &str,
+    args: &[(&str, String)],
+) -> (u16, String) {
+    let url = format!("{}{}", app.address, path);
+    let request = if *method == Method::GET {
+        client.get(url).query(args)
+    } else {
+        client.post(url).form(args)
+    };
+    let response = request.send().await.expect("request");
+    let status = response.status().as_u16();
+    (status, response.text().await.expect("body"))
+}
+
 /// A digest of every row the calls could have touched.
 async fn snapshot(pool: &PgPool) -> String {
     sqlx::query_scalar(
@@ -481,6 +510,82 @@ async fn every_admin_server_function_refuses_outsiders(pool: PgPool) {
         let status = call(&app, &w.admin_b, &method, &path, &args).await;
         assert!((200..400).contains(&status), "own owner {path}: {status}");
     }
+}
+
+/// The classic mix-up: an admin of tenant A, in A's own tenant (so every
+/// check on the tenant passes), naming B's objects (a share, a batch, a
+/// code or its text, a resource, a token, a webhook, a member, an
+/// invitation, a learner, a transfer). Every registered function that
+/// names one is refused, says nothing of it, and changes nothing.
+/// Generated from the registry: a new function is tried here once it is
+/// in `admin_calls()` (which the test above requires).
+#[sqlx::test(migrations = "../migrations")]
+async fn an_admin_in_her_own_tenant_cannot_reach_another_tenants_objects(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let w = world(&app).await;
+    let registered: BTreeSet<(String, Method)> = leptos::server_fn::axum::server_fn_paths()
+        .filter(|(path, _)| path.starts_with("/api/admin/"))
+        .map(|(path, method)| (path.to_owned(), method))
+        .collect();
+    let objects = w.target.objects();
+    let before = snapshot(&app.pool).await;
+    let mut tried = Vec::new();
+    for (path, method) in &registered {
+        let args: Vec<(&str, String)> = args_for(w.target, path)
+            .into_iter()
+            .map(|(k, v)| {
+                if k == "tenant_id" {
+                    (k, w.tenant_a.to_string())
+                } else {
+                    (k, v)
+                }
+            })
+            .collect();
+        if !args
+            .iter()
+            .any(|(k, v)| *k != "tenant_id" && objects.contains(v))
+        {
+            continue;
+        }
+        let (status, body) = call_reading(&app, &w.admin_a, method, path, &args).await;
+        assert!(
+            (400..500).contains(&status),
+            "{path} with B's objects in A's tenant: {status} {body}"
+        );
+        // No oracle: the answer is the one for objects that exist nowhere.
+        let nowhere: Vec<(&str, String)> = args
+            .iter()
+            .map(|(k, v)| {
+                if *k != "tenant_id" && objects.contains(v) {
+                    (*k, elsewhere(v))
+                } else {
+                    (*k, v.clone())
+                }
+            })
+            .collect();
+        assert_eq!(
+            call_reading(&app, &w.admin_a, method, path, &nowhere).await,
+            (status, body.clone()),
+            "{path}: B's objects are told apart from objects that do not exist"
+        );
+        for object in &objects {
+            assert!(
+                !body.contains(object.as_str()),
+                "{path} answered with B's {object}: {body}"
+            );
+        }
+        tried.push(path.clone());
+    }
+    assert!(
+        tried.len() >= 20,
+        "only {} functions name an object: {tried:?}",
+        tried.len()
+    );
+    assert_eq!(
+        snapshot(&app.pool).await,
+        before,
+        "refused calls changed nothing"
+    );
 }
 
 /// Inside the tenant, every function for every role: a role without the
