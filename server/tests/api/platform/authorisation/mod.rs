@@ -3,6 +3,7 @@
 //! transfer requests; a member of each role; a learner, an admin of tenant
 //! A and an anonymous visitor) and what tenant B holds for the calls.
 
+mod api_routes;
 mod pages;
 mod server_functions;
 
