@@ -39,14 +39,13 @@ step "every integration test again, on a 6-node Redis Cluster (3 primaries, 3 re
 . scripts/redis-cluster.sh
 trap 'cluster_down; services_down' EXIT
 cluster_up
-# The whole API suite and the engine's settlement suite (reserve.lua,
+# The whole API suite (the reconciler's reservation audit included: it
+# scans every primary) and the engine's settlement suite (reserve.lua,
 # release.lua, fixed_window.lua), each test with its own key prefix, so
-# that no path to Redis is proven on a standalone server only. Not here:
-# the reconciler's tests (invariants::reconcile), whose reservation audit
-# SCANs one server and skips a cluster (docs/operations/reconciler.md);
-# tests that start a Redis of their own keep it (support::app::test_settings).
+# that no path to Redis is proven on a standalone server only. Tests that
+# start a Redis of their own keep it (support::app::test_settings).
 REDIS_CLUSTER_NODES="$REDIS_CLUSTER_NODES" \
-  cargo test -p server --features app/ssr --test api -- --skip invariants::reconcile
+  cargo test -p server --features app/ssr --test api
 REDIS_CLUSTER_NODES="$REDIS_CLUSTER_NODES" \
   cargo test -p engine --test settlement
 cluster_down

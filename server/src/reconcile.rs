@@ -121,7 +121,7 @@ async fn reconcile_exclusively(
                     violations: i64::try_from(stale.len()).unwrap_or(i64::MAX),
                 });
             }
-            Ok(None) => tracing::info!("reservation audit skipped: Redis Cluster is not scanned"),
+            Ok(None) => tracing::info!("reservation audit skipped: this Redis cannot be scanned"),
             Err(error) => {
                 tracing::warn!(error = format!("{error:#}"), "reservation audit failed");
             }

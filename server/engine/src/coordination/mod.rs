@@ -17,6 +17,7 @@ use redis::{
     aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig},
     cluster::ClusterClient,
     cluster_async::ClusterConnection,
+    cluster_routing::{RoutingInfo, SingleNodeRoutingInfo},
 };
 
 pub use keys::{Keys, ThrottleScope};
@@ -109,31 +110,65 @@ impl Redis {
     }
 
     /// Every key matching `pattern`, by `SCAN` (never `KEYS`, which blocks
-    /// the server). `None` against a cluster: its keys live on several
-    /// nodes, and the reservation audit that uses this is standalone only.
+    /// the server). On a cluster, every primary is scanned in turn (a key
+    /// lives on the primary of its slot); `Some` always, kept an `Option`
+    /// for callers that may one day meet a Redis that cannot be scanned.
     pub async fn scan(&self, pattern: &str) -> anyhow::Result<Option<Vec<String>>> {
-        let Conn::Single(manager) = &self.conn else {
-            return Ok(None);
-        };
-        let mut conn = manager.clone();
-        let mut cursor: u64 = 0;
         let mut keys = Vec::new();
-        loop {
-            let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(pattern)
-                .arg("COUNT")
-                .arg(1_000)
-                .query_async(&mut conn)
-                .await
-                .context("SCAN")?;
-            keys.extend(batch);
-            if next == 0 {
-                return Ok(Some(keys));
+        match &self.conn {
+            Conn::Single(manager) => {
+                let mut conn = manager.clone();
+                let mut cursor: u64 = 0;
+                loop {
+                    let (next, batch): (u64, Vec<String>) = scan_command(cursor, pattern)
+                        .query_async(&mut conn)
+                        .await
+                        .context("SCAN")?;
+                    keys.extend(batch);
+                    if next == 0 {
+                        break;
+                    }
+                    cursor = next;
+                }
             }
-            cursor = next;
+            Conn::Cluster(cluster) => {
+                let mut conn = cluster.clone();
+                let nodes: String = redis::from_redis_value(
+                    conn.route_command(
+                        redis::cmd("CLUSTER").arg("NODES").clone(),
+                        RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random),
+                    )
+                    .await
+                    .context("CLUSTER NODES")?,
+                )
+                .context("reading CLUSTER NODES")?;
+                let primaries = primaries(&nodes);
+                anyhow::ensure!(!primaries.is_empty(), "CLUSTER NODES names no primary");
+                for (host, port) in primaries {
+                    let mut cursor: u64 = 0;
+                    loop {
+                        let (next, batch): (u64, Vec<String>) = redis::from_redis_value(
+                            conn.route_command(
+                                scan_command(cursor, pattern),
+                                RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
+                                    host: host.clone(),
+                                    port,
+                                }),
+                            )
+                            .await
+                            .with_context(|| format!("SCAN on {host}:{port}"))?,
+                        )
+                        .context("reading SCAN")?;
+                        keys.extend(batch);
+                        if next == 0 {
+                            break;
+                        }
+                        cursor = next;
+                    }
+                }
+            }
         }
+        Ok(Some(keys))
     }
 
     /// `PING`, for readiness.
@@ -175,5 +210,71 @@ impl ConnectionLike for RedisConn {
             Conn::Single(c) => c.get_db(),
             Conn::Cluster(c) => c.get_db(),
         }
+    }
+}
+
+/// One `SCAN` step.
+fn scan_command(cursor: u64, pattern: &str) -> Cmd {
+    let mut cmd = redis::cmd("SCAN");
+    cmd.arg(cursor)
+        .arg("MATCH")
+        .arg(pattern)
+        .arg("COUNT")
+        .arg(1_000);
+    cmd
+}
+
+/// The address of every connected primary in a `CLUSTER NODES` answer
+/// (`<id> <ip:port@cport[,hostname]> <flags> <primary> <ping> <pong>
+/// <epoch> <link> <slots>...`): failed nodes and primaries without slots
+/// hold no keys to audit.
+fn primaries(nodes: &str) -> Vec<(String, u16)> {
+    nodes
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (address, flags, link) = (fields.get(1)?, fields.get(2)?, fields.get(7)?);
+            let flags: Vec<&str> = flags.split(',').collect();
+            if !flags.contains(&"master")
+                || flags.iter().any(|f| f.starts_with("fail"))
+                || *link != "connected"
+                || fields.len() < 9
+            {
+                return None;
+            }
+            let address = address.split(['@', ',']).next()?;
+            let (host, port) = address.rsplit_once(':')?;
+            Some((
+                host.trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .to_owned(),
+                port.parse().ok()?,
+            ))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::primaries;
+
+    #[test]
+    fn the_primaries_are_the_connected_masters_with_slots() {
+        let nodes = "\
+a1 127.0.0.1:17001@27001 myself,master - 0 0 1 connected 0-5460
+b2 127.0.0.1:17002@27002,redis-b master - 0 1 2 connected 5461-10922
+c3 [::1]:17003@27003 master - 0 1 3 connected 10923-16383
+d4 127.0.0.1:17004@27004 slave a1 0 1 1 connected
+e5 127.0.0.1:17005@27005 master,fail - 0 1 5 disconnected 1-2
+f6 127.0.0.1:17006@27006 master - 0 1 6 connected
+";
+        assert_eq!(
+            primaries(nodes),
+            vec![
+                ("127.0.0.1".to_owned(), 17001),
+                ("127.0.0.1".to_owned(), 17002),
+                ("::1".to_owned(), 17003),
+            ]
+        );
     }
 }

@@ -24,15 +24,23 @@ fn reconcile_with(pool: &PgPool, prefix: &str, args: &[&str]) -> (bool, String) 
 
 /// `server reconcile [args]`: exit status and standard output.
 fn reconcile_status(pool: &PgPool, prefix: &str, args: &[&str]) -> (Option<i32>, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_server"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_server"));
+    command
         .arg("reconcile")
         .args(args)
         .env("DATABASE_URL", database_url_of(pool))
         .env("REDIS_URL", crate::support::app::redis_url())
         .env("APP_REDIS__KEY_PREFIX", prefix)
-        .env("RUST_LOG", "off")
-        .output()
-        .expect("run server reconcile");
+        .env("RUST_LOG", "off");
+    // The Redis the test servers use: the cluster on its run.
+    if let Ok(nodes) = std::env::var("REDIS_CLUSTER_NODES")
+        && !nodes.is_empty()
+    {
+        command
+            .env("REDIS_URL", nodes)
+            .env("APP_REDIS__CLUSTER", "true");
+    }
+    let output = command.output().expect("run server reconcile");
     (
         output.status.code(),
         String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -161,6 +169,50 @@ async fn the_reconciler_reports_planted_violations_and_repairs_only_counters(poo
             .await
             .expect("bindings");
     assert_eq!(bound, 2, "bindings are left for a person to decide");
+}
+
+/// Stale reservations of many shares (many cluster slots, so on a cluster
+/// every primary holds some) are all found and all removed: the audit
+/// reaches every node, not one.
+#[sqlx::test(migrations = "../migrations")]
+async fn the_reservation_audit_reaches_every_redis_node(pool: PgPool) {
+    let app = spawn_app(pool.clone()).await;
+    let prefix = app.redis.keys().prefix().to_owned();
+    let planted: Vec<String> = (0..24)
+        .map(|_| {
+            app.redis
+                .keys()
+                .reservation_code(Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4())
+        })
+        .collect();
+    for key in &planted {
+        let _: () = redis::cmd("SET")
+            .arg(key)
+            .arg("someone")
+            .query_async(&mut app.redis.conn())
+            .await
+            .expect("plant a reservation");
+    }
+    let (clean, report) = reconcile_with(&pool, &prefix, &[]);
+    assert!(!clean, "{report}");
+    assert!(
+        report.contains("VIOLATED (24)  every Redis reservation expires within its TTL"),
+        "{report}"
+    );
+    let (clean, report) = reconcile_with(&pool, &prefix, &["--repair"]);
+    assert!(clean, "{report}");
+    assert!(
+        report.contains("removed 24 stale Redis reservation(s)"),
+        "{report}"
+    );
+    for key in &planted {
+        let left: i64 = redis::cmd("EXISTS")
+            .arg(key)
+            .query_async(&mut app.redis.conn())
+            .await
+            .expect("exists");
+        assert_eq!(left, 0, "{key} removed");
+    }
 }
 
 #[sqlx::test(migrations = "../migrations")]
