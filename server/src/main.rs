@@ -35,9 +35,9 @@ enum Command {
     Serve,
     /// Create the database if needed and apply pending migrations.
     Migrate,
-    /// Check every invariant in SQL. Exit status: 0 all hold, 1 a violation
-    /// (or an error), 3 skipped: another reconciler is running, nothing was
-    /// checked.
+    /// Check every invariant in SQL, and audit Redis's reservations. Exit
+    /// status: 0 all hold, 1 a violation, an error, or Redis not audited,
+    /// 3 skipped: another reconciler is running, nothing was checked.
     Reconcile {
         /// Also fix counter drift (a share's used quota); never bindings.
         #[arg(long)]
@@ -182,6 +182,13 @@ async fn run() -> anyhow::Result<ExitCode> {
                 };
                 println!("{verdict:>14}  {}", check.name);
             }
+            if let Some(reason) = &report.reservations_not_checked {
+                println!(
+                    "{:>14}  {} ({reason})",
+                    "NOT CHECKED",
+                    server::reconcile::RESERVATIONS_CHECK
+                );
+            }
             if report.reservations_removed > 0 {
                 println!(
                     "removed {} stale Redis reservation(s)",
@@ -195,6 +202,11 @@ async fn run() -> anyhow::Result<ExitCode> {
                 report.violations() == 0,
                 "{} invariant violation(s)",
                 report.violations()
+            );
+            // Not a pass either: a cron must not read "ok" for Redis unseen.
+            anyhow::ensure!(
+                report.reservations_not_checked.is_none(),
+                "the Redis reservation audit did not run"
             );
             Ok(ExitCode::SUCCESS)
         }

@@ -29,6 +29,9 @@ pub struct Report {
     pub repaired: u64,
     /// Stale Redis reservations removed.
     pub reservations_removed: u64,
+    /// Why the Redis reservation audit did not run (Redis unreachable, a
+    /// failed scan): not a pass, and said so.
+    pub reservations_not_checked: Option<String>,
 }
 
 /// Redis to audit: its reservation keys may live at most `ttl`.
@@ -38,7 +41,8 @@ pub struct Reservations {
     pub ttl: Duration,
 }
 
-const RESERVATIONS_CHECK: &str = "every Redis reservation expires within its TTL";
+/// The Redis reservation audit, as the report names it.
+pub const RESERVATIONS_CHECK: &str = "every Redis reservation expires within its TTL";
 
 impl Report {
     pub fn violations(&self) -> i64 {
@@ -70,6 +74,7 @@ pub async fn reconcile_with(
             checks: Vec::new(),
             repaired: 0,
             reservations_removed: 0,
+            reservations_not_checked: None,
         });
     };
     let report = reconcile_exclusively(pool, reservations, repair, options).await;
@@ -95,6 +100,10 @@ async fn reconcile_exclusively(
     };
     let mut checks = invariants::check_all_with(pool, options).await?;
     let mut reservations_removed = 0;
+    let mut reservations_not_checked = None;
+    if reservations.is_none() {
+        reservations_not_checked = Some("Redis unreachable".to_owned());
+    }
     if let Some(audit) = reservations {
         // Redis trouble is logged, not a violation: the database checks
         // above stand on their own.
@@ -121,9 +130,13 @@ async fn reconcile_exclusively(
                     violations: i64::try_from(stale.len()).unwrap_or(i64::MAX),
                 });
             }
-            Ok(None) => tracing::info!("reservation audit skipped: this Redis cannot be scanned"),
+            Ok(None) => {
+                tracing::warn!("reservation audit skipped: this Redis cannot be scanned");
+                reservations_not_checked = Some("this Redis cannot be scanned".to_owned());
+            }
             Err(error) => {
                 tracing::warn!(error = format!("{error:#}"), "reservation audit failed");
+                reservations_not_checked = Some(format!("{error:#}"));
             }
         }
     }
@@ -155,6 +168,7 @@ async fn reconcile_exclusively(
         checks,
         repaired,
         reservations_removed,
+        reservations_not_checked,
     })
 }
 

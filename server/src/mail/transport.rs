@@ -126,6 +126,9 @@ fn url_tls(url: &str) -> anyhow::Result<UrlTls> {
             "mail.smtp_url has a parameter the mailer would ignore: {key:?} \
              (only tls=required or tls=opportunistic)"
         );
+        // lettre takes the first; a second would make this check read
+        // another than the mailer uses.
+        anyhow::ensure!(tls.is_none(), "mail.smtp_url names tls= twice");
         tls = Some(value.into_owned());
     }
     let asked = match (parsed.scheme(), tls.as_deref()) {
@@ -433,6 +436,7 @@ mod tests {
             "smtp://u:p@mail.example.com:587?TLS=required",
             "smtp://mail.example.com:587?TLS=required",
             "smtp://mail.example.com:587?tls=required&timeout=5",
+            "smtp://u:p@mail.example.com:587?tls=opportunistic&tls=required",
         ] {
             assert!(url_tls(url).is_err(), "{url}");
         }

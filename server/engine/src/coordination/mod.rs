@@ -17,7 +17,7 @@ use redis::{
     aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig},
     cluster::ClusterClient,
     cluster_async::ClusterConnection,
-    cluster_routing::{RoutingInfo, SingleNodeRoutingInfo},
+    cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr},
 };
 
 pub use keys::{Keys, ThrottleScope};
@@ -142,21 +142,20 @@ impl Redis {
                     .context("CLUSTER NODES")?,
                 )
                 .context("reading CLUSTER NODES")?;
-                let primaries = primaries(&nodes);
-                anyhow::ensure!(!primaries.is_empty(), "CLUSTER NODES names no primary");
-                for (host, port) in primaries {
+                // One slot of each primary: SCAN is routed by it, so the
+                // client's own map of the cluster picks the node.
+                for slot in primary_slots(&nodes)? {
                     let mut cursor: u64 = 0;
                     loop {
                         let (next, batch): (u64, Vec<String>) = redis::from_redis_value(
                             conn.route_command(
                                 scan_command(cursor, pattern),
-                                RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
-                                    host: host.clone(),
-                                    port,
-                                }),
+                                RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(
+                                    Route::new(slot, SlotAddr::Master),
+                                )),
                             )
                             .await
-                            .with_context(|| format!("SCAN on {host}:{port}"))?,
+                            .with_context(|| format!("SCAN on the primary of slot {slot}"))?,
                         )
                         .context("reading SCAN")?;
                         keys.extend(batch);
@@ -224,57 +223,77 @@ fn scan_command(cursor: u64, pattern: &str) -> Cmd {
     cmd
 }
 
-/// The address of every connected primary in a `CLUSTER NODES` answer
-/// (`<id> <ip:port@cport[,hostname]> <flags> <primary> <ping> <pong>
-/// <epoch> <link> <slots>...`): failed nodes and primaries without slots
-/// hold no keys to audit.
-fn primaries(nodes: &str) -> Vec<(String, u16)> {
-    nodes
-        .lines()
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            let (address, flags, link) = (fields.get(1)?, fields.get(2)?, fields.get(7)?);
-            let flags: Vec<&str> = flags.split(',').collect();
-            if !flags.contains(&"master")
-                || flags.iter().any(|f| f.starts_with("fail"))
-                || *link != "connected"
-                || fields.len() < 9
-            {
-                return None;
-            }
-            let address = address.split(['@', ',']).next()?;
-            let (host, port) = address.rsplit_once(':')?;
-            Some((
-                host.trim_start_matches('[')
-                    .trim_end_matches(']')
-                    .to_owned(),
-                port.parse().ok()?,
-            ))
-        })
-        .collect()
+/// The first slot of each primary in a `CLUSTER NODES` answer (`<id>
+/// <address> <flags> <primary> <ping> <pong> <epoch> <link> <slot or
+/// range>...`), after checking that together they serve all 16,384 slots:
+/// an audit that skipped a primary (one this node sees failing, say)
+/// would say "ok" about keys it never saw.
+fn primary_slots(nodes: &str) -> anyhow::Result<Vec<u16>> {
+    const SLOTS: usize = 16_384;
+    let mut served = vec![false; SLOTS];
+    let mut firsts = Vec::new();
+    for line in nodes.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let Some(flags) = fields.get(2) else {
+            continue;
+        };
+        if !flags.split(',').any(|f| f == "master") {
+            continue;
+        }
+        let mut first = None;
+        // Slots being migrated (`[slot->-id]`, `[slot-<-id]`) are not listed
+        // as ranges: skip them.
+        for range in fields.iter().skip(8).filter(|r| !r.starts_with('[')) {
+            let (from, to) = range.split_once('-').unwrap_or((range, range));
+            let (from, to): (usize, usize) = (
+                from.parse()
+                    .with_context(|| format!("a slot in {line:?}"))?,
+                to.parse().with_context(|| format!("a slot in {line:?}"))?,
+            );
+            anyhow::ensure!(from <= to && to < SLOTS, "slots {range} in {line:?}");
+            served[from..=to].iter_mut().for_each(|s| *s = true);
+            first.get_or_insert(u16::try_from(from).context("a slot")?);
+        }
+        firsts.extend(first);
+    }
+    let missing = served.iter().filter(|s| !**s).count();
+    anyhow::ensure!(
+        missing == 0,
+        "the cluster's primaries serve {} of {SLOTS} slots: not every key can be scanned",
+        SLOTS - missing
+    );
+    Ok(firsts)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::primaries;
+    use super::primary_slots;
 
     #[test]
-    fn the_primaries_are_the_connected_masters_with_slots() {
+    fn each_primary_is_named_by_a_slot_it_serves() {
         let nodes = "\
 a1 127.0.0.1:17001@27001 myself,master - 0 0 1 connected 0-5460
-b2 127.0.0.1:17002@27002,redis-b master - 0 1 2 connected 5461-10922
-c3 [::1]:17003@27003 master - 0 1 3 connected 10923-16383
+b2 127.0.0.1:17002@27002,redis-b master - 0 1 2 connected 5461-10921 10922 [10923->-c3]
+c3 ::1:17003@27003 master,fail? - 0 1 3 disconnected 10923-16383
 d4 127.0.0.1:17004@27004 slave a1 0 1 1 connected
-e5 127.0.0.1:17005@27005 master,fail - 0 1 5 disconnected 1-2
 f6 127.0.0.1:17006@27006 master - 0 1 6 connected
 ";
+        // A primary this node sees failing is still scanned (routed by its
+        // slot, the client finds whoever serves it, or the SCAN fails).
         assert_eq!(
-            primaries(nodes),
-            vec![
-                ("127.0.0.1".to_owned(), 17001),
-                ("127.0.0.1".to_owned(), 17002),
-                ("::1".to_owned(), 17003),
-            ]
+            primary_slots(nodes).expect("all slots"),
+            vec![0, 5461, 10923]
         );
+    }
+
+    #[test]
+    fn a_cluster_that_does_not_serve_every_slot_cannot_be_audited() {
+        let nodes = "\
+a1 127.0.0.1:17001@27001 myself,master - 0 0 1 connected 0-5460
+b2 127.0.0.1:17002@27002 master - 0 1 2 connected 5461-10922
+";
+        let error = primary_slots(nodes).expect_err("a third of the slots missing");
+        assert!(error.to_string().contains("10923 of 16384"), "{error}");
+        assert!(primary_slots("a1 :7000@17000 myself,master - 0 0 1 connected").is_err());
     }
 }

@@ -115,7 +115,8 @@ impl Reserver {
 /// Reservation keys that outlive what `reserve.lua` allows: no expiry at
 /// all, or more time to live than `bound` (the configured reservation
 /// TTL). Neither can come from the script; either would block a code or a
-/// learner for good. `None` against a cluster (not audited there).
+/// learner for good. `None` where Redis cannot be scanned (never today:
+/// a cluster is scanned primary by primary).
 pub async fn stale(redis: &Redis, bound: Duration) -> anyhow::Result<Option<Vec<String>>> {
     let Some(keys) = redis.scan(&redis.keys().reservations_pattern()).await? else {
         return Ok(None);

@@ -67,7 +67,7 @@ async fn a_first_access_binds_debits_records_and_announces_once(pool: PgPool) {
         .await
         .expect("EXISTS");
     assert_eq!(held, 0, "the reservation was released");
-    // And on a standalone server, no reservation key of any name.
+    // And no reservation key of any name (every primary, on a cluster).
     if let Some(left) = world
         .redis
         .scan(&keys.reservations_pattern())

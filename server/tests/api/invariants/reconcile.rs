@@ -215,6 +215,30 @@ async fn the_reservation_audit_reaches_every_redis_node(pool: PgPool) {
     }
 }
 
+/// A Redis the audit cannot reach is said so, and is not a pass: a cron
+/// reading the exit status must not see "all hold" for keys never seen.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_redis_the_audit_cannot_reach_is_not_a_pass(pool: PgPool) {
+    let output = Command::new(env!("CARGO_BIN_EXE_server"))
+        .arg("reconcile")
+        .env("DATABASE_URL", database_url_of(&pool))
+        .env("REDIS_URL", "redis://127.0.0.1:1")
+        .env("APP_REDIS__RESPONSE_TIMEOUT_MS", "500")
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("run server reconcile");
+    let report = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{report}");
+    assert!(
+        report.contains("NOT CHECKED  every Redis reservation expires within its TTL"),
+        "{report}"
+    );
+    assert!(
+        report.contains("ok  an account holds at most one code per share"),
+        "the database checks still ran: {report}"
+    );
+}
+
 #[sqlx::test(migrations = "../migrations")]
 async fn a_second_reconciler_skips_while_one_runs(pool: PgPool) {
     let app = spawn_app(pool.clone()).await;
