@@ -2,7 +2,7 @@
 # Each target is a thin wrapper over a script in scripts/ (read them).
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help run run-release test tools check lint fmt unit e2e fuzz stress faults soak mutants mutants-settlement bench sqlx-prepare clean-data
+.PHONY: help run run-release test tools check lint fmt unit e2e fuzz stress faults soak mutants mutants-settlement mutants-sql-lua bench sqlx-prepare clean-data
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -51,11 +51,14 @@ faults: ## Fault injection: Redis Cluster failover, Redis down, PostgreSQL resta
 soak: ## A real server, 64 parallel clients over every page kind (SOAK_SECS=60): 0 unanswered, 0 5xx
 	@scripts/soak.sh
 
-mutants: ## cargo-mutants over settlement, reservation, throttle, codes, sessions (hours; not in make test)
+mutants: ## Rust (cargo-mutants) and SQL/Lua mutants of the deciding code (hours; not in make test)
 	@scripts/mutants.sh
 
 mutants-settlement: ## cargo-mutants over settlement/ and reservation/ against the engine's own suites (~15 min)
-	@MUTANTS_TESTS=engine MUTANTS_FILES="server/engine/src/settlement/*.rs server/engine/src/reservation/mod.rs" scripts/mutants.sh
+	@MUTANTS_HALF=rust MUTANTS_TESTS=engine MUTANTS_FILES="server/engine/src/settlement/*.rs server/engine/src/reservation/mod.rs" scripts/mutants.sh
+
+mutants-sql-lua: ## The SQL (settle_access …) and Lua mutants against the engine's tests (~1 h)
+	@MUTANTS_HALF=sql-lua scripts/mutants.sh
 
 bench: ## Release build + benchmark table (settlement vs raw pgbench, hot code, 100k codes, RSS)
 	@scripts/bench.sh

@@ -16,27 +16,40 @@
 #?
 #? `make mutants-settlement` is settlement/ and reservation/ against the
 #? engine's tests: the two modules whose survivors must be zero.
+#?
+#? Then the SQL and Lua half (`server/harness/src/bin/mutate`): the
+#? settlement's PL/pgSQL functions and the Redis scripts, each mutant run
+#? against the engine's tests (`make mutants-sql-lua` runs only this half).
+#?   MUTANTS_HALF   rust | sql-lua | all (default all)
 set -euo pipefail
 REPO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO_ROOT"
 . scripts/env.sh
 scripts/ensure-tools.sh --no-browser
-CARGO_MUTANTS_VERSION=27.1.0
-if ! cargo mutants --version 2>/dev/null | grep -q "$CARGO_MUTANTS_VERSION"; then
-  echo "[tools] installing cargo-mutants $CARGO_MUTANTS_VERSION (crates.io, once)"
-  cargo install cargo-mutants --version "$CARGO_MUTANTS_VERSION" --locked
-fi
 . scripts/services.sh
 services_up
 trap services_down EXIT
 use_test_database
 
+half=${MUTANTS_HALF:-all}
+out="$CARGO_TARGET_DIR/mutants"
+mkdir -p "$out"
+if [ "$half" != rust ]; then
+  # Its own report: $out/sql-lua.md; exit 1 on a survivor not explained.
+  cargo run -q -p harness --bin mutate -- --out "$out" || sql_lua_status=$?
+  [ "$half" = sql-lua ] && exit "${sql_lua_status:-0}"
+fi
+
+CARGO_MUTANTS_VERSION=27.1.0
+if ! cargo mutants --version 2>/dev/null | grep -q "$CARGO_MUTANTS_VERSION"; then
+  echo "[tools] installing cargo-mutants $CARGO_MUTANTS_VERSION (crates.io, once)"
+  cargo install cargo-mutants --version "$CARGO_MUTANTS_VERSION" --locked
+fi
+
 # `settlement/*.rs` is expanded by the shell below: every file of the module.
 files=${MUTANTS_FILES:-"server/engine/src/settlement/*.rs server/engine/src/reservation/mod.rs server/engine/src/throttle/mod.rs server/engine/src/codes.rs server/engine/src/sessions.rs"}
 file_args=()
 for f in $files; do file_args+=(--file "$f"); done
-out="$CARGO_TARGET_DIR/mutants"
-mkdir -p "$out"
 # The integration suite runs in parallel, one test per core.
 if [ "${MUTANTS_TESTS:-}" = engine ]; then
   test_args=(--test-package engine)
@@ -46,6 +59,10 @@ fi
 # shellcheck disable=SC2086 # MUTANTS_ARGS is a list of arguments
 cargo mutants --package engine "${file_args[@]}" \
   --output "$out" ${MUTANTS_ARGS:-} "${test_args[@]}" || status=$?
-echo "==> survivors (also $out/mutants.out/missed.txt):"
+echo "==> Rust survivors (also $out/mutants.out/missed.txt):"
 cat "$out/mutants.out/missed.txt" 2>/dev/null || true
-exit "${status:-0}"
+if [ -f "$out/sql-lua.md" ] && [ "$half" = all ]; then
+  echo "==> SQL and Lua ($out/sql-lua.md):"
+  cat "$out/sql-lua.md"
+fi
+exit "${status:-${sql_lua_status:-0}}"

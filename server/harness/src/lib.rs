@@ -12,5 +12,6 @@
 //! query the engine already has is asked through the engine.
 
 pub mod drive;
+pub mod mutation;
 pub mod s3;
 pub mod smtp;

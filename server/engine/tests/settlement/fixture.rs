@@ -114,8 +114,38 @@ pub async fn unverified_account(pool: &PgPool, name: &str) -> AccountId {
     AccountId(id)
 }
 
+/// `make mutants` runs this suite against a mutant of a SQL function (the
+/// `mutate` binary of `server/harness`): `ADMITONE_SQL_MUTANT` names a file
+/// holding its `CREATE OR REPLACE FUNCTION`, applied here to the test's
+/// freshly migrated database before anything else, then checked to be the
+/// definition in force (its marker comment is in the body). Unset, as
+/// everywhere else, this does nothing.
+async fn apply_sql_mutant(pool: &PgPool) {
+    let Ok(file) = std::env::var("ADMITONE_SQL_MUTANT") else {
+        return;
+    };
+    let statement = std::fs::read_to_string(&file).expect("reading ADMITONE_SQL_MUTANT");
+    let marker = statement
+        .lines()
+        .find_map(|line| line.strip_prefix("-- admitone-mutant "))
+        .expect("the mutant's marker line");
+    sqlx::raw_sql(&statement)
+        .execute(pool)
+        .await
+        .expect("applying the SQL mutant");
+    let in_force: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM pg_proc WHERE strpos(prosrc, 'admitone-mutant ' || $1) > 0)",
+    )
+    .bind(marker)
+    .fetch_one(pool)
+    .await
+    .expect("reading the definition in force");
+    assert!(in_force, "the SQL mutant is not the definition in force");
+}
+
 impl World {
     pub async fn new(pool: PgPool, policy: Policy) -> Self {
+        apply_sql_mutant(&pool).await;
         let keyring =
             Keyring::new(1, vec![(1, SecretString::from("k".repeat(32)))]).expect("keyring");
         let admin = account(&pool, "admin").await;
