@@ -293,6 +293,8 @@ pub async fn seed_demo(
                 "text/html; charset=utf-8",
                 i64::try_from(size)?,
                 &key,
+                // The demo's one small page: no tenant is at its quota yet.
+                i64::MAX,
             )
             .await
             .context("adding the demo page")?;

@@ -173,6 +173,8 @@ impl Application {
                 )),
                 storage: engine::storage::Storage::new(&settings.storage_config()?)?,
                 max_upload_bytes: settings.storage.max_upload_bytes,
+                tenant_quota_bytes: i64::try_from(settings.storage.tenant_quota_bytes)
+                    .unwrap_or(i64::MAX),
                 public_origin: Arc::from(settings.public_origin()),
             },
             settings: Arc::new(settings),

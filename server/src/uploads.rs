@@ -1,7 +1,8 @@
 //! A file uploaded to a share, stored as a new resource: the multipart body
 //! streamed into storage (never all in memory, never past
 //! `storage.max_upload_bytes`), a bounded title, and the resource's row;
-//! the bytes are removed again if anything fails. The JSON API's upload
+//! the bytes are removed again if anything fails, the upload that would
+//! take the tenant past its storage quota included. The JSON API's upload
 //! and the console's form upload both store with [`upload`], after its
 //! check of the caller.
 
@@ -25,6 +26,23 @@ pub async fn upload(
 ) -> Result<resources::Resource, ApiError> {
     let (share, admin) =
         member_of_share(state, caller, share_id, Permission::ManageCourses).await?;
+    // A tenant already at its quota is told before a byte is stored; the
+    // recorded row decides (`add_resource`), under the tenant's lock.
+    let storage = {
+        let mut conn = state
+            .services
+            .pool
+            .acquire()
+            .await
+            .map_err(|e| ApiError::from(anyhow::Error::new(e).context("a connection")))?;
+        resources::storage_use(&mut conn, share.tenant(), state.services.tenant_quota_bytes).await?
+    };
+    if storage.left <= 0 {
+        return Err(resources::ResourceError::StorageFull {
+            quota: storage.quota,
+        }
+        .into());
+    }
     let resource_id = Uuid::now_v7();
     let key = Storage::key_for(share.tenant_id, share.id, resource_id);
     let stored = store_upload(state, &key, &mut multipart).await;
@@ -39,6 +57,7 @@ pub async fn upload(
             &content_type,
             i64::try_from(size).unwrap_or(i64::MAX),
             &key,
+            state.services.tenant_quota_bytes,
         )
         .await
         .map_err(ApiError::from),

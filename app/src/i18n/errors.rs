@@ -79,6 +79,15 @@ impl Localized for ResourceError {
             Self::ResourceInUse { accesses } => {
                 return lang.error(M::ShareResourceInUse, &[("accesses", accesses)]);
             }
+            Self::StorageQuotaExceeded { size, left, quota } => {
+                return lang.error(
+                    M::ShareStorageQuotaExceeded,
+                    &[("size", size), ("left", left), ("quota", quota)],
+                );
+            }
+            Self::StorageFull { quota } => {
+                return lang.error(M::ShareStorageFull, &[("quota", quota)]);
+            }
             Self::ShareNotFound => M::ShareShareNotFound,
             Self::Unexpected(_) => M::Unexpected,
         };

@@ -12,6 +12,7 @@ pub fn upload_refusal(lang: Lang, code: &str, field: Option<&str>, message: &str
     use crate::i18n::BrowserErrorMsg as E;
     let reason = match (code, field) {
         ("too_large", _) => E::UploadTooLarge,
+        ("storage_quota_exceeded", _) => E::UploadStorageFull,
         (_, Some("title")) => E::UploadBadTitle,
         (_, Some("file")) => E::UploadNoFile,
         ("invalid_multipart", _) => E::UploadIncomplete,

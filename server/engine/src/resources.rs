@@ -4,6 +4,12 @@
 //! resource is recorded and removed only after its removal committed. A
 //! resource learners have opened keeps its row (access records point at
 //! it); it is marked removed. Its refusals are [`ResourceError`]; every query filters by the tenant passed in.
+//!
+//! A tenant's live resources (not removed) fit in its storage quota: its
+//! own (`tenants.storage_quota_bytes`) or the configured one. The upload
+//! that would pass it is refused when its row is recorded, counted under a
+//! per-tenant lock so that parallel uploads never overfill it; its bytes
+//! are then removed by the caller, as for any failed upload.
 
 use anyhow::Context as _;
 use model::ResourceKind;
@@ -26,6 +32,16 @@ pub enum ResourceError {
     ResourceInUse { accesses: i64 },
     #[error("no such share")]
     ShareNotFound,
+    #[error(
+        "this file needs {size} bytes and only {left} of this organisation's storage quota of \
+         {quota} bytes are left; remove files or ask for a larger quota"
+    )]
+    StorageQuotaExceeded { size: i64, left: i64, quota: i64 },
+    #[error(
+        "this organisation's storage quota of {quota} bytes is used up; remove files or ask for \
+         a larger quota"
+    )]
+    StorageFull { quota: i64 },
     #[error(transparent)]
     Unexpected(#[from] anyhow::Error),
 }
@@ -44,8 +60,45 @@ pub struct Resource {
     pub position: i32,
 }
 
-/// Records an uploaded resource (its bytes are already stored).
-#[expect(clippy::too_many_arguments, reason = "one row's columns")]
+/// A tenant's storage quota and what is left of it, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StorageUse {
+    pub quota: i64,
+    pub left: i64,
+}
+
+/// The tenant's storage quota (its own, else `default_quota`) and what its
+/// live resources leave of it (negative when a quota was lowered below
+/// what is stored).
+pub async fn storage_use(
+    conn: &mut sqlx::PgConnection,
+    tenant: TenantId,
+    default_quota: i64,
+) -> anyhow::Result<StorageUse> {
+    let row = sqlx::query!(
+        r#"SELECT coalesce(t.storage_quota_bytes, $2) AS "quota!",
+                  coalesce(t.storage_quota_bytes, $2)
+                  - coalesce((SELECT sum(r.size_bytes) FROM resources r
+                               WHERE r.tenant_id = t.id AND r.deleted_at IS NULL), 0)::bigint AS "left!"
+             FROM tenants t WHERE t.id = $1"#,
+        tenant.0,
+        default_quota,
+    )
+    .fetch_one(conn)
+    .await
+    .context("reading the tenant's storage use")?;
+    Ok(StorageUse {
+        quota: row.quota,
+        left: row.left,
+    })
+}
+
+/// Records an uploaded resource (its bytes are already stored), if the
+/// tenant's storage quota (its own, else `default_quota`) holds it.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one row's columns, and the quota"
+)]
 pub async fn add_resource(
     pool: &PgPool,
     tenant: TenantId,
@@ -56,12 +109,30 @@ pub async fn add_resource(
     content_type: &str,
     size_bytes: i64,
     storage_key: &str,
+    default_quota: i64,
 ) -> Result<Resource, ResourceError> {
     let title = title.trim();
     if !(1..=200).contains(&title.chars().count()) || title.chars().any(char::is_control) {
         return Err(ResourceError::InvalidTitle);
     }
     let mut tx = pool.begin().await.context("starting a transaction")?;
+    // One upload of the tenant counts at a time, until it commits: two
+    // that each fit alone never both pass.
+    sqlx::query!(
+        "SELECT pg_advisory_xact_lock(7301, hashtext($1::text))",
+        tenant.0.to_string()
+    )
+    .execute(&mut *tx)
+    .await
+    .context("taking the tenant's storage lock")?;
+    let storage = storage_use(&mut tx, tenant, default_quota).await?;
+    if size_bytes > storage.left {
+        return Err(ResourceError::StorageQuotaExceeded {
+            size: size_bytes,
+            left: storage.left.max(0),
+            quota: storage.quota,
+        });
+    }
     let resource = sqlx::query_as!(
         Resource,
         r#"INSERT INTO resources (tenant_id, id, share_id, kind, title, content_type, size_bytes, storage_key, position)

@@ -31,6 +31,8 @@ pub struct Services {
     pub storage: Storage,
     /// Largest accepted upload, in bytes.
     pub max_upload_bytes: u64,
+    /// A tenant's storage quota in bytes, unless its row sets its own.
+    pub tenant_quota_bytes: i64,
     /// Where learners reach this server (`https://courses.example.com`):
     /// the base of links printed on code cards.
     pub public_origin: Arc<str>,

@@ -177,6 +177,9 @@ pub struct StorageSettings {
     /// Directory of uploaded resources (`local`).
     pub root: String,
     pub max_upload_bytes: u64,
+    /// Bytes of live resources one tenant may store, unless its row says
+    /// otherwise (`tenants.storage_quota_bytes`).
+    pub tenant_quota_bytes: u64,
     /// S3-compatible bucket settings (`s3`).
     pub s3_bucket: String,
     /// Custom endpoint (MinIO, Ceph, R2, …); empty for AWS.
@@ -330,6 +333,7 @@ impl Default for StorageSettings {
             backend: StorageBackend::Local,
             root: ".data/storage".into(),
             max_upload_bytes: 2 * 1024 * 1024 * 1024,
+            tenant_quota_bytes: 50 * 1024 * 1024 * 1024,
             s3_bucket: String::new(),
             s3_endpoint: String::new(),
             s3_region: "us-east-1".into(),

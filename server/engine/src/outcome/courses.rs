@@ -79,6 +79,7 @@ impl Outcome for ResourceError {
             | Self::ResourceInUse { .. } => K::Invalid,
             Self::ResourceNotFound
             | Self::ShareNotFound => K::NotFound,
+            Self::StorageQuotaExceeded { .. } | Self::StorageFull { .. } => K::TooLarge,
             Self::Unexpected(_) => K::Internal,
         }
     }
@@ -88,6 +89,9 @@ impl Outcome for ResourceError {
             Self::InvalidTitle => INVALID_INPUT,
             Self::ResourceNotFound | Self::ShareNotFound => "not_found",
             Self::ResourceInUse { .. } => "resource_in_use",
+            Self::StorageQuotaExceeded { .. } | Self::StorageFull { .. } => {
+                "storage_quota_exceeded"
+            }
             Self::Unexpected(_) => "internal",
         }
     }
@@ -95,7 +99,11 @@ impl Outcome for ResourceError {
     fn field(&self) -> Option<&'static str> {
         match self {
             Self::InvalidTitle => Some("title"),
-            Self::ResourceNotFound | Self::ShareNotFound | Self::Unexpected(_) => None,
+            Self::ResourceNotFound
+            | Self::ShareNotFound
+            | Self::StorageQuotaExceeded { .. }
+            | Self::StorageFull { .. }
+            | Self::Unexpected(_) => None,
             Self::ResourceInUse { .. } => Some("force"),
         }
     }

@@ -395,6 +395,7 @@ async fn add_resource(
         "text/plain",
         1,
         &format!("key-{id}"),
+        i64::MAX,
     )
     .await
     .expect("resource");

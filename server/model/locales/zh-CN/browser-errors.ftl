@@ -8,6 +8,7 @@ code-bad-check-symbol = 兑换码有输入错误，请核对后重试
 code-bad-symbol = 兑换码只包含字母和数字
 code-wrong-length = 兑换码由 12 位字母和数字组成，例如 ABCD-2345-WXYZ
 upload-too-large = 文件超过了上传大小上限。
+upload-storage-full = 本机构的存储配额已满：请删除文件或申请更大的配额。
 upload-bad-title = 标题需要 1 到 200 个可见字符。
 upload-no-file = 请选择要上传的文件。
 upload-incomplete = 上传的数据不完整，请重试。

@@ -8,6 +8,7 @@ code-bad-check-symbol = 兌換碼有輸入錯誤，請核對後重試
 code-bad-symbol = 兌換碼只包含字母和數字
 code-wrong-length = 兌換碼由 12 位字母和數字組成，例如 ABCD-2345-WXYZ
 upload-too-large = 檔案超過了上傳大小上限。
+upload-storage-full = 本機構的儲存配額已滿：請刪除檔案或申請更大的配額。
 upload-bad-title = 標題需要 1 到 200 個可見字元。
 upload-no-file = 請選擇要上傳的檔案。
 upload-incomplete = 上傳的資料不完整，請重試。

@@ -48,14 +48,22 @@ pub(super) fn resource_errors() -> Vec<ResourceError> {
         E::ResourceNotFound,
         E::ResourceInUse { accesses: 4 },
         E::ShareNotFound,
+        E::StorageQuotaExceeded {
+            size: 3,
+            left: 2,
+            quota: 10,
+        },
+        E::StorageFull { quota: 10 },
         E::Unexpected(boom()),
     ];
-    covers(&all, 5, |e| match e {
+    covers(&all, 7, |e| match e {
         E::InvalidTitle => 0,
         E::ResourceNotFound => 1,
         E::ResourceInUse { .. } => 2,
         E::ShareNotFound => 3,
-        E::Unexpected(_) => 4,
+        E::StorageQuotaExceeded { .. } => 4,
+        E::StorageFull { .. } => 5,
+        E::Unexpected(_) => 6,
     });
     all
 }

@@ -178,7 +178,7 @@ pub async fn remove_resource(
         (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
         (status = 404, description = "No such share", body = ErrorBody),
         (status = 409, description = "The Idempotency-Key's first attempt still runs, or its answer is no longer held", body = ErrorBody),
-        (status = 413, description = "Larger than the configured limit", body = ErrorBody),
+        (status = 413, description = "Larger than the configured limit (`too_large`), or past the tenant's storage quota (`storage_quota_exceeded`)", body = ErrorBody),
         (status = 422, description = "Missing file or bad title, or the Idempotency-Key was used for another request", body = ErrorBody),
     ),
     security(("bearer" = []), ("session" = [])))]

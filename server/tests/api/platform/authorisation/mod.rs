@@ -221,6 +221,7 @@ async fn world(app: &TestApp) -> World {
             "text/html",
             0,
             "none",
+            i64::MAX,
         )
         .await
         .expect("resource");
