@@ -1,9 +1,11 @@
 //! AdmitOne's test and measurement tooling, **never deployed**: the
 //! binaries `loadgen` (`make bench`), `faults` (`make faults`), `soak`
-//! (`make soak`) and `smtp-sink` (the Playwright journeys' mail server),
-//! [`drive`], the code they share to drive a running server through its
-//! public JSON API, [`smtp`], a real SMTP server the tests send to, and
-//! [`s3`], a real S3 server (moto) the storage tests store in.
+//! (`make soak`), `mutate` (the SQL and Lua half of `make mutants`) and
+//! `smtp-sink` (the Playwright journeys' mail server), [`drive`], the code
+//! they share to drive a running server through its public JSON API,
+//! [`mutation`], the mutants `mutate` runs, [`smtp`], a real SMTP server
+//! the tests send to, and [`s3`], a real S3 server (moto) the storage
+//! tests store in.
 //!
 //! Why a crate of its own: the production `server` package builds only
 //! what is deployed, and the only SQL outside `server/engine` (tests and
