@@ -35,8 +35,19 @@ half=${MUTANTS_HALF:-all}
 out="$CARGO_TARGET_DIR/mutants"
 mkdir -p "$out"
 if [ "$half" != rust ]; then
+  # A PostgreSQL of its own: the engine's tests name their databases after
+  # the test, so another run of them on the same server (another checkout's
+  # `make test`) would drop this run's databases and fake a kill.
+  DATA_DIR="$REPO_ROOT/.data/mutants"
+  PRIVATE_PG_PORT=${MUTANTS_PG_PORT:-17310}
+  STARTED_PG=0
+  if ! pg_reachable "postgres://postgres@127.0.0.1:$PRIVATE_PG_PORT/postgres"; then
+    start_private_pg
+  fi
+  trap '[ "$STARTED_PG" = 1 ] && stop_private_pg; services_down' EXIT
   # Its own report: $out/sql-lua.md; exit 1 on a survivor not explained.
-  cargo run -q -p harness --bin mutate -- --out "$out" || sql_lua_status=$?
+  DATABASE_URL="postgres://postgres@127.0.0.1:$PRIVATE_PG_PORT/postgres" \
+    cargo run -q -p harness --bin mutate -- --out "$out" || sql_lua_status=$?
   [ "$half" = sql-lua ] && exit "${sql_lua_status:-0}"
 fi
 

@@ -2,12 +2,14 @@
 //!
 //! PostgreSQL decides; Redis turns away losers of a race early, throttles
 //! attempts and holds sessions. This module owns the one [`Redis`] handle
-//! type (standalone or cluster behind the same API) and [`Keys`], the only
+//! type (standalone or cluster behind the same API), [`script`], the one
+//! door every Lua script is made through, and [`Keys`], the only
 //! place a Redis key is spelled, so that every multi-key script keeps its
 //! keys in one cluster slot and every deployment (or test) can use its own
 //! key prefix.
 
 mod keys;
+mod scripts;
 
 use std::time::Duration;
 
@@ -21,6 +23,7 @@ use redis::{
 };
 
 pub use keys::{Keys, ThrottleScope};
+pub use scripts::script;
 
 /// How to reach Redis.
 #[derive(Debug, Clone)]

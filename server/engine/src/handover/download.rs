@@ -32,7 +32,7 @@ use super::{Copy, parked::peek};
 use crate::{
     accounts::AccountId,
     audit::{self, AuditEntry},
-    coordination::Redis,
+    coordination::{Redis, script},
     tenants::TenantId,
 };
 
@@ -41,8 +41,10 @@ use crate::{
 /// a retry. A download in progress renews it every third of that.
 pub const DOWNLOAD_LEASE: Duration = Duration::from_secs(60);
 
-static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("release.lua")));
-static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("renew.lua")));
+static RELEASE: LazyLock<Script> =
+    LazyLock::new(|| script("handover/release.lua", include_str!("release.lua")));
+static RENEW: LazyLock<Script> =
+    LazyLock::new(|| script("handover/renew.lua", include_str!("renew.lua")));
 
 fn lease_ms() -> u64 {
     u64::try_from(DOWNLOAD_LEASE.as_millis()).unwrap_or(u64::MAX)

@@ -17,7 +17,7 @@ use anyhow::Context as _;
 use redis::Script;
 use tracing::Instrument as _;
 
-use crate::coordination::Redis;
+use crate::coordination::{Redis, script};
 
 /// What `reserve.lua` answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,8 +57,8 @@ impl Default for Reserver {
 impl Reserver {
     pub fn new() -> Self {
         Self {
-            reserve: Script::new(include_str!("reserve.lua")),
-            release: Script::new(include_str!("release.lua")),
+            reserve: script("reservation/reserve.lua", include_str!("reserve.lua")),
+            release: script("reservation/release.lua", include_str!("release.lua")),
         }
     }
 
@@ -149,12 +149,15 @@ fn is_stale(pttl_ms: i64, bound_ms: i64) -> bool {
 /// stays). Safe: a reservation only turns losers away early; PostgreSQL
 /// still decides every binding.
 pub async fn remove(redis: &Redis, keys: &[String], bound: Duration) -> anyhow::Result<u64> {
-    let script = Script::new(include_str!("remove_stale.lua"));
+    let remove_stale = script(
+        "reservation/remove_stale.lua",
+        include_str!("remove_stale.lua"),
+    );
     let bound_ms = u64::try_from(bound.as_millis()).unwrap_or(u64::MAX);
     let mut removed = 0;
     // One key per call: in a cluster, keys of different slots cannot share one.
     for key in keys {
-        removed += script
+        removed += remove_stale
             .key(key)
             .arg(bound_ms)
             .invoke_async::<u64>(&mut redis.conn())

@@ -170,10 +170,17 @@ impl Settler {
             fault,
             request.session_epoch,
         )
-        .fetch_one(&mut *conn)
+        .fetch_all(&mut *conn)
         .await;
-        let settled = match settled {
-            Ok(row) => row,
+        // Exactly one row: a second (a branch that answered and did not
+        // return) would be an answer this side never read.
+        let settled = match settled.map(<[_; 1]>::try_from) {
+            Ok(Ok([row])) => row,
+            Ok(Err(rows)) => {
+                return Err(Attempt::Failed(SettlementError::Unexpected(
+                    anyhow::anyhow!("settle_access answered {} rows, not one", rows.len()),
+                )));
+            }
             Err(error) => return Err(self.failed(error)),
         };
         if settled.tried_bind {

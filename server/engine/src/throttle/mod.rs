@@ -131,7 +131,10 @@ impl Default for FixedWindow {
 impl FixedWindow {
     pub fn new() -> Self {
         Self {
-            script: Script::new(include_str!("fixed_window.lua")),
+            script: crate::coordination::script(
+                "throttle/fixed_window.lua",
+                include_str!("fixed_window.lua"),
+            ),
         }
     }
 

@@ -175,6 +175,30 @@ impl World {
         }
     }
 
+    /// Another tenant's course in the same database and Redis (its slug
+    /// `elsewhere`): three resources, eight codes, the same admin.
+    pub async fn in_tenant(world: &World, tenant: TenantId) -> World {
+        let keyring =
+            Keyring::new(1, vec![(1, SecretString::from("k".repeat(32)))]).expect("keyring");
+        let (pool, admin) = (world.pool.clone(), world.admin);
+        let share = create_share(&pool, tenant, admin, "elsewhere", Policy::default()).await;
+        let mut resources = Vec::new();
+        for n in 1..=3 {
+            resources.push(add_resource(&pool, tenant, admin, &share, n).await);
+        }
+        let codes = issue(&pool, &keyring, tenant, admin, &share, 8).await;
+        World {
+            redis: world.redis.clone(),
+            pool,
+            keyring,
+            tenant,
+            admin,
+            share,
+            resources,
+            codes,
+        }
+    }
+
     /// A second share of the same tenant, with one resource and two codes.
     pub async fn other_share(&self) -> (Share, Uuid, Vec<(Uuid, PlainCode)>) {
         let share = create_share(

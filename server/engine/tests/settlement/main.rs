@@ -9,9 +9,13 @@
 //! a concurrent attempt would hold, in its own transaction. It builds and
 //! runs in seconds, which is what lets `make mutants` run it per mutant.
 
+mod access_period;
 mod account;
 mod fixture;
+mod grants;
 mod reservation;
+mod share_state;
 mod span;
+mod tenancy;
 mod transaction;
 mod validation;

@@ -1,11 +1,10 @@
-//! The Lua half: the scripts are compiled into the engine, so each mutant
-//! is written over its script, the engine's tests rebuilt and run, and the
-//! script put back.
+//! The Lua half: the engine's tests are built once with the `mutation`
+//! feature, where `ADMITONE_LUA_MUTANT=<name>=<file>` swaps one script's
+//! text (`engine::coordination::script`); each mutant is a file and a run.
+//! The scripts in the work tree are never changed.
 
-use std::path::Path;
-
-use anyhow::{Context as _, bail};
-use harness::mutation::{self, Language};
+use anyhow::Context as _;
+use harness::mutation::{self, Language, Mutant};
 
 use crate::{
     Args,
@@ -13,22 +12,11 @@ use crate::{
     suite::{self, Binaries, Verdict},
 };
 
-/// A script with local changes would be measured as it is and then "put
-/// back" as it was: refuse, and say how to get it clean.
-pub fn refuse_local_changes(scripts: &[&str]) -> anyhow::Result<()> {
-    let status = std::process::Command::new("git")
-        .args(["status", "--porcelain", "--"])
-        .args(scripts)
-        .output()
-        .context("running git status")?;
-    let changed = String::from_utf8_lossy(&status.stdout);
-    if !changed.trim().is_empty() {
-        bail!(
-            "these scripts differ from the commit (a run cut short puts its mutant back only when \
-             it ends; `git checkout -- <file>` restores one):\n{changed}"
-        );
-    }
-    Ok(())
+const MUTANT_VARIABLE: &str = "ADMITONE_LUA_MUTANT";
+
+/// A script's name for the swap: its path under `server/engine/src`.
+fn name_of(script: &str) -> &str {
+    script.strip_prefix("server/engine/src/").unwrap_or(script)
 }
 
 /// `--list`: every Lua mutant, run nothing.
@@ -42,67 +30,62 @@ pub fn list(scripts: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The script's own text, written back however the mutant's run ends.
-struct Restore<'a> {
-    path: &'a Path,
-    original: String,
-}
-
-impl Drop for Restore<'_> {
-    fn drop(&mut self) {
-        if let Err(error) = std::fs::write(self.path, &self.original) {
-            eprintln!("could not restore {}: {error}", self.path.display());
-        }
-    }
-}
-
 pub async fn run(
     args: &Args,
     scripts: &[&str],
     baseline: &Binaries,
     report: &mut Report,
 ) -> anyhow::Result<()> {
+    let binaries = suite::build(&["--features", "engine/mutation"]).await?;
+    let file = std::fs::canonicalize(&args.out)?.join("lua-mutant.lua");
     for script in scripts {
-        let path = Path::new(script);
-        let original = read(script)?;
-        let mutants = mutation::mutants(Language::Lua, &original);
-        println!("{script}: {} mutants", mutants.len());
-        for (n, mutant) in mutants.iter().enumerate() {
-            let outcome = {
-                let _restore = Restore {
-                    path,
-                    original: original.clone(),
-                };
-                std::fs::write(path, &mutant.text).with_context(|| format!("writing {script}"))?;
-                one(args, baseline).await?
-            };
+        let source = read(script)?;
+        // First the whole script replaced by an error: if that passes, no
+        // test reaches the script (or the swap does not), and every
+        // mutant of it would "survive" for nothing.
+        let canary = Mutant::whole(
+            "return redis.error_reply('admitone mutation canary')\n",
+            "canary: the whole script fails",
+        );
+        let mutants = mutation::mutants(Language::Lua, &source);
+        println!("{script}: {} mutants and the canary", mutants.len());
+        for (n, mutant) in std::iter::once(&canary).chain(&mutants).enumerate() {
+            std::fs::write(&file, &mutant.text)
+                .with_context(|| format!("writing {}", file.display()))?;
+            let outcome = one(args, &binaries, baseline, script, &file).await?;
             println!(
-                "  [{}/{}] {} {}",
-                n + 1,
+                "  [{n}/{}] {} {}",
                 mutants.len(),
                 outcome.word(),
                 mutant.describe()
             );
-            report.add(script, &original, mutant, outcome);
-        }
-        if read(script)? != original {
-            bail!("{script} was not put back as it was");
+            report.add(script, &source, mutant, outcome);
         }
     }
-    // The tests built last are the unmutated ones again.
-    suite::build().await?;
     Ok(())
 }
 
-/// Rebuilds with the mutant in place and runs the unit tests, then the
-/// settlement suite.
-async fn one(args: &Args, baseline: &Binaries) -> anyhow::Result<Outcome> {
-    let binaries = suite::build().await?;
+/// The unit tests (each script driven against Redis), then the settlement
+/// suite, with the mutant swapped in.
+async fn one(
+    args: &Args,
+    binaries: &Binaries,
+    baseline: &Binaries,
+    script: &str,
+    file: &std::path::Path,
+) -> anyhow::Result<Outcome> {
+    let swap = format!("{}={}", name_of(script), file.display());
     for (binary, time) in [
         (&binaries.unit, baseline.unit_time),
         (&binaries.settlement, baseline.settlement_time),
     ] {
-        let verdict = suite::run(binary, &[], args.test_threads, suite::patience(time)).await?;
+        let verdict = suite::run(
+            binary,
+            &[(MUTANT_VARIABLE, &swap)],
+            args.test_threads,
+            suite::patience(time),
+        )
+        .await?;
         if verdict != Verdict::Passed {
             return Ok(Outcome::from(verdict));
         }

@@ -15,10 +15,17 @@
 //!   The engine's settlement suite then runs with `ADMITONE_SQL_MUTANT`
 //!   naming the mutated `CREATE OR REPLACE`, which the suite's fixture
 //!   applies to each test's database after its migrations and checks took.
-//! - **Lua**: the script file itself is changed, the engine's tests are
-//!   rebuilt (the scripts are compiled in) and run (its unit tests, which
-//!   drive each script against Redis, and the settlement suite); the file
-//!   is put back after each mutant, and checked to be unchanged at the end.
+//! - **Lua**: the engine's tests are built once with its `mutation`
+//!   feature, where `ADMITONE_LUA_MUTANT` swaps one script's text for a
+//!   mutant's file (`engine::coordination::script`; no deployed build has
+//!   the feature). Each mutant runs the engine's unit tests (which drive
+//!   each script against Redis) and the settlement suite. Before a
+//!   script's mutants, its canary (the whole script replaced by an error)
+//!   must be caught: else no test reaches the script.
+//!
+//! The engine's tests name their databases after the test (sqlx), so no
+//! other run of them may share the PostgreSQL server meanwhile: two runs
+//! drop each other's databases, and a mutant would look killed.
 //!
 //! A run stops at the first failing test (the mutant is "killed"); one
 //! that passes every test "survives". A survivor is either a missing test
@@ -114,9 +121,6 @@ async fn main() -> anyhow::Result<()> {
         Equivalents::load(&root.join("server/harness/src/bin/mutate/equivalent.txt"))?;
     let mut report = Report::new(commit()?, equivalents);
 
-    if run_lua {
-        lua::refuse_local_changes(&scripts)?;
-    }
     if args.list {
         if run_sql {
             sql::list(&args, &functions).await?;
@@ -126,7 +130,7 @@ async fn main() -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let mut binaries = suite::build().await?;
+    let mut binaries = suite::build(&[]).await?;
     suite::baseline(&mut binaries, args.test_threads).await?;
     if run_sql {
         sql::run(&args, &functions, &binaries, &mut report).await?;

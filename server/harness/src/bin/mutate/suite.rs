@@ -36,9 +36,9 @@ pub enum Verdict {
     Crashed(String),
 }
 
-/// `cargo test -p engine --no-run`: builds (or finds up to date) the
+/// `cargo test -p engine --no-run` (and `extra`): builds (or finds up to date) the
 /// engine's unit tests and settlement suite, and says where they are.
-pub async fn build() -> anyhow::Result<Binaries> {
+pub async fn build(extra: &[&str]) -> anyhow::Result<Binaries> {
     let output = tokio::process::Command::new("cargo")
         .args([
             "test",
@@ -47,6 +47,7 @@ pub async fn build() -> anyhow::Result<Binaries> {
             "--no-run",
             "--message-format=json-render-diagnostics",
         ])
+        .args(extra)
         .stderr(Stdio::inherit())
         .output()
         .await
