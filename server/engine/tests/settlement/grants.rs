@@ -95,3 +95,90 @@ async fn a_settlement_past_its_budget_stops_waiting_on_its_own(pool: PgPool) {
     holder.rollback().await.expect("release");
     assert_eq!(world.state().await.records, 1, "nothing counted");
 }
+
+/// Every lock wait is short, but together they run past the budget: the
+/// call gives up before it commits (`settle_access_within`), and nothing
+/// is counted behind the caller's back. The test holds the share's quota
+/// lock, then the learner's binding, each for less than the budget.
+#[sqlx::test(migrations = "../../migrations")]
+async fn short_waits_past_the_budget_together_commit_nothing(pool: PgPool) {
+    let world = World::new(pool, Policy::default()).await;
+    let ann = ann_bound(&world).await;
+    end_grants(&world).await;
+    let mut quota_lock = world.pool.acquire().await.expect("a connection");
+    sqlx::query("SELECT pg_advisory_lock(share_quota_lock_key($1))")
+        .bind(world.share.id.0)
+        .execute(&mut *quota_lock)
+        .await
+        .expect("hold the share's quota lock");
+    let mut binding = world.pool.begin().await.expect("begin");
+    sqlx::query("SELECT 1 FROM auth_codes WHERE id = $1 FOR UPDATE")
+        .bind(world.code(0))
+        .execute(&mut *binding)
+        .await
+        .expect("hold the binding");
+    // A budget of 3.2 s (four fifths of 4 s); each wait below is 1.8 s.
+    let (settler, _) = world.settler(SettlementOptions {
+        transaction_timeout: Duration::from_secs(4),
+        ..SettlementOptions::default()
+    });
+    let request = world.request(ann, world.resources[0], None, "r2");
+    let settling = world.settle(&settler, &request);
+    let holding = async {
+        wait_for(&world, "advisory").await;
+        tokio::time::sleep(Duration::from_millis(1_800)).await;
+        sqlx::query("SELECT pg_advisory_unlock(share_quota_lock_key($1))")
+            .bind(world.share.id.0)
+            .execute(&mut *quota_lock)
+            .await
+            .expect("let the quota lock go");
+        wait_for(&world, "transactionid").await;
+        tokio::time::sleep(Duration::from_millis(1_800)).await;
+        binding.rollback().await.expect("let the binding go");
+    };
+    let (answer, ()) = tokio::join!(settling, holding);
+    assert!(
+        matches!(answer, Err(SettlementError::Unavailable)),
+        "{answer:?}"
+    );
+    // Whatever the backend still does ends before this reads.
+    wait_for_no_settlement(&world).await;
+    assert_eq!(world.state().await.records, 1, "nothing counted");
+}
+
+/// Until a backend of this database waits on a lock of this kind.
+async fn wait_for(world: &World, event: &str) {
+    for _ in 0..400 {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = $1",
+        )
+        .bind(event)
+        .fetch_one(&world.pool)
+        .await
+        .expect("pg_stat_activity");
+        if waiting > 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the settlement never waited on the test's {event} lock");
+}
+
+async fn wait_for_no_settlement(world: &World) {
+    for _ in 0..400 {
+        let running: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE datname = current_database() AND state = 'active' AND query LIKE '%settle_access(%'
+               AND pid <> pg_backend_pid()",
+        )
+        .fetch_one(&world.pool)
+        .await
+        .expect("pg_stat_activity");
+        if running == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("a settlement is still running");
+}

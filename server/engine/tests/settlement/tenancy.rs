@@ -124,3 +124,29 @@ async fn a_request_id_used_in_another_tenant_is_not_a_retry_here(pool: PgPool) {
     assert_eq!(world.state().await.records, 1);
     assert_eq!(elsewhere.state().await.records, 1);
 }
+
+/// A learner's binding in another course of the same tenant is that
+/// course's: here they still need a code.
+#[sqlx::test(migrations = "../../migrations")]
+async fn a_binding_in_another_course_of_the_tenant_is_not_one_here(pool: PgPool) {
+    let world = World::new(pool, Policy::default()).await;
+    let (other, other_resource, other_codes) = world.other_share().await;
+    let ann = world.learner("ann").await;
+    let (settler, _) = world.settler(SettlementOptions::default());
+    let mut there = world.request(ann, other_resource, Some(other_codes[0].0), "r1");
+    there.share = other;
+    world
+        .settle(&settler, &there)
+        .await
+        .expect("bound in the other course");
+    let answer = world
+        .settle(
+            &settler,
+            &world.request(ann, world.resources[0], None, "r2"),
+        )
+        .await;
+    assert!(
+        matches!(answer, Err(SettlementError::CodeRequired)),
+        "{answer:?}"
+    );
+}
