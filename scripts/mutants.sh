@@ -38,16 +38,24 @@ if [ "$half" != rust ]; then
   # A PostgreSQL of its own: the engine's tests name their databases after
   # the test, so another run of them on the same server (another checkout's
   # `make test`) would drop this run's databases and fake a kill.
-  DATA_DIR="$REPO_ROOT/.data/mutants"
-  PRIVATE_PG_PORT=${MUTANTS_PG_PORT:-17310}
-  STARTED_PG=0
-  if ! pg_reachable "postgres://postgres@127.0.0.1:$PRIVATE_PG_PORT/postgres"; then
-    start_private_pg
+  # (started in a subshell: services.sh's own private PostgreSQL, on a
+  # fresh machine, keeps its variables and its stop.)
+  mutants_pg_port=${MUTANTS_PG_PORT:-17310}
+  if pg_reachable "postgres://postgres@127.0.0.1:$mutants_pg_port/postgres"; then
+    echo "a PostgreSQL already listens on $mutants_pg_port: stop it (or set MUTANTS_PG_PORT)" >&2
+    exit 1
   fi
-  trap '[ "$STARTED_PG" = 1 ] && stop_private_pg; services_down' EXIT
-  # Its own report: $out/sql-lua.md; exit 1 on a survivor not explained.
-  DATABASE_URL="postgres://postgres@127.0.0.1:$PRIVATE_PG_PORT/postgres" \
-    cargo run -q -p harness --bin mutate -- --out "$out" || sql_lua_status=$?
+  (
+    DATA_DIR="$REPO_ROOT/.data/mutants"
+    PRIVATE_PG_PORT=$mutants_pg_port
+    rm -rf "$DATA_DIR"
+    start_private_pg
+    trap stop_private_pg EXIT
+    # Its own report: $out/sql-lua.md; exit 1 on a survivor not explained,
+    # a crash, or an explanation that explains nothing.
+    DATABASE_URL="postgres://postgres@127.0.0.1:$PRIVATE_PG_PORT/postgres" \
+      cargo run -q -p harness --bin mutate -- --out "$out"
+  ) || sql_lua_status=$?
   [ "$half" = sql-lua ] && exit "${sql_lua_status:-0}"
 fi
 

@@ -25,6 +25,9 @@ step "clippy (server, ssr)"
 cargo clippy --workspace --exclude frontend --all-targets --features app/ssr -- -D warnings
 step "clippy (frontend, hydrate, wasm32)"
 cargo clippy -p frontend --target wasm32-unknown-unknown -- -D warnings
+# The engine as the mutation runner builds it (its `mutation` feature).
+step "clippy (engine, mutation feature)"
+cargo clippy -p engine --features mutation --all-targets -- -D warnings
 
 step "unit and integration tests (PostgreSQL + Redis)"
 # In parallel (one test per core): each test server runs on its own

@@ -7,7 +7,11 @@
 //! check of the caller.
 
 use axum::extract::Multipart;
-use engine::{resources, storage::Storage, tenants::Permission};
+use engine::{
+    resources,
+    storage::{Storage, StorageError},
+    tenants::Permission,
+};
 use uuid::Uuid;
 
 use crate::{
@@ -26,8 +30,10 @@ pub async fn upload(
 ) -> Result<resources::Resource, ApiError> {
     let (share, admin) =
         member_of_share(state, caller, share_id, Permission::ManageCourses).await?;
-    // A tenant already at its quota is told before a byte is stored; the
-    // recorded row decides (`add_resource`), under the tenant's lock.
+    // A tenant already at its quota is told before a byte is stored, and
+    // no upload stores more than the quota leaves (nor more than
+    // `storage.max_upload_bytes`); the recorded row decides
+    // (`add_resource`), under the tenant's lock.
     let storage = {
         let mut conn = state
             .services
@@ -45,7 +51,19 @@ pub async fn upload(
     }
     let resource_id = Uuid::now_v7();
     let key = Storage::key_for(share.tenant_id, share.id, resource_id);
-    let stored = store_upload(state, &key, &mut multipart).await;
+    let left = u64::try_from(storage.left).unwrap_or(0);
+    let limit = if left < state.services.max_upload_bytes {
+        Limit {
+            bytes: left,
+            quota: Some(storage),
+        }
+    } else {
+        Limit {
+            bytes: state.services.max_upload_bytes,
+            quota: None,
+        }
+    };
+    let stored = store_upload(state, &key, &mut multipart, limit).await;
     let result = match stored {
         Ok((title, size, content_type)) => resources::add_resource(
             &state.services.pool,
@@ -78,6 +96,13 @@ pub async fn upload(
     }
 }
 
+/// The most an upload may store, and the quota when that is what bounds it.
+#[derive(Clone, Copy)]
+struct Limit {
+    bytes: u64,
+    quota: Option<resources::StorageUse>,
+}
+
 /// Longest accepted resource title field, in bytes.
 const MAX_TITLE_BYTES: usize = 1_024;
 
@@ -87,6 +112,7 @@ async fn store_upload(
     state: &ServerState,
     key: &str,
     multipart: &mut Multipart,
+    limit: Limit,
 ) -> Result<(String, u64, String), ApiError> {
     let mut title: Option<String> = None;
     let mut stored: Option<(String, u64, String)> = None;
@@ -126,8 +152,17 @@ async fn store_upload(
                 let size = state
                     .services
                     .storage
-                    .put(key, field, state.services.max_upload_bytes)
-                    .await?;
+                    .put(key, field, limit.bytes)
+                    .await
+                    .map_err(|error| match (error, limit.quota) {
+                        (StorageError::TooLarge { .. }, Some(quota)) => {
+                            ApiError::from(resources::ResourceError::StorageQuotaExceeded {
+                                left: quota.left,
+                                quota: quota.quota,
+                            })
+                        }
+                        (error, _) => ApiError::from(error),
+                    })?;
                 stored = Some((file_name, size, content_type));
             }
             _ => {}

@@ -79,10 +79,10 @@ impl Localized for ResourceError {
             Self::ResourceInUse { accesses } => {
                 return lang.error(M::ShareResourceInUse, &[("accesses", accesses)]);
             }
-            Self::StorageQuotaExceeded { size, left, quota } => {
+            Self::StorageQuotaExceeded { left, quota } => {
                 return lang.error(
                     M::ShareStorageQuotaExceeded,
-                    &[("size", size), ("left", left), ("quota", quota)],
+                    &[("left", left), ("quota", quota)],
                 );
             }
             Self::StorageFull { quota } => {

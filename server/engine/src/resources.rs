@@ -33,10 +33,10 @@ pub enum ResourceError {
     #[error("no such share")]
     ShareNotFound,
     #[error(
-        "this file needs {size} bytes and only {left} of this organisation's storage quota of \
-         {quota} bytes are left; remove files or ask for a larger quota"
+        "this file is larger than the {left} bytes left of this organisation's storage quota of \
+         {quota} bytes; remove files or ask for a larger quota"
     )]
-    StorageQuotaExceeded { size: i64, left: i64, quota: i64 },
+    StorageQuotaExceeded { left: i64, quota: i64 },
     #[error(
         "this organisation's storage quota of {quota} bytes is used up; remove files or ask for \
          a larger quota"
@@ -128,7 +128,6 @@ pub async fn add_resource(
     let storage = storage_use(&mut tx, tenant, default_quota).await?;
     if size_bytes > storage.left {
         return Err(ResourceError::StorageQuotaExceeded {
-            size: size_bytes,
             left: storage.left.max(0),
             quota: storage.quota,
         });

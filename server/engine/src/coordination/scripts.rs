@@ -11,6 +11,11 @@
 
 use redis::Script;
 
+// The swap is for the runner's debug test builds; a release build with it
+// is a mistake.
+#[cfg(all(feature = "mutation", not(debug_assertions)))]
+compile_error!("the `mutation` feature is for the mutation runner's test builds, never a release");
+
 /// The script `name` (its path under `server/engine/src`), from `source`
 /// (that file, `include_str!`-ed).
 pub fn script(name: &'static str, source: &'static str) -> Script {

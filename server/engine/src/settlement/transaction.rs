@@ -172,8 +172,10 @@ impl Settler {
         )
         .fetch_all(&mut *conn)
         .await;
-        // Exactly one row: a second (a branch that answered and did not
-        // return) would be an answer this side never read.
+        // Exactly one row, as `settle_access` promises: a second (a branch
+        // that answered and did not return) is a broken definition, and it
+        // is said loudly (500, logged) instead of reading the first row
+        // as if all were well. It cannot undo what that call committed.
         let settled = match settled.map(<[_; 1]>::try_from) {
             Ok(Ok([row])) => row,
             Ok(Err(rows)) => {

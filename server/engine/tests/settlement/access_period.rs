@@ -139,22 +139,32 @@ async fn an_extension_serves_again_and_the_grant_ends_with_the_period(pool: PgPo
     assert_eq!(grant.expires_at, until, "the grant ends with the period");
 }
 
-/// A retry of an attempt that committed is answered from it while the
-/// period lasts, and refused with the period's end after. Another share of
-/// the tenant with a one-day period (its id sorts first) is not this one's.
-#[sqlx::test(migrations = "../../migrations")]
-async fn a_retry_is_replayed_inside_the_period_and_refused_after_it(pool: PgPool) {
-    let world = World::new(pool, Policy::default()).await;
+/// Another share of the tenant with a one-day period, its id sorting
+/// first (`n` makes it unique).
+async fn one_day_share(world: &World, n: u128) {
     sqlx::query(
         "INSERT INTO shares (tenant_id, id, slug, title, status, created_by, access_days)
-         VALUES ($1, $2, 'other', 'Other', 'active', $3, 1)",
+         VALUES ($1, $2, $3, 'Other', 'active', $4, 1)",
     )
     .bind(world.tenant.0)
-    .bind(Uuid::from_u128(1))
+    .bind(Uuid::from_u128(n))
+    .bind(format!("other-{n}"))
     .bind(world.admin.0)
     .execute(&world.pool)
     .await
     .expect("another share");
+}
+
+/// A retry of an attempt that committed is answered from it while the
+/// period lasts, and refused with the period's end after. Other shares of
+/// the tenant with a one-day period are not this one's: one written before
+/// this share's row and one after, both with ids that sort first, so that
+/// a read that lost the share meets one of them first whatever its plan
+/// (table order, index order, or a hash join's reverse order).
+#[sqlx::test(migrations = "../../migrations")]
+async fn a_retry_is_replayed_inside_the_period_and_refused_after_it(pool: PgPool) {
+    let world = World::new(pool, Policy::default()).await;
+    one_day_share(&world, 1).await;
     let ann = bound_two_days_ago(&world).await;
     // The first attempt's grant is still live (its lifetime is hours).
     let (settler, _) = world.settler(SettlementOptions::default());
@@ -165,6 +175,7 @@ async fn a_retry_is_replayed_inside_the_period_and_refused_after_it(pool: PgPool
         world.share.id.0,
     )
     .await;
+    one_day_share(&world, 2).await;
     let replayed = world.settle(&settler, &retry).await.expect("replayed");
     assert!(replayed.replayed, "{replayed:?}");
 

@@ -117,23 +117,24 @@ async fn short_waits_past_the_budget_together_commit_nothing(pool: PgPool) {
         .execute(&mut *binding)
         .await
         .expect("hold the binding");
-    // A budget of 3.2 s (four fifths of 4 s); each wait below is 1.8 s.
+    // A budget of 6.4 s (four fifths of 8 s); each wait below is 3.3 s,
+    // about 3 s short of the lock timeout, and together 6.6 s.
     let (settler, _) = world.settler(SettlementOptions {
-        transaction_timeout: Duration::from_secs(4),
+        transaction_timeout: Duration::from_secs(8),
         ..SettlementOptions::default()
     });
     let request = world.request(ann, world.resources[0], None, "r2");
     let settling = world.settle(&settler, &request);
     let holding = async {
         wait_for(&world, "advisory").await;
-        tokio::time::sleep(Duration::from_millis(1_800)).await;
+        tokio::time::sleep(Duration::from_millis(3_300)).await;
         sqlx::query("SELECT pg_advisory_unlock(share_quota_lock_key($1))")
             .bind(world.share.id.0)
             .execute(&mut *quota_lock)
             .await
             .expect("let the quota lock go");
         wait_for(&world, "transactionid").await;
-        tokio::time::sleep(Duration::from_millis(1_800)).await;
+        tokio::time::sleep(Duration::from_millis(3_300)).await;
         binding.rollback().await.expect("let the binding go");
     };
     let (answer, ()) = tokio::join!(settling, holding);

@@ -1,8 +1,8 @@
 //! The share as the transaction reads it, not as the request carried it:
-//! a share drafted, archived, or moved out of its window after the page
-//! loaded is refused inside the transaction; one inside its window is
-//! served; and another share of the tenant in another state changes
-//! nothing for this one.
+//! a share drafted or archived after the page loaded is refused inside the
+//! transaction (paused or moved out of its window: `transaction.rs`); one
+//! inside its window is served; and another share of the tenant in another
+//! state changes nothing for this one.
 
 use engine::{
     settlement::{SettlementError, options::SettlementOptions},

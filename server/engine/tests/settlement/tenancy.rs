@@ -66,7 +66,8 @@ async fn a_suspension_is_the_suspending_tenants_and_the_suspended_learners(pool:
 }
 
 /// This tenant asks for a verified address; another one waives it (and
-/// its row is read first by a read that lost the tenant).
+/// its row is read first by a read that lost the tenant). Then the other
+/// way round: this one waives it, the other asks.
 #[sqlx::test(migrations = "../../migrations")]
 async fn the_email_rule_is_the_tenants_own(pool: PgPool) {
     let world = World::new(pool, Policy::default()).await;
@@ -94,6 +95,22 @@ async fn the_email_rule_is_the_tenants_own(pool: PgPool) {
         "{answer:?}"
     );
     world.assert_untouched("an unverified learner").await;
+
+    for (tenant, asks) in [(world.tenant, false), (other, true)] {
+        sqlx::query("UPDATE tenants SET require_verified_email = $2 WHERE id = $1")
+            .bind(tenant.0)
+            .bind(asks)
+            .execute(&world.pool)
+            .await
+            .expect("the rules the other way round");
+    }
+    world
+        .settle(
+            &settler,
+            &world.request(ann, world.resources[0], Some(world.code(0)), "r2"),
+        )
+        .await
+        .expect("this tenant waives it");
 }
 
 /// Request ids are the caller's: the same id used in another tenant's

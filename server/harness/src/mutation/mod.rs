@@ -56,18 +56,6 @@ impl Mutant {
         }
     }
 
-    /// The whole source replaced (the runner's canary: a change every
-    /// test that reaches the source must notice).
-    pub fn whole(replacement: &str, operator: &'static str) -> Self {
-        Self {
-            operator,
-            line: 1,
-            original: "(the whole script)".to_owned(),
-            replacement: squeeze(replacement),
-            text: replacement.to_owned(),
-        }
-    }
-
     /// One line for the report: `line 12: "a < b" -> ">=" (flip comparison)`.
     pub fn describe(&self) -> String {
         format!(

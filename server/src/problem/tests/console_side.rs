@@ -48,11 +48,7 @@ pub(super) fn resource_errors() -> Vec<ResourceError> {
         E::ResourceNotFound,
         E::ResourceInUse { accesses: 4 },
         E::ShareNotFound,
-        E::StorageQuotaExceeded {
-            size: 3,
-            left: 2,
-            quota: 10,
-        },
+        E::StorageQuotaExceeded { left: 2, quota: 10 },
         E::StorageFull { quota: 10 },
         E::Unexpected(boom()),
     ];

@@ -121,11 +121,12 @@ async fn an_upload_past_the_tenants_quota_is_refused_and_leaves_nothing(pool: Pg
     let again = try_upload(&app, &admin, share, 6_000).await;
     assert_eq!(again.status(), 201);
     assert_eq!(stored(&app, admin.tenant).await, (2, 10_000));
+    std::fs::remove_dir_all(&root).ok();
 }
 
 #[sqlx::test(migrations = "../migrations")]
 async fn a_tenants_own_quota_overrides_the_configured_one_and_tenants_are_apart(pool: PgPool) {
-    let (app, _root) = app_with_quota(pool).await;
+    let (app, root) = app_with_quota(pool).await;
     let (big, small) = (admin(&app).await, admin(&app).await);
     sqlx::query("UPDATE tenants SET storage_quota_bytes = 30000 WHERE id = $1")
         .bind(big.tenant)
@@ -153,6 +154,7 @@ async fn a_tenants_own_quota_overrides_the_configured_one_and_tenants_are_apart(
     );
     assert_eq!(stored(&app, big.tenant).await, (3, 27_000));
     assert_eq!(stored(&app, small.tenant).await, (1, 9_000));
+    std::fs::remove_dir_all(&root).ok();
 }
 
 /// Twelve uploads of 3,000 bytes at once into a quota of 10,000: exactly
@@ -184,4 +186,5 @@ async fn parallel_uploads_at_the_edge_never_overfill_the_quota(pool: PgPool) {
     );
     assert_eq!(stored(&app, admin.tenant).await, (3, 9_000));
     assert_eq!(files(&root, admin.tenant), 3);
+    std::fs::remove_dir_all(&root).ok();
 }

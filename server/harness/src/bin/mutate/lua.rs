@@ -3,7 +3,7 @@
 //! text (`engine::coordination::script`); each mutant is a file and a run.
 //! The scripts in the work tree are never changed.
 
-use anyhow::Context as _;
+use anyhow::{Context as _, bail};
 use harness::mutation::{self, Language, Mutant};
 
 use crate::{
@@ -37,36 +37,84 @@ pub async fn run(
     report: &mut Report,
 ) -> anyhow::Result<()> {
     let binaries = suite::build(&["--features", "engine/mutation"]).await?;
-    let file = std::fs::canonicalize(&args.out)?.join("lua-mutant.lua");
+    let file = args.work.join("lua-mutant.lua");
+    let redis = redis_connection().await?;
     for script in scripts {
         let source = read(script)?;
-        // First the whole script replaced by an error: if that passes, no
-        // test reaches the script (or the swap does not), and every
-        // mutant of it would "survive" for nothing.
-        let canary = Mutant::whole(
+        // The script unchanged, through the swap: the suites pass.
+        write(&file, &source)?;
+        let unchanged = one(args, &binaries, baseline, script, &file).await?;
+        if unchanged != Outcome::Survived {
+            bail!("{script}: the suites fail with the script swapped in unchanged: {unchanged:?}");
+        }
+        // The whole script replaced by an error must be caught: else no
+        // test reaches the script (or the swap does not), and each of its
+        // mutants would "survive" for nothing.
+        write(
+            &file,
             "return redis.error_reply('admitone mutation canary')\n",
-            "canary: the whole script fails",
-        );
+        )?;
+        let canary = one(args, &binaries, baseline, script, &file).await?;
+        if !matches!(canary, Outcome::Killed(_) | Outcome::TimedOut) {
+            bail!("{script}: no engine test reaches it (its canary: {canary:?})");
+        }
         let mutants = mutation::mutants(Language::Lua, &source);
-        println!("{script}: {} mutants and the canary", mutants.len());
-        for (n, mutant) in std::iter::once(&canary).chain(&mutants).enumerate() {
-            std::fs::write(&file, &mutant.text)
-                .with_context(|| format!("writing {}", file.display()))?;
-            let outcome = one(args, &binaries, baseline, script, &file).await?;
+        println!("{script}: {} mutants (its canary caught)", mutants.len());
+        for (n, mutant) in mutants.iter().enumerate() {
+            let outcome = match compiles(&redis, mutant).await? {
+                Err(error) => Outcome::Unviable(error),
+                Ok(()) => {
+                    write(&file, &mutant.text)?;
+                    one(args, &binaries, baseline, script, &file).await?
+                }
+            };
             println!(
-                "  [{n}/{}] {} {}",
+                "  [{}/{}] {} {} {}",
+                n + 1,
                 mutants.len(),
                 outcome.word(),
-                mutant.describe()
+                mutant.describe(),
+                outcome.detail()
             );
-            report.add(script, &source, mutant, outcome);
+            report.add(script, mutant, outcome);
         }
     }
     Ok(())
 }
 
+/// The machine's Redis (`REDIS_URL`), to ask whether a mutant compiles.
+async fn redis_connection() -> anyhow::Result<redis::aio::MultiplexedConnection> {
+    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    redis::Client::open(url.as_str())
+        .context("the Redis URL")?
+        .get_multiplexed_async_connection()
+        .await
+        .context("connecting to Redis")
+}
+
+/// Whether Redis takes the mutant's text (`SCRIPT LOAD` compiles it and
+/// runs nothing; a script Redis refuses is "unviable", not "killed").
+async fn compiles(
+    redis: &redis::aio::MultiplexedConnection,
+    mutant: &Mutant,
+) -> anyhow::Result<Result<(), String>> {
+    let mut redis = redis.clone();
+    let loaded: redis::RedisResult<String> = redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(&mutant.text)
+        .query_async(&mut redis)
+        .await;
+    match loaded {
+        Ok(_) => Ok(Ok(())),
+        Err(error) if error.is_io_error() => {
+            Err(anyhow::Error::new(error).context("asking Redis to compile a mutant"))
+        }
+        Err(error) => Ok(Err(error.to_string())),
+    }
+}
+
 /// The unit tests (each script driven against Redis), then the settlement
-/// suite, with the mutant swapped in.
+/// suite, with the file swapped in for the script.
 async fn one(
     args: &Args,
     binaries: &Binaries,
@@ -95,4 +143,8 @@ async fn one(
 
 fn read(script: &str) -> anyhow::Result<String> {
     std::fs::read_to_string(script).with_context(|| format!("reading {script}"))
+}
+
+fn write(file: &std::path::Path, text: &str) -> anyhow::Result<()> {
+    std::fs::write(file, text).with_context(|| format!("writing {}", file.display()))
 }

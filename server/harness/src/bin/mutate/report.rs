@@ -1,7 +1,10 @@
 //! What the mutants came to: a table per target, every survivor with its
 //! explanation (from `equivalent.txt`) or as a missing test.
 
-use std::{collections::BTreeMap, path::Path};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    path::Path,
+};
 
 use anyhow::{Context as _, bail};
 use harness::mutation::Mutant;
@@ -14,8 +17,11 @@ pub enum Outcome {
     Killed(String),
     /// The suite ran past its time (counted as caught, as cargo-mutants does).
     TimedOut,
-    /// PostgreSQL did not take the mutated definition.
+    /// PostgreSQL (or Redis) did not take the mutated source.
     Unviable(String),
+    /// The test binary ended without naming a failed test: no verdict. The
+    /// run fails (a crash is the harness's or the machine's, not a kill).
+    Crashed(String),
     /// Every test passed.
     Survived,
 }
@@ -26,7 +32,7 @@ impl From<Verdict> for Outcome {
             Verdict::Passed => Self::Survived,
             Verdict::Failed(test) => Self::Killed(test),
             Verdict::TimedOut => Self::TimedOut,
-            Verdict::Crashed(status) => Self::Killed(format!("(the test binary ended: {status})")),
+            Verdict::Crashed(status) => Self::Crashed(status),
         }
     }
 }
@@ -37,14 +43,25 @@ impl Outcome {
             Self::Killed(_) => "killed  ",
             Self::TimedOut => "timeout ",
             Self::Unviable(_) => "unviable",
+            Self::Crashed(_) => "CRASHED ",
             Self::Survived => "SURVIVED",
+        }
+    }
+
+    /// What caught it, for the run's log.
+    pub fn detail(&self) -> &str {
+        match self {
+            Self::Killed(test) => test,
+            Self::Unviable(error) | Self::Crashed(error) => error,
+            Self::TimedOut | Self::Survived => "",
         }
     }
 }
 
 /// The survivors explained as equivalent: `equivalent.txt`, one per
-/// paragraph: a line `target | the source line, trimmed | original ->
-/// replacement`, then the reason on the lines after it.
+/// paragraph: the key line the report prints (`target | line N | original
+/// -> replacement`, with `#k` for the k-th identical change on that line),
+/// then the reason on the lines after it.
 pub struct Equivalents(BTreeMap<String, String>);
 
 impl Equivalents {
@@ -63,23 +80,12 @@ impl Equivalents {
             if reason.is_empty() {
                 bail!("{}: `{key}` says no reason", path.display());
             }
-            map.insert((*key).to_owned(), reason.join(" "));
+            if map.insert((*key).to_owned(), reason.join(" ")).is_some() {
+                bail!("{}: `{key}` is explained twice", path.display());
+            }
         }
         Ok(Self(map))
     }
-}
-
-/// The key a survivor is explained under: stable while its line is.
-fn key(target: &str, source: &str, mutant: &Mutant) -> String {
-    let line = source
-        .lines()
-        .nth(mutant.line - 1)
-        .unwrap_or_default()
-        .trim();
-    format!(
-        "{target} | {line} | {} -> {}",
-        mutant.original, mutant.replacement
-    )
 }
 
 #[derive(Default)]
@@ -88,6 +94,7 @@ struct Tally {
     killed: usize,
     timeouts: usize,
     unviable: usize,
+    crashed: usize,
     equivalent: usize,
     /// (description, key, explanation if any)
     survivors: Vec<(String, String, Option<String>)>,
@@ -97,6 +104,8 @@ pub struct Report {
     commit: String,
     equivalents: Equivalents,
     targets: BTreeMap<String, Tally>,
+    /// Every key made, to find explanations that explain nothing.
+    keys: BTreeSet<String>,
 }
 
 impl Report {
@@ -105,19 +114,38 @@ impl Report {
             commit,
             equivalents,
             targets: BTreeMap::new(),
+            keys: BTreeSet::new(),
         }
     }
 
-    pub fn add(&mut self, target: &str, source: &str, mutant: &Mutant, outcome: Outcome) {
+    /// The key a mutant is explained under: its target, line and change,
+    /// and `#k` for the k-th identical change on that line.
+    fn key(&mut self, target: &str, mutant: &Mutant) -> String {
+        let base = format!(
+            "{target} | line {} | {} -> {}",
+            mutant.line, mutant.original, mutant.replacement
+        );
+        let mut key = base.clone();
+        let mut k = 1;
+        while self.keys.contains(&key) {
+            k += 1;
+            key = format!("{base} #{k}");
+        }
+        self.keys.insert(key.clone());
+        key
+    }
+
+    pub fn add(&mut self, target: &str, mutant: &Mutant, outcome: Outcome) {
+        let key = self.key(target, mutant);
+        let why = self.equivalents.0.get(&key).cloned();
         let tally = self.targets.entry(target.to_owned()).or_default();
         tally.mutants += 1;
         match outcome {
             Outcome::Killed(_) => tally.killed += 1,
             Outcome::TimedOut => tally.timeouts += 1,
             Outcome::Unviable(_) => tally.unviable += 1,
+            Outcome::Crashed(_) => tally.crashed += 1,
             Outcome::Survived => {
-                let key = key(target, source, mutant);
-                let why = self.equivalents.0.get(&key).cloned();
                 if why.is_some() {
                     tally.equivalent += 1;
                 }
@@ -126,29 +154,51 @@ impl Report {
         }
     }
 
-    /// Survivors no explanation covers.
-    pub fn unexplained(&self) -> usize {
-        self.targets
+    /// What makes the run fail: survivors no explanation covers, crashes,
+    /// and explanations of targets that ran that name no mutant (stale).
+    pub fn failures(&self) -> Vec<String> {
+        let mut failures = Vec::new();
+        let unexplained: usize = self
+            .targets
             .values()
             .map(|t| t.survivors.len() - t.equivalent)
-            .sum()
+            .sum();
+        if unexplained > 0 {
+            failures.push(format!(
+                "{unexplained} survivor(s) neither killed nor explained"
+            ));
+        }
+        let crashed: usize = self.targets.values().map(|t| t.crashed).sum();
+        if crashed > 0 {
+            failures.push(format!("{crashed} run(s) crashed without a verdict"));
+        }
+        for key in self.equivalents.0.keys() {
+            let target = key.split(" | ").next().unwrap_or_default();
+            if self.targets.contains_key(target) && !self.keys.contains(key) {
+                failures.push(format!(
+                    "equivalent.txt explains no mutant of this run: `{key}`"
+                ));
+            }
+        }
+        failures
     }
 
     pub fn markdown(&self) -> String {
         let mut out = format!(
             "SQL and Lua mutants at commit `{}`, {}:\n\n\
-             | target | mutants | killed | timeouts | unviable | survivors (equivalent) |\n\
-             |---|---|---|---|---|---|\n",
+             | target | mutants | killed | timeouts | unviable | crashed | survivors (equivalent) |\n\
+             |---|---|---|---|---|---|---|\n",
             self.commit,
             today(),
         );
         for (target, t) in &self.targets {
             out.push_str(&format!(
-                "| `{target}` | {} | {} | {} | {} | {} ({}) |\n",
+                "| `{target}` | {} | {} | {} | {} | {} | {} ({}) |\n",
                 t.mutants,
                 t.killed,
                 t.timeouts,
                 t.unviable,
+                t.crashed,
                 t.survivors.len(),
                 t.equivalent
             ));
@@ -156,10 +206,12 @@ impl Report {
         for (target, t) in &self.targets {
             for (description, key, why) in &t.survivors {
                 match why {
-                    Some(why) => out.push_str(&format!("\n- `{target}` {description}: equivalent. {why}")),
+                    Some(why) => {
+                        out.push_str(&format!("\n- `{target}` {description}: equivalent. {why}"));
+                    }
                     None => out.push_str(&format!(
-                        "\n- `{target}` {description}: **not caught** (to explain it, add to equivalent.txt \
-                         under `{key}`)"
+                        "\n- `{target}` {description}: **not caught** (to explain it, add to \
+                         equivalent.txt under `{key}`)"
                     )),
                 }
             }

@@ -156,7 +156,7 @@ async fn run_in(
     report: &mut Report,
     scratch: &mut Scratch,
 ) -> anyhow::Result<()> {
-    let file = std::fs::canonicalize(&args.out)?.join("sql-mutant.sql");
+    let file = args.work.join("sql-mutant.sql");
     let file_name = file.to_string_lossy().into_owned();
     let timeout = suite::patience(binaries.settlement_time);
     for function in functions {
@@ -180,13 +180,14 @@ async fn run_in(
         for (n, mutant) in mutants.iter().enumerate() {
             let outcome = one(args, &definition, mutant, scratch, binaries, &file).await?;
             println!(
-                "  [{}/{}] {} {}",
+                "  [{}/{}] {} {} {}",
                 n + 1,
                 mutants.len(),
                 outcome.word(),
-                mutant.describe()
+                mutant.describe(),
+                outcome.detail()
             );
-            report.add(&definition.name, &definition.body, mutant, outcome);
+            report.add(&definition.name, mutant, outcome);
         }
     }
     Ok(())

@@ -88,7 +88,7 @@ pub async fn baseline(binaries: &mut Binaries, threads: usize) -> anyhow::Result
         let started = Instant::now();
         let verdict = run(&binary, &[], threads, Duration::from_secs(900)).await?;
         if verdict != Verdict::Passed {
-            bail!("{} fails before any mutant: {verdict:?}", binary.display());
+            bail!("{} fails unmutated: {verdict:?}", binary.display());
         }
         *time = started.elapsed();
         println!("baseline: {} passed in {:.1?}", binary.display(), *time);
@@ -101,16 +101,40 @@ pub fn patience(baseline: Duration) -> Duration {
     baseline * 4 + Duration::from_secs(30)
 }
 
-/// Runs one test binary (as `cargo test` would, from the engine's
-/// directory, on the standalone Redis), with `env` added, and stops it at
-/// its first failed test.
+/// Runs one test binary with `env` added (see [`run_once`]), and confirms
+/// a failure: the failed test alone must fail again, else the failure was
+/// the test's or the machine's, not the mutant's, and the whole binary
+/// runs once more for the verdict.
 pub async fn run(
     binary: &PathBuf,
     env: &[(&str, &str)],
     threads: usize,
     timeout: Duration,
 ) -> anyhow::Result<Verdict> {
+    let verdict = run_once(binary, env, threads, timeout, None).await?;
+    if let Verdict::Failed(test) = &verdict
+        && run_once(binary, env, threads, timeout, Some(test)).await? == Verdict::Passed
+    {
+        println!("    ({test} failed once and passed alone: running the suite again)");
+        return run_once(binary, env, threads, timeout, None).await;
+    }
+    Ok(verdict)
+}
+
+/// Runs one test binary (as `cargo test` would, from the engine's
+/// directory, on the standalone Redis), with `env` added, only the test
+/// `exact` if given, and stops it at its first failed test.
+async fn run_once(
+    binary: &PathBuf,
+    env: &[(&str, &str)],
+    threads: usize,
+    timeout: Duration,
+    exact: Option<&str>,
+) -> anyhow::Result<Verdict> {
     let mut command = tokio::process::Command::new(binary);
+    if let Some(test) = exact {
+        command.args([test, "--exact"]);
+    }
     command
         .arg(format!("--test-threads={threads}"))
         .current_dir("server/engine")
