@@ -13,6 +13,7 @@ mod access_period;
 mod account;
 mod fixture;
 mod grants;
+mod quota;
 mod reservation;
 mod share_state;
 mod span;
