@@ -215,7 +215,9 @@ pub async fn claim_due(pool: &PgPool, limit: i64, lease: Duration) -> anyhow::Re
                SELECT m.id FROM mail_outbox m
                  JOIN (SELECT id, turn, next_attempt_at FROM ranked WHERE turn <= $1
                         ORDER BY turn, next_attempt_at LIMIT $1 * 4) r ON r.id = m.id
-                WHERE m.sent_at IS NULL AND m.dead_at IS NULL
+                -- Checked again on the row as locked: a lease another relay
+                -- committed after this statement began pushed it past now().
+                WHERE m.sent_at IS NULL AND m.dead_at IS NULL AND m.next_attempt_at <= now()
                 ORDER BY r.turn, r.next_attempt_at
                 LIMIT $1
                 FOR UPDATE OF m SKIP LOCKED

@@ -120,7 +120,9 @@ pub async fn claim_due(pool: &PgPool, limit: i64, lease: Duration) -> anyhow::Re
                         WHERE turn <= $1 ORDER BY turn, next_attempt_at LIMIT $1 * 4) r
                    ON r.tenant_id = d.tenant_id AND r.endpoint_id = d.endpoint_id
                   AND r.event_id = d.event_id
-                WHERE d.delivered_at IS NULL AND d.dead_at IS NULL
+                -- Checked again on the row as locked: a lease another relay
+                -- committed after this statement began pushed it past now().
+                WHERE d.delivered_at IS NULL AND d.dead_at IS NULL AND d.next_attempt_at <= now()
                 ORDER BY r.turn, r.next_attempt_at
                 LIMIT $1
                 FOR UPDATE OF d SKIP LOCKED

@@ -414,6 +414,60 @@ async fn relays_running_at_once_send_each_mail_once(pool: PgPool) {
     assert_eq!(ids.len(), 12, "no mail twice");
 }
 
+/// The lease itself, without SMTP: relays leasing at the same moment never
+/// lease one mail twice. A relay whose statement began before another's
+/// lease committed must see that lease on the row it takes (the due time
+/// is checked again there), else both send.
+#[sqlx::test(migrations = "../migrations")]
+async fn relays_leasing_at_once_never_lease_a_mail_twice(pool: PgPool) {
+    let lease = Duration::from_secs(600);
+    for round in 0..6 {
+        sqlx::query(
+            "INSERT INTO mail_outbox (id, template, to_address, lang)
+             SELECT gen_random_uuid(), 'password_changed', 'learner' || n || '@example.com', 'en'
+               FROM generate_series(1, 200) AS n",
+        )
+        .execute(&pool)
+        .await
+        .expect("mails");
+        let claimers = (0..8).map(|_| {
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                let mut leased = Vec::new();
+                loop {
+                    let due = engine::mail::claim_due(&pool, 3, lease)
+                        .await
+                        .expect("claim");
+                    if due.is_empty() {
+                        return leased;
+                    }
+                    leased.extend(due.into_iter().map(|m| (m.id, m.attempt)));
+                }
+            })
+        });
+        let mut leased: Vec<(uuid::Uuid, i32)> = Vec::new();
+        for claimer in futures::future::join_all(claimers).await {
+            leased.extend(claimer.expect("claimer"));
+        }
+        let mut mails: Vec<uuid::Uuid> = leased.iter().map(|(id, _)| *id).collect();
+        mails.sort();
+        mails.dedup();
+        assert_eq!(
+            (mails.len(), leased.len()),
+            (200, 200),
+            "round {round}: a mail was leased twice"
+        );
+        assert!(
+            leased.iter().all(|(_, attempt)| *attempt == 1),
+            "round {round}"
+        );
+        sqlx::query("UPDATE mail_outbox SET sent_at = now() WHERE sent_at IS NULL")
+            .execute(&pool)
+            .await
+            .expect("settle");
+    }
+}
+
 #[sqlx::test(migrations = "../migrations")]
 async fn without_an_smtp_server_development_mail_lands_in_the_dev_mailbox(pool: PgPool) {
     let app = spawn_app(pool).await;

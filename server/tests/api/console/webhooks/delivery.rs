@@ -8,6 +8,7 @@ use std::{
     time::Duration,
 };
 
+use engine::webhooks::relay;
 use serde_json::json;
 use server::{config::sections::WebhookSettings, relay::Relay};
 use sqlx::PgPool;
@@ -81,7 +82,12 @@ async fn two_relays_deliver_each_event_once(pool: PgPool) {
     for _ in 0..4 {
         events = every_kind_of_event(&app, &admin).await;
     }
-    let settings = relay_settings(8);
+    // Every answer is an acceptance: a timeout here would be a loaded
+    // machine, and its retry an honest second attempt, not a double lease.
+    let settings = WebhookSettings {
+        timeout_ms: 5_000,
+        ..relay_settings(8)
+    };
     let (first, second) = (
         Relay::new(pool.clone(), &settings).expect("relay"),
         Relay::new(pool.clone(), &settings).expect("relay"),
@@ -104,6 +110,73 @@ async fn two_relays_deliver_each_event_once(pool: PgPool) {
         "{:?}",
         seen.attempts
     );
+}
+
+/// The lease itself, without HTTP: relays leasing at the same moment
+/// never lease one delivery twice. A relay whose statement began before
+/// another's lease committed must see that lease when it takes the row
+/// (the due time is checked again on the row it locks), else both send.
+#[sqlx::test(migrations = "../migrations")]
+async fn relays_leasing_at_once_never_lease_a_delivery_twice(pool: PgPool) {
+    let app = spawn_app(pool.clone()).await;
+    let admin = admin(&app).await;
+    let (url, _receiver) = receiver(|_| Answer::Accept).await;
+    subscribe(&app, &admin, &url).await;
+    let lease = Duration::from_secs(600);
+    for round in 0..6 {
+        sqlx::query(
+            "INSERT INTO outbox (tenant_id, id, event_type, payload)
+             SELECT $1, gen_random_uuid(), 'batch.issued', '{}'::jsonb
+               FROM generate_series(1, 200)",
+        )
+        .bind(admin.tenant)
+        .execute(&pool)
+        .await
+        .expect("events");
+        while relay::fan_out(&pool, 1_000).await.expect("fan out") > 0 {}
+        let claimers = (0..8).map(|_| {
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                let mut leased = Vec::new();
+                loop {
+                    let due = relay::claim_due(&pool, 3, lease).await.expect("claim");
+                    if due.is_empty() {
+                        return leased;
+                    }
+                    leased.extend(due.into_iter().map(|d| (d.event_id, d.attempt)));
+                }
+            })
+        });
+        let mut leased: Vec<(Uuid, i32)> = Vec::new();
+        for claimer in futures::future::join_all(claimers).await {
+            leased.extend(claimer.expect("claimer"));
+        }
+        let mut events: Vec<Uuid> = leased.iter().map(|(id, _)| *id).collect();
+        events.sort();
+        events.dedup();
+        assert_eq!(
+            (events.len(), leased.len()),
+            (200, 200),
+            "round {round}: a delivery was leased twice"
+        );
+        assert!(
+            leased.iter().all(|(_, attempt)| *attempt == 1),
+            "round {round}"
+        );
+        let attempts: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM webhook_deliveries WHERE attempts <> 1 AND delivered_at IS NULL",
+        )
+        .fetch_one(&pool)
+        .await
+        .expect("attempts");
+        assert_eq!(attempts, 0, "round {round}");
+        sqlx::query(
+            "UPDATE webhook_deliveries SET delivered_at = now() WHERE delivered_at IS NULL",
+        )
+        .execute(&pool)
+        .await
+        .expect("settle");
+    }
 }
 
 #[sqlx::test(migrations = "../migrations")]
