@@ -21,6 +21,8 @@
 #? settlement's PL/pgSQL functions and the Redis scripts, each mutant run
 #? against the engine's tests (`make mutants-sql-lua` runs only this half).
 #?   MUTANTS_HALF   rust | sql-lua | all (default all)
+#?   MUTANTS_ONLY   sql-lua: only the targets containing one of these
+#?                  comma-separated words (e.g. auth_codes,fixed_window)
 set -euo pipefail
 REPO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO_ROOT"
@@ -54,7 +56,7 @@ if [ "$half" != rust ]; then
     # Its own report: $out/sql-lua.md; exit 1 on a survivor not explained,
     # a crash, or an explanation that explains nothing.
     DATABASE_URL="postgres://postgres@127.0.0.1:$PRIVATE_PG_PORT/postgres" \
-      cargo run -q -p harness --bin mutate -- --out "$out"
+      cargo run -q -p harness --bin mutate -- --out "$out" ${MUTANTS_ONLY:+--only "$MUTANTS_ONLY"}
   ) || sql_lua_status=$?
   [ "$half" = sql-lua ] && exit "${sql_lua_status:-0}"
 fi

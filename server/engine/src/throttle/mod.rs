@@ -193,17 +193,22 @@ mod tests {
     use super::*;
     use redis::Value;
 
-    #[tokio::test]
-    async fn a_window_allows_up_to_its_limit_then_refuses_until_it_ends() {
+    /// The test Redis, under a key prefix of this test's own.
+    async fn redis() -> Redis {
         let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
-        let redis = Redis::connect(&crate::coordination::RedisOptions {
+        Redis::connect(&crate::coordination::RedisOptions {
             urls: vec![url],
             cluster: false,
             key_prefix: format!("test:{}", uuid::Uuid::new_v4()),
             response_timeout: Duration::from_secs(5),
         })
         .await
-        .expect("Redis handle");
+        .expect("Redis handle")
+    }
+
+    #[tokio::test]
+    async fn a_window_allows_up_to_its_limit_then_refuses_until_it_ends() {
+        let redis = redis().await;
         let throttle = FixedWindow::new();
         let limit = Limit {
             max: 2,
@@ -237,6 +242,72 @@ mod tests {
             throttle.hit(&redis, &other, limit).await.expect("hit"),
             Decision::Allowed { count: 1 }
         );
+    }
+
+    /// The script's own reply, `(count, pttl)`, for a 30-second window.
+    async fn hit_raw(throttle: &FixedWindow, redis: &Redis, key: &str) -> (i64, i64) {
+        let reply: Value = throttle
+            .script
+            .key(key)
+            .arg(30)
+            .invoke_async(&mut redis.conn())
+            .await
+            .expect("fixed_window.lua");
+        parse_reply(&reply).expect("its reply")
+    }
+
+    async fn pttl(redis: &Redis, key: &str) -> i64 {
+        redis::cmd("PTTL")
+            .arg(key)
+            .query_async(&mut redis.conn())
+            .await
+            .expect("PTTL")
+    }
+
+    /// The window starts at its first hit and later hits never move its
+    /// end; a counter found without a TTL (written by anything else) gets
+    /// the whole window, and the reply says exactly that.
+    #[tokio::test]
+    async fn a_window_is_never_extended_and_no_counter_outlives_one() {
+        let redis = redis().await;
+        let throttle = FixedWindow::new();
+        let key = redis.keys().throttle(
+            crate::coordination::ThrottleScope::SignInEmail,
+            "ann@example.com",
+        );
+        let (count, left) = hit_raw(&throttle, &redis, &key).await;
+        assert_eq!(count, 1);
+        assert!((29_000..=30_000).contains(&left), "{left}");
+
+        // 25 seconds pass (the end brought near by hand): a later hit
+        // counts in the same window and leaves its end where it was.
+        let _: () = redis::cmd("PEXPIRE")
+            .arg(&key)
+            .arg(5_000)
+            .query_async(&mut redis.conn())
+            .await
+            .expect("PEXPIRE");
+        let (count, left) = hit_raw(&throttle, &redis, &key).await;
+        assert_eq!(count, 2);
+        assert!((1..=5_000).contains(&left), "the window moved: {left}");
+        assert!((1..=5_000).contains(&pttl(&redis, &key).await));
+
+        // A counter without a TTL: the hit gives it the window.
+        let _: () = redis::cmd("SET")
+            .arg(&key)
+            .arg(7)
+            .query_async(&mut redis.conn())
+            .await
+            .expect("SET");
+        assert_eq!(pttl(&redis, &key).await, -1, "no TTL yet");
+        assert_eq!(hit_raw(&throttle, &redis, &key).await, (8, 30_000));
+        let ttl = pttl(&redis, &key).await;
+        assert!((29_000..=30_000).contains(&ttl), "{ttl}");
+        let _: () = redis::cmd("DEL")
+            .arg(&key)
+            .query_async(&mut redis.conn())
+            .await
+            .expect("DEL");
     }
 
     #[test]

@@ -139,6 +139,55 @@ async fn an_extension_serves_again_and_the_grant_ends_with_the_period(pool: PgPo
     assert_eq!(grant.expires_at, until, "the grant ends with the period");
 }
 
+/// A share whose period is taken away serves for good, even a binding
+/// whose extension has lapsed: with no period, the extension's date is no
+/// end (`binding_access_ends` is NULL without a period or a first use).
+#[sqlx::test(migrations = "../../migrations")]
+async fn without_a_period_a_lapsed_extension_ends_nothing(pool: PgPool) {
+    let world = World::new(pool, Policy::default()).await;
+    let ann = bound_two_days_ago(&world).await;
+    let (settler, _) = world.settler(SettlementOptions::default());
+    sql(
+        &world,
+        "UPDATE auth_codes SET access_until = now() - interval '1 day' WHERE id = $1",
+        world.code(0),
+    )
+    .await;
+    // With a one-day period, it ended.
+    sql(
+        &world,
+        "UPDATE shares SET access_days = 1 WHERE id = $1",
+        world.share.id.0,
+    )
+    .await;
+    let answer = world
+        .settle(
+            &settler,
+            &world.request(ann, world.resources[1], None, "r2"),
+        )
+        .await;
+    assert!(
+        matches!(answer, Err(SettlementError::AccessEnded { .. })),
+        "{answer:?}"
+    );
+    // The period is taken away: for good, whatever the extension said.
+    sql(
+        &world,
+        "UPDATE shares SET access_days = NULL WHERE id = $1",
+        world.share.id.0,
+    )
+    .await;
+    let grant = world
+        .settle(
+            &settler,
+            &world.request(ann, world.resources[1], None, "r3"),
+        )
+        .await
+        .expect("no period, no end");
+    assert!(grant.counted, "{grant:?}");
+    assert_eq!(grant.binding.access_ends, None);
+}
+
 /// Another share of the tenant with a one-day period, its id sorting
 /// first (`n` makes it unique).
 async fn one_day_share(world: &World, n: u128) {

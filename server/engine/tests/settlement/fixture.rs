@@ -452,3 +452,22 @@ async fn issue(
     .expect("codes")
     .codes
 }
+
+/// Waits until some backend of this database waits on a lock (the
+/// settlement under test), so the test's own transaction can let it go.
+pub async fn wait_until_blocked(pool: &PgPool) {
+    for _ in 0..200 {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(pool)
+        .await
+        .expect("pg_stat_activity");
+        if waiting > 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the settlement never waited on the test's lock");
+}

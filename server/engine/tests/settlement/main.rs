@@ -11,12 +11,12 @@
 
 mod access_period;
 mod account;
+mod expiry;
 mod fixture;
 mod grants;
 mod quota;
 mod reservation;
 mod share_state;
-mod span;
 mod tenancy;
 mod transaction;
 mod validation;

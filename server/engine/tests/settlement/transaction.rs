@@ -15,7 +15,7 @@ use engine::{
 use sqlx::PgPool;
 use time::OffsetDateTime;
 
-use crate::fixture::{Policy, State, World};
+use crate::fixture::{Policy, State, World, wait_until_blocked};
 
 fn options() -> SettlementOptions {
     SettlementOptions::default()
@@ -327,6 +327,48 @@ async fn the_learner_limit_stops_the_next_access_and_keeps_the_binding(pool: PgP
             quota_used: 2,
             events: State::events(1, 2),
         }
+    );
+}
+
+/// A code is never bound without the access it was bound for: one whose
+/// count already stands at the limit while unbound (the audited unbind
+/// sets it back to zero; a hand repair might not) is refused at the
+/// limit, and its fresh binding is undone with the rest.
+#[sqlx::test(migrations = "../../migrations")]
+async fn a_fresh_binding_that_cannot_count_is_undone(pool: PgPool) {
+    let world = World::new(
+        pool,
+        Policy {
+            per_learner_limit: Some(2),
+            ..Policy::default()
+        },
+    )
+    .await;
+    let ann = world.learner("ann").await;
+    sqlx::query("UPDATE auth_codes SET access_count = 2 WHERE id = $1")
+        .bind(world.code(0))
+        .execute(&world.pool)
+        .await
+        .expect("a count left at the limit");
+    let (settler, probe) = world.settler(options());
+    let answer = world
+        .settle(
+            &settler,
+            &world.request(ann, world.resources[0], Some(world.code(0)), "r1"),
+        )
+        .await;
+    assert!(
+        matches!(answer, Err(SettlementError::LearnerLimitReached)),
+        "{answer:?}"
+    );
+    assert_eq!(probe.counts().1, 1, "the bind was tried");
+    assert_eq!(
+        world.state().await,
+        State {
+            access_counts: vec![(world.code(0), 2)],
+            ..State::default()
+        },
+        "no binding, no record, no debit, no event"
     );
 }
 
@@ -963,25 +1005,6 @@ async fn a_transaction_held_up_past_its_bound_is_unavailable_and_rolled_back(poo
     );
     holder.rollback().await.expect("release");
     world.assert_untouched("the timed-out attempt").await;
-}
-
-/// Waits until some backend of this database waits on a lock (the
-/// settlement under test), so the test's own transaction can let it go.
-async fn wait_until_blocked(pool: &PgPool) {
-    for _ in 0..200 {
-        let waiting: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_stat_activity
-             WHERE datname = current_database() AND wait_event_type = 'Lock'",
-        )
-        .fetch_one(pool)
-        .await
-        .expect("pg_stat_activity");
-        if waiting > 0 {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the settlement never waited on the test's lock");
 }
 
 /// A request that may only reach a live grant (from another site) is

@@ -79,7 +79,8 @@ struct Args {
     /// Which half to run.
     #[arg(long, value_enum, default_value = "all")]
     which: Which,
-    /// Only the targets (function names, script paths) containing this.
+    /// Only the targets (function names, script paths) containing one of
+    /// these (comma-separated).
     #[arg(long)]
     only: Option<String>,
     /// Print the mutants and run nothing.
@@ -117,7 +118,11 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     std::env::set_current_dir(&root).context("entering the repository's root")?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
-    let wanted = |name: &str| args.only.as_deref().is_none_or(|only| name.contains(only));
+    let wanted = |name: &str| {
+        args.only
+            .as_deref()
+            .is_none_or(|only| only.split(',').any(|part| name.contains(part.trim())))
+    };
     let functions: Vec<&str> = SQL_FUNCTIONS
         .iter()
         .copied()

@@ -1,6 +1,12 @@
 //! The `settle` span records each settlement's outcome (`bound`,
 //! `granted`, `refused`): what the request log and the traces show an
 //! operator.
+//!
+//! A test binary of its own: whether a span is recorded is cached per
+//! callsite, process-wide, and another test reaching the settle span
+//! first, on another thread, while this test's subscriber was being set
+//! up, once cached "nobody listens" (seen in CI). Alone in its process,
+//! the test is the only one there.
 
 use std::sync::{Arc, Mutex};
 
@@ -12,7 +18,14 @@ use tracing::{
 };
 use tracing_subscriber::{Layer, layer::Context, prelude::*};
 
-use crate::fixture::{Policy, World};
+#[path = "settlement/fixture.rs"]
+#[expect(
+    dead_code,
+    reason = "the settlement suite's fixture; this test uses a part"
+)]
+mod fixture;
+
+use fixture::{Policy, World};
 
 /// Collects the `outcome` values recorded on spans.
 #[derive(Clone, Default)]
