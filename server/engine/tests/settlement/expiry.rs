@@ -1,8 +1,9 @@
 //! Code expiry, where it is decided: an unused code past its date (its own,
 //! else its batch's) is never bound, whoever writes the binding
 //! (`auth_codes_refuse_expired` on `auth_codes`, through
-//! `code_expires_at`). The settlement refuses it early for a clear answer,
-//! and the trigger refuses it when the date passes while the bind waits. A
+//! `code_expires_at`). Phase 1 (`validate`, a typed code) refuses it early
+//! for a clear answer; inside the settlement's transaction the trigger is
+//! what refuses it, also when the date passes while the bind waits. A
 //! code bound in time keeps working for good, and only the audited path
 //! may insert a code already bound (revoke and replace). Beside it, the
 //! binding's own guard (`auth_codes_keep_binding`): a bound code changes
@@ -10,7 +11,7 @@
 
 use engine::{
     accounts::AccountId,
-    settlement::{SettlementError, options::SettlementOptions},
+    settlement::{SettlementError, Validated, options::SettlementOptions},
 };
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -114,6 +115,12 @@ async fn refusal(
     }
 }
 
+/// Phase 1 for the world's code `n`, typed by `learner`.
+async fn typed(world: &World, learner: AccountId, n: usize) -> Result<Validated, SettlementError> {
+    let code = engine::codes::TypedCode::from(world.codes[n].1.clone());
+    engine::settlement::validate(&world.pool, &world.keyring, &world.share, learner, &code).await
+}
+
 fn expired() -> Option<(String, String)> {
     Some(("AOREF".to_owned(), "code_expired".to_owned()))
 }
@@ -126,10 +133,11 @@ async fn bound_to(world: &World, code: Uuid) -> Option<Uuid> {
         .expect("the code")
 }
 
-/// The settlement's answers: a code past its own date, or past its
-/// batch's without one of its own, is refused with nothing written; a
-/// code's own later date overrides its batch's; an undated code and one
-/// dated later are bound.
+/// Both doors answer alike: phase 1 (`validate`, the typed code) and
+/// the settlement's transaction (whose trigger decides) refuse a code past
+/// its own date, or past its batch's without one of its own, with nothing
+/// written; a code's own later date overrides its batch's; an undated code
+/// and one dated later are usable and bound.
 #[sqlx::test(migrations = "../../migrations")]
 async fn the_settlement_refuses_a_code_past_its_own_or_its_batchs_date(pool: PgPool) {
     let world = World::new(pool, Policy::default()).await;
@@ -145,6 +153,13 @@ async fn the_settlement_refuses_a_code_past_its_own_or_its_batchs_date(pool: PgP
         world.code(0),
     )
     .await;
+    assert!(
+        matches!(
+            typed(&world, ann, 0).await,
+            Err(SettlementError::CodeExpired)
+        ),
+        "phase 1, past its own date"
+    );
     let answer = world
         .settle(
             &settler,
@@ -174,6 +189,19 @@ async fn the_settlement_refuses_a_code_past_its_own_or_its_batchs_date(pool: PgP
         world.code(3),
     )
     .await;
+    assert!(
+        matches!(
+            typed(&world, bob, 2).await,
+            Err(SettlementError::CodeExpired)
+        ),
+        "phase 1, past its batch's date"
+    );
+    assert_eq!(
+        typed(&world, bob, 3)
+            .await
+            .expect("phase 1, its own later date"),
+        Validated::Usable(world.code(3))
+    );
     let before = world.state().await;
     let answer = world
         .settle(
@@ -203,6 +231,13 @@ async fn the_settlement_refuses_a_code_past_its_own_or_its_batchs_date(pool: PgP
         world.code(4),
     )
     .await;
+    assert!(
+        matches!(
+            typed(&world, cy, 4).await,
+            Err(SettlementError::CodeExpired)
+        ),
+        "phase 1, its own earlier date"
+    );
     let answer = world
         .settle(
             &settler,
@@ -273,7 +308,6 @@ async fn no_writer_binds_a_code_past_its_date(pool: PgPool) {
         world.learner("l2").await,
         world.learner("l3").await,
         world.learner("l4").await,
-        world.learner("l5").await,
     ];
     let own = |n: usize, when: &'static str| {
         let code = world.code(n);
@@ -325,10 +359,7 @@ async fn no_writer_binds_a_code_past_its_date(pool: PgPool) {
         None,
         "its own later date overrides the batch's"
     );
-    // A code bound in time keeps its binding past every date: changing
-    // its dates now touches nothing.
-    assert_eq!(bound_to(&world, world.code(1)).await, Some(learners[1].0));
-    assert_eq!(bound_to(&world, world.code(2)).await, Some(learners[2].0));
+    assert_eq!(bound_to(&world, world.code(4)).await, Some(learners[4].0));
 }
 
 /// Only the audited path inserts a code already bound (revoke and

@@ -434,12 +434,23 @@ async fn relays_leasing_at_once_never_lease_a_mail_twice(pool: PgPool) {
             let pool = pool.clone();
             tokio::spawn(async move {
                 let mut leased = Vec::new();
+                // Every claimer keeps claiming until nothing is left to
+                // lease, so all eight race to the last row.
                 loop {
                     let due = engine::mail::claim_due(&pool, 3, lease)
                         .await
                         .expect("claim");
                     if due.is_empty() {
-                        return leased;
+                        let left: i64 = sqlx::query_scalar(
+                            "SELECT count(*) FROM mail_outbox
+                             WHERE sent_at IS NULL AND next_attempt_at <= now()",
+                        )
+                        .fetch_one(&pool)
+                        .await
+                        .expect("left");
+                        if left == 0 {
+                            return leased;
+                        }
                     }
                     leased.extend(due.into_iter().map(|m| (m.id, m.attempt)));
                 }

@@ -119,9 +119,11 @@ async fn run(args: &Args) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let wanted = |name: &str| {
-        args.only
-            .as_deref()
-            .is_none_or(|only| only.split(',').any(|part| name.contains(part.trim())))
+        args.only.as_deref().is_none_or(|only| {
+            only.split(',')
+                .map(str::trim)
+                .any(|part| !part.is_empty() && name.contains(part))
+        })
     };
     let functions: Vec<&str> = SQL_FUNCTIONS
         .iter()
