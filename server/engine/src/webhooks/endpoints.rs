@@ -273,6 +273,7 @@ pub struct Delivery {
     pub event_id: Uuid,
     pub url: String,
     pub event_type: String,
+    /// Attempts since the delivery was last put back in line.
     pub attempts: i32,
     pub created_at: OffsetDateTime,
     pub next_attempt_at: OffsetDateTime,
@@ -290,12 +291,14 @@ pub async fn troubled(
     limit: i64,
 ) -> anyhow::Result<Vec<Delivery>> {
     let rows = sqlx::query!(
-        r#"SELECT d.endpoint_id, d.event_id, e.url, o.event_type, d.attempts, o.created_at,
+        r#"SELECT d.endpoint_id, d.event_id, e.url, o.event_type,
+                  d.attempts - d.attempts_before_redelivery AS "attempts!", o.created_at,
                   d.next_attempt_at, d.delivered_at, d.dead_at, d.last_status, d.last_error
            FROM webhook_deliveries d
            JOIN webhook_endpoints e ON e.tenant_id = d.tenant_id AND e.id = d.endpoint_id
            JOIN outbox o ON o.tenant_id = d.tenant_id AND o.id = d.event_id
-           WHERE d.tenant_id = $1 AND d.delivered_at IS NULL AND (d.dead_at IS NOT NULL OR d.attempts > 0)
+           WHERE d.tenant_id = $1 AND d.delivered_at IS NULL
+             AND (d.dead_at IS NOT NULL OR d.attempts > d.attempts_before_redelivery)
            ORDER BY o.created_at, d.event_id
            LIMIT $2"#,
         tenant.0,
@@ -322,7 +325,9 @@ pub async fn troubled(
         .collect())
 }
 
-/// Puts a dead-lettered delivery back in line, with fresh attempts.
+/// Puts a dead-lettered delivery back in line, with a fresh retry budget.
+/// Its attempt number goes on: it is the lease's token
+/// (`relay::record`), and a token is never handed out twice.
 pub async fn redeliver(
     pool: &PgPool,
     tenant: TenantId,
@@ -333,7 +338,8 @@ pub async fn redeliver(
     let mut tx = pool.begin().await.context("starting a transaction")?;
     let revived = sqlx::query!(
         "UPDATE webhook_deliveries
-         SET dead_at = NULL, attempts = 0, next_attempt_at = now(), last_error = NULL
+         SET dead_at = NULL, attempts_before_redelivery = attempts, next_attempt_at = now(),
+             last_error = NULL
          WHERE tenant_id = $1 AND endpoint_id = $2 AND event_id = $3
            AND dead_at IS NOT NULL AND delivered_at IS NULL
            AND EXISTS (SELECT 1 FROM webhook_endpoints e

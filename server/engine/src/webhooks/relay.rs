@@ -92,6 +92,9 @@ pub struct Due {
     pub endpoint_id: Uuid,
     pub event_id: Uuid,
     pub attempt: i32,
+    /// Which try this is since the delivery was last put back in line
+    /// (the retry budget counts these; `attempt` never goes back).
+    pub try_number: i32,
     pub url: String,
     pub secret: String,
     pub event_type: String,
@@ -134,7 +137,8 @@ pub async fn claim_due(pool: &PgPool, limit: i64, lease: Duration) -> anyhow::Re
            WHERE d.tenant_id = due.tenant_id AND d.endpoint_id = due.endpoint_id AND d.event_id = due.event_id
              AND e.tenant_id = d.tenant_id AND e.id = d.endpoint_id AND e.disabled_at IS NULL
              AND o.tenant_id = d.tenant_id AND o.id = d.event_id
-           RETURNING d.tenant_id, d.endpoint_id, d.event_id, d.attempts, e.url, e.secret,
+           RETURNING d.tenant_id, d.endpoint_id, d.event_id, d.attempts,
+                     d.attempts - d.attempts_before_redelivery AS "try_number!", e.url, e.secret,
                      o.event_type, o.payload, o.created_at"#,
         limit,
         lease.as_secs_f64(),
@@ -157,6 +161,7 @@ pub async fn claim_due(pool: &PgPool, limit: i64, lease: Duration) -> anyhow::Re
                 endpoint_id: r.endpoint_id,
                 event_id: r.event_id,
                 attempt: r.attempts,
+                try_number: r.try_number,
                 url: r.url,
                 secret: r.secret,
                 event_type: r.event_type,
@@ -241,7 +246,7 @@ pub async fn record(
         }
         Attempted::Failed { status, error } | Attempted::Permanent { status, error } => {
             let permanent = matches!(outcome, Attempted::Permanent { .. });
-            let (dead, retry_in) = policy.after_failure(due.attempt, permanent);
+            let (dead, retry_in) = policy.after_failure(due.try_number, permanent);
             let error: String = error.chars().take(500).collect();
             let changed = sqlx::query!(
                 "UPDATE webhook_deliveries

@@ -8,7 +8,10 @@ use std::{
     time::Duration,
 };
 
-use engine::webhooks::relay;
+use engine::{
+    delivery::{Attempted, Recorded, RetryPolicy},
+    webhooks::relay,
+};
 use serde_json::json;
 use server::{config::sections::WebhookSettings, relay::Relay};
 use sqlx::PgPool;
@@ -138,10 +141,21 @@ async fn relays_leasing_at_once_never_lease_a_delivery_twice(pool: PgPool) {
             let pool = pool.clone();
             tokio::spawn(async move {
                 let mut leased = Vec::new();
+                // Every claimer keeps claiming until nothing is left to
+                // lease, so all eight race to the last row.
                 loop {
                     let due = relay::claim_due(&pool, 3, lease).await.expect("claim");
                     if due.is_empty() {
-                        return leased;
+                        let left: i64 = sqlx::query_scalar(
+                            "SELECT count(*) FROM webhook_deliveries
+                             WHERE delivered_at IS NULL AND next_attempt_at <= now()",
+                        )
+                        .fetch_one(&pool)
+                        .await
+                        .expect("left");
+                        if left == 0 {
+                            return leased;
+                        }
                     }
                     leased.extend(due.into_iter().map(|d| (d.event_id, d.attempt)));
                 }
@@ -177,6 +191,90 @@ async fn relays_leasing_at_once_never_lease_a_delivery_twice(pool: PgPool) {
         .await
         .expect("settle");
     }
+}
+
+/// The attempt number is the lease's token: a relay that stalled past its
+/// lease never records over a later one, also after the delivery was
+/// dead-lettered and put back in line from the console (which gives it a
+/// fresh retry budget, never a token used before).
+#[sqlx::test(migrations = "../migrations")]
+async fn a_stalled_relay_never_records_over_a_redelivered_lease(pool: PgPool) {
+    let app = spawn_app(pool.clone()).await;
+    let admin = admin(&app).await;
+    let (url, _receiver) = receiver(|_| Answer::Accept).await;
+    let (endpoint, _) = subscribe(&app, &admin, &url).await;
+    let course = course(&app, &admin, json!({})).await;
+    issue(&app, &admin, course.share, 1).await;
+    while relay::fan_out(&pool, 100).await.expect("fan out") > 0 {}
+    let policy = RetryPolicy {
+        max_attempts: 2,
+        base: Duration::from_millis(1),
+        max: Duration::from_millis(1),
+    };
+    let failed = Attempted::Failed {
+        status: Some(500),
+        error: "answered 500".to_owned(),
+    };
+    let lease = Duration::from_secs(600);
+    // Relay A leases the first attempt and stalls: its lease runs out.
+    let stalled = relay::claim_due(&pool, 8, Duration::ZERO)
+        .await
+        .expect("claim");
+    assert_eq!(stalled.len(), 1, "one event: batch.issued");
+    // Relay B leases the second, the last allowed; it fails: dead.
+    let second = relay::claim_due(&pool, 8, lease).await.expect("claim");
+    assert_eq!(second.len(), 1);
+    assert_eq!(
+        relay::record(&pool, &second[0], &failed, &policy)
+            .await
+            .expect("record"),
+        Recorded::Dead
+    );
+    // The console puts it back in line; relay C leases it.
+    let redelivered = admin
+        .client
+        .post(format!("{}/api/admin/webhooks/redeliver", app.address))
+        .form(&[
+            ("tenant_id", admin.tenant.to_string()),
+            ("endpoint_id", endpoint.to_string()),
+            ("event_id", stalled[0].event_id.to_string()),
+        ])
+        .send()
+        .await
+        .expect("redeliver");
+    assert_eq!(redelivered.status(), 200);
+    let third = relay::claim_due(&pool, 8, lease).await.expect("claim");
+    assert_eq!(third.len(), 1);
+    assert_ne!(
+        third[0].attempt, stalled[0].attempt,
+        "a lease token handed out twice"
+    );
+    // Relay A wakes: its request went through, but its lease is long gone.
+    assert_eq!(
+        relay::record(
+            &pool,
+            &stalled[0],
+            &Attempted::Delivered { status: 200 },
+            &policy
+        )
+        .await
+        .expect("record"),
+        Recorded::LeaseLost
+    );
+    // The redelivery has its own budget: one failure is tried again.
+    assert_eq!(
+        relay::record(&pool, &third[0], &failed, &policy)
+            .await
+            .expect("record"),
+        Recorded::WillRetry
+    );
+    let (delivered, dead): (bool, bool) = sqlx::query_as(
+        "SELECT delivered_at IS NOT NULL, dead_at IS NOT NULL FROM webhook_deliveries",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("the delivery");
+    assert_eq!((delivered, dead), (false, false), "waiting for its retry");
 }
 
 #[sqlx::test(migrations = "../migrations")]

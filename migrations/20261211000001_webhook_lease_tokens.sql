@@ -1,0 +1,11 @@
+-- A delivery's attempt number is its lease's token: a relay records an
+-- attempt only while the row's number is still the one it leased
+-- (`webhooks::relay::record`). Putting a dead letter back in line used to
+-- set the number back to 0, so a relay that had stalled past an early
+-- lease could find its number current again and record over the new
+-- lease. The number now only ever grows; the retry budget a redelivery
+-- starts afresh is counted from here instead.
+ALTER TABLE webhook_deliveries
+    ADD COLUMN attempts_before_redelivery integer NOT NULL DEFAULT 0,
+    ADD CONSTRAINT webhook_deliveries_redelivery_within_attempts
+        CHECK (attempts_before_redelivery BETWEEN 0 AND attempts);
