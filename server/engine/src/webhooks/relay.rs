@@ -63,6 +63,11 @@ pub async fn fan_out(pool: &PgPool, limit: i64) -> anyhow::Result<usize> {
          JOIN webhook_endpoints e ON e.tenant_id = o.tenant_id
                                  AND e.disabled_at IS NULL
                                  AND o.event_type = ANY (e.events)
+         -- An endpoint being disabled meanwhile is waited for, then read
+         -- again: else its delivery, made from a snapshot that still saw
+         -- it enabled, would miss the disabling's dead-lettering and wait
+         -- forever.
+         FOR SHARE OF e
          ON CONFLICT DO NOTHING",
         &tenants,
         &ids,

@@ -1,7 +1,8 @@
 //! Webhook endpoints: bad input gets a field error and changes nothing; an
 //! endpoint is read and repointed through the API (its waiting deliveries
 //! go to the new address, signed with the same secret, and are tried at
-//! once); another tenant's token reads and changes nothing.
+//! once); another tenant's token reads and changes nothing; an endpoint
+//! disabled during a fan-out is left no delivery waiting forever.
 
 use serde_json::json;
 use server::relay::Relay;
@@ -322,4 +323,76 @@ async fn a_tenant_has_at_most_ten_endpoints(pool: PgPool) {
         .await
         .expect("count");
     assert_eq!(count, 10);
+}
+
+/// An endpoint disabled while the relay fans an event out to it gets no
+/// delivery that waits forever: either the fan-out sees the endpoint
+/// disabled, or the disabling dead-letters what it made. The test holds
+/// the endpoint's row as a concurrent change does, so the fan-out's
+/// statement is caught between reading the endpoint and committing.
+#[sqlx::test(migrations = "../migrations")]
+async fn an_endpoint_disabled_during_a_fan_out_is_left_no_delivery_waiting(pool: PgPool) {
+    let app = spawn_app(pool.clone()).await;
+    let admin = admin(&app).await;
+    let (url, _receiver) = receiver(|_| Answer::Accept).await;
+    let (endpoint, _) = subscribe(&app, &admin, &url).await;
+    let course = crate::support::course::course(&app, &admin, json!({})).await;
+    crate::support::course::issue(&app, &admin, course.share, 1).await;
+
+    let mut disabling = pool.begin().await.expect("begin");
+    sqlx::query("SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR UPDATE")
+        .bind(endpoint)
+        .execute(&mut *disabling)
+        .await
+        .expect("the endpoint's row");
+    let fanning = {
+        let pool = pool.clone();
+        tokio::spawn(async move { engine::webhooks::relay::fan_out(&pool, 100).await })
+    };
+    // The fan-out waits on the endpoint's row.
+    let mut waited = false;
+    for _ in 0..500 {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(&pool)
+        .await
+        .expect("pg_stat_activity");
+        if waiting > 0 {
+            waited = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(waited, "the fan-out never waited on the endpoint");
+    // What disabling does (`endpoints::disable_endpoint`), then commit.
+    sqlx::query("UPDATE webhook_endpoints SET disabled_at = now() WHERE id = $1")
+        .bind(endpoint)
+        .execute(&mut *disabling)
+        .await
+        .expect("disable");
+    sqlx::query(
+        "UPDATE webhook_deliveries SET dead_at = now(), last_error = 'endpoint disabled'
+         WHERE endpoint_id = $1 AND delivered_at IS NULL AND dead_at IS NULL",
+    )
+    .bind(endpoint)
+    .execute(&mut *disabling)
+    .await
+    .expect("dead-letter");
+    disabling.commit().await.expect("commit");
+    assert_eq!(fanning.await.expect("task").expect("fan out"), 1);
+
+    let waiting: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM webhook_deliveries
+         WHERE endpoint_id = $1 AND delivered_at IS NULL AND dead_at IS NULL",
+    )
+    .bind(endpoint)
+    .fetch_one(&pool)
+    .await
+    .expect("waiting deliveries");
+    assert_eq!(
+        waiting, 0,
+        "a delivery to a disabled endpoint waits forever"
+    );
 }
