@@ -336,14 +336,29 @@ pub async fn redeliver(
     event: Uuid,
 ) -> Result<(), WebhookError> {
     let mut tx = pool.begin().await.context("starting a transaction")?;
+    // The endpoint, held until this commits: a disabling in flight is
+    // waited for (and then seen), and one that comes after dead-letters
+    // what this revived. Read without the lock, a disabling committing in
+    // between would miss the revived delivery, left waiting forever.
+    let enabled = sqlx::query_scalar!(
+        "SELECT 1 FROM webhook_endpoints
+         WHERE tenant_id = $1 AND id = $2 AND disabled_at IS NULL
+         FOR SHARE",
+        tenant.0,
+        endpoint,
+    )
+    .fetch_optional(&mut *tx)
+    .await
+    .context("reading the endpoint")?;
+    if enabled.is_none() {
+        return Err(WebhookError::DeliveryNotFound);
+    }
     let revived = sqlx::query!(
         "UPDATE webhook_deliveries
          SET dead_at = NULL, attempts_before_redelivery = attempts, next_attempt_at = now(),
              last_error = NULL
          WHERE tenant_id = $1 AND endpoint_id = $2 AND event_id = $3
-           AND dead_at IS NOT NULL AND delivered_at IS NULL
-           AND EXISTS (SELECT 1 FROM webhook_endpoints e
-                       WHERE e.tenant_id = $1 AND e.id = $2 AND e.disabled_at IS NULL)",
+           AND dead_at IS NOT NULL AND delivered_at IS NULL",
         tenant.0,
         endpoint,
         event,

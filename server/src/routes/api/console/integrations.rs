@@ -260,6 +260,8 @@ pub struct DeliveryBody {
     pub event_id: Uuid,
     pub url: String,
     pub event_type: String,
+    /// Attempts since the delivery was last put back in line (a
+    /// redelivery starts a fresh count).
     pub attempts: i32,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,

@@ -275,6 +275,13 @@ async fn a_stalled_relay_never_records_over_a_redelivered_lease(pool: PgPool) {
     .await
     .expect("the delivery");
     assert_eq!((delivered, dead), (false, false), "waiting for its retry");
+    // The console counts the attempts since the redelivery: one.
+    let troubled =
+        engine::webhooks::endpoints::troubled(&pool, engine::tenants::TenantId(admin.tenant), 10)
+            .await
+            .expect("troubled");
+    assert_eq!(troubled.len(), 1);
+    assert_eq!(troubled[0].attempts, 1, "{troubled:?}");
 }
 
 #[sqlx::test(migrations = "../migrations")]

@@ -325,48 +325,14 @@ async fn a_tenant_has_at_most_ten_endpoints(pool: PgPool) {
     assert_eq!(count, 10);
 }
 
-/// An endpoint disabled while the relay fans an event out to it gets no
-/// delivery that waits forever: either the fan-out sees the endpoint
-/// disabled, or the disabling dead-letters what it made. The test holds
-/// the endpoint's row as a concurrent change does, so the fan-out's
-/// statement is caught between reading the endpoint and committing.
-#[sqlx::test(migrations = "../migrations")]
-async fn an_endpoint_disabled_during_a_fan_out_is_left_no_delivery_waiting(pool: PgPool) {
-    let app = spawn_app(pool.clone()).await;
-    let admin = admin(&app).await;
-    let (url, _receiver) = receiver(|_| Answer::Accept).await;
-    let (endpoint, _) = subscribe(&app, &admin, &url).await;
-    let course = crate::support::course::course(&app, &admin, json!({})).await;
-    crate::support::course::issue(&app, &admin, course.share, 1).await;
-
+/// Runs what `endpoints::disable_endpoint` runs for `endpoint`, in a
+/// transaction left open (the disabling in flight): the endpoint marked
+/// disabled, its waiting deliveries dead-lettered.
+async fn disabling_in_flight(
+    pool: &PgPool,
+    endpoint: Uuid,
+) -> sqlx::Transaction<'static, sqlx::Postgres> {
     let mut disabling = pool.begin().await.expect("begin");
-    sqlx::query("SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR UPDATE")
-        .bind(endpoint)
-        .execute(&mut *disabling)
-        .await
-        .expect("the endpoint's row");
-    let fanning = {
-        let pool = pool.clone();
-        tokio::spawn(async move { engine::webhooks::relay::fan_out(&pool, 100).await })
-    };
-    // The fan-out waits on the endpoint's row.
-    let mut waited = false;
-    for _ in 0..500 {
-        let waiting: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_stat_activity
-             WHERE datname = current_database() AND wait_event_type = 'Lock'",
-        )
-        .fetch_one(&pool)
-        .await
-        .expect("pg_stat_activity");
-        if waiting > 0 {
-            waited = true;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    assert!(waited, "the fan-out never waited on the endpoint");
-    // What disabling does (`endpoints::disable_endpoint`), then commit.
     sqlx::query("UPDATE webhook_endpoints SET disabled_at = now() WHERE id = $1")
         .bind(endpoint)
         .execute(&mut *disabling)
@@ -380,19 +346,119 @@ async fn an_endpoint_disabled_during_a_fan_out_is_left_no_delivery_waiting(pool:
     .execute(&mut *disabling)
     .await
     .expect("dead-letter");
-    disabling.commit().await.expect("commit");
-    assert_eq!(fanning.await.expect("task").expect("fan out"), 1);
+    disabling
+}
 
-    let waiting: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM webhook_deliveries
-         WHERE endpoint_id = $1 AND delivered_at IS NULL AND dead_at IS NULL",
+/// Waits until `task` is done or waits on a lock in this database.
+async fn until_done_or_waiting<T>(pool: &PgPool, task: &tokio::task::JoinHandle<T>) {
+    for _ in 0..500 {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(pool)
+        .await
+        .expect("pg_stat_activity");
+        if waiting > 0 || task.is_finished() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("neither done nor waiting");
+}
+
+/// Deliveries that wait for an endpoint that is disabled: forever.
+async fn stranded(pool: &PgPool, endpoint: Uuid) -> i64 {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM webhook_deliveries d
+           JOIN webhook_endpoints e ON e.tenant_id = d.tenant_id AND e.id = d.endpoint_id
+          WHERE d.endpoint_id = $1 AND e.disabled_at IS NOT NULL
+            AND d.delivered_at IS NULL AND d.dead_at IS NULL",
     )
     .bind(endpoint)
+    .fetch_one(pool)
+    .await
+    .expect("stranded deliveries")
+}
+
+/// An endpoint disabled while the relay fans an event out to it is left
+/// no delivery waiting forever: the fan-out that runs while the disabling
+/// is in flight waits for it and sees the endpoint disabled (a fan-out
+/// reading it as it was would deliver after the disabling dead-lettered).
+#[sqlx::test(migrations = "../migrations")]
+async fn an_endpoint_disabled_during_a_fan_out_is_left_no_delivery_waiting(pool: PgPool) {
+    let app = spawn_app(pool.clone()).await;
+    let admin = admin(&app).await;
+    let (url, _receiver) = receiver(|_| Answer::Accept).await;
+    let (endpoint, _) = subscribe(&app, &admin, &url).await;
+    let course = crate::support::course::course(&app, &admin, json!({})).await;
+    crate::support::course::issue(&app, &admin, course.share, 1).await;
+
+    let disabling = disabling_in_flight(&pool, endpoint).await;
+    let fanning = {
+        let pool = pool.clone();
+        tokio::spawn(async move { engine::webhooks::relay::fan_out(&pool, 100).await })
+    };
+    until_done_or_waiting(&pool, &fanning).await;
+    disabling.commit().await.expect("commit");
+    assert_eq!(fanning.await.expect("task").expect("fan out"), 1);
+    assert_eq!(stranded(&pool, endpoint).await, 0);
+}
+
+/// The same for a redelivery from the console: one asked while the
+/// endpoint's disabling is in flight waits for it and refuses, and the
+/// dead letter stays dead (revived from the endpoint as it was, it would
+/// wait forever).
+#[sqlx::test(migrations = "../migrations")]
+async fn a_redelivery_racing_the_endpoints_disabling_leaves_nothing_waiting(pool: PgPool) {
+    let app = spawn_app(pool.clone()).await;
+    let admin = admin(&app).await;
+    let (url, _receiver) = receiver(|_| Answer::Accept).await;
+    let (endpoint, _) = subscribe(&app, &admin, &url).await;
+    let course = crate::support::course::course(&app, &admin, json!({})).await;
+    crate::support::course::issue(&app, &admin, course.share, 1).await;
+    while engine::webhooks::relay::fan_out(&pool, 100)
+        .await
+        .expect("fan out")
+        > 0
+    {}
+    let event: Uuid =
+        sqlx::query_scalar("UPDATE webhook_deliveries SET dead_at = now() RETURNING event_id")
+            .fetch_one(&pool)
+            .await
+            .expect("a dead letter");
+    let owner: Uuid = sqlx::query_scalar(
+        "SELECT account_id FROM tenant_members WHERE tenant_id = $1 AND role = 'owner' LIMIT 1",
+    )
+    .bind(admin.tenant)
     .fetch_one(&pool)
     .await
-    .expect("waiting deliveries");
-    assert_eq!(
-        waiting, 0,
-        "a delivery to a disabled endpoint waits forever"
+    .expect("the owner");
+
+    let disabling = disabling_in_flight(&pool, endpoint).await;
+    let redelivering = {
+        let pool = pool.clone();
+        let tenant = engine::tenants::TenantId(admin.tenant);
+        tokio::spawn(async move {
+            engine::webhooks::endpoints::redeliver(
+                &pool,
+                tenant,
+                engine::accounts::AccountId(owner),
+                endpoint,
+                event,
+            )
+            .await
+        })
+    };
+    until_done_or_waiting(&pool, &redelivering).await;
+    disabling.commit().await.expect("commit");
+    let answer = redelivering.await.expect("task");
+    assert!(
+        matches!(
+            answer,
+            Err(engine::webhooks::WebhookError::DeliveryNotFound)
+        ),
+        "{answer:?}"
     );
+    assert_eq!(stranded(&pool, endpoint).await, 0);
 }
