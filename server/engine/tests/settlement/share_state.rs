@@ -102,9 +102,10 @@ async fn a_share_inside_its_window_is_served(pool: PgPool) {
 }
 
 /// Another share of the tenant, archived, paused or closed, is another
-/// share: this one is read by its own id. The other's id sorts first and
-/// this one's row is rewritten after the other's, so that a read that lost
-/// the id would meet the other first, in index order and in table order.
+/// share: this one is read by its own id. The others' ids sort first and
+/// this one's row is rewritten onto a later page than theirs, so that a
+/// read that lost the id would meet another first, in index order and in
+/// table order.
 #[sqlx::test(migrations = "../../migrations")]
 async fn another_share_of_the_tenant_in_another_state_changes_nothing(pool: PgPool) {
     let world = World::new(pool, Policy::default()).await;
@@ -119,6 +120,20 @@ async fn another_share_of_the_tenant_in_another_state_changes_nothing(pool: PgPo
     .execute(&world.pool)
     .await
     .expect("another share");
+    // Enough archived shares to fill the table's first page, all with ids
+    // that sort first: this share's row, rewritten below, can then only
+    // move to a later page, after all of them, whatever the scan.
+    sqlx::query(
+        "INSERT INTO shares (tenant_id, id, slug, title, status, created_by)
+         SELECT $1, ('00000000-0000-0000-0000-' || lpad(to_hex(n), 12, '0'))::uuid,
+                'filler-' || n, 'Filler ' || n || repeat('.', 100), 'archived', $2
+           FROM generate_series(2, 201) AS n",
+    )
+    .bind(world.tenant.0)
+    .bind(world.admin.0)
+    .execute(&world.pool)
+    .await
+    .expect("filler shares");
     let (settler, _) = world.settler(SettlementOptions::default());
     for (n, change) in [
         "status = 'archived'",
