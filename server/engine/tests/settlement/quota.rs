@@ -1,7 +1,8 @@
 //! A share's quota to its edge, through its slots: a learner whose own
 //! slot is full is debited in another with room, by one, never past a
 //! slot's cap; exactly the quota is spent, then the next access is
-//! refused; and another share's slots are never touched.
+//! refused; another share's slots are never touched; and a slot filled
+//! while the fallback waits on it is passed over, never overfilled.
 
 use engine::settlement::{SettlementError, options::SettlementOptions};
 use sqlx::PgPool;
@@ -92,5 +93,68 @@ async fn one_learner_spends_the_quota_through_every_slot_and_then_is_refused(poo
         slots(&world, other.id.0).await,
         other_before,
         "another share's slots untouched"
+    );
+}
+
+/// The fallback checks a slot's room again as it debits it: a slot that a
+/// concurrent settlement fills between the fallback's read and its update
+/// is passed over for the next one with room, never debited past its cap.
+/// (The test's transaction is that concurrent settlement: it fills the
+/// first slot the fallback will try and holds it until the fallback
+/// waits on it.)
+#[sqlx::test(migrations = "../../migrations")]
+async fn a_slot_filled_while_the_fallback_waits_on_it_is_passed_over(pool: PgPool) {
+    let world = World::new(
+        pool,
+        Policy {
+            per_learner_limit: None,
+            quota: Some(32),
+        },
+    )
+    .await;
+    let ann = world.learner("ann").await;
+    let own: i16 = sqlx::query_scalar("SELECT (hashtextextended($1::text, 0) & 15)::smallint")
+        .bind(ann.0)
+        .fetch_one(&world.pool)
+        .await
+        .expect("ann's slot");
+    let (next, after) = ((own + 1) % 16, (own + 2) % 16);
+    let share = world.share.id.0;
+    // Ann's own slot is full: the fallback tries the next, then the one after.
+    sqlx::query("UPDATE share_quota_slots SET used = cap WHERE share_id = $1 AND slot = $2")
+        .bind(share)
+        .bind(own)
+        .execute(&world.pool)
+        .await
+        .expect("filling ann's slot");
+    let mut concurrent = world.pool.begin().await.expect("begin");
+    sqlx::query("UPDATE share_quota_slots SET used = cap WHERE share_id = $1 AND slot = $2")
+        .bind(share)
+        .bind(next)
+        .execute(&mut *concurrent)
+        .await
+        .expect("filling the next slot, uncommitted");
+    let (settler, _) = world.settler(SettlementOptions::default());
+    let request = world.request(ann, world.resources[0], Some(world.code(0)), "r1");
+    let settling = {
+        let (settler, request) = (settler.clone(), request.clone());
+        tokio::spawn(async move { settler.settle(&request).await })
+    };
+    crate::fixture::wait_until_blocked(&world.pool).await;
+    concurrent
+        .commit()
+        .await
+        .expect("the concurrent debit commits");
+    let grant = settling.await.expect("task").expect("granted");
+    assert!(grant.counted, "{grant:?}");
+    let slots = slots(&world, share).await;
+    let used = |slot: i16| slots.iter().find(|s| s.0 == slot).map(|s| (s.1, s.2));
+    assert_eq!(used(own), Some((2, 2)), "{slots:?}");
+    assert_eq!(used(next), Some((2, 2)), "never past its cap: {slots:?}");
+    assert_eq!(used(after), Some((1, 2)), "the next with room: {slots:?}");
+    assert_eq!(
+        slots.iter().map(|s| s.1).sum::<i32>(),
+        5,
+        "two full slots and one debit: {slots:?}"
     );
 }
