@@ -1,7 +1,8 @@
 //! `loadgen`: the HTTP side of `make bench` (see `scripts/bench.sh`).
 //!
 //! Drives a running server through its public JSON API the way learners do
-//! and prints one JSON object of figures: issuing 100,000 codes, first-access
+//! and prints one JSON object of figures: issuing 100,000 codes, importing
+//! 100,000 codes sold elsewhere, first-access
 //! settlements (`POST …/open`) at two concurrencies, returning learners
 //! opening again, their players' Range requests (with the PostgreSQL
 //! transactions they caused), and the hot-code stampede. Learner accounts are inserted straight into the
@@ -9,8 +10,9 @@
 //! settlement, not account creation; they sign in through the API.
 //!
 //! Measurement tooling, never deployed. Its database access is the
-//! learners' bulk insert (`harness::drive::learners`) and the hot code's
-//! bound count, read through the engine's own console query.
+//! learners' bulk insert (`harness::drive::learners`), the imported codes'
+//! count, and the hot code's bound count, read through the engine's own
+//! console query.
 
 use std::time::{Duration, Instant};
 
@@ -209,6 +211,29 @@ async fn main() -> anyhow::Result<()> {
     let issue_secs = t.elapsed().as_secs_f64();
     eprintln!("issued {issued} codes in {issue_secs:.2} s");
 
+    // (f) Importing 100,000 codes sold elsewhere, in one request (the
+    // limit of one import), on a share of its own: every one stored.
+    let imported_share = new_share(&admin, &base, args.tenant_id, "Importing").await?;
+    let foreign: Vec<String> = (0..100_000).map(|i| format!("SHOP-{i:08}")).collect();
+    let t = Instant::now();
+    let report = post(
+        &admin,
+        format!("{base}/api/v1/shares/{}/imports", imported_share.id),
+        json!({ "codes": foreign }),
+    )
+    .await?;
+    let import_secs = t.elapsed().as_secs_f64();
+    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM auth_codes WHERE share_id = $1")
+        .bind(imported_share.id)
+        .fetch_one(&pool)
+        .await
+        .context("counting the imported codes")?;
+    anyhow::ensure!(
+        report["imported"] == 100_000 && report["rejected"] == 0 && stored == 100_000,
+        "the 100,000-code import stored {stored}: {report}"
+    );
+    eprintln!("imported {stored} codes in {import_secs:.2} s");
+
     let n = args.first_accesses;
     let crowd: Vec<reqwest::Client> = drive::learners(
         std::slice::from_ref(&base),
@@ -305,6 +330,7 @@ async fn main() -> anyhow::Result<()> {
         "{}",
         json!({
             "issue_100k_secs": issue_secs,
+            "import_100k_secs": import_secs,
             "first_access": first,
             "returning_access_c64": returning,
             "bound_range_c64": ranges,
