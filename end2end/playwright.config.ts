@@ -25,8 +25,13 @@ export default defineConfig({
   testIgnore: process.env.DEPLOY_PHASE ? [] : ["**/deploy.spec.ts"],
   timeout: 30_000,
   expect: { timeout: 10_000 },
+  // Spec files run side by side against the one server, each in a tenant
+  // of its own (tests/course.ts `specTenant`): what one spec changes (a
+  // time zone, a brand, a batch, its owner's sign-ins) no other one sees,
+  // and the server takes several journeys at once. A file's tests run in
+  // order, in one worker.
   fullyParallel: false,
-  workers: 1,
+  workers: Number(process.env.E2E_WORKERS ?? 3),
   forbidOnly: true,
   retries: 0,
   reporter: "list",

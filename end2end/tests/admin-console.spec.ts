@@ -2,16 +2,17 @@
 import { readFileSync } from "node:fs";
 import { expect, test } from "@playwright/test";
 import { openHydrated, signIn } from "./fixtures";
-import { DEMO_ADMIN, enterCode, newLearner, shareState, sloppy, snapshot, sql } from "./course";
+import { enterCode, specTenant, newLearner, shareState, sloppy, snapshot, sql } from "./course";
 
 test("create, upload, issue, download once, revoke, learner binds, unbind, audit", async ({ page, browser }, testInfo) => {
   test.setTimeout(90_000);
   const title = `Console Course ${Date.now().toString(36)}`;
 
+  const owner = await specTenant();
   await openHydrated(page, "/login?next=/admin");
-  await signIn(page, DEMO_ADMIN.email, DEMO_ADMIN.password);
-  await page.getByRole("link", { name: "Demo Academy" }).click();
-  await expect(page.getByRole("heading", { level: 1, name: "Demo Academy" })).toBeVisible();
+  await signIn(page, owner.email, owner.password);
+  await page.getByRole("link", { name: owner.name }).click();
+  await expect(page.getByRole("heading", { level: 1, name: owner.name })).toBeVisible();
   await snapshot(page, testInfo, "console-dashboard");
 
   // Create the share, make it active.

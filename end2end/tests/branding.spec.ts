@@ -49,7 +49,7 @@ for (const [locale, w] of Object.entries(WORDS)) {
 
     test("an owner brands their tenant and only its learners see it", async ({ page, browser }, testInfo) => {
       test.setTimeout(60_000);
-      // A tenant of its own (the demo tenant's look is other specs' too),
+      // A tenant to brand (the spec's own stays plain, to compare with),
       // with a fresh owner and an active course.
       const ownerEmail = uniqueEmail(`brand-owner-${locale.toLowerCase()}`);
       const signedUp = await page.request.post("/api/v1/auth/register", {

@@ -3,7 +3,7 @@
 // (app/src/pages/lazy.rs, `cargo leptos build --split`).
 import { expect, test, type Page } from "@playwright/test";
 import { openHydrated, signIn } from "./fixtures";
-import { DEMO_ADMIN, adminApi, createCourse } from "./course";
+import { adminApi, createCourse, specTenant } from "./course";
 
 /** The `/pkg` files the page asks for from now on. */
 function pkgRequests(page: Page): string[] {
@@ -34,9 +34,10 @@ test("a learner's course page loads the main bundle and no chunk; sign-in loads 
 });
 
 test("a console page loads its own chunk and hydrates, opened directly and reached by a link", async ({ page }) => {
+  const owner = await specTenant();
   await openHydrated(page, "/login?next=/admin");
-  await signIn(page, DEMO_ADMIN.email, DEMO_ADMIN.password);
-  const tenant = page.getByRole("link", { name: "Demo Academy" });
+  await signIn(page, owner.email, owner.password);
+  const tenant = page.getByRole("link", { name: owner.name });
   await expect(tenant).toBeVisible();
   const dashboard = (await tenant.getAttribute("href"))!;
 
@@ -46,7 +47,7 @@ test("a console page loads its own chunk and hydrates, opened directly and reach
   const errors: string[] = [];
   page.on("pageerror", (error) => errors.push(String(error)));
   await openHydrated(page, dashboard);
-  await expect(page.getByRole("heading", { level: 1, name: "Demo Academy" })).toBeVisible();
+  await expect(page.getByRole("heading", { level: 1, name: owner.name })).toBeVisible();
   expect(seen.filter((path) => /\/pkg\/split___dashboard_route_view_/.test(path)), seen.join(", ")).toHaveLength(1);
   expect(seen.some((path) => /team_route/.test(path)), "nothing of the next page yet").toBe(false);
 

@@ -3,17 +3,18 @@
 // send the form; with it, the change is made (checked in the database).
 import { expect, test } from "@playwright/test";
 import { openHydrated, signIn } from "./fixtures";
-import { DEMO_ADMIN, adminApi, createCourse, sql } from "./course";
+import { adminApi, createCourse, specTenant, sql } from "./course";
 
 test("destructive console actions need their confirmation tick", async ({ page }) => {
   test.setTimeout(60_000);
   const course = await createCourse(await adminApi(), { codes: 2 });
-  const tenant = sql("SELECT id FROM tenants WHERE slug = 'demo'");
+  const owner = await specTenant();
+  const tenant = owner.id;
   const unusedOf = () =>
     sql(`SELECT count(*) FROM auth_codes WHERE share_id = '${course.id}' AND revoked_at IS NULL`);
 
   await openHydrated(page, `/login?next=/admin/t/${tenant}/s/${course.id}`);
-  await signIn(page, DEMO_ADMIN.email, DEMO_ADMIN.password);
+  await signIn(page, owner.email, owner.password);
   await expect(page.getByRole("heading", { level: 1, name: course.title })).toBeVisible();
 
   // A batch's unused codes.

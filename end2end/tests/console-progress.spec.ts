@@ -3,14 +3,15 @@
 // (the server reports how many codes it has written).
 import { expect, test } from "@playwright/test";
 import { openHydrated, signIn } from "./fixtures";
-import { DEMO_ADMIN, adminApi, createCourse, sql } from "./course";
+import { adminApi, createCourse, specTenant, sql } from "./course";
 
 test("an upload shows a progress bar, then the new resource", async ({ page }) => {
   test.setTimeout(60_000);
   const course = await createCourse(await adminApi());
-  const tenant = sql("SELECT id FROM tenants WHERE slug = 'demo'");
+  const owner = await specTenant();
+  const tenant = owner.id;
   await openHydrated(page, `/login?next=/admin/t/${tenant}/s/${course.id}`);
-  await signIn(page, DEMO_ADMIN.email, DEMO_ADMIN.password);
+  await signIn(page, owner.email, owner.password);
   await expect(page.getByRole("heading", { level: 1, name: course.title })).toBeVisible();
   await expect(page.locator("body")).toHaveAttribute("data-hydrated", "true");
 
@@ -51,9 +52,10 @@ test("an upload shows a progress bar, then the new resource", async ({ page }) =
 test("issuing a large batch shows how many codes are written", async ({ page }) => {
   test.setTimeout(120_000);
   const course = await createCourse(await adminApi(), { codes: 1 });
-  const tenant = sql("SELECT id FROM tenants WHERE slug = 'demo'");
+  const owner = await specTenant();
+  const tenant = owner.id;
   await openHydrated(page, `/login?next=/admin/t/${tenant}/s/${course.id}`);
-  await signIn(page, DEMO_ADMIN.email, DEMO_ADMIN.password);
+  await signIn(page, owner.email, owner.password);
   await expect(page.locator("body")).toHaveAttribute("data-hydrated", "true");
 
   await page.getByLabel("How many").fill("50000");

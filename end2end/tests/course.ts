@@ -1,23 +1,26 @@
 // Course fixtures for the learner journeys: a share built through the admin
-// JSON API as the seeded demo admin, real uploads, real codes, and SQL
-// against the server's own (throwaway) database to check final states.
+// JSON API as the owner of the spec's own tenant, real uploads, real codes,
+// and SQL against the server's own (throwaway) database to check final
+// states.
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, join } from "node:path";
 import {
   expect,
   request,
+  test,
   type APIRequestContext,
   type BrowserContext,
   type Page,
   type TestInfo,
 } from "@playwright/test";
-import { linkIn, PASSWORD, uniqueEmail, waitForMail } from "./fixtures";
+import { linkIn, PASSWORD, serverCommand, uniqueEmail, waitForMail } from "./fixtures";
 
 const port = Number(process.env.E2E_PORT ?? 3100);
 export const baseURL = `http://127.0.0.1:${port}`;
 
-export const DEMO_ADMIN = { email: "admin@demo.admitone.test", password: "demo-admin-password" };
 export const VIDEO = readFileSync(join(__dirname, "..", "fixtures", "lesson.webm"));
 
 function serverInfo(): { databaseUrl: string } {
@@ -31,19 +34,72 @@ export function sql(query: string): string {
   }).trim();
 }
 
-let signedInAdmin: Promise<APIRequestContext> | undefined;
+/** The tenant a spec file works in, and its owner. */
+export interface SpecTenant {
+  id: string;
+  slug: string;
+  name: string;
+  email: string;
+  password: string;
+  /** An API client signed in as the owner. */
+  api: APIRequestContext;
+}
 
-/** An API client signed in as the demo tenant's admin: one sign-in per
- * worker, shared by the specs (sign-ins per email are throttled, and the
- * throttle is under test elsewhere). */
-export function adminApi(): Promise<APIRequestContext> {
-  signedInAdmin ??= (async () => {
-    const api = await request.newContext({ baseURL });
-    const response = await api.post("/api/v1/auth/login", { data: DEMO_ADMIN });
-    expect(response.status(), await response.text()).toBe(200);
-    return api;
-  })();
-  return signedInAdmin;
+const specTenants = new Map<string, Promise<SpecTenant>>();
+const tenantOf = new WeakMap<APIRequestContext, string>();
+
+/** The running spec file's own tenant, made on first use by the operator
+ * command production uses (`server admin create-tenant`), with a fresh
+ * owner signed in once through the API. Specs run side by side in several
+ * workers against one server: none shares another's courses, settings,
+ * time zone or owner's sign-ins (throttled per email). */
+export function specTenant(): Promise<SpecTenant> {
+  const file = basename(test.info().file).replace(/\.spec\.ts$/, "");
+  let tenant = specTenants.get(file);
+  if (tenant === undefined) {
+    tenant = (async () => {
+      const suffix = randomUUID().slice(0, 8);
+      const slug = `e2e-${file}-${suffix}`.slice(0, 48).replace(/-+$/, "");
+      const name = `Academy ${file} ${suffix}`;
+      const email = uniqueEmail(`owner-${file}`);
+      const password = `${PASSWORD} ${suffix}`;
+      const dir = mkdtempSync(join(tmpdir(), "e2e-owner-"));
+      const passwordFile = join(dir, "password");
+      writeFileSync(passwordFile, `${password}\n`, { mode: 0o600 });
+      let id: string;
+      try {
+        id = serverCommand(
+          "admin",
+          "create-tenant",
+          "--slug",
+          slug,
+          "--name",
+          name,
+          "--admin-email",
+          email,
+          "--admin-name",
+          "Olive Owner",
+          "--admin-password-file",
+          passwordFile,
+        ).trim();
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+      const api = await request.newContext({ baseURL });
+      const response = await api.post("/api/v1/auth/login", { data: { email, password } });
+      expect(response.status(), await response.text()).toBe(200);
+      tenantOf.set(api, id);
+      return { id, slug, name, email, password, api };
+    })();
+    specTenants.set(file, tenant);
+  }
+  return tenant;
+}
+
+/** An API client signed in as the owner of the running spec's tenant
+ * ([`specTenant`]): what [`createCourse`] builds courses with. */
+export async function adminApi(): Promise<APIRequestContext> {
+  return (await specTenant()).api;
 }
 
 export interface Course {
@@ -67,7 +123,8 @@ export interface CourseOptions {
 
 /** A share with a video and a page, `codes` codes, then `status`. */
 export async function createCourse(api: APIRequestContext, options: CourseOptions = {}): Promise<Course> {
-  const tenant = sql("SELECT id FROM tenants WHERE slug = 'demo'");
+  const tenant = tenantOf.get(api);
+  expect(tenant, "createCourse takes adminApi()'s client (its tenant's owner)").toBeDefined();
   const slug = `course-${Date.now().toString(36)}-${Math.floor(Math.random() * 1e6).toString(36)}`;
   const title = options.title ?? "Rust for the Curious";
   const created = await api.post(`/api/v1/tenants/${tenant}/shares`, {

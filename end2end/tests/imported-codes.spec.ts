@@ -3,7 +3,7 @@
 // as the shop printed it: in English and in Simplified Chinese.
 import { expect, test, type Page } from "@playwright/test";
 import { openHydrated } from "./fixtures";
-import { adminApi, createCourse, newLearner, shareState, sql } from "./course";
+import { adminApi, createCourse, newLearner, shareState, specTenant, sql } from "./course";
 
 interface Words {
   locale: string;
@@ -48,7 +48,7 @@ function shopCsv(prefix: string): { csv: string; codes: string[] } {
 
 async function importJourney(page: Page, words: Words) {
   const course = await createCourse(await adminApi(), { codes: 1 });
-  const tenant = sql("SELECT id FROM tenants WHERE slug = 'demo'");
+  const tenant = (await specTenant()).id;
   const prefix = `S${Math.random().toString(36).slice(2, 7).toUpperCase()}`;
   const { csv, codes } = shopCsv(prefix);
 

@@ -3,7 +3,7 @@
 // not issue codes. In English and in Chinese.
 import { expect, test } from "@playwright/test";
 import { linkIn, openHydrated, PASSWORD, register, uniqueEmail, waitForMail } from "./fixtures";
-import { adminApi, createCourse, snapshot, sql } from "./course";
+import { adminApi, createCourse, snapshot, specTenant, sql } from "./course";
 
 const WORDS = {
   en: {
@@ -14,7 +14,7 @@ const WORDS = {
     mailRole: "support (read-only)",
     send: "Send invitation",
     sent: "Invitation sent.",
-    subject: "You are invited to Demo Academy",
+    subject: (tenant: string) => `You are invited to ${tenant}`,
     create: "Create account",
     name: "Your name",
     password: "Password",
@@ -32,7 +32,7 @@ const WORDS = {
     mailRole: "客服（只读）",
     send: "发送邀请",
     sent: "邀请已发送。",
-    subject: "Demo Academy 邀请你加入 AdmitOne 团队",
+    subject: (tenant: string) => `${tenant} 邀请你加入 AdmitOne 团队`,
     create: "注册账号",
     name: "你的名字",
     password: "密码",
@@ -51,10 +51,11 @@ for (const [locale, w] of Object.entries(WORDS)) {
     test("an owner invites a support member who reads the console but cannot issue codes", async ({ page, browser }, testInfo) => {
       test.setTimeout(60_000);
       const course = await createCourse(await adminApi(), { title: `Team course ${locale}` });
-      const tenant = sql("SELECT id FROM tenants WHERE slug = 'demo'");
+      const spec = await specTenant();
+      const tenant = spec.id;
 
-      // An owner of the demo tenant (a fresh one: sign-ins of the demo
-      // admin are throttled per address, and other specs use them).
+      // A second owner of the spec's tenant, signed in on this page by
+      // registering.
       const ownerEmail = uniqueEmail(`owner-${locale.toLowerCase()}`);
       const signedUp = await page.request.post("/api/v1/auth/register", {
         data: { email: ownerEmail, password: PASSWORD, display_name: "Olive Owner" },
@@ -76,7 +77,7 @@ for (const [locale, w] of Object.entries(WORDS)) {
 
       // The invitee reads the mail, creates an account from the invitation
       // and accepts it.
-      const mail = await waitForMail(email, w.subject);
+      const mail = await waitForMail(email, w.subject(spec.name));
       expect(mail.text).toContain(w.mailRole);
       const invitee = await browser.newContext({ locale });
       const tab = await invitee.newPage();
@@ -117,7 +118,7 @@ for (const [locale, w] of Object.entries(WORDS)) {
 
 test("the invitation works for the invited address only", async ({ browser }) => {
   const api = await adminApi();
-  const tenant = sql("SELECT id FROM tenants WHERE slug = 'demo'");
+  const tenant = (await specTenant()).id;
   const invited = uniqueEmail("invited");
   const response = await api.post("/api/admin/team/invite", {
     form: { tenant_id: tenant, email: invited, role: "admin" },

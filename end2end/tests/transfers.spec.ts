@@ -4,7 +4,7 @@
 // Chinese.
 import { expect, test } from "@playwright/test";
 import { linkIn, mailsFor, openHydrated, waitForMail } from "./fixtures";
-import { adminApi, createCourse, newLearner, shareState, sql } from "./course";
+import { adminApi, createCourse, newLearner, shareState, specTenant, sql } from "./course";
 
 interface Words {
   locale: string;
@@ -56,7 +56,7 @@ for (const words of [ENGLISH, CHINESE]) {
       test.setTimeout(90_000);
       const api = await adminApi();
       const course = await createCourse(api, { codes: 1 });
-      const tenant = sql("SELECT id FROM tenants WHERE slug = 'demo'");
+      const tenant = (await specTenant()).id;
 
       // Ann holds the course (entered the code, opened a lesson).
       const annContext = await browser.newContext({ locale: words.locale });
