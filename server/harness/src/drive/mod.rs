@@ -63,14 +63,19 @@ pub async fn post(client: &reqwest::Client, url: String, body: Value) -> anyhow:
 
 /// An admin client signed in at `base`.
 pub async fn admin(base: &str, email: &str, password: &str) -> anyhow::Result<reqwest::Client> {
-    let admin = client()?;
+    signed_in(base, email, password).await
+}
+
+/// A new client (a session of its own) signed in at `base`.
+pub async fn signed_in(base: &str, email: &str, password: &str) -> anyhow::Result<reqwest::Client> {
+    let session = client()?;
     post(
-        &admin,
+        &session,
         format!("{base}/api/v1/auth/login"),
         json!({ "email": email, "password": password }),
     )
     .await?;
-    Ok(admin)
+    Ok(session)
 }
 
 pub struct Share {
@@ -105,10 +110,26 @@ pub async fn new_share(
     tenant: Uuid,
     title: &str,
 ) -> anyhow::Result<Share> {
+    new_share_with(admin, base, tenant, title, json!({})).await
+}
+
+/// An active share with one small video and `settings` (the share API's
+/// fields, such as `quota`).
+pub async fn new_share_with(
+    admin: &reqwest::Client,
+    base: &str,
+    tenant: Uuid,
+    title: &str,
+    settings: Value,
+) -> anyhow::Result<Share> {
+    let mut body = json!({ "title": title, "status": "active" });
+    if let (Some(body), Some(settings)) = (body.as_object_mut(), settings.as_object()) {
+        body.extend(settings.clone());
+    }
     let share = post(
         admin,
         format!("{base}/api/v1/tenants/{tenant}/shares"),
-        json!({ "title": title, "status": "active" }),
+        body,
     )
     .await?;
     let id: Uuid = share["id"].as_str().context("share id")?.parse()?;
@@ -153,6 +174,11 @@ pub async fn issue(
         .collect())
 }
 
+/// The address of the learner [`learners`] made with `id`.
+pub fn learner_email(id: Uuid) -> String {
+    format!("learner-{id}@example.com")
+}
+
 /// `n` learners (their addresses verified, as a code binds only to a
 /// verified account), each signed in with its own client (`bases[i % len]`
 /// signs learner `i` in: sessions are shared by every instance).
@@ -164,10 +190,7 @@ pub async fn learners(
     use engine::accounts::{Password, hash_password};
     let hash = hash_password(&Password::parse(secrecy::SecretString::from(PASSWORD))?).await?;
     let ids: Vec<Uuid> = (0..n).map(|_| Uuid::now_v7()).collect();
-    let emails: Vec<String> = ids
-        .iter()
-        .map(|id| format!("learner-{id}@example.com"))
-        .collect();
+    let emails: Vec<String> = ids.iter().map(|id| learner_email(*id)).collect();
     sqlx::query(
         "INSERT INTO accounts (id, email, display_name, password_hash, email_verified_at)
          SELECT id, email, 'Learner', $3, now() FROM UNNEST($1::uuid[], $2::text[]) AS l(id, email)",

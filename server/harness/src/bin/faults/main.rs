@@ -4,27 +4,37 @@
 //!
 //! For each fault it starts its own app instances (the real `server`
 //! binary, on loopback ports) against a fresh database, signs learners in,
-//! drives real concurrent first and returning accesses, injects the fault
-//! mid-load, ends it, and keeps driving until every learner is in or the
-//! time is up. Then it checks what matters:
+//! and drives a contended mix (`mix.rs`): many learners racing for a few
+//! shared codes, a share at its quota's edge, one learner entering several
+//! codes from several sessions, openings replayed under one request id. It
+//! injects the fault mid-load, ends it, and keeps driving until every
+//! learner is in or refused for good, or the time is up. Then it checks
+//! what matters:
 //!
 //! - the reconciler's SQL invariants find nothing;
-//! - every learner got in, and some were still on their way in when the
-//!   fault began;
-//! - every learner who was answered 200 holds a binding and an access
-//!   record (no success that did not commit);
-//! - clients saw only documented errors (503 with `Retry-After`, 409
-//!   `busy_retry`, and, for a killed instance, a dropped connection);
+//! - exactly who must get in got in (each shared code's one winner, the
+//!   quota, the one learner, every replaying learner), and some were still
+//!   on their way in when the fault began;
+//! - every opening answered 200 names a code its learner holds, with an
+//!   access record (no success that did not commit), and the mix's own
+//!   checks hold (codes bound per part, the quota used, replays counted
+//!   once);
+//! - clients saw only documented errors: 503 with `Retry-After`, the 409s
+//!   documented as retryable (`busy_retry`, `idempotency_key_in_flight`),
+//!   each group's own final refusal, and, for a killed instance, a dropped
+//!   connection;
+//! - the PostgreSQL restart cut a settlement mid-transaction (PostgreSQL
+//!   reports one it was running aborted);
 //! - how long after the fault ended the first success came.
 //!
 //! It prints one table and writes `target/faults/latest.{json,md}`.
 //!
 //! Test tooling, never deployed. Its SQL is harness-only: dropping the
 //! scenario's database before each fault (the `server migrate` it then runs
-//! creates it), the learners' bulk insert (`harness::drive::learners`), and
-//! the final check that every learner answered 200 holds a binding and an
-//! access record, asked independently of the server's own queries. The
-//! invariants are the engine's (`engine::invariants::check_all`).
+//! creates it), the learners' bulk insert (`harness::drive::learners`), the
+//! mix's checks, and watching `pg_stat_activity` for a settlement in
+//! flight, asked independently of the server's own queries. The invariants
+//! are the engine's (`engine::invariants::check_all`).
 
 use std::collections::BTreeMap;
 
@@ -32,6 +42,7 @@ use anyhow::Context as _;
 use clap::Parser;
 
 mod load;
+mod mix;
 mod processes;
 mod scenarios;
 
@@ -100,13 +111,28 @@ struct Outcome {
     successes: usize,
     errors: BTreeMap<String, usize>,
     undocumented: usize,
+    /// Learners (accounts) in, of those who must end up in: the winners of
+    /// the shared codes, the quota, the one with several codes, every
+    /// replaying learner.
     learners_in: usize,
     learners: usize,
     /// Learners not yet in when the fault began (must be > 0: the fault
     /// has to meet first accesses, not only returning ones).
     pending_at_fault: usize,
+    /// Sessions driven, and those in or refused for good by the end.
+    sessions: usize,
+    sessions_settled: usize,
     violations: i64,
+    /// Openings answered 200 whose learner does not hold the code named,
+    /// with its access record.
     lost_successes: usize,
+    /// What the mix's own checks found (`mix.rs`): codes bound per part,
+    /// the quota used, the several codes' holder, replays counted once.
+    mix_mismatches: Vec<String>,
+    /// PostgreSQL restart only: settlements caught writing just before it
+    /// that PostgreSQL then reports aborted (must be > 0: the restart met
+    /// a transaction in flight).
+    cut_transactions: Option<usize>,
     recovery_ms: Option<u128>,
     /// From the end of the fault until the last learner was in.
     all_in_ms: u128,
@@ -116,10 +142,13 @@ impl Outcome {
     fn passed(&self) -> bool {
         self.violations == 0
             && self.lost_successes == 0
+            && self.mix_mismatches.is_empty()
             && self.undocumented == 0
             && self.recovery_ms.is_some()
             && self.learners_in == self.learners
+            && self.sessions_settled == self.sessions
             && self.pending_at_fault > 0
+            && (self.key != "postgres-restart" || self.cut_transactions.is_some_and(|n| n > 0))
     }
 }
 
@@ -140,8 +169,8 @@ async fn main() -> anyhow::Result<()> {
         outcomes.push(outcome);
     }
     let mut md = vec![
-        "| fault | requests | successes | client-visible errors | learners in (not yet in at the fault) | invariant violations | successes lost | first success after the fault | everyone in after the fault |".to_owned(),
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |".to_owned(),
+        "| fault | requests | successes | client-visible errors | learners in (not yet in at the fault) | invariant violations | successes lost | mix checks | first success after the fault | everyone in after the fault |".to_owned(),
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |".to_owned(),
     ];
     for o in &outcomes {
         let errors = if o.errors.is_empty() {
@@ -153,9 +182,18 @@ async fn main() -> anyhow::Result<()> {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
+        let mut fault = o.fault.clone();
+        if let Some(cut) = o.cut_transactions {
+            fault = format!("{fault} ({cut} settlement transactions cut)");
+        }
+        let checks = if o.mix_mismatches.is_empty() {
+            "all hold".to_owned()
+        } else {
+            o.mix_mismatches.join("; ")
+        };
         md.push(format!(
-            "| {} | {} | {} | {} | {}/{} ({}) | {} | {} | {} | {:.1} s |",
-            o.fault,
+            "| {} | {} | {} | {} | {}/{} ({}) | {} | {} | {} | {} | {:.1} s |",
+            fault,
             o.requests,
             o.successes,
             errors,
@@ -164,6 +202,7 @@ async fn main() -> anyhow::Result<()> {
             o.pending_at_fault,
             o.violations,
             o.lost_successes,
+            checks,
             o.recovery_ms.map_or_else(
                 || "never".to_owned(),
                 |ms| format!("{:.1} s", ms as f64 / 1000.0)

@@ -11,11 +11,13 @@ use std::{
 
 use anyhow::Context as _;
 use harness::drive;
+use sqlx::Connection as _;
 use uuid::Uuid;
 
 use crate::{
     Args, Outcome,
     load::{Log, drive_load},
+    mix::{self, Mix},
     processes::{
         App, OwnRedis, RedisSetup, cluster_primary, restart_cluster_node, run, start_app,
         wait_failed_over, wait_healthy,
@@ -31,20 +33,55 @@ async fn violations(pool: &sqlx::PgPool) -> anyhow::Result<i64> {
         .sum())
 }
 
-/// Learners answered 200 without a binding and an access record.
-async fn lost(pool: &sqlx::PgPool, share: Uuid, granted: &[Uuid]) -> anyhow::Result<usize> {
-    let held: Vec<Uuid> = sqlx::query_scalar(
-        "SELECT c.bound_principal FROM auth_codes c
-         WHERE c.share_id = $1 AND c.bound_principal = ANY($2)
-           AND EXISTS (SELECT 1 FROM access_records a
-                       WHERE a.code_id = c.id AND a.principal_id = c.bound_principal)",
-    )
-    .bind(share)
-    .bind(granted)
-    .fetch_all(pool)
-    .await
-    .context("checking granted learners")?;
-    Ok(granted.iter().filter(|g| !held.contains(g)).count())
+/// Waits (up to 20 s) for settlements running in PostgreSQL that hold a
+/// transaction id and wait on a row lock (the one `hold_codes` holds),
+/// and returns their full transaction ids (epoch included).
+async fn in_flight_settlements(watcher: &mut sqlx::PgConnection) -> anyhow::Result<Vec<i64>> {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(20) {
+        let xids: Vec<i64> = sqlx::query_scalar(
+            "SELECT ((txid_snapshot_xmax(txid_current_snapshot()) >> 32) << 32)
+                    + backend_xid::text::bigint
+             FROM pg_stat_activity
+             WHERE datname = current_database() AND pid <> pg_backend_pid()
+               AND state = 'active' AND wait_event_type = 'Lock'
+               AND backend_xid IS NOT NULL AND query ILIKE '%settle_access%'",
+        )
+        .fetch_all(&mut *watcher)
+        .await
+        .context("watching for settlements in flight")?;
+        if !xids.is_empty() {
+            return Ok(xids);
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    Ok(Vec::new())
+}
+
+/// How many of `xids` PostgreSQL reports aborted (asked again until it
+/// answers after its restart).
+async fn aborted(pool: &sqlx::PgPool, xids: &[i64]) -> anyhow::Result<usize> {
+    let mut tries = 0;
+    loop {
+        let statuses: Result<Vec<Option<String>>, _> =
+            sqlx::query_scalar("SELECT txid_status(x) FROM unnest($1::bigint[]) AS x")
+                .bind(xids)
+                .fetch_all(pool)
+                .await;
+        match statuses {
+            Ok(statuses) => {
+                return Ok(statuses
+                    .iter()
+                    .filter(|s| s.as_deref() == Some("aborted"))
+                    .count());
+            }
+            Err(_) if tries < 40 => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            Err(error) => return Err(error).context("asking what became of the transactions"),
+        }
+    }
 }
 
 struct Scenario<'a> {
@@ -145,37 +182,59 @@ pub(crate) async fn run_fault(args: &Args, key: &str, name: &str) -> anyhow::Res
         .connect(&database_url)
         .await?;
     let admin = drive::admin(&bases[0], "admin@faults.example", "faults admin password").await?;
-    let share = drive::new_share(&admin, &bases[0], tenant, scenario.name).await?;
-    let codes = drive::issue(&admin, &bases[0], share.id, args.learners).await?;
-    let learners: Vec<(Uuid, reqwest::Client, String)> =
-        drive::learners(&bases, &pool, args.learners)
-            .await?
-            .into_iter()
-            .zip(codes)
-            .map(|((id, client), code)| (id, client, code))
-            .collect();
+    let (mix, learners) =
+        Mix::build(&bases, &admin, tenant, &pool, args.learners, scenario.name).await?;
+    let sessions = learners.len();
 
     let log = Arc::new(Mutex::new(Log::default()));
     let until = Arc::new(Mutex::new(None::<Instant>));
-    // The share id for the final checks (the load owns the Share).
-    let share_id = share.id;
+    // The PostgreSQL restart must meet a settlement mid-transaction, for
+    // certain: a transaction of the harness holds the replays' codes, so
+    // their binds wait in `settle_access` (which by then holds a
+    // transaction id: its resource row is locked first); a watcher sees
+    // one waiting, and the restart follows at once. Both on connections of
+    // their own (the pool's are the checks').
+    let mut watcher = if scenario.key == "postgres-restart" {
+        let mut holder = sqlx::PgConnection::connect(&database_url)
+            .await
+            .context("the codes' holder")?;
+        sqlx::query("BEGIN").execute(&mut holder).await?;
+        sqlx::query("SELECT id FROM auth_codes WHERE share_id = $1 FOR UPDATE")
+            .bind(mix.replays_share())
+            .fetch_all(&mut holder)
+            .await
+            .context("holding the replays' codes")?;
+        let watcher = sqlx::PgConnection::connect(&database_url)
+            .await
+            .context("the in-flight watcher")?;
+        Some((holder, watcher))
+    } else {
+        None
+    };
     let load = tokio::spawn(drive_load(
         Arc::new(bases.clone()),
-        Arc::new(share),
         learners,
         log.clone(),
         until.clone(),
     ));
 
     // Let the load run until about a third of the learners are in, so the
-    // fault meets first accesses in flight (returning ones too).
+    // fault meets first accesses in flight (returning ones too). The
+    // PostgreSQL restart waits for a settlement caught mid-transaction
+    // instead (see below).
     let started = Instant::now();
-    while log.lock().expect("lock").granted.len() < args.learners / 3
+    while watcher.is_none()
+        && Mix::learners_in(&log.lock().expect("lock")) < mix.expected_in / 3
         && started.elapsed() < Duration::from_secs(10)
     {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let pending_at_fault = args.learners - log.lock().expect("lock").granted.len();
+    let mut cut_transactions = None;
+    let pending = |log: &Mutex<Log>| {
+        mix.expected_in
+            .saturating_sub(Mix::learners_in(&log.lock().expect("lock")))
+    };
+    let mut pending_at_fault = pending(&log);
     let fault = Duration::from_millis(args.fault_ms);
     let mut killed_node: Option<(u16, String)> = None;
     match scenario.key {
@@ -195,8 +254,16 @@ pub(crate) async fn run_fault(args: &Args, key: &str, name: &str) -> anyhow::Res
             *redis = OwnRedis::start(args.redis_port, &format!("{}/redis-{key}", args.out))?;
         }
         "postgres-restart" => {
+            // Settlements caught waiting (they cannot commit before the
+            // holder does, and the restart ends the holder too); then
+            // PostgreSQL says what became of them: aborted is a
+            // transaction the restart cut.
+            let (_holder, watcher) = watcher.as_mut().context("the watcher")?;
+            let in_flight = in_flight_settlements(watcher).await?;
+            pending_at_fault = pending(&log);
             let status = Command::new("sh").args(["-c", &args.pg_restart]).status()?;
             anyhow::ensure!(status.success(), "restarting PostgreSQL failed");
+            cut_transactions = Some(aborted(&pool, &in_flight).await?);
         }
         "kill-instance" => {
             let victim = &mut apps[0].child;
@@ -212,17 +279,13 @@ pub(crate) async fn run_fault(args: &Args, key: &str, name: &str) -> anyhow::Res
         other => anyhow::bail!("unknown fault {other}"),
     }
     let fault_ended = Instant::now();
-    // Drive until everyone is in (at least 2 s after the fault), or 60 s.
+    // Drive until every session is in or refused for good (at least 2 s
+    // after the fault), or 60 s.
     let deadline = fault_ended + Duration::from_secs(60);
     loop {
-        let (inside, _) = {
-            let log = log.lock().expect("lock");
-            (log.granted.len(), log.requests.len())
-        };
+        let settled = log.lock().expect("lock").settled();
         let now = Instant::now();
-        if (inside >= args.learners && now >= fault_ended + Duration::from_secs(2))
-            || now >= deadline
-        {
+        if (settled >= sessions && now >= fault_ended + Duration::from_secs(2)) || now >= deadline {
             *until.lock().expect("lock") = Some(now);
             break;
         }
@@ -238,9 +301,12 @@ pub(crate) async fn run_fault(args: &Args, key: &str, name: &str) -> anyhow::Res
         key: key.to_owned(),
         fault: name.to_owned(),
         requests: log.requests.len(),
-        learners: args.learners,
-        learners_in: log.granted.len(),
+        learners: mix.expected_in,
+        learners_in: Mix::learners_in(&log),
         pending_at_fault,
+        sessions,
+        sessions_settled: log.settled(),
+        cut_transactions,
         ..Outcome::default()
     };
     for (_, kind) in &log.requests {
@@ -248,8 +314,13 @@ pub(crate) async fn run_fault(args: &Args, key: &str, name: &str) -> anyhow::Res
             outcome.successes += 1;
         } else {
             *outcome.errors.entry(kind.clone()).or_default() += 1;
-            let documented = kind.starts_with("503 + Retry-After")
-                || kind.starts_with("409 busy_retry")
+            // Only what the API documents: "try again" answers, each
+            // group's own final refusal, and a killed instance's dropped
+            // connections (`load.rs` names anything else undocumented).
+            let documented = kind == "503 + Retry-After"
+                || kind == "409 busy_retry"
+                || kind == "409 idempotency_key_in_flight"
+                || kind.ends_with("(final)")
                 || (kind == "connection lost" && key == "kill-instance");
             if !documented {
                 outcome.undocumented += 1;
@@ -263,13 +334,14 @@ pub(crate) async fn run_fault(args: &Args, key: &str, name: &str) -> anyhow::Res
         .map(|(at, _)| at.duration_since(fault_ended).as_millis())
         .min();
     outcome.all_in_ms = log
-        .granted_at
+        .inside
         .iter()
-        .map(|at| at.saturating_duration_since(fault_ended).as_millis())
+        .map(|(_, _, at)| at.saturating_duration_since(fault_ended).as_millis())
         .max()
         .unwrap_or_default();
     outcome.violations = violations(&pool).await?;
-    outcome.lost_successes = lost(&pool, share_id, &log.granted).await?;
+    outcome.lost_successes = mix::lost(&pool, &log.grants).await?;
+    outcome.mix_mismatches = mix.mismatches(&pool).await?;
     pool.close().await;
     drop(apps);
     if let Some((port, _)) = killed_node {
