@@ -8,10 +8,11 @@
 //! keys in one cluster slot and every deployment (or test) can use its own
 //! key prefix.
 
+mod cluster;
 mod keys;
 mod scripts;
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use redis::{
@@ -22,8 +23,14 @@ use redis::{
     cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr},
 };
 
+use cluster::HealingCluster;
 pub use keys::{Keys, ThrottleScope};
 pub use scripts::script;
+
+/// Connection attempts to one cluster node before the client drops it and
+/// finds the slots' new owner at the next topology refresh.
+const CLUSTER_NODE_CONNECT_ATTEMPTS: std::num::NonZeroUsize =
+    std::num::NonZeroUsize::new(3).expect("3 is not zero");
 
 /// How to reach Redis.
 #[derive(Debug, Clone)]
@@ -50,7 +57,7 @@ pub struct Redis {
 #[derive(Clone)]
 enum Conn {
     Single(ConnectionManager),
-    Cluster(ClusterConnection),
+    Cluster(Arc<HealingCluster>),
 }
 
 impl std::fmt::Debug for Redis {
@@ -78,14 +85,20 @@ impl Redis {
                 .response_timeout(options.response_timeout)
                 .connection_timeout(options.response_timeout)
                 .retries(3)
+                // A node that refuses connections this many times in a row
+                // is dropped until the next topology refresh. Without a
+                // limit the client keeps reconnecting to a killed primary
+                // forever and never learns that its replica took over:
+                // every request for its slots timed out until a restart
+                // (`make faults`, cluster failover under 300 learners).
+                .max_connection_attempts(CLUSTER_NODE_CONNECT_ATTEMPTS)
                 .build()
                 .context("building the Redis cluster client")?;
-            Conn::Cluster(
-                client
-                    .get_async_connection()
-                    .await
-                    .context("connecting to the Redis cluster")?,
-            )
+            let conn = client
+                .get_async_connection()
+                .await
+                .context("connecting to the Redis cluster")?;
+            Conn::Cluster(Arc::new(HealingCluster::new(client, conn)))
         } else {
             let client = redis::Client::open(urls[0].as_str()).context("parsing the Redis URL")?;
             let config = ConnectionManagerConfig::new()
@@ -109,7 +122,10 @@ impl Redis {
     /// A connection to run commands and scripts on (a clone of the shared,
     /// multiplexed one: cheap).
     pub fn conn(&self) -> RedisConn {
-        RedisConn(self.conn.clone())
+        RedisConn(match &self.conn {
+            Conn::Single(manager) => Live::Single(manager.clone()),
+            Conn::Cluster(cluster) => Live::Cluster(cluster.clone(), cluster.conn()),
+        })
     }
 
     /// Every key matching `pattern`, by `SCAN` (never `KEYS`, which blocks
@@ -135,7 +151,7 @@ impl Redis {
                 }
             }
             Conn::Cluster(cluster) => {
-                let mut conn = cluster.clone();
+                let mut conn = cluster.conn();
                 let nodes: String = redis::from_redis_value(
                     conn.route_command(
                         redis::cmd("CLUSTER").arg("NODES").clone(),
@@ -185,13 +201,24 @@ impl Redis {
 }
 
 /// A connection usable with `redis::cmd(..).query_async` and `Script`.
-pub struct RedisConn(Conn);
+pub struct RedisConn(Live);
+
+/// What a [`RedisConn`] talks through: on a cluster, the connection of the
+/// moment and the handle that watches each result (and heals it).
+enum Live {
+    Single(ConnectionManager),
+    Cluster(Arc<HealingCluster>, ClusterConnection),
+}
 
 impl ConnectionLike for RedisConn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match &mut self.0 {
-            Conn::Single(c) => c.req_packed_command(cmd),
-            Conn::Cluster(c) => c.req_packed_command(cmd),
+            Live::Single(c) => c.req_packed_command(cmd),
+            Live::Cluster(cluster, c) => Box::pin(async move {
+                let result = c.req_packed_command(cmd).await;
+                cluster.observe(&result);
+                result
+            }),
         }
     }
 
@@ -202,15 +229,19 @@ impl ConnectionLike for RedisConn {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         match &mut self.0 {
-            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
-            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+            Live::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Live::Cluster(cluster, c) => Box::pin(async move {
+                let result = c.req_packed_commands(pipeline, offset, count).await;
+                cluster.observe(&result);
+                result
+            }),
         }
     }
 
     fn get_db(&self) -> i64 {
         match &self.0 {
-            Conn::Single(c) => c.get_db(),
-            Conn::Cluster(c) => c.get_db(),
+            Live::Single(c) => c.get_db(),
+            Live::Cluster(_, c) => c.get_db(),
         }
     }
 }
