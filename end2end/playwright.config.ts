@@ -18,6 +18,16 @@ export const chromiumArgs = [
   "--disable-sync",
 ];
 
+/** Workers from E2E_WORKERS (a whole number from 1), 3 by default. */
+function workers(): number {
+  const raw = process.env.E2E_WORKERS ?? "3";
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) {
+    throw new Error(`E2E_WORKERS must be a whole number from 1, not ${JSON.stringify(raw)}`);
+  }
+  return n;
+}
+
 export default defineConfig({
   testDir: "./tests",
   // The deploy spec spans two builds: scripts/test.sh runs it on its own,
@@ -31,7 +41,7 @@ export default defineConfig({
   // and the server takes several journeys at once. A file's tests run in
   // order, in one worker.
   fullyParallel: false,
-  workers: Number(process.env.E2E_WORKERS ?? 3),
+  workers: workers(),
   forbidOnly: true,
   retries: 0,
   reporter: "list",

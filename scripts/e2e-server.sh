@@ -31,6 +31,7 @@ export RUST_LOG=${RUST_LOG:-warn,server=info}
 export APP_THROTTLE__REGISTER_PER_IP=${APP_THROTTLE__REGISTER_PER_IP:-10000}
 export APP_THROTTLE__CODE_PER_IP=${APP_THROTTLE__CODE_PER_IP:-10000}
 export APP_THROTTLE__SIGN_IN_PER_IP=${APP_THROTTLE__SIGN_IN_PER_IP:-10000}
+export APP_THROTTLE__MAIL_PER_IP=${APP_THROTTLE__MAIL_PER_IP:-10000}
 
 # Tests that need operator commands (e.g. disabling an account) read how to
 # reach this server's database here.

@@ -76,12 +76,16 @@ struct Answer {
     body: Value,
 }
 
-async fn answer_of(result: Result<reqwest::Response, reqwest::Error>, group: Group) -> Answer {
+async fn answer_of(
+    result: Result<reqwest::Response, reqwest::Error>,
+    group: Group,
+    instance: usize,
+) -> Answer {
     let response = match result {
         Ok(response) => response,
         Err(_) => {
             return Answer {
-                kind: "connection lost".to_owned(),
+                kind: format!("connection lost to instance {}", instance + 1),
                 ok: false,
                 refused: false,
                 retry_after: None,
@@ -177,13 +181,21 @@ pub(crate) async fn drive_load(
                     return;
                 }
                 // Alternate instances: a dead one is left for the other.
-                let base = &bases[attempt % bases.len()];
+                let instance = attempt % bases.len();
+                let base = &bases[instance];
                 attempt += 1;
                 // Enter the code, open the resource (retrying with one
                 // request id, its copies at once), then stream its bytes
                 // under the grant.
                 let answers: Vec<Answer> = if inside {
-                    vec![answer_of(client.get(share.content_url(base)).send().await, group).await]
+                    vec![
+                        answer_of(
+                            client.get(share.content_url(base)).send().await,
+                            group,
+                            instance,
+                        )
+                        .await,
+                    ]
                 } else if entered {
                     let copies = (0..group.copies()).map(|_| async {
                         let result = client
@@ -191,7 +203,7 @@ pub(crate) async fn drive_load(
                             .header("idempotency-key", &request_id)
                             .send()
                             .await;
-                        answer_of(result, group).await
+                        answer_of(result, group, instance).await
                     });
                     futures::future::join_all(copies).await
                 } else {
@@ -200,7 +212,7 @@ pub(crate) async fn drive_load(
                         .json(&json!({ "code": code }))
                         .send()
                         .await;
-                    vec![answer_of(result, group).await]
+                    vec![answer_of(result, group, instance).await]
                 };
                 let ok = answers.iter().any(|a| a.ok);
                 let refused = !ok && answers.iter().any(|a| a.refused);
@@ -234,7 +246,7 @@ pub(crate) async fn drive_load(
                     inside = true;
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 } else {
-                    let wait = retry_after.map_or(100, |s| (s * 1000).min(500));
+                    let wait = retry_after.map_or(100, |s| (s * 1000).clamp(50, 500));
                     tokio::time::sleep(Duration::from_millis(wait)).await;
                 }
             }

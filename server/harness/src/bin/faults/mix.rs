@@ -33,6 +33,8 @@ pub(crate) struct Mix {
     replays: Part,
     /// The account behind every session of [`Group::SeveralCodes`].
     several_account: Uuid,
+    /// The request ids the replaying learners open under.
+    replay_request_ids: Vec<String>,
     quota: usize,
     /// Learners (accounts) who must end up in.
     pub(crate) expected_in: usize,
@@ -152,6 +154,11 @@ impl Mix {
             add(account, code, &replayed, Group::Replays);
         }
         anyhow::ensure!(accounts.next().is_none(), "a learner left out of the mix");
+        let replay_request_ids = learners
+            .iter()
+            .filter(|l| l.group == Group::Replays)
+            .map(|l| l.request_id.clone())
+            .collect();
         let mix = Self {
             racers: Part {
                 share: racing.id,
@@ -170,6 +177,7 @@ impl Mix {
                 bound: sizes.replayers,
             },
             several_account,
+            replay_request_ids,
             quota: sizes.quota,
             expected_in: sizes.shared_codes + sizes.quota + 1 + sizes.replayers,
         };
@@ -235,17 +243,26 @@ impl Mix {
         if holders.iter().any(|h| *h != self.several_account) {
             found.push(format!("several codes: held by {holders:?}"));
         }
-        let counted_twice: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM (SELECT principal_id FROM access_records WHERE share_id = $1
-                                   GROUP BY principal_id HAVING count(*) <> 1) AS twice",
+        // Each replaying learner's binding counted exactly once, under the
+        // request id it replayed (from the bound codes, so that none
+        // counted at all shows too).
+        let miscounted: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM (
+               SELECT c.id FROM auth_codes c
+                 LEFT JOIN access_records a ON a.code_id = c.id AND a.principal_id = c.bound_principal
+                WHERE c.share_id = $1 AND c.bound_principal IS NOT NULL
+                GROUP BY c.id
+               HAVING count(a.id) <> 1
+                   OR NOT bool_and(a.request_id = ANY ($2))) AS wrong",
         )
         .bind(self.replays.share)
+        .bind(&self.replay_request_ids)
         .fetch_one(pool)
         .await
         .context("counting the replays' records")?;
-        if counted_twice > 0 {
+        if miscounted > 0 {
             found.push(format!(
-                "replays: {counted_twice} learners with other than one access record"
+                "replays: {miscounted} bindings counted other than once under their request id"
             ));
         }
         Ok(found)

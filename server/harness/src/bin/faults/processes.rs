@@ -144,8 +144,17 @@ pub(crate) fn start_app(
         .env("APP_THROTTLE__CODE_PER_ACCOUNT", "1000000")
         .env("APP_THROTTLE__CODE_PER_IP", "1000000")
         .env("APP_THROTTLE__CODE_PER_SHARE", "1000000")
-        .env("RUST_LOG", "error")
-        .stdout(Stdio::null())
+        // FAULTS_SERVER_LOG (e.g. `warn`) to see what an instance did, in
+        // the harness's output.
+        .env(
+            "RUST_LOG",
+            std::env::var("FAULTS_SERVER_LOG").unwrap_or_else(|_| "error".to_owned()),
+        )
+        .stdout(if std::env::var_os("FAULTS_SERVER_LOG").is_some() {
+            Stdio::inherit()
+        } else {
+            Stdio::null()
+        })
         .spawn()
         .context("starting the server")?;
     Ok(App { port, child })

@@ -34,9 +34,13 @@ async fn violations(pool: &sqlx::PgPool) -> anyhow::Result<i64> {
 }
 
 /// Waits (up to 20 s) for settlements running in PostgreSQL that hold a
-/// transaction id and wait on a row lock (the one `hold_codes` holds),
-/// and returns their full transaction ids (epoch included).
-async fn in_flight_settlements(watcher: &mut sqlx::PgConnection) -> anyhow::Result<Vec<i64>> {
+/// transaction id and wait on the holder's row locks (`holder`: its
+/// backend's pid), and returns their full transaction ids (epoch
+/// included).
+async fn in_flight_settlements(
+    watcher: &mut sqlx::PgConnection,
+    holder: i32,
+) -> anyhow::Result<Vec<i64>> {
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(20) {
         let xids: Vec<i64> = sqlx::query_scalar(
@@ -44,9 +48,10 @@ async fn in_flight_settlements(watcher: &mut sqlx::PgConnection) -> anyhow::Resu
                     + backend_xid::text::bigint
              FROM pg_stat_activity
              WHERE datname = current_database() AND pid <> pg_backend_pid()
-               AND state = 'active' AND wait_event_type = 'Lock'
+               AND state = 'active' AND $1 = ANY (pg_blocking_pids(pid))
                AND backend_xid IS NOT NULL AND query ILIKE '%settle_access%'",
         )
+        .bind(holder)
         .fetch_all(&mut *watcher)
         .await
         .context("watching for settlements in flight")?;
@@ -199,6 +204,9 @@ pub(crate) async fn run_fault(args: &Args, key: &str, name: &str) -> anyhow::Res
             .await
             .context("the codes' holder")?;
         sqlx::query("BEGIN").execute(&mut holder).await?;
+        let holder_pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+            .fetch_one(&mut holder)
+            .await?;
         sqlx::query("SELECT id FROM auth_codes WHERE share_id = $1 FOR UPDATE")
             .bind(mix.replays_share())
             .fetch_all(&mut holder)
@@ -207,7 +215,7 @@ pub(crate) async fn run_fault(args: &Args, key: &str, name: &str) -> anyhow::Res
         let watcher = sqlx::PgConnection::connect(&database_url)
             .await
             .context("the in-flight watcher")?;
-        Some((holder, watcher))
+        Some((holder, holder_pid, watcher))
     } else {
         None
     };
@@ -258,12 +266,32 @@ pub(crate) async fn run_fault(args: &Args, key: &str, name: &str) -> anyhow::Res
             // holder does, and the restart ends the holder too); then
             // PostgreSQL says what became of them: aborted is a
             // transaction the restart cut.
-            let (_holder, watcher) = watcher.as_mut().context("the watcher")?;
-            let in_flight = in_flight_settlements(watcher).await?;
+            let (_holder, holder_pid, watcher) = watcher.as_mut().context("the watcher")?;
+            let caught = in_flight_settlements(watcher, *holder_pid).await?;
+            // Still running as the restart begins (the holder never lets
+            // go), so "aborted" afterwards is the restart's doing.
+            let in_flight: Vec<i64> = sqlx::query_scalar(
+                "SELECT x FROM unnest($1::bigint[]) AS x WHERE txid_status(x) = 'in progress'",
+            )
+            .bind(&caught)
+            .fetch_all(&mut *watcher)
+            .await?;
+            if in_flight.is_empty() {
+                eprintln!("    no settlement was caught waiting on the held codes in 20 s");
+            }
             pending_at_fault = pending(&log);
+            let started_before: time::OffsetDateTime =
+                sqlx::query_scalar("SELECT pg_postmaster_start_time()")
+                    .fetch_one(&mut *watcher)
+                    .await?;
             let status = Command::new("sh").args(["-c", &args.pg_restart]).status()?;
             anyhow::ensure!(status.success(), "restarting PostgreSQL failed");
             cut_transactions = Some(aborted(&pool, &in_flight).await?);
+            let started_after: time::OffsetDateTime =
+                sqlx::query_scalar("SELECT pg_postmaster_start_time()")
+                    .fetch_one(&pool)
+                    .await?;
+            anyhow::ensure!(started_after > started_before, "PostgreSQL did not restart");
         }
         "kill-instance" => {
             let victim = &mut apps[0].child;
@@ -321,7 +349,8 @@ pub(crate) async fn run_fault(args: &Args, key: &str, name: &str) -> anyhow::Res
                 || kind == "409 busy_retry"
                 || kind == "409 idempotency_key_in_flight"
                 || kind.ends_with("(final)")
-                || (kind == "connection lost" && key == "kill-instance");
+                // The killed instance is the first.
+                || (kind == "connection lost to instance 1" && key == "kill-instance");
             if !documented {
                 outcome.undocumented += 1;
             }
