@@ -84,6 +84,10 @@ echo "==> HTTP load (loadgen)"
   --admin-password "bench admin password" --tenant-id "$tenant" \
   --first-accesses "$FIRST" --hot-claims "$HOT" > "$OUT/http.json"
 rss_kib=$(awk '/VmHWM/ {print $2}' "/proc/$server_pid/status")
+# After the peak RSS is read: the import's own peak is not the settlement's.
+echo "==> importing 100,000 codes (loadgen --import-only)"
+"$bin/loadgen" --base-url "http://127.0.0.1:$PORT" --admin-email admin@bench.example \
+  --admin-password "bench admin password" --tenant-id "$tenant" --import-only > "$OUT/import.json"
 kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
 
 echo "==> raw PostgreSQL (pgbench: the app's call, and the transaction before issue 18)"
@@ -127,6 +131,7 @@ python3 - "$OUT" "$rss_kib" "$REPO_ROOT/target/site/pkg" "$POOL" <<'PY'
 import json, re, sys, datetime, platform, os, gzip, glob
 out, rss_kib, pkg, POOL = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 http = json.load(open(f"{out}/http.json"))
+http.update(json.load(open(f"{out}/import.json")))
 def pgbench(c):
     text = open(f"{out}/pgbench_{c}.txt").read()
     tps = float(re.search(r"tps = ([0-9.]+) \(without", text).group(1))
