@@ -33,8 +33,8 @@ pub(crate) struct Mix {
     replays: Part,
     /// The account behind every session of [`Group::SeveralCodes`].
     several_account: Uuid,
-    /// The request ids the replaying learners open under.
-    replay_request_ids: Vec<String>,
+    /// Each replaying learner and the request id it opens under.
+    replay_request_ids: Vec<(Uuid, String)>,
     quota: usize,
     /// Learners (accounts) who must end up in.
     pub(crate) expected_in: usize,
@@ -157,7 +157,7 @@ impl Mix {
         let replay_request_ids = learners
             .iter()
             .filter(|l| l.group == Group::Replays)
-            .map(|l| l.request_id.clone())
+            .map(|l| (l.id, l.request_id.clone()))
             .collect();
         let mix = Self {
             racers: Part {
@@ -246,17 +246,22 @@ impl Mix {
         // Each replaying learner's binding counted exactly once, under the
         // request id it replayed (from the bound codes, so that none
         // counted at all shows too).
+        let (principals, request_ids): (Vec<Uuid>, Vec<String>) =
+            self.replay_request_ids.iter().cloned().unzip();
         let miscounted: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM (
                SELECT c.id FROM auth_codes c
+                 LEFT JOIN unnest($2::uuid[], $3::text[]) AS own (principal, request_id)
+                        ON own.principal = c.bound_principal
                  LEFT JOIN access_records a ON a.code_id = c.id AND a.principal_id = c.bound_principal
                 WHERE c.share_id = $1 AND c.bound_principal IS NOT NULL
                 GROUP BY c.id
                HAVING count(a.id) <> 1
-                   OR NOT bool_and(a.request_id = ANY ($2))) AS wrong",
+                   OR NOT coalesce(bool_and(a.request_id = own.request_id), false)) AS wrong",
         )
         .bind(self.replays.share)
-        .bind(&self.replay_request_ids)
+        .bind(&principals)
+        .bind(&request_ids)
         .fetch_one(pool)
         .await
         .context("counting the replays' records")?;

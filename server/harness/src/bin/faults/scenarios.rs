@@ -49,6 +49,9 @@ async fn in_flight_settlements(
              FROM pg_stat_activity
              WHERE datname = current_database() AND pid <> pg_backend_pid()
                AND state = 'active' AND $1 = ANY (pg_blocking_pids(pid))
+               -- Fresh: far from its lock timeout (seconds), so the restart
+               -- that follows is what ends it.
+               AND clock_timestamp() - query_start < interval '500 milliseconds'
                AND backend_xid IS NOT NULL AND query ILIKE '%settle_access%'",
         )
         .bind(holder)
