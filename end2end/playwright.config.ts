@@ -18,9 +18,13 @@ export const chromiumArgs = [
   "--disable-sync",
 ];
 
-/** Workers from E2E_WORKERS (a whole number from 1), 3 by default. */
+/** Workers from E2E_WORKERS (a whole number from 1), 1 by default: with 3
+ * workers on a 2-core CI machine, two journeys failed once (a Redis read
+ * past its 500 ms bound, answered 503, and a page not hydrated in 10 s,
+ * both while another spec issued 50,000 codes); until that is understood
+ * and fixed, `make test` runs one worker. */
 function workers(): number {
-  const raw = process.env.E2E_WORKERS ?? "3";
+  const raw = process.env.E2E_WORKERS ?? "1";
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1) {
     throw new Error(`E2E_WORKERS must be a whole number from 1, not ${JSON.stringify(raw)}`);
@@ -35,10 +39,10 @@ export default defineConfig({
   testIgnore: process.env.DEPLOY_PHASE ? [] : ["**/deploy.spec.ts"],
   timeout: 30_000,
   expect: { timeout: 10_000 },
-  // Spec files run side by side against the one server, each in a tenant
-  // of its own (tests/course.ts `specTenant`): what one spec changes (a
-  // time zone, a brand, a batch, its owner's sign-ins) no other one sees,
-  // and the server takes several journeys at once. A file's tests run in
+  // Each spec file works in a tenant of its own (tests/course.ts
+  // `specTenant`): what one spec changes (a time zone, a brand, a batch,
+  // its owner's sign-ins) no other one sees, so spec files can run side by
+  // side against the one server (E2E_WORKERS). A file's tests run in
   // order, in one worker.
   fullyParallel: false,
   workers: workers(),
