@@ -351,10 +351,9 @@ pub fn router(state: ServerState, port: u16) -> Router {
         .leptos_routes_with_context(&state, routes, context.clone(), move || {
             app::shell(leptos_options.clone())
         })
-        .fallback(leptos_axum::file_and_error_handler_with_context::<
-            ServerState,
-            _,
-        >(context, app::shell))
+        // What no route answers: a file of the site root, else the 404
+        // page (see `site_files_or_not_found`).
+        .fallback_service(site_files_or_not_found(&state, context))
         .with_state(state)
         // Inside the router (`route_layer`), so the matched route is known.
         .route_layer(axum::middleware::from_fn(routes::metrics::track))
@@ -409,8 +408,50 @@ pub fn router(state: ServerState, port: u16) -> Router {
                 // dresses (request id, security headers) and logs.
                 .layer(axum::middleware::from_fn(
                     crate::middleware::panic::catch_panic,
+                ))
+                // Leptos finds its context under an owner of this request
+                // only (`middleware::owner`).
+                .layer(axum::middleware::from_fn(
+                    crate::middleware::owner::own_owner,
                 )),
         )
+}
+
+/// What no route answers: a file of the site root (`public/`, copied there
+/// by the build: the icon), else the "page not found" page (404).
+///
+/// Why not leptos_axum's `file_and_error_handler` alone: it serves a file
+/// under an `Owner` made a child of whatever owner the worker thread had
+/// current, and applies *that* owner's response options to the file. When
+/// a page was rendering on that thread, the icon took the page's headers,
+/// its Content-Security-Policy among them, and the page went out with the
+/// policy of answers that are not pages (`default-src 'none'`): no script
+/// ran, nothing hydrated (seen once in a few hundred page loads under
+/// parallel Playwright; `platform::headers::pages_keep_their_own_policy_*`
+/// shows it). Files are served here, by `ServeDir`, with no reactive owner;
+/// only what is not a file reaches leptos, whose not-found branch renders
+/// under an owner of its own.
+fn site_files_or_not_found(
+    state: &ServerState,
+    context: impl Fn() + Clone + Send + Sync + 'static,
+) -> tower_http::services::ServeDir<
+    impl tower::Service<
+        axum::extract::Request,
+        Response = axum::response::Response,
+        Error = std::convert::Infallible,
+        Future = impl Send + 'static,
+    > + Clone
+    + Send
+    + Sync
+    + 'static,
+> {
+    let not_found =
+        leptos_axum::file_and_error_handler_with_context::<ServerState, _>(context, app::shell);
+    tower_http::services::ServeDir::new(state.leptos_options.site_root.as_ref())
+        .append_index_html_on_directories(false)
+        // Any method on an unknown address reads the 404 page, as before.
+        .call_fallback_on_method_not_allowed(true)
+        .fallback(axum::handler::Handler::with_state(not_found, state.clone()))
 }
 
 /// The session cookie's name: `__Host-admitone_session` over https (the

@@ -13,5 +13,6 @@ pub mod deadline;
 pub mod headers;
 pub mod hosts;
 pub mod outage;
+pub mod owner;
 pub mod panic;
 pub mod server_fn_errors;

@@ -7,7 +7,7 @@ use reqwest::StatusCode;
 use serde_json::json;
 use sqlx::PgPool;
 
-use crate::support::app::spawn_app;
+use crate::support::app::{redis_url, spawn_app, spawn_app_with, test_settings};
 use crate::support::course::{admin, course, post_json};
 
 #[sqlx::test(migrations = "../migrations")]
@@ -299,4 +299,73 @@ async fn hsts_only_when_the_public_url_is_https(pool: PgPool) {
     assert_eq!(response.status(), 200);
     let (html, csp) = assert_page_headers(response, "home over https", true).await;
     assert_scripts_carry(&html, &script_nonce(&csp), "home over https");
+}
+
+/// A page and the site's static files answered side by side: each page
+/// keeps its own policy (the nonce its scripts carry), and a static file
+/// never carries a page's. Seen failing first: leptos_axum's fallback
+/// served a file under an `Owner` made a child of whatever owner the
+/// worker thread last had current, and took that owner's response
+/// options: a page rendering at that moment lost its policy to the icon,
+/// and was served `default-src 'none'` (no script ran, nothing hydrated).
+#[sqlx::test(migrations = "../migrations")]
+async fn pages_keep_their_own_policy_while_static_files_are_served_beside_them(pool: PgPool) {
+    let site = std::env::temp_dir().join(format!("admitone-site-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(site.join("pkg")).expect("pkg");
+    let icon = r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 1 1"/>"#;
+    std::fs::write(site.join("favicon.svg"), icon).expect("icon");
+    let mut settings = test_settings(&redis_url());
+    settings.server.site_root = site.display().to_string();
+    let app = spawn_app_with(pool, settings).await;
+
+    let (mut pages, mut icons) = (0, 0);
+    for _round in 0..25 {
+        let mut requests = Vec::new();
+        for i in 0..24 {
+            let path = match i % 6 {
+                0 => "/",
+                1 => "/login",
+                2 => "/register",
+                _ => "/favicon.svg",
+            };
+            let client = app.client.clone();
+            let url = format!("{}{path}", app.address);
+            requests.push(async move {
+                let response = client
+                    .get(url)
+                    .header("accept", "text/html")
+                    .send()
+                    .await
+                    .expect("request");
+                let csp = response
+                    .headers()
+                    .get("content-security-policy")
+                    .map(|v| v.to_str().expect("ascii").to_owned())
+                    .unwrap_or_default();
+                let status = response.status();
+                let body = response.text().await.expect("body");
+                (path, status, csp, body)
+            });
+        }
+        for (path, status, csp, body) in futures::future::join_all(requests).await {
+            assert_eq!(status, StatusCode::OK, "{path}");
+            if path == "/favicon.svg" {
+                icons += 1;
+                assert_eq!(body, icon);
+                assert!(
+                    !csp.contains("nonce-"),
+                    "the icon carried a page's policy: {csp}"
+                );
+            } else {
+                pages += 1;
+                assert!(
+                    csp.contains("'nonce-"),
+                    "{path} was served without its page policy: {csp:?}"
+                );
+                assert_scripts_carry(&body, &script_nonce(&csp), path);
+            }
+        }
+    }
+    assert_eq!((pages, icons), (25 * 12, 25 * 12));
+    let _ = std::fs::remove_dir_all(site);
 }

@@ -115,3 +115,65 @@ async fn a_server_function_past_its_deadline_answers_an_error_the_page_reads(poo
         .expect("request");
     assert!(again.status().is_success(), "{}", again.status());
 }
+
+/// A server function reads its own request, never a page rendering beside
+/// it: many Chinese pages render while learners sign in from English
+/// browsers, and every account keeps English as the language of its
+/// notices (the sign-in remembers the request's language).
+#[sqlx::test(migrations = "../migrations")]
+async fn a_server_function_reads_its_own_request_not_a_page_rendering_beside_it(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let emails: Vec<String> = (0..8).map(|i| format!("learner{i}@example.com")).collect();
+    for email in &emails {
+        app.create_account(email, PASSWORD).await;
+    }
+    for _round in 0..4 {
+        let mut pages = Vec::new();
+        for _ in 0..24 {
+            let (client, url) = (app.client.clone(), format!("{}/", app.address));
+            pages.push(async move {
+                let page = client
+                    .get(url)
+                    .header("accept", "text/html")
+                    .header("accept-language", "zh-CN")
+                    .send()
+                    .await
+                    .expect("page");
+                assert!(page.status().is_success(), "{}", page.status());
+                let html = page.text().await.expect("body");
+                assert!(html.contains(r#"<html lang="zh-CN""#), "a Chinese page");
+            });
+        }
+        let sign_ins = emails.iter().map(|email| {
+            let address = app.address.clone();
+            async move {
+                let client = reqwest::Client::builder()
+                    .cookie_store(true)
+                    .build()
+                    .expect("client");
+                let response = client
+                    .post(format!("{address}/api/auth/login"))
+                    .header("origin", address.clone())
+                    .header("accept-language", "en")
+                    .form(&[("email", email.as_str()), ("password", PASSWORD)])
+                    .send()
+                    .await
+                    .expect("sign in");
+                assert!(response.status().is_success(), "{}", response.status());
+            }
+        });
+        futures::future::join(
+            futures::future::join_all(pages),
+            futures::future::join_all(sign_ins),
+        )
+        .await;
+        let langs: Vec<(String, String)> =
+            sqlx::query_as("SELECT email, lang FROM accounts ORDER BY email")
+                .fetch_all(&app.pool)
+                .await
+                .expect("accounts");
+        for (email, lang) in langs {
+            assert_eq!(lang, "en", "{email} signed in from an English browser");
+        }
+    }
+}
