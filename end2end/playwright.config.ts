@@ -18,13 +18,15 @@ export const chromiumArgs = [
   "--disable-sync",
 ];
 
-/** Workers from E2E_WORKERS (a whole number from 1), 1 by default: with 3
- * workers on a 2-core CI machine, two journeys failed once (a Redis read
- * past its 500 ms bound, answered 503, and a page not hydrated in 10 s,
- * both while another spec issued 50,000 codes); until that is understood
- * and fixed, `make test` runs one worker. */
+/** Workers from E2E_WORKERS (a whole number from 1), 3 by default: spec
+ * files run side by side against the one server, each in its own tenant.
+ * (Three workers once failed a few journeys on a 2-core machine: pages
+ * served without their script policy, and answers in another page's
+ * language. Both were server faults that parallel page loads expose, fixed
+ * in the server and tested there: `platform::headers` and
+ * `platform::server_functions`.) */
 function workers(): number {
-  const raw = process.env.E2E_WORKERS ?? "1";
+  const raw = process.env.E2E_WORKERS ?? "3";
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1) {
     throw new Error(`E2E_WORKERS must be a whole number from 1, not ${JSON.stringify(raw)}`);
