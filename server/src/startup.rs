@@ -420,17 +420,17 @@ pub fn router(state: ServerState, port: u16) -> Router {
 /// What no route answers: a file of the site root (`public/`, copied there
 /// by the build: the icon), else the "page not found" page (404).
 ///
-/// Why not leptos_axum's `file_and_error_handler` alone: it serves a file
-/// under an `Owner` made a child of whatever owner the worker thread had
-/// current, and applies *that* owner's response options to the file. When
-/// a page was rendering on that thread, the icon took the page's headers,
-/// its Content-Security-Policy among them, and the page went out with the
-/// policy of answers that are not pages (`default-src 'none'`): no script
-/// ran, nothing hydrated (seen once in a few hundred page loads under
-/// parallel Playwright; `platform::headers::pages_keep_their_own_policy_*`
-/// shows it). Files are served here, by `ServeDir`, with no reactive owner;
-/// only what is not a file reaches leptos, whose not-found branch renders
-/// under an owner of its own.
+/// leptos_axum's `file_and_error_handler` serves a file under an `Owner`
+/// made with `Owner::new()`, and applies that owner's response options to
+/// it: under a leftover page root (see `middleware::owner`) the icon took
+/// the page's headers, its Content-Security-Policy among them, and the
+/// page went out with the non-page policy (`default-src 'none'`): no
+/// script ran, nothing hydrated. `middleware::owner` alone prevents that;
+/// files are also served here by `ServeDir`, with no reactive owner at
+/// all, so a GET or HEAD of a file never meets leptos. Other methods, and
+/// whatever is not a file, go to leptos' handler as before (a POST to a
+/// file's address is served the file by it, under the request's own
+/// owner).
 fn site_files_or_not_found(
     state: &ServerState,
     context: impl Fn() + Clone + Send + Sync + 'static,
