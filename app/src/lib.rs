@@ -46,10 +46,10 @@ use crate::components::{
 use crate::pages::{
     lazy::{
         AccountRoute, AuditLogRoute, CodesRoute, ConfirmEmailRoute, ConsoleHomeRoute, CoursesRoute,
-        DashboardRoute, ForgotPasswordRoute, HomeRoute, ImportReportRoute, InvitationRoute,
-        IssuedRoute, LearnersRoute, LoginRoute, RegisterRoute, ResetPasswordRoute, ShareAdminRoute,
-        TeamRoute, TokensRoute, TransferConfirmRoute, TransferRequestRoute, TransfersRoute,
-        VerifyEmailRoute, WebhooksRoute,
+        DashboardRoute, FinishRegistrationRoute, ForgotPasswordRoute, HomeRoute, ImportReportRoute,
+        InvitationRoute, IssuedRoute, LearnersRoute, LoginRoute, RegisterRoute, ResetPasswordRoute,
+        ShareAdminRoute, TeamRoute, TokensRoute, TransferConfirmRoute, TransferRequestRoute,
+        TransfersRoute, VerifyEmailRoute, WebhooksRoute,
     },
     not_found::NotFound,
     resource::ResourcePage,
@@ -175,6 +175,7 @@ pub fn App() -> impl IntoView {
     let login_route = Lazy::<LoginRoute>::new();
     let courses_route = Lazy::<CoursesRoute>::new();
     let register_route = Lazy::<RegisterRoute>::new();
+    let finish_registration_route = Lazy::<FinishRegistrationRoute>::new();
     let account_route = Lazy::<AccountRoute>::new();
     let forgot_password_route = Lazy::<ForgotPasswordRoute>::new();
     let reset_password_route = Lazy::<ResetPasswordRoute>::new();
@@ -209,6 +210,7 @@ pub fn App() -> impl IntoView {
                     <Route path=StaticSegment("") view=home_route ssr=SsrMode::Async/>
                     <Route path=path!("/login") view=login_route ssr=SsrMode::Async/>
                     <Route path=path!("/register") view=register_route ssr=SsrMode::Async/>
+                    <Route path=path!("/register/finish") view=finish_registration_route ssr=SsrMode::Async/>
                     <Route path=path!("/account") view=account_route ssr=SsrMode::Async/>
                     <Route path=path!("/forgot-password") view=forgot_password_route ssr=SsrMode::Async/>
                     <Route path=path!("/reset-password") view=reset_password_route ssr=SsrMode::Async/>

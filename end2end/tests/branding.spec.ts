@@ -5,7 +5,7 @@
 // in Simplified Chinese.
 import { randomUUID } from "node:crypto";
 import { expect, test } from "@playwright/test";
-import { openHydrated, PASSWORD, uniqueEmail } from "./fixtures";
+import { openHydrated, signUpByApi, uniqueEmail } from "./fixtures";
 import { adminApi, createCourse, snapshot, sql } from "./course";
 
 /** A 1×1 PNG. */
@@ -52,10 +52,7 @@ for (const [locale, w] of Object.entries(WORDS)) {
       // A tenant to brand (the spec's own stays plain, to compare with),
       // with a fresh owner and an active course.
       const ownerEmail = uniqueEmail(`brand-owner-${locale.toLowerCase()}`);
-      const signedUp = await page.request.post("/api/v1/auth/register", {
-        data: { email: ownerEmail, password: PASSWORD, display_name: "Olive Owner" },
-      });
-      expect(signedUp.status(), await signedUp.text()).toBe(201);
+      await signUpByApi(page.request, ownerEmail, "Olive Owner");
       const tenant = randomUUID();
       const suffix = tenant.slice(0, 8);
       sql(`INSERT INTO tenants (id, slug, name) VALUES ('${tenant}', 'brand-${suffix}', 'Plain Name')`);

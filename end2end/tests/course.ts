@@ -16,7 +16,7 @@ import {
   type Page,
   type TestInfo,
 } from "@playwright/test";
-import { linkIn, PASSWORD, serverCommand, uniqueEmail, waitForMail } from "./fixtures";
+import { PASSWORD, serverCommand, signUpByApi, uniqueEmail } from "./fixtures";
 
 const port = Number(process.env.E2E_PORT ?? 3100);
 export const baseURL = `http://127.0.0.1:${port}`;
@@ -168,18 +168,11 @@ export async function createCourse(api: APIRequestContext, options: CourseOption
   return { id: share.id, slug, title, video, page, codes, codeIds };
 }
 
-/** Signs a new learner in, in `context` (its pages share the cookie), and
- * verifies their address with the link the server mailed them. */
+/** Signs a new learner up and in, in `context` (its pages share the
+ * cookie): the address, then the mailed link (which proves it). */
 export async function newLearner(context: BrowserContext, tag: string): Promise<string> {
   const email = uniqueEmail(tag);
-  const response = await context.request.post("/api/v1/auth/register", {
-    data: { email, password: PASSWORD, display_name: `Learner ${tag}` },
-  });
-  expect(response.status(), await response.text()).toBe(201);
-  const mail = await waitForMail(email, "Confirm your email address");
-  const token = new URL(linkIn(mail, "/verify-email"), baseURL).searchParams.get("token")!;
-  const verified = await context.request.post("/api/auth/verify", { form: { token } });
-  expect(verified.status(), await verified.text()).toBeLessThan(400);
+  await signUpByApi(context.request, email, `Learner ${tag}`);
   return email;
 }
 

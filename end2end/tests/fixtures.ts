@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { expect, type Page } from "@playwright/test";
+import { type APIRequestContext, expect, type Page } from "@playwright/test";
 
 /** Opens `path` and waits until the wasm layer has hydrated the page
  * (clicks made before hydration are lost). */
@@ -27,13 +27,61 @@ export function serverCommand(...args: string[]): string {
   });
 }
 
-/** Fills and submits the registration form (the page must be open). */
-export async function register(page: Page, email: string, name: string, password = PASSWORD) {
+/** Registers `email` the way a person does: the address on the open
+ * registration page, then the mailed link, whose form makes the account
+ * with `name` and `password`. Afterwards the page is signed in, back where
+ * registration started. `javaScript: false` for a page without scripts
+ * (the link's page is then not waited on to hydrate). */
+export async function register(
+  page: Page,
+  email: string,
+  name: string,
+  password = PASSWORD,
+  { javaScript = true }: { javaScript?: boolean } = {},
+) {
+  await requestSignup(page, email);
+  await expect(page.getByRole("status").filter({ hasText: "We sent a mail to" })).toBeVisible();
+  await finishSignup(page, email, name, password, { javaScript });
+}
+
+/** Fills and submits the registration form's address (the page must be open). */
+export async function requestSignup(page: Page, email: string) {
   await page.getByLabel("Email").fill(email);
+  await page.getByRole("button", { name: "Email me a link" }).click();
+}
+
+/** Opens the newest signup link mailed to `email` and fills its form. */
+export async function finishSignup(
+  page: Page,
+  email: string,
+  name: string,
+  password = PASSWORD,
+  { javaScript = true }: { javaScript?: boolean } = {},
+) {
+  const mail = await newestMail(email, "Finish creating your account");
+  const link = linkIn(mail, "/register/finish");
+  if (javaScript) {
+    await openHydrated(page, link);
+  } else {
+    await page.goto(link);
+  }
   await page.getByLabel("Your name").fill(name);
   await page.getByLabel("Password", { exact: true }).fill(password);
   await page.getByLabel("Repeat the password").fill(password);
   await page.getByRole("button", { name: "Create account" }).click();
+}
+
+/** Signs up `email` through the JSON API with `request` (its context is
+ * then signed in): the address, then the mailed link's token. */
+export async function signUpByApi(request: APIRequestContext, email: string, name: string, password = PASSWORD) {
+  const asked = await request.post("/api/v1/auth/register", { data: { email } });
+  expect(asked.status(), await asked.text()).toBe(202);
+  const mail = await waitForMail(email, "Finish creating your account");
+  const token = new URLSearchParams(linkIn(mail, "/register/finish").split("?")[1]).get("token");
+  const made = await request.post("/api/v1/auth/register/finish", {
+    data: { token, display_name: name, password },
+  });
+  expect(made.status(), await made.text()).toBe(201);
 }
 
 /** Fills and submits the sign-in form (the page must be open). */
@@ -87,11 +135,10 @@ export function linkIn(mail: Mail, path: string): string {
   return url.pathname + url.search;
 }
 
-/** Opens the link of `email`'s verification mail and confirms (its
- * address is then verified). Works with JavaScript off too. */
-export async function verifyByMail(page: Page, email: string) {
-  const mail = await waitForMail(email, "Confirm your email address");
-  await page.goto(linkIn(mail, "/verify-email"));
-  await page.getByRole("button", { name: "Confirm my address" }).click();
-  await expect(page.getByRole("status").filter({ hasText: "Your email address is verified" })).toBeVisible();
+/** The newest mail to `to` whose subject contains `subject` (waiting for
+ * one to arrive). */
+export async function newestMail(to: string, subject: string): Promise<Mail> {
+  await waitForMail(to, subject);
+  const all = (await mailsFor(to)).filter((m) => m.subject.includes(subject));
+  return all[all.length - 1];
 }

@@ -1,7 +1,8 @@
-//! Accounts in the browser: register, sign in, sign out, sign out
-//! everywhere, change password, and who is signed in; the account's life
-//! by mail: verify the address (and send the link again), forgot password
-//! and the reset, change of address.
+//! Accounts in the browser: register (an address, then the mailed link
+//! that makes the account), sign in, sign out, sign out everywhere,
+//! change password, and who is signed in; the account's life by mail:
+//! verify the address of an older account (and send the link again),
+//! forgot password and the reset, change of address.
 //!
 //! Server functions here are thin adapters over `service::accounts` (the
 //! same use cases the JSON API calls): read the session from context, call
@@ -46,46 +47,64 @@ pub enum FlashKind {
 /// Where to go after signing in: a local path only (never another site).
 pub fn safe_next(next: Option<&str>) -> String {
     match next {
-        Some(path)
-            if path.starts_with('/')
-                && !path.starts_with("//")
-                && !path.contains('\\')
-                && !path.chars().any(char::is_control) =>
-        {
-            path.to_owned()
-        }
+        Some(path) if model::is_local_path(path) => path.to_owned(),
         _ => "/".to_owned(),
     }
 }
 
-/// Creates an account and signs it in.
+/// Starts a registration: the address is mailed a link to finish the
+/// account (or, if it has one, a note to its owner). The same answer for
+/// every address: back to `next` with a message to look in the mailbox.
 #[server(endpoint = "auth/register")]
-pub async fn register(
-    email: String,
+pub async fn register(email: String, next: Option<String>) -> Result<(), AppError> {
+    let state = crate::state::services()?;
+    let session = guard::session().await?;
+    let ip = guard::client_ip().await?;
+    let lang = crate::i18n::lang();
+    service::accounts::register(&state, Some(&session), ip, &email, next.as_deref(), lang).await?;
+    let email = email.trim().to_lowercase();
+    guard::set_flash(&Flash {
+        kind: FlashKind::Info,
+        message: lang.format(Msg::WeSentAMailToOpen2, &[("email", &email)]),
+    })
+    .await?;
+    leptos_axum::redirect(&safe_next(next.as_deref()));
+    Ok(())
+}
+
+/// The address an open signup link is for (`None`: it no longer works);
+/// the page shows its form only then.
+#[server(endpoint = "auth/register/check", input = server_fn::codec::GetUrl)]
+pub async fn signup_link(token: String) -> Result<Option<String>, AppError> {
+    let state = crate::state::services()?;
+    Ok(service::accounts::signup_link(&state, &token).await?)
+}
+
+/// Finishes a registration with its mailed link: the account is made and
+/// this browser signed in as it, then on to where registration started.
+#[server(endpoint = "auth/register/finish")]
+pub async fn finish_registration(
+    token: String,
     display_name: String,
     password: String,
     password_confirm: String,
-    next: Option<String>,
 ) -> Result<(), AppError> {
     let state = crate::state::services()?;
     let session = guard::session().await?;
     let ip = guard::client_ip().await?;
-    let form = service::accounts::Registration {
-        email,
+    let form = service::accounts::FinishRegistration {
+        token,
         display_name,
         password,
         password_confirm: Some(password_confirm),
     };
-    let lang = crate::i18n::lang();
-    let principal = service::accounts::register(&state, &session, ip, form, lang).await?;
+    let (principal, next) =
+        service::accounts::finish_registration(&state, &session, ip, form).await?;
     guard::set_flash(&Flash {
         kind: FlashKind::Success,
-        message: lang.format(
-            Msg::WelcomeYourAccountIsReadyWe,
-            &[
-                ("display_name", &principal.display_name),
-                ("email", &principal.email),
-            ],
+        message: crate::i18n::lang().format(
+            Msg::WelcomeYourAccountIsReady,
+            &[("display_name", &principal.display_name)],
         ),
     })
     .await?;

@@ -448,6 +448,7 @@ fn attempts(scope: engine::coordination::ThrottleScope) -> ErrorMsg {
         S::SignInEmail | S::SignInEmailNetwork => M::AttemptsSignInEmail,
         S::SignInIp => M::AttemptsSignInIp,
         S::RegisterIp => M::AttemptsRegisterIp,
+        S::RegisterEmail => M::AttemptsRegisterEmail,
         S::CodeAccount => M::AttemptsCodeAccount,
         S::CodeIp => M::AttemptsCodeIp,
         S::CodeShare => M::AttemptsCodeShare,

@@ -33,7 +33,7 @@ use super::{
     links::{ConfirmEmailPage, VerifyEmailPage},
     login::LoginPage,
     recovery::{ForgotPasswordPage, ResetPasswordPage},
-    register::RegisterPage,
+    register::{FinishRegistrationPage, RegisterPage},
     transfer::{TransferConfirmPage, TransferRequestPage},
 };
 
@@ -69,6 +69,7 @@ lazy_page! {
 // a course.
 lazy_page! {
     RegisterRoute => RegisterPage,
+    FinishRegistrationRoute => FinishRegistrationPage,
     AccountRoute => AccountPage,
     ForgotPasswordRoute => ForgotPasswordPage,
     ResetPasswordRoute => ResetPasswordPage,

@@ -67,10 +67,16 @@ pub enum Template {
     CodeTransferredHere,
     /// To both accounts: an admin refused the move (with the reason).
     TransferRefused,
+    /// To an address someone registered: "finish your account" (a
+    /// 24-hour link).
+    SignUp,
+    /// To an address someone registered that has an account: "you have
+    /// an account already" (sign in, or reset the password).
+    AccountExists,
 }
 
 impl Template {
-    pub const ALL: [Template; 16] = [
+    pub const ALL: [Template; 18] = [
         Self::VerifyEmail,
         Self::ResetPassword,
         Self::PasswordChanged,
@@ -87,6 +93,8 @@ impl Template {
         Self::CodeTransferredAway,
         Self::CodeTransferredHere,
         Self::TransferRefused,
+        Self::SignUp,
+        Self::AccountExists,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -107,6 +115,8 @@ impl Template {
             Self::CodeTransferredAway => "code_transferred_away",
             Self::CodeTransferredHere => "code_transferred_here",
             Self::TransferRefused => "transfer_refused",
+            Self::SignUp => "sign_up",
+            Self::AccountExists => "account_exists",
         }
     }
 
@@ -342,7 +352,9 @@ pub async fn record_delivered(pool: &PgPool, sent: &[&DueMail]) -> anyhow::Resul
 /// Gives the dead-lettered mails of the last `days` days one more attempt
 /// each (`server admin requeue-mail`, once the SMTP server, its
 /// credentials or `mail.from` are fixed), except those whose link is used
-/// or expired (nobody needs it any more). The attempt count goes on
+/// or expired (nobody needs it any more). A link lives in the table of
+/// what it does: an account's, a registration's, a transfer's, an
+/// invitation's. The attempt count goes on
 /// (leases are told apart by it), so a requeued mail that fails again is
 /// dead again at once. Returns how many.
 pub async fn requeue_dead(pool: &PgPool, days: u32) -> anyhow::Result<u64> {
@@ -353,6 +365,11 @@ pub async fn requeue_dead(pool: &PgPool, days: u32) -> anyhow::Result<u64> {
            AND (m.link_id IS NULL
                 OR EXISTS (SELECT 1 FROM account_links l
                            WHERE l.id = m.link_id AND l.used_at IS NULL AND l.expires_at > now())
+                OR EXISTS (SELECT 1 FROM signup_links s
+                           WHERE s.id = m.link_id AND s.used_at IS NULL AND s.expires_at > now())
+                OR EXISTS (SELECT 1 FROM transfer_requests t
+                           WHERE t.tenant_id = m.tenant_id AND t.id = m.link_id
+                             AND t.status = 'awaiting_target' AND t.link_expires_at > now())
                 OR EXISTS (SELECT 1 FROM tenant_invitations i
                            WHERE i.id = m.link_id AND i.accepted_at IS NULL
                              AND i.revoked_at IS NULL AND i.expires_at > now()))",

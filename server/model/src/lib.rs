@@ -36,6 +36,7 @@ pub mod catalogue;
 mod code;
 mod ids;
 mod lang;
+mod path;
 mod role;
 mod share;
 mod transfer;
@@ -44,6 +45,7 @@ pub use catalogue::{BrowserErrorMsg, ErrorMsg, Msg};
 pub use code::{CodeState, InvalidCodeState};
 pub use ids::{AccountId, ShareId, TenantId};
 pub use lang::Lang;
+pub use path::is_local_path;
 pub use role::{InvalidRole, Permission, Role};
 pub use share::{
     InvalidResourceKind, InvalidShareStatus, ResourceKind, ShareStatus, Unavailability,

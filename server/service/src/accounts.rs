@@ -14,7 +14,7 @@ use engine::{
     accounts::{
         self, AccountError, AccountId, DisplayName, Email, EmailToFind, Password, Principal,
         links::{LinkPurpose, LinkToken},
-        recovery,
+        recovery, signup,
         verification::{self, Resent},
     },
     coordination::ThrottleScope,
@@ -23,36 +23,35 @@ use engine::{
 use model::Lang;
 use secrecy::SecretString;
 use tower_sessions::Session;
+use tracing::Instrument as _;
 
 use crate::{ServiceError, Services, session, throttle};
 
-/// What a registration form or API call carries.
-#[derive(Debug)]
-pub struct Registration {
-    pub email: String,
-    pub display_name: String,
-    pub password: String,
-    /// `None` for API callers (no second field to compare).
-    pub password_confirm: Option<String>,
-}
-
-/// Creates an account, mails it a verification link (in `lang`) and signs
-/// `session` in as it. Malformed input is refused before the attempt is
-/// counted (per IP).
+/// Starts a registration: `email` is mailed either a link to finish an
+/// account or, if it has one, a note to its owner. The answer is the same
+/// either way, after the same work: only the address's shape is checked
+/// and the throttles counted (per IP, per mailbox: each registration mails
+/// it, and as a form that sends mail, per IP again) before answering; the
+/// look-up and the mail happen after the answer, in a task of their own,
+/// so neither the answer nor its timing tells whether the address has an
+/// account (as [`forgot_password`]).
+///
+/// `next` (a path on this site; anything else is dropped) is where the
+/// finished link goes: kept with the link when it is a bare path (a
+/// course's page), else only in `session`, the registering browser's (an
+/// invitation's or a transfer's path carries its link's secret, which is
+/// never stored).
 #[tracing::instrument(name = "register", skip_all)]
 pub async fn register(
     services: &Services,
-    session: &Session,
+    session: Option<&Session>,
     ip: IpAddr,
-    form: Registration,
+    email: &str,
+    next: Option<&str>,
     lang: Lang,
-) -> Result<Principal, ServiceError> {
-    let email = Email::parse(&form.email)?;
-    let display_name = DisplayName::parse(&form.display_name)?;
-    if form.password_confirm.is_some_and(|c| c != form.password) {
-        return Err(ServiceError::PasswordsDiffer);
-    }
-    let password = Password::parse(SecretString::from(form.password))?;
+) -> Result<(), ServiceError> {
+    let email = Email::parse(email)?;
+    let next = next.filter(|next| model::is_local_path(next));
     throttle::hit_ip(
         services,
         ThrottleScope::RegisterIp,
@@ -60,18 +59,94 @@ pub async fn register(
         services.auth.register_per_ip,
     )
     .await?;
-    accounts::register(
-        &services.pool,
-        &services.links,
-        &email,
-        &display_name,
-        &password,
-        lang,
+    throttle::hit(
+        services,
+        ThrottleScope::RegisterEmail,
+        &mailbox(&email),
+        services.auth.register_per_email,
     )
     .await?;
-    let signed_in = accounts::authenticate(&services.pool, &(&email).into(), &password).await?;
-    session::sign_in(session, &signed_in).await?;
-    Ok(signed_in.principal)
+    mail_ip(services, ip).await?;
+    if let (Some(session), Some(next)) = (session, next) {
+        session::remember_registration_next(session, email.as_str(), next).await?;
+    }
+    let stored_next = next.filter(|next| !next.contains('?')).map(str::to_owned);
+    let (pool, links) = (services.pool.clone(), services.links.clone());
+    tokio::spawn(
+        async move {
+            match signup::request(&pool, &links, &email, lang, stored_next.as_deref()).await {
+                Ok(requested) => tracing::info!(?requested, "registration mailed"),
+                // The person was told to look in their mailbox; nothing
+                // arrives, and the form says to register again then.
+                Err(error) => tracing::error!(
+                    error = format!("{error:#}"),
+                    "a registration failed: no mail was queued"
+                ),
+            }
+        }
+        .in_current_span(),
+    );
+    Ok(())
+}
+
+/// The mailbox an address reaches, for counting what is sent to it: its
+/// `+tag` dropped (`ada+1@example.com` and `ada+2@example.com` are one
+/// mailbox at most providers), so a stranger cannot multiply one
+/// mailbox's limit by tagging its address.
+fn mailbox(email: &Email) -> String {
+    let (local, domain) = email
+        .as_str()
+        .split_once('@')
+        .unwrap_or((email.as_str(), ""));
+    let local = local.split_once('+').map_or(local, |(base, _)| base);
+    format!("{local}@{domain}")
+}
+
+/// Who an open signup link is for (`None`: unknown, used or expired);
+/// its page shows the form only then.
+pub async fn signup_link(services: &Services, token: &str) -> Result<Option<String>, ServiceError> {
+    let Some(token) = LinkToken::parse(token) else {
+        return Ok(None);
+    };
+    Ok(signup::open_link(&services.pool, &token)
+        .await?
+        .map(|open| open.email))
+}
+
+/// What the form a signup link opens carries.
+#[derive(Debug)]
+pub struct FinishRegistration {
+    pub token: String,
+    pub display_name: String,
+    pub password: String,
+    /// `None` for API callers (no second field to compare).
+    pub password_confirm: Option<String>,
+}
+
+/// Finishes a registration with its mailed link: the account is made (its
+/// address proved by the link) and `session` signed in as it. Returns who
+/// signed in and the path they registered from. Malformed input is
+/// refused before anything is counted; the link is throttled per IP like
+/// every mailed link.
+#[tracing::instrument(name = "finish_registration", skip_all)]
+pub async fn finish_registration(
+    services: &Services,
+    session: &Session,
+    ip: IpAddr,
+    form: FinishRegistration,
+) -> Result<(Principal, Option<String>), ServiceError> {
+    let token = link_token(&form.token)?;
+    let display_name = DisplayName::parse(&form.display_name)?;
+    if form.password_confirm.is_some_and(|c| c != form.password) {
+        return Err(ServiceError::PasswordsDiffer);
+    }
+    let password = Password::parse(SecretString::from(form.password))?;
+    mail_ip(services, ip).await?;
+    let finished = signup::finish(&services.pool, &token, &display_name, &password).await?;
+    let here =
+        session::take_registration_next(session, &finished.signed_in.principal.email).await?;
+    session::sign_in(session, &finished.signed_in).await?;
+    Ok((finished.signed_in.principal, here.or(finished.next)))
 }
 
 /// Checks the credentials and signs `session` in; the account's notices
@@ -379,4 +454,21 @@ pub async fn confirm_email_change(
             other => other.into(),
         })?;
     Ok(email)
+}
+
+#[cfg(test)]
+mod tests {
+    use engine::accounts::Email;
+
+    use super::mailbox;
+
+    #[test]
+    fn a_tagged_address_counts_as_its_mailbox() {
+        let of = |raw: &str| mailbox(&Email::parse(raw).expect("email"));
+        assert_eq!(of("ada+1@example.com"), "ada@example.com");
+        assert_eq!(of("Ada+x+y@Example.com"), "ada@example.com");
+        assert_eq!(of("ada@example.com"), "ada@example.com");
+        assert_ne!(of("ada@example.com"), of("ada@example.org"));
+        assert_ne!(of("ada.b@example.com"), of("adab@example.com"));
+    }
 }

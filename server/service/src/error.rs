@@ -110,6 +110,7 @@ pub fn attempts(scope: ThrottleScope) -> &'static str {
         }
         ThrottleScope::SignInIp => "sign-in attempts from your network",
         ThrottleScope::RegisterIp => "registrations from your network",
+        ThrottleScope::RegisterEmail => "registrations of this address",
         ThrottleScope::CodeAccount => "code attempts",
         ThrottleScope::CodeIp => "code attempts from your network",
         ThrottleScope::CodeShare => "code attempts for this course",

@@ -195,6 +195,47 @@ async fn stamp(session: &Session, account: AccountId, epoch: i64) -> Result<(), 
         .map_err(session_error)
 }
 
+/// Where this browser was going when it registered `email`: kept in the
+/// session, not with the mailed link, when it carries a query (an
+/// invitation's or a transfer's link has its secret there, and secrets
+/// are never stored). The link finished in this browser comes back here.
+const REGISTRATION_NEXT_KEY: &str = "registration_next";
+
+#[derive(Serialize, Deserialize)]
+struct RegistrationNext {
+    email: String,
+    next: String,
+}
+
+pub async fn remember_registration_next(
+    session: &Session,
+    email: &str,
+    next: &str,
+) -> Result<(), ServiceError> {
+    session
+        .insert(
+            REGISTRATION_NEXT_KEY,
+            RegistrationNext {
+                email: email.to_owned(),
+                next: next.to_owned(),
+            },
+        )
+        .await
+        .map_err(session_error)
+}
+
+/// Takes the path this browser registered `email` from, if it did.
+pub async fn take_registration_next(
+    session: &Session,
+    email: &str,
+) -> Result<Option<String>, ServiceError> {
+    let kept = session
+        .remove::<RegistrationNext>(REGISTRATION_NEXT_KEY)
+        .await
+        .map_err(session_error)?;
+    Ok(kept.filter(|k| k.email == email).map(|k| k.next))
+}
+
 /// Ends a session (its record is deleted and its cookie cleared).
 pub async fn sign_out(session: &Session) -> Result<(), ServiceError> {
     session.flush().await.map_err(session_error)

@@ -55,6 +55,8 @@ pub struct AuthPolicy {
     pub code_per_share: Limit,
     /// "Forgot password" per address.
     pub reset_per_email: Limit,
+    /// Registrations of one address (each mails it).
+    pub register_per_email: Limit,
     /// Forms that send mail or use a mailed link, per client IP.
     pub mail_per_ip: Limit,
     /// Mail an account asks for (verification again, change of address,

@@ -29,6 +29,7 @@ impl Settings {
             code_per_ip: Limit::new(t.code_per_ip, t.window_secs),
             code_per_share: Limit::new(t.code_per_share, t.window_secs),
             reset_per_email: Limit::new(t.reset_per_email, t.window_secs),
+            register_per_email: Limit::new(t.register_per_email, t.window_secs),
             mail_per_ip: Limit::new(t.mail_per_ip, t.window_secs),
             mail_per_account: Limit::new(t.mail_per_account, t.window_secs),
             api_token: Limit::new(t.api_token_per_minute, 60),

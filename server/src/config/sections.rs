@@ -109,6 +109,8 @@ pub struct ThrottleSettings {
     pub sign_in_per_ip: u32,
     /// Registrations per client IP per window.
     pub register_per_ip: u32,
+    /// Registrations of one email address per window (each mails it).
+    pub register_per_email: u32,
     /// Code entry attempts per account per window.
     pub code_per_account: u32,
     /// Code entry attempts per client IP per window.
@@ -119,9 +121,9 @@ pub struct ThrottleSettings {
     pub code_per_share: u32,
     /// "Forgot password" requests per email address per window.
     pub reset_per_email: u32,
-    /// Requests of forms that send mail or use a mailed link (forgot
-    /// password, reset, verification, change of address, invitations) per
-    /// client IP per window.
+    /// Requests of forms that send mail or use a mailed link
+    /// (registration and its link, forgot password, reset, verification,
+    /// change of address, invitations) per client IP per window.
     pub mail_per_ip: u32,
     /// Mail one account asks for (verification again, change of address,
     /// invitations) and tenant signups, per account per window.
@@ -304,6 +306,7 @@ impl Default for ThrottleSettings {
             code_per_ip: 100,
             code_per_share: 5_000,
             reset_per_email: 5,
+            register_per_email: 5,
             mail_per_ip: 50,
             mail_per_account: 10,
             window_secs: 15 * 60,

@@ -105,7 +105,11 @@ impl Settings {
                     .into(),
             });
         }
-        if t.reset_per_email == 0 || t.mail_per_ip == 0 || t.mail_per_account == 0 {
+        if t.reset_per_email == 0
+            || t.register_per_email == 0
+            || t.mail_per_ip == 0
+            || t.mail_per_account == 0
+        {
             return Err(ConfigError::Invalid {
                 key: "throttle",
                 message: "mail limits must be above 0".into(),

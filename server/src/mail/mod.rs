@@ -261,6 +261,7 @@ fn link_purpose(template: Template) -> LinkPurpose {
         Template::ChangeEmail => LinkPurpose::ChangeEmail,
         Template::Invitation => LinkPurpose::Invitation,
         Template::TransferConfirm => LinkPurpose::Transfer,
+        Template::SignUp => LinkPurpose::SignUp,
         Template::VerifyEmail
         | Template::PasswordChanged
         | Template::EmailChangeRequested
@@ -272,6 +273,7 @@ fn link_purpose(template: Template) -> LinkPurpose {
         | Template::CodeReplaced
         | Template::CodeTransferredAway
         | Template::CodeTransferredHere
-        | Template::TransferRefused => LinkPurpose::VerifyEmail,
+        | Template::TransferRefused
+        | Template::AccountExists => LinkPurpose::VerifyEmail,
     }
 }

@@ -29,10 +29,13 @@ pub enum LinkPurpose {
     Invitation,
     /// A learner's code moving to the account with this address.
     Transfer,
+    /// Finishing a registration: the address proves itself before any
+    /// account exists ([`super::signup`]).
+    SignUp,
 }
 
 impl LinkPurpose {
-    /// The word in `account_links.purpose` (invitations have their own table).
+    /// The word in `account_links.purpose` (invitations and signup links have their own tables).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::VerifyEmail => "verify_email",
@@ -40,13 +43,14 @@ impl LinkPurpose {
             Self::ChangeEmail => "change_email",
             Self::Invitation => "invitation",
             Self::Transfer => "transfer",
+            Self::SignUp => "sign_up",
         }
     }
 
     /// How long a link works after it is sent.
     pub fn lifetime(self) -> time::Duration {
         match self {
-            Self::VerifyEmail | Self::ChangeEmail => time::Duration::hours(24),
+            Self::VerifyEmail | Self::ChangeEmail | Self::SignUp => time::Duration::hours(24),
             Self::ResetPassword => time::Duration::minutes(30),
             Self::Invitation | Self::Transfer => time::Duration::days(7),
         }
@@ -60,6 +64,7 @@ impl LinkPurpose {
             Self::ChangeEmail => "/confirm-email",
             Self::Invitation => "/invitation",
             Self::Transfer => "/transfer",
+            Self::SignUp => "/register/finish",
         }
     }
 }

@@ -12,8 +12,10 @@
 //!
 //! * [`links`]: the single-use links mailed to it (their secret derived,
 //!   only a digest stored);
-//! * [`verification`]: proving the address (registration's link, "send
-//!   again") and moving the account to a new one;
+//! * [`signup`]: registration, which starts from the address alone and
+//!   makes the account when the mailed link comes back;
+//! * [`verification`]: proving the address of an account made before
+//!   that ("send again") and moving an account to a new address;
 //! * [`recovery`]: "forgot password", and the reset that ends every
 //!   session.
 //!
@@ -24,6 +26,7 @@ pub mod links;
 mod operator;
 mod passwords;
 pub mod recovery;
+pub mod signup;
 pub mod verification;
 
 use anyhow::Context as _;
@@ -63,7 +66,6 @@ pub enum AccountError {
 pub use model::AccountId;
 
 use crate::mail::{self, NewMail, Template};
-use links::LinkKey;
 pub use operator::{ExistingPassword, ensure_account, is_trusted};
 use passwords::DUMMY_HASH;
 pub use passwords::{Password, hash_password, verify_password};
@@ -208,55 +210,25 @@ pub struct SignedIn {
     pub session_epoch: i64,
 }
 
-/// Creates a new account and, in the same transaction, mails a link to
-/// verify its address (in `lang`, the language it registered in).
-pub async fn register(
-    pool: &PgPool,
-    links: &LinkKey,
-    email: &Email,
-    display_name: &DisplayName,
-    password: &Password,
-    lang: Lang,
-) -> Result<AccountId, AccountError> {
-    let hash = hash_password(password).await?;
-    let mut tx = pool.begin().await.context("starting a registration")?;
-    let account = insert_account(&mut tx, email, display_name, &hash, lang, false)
-        .await?
-        .ok_or(AccountError::EmailTaken)?;
-    verification::send_link(
-        &mut tx,
-        links,
-        account,
-        email.as_str(),
-        display_name.as_str(),
-        lang,
-    )
-    .await?;
-    tx.commit().await.context("committing a registration")?;
-    Ok(account)
-}
-
-/// Inserts an account unless the email is taken (then `None`).
-/// `verified`: the operator vouches for the address (bootstrap, demo).
+/// Inserts an account the operator vouches for (bootstrap, demo): its
+/// address verified, in the default language; `None` if the email is
+/// taken. (People's accounts are made by their proved address:
+/// [`signup`].)
 async fn insert_account(
     conn: &mut PgConnection,
     email: &Email,
     display_name: &DisplayName,
     password_hash: &str,
-    lang: Lang,
-    verified: bool,
 ) -> anyhow::Result<Option<AccountId>> {
     let inserted = sqlx::query_scalar!(
-        r#"INSERT INTO accounts (id, email, display_name, password_hash, lang, email_verified_at)
-           VALUES ($1, $2, $3, $4, $5, CASE WHEN $6 THEN now() END)
+        r#"INSERT INTO accounts (id, email, display_name, password_hash, email_verified_at)
+           VALUES ($1, $2, $3, $4, now())
            ON CONFLICT (email) DO NOTHING
            RETURNING id"#,
         Uuid::now_v7(),
         email.as_str(),
         display_name.as_str(),
         password_hash,
-        lang.tag(),
-        verified,
     )
     .fetch_optional(conn)
     .await

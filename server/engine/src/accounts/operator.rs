@@ -5,7 +5,6 @@
 //! decided here, in one place.
 
 use anyhow::Context as _;
-use model::Lang;
 use sqlx::PgPool;
 
 use super::{AccountError, AccountId, DisplayName, Email, Password, hash_password, insert_account};
@@ -50,9 +49,7 @@ pub async fn ensure_account(
 ) -> Result<(AccountId, bool), AccountError> {
     let hash = hash_password(password).await?;
     let mut conn = pool.acquire().await.context("connecting")?;
-    if let Some(id) =
-        insert_account(&mut conn, email, display_name, &hash, Lang::default(), true).await?
-    {
+    if let Some(id) = insert_account(&mut conn, email, display_name, &hash).await? {
         return Ok((id, true));
     }
     let id = match existing {

@@ -1,6 +1,8 @@
-//! Proving an address: the link registration mails (and "send again"),
-//! and moving an account to a new address, which is proved the same way
-//! before the account moves (the old address is told).
+//! Proving an address: the link "send again" mails to an account made
+//! before registration started from the address (an account registered
+//! since is made by its proved address, `super::signup`), and moving an
+//! account to a new address, which is proved the same way before the
+//! account moves (the old address is told).
 //!
 //! A verification link proves only the address it was sent to: if the
 //! account has moved to another address since, the link does nothing.
@@ -85,7 +87,7 @@ pub async fn link_is_open(
 }
 
 /// Queues the verification mail for `account` at `email`, inside the
-/// caller's transaction (registration, "send again").
+/// caller's transaction ("send again").
 pub(super) async fn send_link(
     conn: &mut PgConnection,
     links: &LinkKey,

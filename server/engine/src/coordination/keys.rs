@@ -22,6 +22,9 @@ pub enum ThrottleScope {
     SignInEmailNetwork,
     SignInIp,
     RegisterIp,
+    /// Registrations of one address (each mails it: a mailbox is not
+    /// flooded).
+    RegisterEmail,
     CodeAccount,
     CodeIp,
     CodeShare,
@@ -51,6 +54,7 @@ impl ThrottleScope {
             Self::SignInEmailNetwork => "signin-email-net",
             Self::SignInIp => "signin-ip",
             Self::RegisterIp => "register-ip",
+            Self::RegisterEmail => "register-email",
             Self::CodeAccount => "code-account",
             Self::CodeIp => "code-ip",
             Self::CodeShare => "code-share",

@@ -10,12 +10,13 @@ use crate::{
 impl Outcome for AccountError {
     fn kind(&self) -> ErrorKind {
         match self {
-            // "Taken" stays an input error: the form asks for another email.
             Self::InvalidEmail
             | Self::InvalidPassword
             | Self::InvalidDisplayName
-            | Self::EmailTaken
             | Self::SameEmail => ErrorKind::Invalid,
+            // Only a registration's link meets it (the address got an
+            // account while the link waited): nothing to type differently.
+            Self::EmailTaken => ErrorKind::Conflict,
             Self::InvalidCredentials => ErrorKind::Unauthenticated,
             Self::Disabled => ErrorKind::Forbidden,
             Self::LinkInvalid => ErrorKind::Gone,
@@ -25,12 +26,11 @@ impl Outcome for AccountError {
 
     fn code(&self) -> &'static str {
         match self {
-            // Taken or malformed, the email field needs another value.
             Self::InvalidEmail
             | Self::InvalidPassword
             | Self::InvalidDisplayName
-            | Self::EmailTaken
             | Self::SameEmail => INVALID_INPUT,
+            Self::EmailTaken => "email_taken",
             Self::InvalidCredentials => "invalid_credentials",
             Self::Disabled => "account_disabled",
             Self::LinkInvalid => "link_invalid",
@@ -40,13 +40,15 @@ impl Outcome for AccountError {
 
     fn field(&self) -> Option<&'static str> {
         match self {
-            Self::InvalidEmail | Self::EmailTaken => Some("email"),
+            Self::InvalidEmail => Some("email"),
             Self::SameEmail => Some("new_email"),
             Self::InvalidPassword => Some("password"),
             Self::InvalidDisplayName => Some("display_name"),
-            Self::InvalidCredentials | Self::Disabled | Self::LinkInvalid | Self::Unexpected(_) => {
-                None
-            }
+            Self::EmailTaken
+            | Self::InvalidCredentials
+            | Self::Disabled
+            | Self::LinkInvalid
+            | Self::Unexpected(_) => None,
         }
     }
 

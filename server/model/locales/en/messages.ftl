@@ -503,7 +503,6 @@ we-sent-a-link-to-open = We sent a link to { $email }: open it to move your acco
 we-sent-a-new-link-to = We sent a new link to { $email }.
 webhooks = Webhooks
 welcome-to-the-team = Welcome to the team!
-welcome-your-account-is-ready-we = Welcome, { $display_name }! Your account is ready. We sent a link to { $email }: open it to confirm your address.
 what = What
 what-uses-it-e-g-shop = What uses it, e.g. "shop sync".
 when = When
@@ -693,3 +692,17 @@ logo-saved = Logo saved.
 logo-refused = Logo refused: { $reason }
 questions-about-this-course-write = Questions about this course? Write to { $tenant }:
 questions-write-to-at = Questions? Write to { $tenant } at { $email }.
+
+# Registration starts from an address: the mailed link makes the account.
+we-sent-a-mail-to-open-2 = We sent a mail to { $email }: open the link in it to finish creating your account. Nothing there after a few minutes? Look in the spam folder, or register again.
+enter-your-email-address-we-mail = Enter your email address: we mail you a link to finish your account. Your course codes are bound to this account, so use an address you can always reach.
+email-me-a-link = Email me a link
+finish-creating-your-account = Finish creating your account
+someone-we-hope-you-asked-to-create = Someone, we hope you, asked to create an account with this address. Open the link to choose your name and a password.
+finish-my-account = Finish my account
+the-link-works-once-for-24-3 = The link works once, for 24 hours. If you did not ask for an account, ignore this mail: no account is made.
+you-already-have-an-account = You already have an account
+someone-asked-to-create-an-account = Someone, we hope you, asked to create an account with this address, but it has one already. Sign in with it; if you forgot the password, choose a new one at { $reset_url }.
+choose-your-name-and-a-password = Choose your name and a password for { $email }.
+this-link-has-expired-or-was-register = This link has expired or was already used. Register again to get a new one.
+welcome-your-account-is-ready = Welcome, { $display_name }! Your account is ready.

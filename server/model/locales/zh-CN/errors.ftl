@@ -22,6 +22,7 @@ attempts-password-change-account = 修改密码的尝试
 attempts-password-change-ip = 来自你所在网络的修改密码尝试
 attempts-register-ip = 来自你所在网络的注册
 attempts-reset-email = 这个邮箱的重置密码请求
+attempts-register-email = 这个邮箱的注册请求
 attempts-sign-in-email = 这个账号的登录尝试
 attempts-sign-in-ip = 来自你所在网络的登录尝试
 learner-not-found = 没有这位学员

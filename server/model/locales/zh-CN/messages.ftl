@@ -479,7 +479,6 @@ we-sent-a-link-to-open = 我们已向 { $email } 发送了一封邮件，打开�
 we-sent-a-new-link-to = 新的验证链接已发送到 { $email }。
 webhooks = Webhook
 welcome-to-the-team = 欢迎加入团队！
-welcome-your-account-is-ready-we = 欢迎你，{ $display_name }！账号已创建好。我们已向 { $email } 发送了一封邮件，请打开其中的链接验证邮箱。
 what = 操作
 what-uses-it-e-g-shop = 用途，例如“店铺同步”。
 when = 时间
@@ -669,3 +668,17 @@ logo-saved = 标志已保存。
 logo-refused = 标志未被接受：{ $reason }
 questions-about-this-course-write = 对课程有疑问？请写信给{ $tenant }：
 questions-write-to-at = 有疑问？请写信给{ $tenant }：{ $email }。
+
+# 注册从邮箱地址开始：邮件中的链接创建账号。
+we-sent-a-mail-to-open-2 = 我们已向 { $email } 发送了一封邮件，请打开其中的链接完成注册。几分钟后仍没收到？请查看垃圾邮件，或重新注册。
+enter-your-email-address-we-mail = 输入你的邮箱地址，我们会发给你一个完成注册的链接。兑换码会绑定到这个账号，所以请使用你一直能收到邮件的地址。
+email-me-a-link = 把链接发给我
+finish-creating-your-account = 完成注册
+someone-we-hope-you-asked-to-create = 有人（希望是你）用这个邮箱地址申请注册账号。打开链接，设置你的名字和密码。
+finish-my-account = 完成注册
+the-link-works-once-for-24-3 = 链接只能使用一次，24 小时内有效。如果你没有申请注册，请忽略这封邮件：不会创建任何账号。
+you-already-have-an-account = 你已经有账号了
+someone-asked-to-create-an-account = 有人（希望是你）用这个邮箱地址申请注册账号，但这个地址已经有账号了。请直接登录；如果忘记了密码，可以在 { $reset_url } 设置新密码。
+choose-your-name-and-a-password = 为 { $email } 设置你的名字和密码。
+this-link-has-expired-or-was-register = 这个链接已过期或已被使用。重新注册即可收到新的链接。
+welcome-your-account-is-ready = 欢迎你，{ $display_name }！账号已创建好。

@@ -22,6 +22,7 @@ attempts-password-change-account = 修改密碼的嘗試
 attempts-password-change-ip = 來自你所在網路的修改密碼嘗試
 attempts-register-ip = 來自你所在網路的註冊
 attempts-reset-email = 這個電子郵件的重設密碼請求
+attempts-register-email = 這個電子郵件的註冊請求
 attempts-sign-in-email = 這個帳號的登入嘗試
 attempts-sign-in-ip = 來自你所在網路的登入嘗試
 learner-not-found = 沒有這位學員

@@ -479,7 +479,6 @@ we-sent-a-link-to-open = 我們已向 { $email } 傳送了一封郵件，開啟�
 we-sent-a-new-link-to = 新的驗證連結已傳送到 { $email }。
 webhooks = Webhook
 welcome-to-the-team = 歡迎加入團隊！
-welcome-your-account-is-ready-we = 歡迎你，{ $display_name }！帳號已建立好。我們已向 { $email } 傳送了一封郵件，請開啟其中的連結驗證電子郵件。
 what = 操作
 what-uses-it-e-g-shop = 用途，例如「店鋪同步」。
 when = 時間
@@ -669,3 +668,17 @@ logo-saved = 標誌已儲存。
 logo-refused = 標誌未被接受：{ $reason }
 questions-about-this-course-write = 對課程有疑問？請寫信給{ $tenant }：
 questions-write-to-at = 有疑問？請寫信給{ $tenant }：{ $email }。
+
+# 註冊從電子郵件地址開始：郵件中的連結建立帳號。
+we-sent-a-mail-to-open-2 = 我們已向 { $email } 傳送了一封郵件，請開啟其中的連結完成註冊。幾分鐘後仍沒收到？請查看垃圾郵件，或重新註冊。
+enter-your-email-address-we-mail = 輸入你的電子郵件地址，我們會寄給你一個完成註冊的連結。兌換碼會綁定到這個帳號，所以請使用你一直能收到郵件的地址。
+email-me-a-link = 把連結寄給我
+finish-creating-your-account = 完成註冊
+someone-we-hope-you-asked-to-create = 有人（希望是你）用這個電子郵件地址申請註冊帳號。開啟連結，設定你的名字和密碼。
+finish-my-account = 完成註冊
+the-link-works-once-for-24-3 = 連結只能使用一次，24 小時內有效。如果你沒有申請註冊，請忽略這封郵件：不會建立任何帳號。
+you-already-have-an-account = 你已經有帳號了
+someone-asked-to-create-an-account = 有人（希望是你）用這個電子郵件地址申請註冊帳號，但這個地址已經有帳號了。請直接登入；如果忘記了密碼，可以在 { $reset_url } 設定新密碼。
+choose-your-name-and-a-password = 為 { $email } 設定你的名字和密碼。
+this-link-has-expired-or-was-register = 這個連結已過期或已被使用。重新註冊即可收到新的連結。
+welcome-your-account-is-ready = 歡迎你，{ $display_name }！帳號已建立好。

@@ -1,11 +1,48 @@
-//! The account's own mails: confirming an address, resetting or changing
-//! a password, moving to another address. They carry no tenant's branding.
+//! The account's own mails: registering (the link that makes the account,
+//! or the note that the address has one), confirming an address,
+//! resetting or changing a password, moving to another address. They
+//! carry no tenant's branding.
 
 use app::i18n::Msg;
 
 use super::{Block, Context, Mail};
 
-/// Asks a new account to confirm its address (the link works once, for 24 hours).
+/// Carries the link that makes an account at the address that registered
+/// (once, for 24 hours).
+pub(super) fn sign_up(cx: &Context<'_>) -> Mail {
+    (
+        cx.text(Msg::FinishCreatingYourAccount).to_owned(),
+        vec![
+            cx.greeting(),
+            Block::Para(cx.text(Msg::SomeoneWeHopeYouAskedToCreate).to_owned()),
+            Block::Button(cx.text(Msg::FinishMyAccount).to_owned(), cx.link()),
+            Block::Small(cx.text(Msg::TheLinkWorksOnceFor243).to_owned()),
+        ],
+    )
+}
+
+/// Tells the owner of an address that someone registered it again: it has
+/// an account, which they sign in to (or reset the password of).
+pub(super) fn account_exists(cx: &Context<'_>) -> Mail {
+    (
+        cx.text(Msg::YouAlreadyHaveAnAccount).to_owned(),
+        vec![
+            cx.greeting(),
+            Block::Para(cx.format(
+                Msg::SomeoneAskedToCreateAnAccount,
+                &[("reset_url", &format!("{}/forgot-password", cx.origin))],
+            )),
+            Block::Button(
+                cx.text(Msg::SignIn).to_owned(),
+                format!("{}/login", cx.origin),
+            ),
+            cx.not_you(),
+        ],
+    )
+}
+
+/// Asks an account made before registration started from the address to
+/// confirm it (the link works once, for 24 hours).
 pub(super) fn verify_email(cx: &Context<'_>) -> Mail {
     (
         cx.text(Msg::ConfirmYourEmailAddress).to_owned(),

@@ -133,6 +133,8 @@ pub fn render(template: Template, cx: &Context<'_>) -> Rendered {
         Template::CodeTransferredAway => transfers::code_transferred_away(cx),
         Template::CodeTransferredHere => transfers::code_transferred_here(cx),
         Template::TransferRefused => transfers::transfer_refused(cx),
+        Template::SignUp => accounts::sign_up(cx),
+        Template::AccountExists => accounts::account_exists(cx),
     };
     layout::write(subject, &blocks, cx.lang, cx.brand(template).as_ref())
 }

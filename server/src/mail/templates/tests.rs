@@ -70,6 +70,7 @@ fn every_template_renders_in_both_languages() {
                     | Template::ChangeEmail
                     | Template::Invitation
                     | Template::TransferConfirm
+                    | Template::SignUp
             );
             assert_eq!(
                 mail.text.contains(link),

@@ -24,6 +24,10 @@ pub fn router() -> Router<ServerState> {
         .route("/api/v1/openapi.json", get(schema::openapi_json))
         .route("/api/v1/docs", get(docs::page))
         .route("/api/v1/auth/register", post(auth::register))
+        .route(
+            "/api/v1/auth/register/finish",
+            post(auth::finish_registration),
+        )
         .route("/api/v1/auth/login", post(auth::login))
         .route("/api/v1/auth/logout", post(auth::logout))
         .route(

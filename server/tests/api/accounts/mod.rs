@@ -1,7 +1,7 @@
 //! Accounts: registration, signing in and out, sessions, passwords, the
 //! address's verification and change, resets, the account's language and
-//! the notices it gets by mail. Shared here: the passwords, registering
-//! through the form, who a client is, and following a mailed link.
+//! the notices it gets by mail. Shared here: the passwords, signing up,
+//! who a client is, and following a mailed link.
 
 mod change_of_address;
 mod language;
@@ -17,30 +17,14 @@ mod verification;
 use serde_json::Value;
 
 use crate::support::app::TestApp;
-use crate::support::course::PASSWORD;
 use crate::support::mail::token_of;
 
 const NEW_PASSWORD: &str = "a brand new password";
 
-/// Registers `email` with `client` (signed in afterwards), in English.
+/// Signs `client` up as `email` (signed in afterwards, the address
+/// verified), in English.
 async fn register(app: &TestApp, client: &reqwest::Client, email: &str) {
-    let response = client
-        .post(format!("{}/api/auth/register", app.address))
-        .header("accept-language", "en")
-        .form(&[
-            ("email", email),
-            ("display_name", "Ada"),
-            ("password", PASSWORD),
-            ("password_confirm", PASSWORD),
-        ])
-        .send()
-        .await
-        .expect("register");
-    assert!(
-        response.status().is_success() || response.status().is_redirection(),
-        "{}",
-        response.status()
-    );
+    crate::support::mail::sign_up(app, client, email).await;
 }
 
 /// `whoami` as JSON (`null`: signed out).

@@ -1,20 +1,25 @@
-//! Verifying an address, end to end with a real SMTP server: registration
-//! mails a link that verifies the address once, for a day; an unverified
-//! learner is told to verify and keeps their pending code.
+//! Verifying the address of an account registered before registration
+//! started from the address (such accounts remain), end to end with a real
+//! SMTP server: its link verifies the address once, for a day; an
+//! unverified learner is told to verify and keeps their pending code.
 
 use serde_json::Value;
 use sqlx::PgPool;
 
-use super::{page, path_of, register, use_link, verified, whoami};
+use super::{page, path_of, use_link, verified, whoami};
 use crate::support::app::{new_client, spawn_app_with};
-use crate::support::course::{admin, course, enter_code, error_of, issue, open, state_of};
+use crate::support::course::{
+    PASSWORD, admin, course, enter_code, error_of, issue, open, state_of,
+};
 use crate::support::mail::{MAIL_WAIT, mail_settings, spawn_app_with_mail, token_of};
 
 #[sqlx::test(migrations = "../migrations")]
-async fn registration_mails_a_link_that_verifies_the_address_once(pool: PgPool) {
+async fn a_verification_link_verifies_an_older_accounts_address_once(pool: PgPool) {
     let (app, sink) = spawn_app_with_mail(pool).await;
     let ada = new_client();
-    register(&app, &ada, "ada@example.com").await;
+    app.create_unverified_account("ada@example.com", PASSWORD)
+        .await;
+    app.login_as(&ada, "ada@example.com", PASSWORD).await;
     assert_eq!(whoami(&app, &ada).await["email_verified"], false);
     let mail = sink
         .wait_for("ada@example.com", "Confirm your email", MAIL_WAIT)
@@ -66,7 +71,8 @@ async fn registration_mails_a_link_that_verifies_the_address_once(pool: PgPool) 
 #[sqlx::test(migrations = "../migrations")]
 async fn a_verification_link_works_for_a_day(pool: PgPool) {
     let (app, sink) = spawn_app_with_mail(pool).await;
-    register(&app, &new_client(), "ada@example.com").await;
+    app.create_unverified_account("ada@example.com", PASSWORD)
+        .await;
     let mail = sink
         .wait_for("ada@example.com", "Confirm your email", MAIL_WAIT)
         .await;
@@ -104,7 +110,9 @@ async fn an_unverified_learner_is_told_to_verify_and_keeps_the_pending_code(pool
     let code = issue(&app, &owner, course.share, 1).await.remove(0).1;
 
     let ada = new_client();
-    register(&app, &ada, "ada@example.com").await;
+    app.create_unverified_account("ada@example.com", PASSWORD)
+        .await;
+    app.login_as(&ada, "ada@example.com", PASSWORD).await;
     assert_eq!(
         enter_code(&app, &ada, &course.slug, &code).await.status(),
         200

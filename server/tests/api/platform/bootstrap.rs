@@ -171,19 +171,10 @@ async fn demo_seed_is_idempotent_and_its_credentials_work(pool: PgPool) {
     assert_eq!(admins, 1);
 }
 
-/// Registers `email` as anyone can, from the web: its address unverified.
+/// Registers `email` as anyone could from the web before registration
+/// started from the address: its address unverified.
 async fn self_register(pool: &PgPool, email: &str, password: &str) -> engine::accounts::AccountId {
-    use engine::accounts::{DisplayName, register};
-    register(
-        pool,
-        &crate::support::mail::link_key(),
-        &Email::parse(email).expect("email"),
-        &DisplayName::parse("Someone").expect("name"),
-        &Password::parse(SecretString::from(password.to_owned())).expect("password"),
-        model::Lang::En,
-    )
-    .await
-    .expect("register")
+    crate::support::app::unverified_account(pool, email, password).await
 }
 
 /// Runs `create-tenant` for acme with `owner@acme.example` and `password`.

@@ -18,20 +18,22 @@ async fn passwords_never_appear_in_logs_or_responses(pool: PgPool) {
     let wrong = "Qx7-wrong-Secret-Passw0rd";
     let second = "Kp3-second-Secret-Passw0rd";
     let mut bodies = Vec::new();
+    let token = crate::support::mail::signup_token(&pool, "ada@example.com").await;
     for (path, form) in [
+        ("/api/auth/register", vec![("email", "ada@example.com")]),
         (
-            "/api/auth/register",
+            "/api/auth/register/finish",
             vec![
-                ("email", "ada@example.com"),
+                ("token", "not-a-token"),
                 ("display_name", "Ada"),
                 ("password", first),
                 ("password_confirm", first),
             ],
         ),
         (
-            "/api/auth/register",
+            "/api/auth/register/finish",
             vec![
-                ("email", "bad"),
+                ("token", token.as_str()),
                 ("display_name", "Ada"),
                 ("password", first),
                 ("password_confirm", first),
@@ -84,8 +86,11 @@ async fn passwords_never_appear_in_logs_or_responses(pool: PgPool) {
         "the capture holds the requests' log lines: {logs}"
     );
     assert!(logs.contains("/api/v1/auth/login"), "and the JSON API's");
-    for secret in [first, wrong, second] {
-        assert!(!logs.contains(secret), "a password reached the logs");
+    for secret in [first, wrong, second, token.as_str()] {
+        assert!(
+            !logs.contains(secret),
+            "a password or a link reached the logs"
+        );
         for body in &bodies {
             assert!(
                 !body.contains(secret),
@@ -108,10 +113,11 @@ async fn the_request_span_names_the_signed_in_learner_on_both_doors(pool: PgPool
     let server = LoggedServer::start(&pool).await;
     let address = server.address.clone();
     let client = new_client();
+    let token = crate::support::mail::signup_token(&pool, "lin@example.com").await;
     let me: serde_json::Value = client
-        .post(format!("{address}/api/v1/auth/register"))
+        .post(format!("{address}/api/v1/auth/register/finish"))
         .json(&serde_json::json!({
-            "email": "lin@example.com",
+            "token": token,
             "password": "a long enough password",
             "display_name": "Lin",
         }))

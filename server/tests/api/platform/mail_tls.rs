@@ -49,7 +49,7 @@ async fn starttls_with_a_private_ca_sends_and_signs_in_inside_tls(pool: PgPool) 
     let ca_file = ca.pem_file();
     let app = spawn_app_with(pool, settings(&sink, Some(ca_file.path()))).await;
     register(&app, "ada@example.com", "en").await;
-    let mail = sink.wait_for("ada@example.com", "Confirm", MAIL_WAIT).await;
+    let mail = sink.wait_for("ada@example.com", "Finish", MAIL_WAIT).await;
     assert!(mail.over_tls, "the mail came over plain text");
     // The sink refuses AUTH before STARTTLS (530): a mail delivered signed
     // in was signed in inside TLS.
@@ -65,7 +65,7 @@ async fn implicit_tls_with_a_private_ca_sends_inside_tls(pool: PgPool) {
     let ca_file = ca.pem_file();
     let app = spawn_app_with(pool, settings(&sink, Some(ca_file.path()))).await;
     register(&app, "ada@example.com", "en").await;
-    let mail = sink.wait_for("ada@example.com", "Confirm", MAIL_WAIT).await;
+    let mail = sink.wait_for("ada@example.com", "Finish", MAIL_WAIT).await;
     assert!(mail.over_tls);
     assert_eq!(mail.auth_user.as_deref(), Some(USER));
 }
@@ -108,7 +108,7 @@ async fn a_certificate_of_a_ca_not_trusted_is_refused_and_the_mail_kept(pool: Pg
         // The operator fixes the CA file: the kept mail goes out.
         let right = theirs.pem_file();
         let app = spawn_app_with(pool.clone(), settings(&sink, Some(right.path()))).await;
-        let mail = sink.wait_for(&email, "Confirm", MAIL_WAIT).await;
+        let mail = sink.wait_for(&email, "Finish", MAIL_WAIT).await;
         assert!(mail.over_tls);
         drop(app);
     }

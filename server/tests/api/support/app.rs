@@ -163,24 +163,26 @@ impl TestApp {
         account
     }
 
-    /// Creates an account as registration does: its address not verified
-    /// yet (and its verification mail queued).
+    /// Creates an account as registration made them before it started
+    /// from the address: its address not verified (and its verification
+    /// mail queued, as "send again" queues it). Registration makes no such
+    /// account any more, but the accounts it made remain.
     pub async fn create_unverified_account(
         &self,
         email: &str,
         password: &str,
     ) -> engine::accounts::AccountId {
-        use engine::accounts::{DisplayName, Email, Password, register};
-        register(
+        let account = unverified_account(&self.pool, email, password).await;
+        let resent = engine::accounts::verification::resend(
             &self.pool,
             &link_key(),
-            &Email::parse(email).expect("email"),
-            &DisplayName::parse("Test User").expect("name"),
-            &Password::parse(SecretString::from(password.to_owned())).expect("password"),
+            account,
             model::Lang::En,
         )
         .await
-        .expect("register")
+        .expect("a verification mail");
+        assert_eq!(resent, engine::accounts::verification::Resent::Sent);
+        account
     }
 
     /// Signs `client` in through the HTTP API; panics unless it worked.
@@ -209,6 +211,32 @@ impl TestApp {
             .and_then(|e| e.as_str())
             .map(str::to_owned)
     }
+}
+
+/// An account whose address was never proved, as registration made them
+/// before it started from the address (named "Someone"); no mail.
+pub async fn unverified_account(
+    pool: &PgPool,
+    email: &str,
+    password: &str,
+) -> engine::accounts::AccountId {
+    use engine::accounts::{DisplayName, Email, ExistingPassword, Password, ensure_account};
+    let (account, created) = ensure_account(
+        pool,
+        &Email::parse(email).expect("email"),
+        &DisplayName::parse("Someone").expect("name"),
+        &Password::parse(SecretString::from(password.to_owned())).expect("password"),
+        ExistingPassword::Keep,
+    )
+    .await
+    .expect("account");
+    assert!(created, "{email} is new");
+    sqlx::query("UPDATE accounts SET email_verified_at = NULL WHERE id = $1")
+        .bind(account.0)
+        .execute(pool)
+        .await
+        .expect("unverify");
+    account
 }
 
 /// The Redis URL of the machine's server (CI and developer machines run

@@ -64,19 +64,101 @@ pub async fn wait_until(pool: &PgPool, query: &str) -> String {
 /// The password [`register`] signs up with.
 pub const PASSWORD: &str = "correct horse battery";
 
-/// Registers `email` (display name Ada) through the page's server
-/// function, in `lang`.
+/// Registers `email` through the page's server function, in `lang`: the
+/// address is mailed a link to finish an account (or, if it has one, a
+/// note to its owner). The mail is queued after the answer, in a task of
+/// its own: an accepted registration returns once it is queued.
 pub async fn register(app: &TestApp, email: &str, lang: &str) -> reqwest::Response {
-    new_client()
+    let queued = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM mail_outbox WHERE to_address = $1")
+            .bind(email.trim().to_lowercase())
+            .fetch_one(&app.pool)
+            .await
+            .expect("count the outbox")
+    };
+    let before = queued().await;
+    let response = new_client()
         .post(format!("{}/api/auth/register", app.address))
         .header("accept-language", lang)
+        .form(&[("email", email)])
+        .send()
+        .await
+        .expect("register");
+    if response.status().as_u16() < 400 {
+        let deadline = tokio::time::Instant::now() + MAIL_WAIT;
+        while queued().await == before {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no mail queued for {email}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    response
+}
+
+/// The secret of a signup link for `email` (an address without an
+/// account), made as registration makes one, without reading a mail.
+pub async fn signup_token(pool: &PgPool, email: &str) -> String {
+    use engine::accounts::{Email, links::LinkPurpose, signup};
+    use secrecy::ExposeSecret as _;
+    let requested = signup::request(
+        pool,
+        &link_key(),
+        &Email::parse(email).expect("email"),
+        model::Lang::En,
+        None,
+    )
+    .await
+    .expect("a registration");
+    assert_eq!(
+        requested,
+        signup::Requested::LinkSent,
+        "{email} has no account"
+    );
+    let id: uuid::Uuid = sqlx::query_scalar(
+        "SELECT id FROM signup_links WHERE email = $1 ORDER BY created_at DESC LIMIT 1",
+    )
+    .bind(email)
+    .fetch_one(pool)
+    .await
+    .expect("the link");
+    link_key()
+        .token(LinkPurpose::SignUp, id)
+        .expose_secret()
+        .to_owned()
+}
+
+/// Finishes a registration with `token` as the link's form does, as
+/// `client` (display name Ada, [`PASSWORD`]).
+pub async fn finish_registration(
+    app: &TestApp,
+    client: &reqwest::Client,
+    token: &str,
+) -> reqwest::Response {
+    client
+        .post(format!("{}/api/auth/register/finish", app.address))
+        .header("accept-language", "en")
         .form(&[
-            ("email", email),
+            ("token", token),
             ("display_name", "Ada"),
             ("password", PASSWORD),
             ("password_confirm", PASSWORD),
         ])
         .send()
         .await
-        .expect("register")
+        .expect("finish a registration")
+}
+
+/// Signs `client` up as `email`, an address without an account, the way a
+/// person does minus the mailbox: a signup link, then its form. Signed in
+/// afterwards, the address verified.
+pub async fn sign_up(app: &TestApp, client: &reqwest::Client, email: &str) {
+    let token = signup_token(&app.pool, email).await;
+    let response = finish_registration(app, client, &token).await;
+    assert!(
+        response.status().is_success() || response.status().is_redirection(),
+        "{}",
+        response.status()
+    );
 }

@@ -109,6 +109,7 @@ impl Modify for Security {
     ),
     paths(
         crate::routes::api::auth::register,
+        crate::routes::api::auth::finish_registration,
         crate::routes::api::auth::login,
         crate::routes::api::auth::logout,
         crate::routes::api::console::shares::list_shares,
