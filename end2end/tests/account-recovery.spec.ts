@@ -49,6 +49,8 @@ for (const [locale, w] of Object.entries(WORDS)) {
     test.use({ locale });
 
     test("forgot password: reset from the mail, sign in, still hold the course", async ({ browser }, testInfo) => {
+      // Three mailbox round trips: the registration, the reset, the notice.
+      test.setTimeout(60_000);
       const course = await createCourse(await adminApi());
       // The learner holds the course on one device.
       const phone = await browser.newContext({ locale });
