@@ -18,6 +18,13 @@ impl Settings {
                 message: "must be above 0".into(),
             });
         }
+        use secrecy::ExposeSecret as _;
+        engine::db::parse_url(self.database.url.expose_secret()).map_err(|e| {
+            ConfigError::Invalid {
+                key: "database.url",
+                message: e.to_string(),
+            }
+        })?;
         if self.database.max_connections == 0 {
             return Err(ConfigError::Invalid {
                 key: "database.max_connections",
@@ -168,6 +175,18 @@ mod tests {
     #[test]
     fn development_defaults_are_valid() {
         Settings::default().validate().expect("defaults validate");
+    }
+
+    #[test]
+    fn a_database_url_the_driver_would_half_ignore_is_refused() {
+        let mut s = Settings::default();
+        s.database.url = "postgres://app:pw@db/admitone?target_session_attrs=read-write"
+            .to_owned()
+            .into();
+        let error = s.validate().expect_err("ignored parameter").to_string();
+        assert!(error.contains("database.url"), "{error}");
+        assert!(error.contains("target_session_attrs"), "{error}");
+        assert!(!error.contains("pw@"), "{error}");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 mod assets;
 mod authorisation;
 mod bootstrap;
+mod database_url;
 mod fairness;
 mod headers;
 mod health;

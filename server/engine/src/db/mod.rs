@@ -5,8 +5,11 @@
 //! transaction must release its locks quickly, and the Redis reservation TTL
 //! is derived from the same transaction bound.
 
+mod address;
+
 use std::time::Duration;
 
+pub use address::{DatabaseUrlError, parse as parse_url};
 use anyhow::Context as _;
 /// The PostgreSQL pool adapters hold and pass back in: the one sqlx type
 /// outside the engine, re-exported so nothing else depends on sqlx.
@@ -68,7 +71,7 @@ fn with_timeouts(connect: PgConnectOptions, options: &DbOptions) -> PgConnectOpt
 /// A pool that connects lazily: the server starts (and `/readyz` reports the
 /// database as down) even when PostgreSQL is not reachable yet.
 pub fn connect_lazy(url: &str, options: &DbOptions) -> anyhow::Result<PgPool> {
-    let connect: PgConnectOptions = url.parse().context("parsing the database URL")?;
+    let connect = parse_url(url).context("database.url")?;
     Ok(pool_with_timeouts(connect, options))
 }
 
@@ -125,6 +128,7 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations"
 /// migration.
 pub async fn migrate(url: &str) -> anyhow::Result<()> {
     use sqlx::migrate::MigrateDatabase as _;
+    parse_url(url).context("database.url")?;
     if !sqlx::Postgres::database_exists(url)
         .await
         .context("checking whether the database exists")?
@@ -134,7 +138,7 @@ pub async fn migrate(url: &str) -> anyhow::Result<()> {
             .context("creating the database")?;
         tracing::info!("created database");
     }
-    let connect: PgConnectOptions = url.parse().context("parsing the database URL")?;
+    let connect = parse_url(url).context("database.url")?;
     let pool = PgPoolOptions::new()
         .max_connections(1)
         .connect_with(connect)
