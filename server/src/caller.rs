@@ -105,6 +105,27 @@ impl Caller {
         }
     }
 
+    /// The tenants among which an id in a path is looked up: a token's
+    /// one, or those the signed-in account is a member of (none for
+    /// nobody). So a look-up by id alone stays inside tenants the caller
+    /// could act on, and never leads into another tenant's rows
+    /// (docs/design/tenancy.md).
+    pub(crate) async fn tenants(&self, state: &ServerState) -> Result<Vec<TenantId>, ApiError> {
+        match self {
+            Self::Token(token) => Ok(vec![token.tenant]),
+            Self::Session(session) => {
+                match service::session::principal_of(&state.services, session).await? {
+                    Some(principal) => Ok(engine::tenants::tenant_ids_of(
+                        &state.services.pool,
+                        principal.id,
+                    )
+                    .await?),
+                    None => Ok(Vec::new()),
+                }
+            }
+        }
+    }
+
     /// 401 for nobody, else 403: what an unknown object answers, so ids
     /// cannot be probed.
     pub(crate) async fn refuse(&self, state: &ServerState) -> ApiError {
@@ -142,7 +163,9 @@ pub(crate) async fn member_of_share(
     share_id: &str,
     permission: Permission,
 ) -> Result<(Share, Principal), ApiError> {
-    let share = engine::shares::get(&state.services.pool, ShareId(parse_id(share_id)?)).await?;
+    let id = ShareId(parse_id(share_id)?);
+    let among = caller.tenants(state).await?;
+    let share = engine::shares::get_among(&state.services.pool, &among, id).await?;
     // Authorise before revealing whether the share exists.
     let Some(share) = share else {
         return Err(caller.refuse(state).await);
@@ -159,8 +182,9 @@ pub(crate) async fn member_of_code(
     code_id: &str,
 ) -> Result<(TenantId, Uuid, Principal), ApiError> {
     let code = parse_id(code_id)?;
+    let among = caller.tenants(state).await?;
     let Some((tenant, _share)) =
-        engine::code_table::share_of_code(&state.services.pool, code).await?
+        engine::code_table::share_of_code(&state.services.pool, &among, code).await?
     else {
         return Err(caller.refuse(state).await);
     };

@@ -298,3 +298,32 @@ fn the_checks_read_what_they_claim() {
     assert!(!root().join("server/src/x.rs").exists());
     assert_eq!(slug("JSON API (`/api/v1`)"), "json-api-apiv1");
 }
+
+/// The tenancy document's allowlist is the code's: every unique key that
+/// `engine::db::tenant_keys::ALLOWED` lets off the tenant-led rule is
+/// named in the table under "The rule", and nothing else is.
+#[test]
+fn the_tenancy_allowlist_is_the_one_the_check_uses() {
+    let doc = fs::read_to_string(root().join("docs/design/tenancy.md")).expect("tenancy.md");
+    let section = doc
+        .split("## The rule")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("a section \"The rule\"");
+    let table: Vec<&str> = section
+        .lines()
+        .filter(|line| line.starts_with("| `"))
+        .collect();
+    let mut named: Vec<String> = table
+        .iter()
+        .filter_map(|row| row.split('|').nth(1))
+        .flat_map(|cell| cell.split('`').skip(1).step_by(2).map(str::to_owned))
+        .collect();
+    named.sort();
+    let mut allowed: Vec<String> = engine::db::tenant_keys::ALLOWED
+        .iter()
+        .map(|(name, _)| (*name).to_owned())
+        .collect();
+    allowed.sort();
+    assert_eq!(named, allowed);
+}

@@ -209,7 +209,7 @@ async fn member_code(
     let state = crate::state::services()?;
     let tenant = engine::tenants::TenantId(tenant_id);
     let admin = crate::auth::guard::require_member(tenant, permission).await?;
-    match engine::code_table::share_of_code(&state.pool, code_id)
+    match engine::code_table::share_of_code(&state.pool, &[tenant], code_id)
         .await
         .map_err(support::internal)?
     {

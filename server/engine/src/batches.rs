@@ -364,10 +364,13 @@ pub async fn set_batch_expiry(
 /// The tenant and share of a batch, if it exists.
 pub async fn owner_of_batch(
     pool: &PgPool,
+    among: &[TenantId],
     batch: Uuid,
 ) -> anyhow::Result<Option<(TenantId, ShareId)>> {
+    let among: Vec<Uuid> = among.iter().map(|t| t.0).collect();
     let row = sqlx::query!(
-        "SELECT tenant_id, share_id FROM code_batches WHERE id = $1",
+        "SELECT tenant_id, share_id FROM code_batches WHERE tenant_id = ANY($1) AND id = $2",
+        &among,
         batch
     )
     .fetch_optional(pool)

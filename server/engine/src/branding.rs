@@ -407,7 +407,9 @@ pub async fn remove_logo(
 /// A logo's bytes and format, if `logo` is some tenant's current one.
 pub async fn logo(pool: &PgPool, logo: Uuid) -> anyhow::Result<Option<(LogoType, Vec<u8>)>> {
     let row = sqlx::query!(
-        "SELECT content_type, bytes FROM tenant_logos WHERE id = $1",
+        "SELECT l.content_type, l.bytes
+         FROM directory.logos d JOIN tenant_logos l ON l.tenant_id = d.tenant_id AND l.id = d.id
+         WHERE d.id = $1",
         logo,
     )
     .fetch_optional(pool)

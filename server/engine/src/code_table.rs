@@ -279,13 +279,18 @@ pub async fn find_code(
     Ok(row.map(|r| (ShareId(r.share_id), r.id)))
 }
 
-/// The share a code belongs to (for authorising by code id).
+/// The tenant and share of a code, looked up only among the tenants
+/// `among` (those the caller names or belongs to): a code id never leads
+/// into another tenant's rows (docs/design/tenancy.md).
 pub async fn share_of_code(
     pool: &PgPool,
+    among: &[TenantId],
     code: Uuid,
 ) -> anyhow::Result<Option<(TenantId, ShareId)>> {
+    let among: Vec<Uuid> = among.iter().map(|t| t.0).collect();
     let row = sqlx::query!(
-        "SELECT tenant_id, share_id FROM auth_codes WHERE id = $1",
+        "SELECT tenant_id, share_id FROM auth_codes WHERE tenant_id = ANY($1) AND id = $2",
+        &among,
         code
     )
     .fetch_optional(pool)

@@ -97,13 +97,14 @@ pub async fn live(
                     WHERE g.tenant_id = s.tenant_id AND g.share_id = s.id AND g.principal_id = $3
                       AND g.resource_id = r.id AND g.code_id = c.id AND g.expires_at > now())
                     AS "expires_at?"
-           FROM shares s
+           FROM directory.share_links d
+           JOIN shares s ON s.tenant_id = d.tenant_id AND s.slug = d.slug
            LEFT JOIN resources r
                   ON r.tenant_id = s.tenant_id AND r.share_id = s.id AND r.id = $2 AND r.deleted_at IS NULL
            LEFT JOIN accounts a ON a.id = $3
            LEFT JOIN auth_codes c
                   ON c.tenant_id = s.tenant_id AND c.share_id = s.id AND c.bound_principal = $3
-           WHERE s.slug = $1"#,
+           WHERE d.slug = $1"#,
         slug,
         resource,
         principal.0,

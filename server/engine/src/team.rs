@@ -235,10 +235,11 @@ pub async fn preview(
     let row = sqlx::query!(
         r#"SELECT i.tenant_id, t.name AS tenant_name, i.email, i.role AS "role: Role",
                   a.display_name AS invited_by
-           FROM tenant_invitations i
+           FROM directory.secrets d
+           JOIN tenant_invitations i ON i.tenant_id = d.tenant_id AND i.digest = d.digest
            JOIN tenants t ON t.id = i.tenant_id
            JOIN accounts a ON a.id = i.invited_by
-           WHERE i.digest = $1 AND i.accepted_at IS NULL AND i.revoked_at IS NULL
+           WHERE d.digest = $1 AND d.kind = 'invitation' AND i.accepted_at IS NULL AND i.revoked_at IS NULL
              AND i.expires_at > now()"#,
         token.digest(),
     )
@@ -264,9 +265,12 @@ pub async fn accept(
 ) -> Result<(TenantId, Role), TeamError> {
     let mut tx = pool.begin().await.context("starting an acceptance")?;
     let invitation = sqlx::query!(
-        r#"SELECT tenant_id, id, email, role AS "role: Role" FROM tenant_invitations
-           WHERE digest = $1 AND accepted_at IS NULL AND revoked_at IS NULL AND expires_at > now()
-           FOR UPDATE"#,
+        r#"SELECT i.tenant_id, i.id, i.email, i.role AS "role: Role"
+           FROM directory.secrets d
+           JOIN tenant_invitations i ON i.tenant_id = d.tenant_id AND i.digest = d.digest
+           WHERE d.digest = $1 AND d.kind = 'invitation'
+             AND i.accepted_at IS NULL AND i.revoked_at IS NULL AND i.expires_at > now()
+           FOR UPDATE OF i"#,
         token.digest(),
     )
     .fetch_optional(&mut *tx)

@@ -253,6 +253,18 @@ pub async fn find_by_slug(pool: &PgPool, slug: &TenantSlug) -> anyhow::Result<Op
     Ok(id.map(TenantId))
 }
 
+/// The tenants `account` is a member of (any role).
+pub async fn tenant_ids_of(pool: &PgPool, account: AccountId) -> anyhow::Result<Vec<TenantId>> {
+    let ids = sqlx::query_scalar!(
+        "SELECT tenant_id FROM tenant_members WHERE account_id = $1",
+        account.0,
+    )
+    .fetch_all(pool)
+    .await
+    .context("listing an account's tenants")?;
+    Ok(ids.into_iter().map(TenantId).collect())
+}
+
 /// `account`'s role in `tenant`, if it is a member.
 pub async fn role_of(
     pool: &PgPool,

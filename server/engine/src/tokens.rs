@@ -338,10 +338,11 @@ pub async fn authenticate(
     let row = sqlx::query!(
         r#"SELECT t.tenant_id, t.id, t.scopes, t.last_used_at, t.expires_at, a.id AS account, a.email, a.display_name,
                   a.email_verified_at IS NOT NULL AS "verified!", m.role AS "role: Role"
-           FROM api_tokens t
+           FROM directory.secrets d
+           JOIN api_tokens t ON t.tenant_id = d.tenant_id AND t.digest = d.digest
            JOIN accounts a ON a.id = t.created_by AND a.disabled_at IS NULL
            JOIN tenant_members m ON m.tenant_id = t.tenant_id AND m.account_id = a.id
-           WHERE t.digest = $1 AND t.revoked_at IS NULL
+           WHERE d.digest = $1 AND d.kind = 'api_token' AND t.revoked_at IS NULL
              AND (t.expires_at IS NULL OR t.expires_at > now())"#,
         digest(token),
     )

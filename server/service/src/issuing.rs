@@ -273,7 +273,7 @@ pub async fn replace_for_handover(
 ) -> Result<Replacement, ServiceError> {
     // A code of another tenant does not exist for this admin (the engine's
     // replace filters by tenant too; this use case does not lean on it).
-    let share = match code_table::share_of_code(&services.pool, code_id).await? {
+    let share = match code_table::share_of_code(&services.pool, &[tenant], code_id).await? {
         Some((owner, share)) if owner == tenant => share,
         _ => return Err(ServiceError::NotFound),
     };

@@ -6,6 +6,7 @@
 //! is derived from the same transaction bound.
 
 mod address;
+pub mod tenant_keys;
 
 use std::time::Duration;
 

@@ -75,6 +75,7 @@ pub async fn import_codes(
     find_share(&mut tx, tenant, request.share).await?;
     skip_stored_elsewhere(
         &mut tx,
+        tenant,
         keyring,
         &accepted,
         &older,
@@ -178,9 +179,11 @@ async fn find_share(
 }
 
 /// Leaves out (as `already_exists`) the rows whose code is stored already
-/// under one of its `older` digests: an older key or its other reading.
+/// under one of its `older` digests (an older key or its other reading) in
+/// this tenant.
 async fn skip_stored_elsewhere(
     tx: &mut PgConnection,
+    tenant: TenantId,
     keyring: &Keyring,
     accepted: &[(u32, Read)],
     older: &[Vec<u8>],
@@ -191,7 +194,8 @@ async fn skip_stored_elsewhere(
         Default::default()
     } else {
         sqlx::query_scalar!(
-            "SELECT digest FROM auth_codes WHERE digest = ANY($1)",
+            "SELECT digest FROM auth_codes WHERE tenant_id = $1 AND digest = ANY($2)",
+            tenant.0,
             older
         )
         .fetch_all(&mut *tx)
@@ -273,7 +277,10 @@ async fn insert_codes(
             "INSERT INTO auth_codes (tenant_id, id, share_id, batch_id, digest, key_version, hint)
              SELECT $1, id, $2, $3, digest, version, hint
              FROM UNNEST($4::uuid[], $5::bytea[], $6::smallint[], $7::text[]) AS c(id, digest, version, hint)
-             ON CONFLICT (digest) DO NOTHING
+             -- Any unique key: (tenant_id, digest), and the global
+             -- `auth_codes_digest` until the release after the directory's
+             -- drops it (20261213000001_tenant_directory.sql).
+             ON CONFLICT DO NOTHING
              RETURNING id",
             batch.tenant.0,
             batch.share.0,

@@ -238,13 +238,14 @@ pub async fn validate(
     let found = sqlx::query!(
         r#"SELECT id, tenant_id, share_id, bound_principal, revoked_at IS NOT NULL AS "revoked!",
                   coalesce(code_expires_at(tenant_id, batch_id, expires_at) <= now(), false) AS "expired!"
-           FROM auth_codes WHERE digest = ANY($1)
+           FROM auth_codes WHERE tenant_id = $3 AND digest = ANY($1)
            -- Text that reads two ways (ours, and an imported code) finds
            -- this share's code first, and a bound one before an unbound
            -- one (imports refuse such twins; this is the backstop).
            ORDER BY share_id = $2 DESC, bound_principal IS NOT NULL DESC, id LIMIT 1"#,
         &candidates,
         share.id.0,
+        share.tenant_id.0,
     )
     .fetch_optional(pool)
     .await

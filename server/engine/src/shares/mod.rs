@@ -159,7 +159,10 @@ pub async fn create_share(
         r#"INSERT INTO shares (tenant_id, id, slug, title, description, status, valid_from, valid_until,
                                per_learner_limit, quota, created_by, access_days)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-           ON CONFLICT (slug) DO NOTHING
+           -- Any unique key: the link within the tenant (and the global
+           -- one until the release after the directory's drops it); a
+           -- link another tenant holds fails in the directory's trigger.
+           ON CONFLICT DO NOTHING
            RETURNING tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
                      status AS "status: ShareStatus", valid_from, valid_until,
                      per_learner_limit, quota, access_days, foreign_codes,
@@ -179,9 +182,18 @@ pub async fn create_share(
         new.access_days,
     )
     .fetch_optional(&mut *tx)
-    .await
-    .context("inserting a share")?
-    .ok_or(ShareError::SlugTaken)?;
+    .await;
+    let share = match share {
+        Ok(Some(share)) => share,
+        Ok(None) => return Err(ShareError::SlugTaken),
+        Err(e)
+            if e.as_database_error()
+                .is_some_and(|d| d.constraint() == Some("share_links_pkey")) =>
+        {
+            return Err(ShareError::SlugTaken);
+        }
+        Err(e) => return Err(anyhow::Error::new(e).context("inserting a share").into()),
+    };
     if share.quota.is_some() {
         rebalance_quota(&mut tx, tenant, share.id, share.quota).await?;
     }
@@ -377,16 +389,19 @@ async fn rebalance_quota(
     .context("setting a share's quota slots")
 }
 
-/// The share behind a public link.
+/// The share behind a public link: the directory names its tenant
+/// (`directory.share_links`), then the tenant's row.
 pub async fn find_by_slug(pool: &PgPool, slug: &str) -> anyhow::Result<Option<Share>> {
     sqlx::query_as!(
         Share,
-        r#"SELECT tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
-                     status AS "status: ShareStatus", valid_from, valid_until,
-                  per_learner_limit, quota, access_days, foreign_codes,
+        r#"SELECT s.tenant_id AS "tenant_id: TenantId", s.id AS "id: ShareId", s.slug, s.title,
+                  s.description, s.status AS "status: ShareStatus", s.valid_from, s.valid_until,
+                  s.per_learner_limit, s.quota, s.access_days, s.foreign_codes,
                   (SELECT coalesce(sum(q.used), 0)::integer FROM share_quota_slots q
-                   WHERE q.tenant_id = shares.tenant_id AND q.share_id = shares.id) AS "quota_used!"
-           FROM shares WHERE slug = $1"#,
+                   WHERE q.tenant_id = s.tenant_id AND q.share_id = s.id) AS "quota_used!"
+           FROM directory.share_links d
+           JOIN shares s ON s.tenant_id = d.tenant_id AND s.slug = d.slug
+           WHERE d.slug = $1"#,
         slug,
     )
     .fetch_optional(pool)
@@ -394,8 +409,15 @@ pub async fn find_by_slug(pool: &PgPool, slug: &str) -> anyhow::Result<Option<Sh
     .context("reading a share by slug")
 }
 
-/// A share by id (any tenant: callers authorise against `tenant_id`).
-pub async fn get(pool: &PgPool, share: ShareId) -> anyhow::Result<Option<Share>> {
+/// A share by id, looked up only among the tenants `among` (those the
+/// caller names or belongs to; callers then authorise against its
+/// `tenant_id`): an id never leads into another tenant's rows.
+pub async fn get_among(
+    pool: &PgPool,
+    among: &[TenantId],
+    share: ShareId,
+) -> anyhow::Result<Option<Share>> {
+    let among: Vec<Uuid> = among.iter().map(|t| t.0).collect();
     sqlx::query_as!(
         Share,
         r#"SELECT tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
@@ -403,7 +425,8 @@ pub async fn get(pool: &PgPool, share: ShareId) -> anyhow::Result<Option<Share>>
                   per_learner_limit, quota, access_days, foreign_codes,
                   (SELECT coalesce(sum(q.used), 0)::integer FROM share_quota_slots q
                    WHERE q.tenant_id = shares.tenant_id AND q.share_id = shares.id) AS "quota_used!"
-           FROM shares WHERE id = $1"#,
+           FROM shares WHERE tenant_id = ANY($1) AND id = $2"#,
+        &among,
         share.0,
     )
     .fetch_optional(pool)

@@ -256,11 +256,12 @@ pub struct TransferPreview {
 pub async fn preview(pool: &PgPool, token: &LinkToken) -> anyhow::Result<Option<TransferPreview>> {
     let row = sqlx::query!(
         r#"SELECT s.title, s.slug, t.name AS tenant_name, f.email AS from_email, r.to_email
-           FROM transfer_requests r
+           FROM directory.secrets d
+           JOIN transfer_requests r ON r.tenant_id = d.tenant_id AND r.digest = d.digest
            JOIN shares s ON s.tenant_id = r.tenant_id AND s.id = r.share_id
            JOIN tenants t ON t.id = r.tenant_id
            JOIN accounts f ON f.id = r.from_account
-           WHERE r.digest = $1 AND r.status = 'awaiting_target' AND r.link_expires_at > now()"#,
+           WHERE d.digest = $1 AND d.kind = 'transfer' AND r.status = 'awaiting_target' AND r.link_expires_at > now()"#,
         token.digest(),
     )
     .fetch_optional(pool)
@@ -285,9 +286,12 @@ pub async fn confirm(
 ) -> Result<Transfer, TransferError> {
     let mut tx = pool.begin().await.context("starting a confirmation")?;
     let request = sqlx::query!(
-        "SELECT tenant_id, id, share_id, from_account, to_email FROM transfer_requests
-         WHERE digest = $1 AND status = 'awaiting_target' AND link_expires_at > now()
-         FOR UPDATE",
+        "SELECT r.tenant_id, r.id, r.share_id, r.from_account, r.to_email
+         FROM directory.secrets d
+         JOIN transfer_requests r ON r.tenant_id = d.tenant_id AND r.digest = d.digest
+         WHERE d.digest = $1 AND d.kind = 'transfer'
+           AND r.status = 'awaiting_target' AND r.link_expires_at > now()
+         FOR UPDATE OF r",
         token.digest(),
     )
     .fetch_optional(&mut *tx)

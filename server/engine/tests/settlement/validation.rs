@@ -58,13 +58,14 @@ async fn a_code_of_another_share_is_refused_even_in_the_same_tenant(pool: PgPool
         matches!(answer, Err(SettlementError::WrongShare)),
         "{answer:?}"
     );
-    // A share of another tenant with the same share id is not this share
-    // either: the tenant is checked too.
+    // On a share of another tenant (even one with the same share id) the
+    // code is looked up in that tenant only, and is not there: "not
+    // valid", which tells nobody that some other tenant has it.
     let mut elsewhere = world.share.clone();
     elsewhere.tenant_id = engine::tenants::TenantId(uuid::Uuid::now_v7());
     let answer = validate(&world, &elsewhere, ann, &world.codes[0].1).await;
     assert!(
-        matches!(answer, Err(SettlementError::WrongShare)),
+        matches!(answer, Err(SettlementError::InvalidCode)),
         "{answer:?}"
     );
     world.assert_untouched("refusals bind nothing").await;
@@ -161,7 +162,7 @@ async fn a_share_that_is_not_open_refuses_every_code(pool: PgPool) {
     )
     .await
     .expect("pause");
-    let paused = shares::get(&world.pool, world.share.id)
+    let paused = shares::get_in(&world.pool, world.tenant, world.share.id)
         .await
         .expect("read")
         .expect("share");

@@ -64,7 +64,8 @@ async fn batch_of(
 > {
     let batch = parse_id(batch_id)?;
     let pool = &state.services.pool;
-    let Some((tenant, _share)) = engine::batches::owner_of_batch(pool, batch).await? else {
+    let among = caller.tenants(state).await?;
+    let Some((tenant, _share)) = engine::batches::owner_of_batch(pool, &among, batch).await? else {
         return Err(caller.refuse(state).await);
     };
     let admin = caller.member_of(state, tenant, permission).await?;
@@ -180,9 +181,10 @@ pub async fn codes_csv(
     let id = parse_id(&batch_id)?;
     let pool = &state.services.pool;
     // A batch, or a replacement code's own handover (named by the code).
-    let owner = match engine::batches::owner_of_batch(pool, id).await? {
+    let among = caller.tenants(&state).await?;
+    let owner = match engine::batches::owner_of_batch(pool, &among, id).await? {
         Some(owner) => Some(owner),
-        None => engine::code_table::share_of_code(pool, id).await?,
+        None => engine::code_table::share_of_code(pool, &among, id).await?,
     };
     let Some((tenant, share)) = owner else {
         return Err(caller.refuse(&state).await);
@@ -216,7 +218,9 @@ pub async fn revoke_unused(
     let batch = parse_id(&batch_id)?;
     let pool = &state.services.pool;
     // Authorise before revealing whether the batch exists.
-    let Some((tenant, _share)) = engine::batches::owner_of_batch(pool, batch).await? else {
+    let Some((tenant, _share)) =
+        engine::batches::owner_of_batch(pool, &caller.tenants(&state).await?, batch).await?
+    else {
         return Err(caller.refuse(&state).await);
     };
     let admin = caller

@@ -207,7 +207,10 @@ pub async fn get_code(
     Path(code_id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
     let code = parse_id(&code_id)?;
-    let Some((tenant, share)) = code_table::share_of_code(&state.services.pool, code).await? else {
+    let among = caller.tenants(&state).await?;
+    let Some((tenant, share)) =
+        code_table::share_of_code(&state.services.pool, &among, code).await?
+    else {
         return Err(caller.refuse(&state).await);
     };
     caller
@@ -298,7 +301,7 @@ pub async fn set_code_expiry(
     let expires_at = super::batches::parse_expiry(body.expires_at.as_deref())?;
     let pool = &state.services.pool;
     code_actions::set_code_expiry(pool, tenant, admin.id, code, expires_at).await?;
-    let share = code_table::share_of_code(pool, code)
+    let share = code_table::share_of_code(pool, &[tenant], code)
         .await?
         .map(|(_, share)| share)
         .ok_or_else(ApiError::not_found)?;

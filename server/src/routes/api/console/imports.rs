@@ -226,7 +226,9 @@ pub async fn import_report(
 ) -> Result<impl IntoResponse, ApiError> {
     let batch = parse_id(&batch_id)?;
     let pool = &state.services.pool;
-    let Some((tenant, _)) = engine::batches::owner_of_batch(pool, batch).await? else {
+    let Some((tenant, _)) =
+        engine::batches::owner_of_batch(pool, &caller.tenants(&state).await?, batch).await?
+    else {
         return Err(caller.refuse(&state).await);
     };
     caller
