@@ -371,7 +371,7 @@ pub async fn requeue_dead(pool: &PgPool, days: u32) -> anyhow::Result<u64> {
                            WHERE t.tenant_id = m.tenant_id AND t.id = m.link_id
                              AND t.status = 'awaiting_target' AND t.link_expires_at > now())
                 OR EXISTS (SELECT 1 FROM tenant_invitations i
-                           WHERE i.id = m.link_id AND i.accepted_at IS NULL
+                           WHERE i.tenant_id = m.tenant_id AND i.id = m.link_id AND i.accepted_at IS NULL
                              AND i.revoked_at IS NULL AND i.expires_at > now()))",
         i32::try_from(days).unwrap_or(i32::MAX),
     )

@@ -384,7 +384,7 @@ pub async fn records(
                   coalesce(res.title, '(deleted)') AS "resource!", r.bound_now
            FROM access_records r
            JOIN accounts a ON a.id = r.principal_id
-           JOIN auth_codes c ON c.id = r.code_id
+           JOIN auth_codes c ON c.tenant_id = r.tenant_id AND c.id = r.code_id
            LEFT JOIN resources res ON res.tenant_id = r.tenant_id AND res.id = r.resource_id
            WHERE r.tenant_id = $1 AND r.share_id = $2 AND ($3::uuid IS NULL OR r.principal_id = $3)
              AND ($4::timestamptz IS NULL OR (r.granted_at, r.id) < ($4, $5))

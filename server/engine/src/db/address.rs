@@ -19,16 +19,22 @@ pub enum DatabaseUrlError {
     NotAUrl(String),
     #[error("must start with postgres:// or postgresql://")]
     Scheme,
+    /// The parameter's name, when it looks like one (a password with an
+    /// unencoded `?` would otherwise be echoed as a "parameter").
     #[error(
-        "parameter `{0}` is not understood by the PostgreSQL driver, which would ignore it; \
-         remove it (understood: {UNDERSTOOD})"
+        "parameter {} is not understood by the PostgreSQL driver, which would ignore it; \
+         remove it (understood: {UNDERSTOOD})",
+        .0.as_deref().map_or_else(|| "(not shown: not a parameter name)".to_owned(), |n| format!("`{n}`"))
     )]
-    Ignored(String),
+    Ignored(Option<String>),
+    /// How many hosts (never their text: a password with an unencoded `,`
+    /// would be part of it).
     #[error(
-        "names several hosts ({0:?}); the driver connects to one: \
-         give the one address that reaches the primary (docs/operations/configuration.md)"
+        "names {0} hosts; the driver connects to one: \
+         give the one address that reaches the primary, and the others in \
+         database.failover_hosts (docs/operations/configuration.md)"
     )]
-    SeveralHosts(String),
+    SeveralHosts(usize),
     #[error("{0}")]
     Invalid(String),
 }
@@ -73,14 +79,14 @@ pub fn parse(url: &str) -> Result<PgConnectOptions, DatabaseUrlError> {
         .rsplit_once('@')
         .map_or(authority, |(_, hosts)| hosts);
     if hosts.contains(',') {
-        return Err(DatabaseUrlError::SeveralHosts(hosts.to_owned()));
+        return Err(DatabaseUrlError::SeveralHosts(hosts.split(',').count()));
     }
     let parsed = url::Url::parse(url).map_err(|e| DatabaseUrlError::NotAUrl(e.to_string()))?;
     if !matches!(parsed.scheme(), "postgres" | "postgresql") {
         return Err(DatabaseUrlError::Scheme);
     }
     if let Some(host) = parsed.host_str().filter(|host| host.contains(',')) {
-        return Err(DatabaseUrlError::SeveralHosts(host.to_owned()));
+        return Err(DatabaseUrlError::SeveralHosts(host.split(',').count()));
     }
     for (key, value) in parsed.query_pairs() {
         let known = PARAMETERS.contains(&key.as_ref())
@@ -89,10 +95,14 @@ pub fn parse(url: &str) -> Result<PgConnectOptions, DatabaseUrlError> {
                 .and_then(|rest| rest.strip_suffix(']'))
                 .is_some_and(|name| !name.is_empty());
         if !known {
-            return Err(DatabaseUrlError::Ignored(key.into_owned()));
+            let named = key.len() <= 64
+                && key
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_.-[]".contains(c));
+            return Err(DatabaseUrlError::Ignored(named.then(|| key.into_owned())));
         }
         if matches!(key.as_ref(), "host" | "hostaddr") && value.contains(',') {
-            return Err(DatabaseUrlError::SeveralHosts(value.into_owned()));
+            return Err(DatabaseUrlError::SeveralHosts(value.split(',').count()));
         }
     }
     url.parse()
@@ -137,7 +147,7 @@ mod tests {
         ] {
             assert_eq!(
                 parse(url).expect_err(url),
-                DatabaseUrlError::Ignored(name.to_owned()),
+                DatabaseUrlError::Ignored(Some(name.to_owned())),
                 "{url}"
             );
         }
@@ -165,10 +175,21 @@ mod tests {
             parse("mysql://app:pw@db/admitone").expect_err("scheme"),
             DatabaseUrlError::Scheme
         );
-        let error = parse("postgres://app:hunter2@db/admitone?sslmode=sometimes")
-            .expect_err("bad sslmode")
-            .to_string();
-        assert!(!error.contains("hunter2"), "{error}");
+        // A password sqlx would take, but whose unencoded `?` or `,` (with
+        // a `/` after it) ends the authority early: refused, and no piece
+        // of the password shown.
+        for (url, secret) in [
+            (
+                "postgres://app:hunter2@db/admitone?sslmode=sometimes",
+                "hunter2",
+            ),
+            ("postgres://app:se,cr/et@db/admitone", "se,cr"),
+            ("postgres://app:1234?hunter2@db/admitone", "hunter2"),
+        ] {
+            let error = parse(url).expect_err(url).to_string();
+            assert!(!error.contains(secret), "{url}: {error}");
+            assert!(!error.contains("app:"), "{url}: {error}");
+        }
         assert!(matches!(
             parse("not a url"),
             Err(DatabaseUrlError::NotAUrl(_))

@@ -251,3 +251,62 @@ async fn without_the_global_indexes_the_directory_alone_refuses_a_taken_key(pool
     // Nothing of the refused writes is left, in the tables or the directory.
     assert_in_step(pool, 3, "after the refusals").await;
 }
+
+/// A share, a code or a batch named by id alone is found only among the
+/// tenants the caller names: another tenant's is not found at all (the
+/// API then answers it like an id that does not exist).
+#[sqlx::test(migrations = "../../migrations")]
+async fn lookups_by_id_stay_inside_the_tenants_named(pool: PgPool) {
+    let world = World::new(pool, Policy::default()).await;
+    let pool = &world.pool;
+    let other = other_tenant(&world).await;
+    let (code, share) = (world.code(0), world.share.id);
+    let batch: Uuid = sqlx::query_scalar("SELECT batch_id FROM auth_codes WHERE id = $1")
+        .bind(code)
+        .fetch_one(pool)
+        .await
+        .expect("the code's batch");
+
+    let own = [world.tenant];
+    let found = shares::get_among(pool, &own, share).await.expect("read");
+    assert_eq!(found.map(|s| s.id), Some(share));
+    assert_eq!(
+        engine::code_table::share_of_code(pool, &own, code)
+            .await
+            .expect("read"),
+        Some((world.tenant, share))
+    );
+    assert_eq!(
+        engine::batches::owner_of_batch(pool, &own, batch)
+            .await
+            .expect("read"),
+        Some((world.tenant, share))
+    );
+
+    for among in [&[other][..], &[]] {
+        let found = shares::get_among(pool, among, share).await.expect("read");
+        assert!(found.is_none(), "{among:?}");
+        assert_eq!(
+            engine::code_table::share_of_code(pool, among, code)
+                .await
+                .expect("read"),
+            None,
+            "{among:?}"
+        );
+        assert_eq!(
+            engine::batches::owner_of_batch(pool, among, batch)
+                .await
+                .expect("read"),
+            None,
+            "{among:?}"
+        );
+    }
+    // Named with another tenant beside it, it is found in its own.
+    let both = [other, world.tenant];
+    assert_eq!(
+        engine::code_table::share_of_code(pool, &both, code)
+            .await
+            .expect("read"),
+        Some((world.tenant, share))
+    );
+}

@@ -53,7 +53,7 @@ async fn a_url_with_parameters_the_driver_ignores_is_refused_at_start_up(pool: P
             "target_session_attrs",
         ),
         (format!("{base}?connect_timeout=3"), "connect_timeout"),
-        (with_a_second_host(&base), "several hosts"),
+        (with_a_second_host(&base), "2 hosts"),
     ] {
         let (status, stderr) = serve_with(&url)
             .unwrap_or_else(|| panic!("the server started with {named}: it must refuse"));
