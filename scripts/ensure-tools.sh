@@ -106,5 +106,8 @@ if [ "$want_test_tools" = 1 ]; then
     python3 -m venv "$venv" 2>/dev/null || { apt_install python3-venv; python3 -m venv "$venv"; }
     "$venv/bin/pip" install -q "moto[server]==$MOTO_VERSION"
   fi
+  # pg_auto_failover (Debian): the highly available PostgreSQL the failover
+  # tests and `make faults` start on loopback (scripts/pg-ha.sh).
+  scripts/pg-ha.sh install
 fi
 log "tools ready"

@@ -45,4 +45,5 @@ mkdir -p "$out"
   --cluster-dir "$CLUSTER_DIR" \
   --learners "${FAULTS_LEARNERS:-300}" \
   --fault-ms "${FAULTS_MS:-3000}" \
+  --repo "$REPO_ROOT" \
   --out "$out" "$@"

@@ -161,7 +161,7 @@ async fn run() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Migrate => {
-            engine::db::migrate(&database_url).await?;
+            engine::db::migrate(&database_url, &settings.failover_hosts()?).await?;
             println!("migrations applied");
             Ok(ExitCode::SUCCESS)
         }

@@ -44,14 +44,18 @@ impl Readiness {
     }
 }
 
-/// Asks PostgreSQL (`SELECT 1`) and Redis (`PING`) at once, each bounded by
+/// Asks PostgreSQL whether it is a primary (a standby cannot take a
+/// settlement: down) and Redis (`PING`) at once, each bounded by
 /// `timeout`.
 pub async fn check(pool: &PgPool, redis: &Redis, timeout: Duration) -> Readiness {
     let pg = async {
-        let query = sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(pool);
+        let query = sqlx::query_scalar::<_, bool>("SELECT NOT pg_is_in_recovery()").fetch_one(pool);
         match tokio::time::timeout(timeout, query).await {
-            Ok(Ok(1)) => Status::Up,
-            Ok(Ok(_)) => Status::Down,
+            Ok(Ok(true)) => Status::Up,
+            Ok(Ok(false)) => {
+                tracing::warn!("readiness: PostgreSQL answers as a standby");
+                Status::Down
+            }
             Ok(Err(error)) => {
                 tracing::warn!(error = %error, "readiness: PostgreSQL is down");
                 Status::Down

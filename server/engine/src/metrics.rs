@@ -30,6 +30,7 @@ pub const MAIL_BACKLOG: &str = "admitone_mail_backlog";
 pub const MAIL_DEAD: &str = "admitone_mail_dead_letters";
 pub const DB_CONNECTIONS: &str = "admitone_db_pool_connections";
 pub const REDIS_UP: &str = "admitone_redis_up";
+pub const DB_PRIMARY_CHANGES: &str = "admitone_db_primary_changes_total";
 pub const INVARIANT_VIOLATIONS: &str = "admitone_invariant_violations";
 pub const COUNTER_DRIFT_REPAIRED: &str = "admitone_counter_drift_repaired_total";
 pub const PANICS: &str = "admitone_request_panics_total";
@@ -96,6 +97,10 @@ pub fn describe() {
         "PostgreSQL pool connections by state (idle, in_use)."
     );
     describe_gauge!(REDIS_UP, "1 when Redis answered the last PING, else 0.");
+    describe_counter!(
+        DB_PRIMARY_CHANGES,
+        "Times this instance's pool moved to another PostgreSQL node that answered as the primary."
+    );
     describe_gauge!(
         INVARIANT_VIOLATIONS,
         "Violations the last reconciler run found, by check (must be 0)."
@@ -205,6 +210,11 @@ pub fn redis_up(up: bool) {
 /// What one reconciler run found, per check.
 pub fn invariant_violations(check: &'static str, count: usize) {
     gauge!(INVARIANT_VIOLATIONS, "check" => check).set(count as f64);
+}
+
+/// The pool moved to a new PostgreSQL primary (`db::primary`).
+pub fn primary_changed() {
+    counter!(DB_PRIMARY_CHANGES).increment(1);
 }
 
 pub fn counter_drift_repaired(shares: u64) {

@@ -98,7 +98,33 @@ impl Settings {
             lock_timeout: Duration::from_millis(d.lock_timeout_ms),
             idle_in_transaction_timeout: Duration::from_millis(d.idle_in_transaction_timeout_ms),
             ping_if_idle_for: engine::db::PING_IF_IDLE_FOR,
+            // Checked by `validate`: every entry is a host and a port.
+            failover_hosts: self.failover_hosts().unwrap_or_default(),
+            primary_probe_every: Duration::from_millis(d.primary_probe_interval_ms),
         }
+    }
+
+    /// `database.failover_hosts` as (host, port) pairs.
+    pub fn failover_hosts(&self) -> Result<Vec<(String, u16)>, super::ConfigError> {
+        let invalid = |entry: &str| super::ConfigError::Invalid {
+            key: "database.failover_hosts",
+            message: format!("{entry:?} is not host:port"),
+        };
+        self.database
+            .failover_hosts
+            .split(',')
+            .map(str::trim)
+            .filter(|entry| !entry.is_empty())
+            .map(|entry| {
+                let (host, port) = entry.rsplit_once(':').ok_or_else(|| invalid(entry))?;
+                let host = host.trim_start_matches('[').trim_end_matches(']');
+                let port: u16 = port.parse().map_err(|_| invalid(entry))?;
+                if host.is_empty() || port == 0 || host.contains(['/', '@', ' ', '?', '#', ',']) {
+                    return Err(invalid(entry));
+                }
+                Ok((host.to_owned(), port))
+            })
+            .collect()
     }
 
     pub fn redis_options(&self) -> engine::coordination::RedisOptions {

@@ -202,6 +202,12 @@ pub struct DatabaseSettings {
     pub statement_timeout_ms: u64,
     pub lock_timeout_ms: u64,
     pub idle_in_transaction_timeout_ms: u64,
+    /// The other nodes of a highly available PostgreSQL, `host:port`
+    /// comma-separated (same user, password and database as `url`): the
+    /// pool then follows the primary. Empty: one PostgreSQL.
+    pub failover_hosts: String,
+    /// How often the pool asks its node whether it is still the primary.
+    pub primary_probe_interval_ms: u64,
 }
 
 /// What settlement does when Redis cannot be reached.
@@ -271,6 +277,8 @@ impl Default for DatabaseSettings {
             statement_timeout_ms: 5_000,
             lock_timeout_ms: 2_000,
             idle_in_transaction_timeout_ms: 10_000,
+            failover_hosts: String::new(),
+            primary_probe_interval_ms: 500,
         }
     }
 }

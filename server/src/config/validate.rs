@@ -25,6 +25,13 @@ impl Settings {
                 message: e.to_string(),
             }
         })?;
+        self.failover_hosts()?;
+        if self.database.primary_probe_interval_ms == 0 {
+            return Err(ConfigError::Invalid {
+                key: "database.primary_probe_interval_ms",
+                message: "must be above 0".into(),
+            });
+        }
         if self.database.max_connections == 0 {
             return Err(ConfigError::Invalid {
                 key: "database.max_connections",
@@ -187,6 +194,34 @@ mod tests {
         assert!(error.contains("database.url"), "{error}");
         assert!(error.contains("target_session_attrs"), "{error}");
         assert!(!error.contains("pw@"), "{error}");
+    }
+
+    #[test]
+    fn failover_hosts_are_host_port_pairs() {
+        let mut s = Settings::default();
+        s.database.failover_hosts = " db2:5432, [::1]:5433 ,".into();
+        s.validate().expect("two hosts");
+        assert_eq!(
+            s.db_options().failover_hosts,
+            [("db2".to_owned(), 5432), ("::1".to_owned(), 5433)]
+        );
+        for bad in [
+            "db2",
+            "db2:",
+            "db2:0",
+            "db2:65536",
+            ":5432",
+            "user@db2:5432",
+            "db2:54x",
+        ] {
+            s.database.failover_hosts = bad.into();
+            let error = s.validate().expect_err(bad).to_string();
+            assert!(error.contains("database.failover_hosts"), "{bad}: {error}");
+        }
+        s.database.failover_hosts = String::new();
+        s.database.primary_probe_interval_ms = 0;
+        let error = s.validate().expect_err("no probing").to_string();
+        assert!(error.contains("primary_probe_interval_ms"), "{error}");
     }
 
     #[test]

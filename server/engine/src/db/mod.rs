@@ -6,6 +6,7 @@
 //! is derived from the same transaction bound.
 
 mod address;
+pub mod primary;
 pub mod tenant_keys;
 
 use std::time::Duration;
@@ -35,6 +36,13 @@ pub struct DbOptions {
     /// A connection idle longer than this is pinged before it is handed
     /// out ([`PING_IF_IDLE_FOR`]).
     pub ping_if_idle_for: Duration,
+    /// The other nodes of a highly available PostgreSQL (`host`, `port`;
+    /// same user, password and database as the URL): when set, the pool
+    /// follows whichever node is the primary ([`primary`]).
+    pub failover_hosts: Vec<(String, u16)>,
+    /// How often the pool asks its node whether it is still the primary
+    /// (with `failover_hosts` only).
+    pub primary_probe_every: Duration,
 }
 
 impl Default for DbOptions {
@@ -46,6 +54,8 @@ impl Default for DbOptions {
             lock_timeout: Duration::from_secs(2),
             idle_in_transaction_timeout: Duration::from_secs(10),
             ping_if_idle_for: PING_IF_IDLE_FOR,
+            failover_hosts: Vec::new(),
+            primary_probe_every: Duration::from_millis(500),
         }
     }
 }
@@ -79,8 +89,26 @@ pub fn connect_lazy(url: &str, options: &DbOptions) -> anyhow::Result<PgPool> {
 /// The one pool constructor: `serve` (through [`connect_lazy`]) and the
 /// test harness (with options from `#[sqlx::test]`) both build their pools
 /// here, so tests run under production's timeouts.
+///
+/// With `failover_hosts`, the pool refuses connections to a standby and a
+/// task follows the primary ([`primary`]); it must then be built inside a
+/// Tokio runtime.
 pub fn pool_with_timeouts(connect: PgConnectOptions, options: &DbOptions) -> PgPool {
-    pool_options(options).connect_lazy_with(with_timeouts(connect, options))
+    if options.failover_hosts.is_empty() {
+        return pool_options(options).connect_lazy_with(with_timeouts(connect, options));
+    }
+    let pool = pool_options(options)
+        .after_connect(|connection, _| Box::pin(primary::refuse_a_standby(connection)))
+        .connect_lazy_with(with_timeouts(connect.clone(), options));
+    let nodes = std::sync::Arc::new(primary::Primary::new(connect, &options.failover_hosts));
+    let timeouts = options.clone();
+    primary::follow(
+        pool.clone(),
+        nodes,
+        options.primary_probe_every,
+        move |node| with_timeouts(node, &timeouts),
+    );
+    pool
 }
 
 /// A pooled connection idle for longer than this is pinged before it is
@@ -126,10 +154,13 @@ fn pool_options(options: &DbOptions) -> PgPoolOptions {
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
 
 /// Creates the database if it does not exist, then applies every pending
-/// migration.
-pub async fn migrate(url: &str) -> anyhow::Result<()> {
+/// migration; with `failover_hosts`, on whichever node is the primary
+/// (waiting up to 30 s for one to answer).
+pub async fn migrate(url: &str, failover_hosts: &[(String, u16)]) -> anyhow::Result<()> {
     use sqlx::migrate::MigrateDatabase as _;
-    parse_url(url).context("database.url")?;
+    let url = &primary::primary_url(parse_url(url).context("database.url")?, url, failover_hosts)
+        .await
+        .context("finding the PostgreSQL primary to migrate")?;
     if !sqlx::Postgres::database_exists(url)
         .await
         .context("checking whether the database exists")?
@@ -164,9 +195,14 @@ pub fn is_transient(error: &anyhow::Error) -> bool {
                     // 08: connection exceptions; 57P0x: shutdown / cannot
                     // connect now; 57014 statement timeout; 55P03 lock
                     // timeout; 40001 / 40P01 serialisation / deadlock.
+                    // 25006: a read-only transaction, i.e. a node that
+                    // became a standby under a pooled connection.
                     code.starts_with("08")
                         || code.starts_with("57P0")
-                        || matches!(code.as_ref(), "57014" | "55P03" | "40001" | "40P01")
+                        || matches!(
+                            code.as_ref(),
+                            "57014" | "55P03" | "40001" | "40P01" | "25006"
+                        )
                 }),
                 _ => false,
             };

@@ -5,6 +5,7 @@
 //! holding a share's quota lock until settlements queue on it, and breaking
 //! a reservation key.
 
+mod failover;
 mod faults;
 mod one_code;
 mod one_learner;

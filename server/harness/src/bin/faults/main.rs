@@ -84,10 +84,14 @@ struct Args {
     /// Run only these faults (by key); all when empty.
     #[arg(long)]
     only: Vec<String>,
+    /// The repository's root (its `scripts/pg-ha.sh` starts the highly
+    /// available PostgreSQL of the primary's fault).
+    #[arg(long, default_value = ".")]
+    repo: String,
 }
 
 /// The faults, in order.
-const FAULTS: [(&str, &str); 6] = [
+const FAULTS: [(&str, &str); 7] = [
     ("cluster-primary", "Redis Cluster primary killed (failover)"),
     (
         "redis-down-fail-closed",
@@ -95,6 +99,10 @@ const FAULTS: [(&str, &str); 6] = [
     ),
     ("redis-down-db-only", "standalone Redis stopped (db-only)"),
     ("postgres-restart", "PostgreSQL restarted mid-transaction"),
+    (
+        "postgres-primary",
+        "PostgreSQL primary's machine killed (pg_auto_failover failover)",
+    ),
     ("kill-instance", "kill -9 of one of two app instances"),
     (
         "redis-paused",
@@ -136,6 +144,12 @@ struct Outcome {
     recovery_ms: Option<u128>,
     /// From the end of the fault until the last learner was in.
     all_in_ms: u128,
+    /// PostgreSQL primary only: from the first opening that failed after
+    /// the kill to the first that succeeded after it (the write outage).
+    outage_ms: Option<u128>,
+    /// PostgreSQL primary only: the killed node started again and came
+    /// back as the standby of the new primary.
+    rejoined_as_standby: Option<bool>,
 }
 
 impl Outcome {
@@ -149,6 +163,8 @@ impl Outcome {
             && self.sessions_settled == self.sessions
             && self.pending_at_fault > 0
             && (self.key != "postgres-restart" || self.cut_transactions.is_some_and(|n| n > 0))
+            && (self.key != "postgres-primary"
+                || (self.outage_ms.is_some() && self.rejoined_as_standby == Some(true)))
     }
 }
 
@@ -185,6 +201,17 @@ async fn main() -> anyhow::Result<()> {
         let mut fault = o.fault.clone();
         if let Some(cut) = o.cut_transactions {
             fault = format!("{fault} ({cut} settlement transactions cut)");
+        }
+        if let Some(outage) = o.outage_ms {
+            fault = format!(
+                "{fault} (write outage {:.1} s; old primary rejoined as standby: {})",
+                outage as f64 / 1000.0,
+                if o.rejoined_as_standby == Some(true) {
+                    "yes"
+                } else {
+                    "no"
+                }
+            );
         }
         let checks = if o.mix_mismatches.is_empty() {
             "all hold".to_owned()

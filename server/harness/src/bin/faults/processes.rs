@@ -107,6 +107,13 @@ impl Drop for App {
 }
 
 /// How an instance reaches Redis.
+/// The scenario's database: its URL and, on the highly available
+/// PostgreSQL, the other node (`database.failover_hosts`).
+pub(crate) struct Database {
+    pub(crate) url: String,
+    pub(crate) failover_hosts: String,
+}
+
 #[derive(Clone)]
 pub(crate) struct RedisSetup {
     pub(crate) url: String,
@@ -117,14 +124,15 @@ pub(crate) struct RedisSetup {
 pub(crate) fn start_app(
     args: &Args,
     port: u16,
-    database_url: &str,
+    database: &Database,
     redis: &RedisSetup,
     prefix: &str,
 ) -> anyhow::Result<App> {
     let storage = format!("{}/storage", args.out);
     let child = Command::new(&args.server_bin)
         .arg("serve")
-        .env("DATABASE_URL", database_url)
+        .env("DATABASE_URL", &database.url)
+        .env("APP_DATABASE__FAILOVER_HOSTS", &database.failover_hosts)
         .env("APP_REDIS__URL", &redis.url)
         .env("APP_REDIS__CLUSTER", redis.cluster.to_string())
         .env("APP_REDIS__FAILURE_POLICY", redis.policy)

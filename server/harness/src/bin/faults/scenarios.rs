@@ -19,7 +19,7 @@ use crate::{
     load::{Log, drive_load},
     mix::{self, Mix},
     processes::{
-        App, OwnRedis, RedisSetup, cluster_primary, restart_cluster_node, run, start_app,
+        App, Database, OwnRedis, RedisSetup, cluster_primary, restart_cluster_node, run, start_app,
         wait_failed_over, wait_healthy,
     },
 };
@@ -92,6 +92,39 @@ async fn aborted(pool: &sqlx::PgPool, xids: &[i64]) -> anyhow::Result<usize> {
     }
 }
 
+/// An admin's write through the app (a share's status set to what it is:
+/// an UPDATE and its audit row, so only a primary can take it), every
+/// 50 ms, alternating instances, until `until`: (sent, answered, ok).
+async fn probe_writes(
+    bases: Vec<String>,
+    admin: reqwest::Client,
+    share: Uuid,
+    until: Arc<Mutex<Option<Instant>>>,
+) -> Vec<(Instant, Instant, bool)> {
+    let mut writes = Vec::new();
+    for attempt in 0usize.. {
+        if until
+            .lock()
+            .expect("lock")
+            .is_some_and(|t| Instant::now() >= t)
+        {
+            break;
+        }
+        let base = &bases[attempt % bases.len()];
+        let sent = Instant::now();
+        let answer = admin
+            .post(format!("{base}/api/v1/shares/{share}/status"))
+            .json(&serde_json::json!({ "status": "active" }))
+            .timeout(Duration::from_secs(10))
+            .send()
+            .await;
+        let ok = answer.is_ok_and(|a| a.status().is_success());
+        writes.push((sent, Instant::now(), ok));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    writes
+}
+
 struct Scenario<'a> {
     key: &'a str,
     name: &'a str,
@@ -128,21 +161,47 @@ pub(crate) async fn run_fault(args: &Args, key: &str, name: &str) -> anyhow::Res
                         "fail-closed"
                     },
                 },
-                instances: if key == "kill-instance" { 2 } else { 1 },
+                instances: if matches!(key, "kill-instance" | "postgres-primary") {
+                    2
+                } else {
+                    1
+                },
             }
         }
     };
-    // A fresh database, migrated, with a tenant and its admin.
-    let db = format!("admitone_faults_{}", key.replace('-', "_"));
-    let admin_pool = sqlx::PgPool::connect(&format!("{}/postgres", args.pg_server)).await?;
-    sqlx::query(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
-        .execute(&admin_pool)
-        .await?;
-    admin_pool.close().await;
-    let database_url = format!("{}/{db}", args.pg_server);
+    // A fresh database, migrated, with a tenant and its admin: on the
+    // private PostgreSQL, or for the primary's fault on a highly available
+    // one of its own (a new formation: its database is fresh).
+    let mut ha = None;
+    let database = if key == "postgres-primary" {
+        let formation = tokio::task::spawn_blocking({
+            let repo = std::path::PathBuf::from(&args.repo);
+            move || harness::pg_ha::HaPostgres::start(&repo)
+        })
+        .await??;
+        let database = Database {
+            url: formation.url(1),
+            failover_hosts: formation.failover_hosts(),
+        };
+        ha = Some(formation);
+        database
+    } else {
+        let db = format!("admitone_faults_{}", key.replace('-', "_"));
+        let admin_pool = sqlx::PgPool::connect(&format!("{}/postgres", args.pg_server)).await?;
+        sqlx::query(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
+            .execute(&admin_pool)
+            .await?;
+        admin_pool.close().await;
+        Database {
+            url: format!("{}/{db}", args.pg_server),
+            failover_hosts: String::new(),
+        }
+    };
+    let database_url = database.url.clone();
     let migrate = Command::new(&args.server_bin)
         .arg("migrate")
         .env("DATABASE_URL", &database_url)
+        .env("APP_DATABASE__FAILOVER_HOSTS", &database.failover_hosts)
         .env("RUST_LOG", "error")
         .output()?;
     anyhow::ensure!(migrate.status.success(), "migrate: {migrate:?}");
@@ -164,6 +223,7 @@ pub(crate) async fn run_fault(args: &Args, key: &str, name: &str) -> anyhow::Res
             &password_file,
         ])
         .env("DATABASE_URL", &database_url)
+        .env("APP_DATABASE__FAILOVER_HOSTS", &database.failover_hosts)
         .env("RUST_LOG", "error")
         .output()?;
     anyhow::ensure!(created.status.success(), "create-tenant: {created:?}");
@@ -173,22 +233,23 @@ pub(crate) async fn run_fault(args: &Args, key: &str, name: &str) -> anyhow::Res
     let mut apps = Vec::new();
     for i in 0..scenario.instances {
         let port = args.app_port + u16::try_from(i)?;
-        apps.push(start_app(
-            args,
-            port,
-            &database_url,
-            &scenario.redis,
-            &prefix,
-        )?);
+        apps.push(start_app(args, port, &database, &scenario.redis, &prefix)?);
     }
     for app in &apps {
         wait_healthy(app).await?;
     }
     let bases: Vec<String> = apps.iter().map(App::base).collect();
-    let pool = sqlx::postgres::PgPoolOptions::new()
-        .max_connections(4)
-        .connect(&database_url)
-        .await?;
+    // The checks' own pool, following the primary as the instances do.
+    let pool = engine::db::pool_with_timeouts(
+        database_url.parse().context("the database URL")?,
+        &engine::db::DbOptions {
+            max_connections: 4,
+            failover_hosts: ha
+                .as_ref()
+                .map_or_else(Vec::new, |ha| vec![("127.0.0.1".to_owned(), ha.port + 2)]),
+            ..engine::db::DbOptions::default()
+        },
+    );
     let admin = drive::admin(&bases[0], "admin@faults.example", "faults admin password").await?;
     let (mix, learners) =
         Mix::build(&bases, &admin, tenant, &pool, args.learners, scenario.name).await?;
@@ -233,9 +294,17 @@ pub(crate) async fn run_fault(args: &Args, key: &str, name: &str) -> anyhow::Res
     // fault meets first accesses in flight (returning ones too). The
     // PostgreSQL restart waits for a settlement caught mid-transaction
     // instead (see below).
+    // The primary's kill lands a few tens of milliseconds after it is
+    // asked for (a script of its own), so it goes in as soon as the first
+    // learner is: most are still on their way in, and cross the failover.
     let started = Instant::now();
+    let in_before = if scenario.key == "postgres-primary" {
+        1
+    } else {
+        mix.expected_in / 3
+    };
     while watcher.is_none()
-        && Mix::learners_in(&log.lock().expect("lock")) < mix.expected_in / 3
+        && Mix::learners_in(&log.lock().expect("lock")) < in_before
         && started.elapsed() < Duration::from_secs(10)
     {
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -248,6 +317,17 @@ pub(crate) async fn run_fault(args: &Args, key: &str, name: &str) -> anyhow::Res
     let mut pending_at_fault = pending(&log);
     let fault = Duration::from_millis(args.fault_ms);
     let mut killed_node: Option<(u16, String)> = None;
+    let mut killed_at: Option<Instant> = None;
+    // The primary's fault measures its write outage with writes of its
+    // own through the app, every 50 ms, until the load stops.
+    let probe = (scenario.key == "postgres-primary").then(|| {
+        tokio::spawn(probe_writes(
+            bases.clone(),
+            admin.clone(),
+            mix.replays_share(),
+            until.clone(),
+        ))
+    });
     match scenario.key {
         "cluster-primary" => {
             let port = cluster_primary(args)?;
@@ -295,6 +375,15 @@ pub(crate) async fn run_fault(args: &Args, key: &str, name: &str) -> anyhow::Res
                     .fetch_one(&pool)
                     .await?;
             anyhow::ensure!(started_after > started_before, "PostgreSQL did not restart");
+        }
+        "postgres-primary" => {
+            // What a machine failure kills: the primary's pg_autoctl and
+            // its PostgreSQL, at once. The fault lasts until the monitor
+            // has promoted the standby.
+            let ha = ha.as_ref().context("the formation")?;
+            killed_at = Some(Instant::now());
+            tokio::task::block_in_place(|| ha.kill(1))?;
+            tokio::task::block_in_place(|| ha.wait("primary wait_primary", 60))?;
         }
         "kill-instance" => {
             let victim = &mut apps[0].child;
@@ -371,6 +460,25 @@ pub(crate) async fn run_fault(args: &Args, key: &str, name: &str) -> anyhow::Res
         .map(|(_, _, at)| at.saturating_duration_since(fault_ended).as_millis())
         .max()
         .unwrap_or_default();
+    if let Some(probe) = probe {
+        // The write outage: from the first write that failed after the
+        // kill to the answer of the first write sent after that failure
+        // that succeeded (on the new primary).
+        let writes = probe.await.context("the write probe")?;
+        let killed_at = killed_at.context("the kill's time")?;
+        let failed = writes
+            .iter()
+            .filter(|(sent, _, ok)| *sent >= killed_at && !ok)
+            .map(|(sent, _, _)| *sent)
+            .min();
+        outcome.outage_ms = failed.and_then(|failed| {
+            writes
+                .iter()
+                .filter(|(sent, _, ok)| *sent >= failed && *ok)
+                .map(|(_, answered, _)| answered.duration_since(failed).as_millis())
+                .min()
+        });
+    }
     outcome.violations = violations(&pool).await?;
     outcome.lost_successes = mix::lost(&pool, &log.grants).await?;
     outcome.mix_mismatches = mix.mismatches(&pool).await?;
@@ -379,6 +487,19 @@ pub(crate) async fn run_fault(args: &Args, key: &str, name: &str) -> anyhow::Res
     if let Some((port, _)) = killed_node {
         // Bring the killed node back (it rejoins as a replica).
         restart_cluster_node(args, port)?;
+    }
+    if let Some(ha) = ha {
+        // The old primary's machine comes back: it must rejoin as the
+        // new primary's standby.
+        let rejoined = tokio::task::spawn_blocking(move || {
+            ha.restart(1)?;
+            ha.wait("secondary primary", 120)
+        })
+        .await?;
+        if let Err(error) = &rejoined {
+            eprintln!("    the old primary did not rejoin: {error:#}");
+        }
+        outcome.rejoined_as_standby = Some(rejoined.is_ok());
     }
     Ok(outcome)
 }

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+#? A highly available PostgreSQL on loopback, from pg_auto_failover
+#? (Debian's postgresql-<major>-auto-failover and pg-auto-failover-cli):
+#? a monitor and two data nodes with synchronous replication, for the
+#? failover tests and `make faults`. Never used by `make run`.
+#?
+#?   scripts/pg-ha.sh install          install the packages (once; root or sudo)
+#?   scripts/pg-ha.sh up DIR PORT      monitor on PORT, nodes on PORT+1 and PORT+2;
+#?                                     waits for primary + secondary, prints the nodes
+#?   scripts/pg-ha.sh kill DIR NODE    kill -9 NODE's whole process group (pg_autoctl
+#?                                     and its PostgreSQL: what a machine failure kills)
+#?   scripts/pg-ha.sh start DIR NODE   start NODE again (it rejoins as a standby)
+#?   scripts/pg-ha.sh primary DIR      print the primary's host:port, per the monitor
+#?   scripts/pg-ha.sh wait DIR STATES  wait until the nodes report STATES
+#?                                     (e.g. "primary secondary", in node order)
+#?   scripts/pg-ha.sh down DIR         stop every process group the formation started
+#?
+#? Each `pg_autoctl run` starts in a process group of its own (setsid), its
+#? id kept in DIR/NAME.pgid. PostgreSQL refuses to run as root: as root,
+#? everything runs as `postgres`. Timers (why: docs/operations/high-availability.md):
+#? the monitor checks every second and calls a node unhealthy after 2 s;
+#? a node cut off from the monitor and its peer stops serving after 4 s
+#? (network_partition_timeout); the monitor promotes the standby only after
+#? 6 s (primary_demote_timeout), so two primaries never take writes at once.
+set -euo pipefail
+
+HA_HEALTH_CHECK_PERIOD_MS=${HA_HEALTH_CHECK_PERIOD_MS:-1000}
+HA_UNHEALTHY_AFTER_MS=${HA_UNHEALTHY_AFTER_MS:-2000}
+HA_PARTITION_SECS=${HA_PARTITION_SECS:-4}
+HA_DEMOTE_MS=${HA_DEMOTE_MS:-6000}
+
+log() { printf '\033[1;35m[pg-ha]\033[0m %s\n' "$*" >&2; }
+die() { log "$*"; exit 1; }
+
+pg_major() {
+  local bin
+  for bin in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+    [ -x "$bin/initdb" ] && { basename "$(dirname "$bin")"; return; }
+  done
+  return 1
+}
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+install() {
+  if command -v pg_autoctl >/dev/null 2>&1; then return; fi
+  local major; major=$(pg_major) || die "no PostgreSQL server binaries: run scripts/ensure-tools.sh first"
+  log "installing pg_auto_failover for PostgreSQL $major (Debian packages)"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    "postgresql-$major-auto-failover" pg-auto-failover-cli >/dev/null
+}
+
+# Runs a command as the user PostgreSQL runs as, with pg_autoctl's
+# XDG directories inside the formation's own directory.
+as_pg() {
+  local dir=$1; shift
+  local env=(env "PATH=/usr/lib/postgresql/$(pg_major)/bin:$PATH"
+    "XDG_RUNTIME_DIR=$dir/xdg/run" "XDG_CONFIG_HOME=$dir/xdg/config"
+    "XDG_DATA_HOME=$dir/xdg/data" "PGCONNECT_TIMEOUT=2")
+  if [ "$(id -u)" = 0 ]; then
+    (cd "$dir" && runuser -u postgres -- "${env[@]}" "$@")
+  else
+    (cd "$dir" && "${env[@]}" "$@")
+  fi
+}
+
+# Starts NAME's `pg_autoctl run` in a process group of its own.
+run_node() {
+  local dir=$1 name=$2
+  as_pg "$dir" setsid --fork sh -c 'echo $$ > "$1/$2.pgid"; exec pg_autoctl run --pgdata "$1/$2" >> "$1/$2.log" 2>&1' \
+    sh "$dir" "$name"
+  local tries=0
+  until [ -s "$dir/$name.pgid" ]; do
+    tries=$((tries + 1)); [ "$tries" -lt 100 ] || die "$name did not start"
+    sleep 0.05
+  done
+}
+
+monitor_url() { echo "postgres://autoctl_node@127.0.0.1:$(cat "$1/monitor.port")/pg_auto_failover?sslmode=disable"; }
+
+monitor_sql() {
+  psql -X -q -At "postgres://postgres@127.0.0.1:$(cat "$1/monitor.port")/pg_auto_failover?sslmode=disable" -c "$2"
+}
+
+states() { monitor_sql "$1" "SELECT string_agg(reportedstate::text, ' ' ORDER BY nodeid) FROM pgautofailover.node" 2>/dev/null || true; }
+
+wait_states() {
+  local dir=$1 want=$2 timeout=${3:-90} waited=0 now=""
+  while :; do
+    now=$(states "$dir")
+    [ "$now" = "$want" ] && return 0
+    waited=$((waited + 1))
+    [ "$waited" -le $((timeout * 5)) ] || die "nodes report '$now', not '$want', after ${timeout}s"
+    sleep 0.2
+  done
+}
+
+up() {
+  local dir=$1 port=$2
+  command -v pg_autoctl >/dev/null 2>&1 || die "pg_autoctl is missing: scripts/pg-ha.sh install"
+  mkdir -p "$dir/xdg/run" "$dir/xdg/config" "$dir/xdg/data"
+  chmod 700 "$dir/xdg/run"
+  if [ "$(id -u)" = 0 ]; then
+    id postgres >/dev/null 2>&1 || useradd --system --home-dir /var/lib/postgresql --shell /bin/false postgres
+    chown -R postgres: "$dir"
+  fi
+  echo "$port" > "$dir/monitor.port"
+  log "monitor on 127.0.0.1:$port"
+  as_pg "$dir" pg_autoctl create monitor --pgdata "$dir/monitor" --pgport "$port" \
+    --hostname 127.0.0.1 --listen 127.0.0.1 --auth trust --no-ssl >> "$dir/create.log" 2>&1
+  run_node "$dir" monitor
+  local tries=0
+  until monitor_sql "$dir" "SELECT 1" >/dev/null 2>&1; do
+    tries=$((tries + 1)); [ "$tries" -lt 300 ] || die "the monitor did not answer"
+    sleep 0.1
+  done
+  local setting
+  for setting in "health_check_period = $HA_HEALTH_CHECK_PERIOD_MS" \
+    "health_check_timeout = $HA_HEALTH_CHECK_PERIOD_MS" "health_check_max_retries = 1" \
+    "health_check_retry_delay = 500" "node_considered_unhealthy_timeout = $HA_UNHEALTHY_AFTER_MS" \
+    "primary_demote_timeout = $HA_DEMOTE_MS"; do
+    monitor_sql "$dir" "ALTER SYSTEM SET pgautofailover.$setting" >/dev/null
+  done
+  monitor_sql "$dir" "SELECT pg_reload_conf()" >/dev/null
+  local n want=""
+  for n in 1 2; do
+    log "node$n on 127.0.0.1:$((port + n))"
+    as_pg "$dir" pg_autoctl create postgres --pgdata "$dir/node$n" --pgport "$((port + n))" \
+      --hostname 127.0.0.1 --listen 127.0.0.1 --auth trust --no-ssl --name "node$n" \
+      --dbname admitone --monitor "$(monitor_url "$dir")" >> "$dir/create.log" 2>&1
+    as_pg "$dir" pg_autoctl config set --pgdata "$dir/node$n" \
+      timeout.network_partition_timeout "$HA_PARTITION_SECS" >/dev/null
+    run_node "$dir" "node$n"
+    if [ "$n" = 1 ]; then want="single"; else want="primary secondary"; fi
+    wait_states "$dir" "$want"
+  done
+  echo "127.0.0.1:$((port + 1)) 127.0.0.1:$((port + 2))"
+}
+
+kill_node() {
+  local dir=$1 name=$2
+  [ -s "$dir/$name.pgid" ] || die "no process group recorded for $name"
+  kill -9 -- "-$(cat "$dir/$name.pgid")" 2>/dev/null || true
+  rm -f "$dir/$name.pgid"
+}
+
+primary() {
+  monitor_sql "$1" "SELECT nodehost || ':' || nodeport FROM pgautofailover.node WHERE reportedstate IN ('primary', 'wait_primary', 'single') AND goalstate IN ('primary', 'wait_primary', 'single')"
+}
+
+down() {
+  local dir=$1 f pgid
+  for f in "$dir"/node*.pgid "$dir"/monitor.pgid; do
+    [ -s "$f" ] || continue
+    pgid=$(cat "$f")
+    kill -TERM -- "-$pgid" 2>/dev/null || true
+  done
+  sleep 2
+  for f in "$dir"/node*.pgid "$dir"/monitor.pgid; do
+    [ -s "$f" ] || continue
+    kill -9 -- "-$(cat "$f")" 2>/dev/null || true
+    rm -f "$f"
+  done
+}
+
+command=${1:-}; shift || true
+# Every path absolute: the commands run from inside the formation's directory.
+if [ $# -ge 1 ]; then set -- "$(realpath -m "$1")" "${@:2}"; fi
+case "$command" in
+  install) install ;;
+  up) up "$1" "$2" ;;
+  kill) kill_node "$1" "$2" ;;
+  start) run_node "$1" "$2" ;;
+  primary) primary "$1" ;;
+  wait) wait_states "$1" "$2" "${3:-90}" ;;
+  down) down "$1" ;;
+  *) sed -n 's/^#? \{0,1\}//p' "$0"; exit 2 ;;
+esac

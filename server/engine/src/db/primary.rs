@@ -1,0 +1,169 @@
+//! Following the primary of a highly available PostgreSQL.
+//!
+//! Why here: sqlx connects to the one host of its options and has no
+//! `target_session_attrs`, so after a failover its pool would keep
+//! dialling the old primary (dead, or back as a standby). With
+//! `database.failover_hosts` set, the pool follows the primary itself:
+//!
+//! - every new connection asks `pg_is_in_recovery()` and is refused when it
+//!   reached a standby ([`refuse_a_standby`]): a settlement, a code entry
+//!   or an admin write never runs on a standby, whatever else goes wrong;
+//! - a follower task asks the node in use every `probe_every` whether it is
+//!   still the primary; when it is not (gone, or a standby now), it asks
+//!   every node and points the pool at the one that is
+//!   (`Pool::set_connect_options`). Connections to the old primary died
+//!   with it; new ones go to the new primary.
+//!
+//! Until a primary answers, requests fail as a momentary outage (503 with
+//! `Retry-After`, [`super::is_transient`]) and `/readyz` names PostgreSQL;
+//! the instance recovers by itself, without a restart.
+//!
+//! pg_auto_failover decides which node is primary and fences the old one
+//! (docs/operations/high-availability.md); this only finds it.
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use sqlx::{Connection as _, PgConnection, PgPool, postgres::PgConnectOptions};
+
+/// The nodes of the formation, and which one the pool uses now.
+#[derive(Debug)]
+pub struct Primary {
+    nodes: Vec<PgConnectOptions>,
+    current: AtomicUsize,
+}
+
+impl Primary {
+    /// `first` is the URL's node; `others` the rest of the formation.
+    pub fn new(first: PgConnectOptions, others: &[(String, u16)]) -> Self {
+        let mut nodes = vec![first.clone()];
+        nodes.extend(
+            others
+                .iter()
+                .map(|(host, port)| first.clone().host(host).port(*port)),
+        );
+        Self {
+            nodes,
+            current: AtomicUsize::new(0),
+        }
+    }
+
+    /// `host:port` of the node the pool connects to now.
+    pub fn current(&self) -> String {
+        let node = &self.nodes[self.current.load(Ordering::Relaxed)];
+        format!("{}:{}", node.get_host(), node.get_port())
+    }
+
+    fn options(&self, index: usize) -> &PgConnectOptions {
+        &self.nodes[index]
+    }
+}
+
+/// Whether the node behind `connection` is a standby.
+async fn is_standby(connection: &mut PgConnection) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar("SELECT pg_is_in_recovery()")
+        .fetch_one(connection)
+        .await
+}
+
+/// The pool's `after_connect`: a connection that reached a standby is
+/// refused (the pool retries, by then pointed at the primary).
+pub async fn refuse_a_standby(connection: &mut PgConnection) -> Result<(), sqlx::Error> {
+    if is_standby(connection).await? {
+        return Err(sqlx::Error::Protocol(
+            "connected to a standby, not the primary (the follower looks for the primary)".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `node` answers, within `timeout`, as the primary.
+async fn answers_as_primary(node: &PgConnectOptions, timeout: Duration) -> bool {
+    let probe = async {
+        let mut connection = PgConnection::connect_with(node).await?;
+        let standby = is_standby(&mut connection).await?;
+        let _ = connection.close().await;
+        Ok::<bool, sqlx::Error>(!standby)
+    };
+    matches!(tokio::time::timeout(timeout, probe).await, Ok(Ok(true)))
+}
+
+/// Follows the primary until `pool` closes: asks the node in use every
+/// `every`, and on a change points `pool` at the node that answers as the
+/// primary. `configure` gives a node's options the pool's own settings
+/// (its timeouts).
+pub fn follow(
+    pool: PgPool,
+    primary: Arc<Primary>,
+    every: Duration,
+    configure: impl Fn(PgConnectOptions) -> PgConnectOptions + Send + 'static,
+) {
+    let probe_timeout = every.max(Duration::from_secs(1));
+    tokio::spawn(async move {
+        loop {
+            if pool.is_closed() {
+                return;
+            }
+            let current = primary.current.load(Ordering::Relaxed);
+            if !answers_as_primary(primary.options(current), probe_timeout).await {
+                for index in (0..primary.nodes.len()).filter(|i| *i != current) {
+                    if answers_as_primary(primary.options(index), probe_timeout).await {
+                        pool.set_connect_options(configure(primary.options(index).clone()));
+                        primary.current.store(index, Ordering::Relaxed);
+                        tracing::warn!(
+                            primary = primary.current(),
+                            "PostgreSQL primary changed: the pool follows it"
+                        );
+                        crate::metrics::primary_changed();
+                        break;
+                    }
+                }
+            }
+            tokio::time::sleep(every).await;
+        }
+    });
+}
+
+/// `url` pointed at whichever node answers as the primary (itself when
+/// there are no `others`), waiting up to 30 s for one: for the commands
+/// that connect once (`server migrate`).
+pub async fn primary_url(
+    first: PgConnectOptions,
+    url: &str,
+    others: &[(String, u16)],
+) -> anyhow::Result<String> {
+    if others.is_empty() {
+        return Ok(url.to_owned());
+    }
+    let formation = Primary::new(first, others);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        for (index, node) in formation.nodes.iter().enumerate() {
+            if answers_as_primary(node, Duration::from_secs(2)).await {
+                if index == 0 {
+                    return Ok(url.to_owned());
+                }
+                let (host, port) = &others[index - 1];
+                let mut moved = url::Url::parse(url)?;
+                moved
+                    .set_host(Some(host))
+                    .map_err(|e| anyhow::anyhow!("database.failover_hosts: {host}: {e}"))?;
+                moved
+                    .set_port(Some(*port))
+                    .map_err(|()| anyhow::anyhow!("database.failover_hosts: {host}: no port"))?;
+                return Ok(moved.into());
+            }
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "no node answered as the primary within 30 s ({} nodes)",
+            formation.nodes.len()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
