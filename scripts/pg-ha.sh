@@ -106,6 +106,8 @@ up() {
     chown -R postgres: "$dir"
   fi
   echo "$port" > "$dir/monitor.port"
+  # A failure says why: pg_autoctl's own words are in create.log.
+  trap 'log "formation failed; the end of $dir/create.log:"; tail -n 20 "$dir/create.log" >&2' ERR
   log "monitor on 127.0.0.1:$port"
   as_pg "$dir" pg_autoctl create monitor --pgdata "$dir/monitor" --pgport "$port" \
     --hostname 127.0.0.1 --listen 127.0.0.1 --auth trust --no-ssl >> "$dir/create.log" 2>&1

@@ -44,12 +44,17 @@ impl Readiness {
     }
 }
 
-/// Asks PostgreSQL whether it is a primary (a standby cannot take a
-/// settlement: down) and Redis (`PING`) at once, each bounded by
+/// Asks PostgreSQL whether it takes writes (a standby, or a read-only
+/// node, cannot take a settlement: down) and Redis (`PING`) at once, each bounded by
 /// `timeout`.
 pub async fn check(pool: &PgPool, redis: &Redis, timeout: Duration) -> Readiness {
     let pg = async {
-        let query = sqlx::query_scalar::<_, bool>("SELECT NOT pg_is_in_recovery()").fetch_one(pool);
+        // Takes writes: not a standby, and not read-only (a just-promoted
+        // standby is read-only for a few seconds; `db::primary`).
+        let query = sqlx::query_scalar::<_, bool>(
+            "SELECT NOT (pg_is_in_recovery() OR current_setting('transaction_read_only')::bool)",
+        )
+        .fetch_one(pool);
         match tokio::time::timeout(timeout, query).await {
             Ok(Ok(true)) => Status::Up,
             Ok(Ok(false)) => {

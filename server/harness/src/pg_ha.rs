@@ -122,18 +122,18 @@ impl Drop for HaPostgres {
     }
 }
 
-/// The first of `n` consecutive loopback ports nothing listens on.
+/// The first of `n` consecutive loopback ports nothing listens on, below
+/// the range the system hands out for outgoing connections (a port of
+/// that range, free now, could be taken by another test's connection in
+/// the seconds before PostgreSQL binds it).
 fn free_ports(n: u16) -> anyhow::Result<u16> {
-    for _ in 0..50 {
-        let base = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
-        if base > u16::MAX - n {
-            continue;
-        }
-        if (1..n).all(|i| std::net::TcpListener::bind(("127.0.0.1", base + i)).is_ok()) {
+    for _ in 0..200 {
+        // A random start (a v4 uuid's bits), so parallel tests spread out.
+        let offset = u16::try_from(uuid::Uuid::new_v4().as_u128() % 12_000).unwrap_or(0);
+        let base = 20_000 + offset;
+        if (0..n).all(|i| std::net::TcpListener::bind(("127.0.0.1", base + i)).is_ok()) {
             return Ok(base);
         }
     }
-    anyhow::bail!("no {n} consecutive free ports")
+    anyhow::bail!("no {n} consecutive free ports between 20000 and 32000")
 }

@@ -117,14 +117,51 @@ impl Settings {
             .filter(|entry| !entry.is_empty())
             .map(|entry| {
                 let (host, port) = entry.rsplit_once(':').ok_or_else(|| invalid(entry))?;
-                let host = host.trim_start_matches('[').trim_end_matches(']');
+                // An IPv6 address in brackets; any other `:` is a mistake
+                // (`db2:5432:5433`).
+                let host = match host.strip_prefix('[') {
+                    Some(v6) => v6.strip_suffix(']').ok_or_else(|| invalid(entry))?,
+                    None if host.contains(':') => return Err(invalid(entry)),
+                    None => host,
+                };
                 let port: u16 = port.parse().map_err(|_| invalid(entry))?;
-                if host.is_empty() || port == 0 || host.contains(['/', '@', ' ', '?', '#', ',']) {
+                if host.is_empty()
+                    || port == 0
+                    || host.contains(['/', '@', ' ', '?', '#', ',', '[', ']', '%'])
+                {
                     return Err(invalid(entry));
                 }
                 Ok((host.to_owned(), port))
             })
             .collect()
+    }
+
+    /// With `failover_hosts`, the URL must name its node the same way
+    /// (TCP, in its authority): a socket or a `host`/`hostaddr`/`port`
+    /// parameter would override every node's address alike.
+    pub(super) fn validate_failover(&self) -> Result<(), super::ConfigError> {
+        if self.failover_hosts()?.is_empty() {
+            return Ok(());
+        }
+        let refuse = |message: &str| super::ConfigError::Invalid {
+            key: "database.failover_hosts",
+            message: message.into(),
+        };
+        let url = url::Url::parse(self.database.url.expose_secret())
+            .map_err(|_| refuse("needs database.url to be a URL"))?;
+        let tcp = url
+            .host_str()
+            .is_some_and(|host| !host.is_empty() && !host.starts_with('%'));
+        let overridden = url
+            .query_pairs()
+            .any(|(key, _)| matches!(key.as_ref(), "host" | "hostaddr" | "port"));
+        if !tcp || overridden {
+            return Err(refuse(
+                "needs database.url to name its node by host and port (TCP, no socket, \
+                 no host, hostaddr or port parameter)",
+            ));
+        }
+        Ok(())
     }
 
     pub fn redis_options(&self) -> engine::coordination::RedisOptions {

@@ -25,7 +25,7 @@ impl Settings {
                 message: e.to_string(),
             }
         })?;
-        self.failover_hosts()?;
+        self.validate_failover()?;
         if self.database.primary_probe_interval_ms == 0 {
             return Err(ConfigError::Invalid {
                 key: "database.primary_probe_interval_ms",
@@ -213,11 +213,30 @@ mod tests {
             ":5432",
             "user@db2:5432",
             "db2:54x",
+            "db2:5432:5433",
+            "[db2:5432",
+            "[fe80::1%eth0]:5432",
         ] {
             s.database.failover_hosts = bad.into();
             let error = s.validate().expect_err(bad).to_string();
             assert!(error.contains("database.failover_hosts"), "{bad}: {error}");
         }
+        // The URL must name its node by TCP in its authority: a socket or
+        // a host parameter would send every node's connections there.
+        s.database.failover_hosts = "db2:5432".into();
+        for url in [
+            "postgres:///admitone?host=/var/run/postgresql",
+            "postgres://db1/admitone?host=db3",
+            "postgres://db1/admitone?port=6432",
+        ] {
+            s.database.url = url.to_owned().into();
+            let error = s.validate().expect_err(url).to_string();
+            assert!(error.contains("database.failover_hosts"), "{url}: {error}");
+        }
+        s.database.url = "postgres://app@db1:5432/admitone?sslmode=require"
+            .to_owned()
+            .into();
+        s.validate().expect("a TCP node and its failover host");
         s.database.failover_hosts = String::new();
         s.database.primary_probe_interval_ms = 0;
         let error = s.validate().expect_err("no probing").to_string();

@@ -97,10 +97,13 @@ pub fn pool_with_timeouts(connect: PgConnectOptions, options: &DbOptions) -> PgP
     if options.failover_hosts.is_empty() {
         return pool_options(options).connect_lazy_with(with_timeouts(connect, options));
     }
-    let pool = pool_options(options)
+    let nodes = std::sync::Arc::new(primary::Primary::new(
+        connect.clone(),
+        &options.failover_hosts,
+    ));
+    let pool = pool_options_with(options, Some(nodes.clone()))
         .after_connect(|connection, _| Box::pin(primary::refuse_a_standby(connection)))
-        .connect_lazy_with(with_timeouts(connect.clone(), options));
-    let nodes = std::sync::Arc::new(primary::Primary::new(connect, &options.failover_hosts));
+        .connect_lazy_with(with_timeouts(connect, options));
     let timeouts = options.clone();
     primary::follow(
         pool.clone(),
@@ -127,13 +130,26 @@ pub fn pool_with_timeouts(connect: PgConnectOptions, options: &DbOptions) -> PgP
 pub const PING_IF_IDLE_FOR: Duration = Duration::from_secs(1);
 
 fn pool_options(options: &DbOptions) -> PgPoolOptions {
+    pool_options_with(options, None)
+}
+
+/// The pool's options; with `primary`, a connection opened before the
+/// pool last moved to another node is closed instead of handed out.
+fn pool_options_with(
+    options: &DbOptions,
+    primary: Option<std::sync::Arc<primary::Primary>>,
+) -> PgPoolOptions {
     let ping_if_idle_for = options.ping_if_idle_for;
     PgPoolOptions::new()
         .max_connections(options.max_connections)
         .acquire_timeout(options.acquire_timeout)
         .test_before_acquire(false)
         .before_acquire(move |conn, meta| {
+            let primary = primary.clone();
             Box::pin(async move {
+                if primary.is_some_and(|p| p.opened_before_switch(meta.age)) {
+                    return Ok(false);
+                }
                 if meta.idle_for <= ping_if_idle_for {
                     return Ok(true);
                 }

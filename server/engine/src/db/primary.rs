@@ -5,14 +5,17 @@
 //! dialling the old primary (dead, or back as a standby). With
 //! `database.failover_hosts` set, the pool follows the primary itself:
 //!
-//! - every new connection asks `pg_is_in_recovery()` and is refused when it
-//!   reached a standby ([`refuse_a_standby`]): a settlement, a code entry
-//!   or an admin write never runs on a standby, whatever else goes wrong;
-//! - a follower task asks the node in use every `probe_every` whether it is
-//!   still the primary; when it is not (gone, or a standby now), it asks
-//!   every node and points the pool at the one that is
-//!   (`Pool::set_connect_options`). Connections to the old primary died
-//!   with it; new ones go to the new primary.
+//! - every new connection asks whether its node takes writes (not in
+//!   recovery, and not read-only: a promoted standby is read-only for a
+//!   few seconds while pg_auto_failover makes sure the old primary has
+//!   stopped) and is refused when it does not ([`refuse_a_standby`]): a
+//!   settlement, a code entry or an admin write never runs on a standby;
+//! - a follower task asks the node in use every `probe_every` the same;
+//!   after two failed probes in a row (one slow answer is not a failover),
+//!   it asks every node and points the pool at the one that takes writes
+//!   (`Pool::set_connect_options`), and the pool drops every connection
+//!   opened before the switch as it comes back ([`Primary::opened_before_switch`]),
+//!   so none lingers on a node that is alive but no longer primary.
 //!
 //! Until a primary answers, requests fail as a momentary outage (503 with
 //! `Retry-After`, [`super::is_transient`]) and `/readyz` names PostgreSQL;
@@ -24,9 +27,9 @@
 use std::{
     sync::{
         Arc,
-        atomic::{AtomicUsize, Ordering},
+        atomic::{AtomicU64, AtomicUsize, Ordering},
     },
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use sqlx::{Connection as _, PgConnection, PgPool, postgres::PgConnectOptions};
@@ -36,6 +39,9 @@ use sqlx::{Connection as _, PgConnection, PgPool, postgres::PgConnectOptions};
 pub struct Primary {
     nodes: Vec<PgConnectOptions>,
     current: AtomicUsize,
+    /// When the pool last moved, in milliseconds since `born` (0: never).
+    switched_ms: AtomicU64,
+    born: Instant,
 }
 
 impl Primary {
@@ -50,7 +56,30 @@ impl Primary {
         Self {
             nodes,
             current: AtomicUsize::new(0),
+            switched_ms: AtomicU64::new(0),
+            born: Instant::now(),
         }
+    }
+
+    /// Whether a pooled connection of this `age` was opened before the
+    /// pool last moved to another node (the pool's `before_acquire` then
+    /// closes it instead of handing it out).
+    pub fn opened_before_switch(&self, age: Duration) -> bool {
+        let switched = self.switched_ms.load(Ordering::Relaxed);
+        if switched == 0 {
+            return false;
+        }
+        let since_switch = self
+            .born
+            .elapsed()
+            .saturating_sub(Duration::from_millis(switched));
+        age > since_switch
+    }
+
+    fn switch_to(&self, index: usize) {
+        self.current.store(index, Ordering::Relaxed);
+        let now = u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.switched_ms.store(now.max(1), Ordering::Relaxed);
     }
 
     /// `host:port` of the node the pool connects to now.
@@ -64,11 +93,16 @@ impl Primary {
     }
 }
 
-/// Whether the node behind `connection` is a standby.
+/// Whether the node behind `connection` cannot take writes: in recovery
+/// (a standby), or read-only (what libpq's `read-write` check asks too;
+/// a just-promoted pg_auto_failover standby stays read-only until the
+/// old primary must have stopped).
 async fn is_standby(connection: &mut PgConnection) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar("SELECT pg_is_in_recovery()")
-        .fetch_one(connection)
-        .await
+    sqlx::query_scalar(
+        "SELECT pg_is_in_recovery() OR current_setting('transaction_read_only')::bool",
+    )
+    .fetch_one(connection)
+    .await
 }
 
 /// The pool's `after_connect`: a connection that reached a standby is
@@ -105,16 +139,23 @@ pub fn follow(
 ) {
     let probe_timeout = every.max(Duration::from_secs(1));
     tokio::spawn(async move {
+        let mut failed_probes = 0;
         loop {
             if pool.is_closed() {
                 return;
             }
             let current = primary.current.load(Ordering::Relaxed);
-            if !answers_as_primary(primary.options(current), probe_timeout).await {
+            if answers_as_primary(primary.options(current), probe_timeout).await {
+                failed_probes = 0;
+            } else {
+                failed_probes += 1;
+            }
+            if failed_probes >= 2 {
                 for index in (0..primary.nodes.len()).filter(|i| *i != current) {
                     if answers_as_primary(primary.options(index), probe_timeout).await {
                         pool.set_connect_options(configure(primary.options(index).clone()));
-                        primary.current.store(index, Ordering::Relaxed);
+                        primary.switch_to(index);
+                        failed_probes = 0;
                         tracing::warn!(
                             primary = primary.current(),
                             "PostgreSQL primary changed: the pool follows it"
@@ -150,8 +191,13 @@ pub async fn primary_url(
                 }
                 let (host, port) = &others[index - 1];
                 let mut moved = url::Url::parse(url)?;
+                let host = if host.contains(':') {
+                    format!("[{host}]")
+                } else {
+                    host.clone()
+                };
                 moved
-                    .set_host(Some(host))
+                    .set_host(Some(&host))
                     .map_err(|e| anyhow::anyhow!("database.failover_hosts: {host}: {e}"))?;
                 moved
                     .set_port(Some(*port))

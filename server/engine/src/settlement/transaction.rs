@@ -132,8 +132,12 @@ impl Settler {
         let ttl = self.options.grant_ttl.as_secs_f64();
         // Four fifths of what is left of the caller's bound: PostgreSQL
         // gives up (and rolls back) before this side stops waiting for its
-        // answer, so a caller told "unavailable" never has a settlement
-        // committing behind its back.
+        // answer, so a caller told "unavailable" has no settlement still
+        // running behind its back. One wait is not bounded: a commit
+        // waiting for its synchronous standby (PostgreSQL turns the
+        // statement timeout off before committing) may land after the
+        // caller was told "unavailable"; its retry under the same request
+        // id is answered from it (docs/operations/high-availability.md).
         let left = self
             .options
             .transaction_timeout

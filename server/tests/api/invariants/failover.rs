@@ -57,6 +57,23 @@ impl Race {
         engine::db::migrate(&ha.url(1), std::slice::from_ref(&node2))
             .await
             .expect("migrate");
+        // Synchronous replication is on (else the kill below could pass
+        // by luck of a short lag): node 1's standby is a quorum member.
+        let mut primary = <sqlx::PgConnection as sqlx::Connection>::connect(&ha.url(1))
+            .await
+            .expect("node 1");
+        let sync: Vec<String> = sqlx::query_scalar(
+            "SELECT sync_state FROM pg_stat_replication
+             WHERE current_setting('synchronous_standby_names') <> ''",
+        )
+        .fetch_all(&mut primary)
+        .await
+        .expect("pg_stat_replication");
+        assert_eq!(
+            sync,
+            ["quorum"],
+            "node 1 replicates synchronously to node 2"
+        );
         let mut settings = load_settings();
         settings.database.failover_hosts = ha.failover_hosts();
         settings.database.primary_probe_interval_ms = 200;
@@ -278,4 +295,50 @@ async fn losing_the_standby_under_first_accesses_stalls_writes_then_they_go_on()
     );
     race.assert_one_winner_per_code(&answers, &seen).await;
     race.rejoin(2, "primary secondary").await;
+}
+
+/// Given the standby's address first, the pool refuses its connections
+/// (it takes no writes) and follows the primary named among the failover
+/// hosts: every query runs on the primary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_given_the_standby_first_finds_the_primary() {
+    let ha = tokio::task::spawn_blocking(|| HaPostgres::start(&repository()))
+        .await
+        .expect("join")
+        .expect("a highly available PostgreSQL (scripts/pg-ha.sh)");
+    let node1 = ("127.0.0.1".to_owned(), ha.port + 1);
+    engine::db::migrate(&ha.url(2), std::slice::from_ref(&node1))
+        .await
+        .expect("migrate finds the primary");
+    let options = engine::db::DbOptions {
+        failover_hosts: vec![node1],
+        primary_probe_every: Duration::from_millis(200),
+        ..engine::db::DbOptions::default()
+    };
+    let pool = engine::db::pool_with_timeouts(ha.url(2).parse().expect("url"), &options);
+    let started = Instant::now();
+    let port = loop {
+        match sqlx::query_scalar::<_, i32>("SELECT inet_server_port()")
+            .fetch_one(&pool)
+            .await
+        {
+            Ok(port) => break port,
+            Err(error) => {
+                assert!(
+                    started.elapsed() < Duration::from_secs(30),
+                    "no connection to the primary in 30 s: {error}"
+                );
+            }
+        }
+    };
+    assert_eq!(port, i32::from(ha.port + 1), "the query ran on the primary");
+    let migrated: bool = sqlx::query_scalar("SELECT to_regclass('public.auth_codes') IS NOT NULL")
+        .fetch_one(&pool)
+        .await
+        .expect("read");
+    assert!(
+        migrated,
+        "migrate ran on the primary (the standby replays it)"
+    );
+    pool.close().await;
 }

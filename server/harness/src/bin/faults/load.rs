@@ -137,9 +137,6 @@ pub(crate) struct Log {
     pub(crate) grants: Vec<Grant>,
     /// Learners (sessions) in, by group, and when each got in.
     pub(crate) inside: Vec<(Group, Uuid, Instant)>,
-    /// (sent, answered) of each opening that got its learner in: a
-    /// settlement that committed, sent no earlier than `sent`.
-    pub(crate) first_accesses: Vec<(Instant, Instant)>,
     /// Learners (sessions) given their group's final refusal.
     pub(crate) refused: Vec<Group>,
 }
@@ -190,7 +187,6 @@ pub(crate) async fn drive_load(
                 // Enter the code, open the resource (retrying with one
                 // request id, its copies at once), then stream its bytes
                 // under the grant.
-                let sent = Instant::now();
                 let answers: Vec<Answer> = if inside {
                     vec![
                         answer_of(
@@ -236,7 +232,6 @@ pub(crate) async fn drive_load(
                     }
                     if ok && entered && !inside {
                         log.inside.push((group, id, now));
-                        log.first_accesses.push((sent, now));
                     }
                     if refused {
                         log.refused.push(group);

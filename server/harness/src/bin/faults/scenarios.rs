@@ -461,23 +461,35 @@ pub(crate) async fn run_fault(args: &Args, key: &str, name: &str) -> anyhow::Res
         .max()
         .unwrap_or_default();
     if let Some(probe) = probe {
-        // The write outage: from the first write that failed after the
-        // kill to the answer of the first write sent after that failure
-        // that succeeded (on the new primary).
+        // The write outage as clients saw it: the longest wait between two
+        // successful writes (answered) from the kill on, counting from the
+        // last success before the kill. A write in flight at the kill
+        // counts, however long it took to fail.
         let writes = probe.await.context("the write probe")?;
         let killed_at = killed_at.context("the kill's time")?;
-        let failed = writes
+        let mut answered: Vec<Instant> = writes
             .iter()
-            .filter(|(sent, _, ok)| *sent >= killed_at && !ok)
-            .map(|(sent, _, _)| *sent)
-            .min();
-        outcome.outage_ms = failed.and_then(|failed| {
-            writes
-                .iter()
-                .filter(|(sent, _, ok)| *sent >= failed && *ok)
-                .map(|(_, answered, _)| answered.duration_since(failed).as_millis())
-                .min()
-        });
+            .filter(|(_, _, ok)| *ok)
+            .map(|(_, answered, _)| *answered)
+            .collect();
+        answered.sort();
+        let from = answered
+            .iter()
+            .rev()
+            .find(|at| **at <= killed_at)
+            .copied()
+            .unwrap_or(killed_at);
+        outcome.outage_ms = answered
+            .iter()
+            .filter(|at| **at > from)
+            .scan(from, |previous, at| {
+                let gap = at.duration_since(*previous);
+                *previous = *at;
+                Some(gap)
+            })
+            .max()
+            .map(|gap| gap.as_millis())
+            .filter(|_| writes.iter().any(|(sent, _, ok)| *sent >= killed_at && !ok));
     }
     outcome.violations = violations(&pool).await?;
     outcome.lost_successes = mix::lost(&pool, &log.grants).await?;
