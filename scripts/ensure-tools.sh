@@ -109,5 +109,8 @@ if [ "$want_test_tools" = 1 ]; then
   # pg_auto_failover (Debian): the highly available PostgreSQL the failover
   # tests and `make faults` start on loopback (scripts/pg-ha.sh).
   scripts/pg-ha.sh install
+  # systemd-analyze (Debian's systemd): the docs tests verify the units
+  # server/deploy/ ships.
+  command -v systemd-analyze >/dev/null || { log "installing systemd (systemd-analyze)"; apt_install systemd; }
 fi
 log "tools ready"

@@ -17,17 +17,12 @@
 #?
 #? Each `pg_autoctl run` starts in a process group of its own (setsid), its
 #? id kept in DIR/NAME.pgid. PostgreSQL refuses to run as root: as root,
-#? everything runs as `postgres`. Timers (why: docs/operations/high-availability.md):
-#? the monitor checks every second and calls a node unhealthy after 2 s;
-#? a node cut off from the monitor and its peer stops serving after 4 s
-#? (network_partition_timeout); the monitor promotes the standby only after
-#? 6 s (primary_demote_timeout), so two primaries never take writes at once.
+#? everything runs as `postgres`. The monitor and the nodes are created,
+#? with their timers, by the production setup script
+#? (server/deploy/ha/pg-ha-setup.sh), on loopback without TLS.
 set -euo pipefail
 
-HA_HEALTH_CHECK_PERIOD_MS=${HA_HEALTH_CHECK_PERIOD_MS:-1000}
-HA_UNHEALTHY_AFTER_MS=${HA_UNHEALTHY_AFTER_MS:-2000}
-HA_PARTITION_SECS=${HA_PARTITION_SECS:-4}
-HA_DEMOTE_MS=${HA_DEMOTE_MS:-6000}
+SETUP="$(cd "$(dirname "$0")/.." && pwd)/server/deploy/ha/pg-ha-setup.sh"
 
 log() { printf '\033[1;35m[pg-ha]\033[0m %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
@@ -106,33 +101,28 @@ up() {
     chown -R postgres: "$dir"
   fi
   echo "$port" > "$dir/monitor.port"
+  # A copy the `postgres` user can read, wherever the checkout is.
+  cp "$SETUP" "$dir/pg-ha-setup.sh"
+  if [ "$(id -u)" = 0 ]; then chown postgres: "$dir/pg-ha-setup.sh"; fi
+  local setup="$dir/pg-ha-setup.sh"
   # A failure says why: pg_autoctl's own words are in create.log.
   trap 'log "formation failed; the end of $dir/create.log:"; tail -n 20 "$dir/create.log" >&2' ERR
   log "monitor on 127.0.0.1:$port"
-  as_pg "$dir" pg_autoctl create monitor --pgdata "$dir/monitor" --pgport "$port" \
-    --hostname 127.0.0.1 --listen 127.0.0.1 --auth trust --no-ssl >> "$dir/create.log" 2>&1
+  as_pg "$dir" "$setup" monitor "$dir/monitor" "$port" 127.0.0.1 \
+    --listen 127.0.0.1 --auth trust --no-ssl >> "$dir/create.log" 2>&1
   run_node "$dir" monitor
   local tries=0
   until monitor_sql "$dir" "SELECT 1" >/dev/null 2>&1; do
     tries=$((tries + 1)); [ "$tries" -lt 300 ] || die "the monitor did not answer"
     sleep 0.1
   done
-  local setting
-  for setting in "health_check_period = $HA_HEALTH_CHECK_PERIOD_MS" \
-    "health_check_timeout = $HA_HEALTH_CHECK_PERIOD_MS" "health_check_max_retries = 1" \
-    "health_check_retry_delay = 500" "node_considered_unhealthy_timeout = $HA_UNHEALTHY_AFTER_MS" \
-    "primary_demote_timeout = $HA_DEMOTE_MS"; do
-    monitor_sql "$dir" "ALTER SYSTEM SET pgautofailover.$setting" >/dev/null
-  done
-  monitor_sql "$dir" "SELECT pg_reload_conf()" >/dev/null
+  as_pg "$dir" "$setup" timers \
+    "postgres://postgres@127.0.0.1:$port/pg_auto_failover?sslmode=disable" >> "$dir/create.log" 2>&1
   local n want=""
   for n in 1 2; do
     log "node$n on 127.0.0.1:$((port + n))"
-    as_pg "$dir" pg_autoctl create postgres --pgdata "$dir/node$n" --pgport "$((port + n))" \
-      --hostname 127.0.0.1 --listen 127.0.0.1 --auth trust --no-ssl --name "node$n" \
-      --dbname admitone --monitor "$(monitor_url "$dir")" >> "$dir/create.log" 2>&1
-    as_pg "$dir" pg_autoctl config set --pgdata "$dir/node$n" \
-      timeout.network_partition_timeout "$HA_PARTITION_SECS" >/dev/null
+    as_pg "$dir" "$setup" node "$dir/node$n" "$((port + n))" 127.0.0.1 "node$n" \
+      "$(monitor_url "$dir")" --listen 127.0.0.1 --auth trust --no-ssl >> "$dir/create.log" 2>&1
     run_node "$dir" "node$n"
     if [ "$n" = 1 ]; then want="single"; else want="primary secondary"; fi
     wait_states "$dir" "$want"

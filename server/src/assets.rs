@@ -3,7 +3,7 @@
 //!
 //! Why: the wasm is most of a first page load, and a learner on a phone
 //! pays for every byte. `server precompress` (run after `cargo leptos
-//! build` by `make run`, the release steps and the Dockerfile) writes
+//! build` by `make run` and the release steps) writes
 //! `<file>.br` (Brotli, quality 11) and `<file>.gz` (gzip, level 9) beside
 //! each asset; [`service`] serves whichever the browser accepts, or the file
 //! itself when there is no copy (a development build). Compressing once at

@@ -156,11 +156,17 @@ impl Application {
             ));
         }
         let settler = engine::settlement::Settler::new(pool.clone(), redis.clone(), settlement);
+        let reads = engine::db::reads(
+            pool.clone(),
+            settings.database.url.expose_secret(),
+            &settings.db_options(),
+        )?;
         let state = ServerState {
             leptos_options,
             stylesheet: app::Stylesheet(stylesheet.into()),
             services: Services {
                 pool,
+                reads,
                 redis,
                 throttle: engine::throttle::FixedWindow::new(),
                 auth: settings.auth_policy(),

@@ -327,3 +327,52 @@ fn the_tenancy_allowlist_is_the_one_the_check_uses() {
     allowed.sort();
     assert_eq!(named, allowed);
 }
+
+/// What `systemd-analyze verify` says of a unit file, placed in a scratch
+/// directory as `name` (a template's instance: `pg_autoctl@node1.service`):
+/// every line except the executables this machine does not have (the
+/// deployed binary's path).
+fn unit_findings(unit: &str, name: &str) -> Vec<String> {
+    let dir = std::env::temp_dir().join(format!("admitone-units-{}", std::process::id()));
+    fs::create_dir_all(&dir).expect("a scratch directory");
+    let path = dir.join(name);
+    fs::write(&path, unit).expect("the unit");
+    let output = std::process::Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(&path)
+        .output()
+        .expect("systemd-analyze (Debian's systemd package; scripts/ensure-tools.sh installs it)");
+    let _ = fs::remove_file(&path);
+    String::from_utf8_lossy(&output.stderr)
+        .lines()
+        .chain(String::from_utf8_lossy(&output.stdout).lines())
+        .filter(|line| !line.trim().is_empty())
+        .filter(|line| {
+            !(line.contains("is not executable: No such file or directory")
+                && (line.contains("/opt/admitone/server") || line.contains("/usr/bin/pg_autoctl")))
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The units `server/deploy/` ships parse as systemd reads them: no
+/// unknown key, no value it would ignore. The check can fail: a
+/// misspelt key and a bad value are each found.
+#[test]
+fn the_deployed_units_are_ones_systemd_accepts() {
+    let deploy = root().join("server/deploy");
+    for (file, name) in [
+        ("admitone.service", "admitone.service"),
+        ("ha/pg_autoctl@.service", "pg_autoctl@node1.service"),
+    ] {
+        let unit = fs::read_to_string(deploy.join(file)).expect("a unit");
+        assert_eq!(unit_findings(&unit, name), Vec::<String>::new(), "{file}");
+    }
+    let broken = "[Unit]\nDescription=x\n[Service]\nExecStart=/bin/true\nRestartt=always\nRestart=sometimes\n";
+    let findings = unit_findings(broken, "broken.service");
+    assert!(
+        findings.iter().any(|f| f.contains("Restartt"))
+            && findings.iter().any(|f| f.contains("sometimes")),
+        "{findings:?}"
+    );
+}

@@ -56,7 +56,7 @@ pub async fn audit_log(
     };
     // One row more than the page: a page ending with the oldest entry
     // offers no (empty) next page.
-    let mut rows = engine::read_models::audit(&state.pool, tenant, &filter, PAGE + 1)
+    let mut rows = engine::read_models::audit(&state.reads, tenant, &filter, PAGE + 1)
         .await
         .map_err(internal)?;
     let more = rows.len() as i64 > PAGE;

@@ -154,7 +154,7 @@ mod table_page {
             engine::code_table::count_codes(&app.pool, share.tenant(), share.id, &filter, bounds)
                 .await
                 .map_err(internal)?;
-        let batches = engine::read_models::batches(&app.pool, share.tenant(), share.id)
+        let batches = engine::read_models::batches(&app.reads, share.tenant(), share.id)
             .await
             .map_err(internal)?;
         let label_of = |id: Uuid| {

@@ -118,16 +118,16 @@ pub async fn dashboard(tenant_id: Uuid) -> Result<DashboardView, AppError> {
         .await
         .map_err(internal)?
         .ok_or(AppError::NotFound)?;
-    let totals = engine::read_models::totals(&state.pool, tenant)
+    let totals = engine::read_models::totals(&state.reads, tenant)
         .await
         .map_err(internal)?;
-    let days = engine::read_models::activity(&state.pool, tenant, &zone, 14)
+    let days = engine::read_models::activity(&state.reads, tenant, &zone, 14)
         .await
         .map_err(internal)?;
-    let shares = engine::read_models::shares(&state.pool, tenant, None, 500)
+    let shares = engine::read_models::shares(&state.reads, tenant, None, 500)
         .await
         .map_err(internal)?;
-    let leaks = engine::read_models::leaks(&state.pool, tenant)
+    let leaks = engine::read_models::leaks(&state.reads, tenant)
         .await
         .map_err(internal)?;
     let label = match crate::i18n::lang() {

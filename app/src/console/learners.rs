@@ -77,7 +77,7 @@ pub async fn share_learners(
     let id = share.id;
     // One row more than the page: a page ending with the last learner
     // offers no (empty) next page.
-    let mut rows = engine::read_models::learners(&state.pool, share.tenant(), id, after, PAGE + 1)
+    let mut rows = engine::read_models::learners(&state.reads, share.tenant(), id, after, PAGE + 1)
         .await
         .map_err(internal)?;
     let more = rows.len() as i64 > PAGE;
@@ -87,7 +87,7 @@ pub async fn share_learners(
         None => None,
         Some(principal) => {
             let list = engine::read_models::records(
-                &state.pool,
+                &state.reads,
                 share.tenant(),
                 id,
                 Some(principal),

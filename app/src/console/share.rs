@@ -120,11 +120,11 @@ pub async fn share_settings(tenant_id: Uuid, share_id: Uuid) -> Result<ShareEdit
     let resources = engine::resources::resources(&state.pool, share.tenant(), share.id)
         .await
         .map_err(internal)?;
-    let batches = engine::read_models::batches(&state.pool, share.tenant(), share.id)
+    let batches = engine::read_models::batches(&state.reads, share.tenant(), share.id)
         .await
         .map_err(internal)?;
     let zone = support::zone(&state, share.tenant()).await?;
-    let counted = engine::read_models::accesses_counted(&state.pool, share.tenant(), share.id)
+    let counted = engine::read_models::accesses_counted(&state.reads, share.tenant(), share.id)
         .await
         .map_err(internal)?;
     Ok(ShareEditor {

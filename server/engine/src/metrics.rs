@@ -31,6 +31,7 @@ pub const MAIL_DEAD: &str = "admitone_mail_dead_letters";
 pub const DB_CONNECTIONS: &str = "admitone_db_pool_connections";
 pub const REDIS_UP: &str = "admitone_redis_up";
 pub const DB_PRIMARY_CHANGES: &str = "admitone_db_primary_changes_total";
+pub const DB_READS: &str = "admitone_db_reads_total";
 pub const INVARIANT_VIOLATIONS: &str = "admitone_invariant_violations";
 pub const COUNTER_DRIFT_REPAIRED: &str = "admitone_counter_drift_repaired_total";
 pub const PANICS: &str = "admitone_request_panics_total";
@@ -100,6 +101,10 @@ pub fn describe() {
     describe_counter!(
         DB_PRIMARY_CHANGES,
         "Times this instance's pool moved to another PostgreSQL node that answered as the primary."
+    );
+    describe_counter!(
+        DB_READS,
+        "Stale-tolerant reads (dashboards, audit log, lists and exports) by where they ran: standby, primary_standby_behind, primary_no_standby, primary."
     );
     describe_gauge!(
         INVARIANT_VIOLATIONS,
@@ -210,6 +215,11 @@ pub fn redis_up(up: bool) {
 /// What one reconciler run found, per check.
 pub fn invariant_violations(check: &'static str, count: usize) {
     gauge!(INVARIANT_VIOLATIONS, "check" => check).set(count as f64);
+}
+
+/// A stale-tolerant read ran on the standby or the primary (`db::reads`).
+pub fn read_served(served_by: &'static str) {
+    counter!(DB_READS, "served_by" => served_by).increment(1);
 }
 
 /// The pool moved to a new PostgreSQL primary (`db::primary`).

@@ -3,15 +3,21 @@
 //!
 //! Read-only on purpose: every write lives with its concept (`shares`,
 //! `resources`, `batches`, `code_actions`, `settlement`), so the console
-//! cannot grow a second path that changes a code. Every query is scoped by `tenant_id` first, so one tenant's admin
-//! can only ever read that tenant's rows.
+//! cannot grow a second path that changes a code. Every query is scoped by
+//! `tenant_id` first, so one tenant's admin can only ever read that
+//! tenant's rows.
+//!
+//! Stale-tolerant on purpose too: every read goes through
+//! [`crate::db::Reads`], on a standby when one is configured, and still
+//! sees every write committed before it began. Nothing here may guard a
+//! write: a decision reads the primary, inside its own transaction.
 
 use anyhow::Context as _;
-use sqlx::PgPool;
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
 
 use crate::{
+    db::Reads,
     shares::{ShareId, ShareStatus},
     tenants::TenantId,
 };
@@ -19,7 +25,7 @@ use crate::{
 /// Accesses counted in a share so far (its access records), with or
 /// without a quota.
 pub async fn accesses_counted(
-    pool: &PgPool,
+    reads: &Reads,
     tenant: TenantId,
     share: ShareId,
 ) -> anyhow::Result<i64> {
@@ -28,7 +34,7 @@ pub async fn accesses_counted(
         tenant.0,
         share.0,
     )
-    .fetch_one(pool)
+    .fetch_one(&mut *reads.connection().await?)
     .await
     .context("counting a share's accesses")
 }
@@ -43,7 +49,7 @@ pub struct Totals {
     pub accesses_7d: i64,
 }
 
-pub async fn totals(pool: &PgPool, tenant: TenantId) -> anyhow::Result<Totals> {
+pub async fn totals(reads: &Reads, tenant: TenantId) -> anyhow::Result<Totals> {
     let row = sqlx::query!(
         r#"SELECT
              (SELECT count(*) FROM shares WHERE tenant_id = $1) AS "shares!",
@@ -54,7 +60,7 @@ pub async fn totals(pool: &PgPool, tenant: TenantId) -> anyhow::Result<Totals> {
                 AND granted_at > now() - interval '7 days') AS "accesses!""#,
         tenant.0,
     )
-    .fetch_one(pool)
+    .fetch_one(&mut *reads.connection().await?)
     .await
     .context("reading a tenant's totals")?;
     Ok(Totals {
@@ -77,7 +83,7 @@ pub struct DayActivity {
 /// The last `days` days of activity, oldest first, one row per day (zeros
 /// included, so a chart has no gaps); days are the tenant's local days.
 pub async fn activity(
-    pool: &PgPool,
+    reads: &Reads,
     tenant: TenantId,
     zone: &crate::zone::Zone,
     days: i32,
@@ -106,7 +112,7 @@ pub async fn activity(
         days,
         zone.name(),
     )
-    .fetch_all(pool)
+    .fetch_all(&mut *reads.connection().await?)
     .await
     .context("reading a tenant's daily activity")?;
     Ok(rows
@@ -139,7 +145,7 @@ pub struct ShareRow {
 /// share of the previous page (keyset on creation time and id; a share of
 /// another tenant as `after` gives an empty page).
 pub async fn shares(
-    pool: &PgPool,
+    reads: &Reads,
     tenant: TenantId,
     after: Option<Uuid>,
     limit: i64,
@@ -161,7 +167,7 @@ pub async fn shares(
         after,
         limit.clamp(1, PAGE_MAX + 1),
     )
-    .fetch_all(pool)
+    .fetch_all(&mut *reads.connection().await?)
     .await
     .context("listing a tenant's shares")
 }
@@ -186,7 +192,7 @@ impl BatchRow {
 }
 
 pub async fn batches(
-    pool: &PgPool,
+    reads: &Reads,
     tenant: TenantId,
     share: ShareId,
 ) -> anyhow::Result<Vec<BatchRow>> {
@@ -197,7 +203,7 @@ pub async fn batches(
         tenant.0,
         share.0,
     )
-    .fetch_all(pool)
+    .fetch_all(&mut *reads.connection().await?)
     .await
     .context("listing a share's batches")
 }
@@ -228,7 +234,7 @@ pub struct AuditFilter {
 
 /// Newest first, `limit` at a time (keyset pagination on time and id).
 pub async fn audit(
-    pool: &PgPool,
+    reads: &Reads,
     tenant: TenantId,
     filter: &AuditFilter,
     limit: i64,
@@ -257,7 +263,7 @@ pub async fn audit(
         before_id,
         limit.clamp(1, PAGE_MAX + 1),
     )
-    .fetch_all(pool)
+    .fetch_all(&mut *reads.connection().await?)
     .await
     .context("reading the audit log")
 }
@@ -274,7 +280,7 @@ pub struct LeakRow {
 }
 
 /// The most recently tried bound codes of a tenant.
-pub async fn leaks(pool: &PgPool, tenant: TenantId) -> anyhow::Result<Vec<LeakRow>> {
+pub async fn leaks(reads: &Reads, tenant: TenantId) -> anyhow::Result<Vec<LeakRow>> {
     sqlx::query_as!(
         LeakRow,
         r#"SELECT c.id AS code_id, c.share_id, s.title AS share_title, c.hint,
@@ -287,7 +293,7 @@ pub async fn leaks(pool: &PgPool, tenant: TenantId) -> anyhow::Result<Vec<LeakRo
            LIMIT 20"#,
         tenant.0,
     )
-    .fetch_all(pool)
+    .fetch_all(&mut *reads.connection().await?)
     .await
     .context("reading the leak signal")
 }
@@ -318,7 +324,7 @@ impl LearnerRow {
 
 /// The learners bound in a share, in code id order (keyset on `after`).
 pub async fn learners(
-    pool: &PgPool,
+    reads: &Reads,
     tenant: TenantId,
     share: ShareId,
     after: Option<Uuid>,
@@ -350,7 +356,7 @@ pub async fn learners(
         after,
         limit.clamp(1, PAGE_MAX + 1),
     )
-    .fetch_all(pool)
+    .fetch_all(&mut *reads.connection().await?)
     .await
     .context("listing a share's learners")
 }
@@ -370,7 +376,7 @@ pub struct RecordRow {
 /// learner; `before` is the last row of the previous page (keyset), so the
 /// CSV export streams page by page and never holds them all.
 pub async fn records(
-    pool: &PgPool,
+    reads: &Reads,
     tenant: TenantId,
     share: ShareId,
     learner: Option<Uuid>,
@@ -397,7 +403,7 @@ pub async fn records(
         before_id,
         limit.clamp(1, 5_000),
     )
-    .fetch_all(pool)
+    .fetch_all(&mut *reads.connection().await?)
     .await
     .context("reading access records")
 }
@@ -405,7 +411,7 @@ pub async fn records(
 /// Whether `id` is a batch of `share`, or a (replacement) code of it: what
 /// a one-time handover page may be opened for.
 pub async fn handover_of_share(
-    pool: &PgPool,
+    reads: &Reads,
     tenant: TenantId,
     share: ShareId,
     id: Uuid,
@@ -418,7 +424,7 @@ pub async fn handover_of_share(
         share.0,
         id,
     )
-    .fetch_one(pool)
+    .fetch_one(&mut *reads.connection().await?)
     .await
     .context("checking a handover's share")
 }
@@ -426,7 +432,7 @@ pub async fn handover_of_share(
 /// The label of a handover of `share`: a batch's, or a single replacement
 /// code's (its batch's label). `None`: no such handover in this share.
 pub async fn handover_label(
-    pool: &PgPool,
+    reads: &Reads,
     tenant: TenantId,
     share: ShareId,
     id: Uuid,
@@ -439,7 +445,7 @@ pub async fn handover_label(
         share.0,
         id,
     )
-    .fetch_optional(pool)
+    .fetch_optional(&mut *reads.connection().await?)
     .await
     .context("reading a handover's label")
 }

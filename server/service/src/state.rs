@@ -16,7 +16,11 @@ use engine::{
 
 #[derive(Clone, Debug)]
 pub struct Services {
+    /// The primary: everything that writes or decides.
     pub pool: PgPool,
+    /// Stale-tolerant reads (`engine::read_models`): on a standby when
+    /// `database.read_from_standby` is set, else the primary.
+    pub reads: engine::db::Reads,
     pub redis: Redis,
     pub throttle: FixedWindow,
     pub auth: AuthPolicy,

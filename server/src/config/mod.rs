@@ -164,6 +164,62 @@ impl Settings {
 mod tests {
     use super::{Settings, sections::RedisFailurePolicy};
 
+    /// The `KEY=value` lines of an `EnvironmentFile`.
+    fn environment_file(path: &std::path::Path) -> std::collections::HashMap<String, String> {
+        std::fs::read_to_string(path)
+            .expect("the environment file")
+            .lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty() && !line.starts_with('#'))
+            .map(|line| {
+                let (key, value) = line.split_once('=').expect("KEY=value");
+                (key.to_owned(), value.to_owned())
+            })
+            .collect()
+    }
+
+    /// What `server/deploy/` ships is what the server accepts: the example
+    /// production configuration, with the secrets its comment names and
+    /// the highly available PostgreSQL's `ha.env`, passes the server's own
+    /// validation and means what the docs say (the pool follows the
+    /// formation and reads go to its standby).
+    #[test]
+    fn the_deployed_configuration_loads_with_the_formations_settings() {
+        let deploy = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy");
+        let mut vars = environment_file(&deploy.join("ha/ha.env"));
+        for (key, value) in [
+            ("APP_SECRETS__SESSION_KEY", "k".repeat(64)),
+            ("APP_SECRETS__CODE_KEYS", format!("1:{}", "c".repeat(64))),
+            (
+                "APP_DATABASE__URL",
+                "postgres://admitone:secret@db1.internal:5432/admitone".to_owned(),
+            ),
+            ("APP_REDIS__URL", "redis://redis.internal:6379".to_owned()),
+            ("APP_METRICS__TOKEN", "m".repeat(32)),
+            ("APP_STORAGE__S3_ACCESS_KEY_ID", "AKIAEXAMPLE".to_owned()),
+            ("APP_STORAGE__S3_SECRET_ACCESS_KEY", "s".repeat(40)),
+            (
+                "APP_MAIL__SMTP_URL",
+                "smtp://courses:secret@smtp.example.com:587?tls=required".to_owned(),
+            ),
+        ] {
+            vars.insert(key.to_owned(), value);
+        }
+        let settings = Settings::load_from(Some(&deploy.join("admitone.toml")), vars.clone())
+            .expect("server/deploy/admitone.toml with ha.env");
+        assert!(settings.is_production());
+        let db = settings.db_options();
+        assert_eq!(db.failover_hosts, [("db2.internal".to_owned(), 5432)]);
+        assert!(db.read_from_standby);
+        // The same file without the formation's other nodes is refused,
+        // by name: ha.env's reads need them.
+        vars.remove("APP_DATABASE__FAILOVER_HOSTS");
+        let error = Settings::load_from(Some(&deploy.join("admitone.toml")), vars)
+            .expect_err("reads on a standby without a formation")
+            .to_string();
+        assert!(error.contains("database.read_from_standby"), "{error}");
+    }
+
     #[test]
     fn the_dev_mailbox_is_for_a_loopback_development_server_without_smtp() {
         let mut s = Settings::default();

@@ -101,6 +101,9 @@ impl Settings {
             // Checked by `validate`: every entry is a host and a port.
             failover_hosts: self.failover_hosts().unwrap_or_default(),
             primary_probe_every: Duration::from_millis(d.primary_probe_interval_ms),
+            read_from_standby: d.read_from_standby,
+            standby_wait: Duration::from_millis(d.standby_wait_ms),
+            standby_max_connections: d.standby_max_connections,
         }
     }
 

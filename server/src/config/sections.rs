@@ -208,6 +208,15 @@ pub struct DatabaseSettings {
     pub failover_hosts: String,
     /// How often the pool asks its node whether it is still the primary.
     pub primary_probe_interval_ms: u64,
+    /// With `failover_hosts`: run stale-tolerant reads (dashboard, audit
+    /// log, learner and record lists, CSV exports) on a standby
+    /// (`engine::db::reads`).
+    pub read_from_standby: bool,
+    /// How long such a read waits for the standby to replay the primary's
+    /// WAL before running on the primary instead.
+    pub standby_wait_ms: u64,
+    /// Connections of the standby's pool, per instance.
+    pub standby_max_connections: u32,
 }
 
 /// What settlement does when Redis cannot be reached.
@@ -279,6 +288,9 @@ impl Default for DatabaseSettings {
             idle_in_transaction_timeout_ms: 10_000,
             failover_hosts: String::new(),
             primary_probe_interval_ms: 500,
+            read_from_standby: false,
+            standby_wait_ms: 250,
+            standby_max_connections: 5,
         }
     }
 }

@@ -32,6 +32,20 @@ impl Settings {
                 message: "must be above 0".into(),
             });
         }
+        if self.database.read_from_standby && self.failover_hosts()?.is_empty() {
+            return Err(ConfigError::Invalid {
+                key: "database.read_from_standby",
+                message: "needs database.failover_hosts: the standby is found among the \
+                          formation's nodes"
+                    .into(),
+            });
+        }
+        if self.database.read_from_standby && self.database.standby_max_connections == 0 {
+            return Err(ConfigError::Invalid {
+                key: "database.standby_max_connections",
+                message: "must be above 0".into(),
+            });
+        }
         if self.database.max_connections == 0 {
             return Err(ConfigError::Invalid {
                 key: "database.max_connections",
@@ -241,6 +255,25 @@ mod tests {
         s.database.primary_probe_interval_ms = 0;
         let error = s.validate().expect_err("no probing").to_string();
         assert!(error.contains("primary_probe_interval_ms"), "{error}");
+    }
+
+    #[test]
+    fn reads_from_a_standby_need_the_formation() {
+        let mut s = Settings::default();
+        s.database.read_from_standby = true;
+        let error = s.validate().expect_err("no failover hosts").to_string();
+        assert!(error.contains("database.read_from_standby"), "{error}");
+        assert!(error.contains("failover_hosts"), "{error}");
+        s.database.url = "postgres://app@db1:5432/admitone".to_owned().into();
+        s.database.failover_hosts = "db2:5432".into();
+        s.validate().expect("a formation to find a standby in");
+        assert!(s.db_options().read_from_standby);
+        s.database.standby_max_connections = 0;
+        let error = s.validate().expect_err("no connections").to_string();
+        assert!(error.contains("standby_max_connections"), "{error}");
+        s.database.read_from_standby = false;
+        s.validate()
+            .expect("the standby's pool size matters only when reads go there");
     }
 
     #[test]

@@ -11,6 +11,7 @@ use engine::{
     shares::{Share, ShareId},
     tenants::TenantId,
 };
+use service::Services;
 use uuid::Uuid;
 
 use super::{csv_field, csv_response};
@@ -18,17 +19,18 @@ use crate::problem::ApiError;
 
 /// The code table of `share` under `filter`, its batches named by label.
 pub async fn code_table(
-    pool: &PgPool,
+    services: &Services,
     share: &Share,
     filter: CodeFilter,
 ) -> Result<Response, ApiError> {
     let tenant = share.tenant();
-    let labels: HashMap<Uuid, String> = engine::read_models::batches(pool, tenant, share.id)
-        .await?
-        .into_iter()
-        .map(|b| (b.id, csv_field(&b.label)))
-        .collect();
-    let rows = code_table_rows(pool.clone(), tenant, share.id, filter, labels);
+    let labels: HashMap<Uuid, String> =
+        engine::read_models::batches(&services.reads, tenant, share.id)
+            .await?
+            .into_iter()
+            .map(|b| (b.id, csv_field(&b.label)))
+            .collect();
+    let rows = code_table_rows(services.pool.clone(), tenant, share.id, filter, labels);
     use futures::StreamExt as _;
     let header = futures::stream::once(async {
         Ok::<_, std::io::Error>(bytes::Bytes::from_static(

@@ -3,7 +3,7 @@
 
 use axum::{body::Body, response::Response};
 use engine::{
-    db::PgPool,
+    db::Reads,
     shares::{Share, ShareId},
     tenants::TenantId,
 };
@@ -14,7 +14,7 @@ use crate::problem::ApiError;
 
 /// A share's learners as CSV (the console's route and the JSON API's
 /// `GET /api/v1/shares/{id}/learners.csv`).
-pub fn learners(pool: &PgPool, share: &Share) -> Result<Response, ApiError> {
+pub fn learners(reads: &Reads, share: &Share) -> Result<Response, ApiError> {
     use futures::StreamExt as _;
     let header = futures::stream::once(async {
         Ok::<_, std::io::Error>(bytes::Bytes::from_static(
@@ -22,7 +22,7 @@ pub fn learners(pool: &PgPool, share: &Share) -> Result<Response, ApiError> {
                 .as_bytes(),
         ))
     });
-    let rows = learner_rows(pool.clone(), share.tenant(), share.id);
+    let rows = learner_rows(reads.clone(), share.tenant(), share.id);
     csv_response(
         Body::from_stream(header.chain(rows)),
         &format!("learners-{}.csv", share.slug),
@@ -36,16 +36,16 @@ const LEARNERS_PAGE: i64 = engine::read_models::PAGE_MAX;
 /// The learners as CSV lines, a keyset page at a time (by code id); a
 /// database error ends the stream with an error.
 fn learner_rows(
-    pool: PgPool,
+    reads: Reads,
     tenant: TenantId,
     share: ShareId,
 ) -> impl futures::Stream<Item = Result<bytes::Bytes, std::io::Error>> {
     let start: Option<Option<Uuid>> = Some(None);
     futures::stream::unfold(start, move |cursor| {
-        let pool = pool.clone();
+        let reads = reads.clone();
         async move {
             let after = cursor?;
-            match engine::read_models::learners(&pool, tenant, share, after, LEARNERS_PAGE).await {
+            match engine::read_models::learners(&reads, tenant, share, after, LEARNERS_PAGE).await {
                 Ok(rows) => {
                     let next = (rows.len() as i64 == LEARNERS_PAGE)
                         .then(|| rows.last().map(|r| r.code_id));

@@ -3,7 +3,7 @@
 
 use axum::{body::Body, response::Response};
 use engine::{
-    db::PgPool,
+    db::Reads,
     shares::{Share, ShareId},
     tenants::TenantId,
 };
@@ -15,14 +15,14 @@ use crate::problem::ApiError;
 /// A share's access records as CSV (the console's route and the JSON
 /// API's `GET /api/v1/shares/{id}/records.csv`, after each authorised its
 /// caller).
-pub fn records(pool: &PgPool, share: &Share) -> Result<Response, ApiError> {
+pub fn records(reads: &Reads, share: &Share) -> Result<Response, ApiError> {
     use futures::StreamExt as _;
     let header = futures::stream::once(async {
         Ok::<_, std::io::Error>(bytes::Bytes::from_static(
             "\u{feff}granted_at,email,code_hint,resource,bound_now\r\n".as_bytes(),
         ))
     });
-    let rows = async_stream_records(pool.clone(), share.tenant(), share.id);
+    let rows = async_stream_records(reads.clone(), share.tenant(), share.id);
     csv_response(
         Body::from_stream(header.chain(rows)),
         &format!("records-{}.csv", share.slug),
@@ -36,16 +36,16 @@ const RECORDS_PAGE: i64 = 1_000;
 /// error ends the stream with an error (the client sees a truncated
 /// download, the log says why).
 fn async_stream_records(
-    pool: PgPool,
+    reads: Reads,
     tenant: TenantId,
     share: ShareId,
 ) -> impl futures::Stream<Item = Result<bytes::Bytes, std::io::Error>> {
     let start: Option<Option<(time::OffsetDateTime, Uuid)>> = Some(None);
     futures::stream::unfold(start, move |cursor| {
-        let pool = pool.clone();
+        let reads = reads.clone();
         async move {
             let before = cursor?;
-            match engine::read_models::records(&pool, tenant, share, None, before, RECORDS_PAGE)
+            match engine::read_models::records(&reads, tenant, share, None, before, RECORDS_PAGE)
                 .await
             {
                 Ok(rows) => {

@@ -7,12 +7,14 @@
 
 mod address;
 pub mod primary;
+pub mod reads;
 pub mod tenant_keys;
 
 use std::time::Duration;
 
 pub use address::{DatabaseUrlError, parse as parse_url};
 use anyhow::Context as _;
+pub use reads::Reads;
 /// The PostgreSQL pool adapters hold and pass back in: the one sqlx type
 /// outside the engine, re-exported so nothing else depends on sqlx.
 pub use sqlx::PgPool;
@@ -43,6 +45,14 @@ pub struct DbOptions {
     /// How often the pool asks its node whether it is still the primary
     /// (with `failover_hosts` only).
     pub primary_probe_every: Duration,
+    /// Stale-tolerant reads ([`reads`]) on a standby of the formation
+    /// (with `failover_hosts` only).
+    pub read_from_standby: bool,
+    /// How long a read waits for the standby to replay the primary's
+    /// WAL before it runs on the primary instead.
+    pub standby_wait: Duration,
+    /// Connections of the standby's pool.
+    pub standby_max_connections: u32,
 }
 
 impl Default for DbOptions {
@@ -56,6 +66,9 @@ impl Default for DbOptions {
             ping_if_idle_for: PING_IF_IDLE_FOR,
             failover_hosts: Vec::new(),
             primary_probe_every: Duration::from_millis(500),
+            read_from_standby: false,
+            standby_wait: Duration::from_millis(250),
+            standby_max_connections: 5,
         }
     }
 }
@@ -108,10 +121,49 @@ pub fn pool_with_timeouts(connect: PgConnectOptions, options: &DbOptions) -> PgP
     primary::follow(
         pool.clone(),
         nodes,
+        primary::Role::Primary,
         options.primary_probe_every,
         move |node| with_timeouts(node, &timeouts),
     );
     pool
+}
+
+/// Where stale-tolerant reads run ([`reads`]): on a standby of the
+/// formation (a second, smaller pool following a node in recovery, each
+/// connection named `admitone reads` in `pg_stat_activity`) when
+/// `read_from_standby` and `failover_hosts` are set, else on `primary`.
+/// `url` is `database.url`, the formation's first node; it must be called
+/// inside a Tokio runtime when a standby is used.
+pub fn reads(primary: PgPool, url: &str, options: &DbOptions) -> anyhow::Result<Reads> {
+    if !options.read_from_standby || options.failover_hosts.is_empty() {
+        return Ok(Reads::primary_only(primary));
+    }
+    let connect = parse_url(url).context("database.url")?;
+    let nodes = std::sync::Arc::new(primary::Primary::starting_at(
+        connect.application_name("admitone reads"),
+        &options.failover_hosts,
+        1,
+    ));
+    // A read never waits for a standby connection longer than it would
+    // wait for the standby to catch up: it runs on the primary instead.
+    let acquire = options.standby_wait.max(Duration::from_millis(50));
+    let standby_options = DbOptions {
+        max_connections: options.standby_max_connections.max(1),
+        acquire_timeout: acquire,
+        ..options.clone()
+    };
+    let standby = pool_options_with(&standby_options, Some(nodes.clone()))
+        .after_connect(|connection, _| Box::pin(primary::refuse_a_primary(connection)))
+        .connect_lazy_with(with_timeouts(nodes.current_options().clone(), options));
+    let timeouts = options.clone();
+    primary::follow(
+        standby.clone(),
+        nodes,
+        primary::Role::Standby,
+        options.primary_probe_every,
+        move |node| with_timeouts(node, &timeouts),
+    );
+    Ok(Reads::with_standby(primary, standby, options.standby_wait))
 }
 
 /// A pooled connection idle for longer than this is pinged before it is

@@ -23,6 +23,11 @@
 //!
 //! pg_auto_failover decides which node is primary and fences the old one
 //! (docs/operations/high-availability.md); this only finds it.
+//!
+//! The same follower keeps the pool of stale-tolerant reads
+//! (`database.read_from_standby`, [`super::reads`]) on a standby: there
+//! the role it looks for is [`Role::Standby`], and a node that is not in
+//! recovery is refused ([`refuse_a_primary`]).
 
 use std::{
     sync::{
@@ -33,6 +38,15 @@ use std::{
 };
 
 use sqlx::{Connection as _, PgConnection, PgPool, postgres::PgConnectOptions};
+
+/// What a pool needs its node to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Takes writes: not in recovery and not read-only.
+    Primary,
+    /// In recovery: a standby replaying the primary's WAL.
+    Standby,
+}
 
 /// The nodes of the formation, and which one the pool uses now.
 #[derive(Debug)]
@@ -47,15 +61,23 @@ pub struct Primary {
 impl Primary {
     /// `first` is the URL's node; `others` the rest of the formation.
     pub fn new(first: PgConnectOptions, others: &[(String, u16)]) -> Self {
+        Self::starting_at(first, others, 0)
+    }
+
+    /// Like [`Primary::new`], the pool starting on node `start` (0: the
+    /// URL's; a standby pool starts on the first of `others`, where a
+    /// fresh formation's standby usually is).
+    pub fn starting_at(first: PgConnectOptions, others: &[(String, u16)], start: usize) -> Self {
         let mut nodes = vec![first.clone()];
         nodes.extend(
             others
                 .iter()
                 .map(|(host, port)| first.clone().host(host).port(*port)),
         );
+        let start = if start < nodes.len() { start } else { 0 };
         Self {
             nodes,
-            current: AtomicUsize::new(0),
+            current: AtomicUsize::new(start),
             switched_ms: AtomicU64::new(0),
             born: Instant::now(),
         }
@@ -91,6 +113,11 @@ impl Primary {
     fn options(&self, index: usize) -> &PgConnectOptions {
         &self.nodes[index]
     }
+
+    /// The options of the node the pool connects to now.
+    pub fn current_options(&self) -> &PgConnectOptions {
+        self.options(self.current.load(Ordering::Relaxed))
+    }
 }
 
 /// Whether the node behind `connection` cannot take writes: in recovery
@@ -116,24 +143,51 @@ pub async fn refuse_a_standby(connection: &mut PgConnection) -> Result<(), sqlx:
     Ok(())
 }
 
-/// Whether `node` answers, within `timeout`, as the primary.
-async fn answers_as_primary(node: &PgConnectOptions, timeout: Duration) -> bool {
+/// The standby pool's `after_connect`: a connection that reached a node
+/// not in recovery (the primary, or a standby just promoted) is refused;
+/// the reads then go to the primary's pool ([`super::reads`]).
+pub async fn refuse_a_primary(connection: &mut PgConnection) -> Result<(), sqlx::Error> {
+    let in_recovery: bool = sqlx::query_scalar("SELECT pg_is_in_recovery()")
+        .fetch_one(connection)
+        .await?;
+    if !in_recovery {
+        return Err(sqlx::Error::Protocol(
+            "connected to a node that is not a standby (the follower looks for one)".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `node` answers, within `timeout`, in `role`.
+async fn answers_as(node: &PgConnectOptions, role: Role, timeout: Duration) -> bool {
     let probe = async {
         let mut connection = PgConnection::connect_with(node).await?;
-        let standby = is_standby(&mut connection).await?;
+        let fits = match role {
+            Role::Primary => !is_standby(&mut connection).await?,
+            Role::Standby => {
+                sqlx::query_scalar("SELECT pg_is_in_recovery()")
+                    .fetch_one(&mut connection)
+                    .await?
+            }
+        };
         let _ = connection.close().await;
-        Ok::<bool, sqlx::Error>(!standby)
+        Ok::<bool, sqlx::Error>(fits)
     };
     matches!(tokio::time::timeout(timeout, probe).await, Ok(Ok(true)))
 }
 
-/// Follows the primary until `pool` closes: asks the node in use every
-/// `every`, and on a change points `pool` at the node that answers as the
-/// primary. `configure` gives a node's options the pool's own settings
+async fn answers_as_primary(node: &PgConnectOptions, timeout: Duration) -> bool {
+    answers_as(node, Role::Primary, timeout).await
+}
+
+/// Follows the node in `role` until `pool` closes: asks the node in use
+/// every `every`, and on a change points `pool` at a node that answers in
+/// that role. `configure` gives a node's options the pool's own settings
 /// (its timeouts).
 pub fn follow(
     pool: PgPool,
     primary: Arc<Primary>,
+    role: Role,
     every: Duration,
     configure: impl Fn(PgConnectOptions) -> PgConnectOptions + Send + 'static,
 ) {
@@ -145,22 +199,30 @@ pub fn follow(
                 return;
             }
             let current = primary.current.load(Ordering::Relaxed);
-            if answers_as_primary(primary.options(current), probe_timeout).await {
+            if answers_as(primary.options(current), role, probe_timeout).await {
                 failed_probes = 0;
             } else {
                 failed_probes += 1;
             }
             if failed_probes >= 2 {
                 for index in (0..primary.nodes.len()).filter(|i| *i != current) {
-                    if answers_as_primary(primary.options(index), probe_timeout).await {
+                    if answers_as(primary.options(index), role, probe_timeout).await {
                         pool.set_connect_options(configure(primary.options(index).clone()));
                         primary.switch_to(index);
                         failed_probes = 0;
-                        tracing::warn!(
-                            primary = primary.current(),
-                            "PostgreSQL primary changed: the pool follows it"
-                        );
-                        crate::metrics::primary_changed();
+                        match role {
+                            Role::Primary => {
+                                tracing::warn!(
+                                    primary = primary.current(),
+                                    "PostgreSQL primary changed: the pool follows it"
+                                );
+                                crate::metrics::primary_changed();
+                            }
+                            Role::Standby => tracing::info!(
+                                standby = primary.current(),
+                                "stale-tolerant reads moved to another PostgreSQL standby"
+                            ),
+                        }
                         break;
                     }
                 }

@@ -326,13 +326,17 @@ async fn main() -> anyhow::Result<()> {
     let in_redis = run.statuses.get("busy_retry").copied().unwrap_or(0);
     let in_pg = run.statuses.get("code_bound").copied().unwrap_or(0);
     let losers = claimers.len() - winners;
-    let bound =
-        engine::read_models::shares(&pool, engine::tenants::TenantId(args.tenant_id), None, 500)
-            .await?
-            .into_iter()
-            .find(|row| row.id == hot.id)
-            .context("the hot code's share in the console")?
-            .bound;
+    let bound = engine::read_models::shares(
+        &engine::db::Reads::primary_only(pool.clone()),
+        engine::tenants::TenantId(args.tenant_id),
+        None,
+        500,
+    )
+    .await?
+    .into_iter()
+    .find(|row| row.id == hot.id)
+    .context("the hot code's share in the console")?
+    .bound;
     let hot_figures = json!({
         "claims": claimers.len(),
         "winners": winners,

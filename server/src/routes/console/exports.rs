@@ -30,7 +30,7 @@ pub async fn records_csv(
     Path((tenant, share)): Path<(Uuid, Uuid)>,
 ) -> Result<Response, ApiError> {
     let share = viewed_share(&state, &session, tenant, share).await?;
-    exports::records(&state.services.pool, &share)
+    exports::records(&state.services.reads, &share)
 }
 
 /// `GET /admin/t/{tenant}/s/{share}/learners.csv`: the learners bound in a
@@ -41,7 +41,7 @@ pub async fn learners_csv(
     Path((tenant, share)): Path<(Uuid, Uuid)>,
 ) -> Result<Response, ApiError> {
     let share = viewed_share(&state, &session, tenant, share).await?;
-    exports::learners(&state.services.pool, &share)
+    exports::learners(&state.services.reads, &share)
 }
 
 /// The share `share` of `tenant`, for a signed-in member who may view the
@@ -95,5 +95,5 @@ pub async fn code_table_csv(
         search: query.q,
         code: query.code,
     };
-    exports::code_table(&state.services.pool, &share, filter).await
+    exports::code_table(&state.services, &share, filter).await
 }

@@ -168,12 +168,22 @@ async fn a_tenant_in_shanghai_reads_types_and_counts_local_times(pool: PgPool) {
             .collect::<Vec<_>>()
     };
     let shanghai = engine::zone::Zone::parse("Asia/Shanghai").expect("zone");
-    let days = engine::read_models::activity(&app.pool, tenant_id, &shanghai, 3)
-        .await
-        .expect("activity");
+    let days = engine::read_models::activity(
+        &engine::db::Reads::primary_only(app.pool.clone()),
+        tenant_id,
+        &shanghai,
+        3,
+    )
+    .await
+    .expect("activity");
     assert_eq!(counted_on(days), [(shanghai_day, 1)], "Shanghai's day");
-    let days = engine::read_models::activity(&app.pool, tenant_id, &engine::zone::Zone::utc(), 3)
-        .await
-        .expect("activity");
+    let days = engine::read_models::activity(
+        &engine::db::Reads::primary_only(app.pool.clone()),
+        tenant_id,
+        &engine::zone::Zone::utc(),
+        3,
+    )
+    .await
+    .expect("activity");
     assert_eq!(counted_on(days), [(utc_day, 1)], "UTC's day");
 }

@@ -14,6 +14,7 @@ mod quota_and_limit;
 mod reconcile;
 mod reconcile_batches;
 mod revocations;
+mod standby_reads;
 mod transfers;
 
 use uuid::Uuid;

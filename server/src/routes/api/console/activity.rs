@@ -64,7 +64,7 @@ pub async fn learners_csv(
     Path(share_id): Path<String>,
 ) -> Result<Response, ApiError> {
     let (share, _) = member_of_share(&state, &caller, &share_id, Permission::ViewConsole).await?;
-    crate::exports::learners(&state.services.pool, &share)
+    crate::exports::learners(&state.services.reads, &share)
 }
 
 /// Every access record of a share as CSV (UTF-8 with a byte-order mark,
@@ -84,7 +84,7 @@ pub async fn records_csv(
     Path(share_id): Path<String>,
 ) -> Result<Response, ApiError> {
     let (share, _) = member_of_share(&state, &caller, &share_id, Permission::ViewConsole).await?;
-    crate::exports::records(&state.services.pool, &share)
+    crate::exports::records(&state.services.reads, &share)
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -117,7 +117,7 @@ pub async fn list_learners(
     let Query(query) = query.map_err(|e| rejection(e, "invalid_query"))?;
     let limit = query.limit.unwrap_or(100).clamp(1, 500);
     let mut rows = engine::read_models::learners(
-        &state.services.pool,
+        &state.services.reads,
         share.tenant(),
         share.id,
         query.after,
@@ -183,7 +183,7 @@ pub async fn list_records(
     let before = query.before.as_deref().map(parse_cursor).transpose()?;
     let limit = query.limit.unwrap_or(100).clamp(1, 1_000);
     let mut rows = engine::read_models::records(
-        &state.services.pool,
+        &state.services.reads,
         share.tenant(),
         share.id,
         query.learner,
@@ -254,7 +254,7 @@ pub async fn audit_log(
     };
     let limit = query.limit.unwrap_or(100).clamp(1, 500);
     let mut rows =
-        engine::read_models::audit(&state.services.pool, tenant, &filter, limit + 1).await?;
+        engine::read_models::audit(&state.services.reads, tenant, &filter, limit + 1).await?;
     let has_more = split_page(&mut rows, limit);
     Ok(Json(AuditPage {
         next_before: if has_more {

@@ -33,7 +33,8 @@ pub async fn list_batches(
     Path(share_id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
     let (share, _) = member_of_share(&state, &caller, &share_id, Permission::ViewConsole).await?;
-    let rows = engine::read_models::batches(&state.services.pool, share.tenant(), share.id).await?;
+    let rows =
+        engine::read_models::batches(&state.services.reads, share.tenant(), share.id).await?;
     Ok(Json(
         rows.into_iter()
             .map(|b| BatchBody {

@@ -55,7 +55,7 @@ pub async fn list_shares(
     let Query(query) = query.map_err(|e| rejection(e, "invalid_query"))?;
     let limit = query.limit.unwrap_or(100).clamp(1, 500);
     let mut rows =
-        engine::read_models::shares(&state.services.pool, tenant, query.after, limit + 1).await?;
+        engine::read_models::shares(&state.services.reads, tenant, query.after, limit + 1).await?;
     let has_more = rows.len() > usize::try_from(limit).unwrap_or(usize::MAX);
     rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
     Ok(Json(SharesPage {
