@@ -14,48 +14,11 @@ use sqlx::PgPool;
 
 /// The unique indexes on tables carrying `tenant_id` that may lead with
 /// something else, each with why.
-pub const ALLOWED: &[(&str, &str)] = &[
-    (
-        "mail_outbox_pkey",
-        "one outbox for every mail: most mails (sign-in, reset, receipts of no tenant) have no \
+pub const ALLOWED: &[(&str, &str)] = &[(
+    "mail_outbox_pkey",
+    "one outbox for every mail: most mails (sign-in, reset, receipts of no tenant) have no \
          tenant (`tenant_id` is nullable), and the relay claims due mail across tenants",
-    ),
-    // The expand half of the directory (20261213000001): kept only while the
-    // release before it still names them during a rolling deploy; the next
-    // release's migration drops them, and this list with them.
-    (
-        "shares_slug_key",
-        "expand/contract: replaced by directory.share_links and shares_tenant_slug",
-    ),
-    (
-        "shares_id_key",
-        "expand/contract: shares are read by (tenant_id, id) now",
-    ),
-    (
-        "auth_codes_digest",
-        "expand/contract: replaced by auth_codes_tenant_digest",
-    ),
-    (
-        "auth_codes_id",
-        "expand/contract: codes are read by (tenant_id, id) now",
-    ),
-    (
-        "api_tokens_digest_key",
-        "expand/contract: replaced by directory.secrets and api_tokens_tenant_digest",
-    ),
-    (
-        "tenant_invitations_digest_key",
-        "expand/contract: replaced by directory.secrets and tenant_invitations_tenant_digest",
-    ),
-    (
-        "transfer_requests_digest",
-        "expand/contract: replaced by directory.secrets and transfer_requests_tenant_digest",
-    ),
-    (
-        "tenant_logos_id_key",
-        "expand/contract: replaced by directory.logos",
-    ),
-];
+)];
 
 /// Every unique index in `public` on a table with a `tenant_id` column
 /// whose first column is not `tenant_id` (an expression counts as not),

@@ -9,7 +9,7 @@
 //! ones are 4 to 64 letters and digits of the alphabet the creator
 //! declared, upper-cased, separators dropped, hashed within their tenant
 //! ([`HashedText`](crate::codes::HashedText)). Only HMAC digests and hints
-//! are stored. The unique digest index (`auth_codes_digest`) deduplicates,
+//! are stored. The tenant's unique digest index (`auth_codes_tenant_digest`) deduplicates,
 //! so two imports racing each other cannot both bring the same code in; a
 //! code already stored under an older key, or under its text's other
 //! reading, is found by a look-up first.

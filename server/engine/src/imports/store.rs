@@ -277,9 +277,7 @@ async fn insert_codes(
             "INSERT INTO auth_codes (tenant_id, id, share_id, batch_id, digest, key_version, hint)
              SELECT $1, id, $2, $3, digest, version, hint
              FROM UNNEST($4::uuid[], $5::bytea[], $6::smallint[], $7::text[]) AS c(id, digest, version, hint)
-             -- Any unique key: (tenant_id, digest), and the global
-             -- `auth_codes_digest` until the release after the directory's
-             -- drops it (20261213000001_tenant_directory.sql).
+             -- Any unique key: (tenant_id, digest), or the id.
              ON CONFLICT DO NOTHING
              RETURNING id",
             batch.tenant.0,

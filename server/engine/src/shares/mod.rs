@@ -159,9 +159,8 @@ pub async fn create_share(
         r#"INSERT INTO shares (tenant_id, id, slug, title, description, status, valid_from, valid_until,
                                per_learner_limit, quota, created_by, access_days)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-           -- Any unique key: the link within the tenant (and the global
-           -- one until the release after the directory's drops it); a
-           -- link another tenant holds fails in the directory's trigger.
+           -- Any unique key: the link within the tenant; a link another
+           -- tenant holds fails in the directory's trigger.
            ON CONFLICT DO NOTHING
            RETURNING tenant_id AS "tenant_id: TenantId", id AS "id: ShareId", slug, title, description,
                      status AS "status: ShareStatus", valid_from, valid_until,

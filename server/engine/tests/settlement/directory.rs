@@ -2,8 +2,8 @@
 //! found before its tenant is known (a share's link, a secret's digest, a
 //! logo's id) is kept there by triggers, in step with the tenants' tables
 //! through every insert, rename and delete; and with the old global
-//! indexes gone (as the release after the directory's drops them), the
-//! directory alone still refuses a second tenant's taken key.
+//! indexes gone (`20261214000001_drop_global_keys.sql`), the directory
+//! alone refuses a second tenant's taken key.
 
 use engine::{
     shares::{self, NewShare, ShareError, ShareSlug, ShareStatus},
@@ -196,7 +196,7 @@ async fn the_directory_follows_every_write_to_its_tables(pool: PgPool) {
 }
 
 #[sqlx::test(migrations = "../../migrations")]
-async fn without_the_global_indexes_the_directory_alone_refuses_a_taken_key(pool: PgPool) {
+async fn the_directory_alone_refuses_a_key_another_tenant_holds(pool: PgPool) {
     let world = World::new(pool, Policy::default()).await;
     let pool = &world.pool;
     let other = other_tenant(&world).await;
@@ -205,15 +205,16 @@ async fn without_the_global_indexes_the_directory_alone_refuses_a_taken_key(pool
         .expect("token");
     let logo = Uuid::now_v7();
     add_logo(pool, world.tenant, logo).await.expect("logo");
-    // What the release after the directory's drops (the allowlist's
-    // expand/contract entries in `engine::db::tenant_keys`).
-    for index in [
-        "ALTER TABLE shares DROP CONSTRAINT shares_slug_key",
-        "ALTER TABLE api_tokens DROP CONSTRAINT api_tokens_digest_key",
-        "ALTER TABLE tenant_logos DROP CONSTRAINT tenant_logos_id_key",
-    ] {
-        run(pool, index, &[]).await.expect(index);
-    }
+    // The global keys are gone (20261214000001_drop_global_keys.sql):
+    // what refuses below is the directory alone.
+    let left: Vec<String> = sqlx::query_scalar(
+        "SELECT relname::text FROM pg_class
+         WHERE relname IN ('shares_slug_key', 'api_tokens_digest_key', 'tenant_logos_id_key')",
+    )
+    .fetch_all(pool)
+    .await
+    .expect("pg_class");
+    assert_eq!(left, Vec::<String>::new(), "the global keys were dropped");
 
     // The other tenant cannot take this tenant's link: a clear refusal.
     let taken = shares::create_share(
