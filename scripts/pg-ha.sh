@@ -9,6 +9,9 @@
 #?                                     waits for primary + secondary, prints the nodes
 #?   scripts/pg-ha.sh kill DIR NODE    kill -9 NODE's whole process group (pg_autoctl
 #?                                     and its PostgreSQL: what a machine failure kills)
+#?   scripts/pg-ha.sh freeze DIR NODE  SIGSTOP NODE's process group (a frozen machine,
+#?                                     or one cut off without a word: nothing answers)
+#?   scripts/pg-ha.sh thaw DIR NODE    SIGCONT it (the machine comes back)
 #?   scripts/pg-ha.sh start DIR NODE   start NODE again (it rejoins as a standby)
 #?   scripts/pg-ha.sh primary DIR      print the primary's host:port, per the monitor
 #?   scripts/pg-ha.sh wait DIR STATES  wait until the nodes report STATES
@@ -137,6 +140,36 @@ kill_node() {
   rm -f "$dir/$name.pgid"
 }
 
+# The pids of NAME's whole process tree: its process group and every
+# descendant (PostgreSQL's children each run in a session of their own).
+node_tree() {
+  ps -eo pid=,ppid=,pgid= | awk -v g="$1" '
+    { parent[$1] = $2; if ($3 == g) tree[$1] = 1 }
+    END {
+      do {
+        grown = 0
+        for (p in parent) if (!(p in tree) && (parent[p] in tree)) { tree[p] = 1; grown = 1 }
+      } while (grown)
+      for (p in tree) print p
+    }'
+}
+
+# SIGSTOP or SIGCONT NAME's whole process tree, parents first when
+# stopping (a stopped parent starts no new child), until no process of it
+# is left unsignalled.
+signal_node() {
+  local dir=$1 name=$2 signal=$3 pid done="" more=1
+  [ -s "$dir/$name.pgid" ] || die "no process group recorded for $name"
+  while [ "$more" = 1 ]; do
+    more=0
+    for pid in $(node_tree "$(cat "$dir/$name.pgid")"); do
+      case " $done " in *" $pid "*) continue ;; esac
+      kill "-$signal" "$pid" 2>/dev/null || true
+      done="$done $pid"; more=1
+    done
+  done
+}
+
 primary() {
   monitor_sql "$1" "SELECT nodehost || ':' || nodeport FROM pgautofailover.node WHERE reportedstate IN ('primary', 'wait_primary', 'single') AND goalstate IN ('primary', 'wait_primary', 'single')"
 }
@@ -147,6 +180,7 @@ down() {
     [ -s "$f" ] || continue
     pgid=$(cat "$f")
     kill -TERM -- "-$pgid" 2>/dev/null || true
+    kill -CONT -- "-$pgid" 2>/dev/null || true
   done
   sleep 2
   for f in "$dir"/node*.pgid "$dir"/monitor.pgid; do
@@ -163,6 +197,8 @@ case "$command" in
   install) install ;;
   up) up "$1" "$2" ;;
   kill) kill_node "$1" "$2" ;;
+  freeze) signal_node "$1" "$2" STOP ;;
+  thaw) signal_node "$1" "$2" CONT ;;
   start) run_node "$1" "$2" ;;
   primary) primary "$1" ;;
   wait) wait_states "$1" "$2" "${3:-90}" ;;

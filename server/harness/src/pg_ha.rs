@@ -78,6 +78,20 @@ impl HaPostgres {
             .map(drop)
     }
 
+    /// Stops `node`'s whole process group with SIGSTOP: a frozen machine,
+    /// or one cut off without a word (connections stay open, nothing
+    /// answers).
+    pub fn freeze(&self, node: u16) -> anyhow::Result<()> {
+        self.run(&["freeze", &self.dir_str(), &format!("node{node}")])
+            .map(drop)
+    }
+
+    /// Lets a frozen `node` run again (SIGCONT).
+    pub fn thaw(&self, node: u16) -> anyhow::Result<()> {
+        self.run(&["thaw", &self.dir_str(), &format!("node{node}")])
+            .map(drop)
+    }
+
     /// Starts `node` again: it rejoins the formation (as a standby, once
     /// another node was promoted).
     pub fn restart(&self, node: u16) -> anyhow::Result<()> {

@@ -192,7 +192,9 @@ fn pool_options_with(
     primary: Option<std::sync::Arc<primary::Primary>>,
 ) -> PgPoolOptions {
     let ping_if_idle_for = options.ping_if_idle_for;
-    PgPoolOptions::new()
+    let released = primary.clone();
+    let release_ping = options.primary_probe_every.max(Duration::from_secs(1));
+    let pool = PgPoolOptions::new()
         .max_connections(options.max_connections)
         .acquire_timeout(options.acquire_timeout)
         .test_before_acquire(false)
@@ -215,7 +217,34 @@ fn pool_options_with(
                     }
                 }
             })
+        });
+    if released.is_none() {
+        return pool;
+    }
+    // With a formation, a node may freeze (a stuck machine or disk, a
+    // silent partition): its connections stay open and nothing answers.
+    // sqlx pings a connection as it comes back to the pool, without a time
+    // limit, and holds its slot meanwhile: a frozen node would keep every
+    // connection that was in use on it, until the pool had none left. So a
+    // returning connection is closed without a word when it was opened
+    // before the pool moved, and is pinged here first, within the probe's
+    // time limit, and closed if the node does not answer (one more round
+    // trip per release, with `failover_hosts` only).
+    pool.after_release(move |conn, meta| {
+        let primary = released.clone();
+        Box::pin(async move {
+            if primary.is_some_and(|p| p.opened_before_switch(meta.age)) {
+                return Ok(false);
+            }
+            match tokio::time::timeout(release_ping, sqlx::Connection::ping(conn)).await {
+                Ok(Ok(())) => Ok(true),
+                Ok(Err(error)) => Err(error),
+                Err(_) => Err(sqlx::Error::Protocol(
+                    "the node did not answer a ping within the probe's limit".into(),
+                )),
+            }
         })
+    })
 }
 
 /// The migrations of `migrations/`, embedded in the binary.

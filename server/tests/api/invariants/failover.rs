@@ -36,6 +36,17 @@ fn repository() -> std::path::PathBuf {
         .to_owned()
 }
 
+/// What happens to a node.
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    /// Its whole process group killed: a machine that died.
+    Kill,
+    /// Its whole process group stopped (SIGSTOP): a machine that froze,
+    /// or was cut off without a word; its connections stay open and
+    /// nothing answers on them.
+    Freeze,
+}
+
 /// The formation, the app on it (its pool following the primary), a
 /// course with [`CODES`] codes and two learners per code, each with the
 /// code pending.
@@ -49,6 +60,10 @@ struct Race {
 
 impl Race {
     async fn set_up() -> Self {
+        Self::set_up_with(|_| ()).await
+    }
+
+    async fn set_up_with(adjust: impl FnOnce(&mut server::config::Settings)) -> Self {
         let ha = tokio::task::spawn_blocking(|| HaPostgres::start(&repository()))
             .await
             .expect("join")
@@ -77,6 +92,7 @@ impl Race {
         let mut settings = load_settings();
         settings.database.failover_hosts = ha.failover_hosts();
         settings.database.primary_probe_interval_ms = 200;
+        adjust(&mut settings);
         let pool =
             engine::db::pool_with_timeouts(ha.url(1).parse().expect("url"), &settings.db_options());
         let app = spawn_app_with(pool, settings).await;
@@ -101,12 +117,21 @@ impl Race {
         }
     }
 
-    /// Every learner opens (10 ms apart, 600 ms in all), replaying under its
-    /// own request id while the answer is retryable; `node` is killed 200 ms
-    /// in. Each learner's answers, in order, and every answer counted.
     async fn run_killing(
         &self,
         node: u16,
+    ) -> (Vec<Vec<(u16, String)>>, BTreeMap<(u16, String), usize>) {
+        self.run_with(node, Fault::Kill).await
+    }
+
+    /// Every learner opens (10 ms apart, 600 ms in all), replaying under its
+    /// own request id while the answer is retryable; `fault` strikes `node`
+    /// 200 ms in. Each learner's answers, in order, and every answer
+    /// counted.
+    async fn run_with(
+        &self,
+        node: u16,
+        fault: Fault,
     ) -> (Vec<Vec<(u16, String)>>, BTreeMap<(u16, String), usize>) {
         let started = Instant::now();
         let openings = self
@@ -137,7 +162,11 @@ impl Race {
         let kill = async {
             tokio::time::sleep(Duration::from_millis(200)).await;
             let killed_at = started.elapsed();
-            tokio::task::block_in_place(|| self.ha.kill(node)).expect("kill the node");
+            tokio::task::block_in_place(|| match fault {
+                Fault::Kill => self.ha.kill(node),
+                Fault::Freeze => self.ha.freeze(node),
+            })
+            .expect("the fault");
             killed_at
         };
         let (answers, killed_at) = tokio::join!(join_all(openings), kill);
@@ -146,7 +175,7 @@ impl Race {
             *seen.entry(answer.clone()).or_default() += 1;
         }
         eprintln!(
-            "node {node} killed at {killed_at:?}, every opening answered by {:?}: {seen:?}",
+            "node {node}: {fault:?} at {killed_at:?}, every opening answered by {:?}: {seen:?}",
             started.elapsed()
         );
         (answers, seen)
@@ -165,7 +194,7 @@ impl Race {
             matches!(
                 (*status, code.as_str()),
                 (200, _)
-                    | (503, "unavailable")
+                    | (503, "unavailable" | "timeout")
                     | (
                         409,
                         "code_bound" | "busy_retry" | "idempotency_key_in_flight"
@@ -226,6 +255,12 @@ impl Race {
     /// for `node` (a standby now) to hold every binding.
     async fn rejoin(&self, node: u16, states: &str) {
         tokio::task::block_in_place(|| self.ha.restart(node)).expect("restart the node");
+        self.rejoined(node, states).await;
+    }
+
+    /// Waits for the nodes to report `states`, and for `node` (a standby
+    /// now) to hold every binding.
+    async fn rejoined(&self, node: u16, states: &str) {
         tokio::task::block_in_place(|| self.ha.wait(states, 120))
             .unwrap_or_else(|e| panic!("{e:#}\n{}", self.ha.logs()));
         let mut bound = None;
@@ -275,6 +310,31 @@ async fn killing_the_primary_under_first_accesses_loses_nothing_and_doubles_noth
     );
     race.assert_one_winner_per_code(&answers, &seen).await;
     race.rejoin(1, "secondary primary").await;
+}
+
+/// The primary's machine freezes mid-race (SIGSTOP: its connections stay
+/// open, nothing answers on them, as on a silent partition): the monitor
+/// promotes the standby, the app leaves the frozen node behind (requests
+/// waiting on it end as 503s, and their replays are answered on the new
+/// primary), and nothing answered 200 is missing there. Thawed, the old
+/// primary takes no write: it rejoins as a standby holding every binding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn freezing_the_primary_under_first_accesses_loses_nothing_and_doubles_nothing() {
+    // A request waiting on the frozen node ends at its deadline (503
+    // `timeout`, then replayed): 10 s rather than 60, to keep the test short.
+    let race = Race::set_up_with(|settings| settings.server.request_timeout_secs = 10).await;
+    let (answers, seen) = race.run_with(1, Fault::Freeze).await;
+    let primary = tokio::task::block_in_place(|| race.ha.primary()).expect("a primary");
+    assert_eq!(
+        primary,
+        format!("127.0.0.1:{}", race.ha.port + 2),
+        "{}",
+        race.ha.logs()
+    );
+    race.assert_one_winner_per_code(&answers, &seen).await;
+    tokio::task::block_in_place(|| race.ha.thaw(1)).expect("thaw node 1");
+    race.rejoined(1, "secondary primary").await;
+    race.assert_one_winner_per_code(&answers, &seen).await;
 }
 
 /// The standby's machine dies mid-race: commits wait for it until the
