@@ -16,7 +16,11 @@
 -- ever looked up in its share's tenant, so the two never meet).
 --
 -- Dropping an index takes its table's lock for an instant; nothing is
--- rebuilt.
+-- rebuilt. But the lock must first be granted: behind a long reader (a
+-- dump, a report) the migration would wait holding the locks it already
+-- has, and code entry with it. So it gives up after 2 s instead, and
+-- `server migrate` can simply be run again at a quieter moment.
+SET LOCAL lock_timeout = '2s';
 
 ALTER TABLE shares DROP CONSTRAINT shares_slug_key;
 ALTER TABLE shares DROP CONSTRAINT shares_id_key;

@@ -105,8 +105,12 @@ up() {
   fi
   echo "$port" > "$dir/monitor.port"
   # A copy the `postgres` user can read, wherever the checkout is.
-  cp "$SETUP" "$dir/pg-ha-setup.sh"
-  if [ "$(id -u)" = 0 ]; then chown postgres: "$dir/pg-ha-setup.sh"; fi
+  rm -f "$dir/pg-ha-setup.sh"
+  if [ "$(id -u)" = 0 ]; then
+    command install -o postgres -g postgres -m 0555 "$SETUP" "$dir/pg-ha-setup.sh"
+  else
+    command install -m 0555 "$SETUP" "$dir/pg-ha-setup.sh"
+  fi
   local setup="$dir/pg-ha-setup.sh"
   # A failure says why: pg_autoctl's own words are in create.log.
   trap 'log "formation failed; the end of $dir/create.log:"; tail -n 20 "$dir/create.log" >&2' ERR

@@ -118,7 +118,7 @@ pub async fn issued_codes(
     )
     .await?;
     // Only this share's batch (or replacement code), taken by its admin.
-    if !engine::read_models::handover_of_share(&state.reads, share.tenant(), share.id, batch_id)
+    if !engine::read_models::handover_of_share(&state.pool, share.tenant(), share.id, batch_id)
         .await
         .map_err(support::internal)?
     {

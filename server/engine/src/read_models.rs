@@ -9,8 +9,9 @@
 //!
 //! Stale-tolerant on purpose too: every read goes through
 //! [`crate::db::Reads`], on a standby when one is configured, and still
-//! sees every write committed before it began. Nothing here may guard a
-//! write: a decision reads the primary, inside its own transaction.
+//! sees every write committed before it began. Nothing read that way may
+//! guard a write or hand anything out: the two handover checks at the end
+//! take the primary's pool.
 
 use anyhow::Context as _;
 use time::{Date, OffsetDateTime};
@@ -409,9 +410,10 @@ pub async fn records(
 }
 
 /// Whether `id` is a batch of `share`, or a (replacement) code of it: what
-/// a one-time handover page may be opened for.
+/// a one-time handover page may be opened for. On the primary: it guards
+/// handing out plain codes.
 pub async fn handover_of_share(
-    reads: &Reads,
+    pool: &sqlx::PgPool,
     tenant: TenantId,
     share: ShareId,
     id: Uuid,
@@ -424,15 +426,16 @@ pub async fn handover_of_share(
         share.0,
         id,
     )
-    .fetch_one(&mut *reads.connection().await?)
+    .fetch_one(pool)
     .await
     .context("checking a handover's share")
 }
 
 /// The label of a handover of `share`: a batch's, or a single replacement
-/// code's (its batch's label). `None`: no such handover in this share.
+/// code's (its batch's label). `None`: no such handover in this share. On
+/// the primary: it guards the one download of plain codes.
 pub async fn handover_label(
-    reads: &Reads,
+    pool: &sqlx::PgPool,
     tenant: TenantId,
     share: ShareId,
     id: Uuid,
@@ -445,7 +448,7 @@ pub async fn handover_label(
         share.0,
         id,
     )
-    .fetch_optional(&mut *reads.connection().await?)
+    .fetch_optional(pool)
     .await
     .context("reading a handover's label")
 }

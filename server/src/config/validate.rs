@@ -40,6 +40,14 @@ impl Settings {
                     .into(),
             });
         }
+        if !(10..=2_000).contains(&self.database.standby_wait_ms) {
+            return Err(ConfigError::Invalid {
+                key: "database.standby_wait_ms",
+                message: "must be between 10 and 2000: a read waits this long for the standby \
+                          before it runs on the primary"
+                    .into(),
+            });
+        }
         if self.database.read_from_standby && self.database.standby_max_connections == 0 {
             return Err(ConfigError::Invalid {
                 key: "database.standby_max_connections",
@@ -274,6 +282,11 @@ mod tests {
         s.database.read_from_standby = false;
         s.validate()
             .expect("the standby's pool size matters only when reads go there");
+        for wait in [0, 9, 2_001] {
+            s.database.standby_wait_ms = wait;
+            let error = s.validate().expect_err("out of bounds").to_string();
+            assert!(error.contains("standby_wait_ms"), "{wait}: {error}");
+        }
     }
 
     #[test]

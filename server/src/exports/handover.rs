@@ -31,7 +31,7 @@ pub async fn download(
 ) -> Result<Response, ApiError> {
     let tenant = share.tenant();
     // A batch, or a single replacement code (labelled with its batch).
-    let label = engine::read_models::handover_label(&services.reads, tenant, share.id, batch)
+    let label = engine::read_models::handover_label(&services.pool, tenant, share.id, batch)
         .await?
         .ok_or_else(ApiError::not_found)?;
     // One download at a time; the codes are removed only once the whole

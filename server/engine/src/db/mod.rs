@@ -130,7 +130,9 @@ pub fn pool_with_timeouts(connect: PgConnectOptions, options: &DbOptions) -> PgP
 
 /// Where stale-tolerant reads run ([`reads`]): on a standby of the
 /// formation (a second, smaller pool following a node in recovery, each
-/// connection named `admitone reads` in `pg_stat_activity`) when
+/// connection named `admitone reads` in `pg_stat_activity`; a read checks
+/// its node is still in recovery, so a connection is not refused for it,
+/// which would have the pool retry connecting until its timeout) when
 /// `read_from_standby` and `failover_hosts` are set, else on `primary`.
 /// `url` is `database.url`, the formation's first node; it must be called
 /// inside a Tokio runtime when a standby is used.
@@ -153,7 +155,6 @@ pub fn reads(primary: PgPool, url: &str, options: &DbOptions) -> anyhow::Result<
         ..options.clone()
     };
     let standby = pool_options_with(&standby_options, Some(nodes.clone()))
-        .after_connect(|connection, _| Box::pin(primary::refuse_a_primary(connection)))
         .connect_lazy_with(with_timeouts(nodes.current_options().clone(), options));
     let timeouts = options.clone();
     primary::follow(

@@ -26,8 +26,8 @@
 //!
 //! The same follower keeps the pool of stale-tolerant reads
 //! (`database.read_from_standby`, [`super::reads`]) on a standby: there
-//! the role it looks for is [`Role::Standby`], and a node that is not in
-//! recovery is refused ([`refuse_a_primary`]).
+//! the role it looks for is [`Role::Standby`] (and each read checks its
+//! node is still in recovery).
 
 use std::{
     sync::{
@@ -138,21 +138,6 @@ pub async fn refuse_a_standby(connection: &mut PgConnection) -> Result<(), sqlx:
     if is_standby(connection).await? {
         return Err(sqlx::Error::Protocol(
             "connected to a standby, not the primary (the follower looks for the primary)".into(),
-        ));
-    }
-    Ok(())
-}
-
-/// The standby pool's `after_connect`: a connection that reached a node
-/// not in recovery (the primary, or a standby just promoted) is refused;
-/// the reads then go to the primary's pool ([`super::reads`]).
-pub async fn refuse_a_primary(connection: &mut PgConnection) -> Result<(), sqlx::Error> {
-    let in_recovery: bool = sqlx::query_scalar("SELECT pg_is_in_recovery()")
-        .fetch_one(connection)
-        .await?;
-    if !in_recovery {
-        return Err(sqlx::Error::Protocol(
-            "connected to a node that is not a standby (the follower looks for one)".into(),
         ));
     }
     Ok(())

@@ -7,22 +7,36 @@
 //! admin write take the primary's [`PgPool`] and never come here.
 //! Everything in [`crate::read_models`] reads through [`Reads`].
 //!
-//! Reading one's own writes: a read first asks the primary where its WAL
-//! ends (`pg_current_wal_insert_lsn()`, one round trip touching no table),
-//! then uses the standby only once it has replayed that far
-//! (`pg_last_wal_replay_lsn()`), waiting up to `standby_wait`. So a read
-//! sees every write committed before it began, whoever made it and on
-//! whichever instance: the page that just revoked a code lists it revoked,
-//! and so does an API client's next call. A standby further behind than
-//! that, not answering, or no longer a standby (promoted): the read runs
-//! on the primary, as it would without a standby. The primary not
-//! answering: the read fails as a momentary outage (503), like any other;
-//! a standby alone cannot tell which acknowledged writes it is missing.
+//! Reading one's own writes: a read first asks the primary how far its WAL
+//! is flushed (`pg_current_wal_flush_lsn()`, one round trip touching no
+//! table), then uses the standby only once it has replayed that far
+//! (`pg_last_wal_replay_lsn()`), waiting up to `standby_wait`. A commit
+//! is visible only once its record is flushed (with `synchronous_commit`
+//! anything but `off`, which nothing here sets), so a read sees every
+//! write committed before it began, whoever made it and on whichever
+//! instance: the page that just revoked a code lists it revoked, and so
+//! does an API client's next call. (The flushed position, not the insert
+//! position: just after a new WAL segment or page begins, the insert
+//! position is past a header no standby reports having replayed.)
+//!
+//! A standby further behind than that, not answering within the wait
+//! (down, or frozen: the whole attempt is bounded on this side), or no
+//! longer a standby (promoted): the read runs on the primary, as it would
+//! without a standby, and for the next second every read goes straight
+//! there. The primary not answering: the read fails as a momentary outage
+//! (503), like any other; a standby alone cannot tell which acknowledged
+//! writes it is missing.
 //!
 //! `admitone_db_reads_total{served_by}` counts where reads ran
 //! (docs/operations/high-availability.md).
 
-use std::time::Duration;
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
 
 use anyhow::Context as _;
 use sqlx::{PgPool, Postgres, pool::PoolConnection};
@@ -34,7 +48,15 @@ pub struct Reads {
     primary: PgPool,
     standby: Option<PgPool>,
     wait: Duration,
+    /// Until when reads skip the standby (milliseconds since `born`),
+    /// after one found none.
+    skip_until_ms: Arc<AtomicU64>,
+    born: Instant,
 }
+
+/// How long reads go straight to the primary after one found no standby
+/// (down, frozen, promoted): the others do not each pay the wait.
+const SKIP_AFTER_NO_STANDBY: Duration = Duration::from_secs(1);
 
 /// Where one read ran, and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +90,8 @@ impl Reads {
             primary,
             standby: None,
             wait: Duration::ZERO,
+            skip_until_ms: Arc::default(),
+            born: Instant::now(),
         }
     }
 
@@ -77,6 +101,8 @@ impl Reads {
             primary,
             standby: Some(standby),
             wait,
+            skip_until_ms: Arc::default(),
+            born: Instant::now(),
         }
     }
 
@@ -96,18 +122,42 @@ impl Reads {
         let Some(standby) = &self.standby else {
             return Ok((self.on_primary().await?, ServedBy::Primary));
         };
+        if self.millis() < self.skip_until_ms.load(Ordering::Relaxed) {
+            return Ok(record((
+                self.on_primary().await?,
+                ServedBy::PrimaryNoStandby,
+            )));
+        }
         // The primary's position first: whatever committed before this
         // line is at or before it.
-        let target: String = sqlx::query_scalar("SELECT pg_current_wal_insert_lsn()::text")
+        let target: String = sqlx::query_scalar("SELECT pg_current_wal_flush_lsn()::text")
             .fetch_one(&self.primary)
             .await
             .context("reading the primary's WAL position")?;
-        let served = match caught_up(standby, &target, self.wait).await {
+        // The whole attempt is bounded here: a frozen standby answers
+        // nothing, and its server-side timeouts never fire. (The
+        // connection dropped mid-query is pinged within a limit as it goes
+        // back, and closed: `super::pool_with_timeouts`.)
+        let attempt = tokio::time::timeout(
+            self.wait + CHECK_MARGIN,
+            caught_up(standby, &target, self.wait),
+        )
+        .await
+        .unwrap_or(Err(Behind::NoStandby));
+        let served = match attempt {
             Ok(connection) => return Ok(record((connection, ServedBy::Standby))),
             Err(Behind::Lagging) => ServedBy::PrimaryStandbyBehind,
-            Err(Behind::NoStandby) => ServedBy::PrimaryNoStandby,
+            Err(Behind::NoStandby) => {
+                let until = self.millis() + millis(SKIP_AFTER_NO_STANDBY);
+                self.skip_until_ms.store(until, Ordering::Relaxed);
+                ServedBy::PrimaryNoStandby
+            }
         };
         Ok(record((self.on_primary().await?, served)))
+    }
+
+    fn millis(&self) -> u64 {
+        millis(self.born.elapsed())
     }
 
     async fn on_primary(&self) -> anyhow::Result<PoolConnection<Postgres>> {
@@ -116,6 +166,13 @@ impl Reads {
             .await
             .context("a PostgreSQL connection for a read")
     }
+}
+
+/// Beyond the wait, what one check's round trip may take.
+const CHECK_MARGIN: Duration = Duration::from_millis(250);
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn record(served: (PoolConnection<Postgres>, ServedBy)) -> (PoolConnection<Postgres>, ServedBy) {

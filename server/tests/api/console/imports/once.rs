@@ -142,6 +142,58 @@ async fn two_tenants_imports_never_meet(pool: PgPool) {
     );
 }
 
+/// A code in our format that another tenant issued is imported like any
+/// other (the platform-wide digest key is gone:
+/// `20261214000001_drop_global_keys.sql`), and each tenant's learner binds
+/// that tenant's own code: a typed code is only looked up in its share's
+/// tenant, so the two never meet.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_code_of_ours_another_tenant_holds_is_imported_and_each_binds_its_own(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let (shop_a, shop_b) = (admin(&app).await, admin(&app).await);
+    let (course_a, course_b) = (
+        course(&app, &shop_a, json!({})).await,
+        course(&app, &shop_b, json!({ "title": "Another shop" })).await,
+    );
+    let (_, text) = issue(&app, &shop_a, course_a.share, 1).await.remove(0);
+    let (status, report) = import(
+        &app,
+        &shop_b.client,
+        course_b.share,
+        json!({ "codes": [text], "format": "ours" }),
+    )
+    .await;
+    assert_eq!(status, 201, "{report}");
+    assert_eq!(report["imported"], 1, "not already_exists: {report}");
+    let mut both = learners(&app, 2).await;
+    let (bea_id, bea) = both.remove(1);
+    let (ann_id, ann) = both.remove(0);
+    for (client, course) in [(&ann, &course_a), (&bea, &course_b)] {
+        assert_eq!(
+            enter_code(&app, client, &course.slug, &text).await.status(),
+            200
+        );
+        assert_eq!(open(&app, client, course, None).await.status(), 200);
+    }
+    let holders: Vec<(uuid::Uuid, Option<uuid::Uuid>)> = sqlx::query_as(
+        "SELECT share_id, bound_principal FROM auth_codes WHERE share_id = ANY($1) ORDER BY share_id",
+    )
+    .bind(vec![course_a.share, course_b.share])
+    .fetch_all(&app.pool)
+    .await
+    .expect("codes");
+    let mut expected = vec![
+        (course_a.share, Some(ann_id)),
+        (course_b.share, Some(bea_id)),
+    ];
+    expected.sort();
+    assert_eq!(
+        holders, expected,
+        "each tenant's code, bound by its learner"
+    );
+    assert_invariants(&app, "after the twin codes were redeemed").await;
+}
+
 /// Text that is one of ours and also a foreign code is one code: the
 /// look-up finds either, so an import never stores its other reading
 /// beside it (two rows would let two accounts bind one text).
