@@ -134,6 +134,7 @@ impl Application {
         let links = Arc::new(engine::accounts::links::LinkKey::derive(
             &settings.session_key(),
         ));
+        let keyring = Arc::new(settings.keyring()?);
         // Without an SMTP server the relay writes to the dev mailbox, which
         // only a loopback development server has: elsewhere mail waits.
         let mail_goes_somewhere = settings.mail.smtp_url.is_some() || settings.dev_mailbox();
@@ -149,6 +150,7 @@ impl Application {
                 pool.clone(),
                 &settings.mail,
                 links.clone(),
+                keyring.clone(),
                 &settings.public_origin(),
             )?
             .spawn(Duration::from_millis(
@@ -170,7 +172,7 @@ impl Application {
                 redis,
                 throttle: engine::throttle::FixedWindow::new(),
                 auth: settings.auth_policy(),
-                keyring: Arc::new(settings.keyring()?),
+                keyring,
                 links,
                 settler,
                 recent_shares: service::recent_shares::RecentShares::default(),

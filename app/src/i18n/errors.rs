@@ -14,6 +14,7 @@ use engine::{
     branding::BrandingError,
     code_actions::CodeError,
     imports::ImportError,
+    orders::OrderError,
     resources::ResourceError,
     settlement::SettlementError,
     shares::ShareError,
@@ -111,6 +112,23 @@ impl Localized for BatchError {
             Self::IdempotencyKeyReused => M::ShareIdempotencyKeyReused,
             Self::ShareNotFound => M::ShareShareNotFound,
             Self::CodeNotFound => M::ShareCodeNotFound,
+            Self::Unexpected(_) => M::Unexpected,
+        };
+        lang.error(msg, &[])
+    }
+}
+
+impl Localized for OrderError {
+    fn localized(&self, lang: Lang) -> Option<String> {
+        use ErrorMsg as M;
+        let msg = match self {
+            Self::InvalidSource => M::OrderInvalidSource,
+            Self::InvalidOrderRef => M::OrderInvalidOrderRef,
+            Self::InvalidEmail => M::OrderInvalidEmail,
+            Self::InvalidQuantity => M::OrderInvalidQuantity,
+            Self::AddressTakesOneCode => M::OrderAddressTakesOneCode,
+            Self::ShareNotFound => M::ShareShareNotFound,
+            Self::OrderConflict => M::OrderOrderConflict,
             Self::Unexpected(_) => M::Unexpected,
         };
         lang.error(msg, &[])
@@ -222,6 +240,7 @@ impl Localized for SettlementError {
             Self::CodeBound => M::SettlementCodeBound,
             Self::CodeRevoked => M::SettlementCodeRevoked,
             Self::CodeExpired => M::SettlementCodeExpired,
+            Self::CodeAddressedElsewhere => M::SettlementCodeAddressedElsewhere,
             Self::AccessEnded { ended_at } => {
                 let day = ended_at.date();
                 let ended = format!("{}年{}月{}日", day.year(), u8::from(day.month()), day.day());

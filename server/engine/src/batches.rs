@@ -178,42 +178,15 @@ pub async fn issue_codes(
     if inserted.rows_affected() == 0 {
         return Err(BatchError::ShareNotFound);
     }
-    let total = codes.len() as u64;
-    let mut done = 0;
-    for chunk in codes.chunks(INSERT_CHUNK) {
-        let mut ids = Vec::with_capacity(chunk.len());
-        let mut digests = Vec::with_capacity(chunk.len());
-        let mut versions = Vec::with_capacity(chunk.len());
-        let mut hints = Vec::with_capacity(chunk.len());
-        for (id, code) in chunk {
-            let (version, digest) = keyring.digest(code);
-            ids.push(*id);
-            digests.push(digest);
-            versions.push(i16::try_from(version).context("key version above 32767")?);
-            hints.push(code.hint());
-        }
-        sqlx::query!(
-            "INSERT INTO auth_codes (tenant_id, id, share_id, batch_id, digest, key_version, hint)
-             SELECT $1, id, $2, $3, digest, version, hint
-             FROM UNNEST($4::uuid[], $5::bytea[], $6::smallint[], $7::text[]) AS c(id, digest, version, hint)",
-            tenant.0,
-            share.0,
-            batch_id,
-            &ids,
-            &digests,
-            &versions,
-            &hints,
-        )
-        .execute(&mut *tx)
-        .await
-        .context("inserting codes")?;
-        done += chunk.len() as u64;
-        if let Some(progress) = request.progress
-            && done < total
-        {
-            progress.report(done, total).await;
-        }
-    }
+    insert_codes(
+        &mut tx,
+        keyring,
+        (tenant, share, batch_id),
+        &codes,
+        None,
+        request.progress,
+    )
+    .await?;
     audit::admin_action(
         &mut tx,
         tenant,
@@ -233,9 +206,61 @@ pub async fn issue_codes(
     .await?;
     tx.commit().await.context("committing the batch")?;
     if let Some(progress) = request.progress {
-        progress.report(total, total).await;
+        progress.report(count as u64, count as u64).await;
     }
     Ok(IssuedBatch { batch_id, codes })
+}
+
+/// Stores `codes` of batch `(tenant, share, batch)`: their digests, in
+/// multi-row inserts (`UNNEST`) of [`INSERT_CHUNK`], never the plain
+/// text; each addressed to `addressed_to` if given (case-folded already:
+/// the table refuses anything else). Reports to `progress` as it goes.
+pub(crate) async fn insert_codes(
+    tx: &mut sqlx::PgConnection,
+    keyring: &Keyring,
+    (tenant, share, batch): (TenantId, ShareId, Uuid),
+    codes: &[(Uuid, PlainCode)],
+    addressed_to: Option<&str>,
+    progress: Option<&Progress>,
+) -> anyhow::Result<()> {
+    let total = codes.len() as u64;
+    let mut done = 0;
+    for chunk in codes.chunks(INSERT_CHUNK) {
+        let mut ids = Vec::with_capacity(chunk.len());
+        let mut digests = Vec::with_capacity(chunk.len());
+        let mut versions = Vec::with_capacity(chunk.len());
+        let mut hints = Vec::with_capacity(chunk.len());
+        for (id, code) in chunk {
+            let (version, digest) = keyring.digest(code);
+            ids.push(*id);
+            digests.push(digest);
+            versions.push(i16::try_from(version).context("key version above 32767")?);
+            hints.push(code.hint());
+        }
+        sqlx::query!(
+            "INSERT INTO auth_codes (tenant_id, id, share_id, batch_id, digest, key_version, hint, addressed_to)
+             SELECT $1, id, $2, $3, digest, version, hint, $8
+             FROM UNNEST($4::uuid[], $5::bytea[], $6::smallint[], $7::text[]) AS c(id, digest, version, hint)",
+            tenant.0,
+            share.0,
+            batch,
+            &ids,
+            &digests,
+            &versions,
+            &hints,
+            addressed_to,
+        )
+        .execute(&mut *tx)
+        .await
+        .context("inserting codes")?;
+        done += chunk.len() as u64;
+        if let Some(progress) = progress
+            && done < total
+        {
+            progress.report(done, total).await;
+        }
+    }
+    Ok(())
 }
 
 /// Frees an issuing request's idempotency key after its batch was revoked

@@ -223,6 +223,42 @@ impl Keyring {
         mac.finalize().into_bytes().to_vec()
     }
 
+    /// A code derived from its own id (an order's codes, which a mail
+    /// carries): the HMAC, under the current key, of a label, the tenant
+    /// and the id, read as the 11 symbols of a code (5 bits of a byte
+    /// each: 256 is a multiple of 32, so each symbol is uniform). The
+    /// mail row names the id only and the relay derives the text again
+    /// ([`Self::rederive`]), so no row holds a usable code; the price is
+    /// that these codes are as secret as the key, where drawn ones
+    /// would need 2^55 guesses per digest even with it (docs/design/orders.md).
+    pub fn derive(&self, tenant: TenantId, id: uuid::Uuid) -> (u16, PlainCode) {
+        let code = self
+            .derived_with(self.current, tenant, id)
+            .unwrap_or_else(|| unreachable!("checked in Keyring::new"));
+        (self.current, code)
+    }
+
+    /// The code [`Self::derive`] made for `id` under key `version`, if
+    /// that version is still in the keyring.
+    pub fn rederive(&self, version: u16, tenant: TenantId, id: uuid::Uuid) -> Option<PlainCode> {
+        self.derived_with(version, tenant, id)
+    }
+
+    fn derived_with(&self, version: u16, tenant: TenantId, id: uuid::Uuid) -> Option<PlainCode> {
+        let (_, key) = self.keys.iter().find(|(v, _)| *v == version)?;
+        let mut mac = <Hmac<Sha256>>::new_from_slice(key.expose_secret())
+            .unwrap_or_else(|_| unreachable!("HMAC accepts keys of any length"));
+        mac.update(b"admitone/derived-code/v1:");
+        mac.update(tenant.0.as_bytes());
+        mac.update(id.as_bytes());
+        let bytes = mac.finalize().into_bytes();
+        let mut payload = [0u8; codeformat::PAYLOAD_SYMBOLS];
+        for (value, byte) in payload.iter_mut().zip(bytes.iter()) {
+            *value = byte & 31;
+        }
+        Some(PlainCode(codeformat::from_payload(&payload)))
+    }
+
     /// The digests to look a typed code up with: one per key version.
     pub fn candidates(&self, code: &(impl CodeText + ?Sized)) -> Vec<Vec<u8>> {
         self.keys
@@ -235,6 +271,35 @@ impl Keyring {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_derived_code_depends_on_the_key_the_tenant_and_the_id() {
+        let ring = |secret: &str| {
+            Keyring::new(1, vec![(1, SecretString::from(secret.to_owned()))]).expect("keyring")
+        };
+        let (a, b) = (ring("first key"), ring("second key"));
+        let (t1, t2) = (
+            TenantId(uuid::Uuid::now_v7()),
+            TenantId(uuid::Uuid::now_v7()),
+        );
+        let (id1, id2) = (uuid::Uuid::now_v7(), uuid::Uuid::now_v7());
+        let (version, code) = a.derive(t1, id1);
+        assert_eq!(version, 1);
+        // A well-formed code: its check symbol holds.
+        assert_eq!(PlainCode::parse(&code.display()).expect("parses"), code);
+        assert_eq!(a.rederive(1, t1, id1), Some(code.clone()), "the same again");
+        assert_eq!(a.rederive(2, t1, id1), None, "no such key version");
+        assert_ne!(a.derive(t1, id2).1, code, "another id");
+        assert_ne!(a.derive(t2, id1).1, code, "another tenant");
+        assert_ne!(b.derive(t1, id1).1, code, "another key");
+        // Every symbol is drawn on: 200 codes use the whole alphabet.
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..200 {
+            let code = a.derive(t1, uuid::Uuid::now_v7()).1;
+            seen.extend(code.canonical()[..codeformat::PAYLOAD_SYMBOLS].chars());
+        }
+        assert_eq!(seen.len(), 32);
+    }
 
     #[test]
     fn generated_codes_parse_back_and_look_right() {

@@ -28,6 +28,8 @@
 //! * [`batches`]: codes issued many at a time (idempotent), a batch's
 //!   unused codes revoked together.
 //! * [`imports`]: codes another system sold, brought in as a batch.
+//! * [`orders`]: a shop's sale turned into codes once (addressed to the
+//!   buyer, mailed), however often the shop repeats it.
 //! * [`code_table`]: a share's codes page by page, their counts, a pasted
 //!   code found.
 //! * [`code_actions`]: what an admin does to one code: revoke, its expiry
@@ -90,6 +92,7 @@ pub mod invariants;
 pub mod leaks;
 pub mod mail;
 pub mod metrics;
+pub mod orders;
 pub mod outcome;
 pub mod progress;
 pub mod read_models;

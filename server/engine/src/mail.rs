@@ -73,10 +73,13 @@ pub enum Template {
     /// To an address someone registered that has an account: "you have
     /// an account already" (sign in, or reset the password).
     AccountExists,
+    /// To a buyer: the codes of their order (derived again at delivery
+    /// from the ids in its parameters: `crate::orders::mailed_codes`).
+    CodesSent,
 }
 
 impl Template {
-    pub const ALL: [Template; 18] = [
+    pub const ALL: [Template; 19] = [
         Self::VerifyEmail,
         Self::ResetPassword,
         Self::PasswordChanged,
@@ -95,6 +98,7 @@ impl Template {
         Self::TransferRefused,
         Self::SignUp,
         Self::AccountExists,
+        Self::CodesSent,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -117,6 +121,7 @@ impl Template {
             Self::TransferRefused => "transfer_refused",
             Self::SignUp => "sign_up",
             Self::AccountExists => "account_exists",
+            Self::CodesSent => "codes_sent",
         }
     }
 

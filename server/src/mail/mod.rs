@@ -29,6 +29,7 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 use engine::{
     accounts::links::{LinkKey, LinkPurpose},
     branding::Branding,
+    codes::Keyring,
     db::PgPool,
     delivery::{Attempted, Recorded, RetryPolicy},
     mail::{self, DueMail, Template},
@@ -57,6 +58,8 @@ pub struct MailRelay {
     transport: Transport,
     from: Mailbox,
     links: Arc<LinkKey>,
+    /// The code keys: an order's mail derives its codes again with them.
+    keyring: Arc<Keyring>,
     /// The server's public origin: the base of every link.
     origin: Arc<str>,
     policy: RetryPolicy,
@@ -84,6 +87,7 @@ impl MailRelay {
         pool: PgPool,
         settings: &MailSettings,
         links: Arc<LinkKey>,
+        keyring: Arc<Keyring>,
         origin: &str,
     ) -> anyhow::Result<Self> {
         let timeout = Duration::from_millis(settings.timeout_ms.max(1));
@@ -92,6 +96,7 @@ impl MailRelay {
             pool,
             from: transport::from_address(settings)?,
             links,
+            keyring,
             origin: Arc::from(origin.trim_end_matches('/')),
             policy: RetryPolicy {
                 max_attempts: settings.max_attempts.max(1),
@@ -225,6 +230,10 @@ impl MailRelay {
         let link = due
             .link
             .map(|id| self.links.url(&self.origin, link_purpose(due.template), id));
+        let codes = match self.codes_of(due).await {
+            Ok(codes) => codes,
+            Err(attempt) => return attempt,
+        };
         let rendered = templates::render(
             due.template,
             &templates::Context {
@@ -232,12 +241,46 @@ impl MailRelay {
                 params: &due.params,
                 link: link.as_deref(),
                 origin: &self.origin,
+                codes: &codes,
                 brand,
             },
         );
         self.transport
             .send(due.id, &self.from, &due.to, &rendered)
             .await
+    }
+
+    /// The codes an order's mail carries, derived again and displayed
+    /// (none for any other mail). A mail whose codes were all revoked, or
+    /// cannot be derived again, is never tried again; a failed read is.
+    async fn codes_of(&self, due: &DueMail) -> Result<Vec<String>, Attempted> {
+        if due.template != Template::CodesSent {
+            return Ok(Vec::new());
+        }
+        let permanent = |error: String| Attempted::Permanent {
+            status: None,
+            error,
+        };
+        let tenant = due
+            .tenant
+            .ok_or_else(|| permanent("an order's mail without its tenant".to_owned()))?;
+        let ids: Vec<uuid::Uuid> = due
+            .params
+            .get("code_ids")
+            .cloned()
+            .and_then(|ids| serde_json::from_value(ids).ok())
+            .ok_or_else(|| permanent("an order's mail without its codes".to_owned()))?;
+        match engine::orders::mailed_codes(&self.pool, &self.keyring, tenant, &ids).await {
+            Ok(codes) => Ok(codes
+                .iter()
+                .map(engine::codes::PlainCode::display)
+                .collect()),
+            Err(engine::orders::MailedCodesError::Unexpected(error)) => Err(Attempted::Failed {
+                status: None,
+                error: format!("{error:#}"),
+            }),
+            Err(refused) => Err(permanent(refused.to_string())),
+        }
     }
 
     /// Records one attempt (if the lease is still ours).
@@ -274,6 +317,7 @@ fn link_purpose(template: Template) -> LinkPurpose {
         | Template::CodeTransferredAway
         | Template::CodeTransferredHere
         | Template::TransferRefused
-        | Template::AccountExists => LinkPurpose::VerifyEmail,
+        | Template::AccountExists
+        | Template::CodesSent => LinkPurpose::VerifyEmail,
     }
 }

@@ -1,12 +1,12 @@
 //! The answers of a course's errors: its settings, its content, its
-//! batches and imports, one code, and the storage under its files. A
+//! batches, imports and orders, one code, and the storage under its files. A
 //! variant several of them share (`ShareNotFound`, `InvalidExpiry`)
 //! answers the same in each.
 
 use super::{ErrorKind, INVALID_INPUT, Outcome};
 use crate::{
-    batches::BatchError, code_actions::CodeError, imports::ImportError, resources::ResourceError,
-    shares::ShareError, storage::StorageError,
+    batches::BatchError, code_actions::CodeError, imports::ImportError, orders::OrderError,
+    resources::ResourceError, shares::ShareError, storage::StorageError,
 };
 
 impl Outcome for ShareError {
@@ -105,6 +105,53 @@ impl Outcome for ResourceError {
             | Self::StorageFull { .. }
             | Self::Unexpected(_) => None,
             Self::ResourceInUse { .. } => Some("force"),
+        }
+    }
+
+    fn unexpected(&self) -> Option<&anyhow::Error> {
+        match self {
+            Self::Unexpected(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl Outcome for OrderError {
+    fn kind(&self) -> ErrorKind {
+        use ErrorKind as K;
+        match self {
+            Self::InvalidSource
+            | Self::InvalidOrderRef
+            | Self::InvalidEmail
+            | Self::InvalidQuantity
+            | Self::AddressTakesOneCode => K::Invalid,
+            Self::OrderConflict => K::Conflict,
+            Self::ShareNotFound => K::NotFound,
+            Self::Unexpected(_) => K::Internal,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidSource
+            | Self::InvalidOrderRef
+            | Self::InvalidEmail
+            | Self::InvalidQuantity
+            | Self::AddressTakesOneCode => INVALID_INPUT,
+            Self::OrderConflict => "order_conflict",
+            Self::ShareNotFound => "not_found",
+            Self::Unexpected(_) => "internal",
+        }
+    }
+
+    fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::InvalidSource => Some("source"),
+            Self::InvalidOrderRef => Some("order_id"),
+            Self::InvalidEmail => Some("email"),
+            Self::InvalidQuantity => Some("quantity"),
+            Self::AddressTakesOneCode => Some("addressed"),
+            Self::OrderConflict | Self::ShareNotFound | Self::Unexpected(_) => None,
         }
     }
 

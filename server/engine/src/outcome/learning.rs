@@ -20,9 +20,11 @@ impl Outcome for SettlementError {
             | Self::EmailNotVerified
             | Self::AccessEnded { .. }
             | Self::OpenFromCoursePage => K::Forbidden,
-            Self::CodeBound | Self::CodeRevoked | Self::CodeExpired | Self::AlreadyHasAccess => {
-                K::Conflict
-            }
+            Self::CodeBound
+            | Self::CodeRevoked
+            | Self::CodeExpired
+            | Self::CodeAddressedElsewhere
+            | Self::AlreadyHasAccess => K::Conflict,
             Self::WrongShare
             | Self::InvalidCode
             | Self::RequestIdReused
@@ -41,6 +43,7 @@ impl Outcome for SettlementError {
             Self::CodeBound => "code_bound",
             Self::CodeRevoked => "code_revoked",
             Self::CodeExpired => "code_expired",
+            Self::CodeAddressedElsewhere => "code_addressed_elsewhere",
             Self::AccessEnded { .. } => "access_ended",
             Self::WrongShare => "wrong_share",
             Self::InvalidCode => "invalid_code",

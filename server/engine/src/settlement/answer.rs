@@ -51,6 +51,9 @@ answers! {
     CodeRevoked = "code_revoked",
     /// Raised by the trigger `auth_codes_refuse_expired`, from the bind.
     CodeExpired = "code_expired",
+    /// Raised by the trigger `auth_codes_refuse_other_addressee`, from the
+    /// bind: the code is addressed to another account's address.
+    CodeAddressedElsewhere = "code_addressed_elsewhere",
     CodeRequired = "code_required",
     CodeBound = "code_bound",
     WrongShare = "wrong_share",
@@ -103,6 +106,7 @@ pub(super) fn refusal(outcome: Answer, at: Option<time::OffsetDateTime>) -> Sett
         Answer::RequestIdReused => SettlementError::RequestIdReused,
         Answer::CodeRevoked => SettlementError::CodeRevoked,
         Answer::CodeExpired => SettlementError::CodeExpired,
+        Answer::CodeAddressedElsewhere => SettlementError::CodeAddressedElsewhere,
         Answer::CodeRequired => SettlementError::CodeRequired,
         Answer::CodeBound => SettlementError::CodeBound,
         Answer::WrongShare => SettlementError::WrongShare,
@@ -150,9 +154,16 @@ mod tests {
         &body[..body.find("\n$$;").expect("the end of settle_access")]
     }
 
-    /// The body of the binding's trigger as the newest migration that
-    /// defines it has it (the definition in force).
-    fn trigger_in_force() -> String {
+    /// The triggers on a binding whose refusals reach the caller through
+    /// `settle_access`'s bind.
+    const BINDING_TRIGGERS: [&str; 2] = [
+        "auth_codes_refuse_expired",
+        "auth_codes_refuse_other_addressee",
+    ];
+
+    /// The body of a binding's trigger `name` as the newest migration
+    /// that defines it has it (the definition in force).
+    fn trigger_in_force(name: &str) -> String {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations");
         let mut names: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
             .expect("the migrations")
@@ -160,15 +171,20 @@ mod tests {
             .filter(|path| path.extension().is_some_and(|e| e == "sql"))
             .collect();
         names.sort();
-        let definition = "FUNCTION auth_codes_refuse_expired()";
+        let definition = format!("FUNCTION {name}()");
         let text = names
             .iter()
             .rev()
             .map(|path| std::fs::read_to_string(path).expect("a migration"))
-            .find(|text| text.contains(definition))
+            .find(|text| text.contains(&definition))
             .expect("a migration defines the trigger");
-        let body = &text[text.find(definition).expect("the definition")..];
+        let body = &text[text.find(&definition).expect("the definition")..];
         body[..body.find("\n$$;").expect("the end of the trigger")].to_owned()
+    }
+
+    /// What the binding's triggers raise, together.
+    fn triggers_in_force() -> String {
+        BINDING_TRIGGERS.map(trigger_in_force).join("\n")
     }
 
     /// Every word the function and the binding's trigger answer is an
@@ -176,7 +192,7 @@ mod tests {
     /// the SQL alone, or a variant left behind, fails here.
     #[test]
     fn the_answers_are_exactly_the_words_settle_access_answers() {
-        let trigger = trigger_in_force();
+        let trigger = triggers_in_force();
         let mut answered = words_of(body_of_settle_access());
         answered.extend(words_of(&trigger));
         answered.sort_unstable();
@@ -212,12 +228,24 @@ mod tests {
     /// too: they reach the caller through `settle_access`'s bind.
     #[test]
     fn every_refusal_a_binding_trigger_raises_is_known() {
-        let trigger = trigger_in_force();
-        let raised = words_of(&trigger);
-        assert_eq!(raised, ["code_expired"]);
-        assert!(matches!(
-            Answer::parse("code_expired").map(|o| refusal(o, None)),
-            Some(SettlementError::CodeExpired)
-        ));
+        assert_eq!(
+            words_of(&trigger_in_force("auth_codes_refuse_expired")),
+            ["code_expired"]
+        );
+        assert_eq!(
+            words_of(&trigger_in_force("auth_codes_refuse_other_addressee")),
+            ["code_addressed_elsewhere", "email_not_verified"]
+        );
+        for (word, error) in [
+            ("code_expired", "CodeExpired"),
+            ("code_addressed_elsewhere", "CodeAddressedElsewhere"),
+            ("email_not_verified", "EmailNotVerified"),
+        ] {
+            let mapped = Answer::parse(word).map(|o| refusal(o, None));
+            assert!(
+                format!("{mapped:?}").starts_with(&format!("Some({error}")),
+                "{word} maps to {mapped:?}"
+            );
+        }
     }
 }

@@ -153,6 +153,12 @@ pub enum SettlementError {
     CodeBound,
     #[error("this code was revoked by the course provider")]
     CodeRevoked,
+    /// An addressed code typed by an account other than its addressee's
+    /// (the answer names neither the address nor anyone).
+    #[error(
+        "this code was sent to someone else: sign in with the account of the address it was sent to, or ask the course provider"
+    )]
+    CodeAddressedElsewhere,
     /// Unused past its date (its own, or its batch's). A code bound before
     /// its date keeps working.
     #[error("this code has expired; ask the course provider for a new one")]
@@ -237,7 +243,11 @@ pub async fn validate(
     let candidates = keyring.lookup(code, share.tenant_id);
     let found = sqlx::query!(
         r#"SELECT id, tenant_id, share_id, bound_principal, revoked_at IS NOT NULL AS "revoked!",
-                  coalesce(code_expires_at(tenant_id, batch_id, expires_at) <= now(), false) AS "expired!"
+                  coalesce(code_expires_at(tenant_id, batch_id, expires_at) <= now(), false) AS "expired!",
+                  -- Addressed to someone else (the learner's address is
+                  -- compared, not read out: it never leaves the database).
+                  coalesce(addressed_to <> (SELECT a.email FROM accounts a WHERE a.id = $4), false)
+                      AS "addressed_elsewhere!"
            FROM auth_codes WHERE tenant_id = $3 AND digest = ANY($1)
            -- Text that reads two ways (ours, and an imported code) finds
            -- this share's code first, and a bound one before an unbound
@@ -246,6 +256,7 @@ pub async fn validate(
         &candidates,
         share.id.0,
         share.tenant_id.0,
+        principal.0,
     )
     .fetch_optional(pool)
     .await
@@ -268,8 +279,14 @@ pub async fn validate(
             crate::metrics::leak_signal();
             return Err(SettlementError::CodeBound);
         }
-        // Refused here for a clear message; the binding's trigger decides.
+        // Refused here for a clear message; the binding's triggers decide.
         None if found.expired => return Err(SettlementError::CodeExpired),
+        None if found.addressed_elsewhere => {
+            // Someone other than its addressee holds this code's text.
+            crate::leaks::note_foreign_attempt(pool, share.tenant_id, found.id).await?;
+            crate::metrics::leak_signal();
+            return Err(SettlementError::CodeAddressedElsewhere);
+        }
         None => {}
     }
     if binding_of(pool, share, principal).await?.is_some() {

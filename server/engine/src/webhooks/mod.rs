@@ -40,7 +40,7 @@ pub mod endpoints;
 pub mod relay;
 
 /// Every event a webhook can subscribe to.
-pub const EVENTS: [&str; 8] = [
+pub const EVENTS: [&str; 9] = [
     "code.bound",
     "code.unbound",
     "code.revoked",
@@ -49,6 +49,7 @@ pub const EVENTS: [&str; 8] = [
     "code.leak_suspected",
     "access.recorded",
     "batch.issued",
+    "order.placed",
 ];
 
 #[derive(Debug, thiserror::Error)]

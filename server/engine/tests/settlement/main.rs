@@ -11,6 +11,7 @@
 
 mod access_period;
 mod account;
+mod addressed;
 mod directory;
 mod expiry;
 mod fixture;

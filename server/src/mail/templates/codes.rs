@@ -1,5 +1,6 @@
 //! What a learner is told about the code bound to their account: bound,
-//! unbound, revoked or replaced (the last two by the course's team).
+//! unbound, revoked or replaced (the last two by the course's team); and
+//! what a buyer is sent: the codes of their order.
 
 use app::i18n::Msg;
 
@@ -93,6 +94,59 @@ pub(super) fn code_replaced(cx: &Context<'_>) -> Mail {
                 format!("{}/s/{}", cx.origin, cx.param("course_slug")),
             ),
             Block::Small(cx.text(Msg::IfYouDidNotExpectThis2).to_owned()),
+        ],
+    )
+}
+
+/// A buyer's codes: one addressed to them (they sign in with this
+/// address), or several to hand out.
+pub(super) fn codes_sent(cx: &Context<'_>) -> Mail {
+    let course = cx.param("course");
+    let tenant = cx.param("tenant");
+    let count = cx.codes.len().to_string();
+    let addressed = cx
+        .params
+        .get("addressed")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
+    let (subject, para) = if cx.codes.len() == 1 {
+        (
+            cx.format(Msg::YourAccessCodeFor, &[("course", &course)]),
+            if addressed {
+                cx.format(
+                    Msg::HereIsYourCodeAddressed,
+                    &[("course", &course), ("tenant", &tenant)],
+                )
+            } else {
+                cx.format(
+                    Msg::HereIsYourCode,
+                    &[("course", &course), ("tenant", &tenant)],
+                )
+            },
+        )
+    } else {
+        (
+            cx.format(
+                Msg::YourAccessCodesFor,
+                &[("course", &course), ("count", &count)],
+            ),
+            cx.format(
+                Msg::HereAreYourCodes,
+                &[("course", &course), ("tenant", &tenant), ("count", &count)],
+            ),
+        )
+    };
+    (
+        subject,
+        vec![
+            cx.greeting(),
+            Block::Para(para),
+            Block::Codes(cx.codes.to_vec()),
+            Block::Button(
+                cx.text(Msg::OpenTheCourse).to_owned(),
+                format!("{}/s/{}", cx.origin, cx.param("course_slug")),
+            ),
+            Block::Small(cx.format(Msg::KeepThisMailACode, &[("tenant", &tenant)])),
         ],
     )
 }

@@ -19,6 +19,8 @@ pub(super) enum Block {
     Quote(String),
     /// The small print at the end.
     Small(String),
+    /// Access codes, one a line, set in a fixed-width face to copy.
+    Codes(Vec<String>),
 }
 
 /// A tenant's branding as a mail shows it.
@@ -143,6 +145,18 @@ impl Parts {
                     "<blockquote style=\"margin:0 0 1rem;padding:.5rem 1rem;border-left:3px solid #9aa5b1;color:#323f4b\">{}</blockquote>",
                     escape(q)
                 ));
+            }
+            Block::Codes(codes) => {
+                for code in codes {
+                    self.text.push_str("    ");
+                    self.text.push_str(code);
+                    self.text.push('\n');
+                }
+                self.text.push('\n');
+                self.html.push_str("<p style=\"font-family:ui-monospace,Menlo,Consolas,monospace;font-size:1.15rem;letter-spacing:.05em\">");
+                let lines: Vec<String> = codes.iter().map(|code| escape(code)).collect();
+                self.html.push_str(&lines.join("<br>"));
+                self.html.push_str("</p>");
             }
             Block::Small(s) => {
                 self.text.push_str(s);

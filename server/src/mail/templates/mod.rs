@@ -49,6 +49,8 @@ pub struct Context<'a> {
     pub link: Option<&'a str>,
     /// The server's public origin (`https://courses.example.com`).
     pub origin: &'a str,
+    /// The plain codes the mail carries, displayed (an order's mail).
+    pub codes: &'a [String],
     /// The tenant's branding, for a tenant's mail (`engine::branding`).
     pub brand: Option<&'a engine::branding::Branding>,
 }
@@ -125,6 +127,7 @@ pub fn render(template: Template, cx: &Context<'_>) -> Rendered {
         Template::EmailChanged => accounts::email_changed(cx),
         Template::Invitation => team::invitation(cx),
         Template::CodeBound => codes::code_bound(cx),
+        Template::CodesSent => codes::codes_sent(cx),
         Template::CodeUnbound => codes::code_unbound(cx),
         Template::CodeRevoked => codes::code_revoked(cx),
         Template::CodeReplaced => codes::code_replaced(cx),

@@ -32,6 +32,7 @@ fn params() -> Value {
 fn every_template_renders_in_both_languages() {
     let params = params();
     let link = "https://courses.example.com/verify-email?token=abc";
+    let codes = ["ABCD-EFGH-JKLM".to_owned()];
     for template in Template::ALL {
         let mut texts = Vec::new();
         for lang in Lang::ALL {
@@ -40,6 +41,7 @@ fn every_template_renders_in_both_languages() {
                 params: &params,
                 link: Some(link),
                 origin: "https://courses.example.com",
+                codes: &codes,
                 brand: None,
             };
             let mail = render(template, &cx);
@@ -98,6 +100,7 @@ fn parameters_reach_their_templates() {
         params: &params,
         link: None,
         origin: "https://courses.example.com",
+        codes: &[],
         brand: None,
     };
     let bound = render(Template::CodeBound, &cx(Lang::En));
@@ -175,6 +178,7 @@ fn a_tenant_s_mail_carries_its_branding() {
         params: &params,
         link: None,
         origin: "https://courses.example.com",
+        codes: &[],
         brand,
     };
     let mail = render(Template::CodeBound, &cx(Lang::En, Some(&brand)));
@@ -204,4 +208,50 @@ fn a_tenant_s_mail_carries_its_branding() {
     let plain = render(Template::CodeBound, &cx(Lang::En, None));
     assert!(plain.html.contains("background:#2457c5;color:#fff"));
     assert!(!plain.html.contains("class=\"brand\"") && !plain.text.contains("Questions?"));
+}
+
+/// An order's mail: the codes it was given, each on its own line in both
+/// parts, the course's link; one code addressed to the buyer says so,
+/// several say how many; the words in the mail's language.
+#[test]
+fn an_orders_mail_carries_its_codes() {
+    let one = ["ABCD-EFGH-JKLM".to_owned()];
+    let three = [
+        "AAAA-BBBB-CCCC".to_owned(),
+        "DDDD-EEEE-FFFF".to_owned(),
+        "GGGG-HHHH-JJJJ".to_owned(),
+    ];
+    let mut addressed = params();
+    addressed["addressed"] = json!(true);
+    let cx = |lang, params, codes| Context {
+        lang,
+        params,
+        link: None,
+        origin: "https://courses.example.com",
+        codes,
+        brand: None,
+    };
+    let mail = render(Template::CodesSent, &cx(Lang::En, &addressed, &one));
+    assert_eq!(mail.subject, "Your access code for Rust 101");
+    assert!(mail.text.contains("    ABCD-EFGH-JKLM\n"), "{}", mail.text);
+    assert!(mail.html.contains("ABCD-EFGH-JKLM"));
+    assert!(mail.text.contains("kept for this address"), "{}", mail.text);
+    assert!(mail.text.contains("https://courses.example.com/s/rust-101"));
+    let plain = params();
+    let mail = render(Template::CodesSent, &cx(Lang::En, &plain, &one));
+    assert!(
+        !mail.text.contains("kept for this address"),
+        "{}",
+        mail.text
+    );
+    let mail = render(Template::CodesSent, &cx(Lang::ZhCn, &plain, &three));
+    assert_eq!(mail.subject, "你的 3 个《Rust 101》兑换码");
+    for code in &three {
+        assert!(mail.text.contains(&format!("    {code}\n")), "{code}");
+        assert!(mail.html.contains(code.as_str()), "{code}");
+    }
+    assert!(
+        mail.html
+            .contains("AAAA-BBBB-CCCC<br>DDDD-EEEE-FFFF<br>GGGG-HHHH-JJJJ")
+    );
 }

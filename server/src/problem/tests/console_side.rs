@@ -92,6 +92,31 @@ pub(super) fn batch_errors() -> Vec<BatchError> {
     all
 }
 
+pub(super) fn order_errors() -> Vec<engine::orders::OrderError> {
+    use engine::orders::OrderError as E;
+    let all = vec![
+        E::InvalidSource,
+        E::InvalidOrderRef,
+        E::InvalidEmail,
+        E::InvalidQuantity,
+        E::AddressTakesOneCode,
+        E::ShareNotFound,
+        E::OrderConflict,
+        E::Unexpected(boom()),
+    ];
+    covers(&all, 8, |e| match e {
+        E::InvalidSource => 0,
+        E::InvalidOrderRef => 1,
+        E::InvalidEmail => 2,
+        E::InvalidQuantity => 3,
+        E::AddressTakesOneCode => 4,
+        E::ShareNotFound => 5,
+        E::OrderConflict => 6,
+        E::Unexpected(_) => 7,
+    });
+    all
+}
+
 pub(super) fn code_errors() -> Vec<CodeError> {
     use CodeError as E;
     let all = vec![

@@ -32,8 +32,9 @@ pub(super) fn settlement_errors() -> Vec<SettlementError> {
             ended_at: time::OffsetDateTime::UNIX_EPOCH,
         },
         E::SessionEnded,
+        E::CodeAddressedElsewhere,
     ];
-    covers(&all, 22, |e| match e {
+    covers(&all, 23, |e| match e {
         E::CodeRequired => 0,
         E::CodeBound => 1,
         E::CodeRevoked => 2,
@@ -56,6 +57,7 @@ pub(super) fn settlement_errors() -> Vec<SettlementError> {
         E::CodeExpired => 19,
         E::AccessEnded { .. } => 20,
         E::SessionEnded => 21,
+        E::CodeAddressedElsewhere => 22,
     });
     all
 }

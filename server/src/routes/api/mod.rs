@@ -119,6 +119,14 @@ pub fn router() -> Router<ServerState> {
             post(console::batches::set_expiry),
         )
         .route(
+            "/api/v1/shares/{share_id}/orders",
+            post(console::orders::place_order),
+        )
+        .route(
+            "/api/v1/orders/{source}/{order_id}",
+            get(console::orders::get_order),
+        )
+        .route(
             "/api/v1/shares/{share_id}/learners",
             get(console::activity::list_learners),
         )

@@ -6,4 +6,5 @@ mod handover;
 mod idempotency;
 mod journey;
 mod openapi;
+mod orders;
 mod problems;

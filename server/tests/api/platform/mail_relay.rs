@@ -279,6 +279,7 @@ async fn a_crash_between_sending_and_recording_sends_again_once_per_lease_never_
             pool.clone(),
             &settings.mail,
             Arc::new(link_key()),
+            Arc::new(settings.keyring().expect("keyring")),
             "http://127.0.0.1:3000",
         )
         .expect("relay")
@@ -353,6 +354,7 @@ async fn a_round_whose_deliveries_cannot_be_recorded_still_records_its_refusals(
         app.pool.clone(),
         &settings.mail,
         Arc::new(link_key()),
+        Arc::new(settings.keyring().expect("keyring")),
         "http://127.0.0.1:3000",
     )
     .expect("relay");
@@ -393,6 +395,7 @@ async fn relays_running_at_once_send_each_mail_once(pool: PgPool) {
                 app.pool.clone(),
                 &settings.mail,
                 Arc::new(link_key()),
+                Arc::new(settings.keyring().expect("keyring")),
                 "http://127.0.0.1:3000",
             )
             .expect("relay")

@@ -54,6 +54,7 @@ const SQL_FUNCTIONS: &[&str] = &[
     "binding_access_ends",
     "code_expires_at",
     "auth_codes_refuse_expired",
+    "auth_codes_refuse_other_addressee",
     "auth_codes_keep_binding",
 ];
 

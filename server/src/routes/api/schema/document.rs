@@ -127,6 +127,8 @@ impl Modify for Security {
         crate::routes::api::console::batches::revoke_unused,
         crate::routes::api::console::batches::set_expiry,
         crate::routes::api::console::codes::issue_codes,
+        crate::routes::api::console::orders::place_order,
+        crate::routes::api::console::orders::get_order,
         crate::routes::api::console::imports::import_codes,
         crate::routes::api::console::imports::import_report,
         crate::routes::api::console::codes::list_codes,

@@ -4,7 +4,8 @@
 //!
 //! The types live by area: [`learner`] (a learner's account and a share's
 //! page), [`console`] (a tenant's shares, batches and codes), [`activity`]
-//! (learners, access records, the audit log), [`transfers`] (a learner's
+//! (learners, access records, the audit log), [`orders`] (a shop's order
+//! and its codes), [`transfers`] (a learner's
 //! move to another account); the document is assembled in [`document`].
 //! The error body every area shares is here. Every type is re-exported, so
 //! handlers name them `schema::…`.
@@ -13,6 +14,7 @@ mod activity;
 mod console;
 mod document;
 mod learner;
+mod orders;
 mod transfers;
 
 use serde::Serialize;
@@ -26,6 +28,7 @@ pub use console::{
 };
 pub use document::{ApiDoc, openapi_json};
 pub use learner::{AccountBody, BrandingView, CodeEntered, Me, PublicShare, SharePage};
+pub use orders::{OrderBody, OrderCodeBody, PlacedOrder, PlacedOrderCode};
 pub use transfers::TransferView;
 
 /// Every error, as RFC 9457 problem details (`application/problem+json`).

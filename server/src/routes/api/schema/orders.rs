@@ -1,0 +1,70 @@
+//! An order and its codes (`routes/api/console/orders.rs`).
+
+use serde::Serialize;
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+/// An order as recorded.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OrderBody {
+    /// AdmitOne's id of the order.
+    pub id: Uuid,
+    pub tenant_id: Uuid,
+    pub source: String,
+    /// The order's id in its shop.
+    pub order_id: String,
+    pub share_id: Uuid,
+    /// The batch its codes belong to.
+    pub batch_id: Uuid,
+    /// The buyer's address (case-folded).
+    pub email: String,
+    pub quantity: i32,
+    /// Whether its code binds only to the buyer's verified account.
+    pub addressed: bool,
+    /// Whether its codes were mailed to the buyer.
+    pub mailed: bool,
+    /// The mail's language.
+    pub lang: String,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: OffsetDateTime,
+    pub codes: Vec<OrderCodeBody>,
+}
+
+/// One code of an order, as it stands.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OrderCodeBody {
+    pub id: Uuid,
+    /// First two and last two symbols.
+    pub hint: String,
+    pub state: model::CodeState,
+    /// The address of the account holding it, once bound.
+    pub holder: Option<String>,
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub bound_at: Option<OffsetDateTime>,
+}
+
+/// The answer to placing an order (or to its replay).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PlacedOrder {
+    #[serde(flatten)]
+    pub order: OrderBody,
+    /// `true`: this order was placed before; nothing was issued now.
+    pub replayed: bool,
+    /// The codes, in full, for the caller who places the order.
+    #[serde(rename = "issued")]
+    pub codes: Vec<PlacedOrderCode>,
+}
+
+/// A code of a placed order, in full.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PlacedOrderCode {
+    pub id: Uuid,
+    /// `XXXX-XXXX-XXXX`; `null` only if the key it was made with has left
+    /// the server's keyring.
+    pub code: Option<String>,
+    pub hint: String,
+    pub state: model::CodeState,
+}
