@@ -322,6 +322,7 @@ pub async fn seed_demo(
                 expires_at: None,
                 idempotency_key: None,
                 progress: None,
+                mailable: false,
             },
         )
         .await

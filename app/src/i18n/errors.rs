@@ -14,6 +14,7 @@ use engine::{
     branding::BrandingError,
     code_actions::CodeError,
     imports::ImportError,
+    mailings::MailingError,
     orders::OrderError,
     resources::ResourceError,
     settlement::SettlementError,
@@ -112,6 +113,33 @@ impl Localized for BatchError {
             Self::IdempotencyKeyReused => M::ShareIdempotencyKeyReused,
             Self::ShareNotFound => M::ShareShareNotFound,
             Self::CodeNotFound => M::ShareCodeNotFound,
+            Self::Unexpected(_) => M::Unexpected,
+        };
+        lang.error(msg, &[])
+    }
+}
+
+impl Localized for MailingError {
+    fn localized(&self, lang: Lang) -> Option<String> {
+        use ErrorMsg as M;
+        let msg = match self {
+            Self::NotMailable => M::MailingNotMailable,
+            Self::EmptyList => M::MailingEmptyList,
+            Self::TooManyAddresses => M::MailingTooManyAddresses,
+            Self::InvalidAddresses(lines) => {
+                let first: Vec<String> = lines.iter().take(5).map(|l| l.line.to_string()).collect();
+                return lang.error(
+                    M::MailingInvalidAddresses,
+                    &[("count", &lines.len()), ("lines", &first.join(", "))],
+                );
+            }
+            Self::NotEnoughCodes { to_send, free } => {
+                return lang.error(
+                    M::MailingNotEnoughCodes,
+                    &[("to_send", to_send), ("free", free)],
+                );
+            }
+            Self::BatchNotFound => M::ShareCodeNotFound,
             Self::Unexpected(_) => M::Unexpected,
         };
         lang.error(msg, &[])

@@ -76,6 +76,10 @@ pub struct BatchRequest<'a> {
     pub idempotency_key: Option<&'a str>,
     /// Where to report how many codes are written so far (a page shows it).
     pub progress: Option<&'a Progress>,
+    /// Codes that can be mailed later ([`crate::mailings`]): derived from
+    /// their ids ([`Keyring::derive`]) instead of drawn, so their text can
+    /// be written into a mail after this answer is gone.
+    pub mailable: bool,
 }
 
 /// Issues `count` new codes for a share in one transaction: multi-row
@@ -107,14 +111,21 @@ pub async fn issue_codes(
         })
         .transpose()?;
     let codes: Vec<(Uuid, PlainCode)> = (0..count)
-        .map(|_| (Uuid::now_v7(), PlainCode::generate()))
+        .map(|_| {
+            let id = Uuid::now_v7();
+            if request.mailable {
+                (id, keyring.derive(tenant, id).1)
+            } else {
+                (id, PlainCode::generate())
+            }
+        })
         .collect();
     let batch_id = Uuid::now_v7();
     let mut tx = pool.begin().await.context("starting a transaction")?;
     if let Some(key) = request.idempotency_key {
         let response = json!({
             "batch_id": batch_id, "count": count, "share_id": share.0, "label": label,
-            "expires_at": code_actions::rfc3339(expires_at),
+            "expires_at": code_actions::rfc3339(expires_at), "mailable": request.mailable,
         });
         let claimed = sqlx::query_scalar!(
             "INSERT INTO idempotency_records (tenant_id, key, principal_id, operation, response)
@@ -146,7 +157,9 @@ pub async fn issue_codes(
                 && earlier.response["count"] == json!(count)
                 && earlier.response["label"] == json!(label)
                 && earlier.response.get("expires_at").unwrap_or(&json!(null))
-                    == &json!(code_actions::rfc3339(expires_at));
+                    == &json!(code_actions::rfc3339(expires_at))
+                && earlier.response.get("mailable").unwrap_or(&json!(false))
+                    == &json!(request.mailable);
             if !same {
                 return Err(BatchError::IdempotencyKeyReused);
             }
@@ -162,8 +175,8 @@ pub async fn issue_codes(
     // still to come (an error rolls the claim back).
     let expires_at = code_actions::check_expiry(expires_at, OffsetDateTime::now_utc())?;
     let inserted = sqlx::query!(
-        "INSERT INTO code_batches (tenant_id, id, share_id, label, count, created_by, expires_at)
-         SELECT $1, $2, $3, $4, $5, $6, $7 WHERE EXISTS (SELECT 1 FROM shares WHERE tenant_id = $1 AND id = $3)",
+        "INSERT INTO code_batches (tenant_id, id, share_id, label, count, created_by, expires_at, mailable)
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM shares WHERE tenant_id = $1 AND id = $3)",
         tenant.0,
         batch_id,
         share.0,
@@ -171,6 +184,7 @@ pub async fn issue_codes(
         i32::try_from(count).map_err(|_| BatchError::InvalidCount)?,
         actor.0,
         expires_at,
+        request.mailable,
     )
     .execute(&mut *tx)
     .await

@@ -28,6 +28,7 @@
 //! * [`batches`]: codes issued many at a time (idempotent), a batch's
 //!   unused codes revoked together.
 //! * [`imports`]: codes another system sold, brought in as a batch.
+//! * [`mailings`]: a mailable batch's codes mailed to a list, one each.
 //! * [`orders`]: a shop's sale turned into codes once (addressed to the
 //!   buyer, mailed), however often the shop repeats it.
 //! * [`code_table`]: a share's codes page by page, their counts, a pasted
@@ -91,6 +92,7 @@ pub mod imports;
 pub mod invariants;
 pub mod leaks;
 pub mod mail;
+pub mod mailings;
 pub mod metrics;
 pub mod orders;
 pub mod outcome;

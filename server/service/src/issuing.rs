@@ -80,6 +80,7 @@ pub async fn issue_for_handover(
             expires_at,
             idempotency_key: idempotency_key.as_deref(),
             progress: progress.as_ref(),
+            mailable: false,
         },
     )
     .await;
@@ -169,6 +170,10 @@ const HELD_ANSWER_WAITS_MS: [u64; 7] = [0, 50, 100, 200, 400, 600, 650];
 /// that goes away mid-request (the usual way an answer gets lost) cannot
 /// cut them apart: a committed batch always has its answer held.
 #[tracing::instrument(name = "issue_for_api", skip_all, fields(share = %share.id, count = count))]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the API's issuing request, field by field, as the handler parsed it"
+)]
 pub async fn issue_for_api(
     services: &Services,
     admin: &Principal,
@@ -177,6 +182,7 @@ pub async fn issue_for_api(
     label: &str,
     expires_at: Option<time::OffsetDateTime>,
     idempotency_key: Option<&str>,
+    mailable: bool,
 ) -> Result<IssuedForApi, ServiceError> {
     let (task_services, admin_id, tenant, share_id) =
         (services.clone(), admin.id, share.tenant(), share.id);
@@ -195,6 +201,7 @@ pub async fn issue_for_api(
                 expires_at,
                 idempotency_key: key.as_deref(),
                 progress: None,
+                mailable,
             },
         )
         .await?;

@@ -1,12 +1,12 @@
 //! The answers of a course's errors: its settings, its content, its
-//! batches, imports and orders, one code, and the storage under its files. A
+//! batches, imports, mailings and orders, one code, and the storage under its files. A
 //! variant several of them share (`ShareNotFound`, `InvalidExpiry`)
 //! answers the same in each.
 
 use super::{ErrorKind, INVALID_INPUT, Outcome};
 use crate::{
-    batches::BatchError, code_actions::CodeError, imports::ImportError, orders::OrderError,
-    resources::ResourceError, shares::ShareError, storage::StorageError,
+    batches::BatchError, code_actions::CodeError, imports::ImportError, mailings::MailingError,
+    orders::OrderError, resources::ResourceError, shares::ShareError, storage::StorageError,
 };
 
 impl Outcome for ShareError {
@@ -105,6 +105,48 @@ impl Outcome for ResourceError {
             | Self::StorageFull { .. }
             | Self::Unexpected(_) => None,
             Self::ResourceInUse { .. } => Some("force"),
+        }
+    }
+
+    fn unexpected(&self) -> Option<&anyhow::Error> {
+        match self {
+            Self::Unexpected(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl Outcome for MailingError {
+    fn kind(&self) -> ErrorKind {
+        use ErrorKind as K;
+        match self {
+            Self::EmptyList
+            | Self::TooManyAddresses
+            | Self::InvalidAddresses(_)
+            | Self::NotEnoughCodes { .. } => K::Invalid,
+            Self::NotMailable => K::Conflict,
+            Self::BatchNotFound => K::NotFound,
+            Self::Unexpected(_) => K::Internal,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            Self::EmptyList | Self::TooManyAddresses | Self::InvalidAddresses(_) => INVALID_INPUT,
+            Self::NotEnoughCodes { .. } => "not_enough_codes",
+            Self::NotMailable => "batch_not_mailable",
+            Self::BatchNotFound => "not_found",
+            Self::Unexpected(_) => "internal",
+        }
+    }
+
+    fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::EmptyList
+            | Self::TooManyAddresses
+            | Self::InvalidAddresses(_)
+            | Self::NotEnoughCodes { .. } => Some("addresses"),
+            Self::NotMailable | Self::BatchNotFound | Self::Unexpected(_) => None,
         }
     }
 

@@ -446,6 +446,7 @@ async fn issue(
             expires_at: None,
             idempotency_key: None,
             progress: None,
+            mailable: false,
         },
     )
     .await

@@ -92,6 +92,35 @@ pub(super) fn batch_errors() -> Vec<BatchError> {
     all
 }
 
+pub(super) fn mailing_errors() -> Vec<engine::mailings::MailingError> {
+    use engine::mailings::{InvalidLine, MailingError as E};
+    let all = vec![
+        E::NotMailable,
+        E::EmptyList,
+        E::TooManyAddresses,
+        E::InvalidAddresses(vec![InvalidLine {
+            line: 2,
+            text: "nope".into(),
+        }]),
+        E::NotEnoughCodes {
+            to_send: 3,
+            free: 2,
+        },
+        E::BatchNotFound,
+        E::Unexpected(boom()),
+    ];
+    covers(&all, 7, |e| match e {
+        E::NotMailable => 0,
+        E::EmptyList => 1,
+        E::TooManyAddresses => 2,
+        E::InvalidAddresses(_) => 3,
+        E::NotEnoughCodes { .. } => 4,
+        E::BatchNotFound => 5,
+        E::Unexpected(_) => 6,
+    });
+    all
+}
+
 pub(super) fn order_errors() -> Vec<engine::orders::OrderError> {
     use engine::orders::OrderError as E;
     let all = vec![

@@ -119,6 +119,14 @@ pub fn router() -> Router<ServerState> {
             post(console::batches::set_expiry),
         )
         .route(
+            "/api/v1/batches/{batch_id}/send",
+            post(console::mailings::send_codes),
+        )
+        .route(
+            "/api/v1/batches/{batch_id}/recipients",
+            get(console::mailings::list_recipients),
+        )
+        .route(
             "/api/v1/shares/{share_id}/orders",
             post(console::orders::place_order),
         )

@@ -5,6 +5,7 @@
 mod handover;
 mod idempotency;
 mod journey;
+mod mailings;
 mod openapi;
 mod orders;
 mod problems;

@@ -50,7 +50,7 @@ pub async fn list_batches(
 
 /// A batch of `batch_id` and the member acting on it with `permission`:
 /// 401/403 before revealing whether it exists, 404 then.
-async fn batch_of(
+pub(super) async fn batch_of(
     state: &ServerState,
     caller: &Caller,
     batch_id: &str,

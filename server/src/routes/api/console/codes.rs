@@ -38,6 +38,10 @@ pub struct IssueBody {
     /// future); absent or `null`: never. Codes bound before it keep working.
     #[schema(value_type = Option<String>, format = DateTime)]
     expires_at: Option<String>,
+    /// Codes that can be mailed later (`POST /api/v1/batches/{id}/send`):
+    /// derived from their ids, so the server can write them into a mail
+    /// after this answer (default `false`: drawn at random, shown once).
+    mailable: Option<bool>,
 }
 
 /// Issues a batch of codes; the plain codes are in this answer only.
@@ -87,6 +91,7 @@ pub async fn issue_codes(
         body.label.as_deref().unwrap_or(""),
         expires_at,
         key.as_deref(),
+        body.mailable.unwrap_or(false),
     )
     .await?;
     let codes: Vec<_> = batch

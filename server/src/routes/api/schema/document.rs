@@ -126,6 +126,8 @@ impl Modify for Security {
         crate::routes::api::console::batches::codes_csv,
         crate::routes::api::console::batches::revoke_unused,
         crate::routes::api::console::batches::set_expiry,
+        crate::routes::api::console::mailings::send_codes,
+        crate::routes::api::console::mailings::list_recipients,
         crate::routes::api::console::codes::issue_codes,
         crate::routes::api::console::orders::place_order,
         crate::routes::api::console::orders::get_order,

@@ -28,7 +28,9 @@ pub use console::{
 };
 pub use document::{ApiDoc, openapi_json};
 pub use learner::{AccountBody, BrandingView, CodeEntered, Me, PublicShare, SharePage};
-pub use orders::{OrderBody, OrderCodeBody, PlacedOrder, PlacedOrderCode};
+pub use orders::{
+    OrderBody, OrderCodeBody, PlacedOrder, PlacedOrderCode, RecipientBody, RecipientsPage, SendBody,
+};
 pub use transfers::TransferView;
 
 /// Every error, as RFC 9457 problem details (`application/problem+json`).

@@ -1,4 +1,5 @@
-//! An order and its codes (`routes/api/console/orders.rs`).
+//! An order and its codes (`routes/api/console/orders.rs`), and a
+//! batch's codes sent by mail (`routes/api/console/mailings.rs`).
 
 use serde::Serialize;
 use time::OffsetDateTime;
@@ -67,4 +68,46 @@ pub struct PlacedOrderCode {
     pub code: Option<String>,
     pub hint: String,
     pub state: model::CodeState,
+}
+
+/// What a send did (or, with `dry_run`, would do).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SendBody {
+    pub batch_id: Uuid,
+    /// New addresses mailed a code now (0 on a dry run).
+    pub sent: usize,
+    /// New addresses in the list: what `sent` is when not a dry run.
+    pub to_send: usize,
+    /// Entries repeating an earlier one of the list.
+    pub duplicates: usize,
+    /// Addresses that had a code of this batch already: skipped.
+    pub already_sent: usize,
+    /// Codes the batch had left to send before this one.
+    pub free: i64,
+}
+
+/// One address a batch mailed a code to.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RecipientBody {
+    pub email: String,
+    pub code_id: Uuid,
+    pub hint: String,
+    /// `queued`, `sent`, `failed`, `redeemed` or `revoked`.
+    pub state: String,
+    /// The SMTP server's last refusal, while queued again or failed.
+    pub error: Option<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub mailed_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub sent_at: Option<OffsetDateTime>,
+}
+
+/// A page of recipients; pass `next_after` as `after` for the next one.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RecipientsPage {
+    pub recipients: Vec<RecipientBody>,
+    pub next_after: Option<String>,
+    pub has_more: bool,
 }

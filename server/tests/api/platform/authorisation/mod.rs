@@ -154,6 +154,7 @@ async fn world(app: &TestApp) -> World {
             expires_at: None,
             idempotency_key: None,
             progress: None,
+            mailable: false,
         },
     )
     .await
@@ -192,6 +193,7 @@ async fn world(app: &TestApp) -> World {
             expires_at: None,
             idempotency_key: None,
             progress: None,
+            mailable: false,
         },
     )
     .await
@@ -284,6 +286,7 @@ async fn world(app: &TestApp) -> World {
             expires_at: None,
             idempotency_key: None,
             progress: None,
+            mailable: false,
         },
     )
     .await

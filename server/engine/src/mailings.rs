@@ -1,0 +1,417 @@
+//! Codes sent by mail: a batch issued `mailable` (its codes derived from
+//! their ids, [`crate::codes::Keyring::derive`]) mails its unused codes
+//! to a list of addresses, one code in one mail to each.
+//!
+//! [`send`] reads the whole list first and refuses it, with nothing sent,
+//! if an address is not one we can mail or the batch has fewer codes left
+//! than the list has new addresses; addresses that already got a code of
+//! this batch are skipped (sending the same list again mails no one), and
+//! one list's duplicates are folded. Then, in one transaction under the
+//! batch's row lock (two sends of one batch run one after the other), each
+//! new address is given a free code, recorded in `code_mailings`, and its
+//! mail queued in the mail outbox (the relay derives the code again as it
+//! writes the mail: no row holds it). A restart loses nothing: the mails
+//! wait in the outbox. Optionally each code is addressed to its recipient
+//! (it then binds only to their verified account).
+
+use anyhow::Context as _;
+use model::Lang;
+use serde_json::json;
+use sqlx::PgPool;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::{accounts::AccountId, accounts::Email, audit, mail::Template, tenants::TenantId};
+
+/// The longest list one send takes.
+pub const MAX_ADDRESSES: usize = 10_000;
+
+/// A line of a list that is not an address we can send to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidLine {
+    /// 1-based, as the list was given (blank lines count).
+    pub line: usize,
+    /// What it said (at most 80 characters).
+    pub text: String,
+}
+
+/// What refuses a send (nothing is sent).
+#[derive(Debug, thiserror::Error)]
+pub enum MailingError {
+    #[error(
+        "this batch's codes were not issued to be mailed: issue a batch with \"mailable\" to send codes by mail"
+    )]
+    NotMailable,
+    #[error("the list has no address")]
+    EmptyList,
+    #[error("a list has at most 10,000 addresses")]
+    TooManyAddresses,
+    #[error("{} of the addresses cannot be mailed: {}", .0.len(), summary(.0))]
+    InvalidAddresses(Vec<InvalidLine>),
+    #[error(
+        "the list has {to_send} addresses that have no code of this batch yet, but the batch has {free} codes left to send"
+    )]
+    NotEnoughCodes { to_send: usize, free: i64 },
+    #[error("no such batch")]
+    BatchNotFound,
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
+
+/// The first few invalid lines, for a message.
+fn summary(lines: &[InvalidLine]) -> String {
+    let mut shown: Vec<String> = lines
+        .iter()
+        .take(5)
+        .map(|l| format!("line {} ({:?})", l.line, l.text))
+        .collect();
+    if lines.len() > 5 {
+        shown.push(format!("and {} more", lines.len() - 5));
+    }
+    shown.join(", ")
+}
+
+/// A send, as asked.
+#[derive(Debug, Clone)]
+pub struct SendRequest<'a> {
+    pub batch: Uuid,
+    /// The list, one address per entry (blank entries are skipped).
+    pub addresses: &'a [String],
+    /// Address each code to its recipient.
+    pub addressed: bool,
+    /// The mails' language (`None`: each recipient's account's, else
+    /// English).
+    pub lang: Option<Lang>,
+    /// Report what would be sent, and send nothing.
+    pub dry_run: bool,
+}
+
+/// What a send did (or, on a dry run, would do).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendReport {
+    /// New addresses, each mailed a code (none on a dry run).
+    pub sent: usize,
+    /// New addresses the list holds (what `sent` is when not a dry run).
+    pub to_send: usize,
+    /// Entries that repeat an earlier one of the list.
+    pub duplicates: usize,
+    /// Addresses that already had a code of this batch: skipped.
+    pub already_sent: usize,
+    /// Codes the batch had left to send before this one.
+    pub free: i64,
+}
+
+/// Reads a list: the addresses, case-folded, in order, each once; the
+/// count of duplicates; the lines that are not addresses.
+fn read_list(addresses: &[String]) -> Result<(Vec<String>, usize), MailingError> {
+    if addresses.len() > MAX_ADDRESSES {
+        return Err(MailingError::TooManyAddresses);
+    }
+    let (mut valid, mut invalid, mut duplicates) = (Vec::new(), Vec::new(), 0);
+    let mut seen = std::collections::HashSet::new();
+    for (index, raw) in addresses.iter().enumerate() {
+        if raw.trim().is_empty() {
+            continue;
+        }
+        match Email::parse(raw) {
+            Ok(email) if seen.insert(email.as_str().to_owned()) => {
+                valid.push(email.as_str().to_owned());
+            }
+            Ok(_) => duplicates += 1,
+            Err(_) => invalid.push(InvalidLine {
+                line: index + 1,
+                text: raw.trim().chars().take(80).collect(),
+            }),
+        }
+    }
+    if !invalid.is_empty() {
+        return Err(MailingError::InvalidAddresses(invalid));
+    }
+    if valid.is_empty() {
+        return Err(MailingError::EmptyList);
+    }
+    Ok((valid, duplicates))
+}
+
+/// Mails a free code of a batch to each new address of a list.
+pub async fn send(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    request: &SendRequest<'_>,
+) -> Result<SendReport, MailingError> {
+    let (addresses, duplicates) = read_list(request.addresses)?;
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    // The batch's row lock: two sends of one batch run one after the
+    // other, so neither hands out a code the other did, nor mails an
+    // address the other did.
+    let batch = sqlx::query!(
+        "SELECT share_id, mailable FROM code_batches WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
+        tenant.0,
+        request.batch,
+    )
+    .fetch_optional(&mut *tx)
+    .await
+    .context("locking the batch")?
+    .ok_or(MailingError::BatchNotFound)?;
+    if !batch.mailable {
+        return Err(MailingError::NotMailable);
+    }
+    let already: Vec<String> = sqlx::query_scalar!(
+        "SELECT email FROM code_mailings WHERE tenant_id = $1 AND batch_id = $2 AND email = ANY($3)",
+        tenant.0,
+        request.batch,
+        &addresses,
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .context("reading who has a code of the batch")?;
+    let already: std::collections::HashSet<String> = already.into_iter().collect();
+    let new: Vec<String> = addresses
+        .into_iter()
+        .filter(|email| !already.contains(email))
+        .collect();
+    // Free: unused, unrevoked, not expired, not addressed, never mailed.
+    let free_codes: Vec<Uuid> = sqlx::query_scalar!(
+        "SELECT c.id FROM auth_codes c
+         WHERE c.tenant_id = $1 AND c.batch_id = $2
+           AND c.bound_principal IS NULL AND c.revoked_at IS NULL AND c.addressed_to IS NULL
+           AND coalesce(code_expires_at(c.tenant_id, c.batch_id, c.expires_at) > now(), true)
+           AND NOT EXISTS (SELECT 1 FROM code_mailings m
+                            WHERE m.tenant_id = c.tenant_id AND m.code_id = c.id)
+         ORDER BY c.id",
+        tenant.0,
+        request.batch,
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .context("finding the batch's free codes")?;
+    let free = i64::try_from(free_codes.len()).context("a batch of more than 2^63 codes")?;
+    if new.len() > free_codes.len() {
+        return Err(MailingError::NotEnoughCodes {
+            to_send: new.len(),
+            free,
+        });
+    }
+    let report = SendReport {
+        sent: if request.dry_run { 0 } else { new.len() },
+        to_send: new.len(),
+        duplicates,
+        already_sent: already.len(),
+        free,
+    };
+    if request.dry_run || new.is_empty() {
+        tx.rollback().await.context("ending a dry run")?;
+        return Ok(report);
+    }
+    let codes: Vec<Uuid> = free_codes.into_iter().take(new.len()).collect();
+    let mails: Vec<Uuid> = new.iter().map(|_| Uuid::now_v7()).collect();
+    sqlx::query!(
+        "INSERT INTO mail_outbox (id, tenant_id, template, to_address, lang, params)
+         SELECT m.id, $1, $2, m.email,
+                coalesce($3, (SELECT a.lang FROM accounts a WHERE a.email = m.email), 'en'),
+                jsonb_build_object('course', s.title, 'course_slug', s.slug, 'tenant', t.name,
+                                   'code_ids', jsonb_build_array(m.code_id), 'addressed', $4::boolean)
+           FROM UNNEST($5::uuid[], $6::text[], $7::uuid[]) AS m(id, email, code_id)
+           JOIN shares s ON s.tenant_id = $1 AND s.id = $8
+           JOIN tenants t ON t.id = $1",
+        tenant.0,
+        Template::CodesSent.as_str(),
+        request.lang.map(Lang::tag),
+        request.addressed,
+        &mails,
+        &new,
+        &codes,
+        batch.share_id,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("queueing the mails")?;
+    sqlx::query!(
+        "INSERT INTO code_mailings (tenant_id, batch_id, email, code_id, mail_id, created_by)
+         SELECT $1, $2, m.email, m.code_id, m.mail_id, $3
+           FROM UNNEST($4::text[], $5::uuid[], $6::uuid[]) AS m(email, code_id, mail_id)",
+        tenant.0,
+        request.batch,
+        actor.0,
+        &new,
+        &codes,
+        &mails,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("recording who got which code")?;
+    if request.addressed {
+        sqlx::query!(
+            "UPDATE auth_codes c SET addressed_to = m.email
+               FROM UNNEST($2::uuid[], $3::text[]) AS m(code_id, email)
+              WHERE c.tenant_id = $1 AND c.id = m.code_id",
+            tenant.0,
+            &codes,
+            &new,
+        )
+        .execute(&mut *tx)
+        .await
+        .context("addressing the codes")?;
+    }
+    audit::admin_action(
+        &mut tx,
+        tenant,
+        actor,
+        "batch.mailed",
+        ("code_batch", request.batch),
+        json!({ "share_id": batch.share_id, "sent": new.len(), "already_sent": already.len(),
+                "addressed": request.addressed }),
+    )
+    .await?;
+    tx.commit().await.context("committing a send")?;
+    Ok(report)
+}
+
+/// Where a recipient's code stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecipientState {
+    /// The mail waits in the outbox (or is being retried: see `error`).
+    Queued,
+    /// The SMTP server took the mail.
+    Sent,
+    /// The mail was given up on (dead-lettered): see `error`.
+    Failed,
+    /// Someone bound the code.
+    Redeemed,
+    /// The code was revoked.
+    Revoked,
+}
+
+impl RecipientState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Sent => "sent",
+            Self::Failed => "failed",
+            Self::Redeemed => "redeemed",
+            Self::Revoked => "revoked",
+        }
+    }
+}
+
+/// One address a batch mailed a code to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recipient {
+    pub email: String,
+    pub code_id: Uuid,
+    pub hint: String,
+    pub state: RecipientState,
+    /// The SMTP server's last refusal, while queued again or failed.
+    pub error: Option<String>,
+    pub mailed_at: OffsetDateTime,
+    pub sent_at: Option<OffsetDateTime>,
+}
+
+/// A page of a batch's recipients, by address, after `after`.
+pub async fn recipients(
+    pool: &PgPool,
+    tenant: TenantId,
+    batch: Uuid,
+    after: Option<&str>,
+    limit: i64,
+) -> anyhow::Result<Vec<Recipient>> {
+    let rows = sqlx::query!(
+        r#"SELECT m.email, m.code_id, c.hint, m.created_at,
+                  c.revoked_at IS NOT NULL AS "revoked!", c.bound_principal IS NOT NULL AS "redeemed!",
+                  o.sent_at AS "sent_at?", o.dead_at AS "dead_at?", o.last_error AS "last_error?"
+           FROM code_mailings m
+           JOIN auth_codes c ON c.tenant_id = m.tenant_id AND c.id = m.code_id
+           LEFT JOIN mail_outbox o ON o.id = m.mail_id
+           WHERE m.tenant_id = $1 AND m.batch_id = $2 AND ($3::text IS NULL OR m.email > $3)
+           ORDER BY m.email
+           LIMIT $4"#,
+        tenant.0,
+        batch,
+        after,
+        limit.clamp(1, 1000),
+    )
+    .fetch_all(pool)
+    .await
+    .context("listing a batch's recipients")?;
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let state = if r.revoked {
+                RecipientState::Revoked
+            } else if r.redeemed {
+                RecipientState::Redeemed
+            } else if r.sent_at.is_some() {
+                RecipientState::Sent
+            } else if r.dead_at.is_some() {
+                RecipientState::Failed
+            } else {
+                RecipientState::Queued
+            };
+            Recipient {
+                email: r.email,
+                code_id: r.code_id,
+                hint: r.hint,
+                state,
+                error: r.last_error.filter(|_| r.sent_at.is_none()),
+                mailed_at: r.created_at,
+                sent_at: r.sent_at,
+            }
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(lines: &[&str]) -> Vec<String> {
+        lines.iter().map(|l| (*l).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_list_is_folded_and_its_bad_lines_named() {
+        let (valid, duplicates) = read_list(&list(&[
+            "Ann@Example.com",
+            "",
+            "bob@example.com ",
+            "ann@example.com",
+        ]))
+        .expect("a good list");
+        assert_eq!(valid, ["ann@example.com", "bob@example.com"]);
+        assert_eq!(duplicates, 1);
+        let Err(MailingError::InvalidAddresses(bad)) =
+            read_list(&list(&["ann@example.com", "not an address", "", "x@y"]))
+        else {
+            panic!("bad lines refuse the list");
+        };
+        assert_eq!(
+            bad,
+            [
+                InvalidLine {
+                    line: 2,
+                    text: "not an address".into()
+                },
+                InvalidLine {
+                    line: 4,
+                    text: "x@y".into()
+                },
+            ]
+        );
+        assert!(
+            MailingError::InvalidAddresses(bad)
+                .to_string()
+                .contains("line 2 (\"not an address\")")
+        );
+        assert!(matches!(
+            read_list(&list(&["", "  "])),
+            Err(MailingError::EmptyList)
+        ));
+        let long = vec!["a@example.com".to_owned(); MAX_ADDRESSES + 1];
+        assert!(matches!(
+            read_list(&long),
+            Err(MailingError::TooManyAddresses)
+        ));
+        assert!(read_list(&long[..MAX_ADDRESSES]).is_ok());
+    }
+}
