@@ -3,8 +3,10 @@
 -- a learner's unbound addressed codes, found by the verified address.
 -- Built CONCURRENTLY (outside a transaction, hence the directive above):
 -- a plain CREATE INDEX would hold every binding on `auth_codes` while it
--- read the whole table. IF NOT EXISTS: a build that failed half way
--- leaves an invalid index behind, which `server migrate` cannot repair
--- by itself; docs/operations/deploying.md says to drop it and run again.
-CREATE INDEX CONCURRENTLY IF NOT EXISTS auth_codes_addressed ON auth_codes (addressed_to)
+-- read the whole table. A build that was interrupted leaves an invalid
+-- index of this name behind, and running this again then fails on it
+-- (no IF NOT EXISTS, which would record the migration over an invalid
+-- index): drop it (`DROP INDEX CONCURRENTLY auth_codes_addressed`) and run
+-- `server migrate` again (docs/operations/deploying.md).
+CREATE INDEX CONCURRENTLY auth_codes_addressed ON auth_codes (addressed_to)
     WHERE addressed_to IS NOT NULL AND bound_principal IS NULL;

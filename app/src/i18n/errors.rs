@@ -154,6 +154,7 @@ impl Localized for OrderError {
             Self::InvalidOrderRef => M::OrderInvalidOrderRef,
             Self::InvalidEmail => M::OrderInvalidEmail,
             Self::InvalidQuantity => M::OrderInvalidQuantity,
+            Self::InvalidLang => M::OrderInvalidLang,
             Self::AddressTakesOneCode => M::OrderAddressTakesOneCode,
             Self::ShareNotFound => M::ShareShareNotFound,
             Self::OrderConflict => M::OrderOrderConflict,

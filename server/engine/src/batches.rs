@@ -110,11 +110,14 @@ pub async fn issue_codes(
                 .ok_or(BatchError::InvalidExpiry)
         })
         .transpose()?;
+    let mut salts = Vec::new();
     let codes: Vec<(Uuid, PlainCode)> = (0..count)
         .map(|_| {
             let id = Uuid::now_v7();
             if request.mailable {
-                (id, keyring.derive(tenant, id).1)
+                let (_, code, salt) = keyring.derive(tenant, id);
+                salts.push(salt);
+                (id, code)
             } else {
                 (id, PlainCode::generate())
             }
@@ -197,6 +200,7 @@ pub async fn issue_codes(
         keyring,
         (tenant, share, batch_id),
         &codes,
+        request.mailable.then_some(salts.as_slice()),
         None,
         request.progress,
     )
@@ -227,23 +231,37 @@ pub async fn issue_codes(
 
 /// Stores `codes` of batch `(tenant, share, batch)`: their digests, in
 /// multi-row inserts (`UNNEST`) of [`INSERT_CHUNK`], never the plain
-/// text; each addressed to `addressed_to` if given (case-folded already:
-/// the table refuses anything else). Reports to `progress` as it goes.
+/// text; for derived codes, each one's salt (`salts`, in the same order:
+/// [`Keyring::derive`]); each addressed to `addressed_to` if given
+/// (case-folded already: the table refuses anything else). Reports to
+/// `progress` as it goes.
 pub(crate) async fn insert_codes(
     tx: &mut sqlx::PgConnection,
     keyring: &Keyring,
     (tenant, share, batch): (TenantId, ShareId, Uuid),
     codes: &[(Uuid, PlainCode)],
+    salts: Option<&[[u8; 16]]>,
     addressed_to: Option<&str>,
     progress: Option<&Progress>,
 ) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        salts.is_none_or(|salts| salts.len() == codes.len()),
+        "a salt for each derived code"
+    );
     let total = codes.len() as u64;
     let mut done = 0;
-    for chunk in codes.chunks(INSERT_CHUNK) {
+    for (n, chunk) in codes.chunks(INSERT_CHUNK).enumerate() {
         let mut ids = Vec::with_capacity(chunk.len());
         let mut digests = Vec::with_capacity(chunk.len());
         let mut versions = Vec::with_capacity(chunk.len());
         let mut hints = Vec::with_capacity(chunk.len());
+        let chunk_salts: Vec<Option<Vec<u8>>> = match salts {
+            Some(salts) => salts[n * INSERT_CHUNK..n * INSERT_CHUNK + chunk.len()]
+                .iter()
+                .map(|salt| Some(salt.to_vec()))
+                .collect(),
+            None => vec![None; chunk.len()],
+        };
         for (id, code) in chunk {
             let (version, digest) = keyring.digest(code);
             ids.push(*id);
@@ -252,9 +270,10 @@ pub(crate) async fn insert_codes(
             hints.push(code.hint());
         }
         sqlx::query!(
-            "INSERT INTO auth_codes (tenant_id, id, share_id, batch_id, digest, key_version, hint, addressed_to)
-             SELECT $1, id, $2, $3, digest, version, hint, $8
-             FROM UNNEST($4::uuid[], $5::bytea[], $6::smallint[], $7::text[]) AS c(id, digest, version, hint)",
+            "INSERT INTO auth_codes (tenant_id, id, share_id, batch_id, digest, key_version, hint, addressed_to, salt)
+             SELECT $1, id, $2, $3, digest, version, hint, $8, salt
+             FROM UNNEST($4::uuid[], $5::bytea[], $6::smallint[], $7::text[], $9::bytea[])
+                  AS c(id, digest, version, hint, salt)",
             tenant.0,
             share.0,
             batch,
@@ -263,6 +282,7 @@ pub(crate) async fn insert_codes(
             &versions,
             &hints,
             addressed_to,
+            &chunk_salts as &[Option<Vec<u8>>],
         )
         .execute(&mut *tx)
         .await

@@ -346,8 +346,10 @@ pub(crate) async fn insert_replacement(
     let (version, digest) = keyring.digest(&plain);
     sqlx::query!(
         "INSERT INTO auth_codes (tenant_id, id, share_id, batch_id, digest, key_version, hint,
-                                 expires_at, bound_principal, first_used_at, access_count, access_until)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, coalesce($11, 0), $12)",
+                                 expires_at, bound_principal, first_used_at, access_count, access_until,
+                                 addressed_to)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, coalesce($11, 0), $12,
+                 (SELECT o.addressed_to FROM auth_codes o WHERE o.tenant_id = $1 AND o.id = $13))",
         tenant.0,
         new_id,
         old.share,
@@ -360,6 +362,9 @@ pub(crate) async fn insert_replacement(
         carried.map(|b| b.first_used_at),
         carried.map(|b| b.access_count),
         carried.and_then(|b| b.access_until),
+        // An unused code's replacement keeps its address (it stays its
+        // addressee's); a bound one's is bound already.
+        carried.is_none().then_some(old.code),
     )
     .execute(&mut *tx)
     .await

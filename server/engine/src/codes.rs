@@ -223,34 +223,51 @@ impl Keyring {
         mac.finalize().into_bytes().to_vec()
     }
 
-    /// A code derived from its own id (an order's codes, which a mail
-    /// carries): the HMAC, under the current key, of a label, the tenant
-    /// and the id, read as the 11 symbols of a code (5 bits of a byte
-    /// each: 256 is a multiple of 32, so each symbol is uniform). The
+    /// A code derived from its own id and a salt of its own (an order's
+    /// codes, a mailable batch's, which a mail carries): the HMAC, under
+    /// the current key, of a label, the tenant, the id and 16 random bytes
+    /// stored with the code, read as the 11 symbols of a code (5 bits of a
+    /// byte each: 256 is a multiple of 32, so each symbol is uniform). The
     /// mail row names the id only and the relay derives the text again
-    /// ([`Self::rederive`]), so no row holds a usable code; the price is
-    /// that these codes are as secret as the key, where drawn ones
-    /// would need 2^55 guesses per digest even with it (docs/design/orders.md).
-    pub fn derive(&self, tenant: TenantId, id: uuid::Uuid) -> (u16, PlainCode) {
+    /// from the code's row ([`Self::rederive`]), so no row holds a usable
+    /// code; and it takes both the key and the database to compute one
+    /// (ids travel in webhooks and URLs; the salt never leaves the row).
+    /// Returns the key version, the code and its salt.
+    pub fn derive(&self, tenant: TenantId, id: uuid::Uuid) -> (u16, PlainCode, [u8; 16]) {
+        let mut salt = [0u8; 16];
+        rand::thread_rng().fill(&mut salt);
         let code = self
-            .derived_with(self.current, tenant, id)
+            .derived_with(self.current, tenant, id, &salt)
             .unwrap_or_else(|| unreachable!("checked in Keyring::new"));
-        (self.current, code)
+        (self.current, code, salt)
     }
 
-    /// The code [`Self::derive`] made for `id` under key `version`, if
-    /// that version is still in the keyring.
-    pub fn rederive(&self, version: u16, tenant: TenantId, id: uuid::Uuid) -> Option<PlainCode> {
-        self.derived_with(version, tenant, id)
+    /// The code [`Self::derive`] made for `id` with `salt` under key
+    /// `version`, if that version is still in the keyring.
+    pub fn rederive(
+        &self,
+        version: u16,
+        tenant: TenantId,
+        id: uuid::Uuid,
+        salt: &[u8],
+    ) -> Option<PlainCode> {
+        self.derived_with(version, tenant, id, salt)
     }
 
-    fn derived_with(&self, version: u16, tenant: TenantId, id: uuid::Uuid) -> Option<PlainCode> {
+    fn derived_with(
+        &self,
+        version: u16,
+        tenant: TenantId,
+        id: uuid::Uuid,
+        salt: &[u8],
+    ) -> Option<PlainCode> {
         let (_, key) = self.keys.iter().find(|(v, _)| *v == version)?;
         let mut mac = <Hmac<Sha256>>::new_from_slice(key.expose_secret())
             .unwrap_or_else(|_| unreachable!("HMAC accepts keys of any length"));
         mac.update(b"admitone/derived-code/v1:");
         mac.update(tenant.0.as_bytes());
         mac.update(id.as_bytes());
+        mac.update(salt);
         let bytes = mac.finalize().into_bytes();
         let mut payload = [0u8; codeformat::PAYLOAD_SYMBOLS];
         for (value, byte) in payload.iter_mut().zip(bytes.iter()) {
@@ -273,7 +290,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_derived_code_depends_on_the_key_the_tenant_and_the_id() {
+    fn a_derived_code_depends_on_the_key_the_tenant_the_id_and_the_salt() {
         let ring = |secret: &str| {
             Keyring::new(1, vec![(1, SecretString::from(secret.to_owned()))]).expect("keyring")
         };
@@ -283,15 +300,39 @@ mod tests {
             TenantId(uuid::Uuid::now_v7()),
         );
         let (id1, id2) = (uuid::Uuid::now_v7(), uuid::Uuid::now_v7());
-        let (version, code) = a.derive(t1, id1);
+        let (version, code, salt) = a.derive(t1, id1);
         assert_eq!(version, 1);
         // A well-formed code: its check symbol holds.
         assert_eq!(PlainCode::parse(&code.display()).expect("parses"), code);
-        assert_eq!(a.rederive(1, t1, id1), Some(code.clone()), "the same again");
-        assert_eq!(a.rederive(2, t1, id1), None, "no such key version");
-        assert_ne!(a.derive(t1, id2).1, code, "another id");
-        assert_ne!(a.derive(t2, id1).1, code, "another tenant");
-        assert_ne!(b.derive(t1, id1).1, code, "another key");
+        assert_eq!(
+            a.rederive(1, t1, id1, &salt),
+            Some(code.clone()),
+            "the same again"
+        );
+        assert_eq!(a.rederive(2, t1, id1, &salt), None, "no such key version");
+        assert_ne!(
+            a.rederive(1, t1, id2, &salt),
+            Some(code.clone()),
+            "another id"
+        );
+        assert_ne!(
+            a.rederive(1, t2, id1, &salt),
+            Some(code.clone()),
+            "another tenant"
+        );
+        assert_ne!(
+            b.rederive(1, t1, id1, &salt),
+            Some(code.clone()),
+            "another key"
+        );
+        assert_ne!(
+            a.rederive(1, t1, id1, &[0; 16]),
+            Some(code.clone()),
+            "another salt"
+        );
+        let (_, again, other_salt) = a.derive(t1, id1);
+        assert_ne!(salt, other_salt, "a fresh salt each time");
+        assert_ne!(again, code);
         // Every symbol is drawn on: 200 codes use the whole alphabet.
         let mut seen = std::collections::HashSet::new();
         for _ in 0..200 {

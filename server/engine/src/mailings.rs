@@ -171,11 +171,13 @@ pub async fn send(
         .into_iter()
         .filter(|email| !already.contains(email))
         .collect();
-    // Free: unused, unrevoked, not expired, not addressed, never mailed.
+    // Free: unused, unrevoked, not expired, not addressed, never mailed,
+    // and derived (not a replacement drawn by hand into the batch).
     let free_codes: Vec<Uuid> = sqlx::query_scalar!(
         "SELECT c.id FROM auth_codes c
          WHERE c.tenant_id = $1 AND c.batch_id = $2
            AND c.bound_principal IS NULL AND c.revoked_at IS NULL AND c.addressed_to IS NULL
+           AND c.salt IS NOT NULL
            AND coalesce(code_expires_at(c.tenant_id, c.batch_id, c.expires_at) > now(), true)
            AND NOT EXISTS (SELECT 1 FROM code_mailings m
                             WHERE m.tenant_id = c.tenant_id AND m.code_id = c.id)

@@ -46,6 +46,8 @@ pub enum OrderError {
     InvalidEmail,
     #[error("an order has 1 to 1,000 codes")]
     InvalidQuantity,
+    #[error("a language is en, zh-CN or zh-TW")]
+    InvalidLang,
     /// One account holds one code of a course: codes addressed to one
     /// buyer past the first could never be used.
     #[error(
@@ -85,16 +87,18 @@ impl OrderSource {
     }
 }
 
-/// The shop's order id: 1 to 200 characters, no control characters, as
-/// given (trimmed).
+/// The shop's order id: 1 to 200 characters, as given (trimmed), with no
+/// control character and no invisible formatting one (zero-width spaces,
+/// direction marks, a byte-order mark), which would make two ids look
+/// alike in the console and the audit log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OrderRef(String);
 
 impl OrderRef {
     pub fn parse(raw: &str) -> Result<Self, OrderError> {
         let order = raw.trim();
-        let valid =
-            (1..=200).contains(&order.chars().count()) && !order.chars().any(char::is_control);
+        let valid = (1..=200).contains(&order.chars().count())
+            && !order.chars().any(|c| c.is_control() || is_invisible(c));
         valid
             .then(|| Self(order.to_owned()))
             .ok_or(OrderError::InvalidOrderRef)
@@ -103,6 +107,15 @@ impl OrderRef {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// A formatting character that shows as nothing (Unicode's `Cf` ones a
+/// text field could carry).
+fn is_invisible(c: char) -> bool {
+    matches!(c, '\u{ad}' | '\u{600}'..='\u{605}' | '\u{61c}' | '\u{6dd}' | '\u{70f}'
+        | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+        | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206f}' | '\u{feff}'
+        | '\u{fff9}'..='\u{fffb}' | '\u{e0001}' | '\u{e0020}'..='\u{e007f}')
 }
 
 /// What a shop (or an integrator) asks for.
@@ -131,6 +144,8 @@ pub struct OrderCode {
     pub holder: Option<String>,
     pub bound_at: Option<OffsetDateTime>,
     key_version: i16,
+    digest: Vec<u8>,
+    salt: Option<Vec<u8>>,
 }
 
 /// An order and its codes.
@@ -146,25 +161,49 @@ pub struct Order {
     pub quantity: i32,
     pub addressed: bool,
     pub mailed: bool,
-    pub lang: Lang,
+    /// The mail's language as asked (`None`: the buyer's account's, else
+    /// English; which one is not said: it would tell who has an account).
+    pub lang: Option<Lang>,
+    /// The member who placed it (a token acts as its member).
+    pub created_by: AccountId,
     pub created_at: OffsetDateTime,
     pub codes: Vec<OrderCode>,
 }
 
 impl Order {
-    /// The plain text of each code (derived again, [`Keyring::rederive`]),
-    /// for the caller who placed the order; `None` for a code whose key
-    /// version left the keyring.
+    /// The plain text of each code (derived again, [`Keyring::rederive`],
+    /// and checked against its digest), for the caller who placed the
+    /// order; `None` for a code that was not derived (a replacement made
+    /// by hand in the batch) or whose key version left the keyring.
     pub fn plain_codes(&self, keyring: &Keyring) -> Vec<Option<PlainCode>> {
         self.codes
             .iter()
-            .map(|code| {
-                u16::try_from(code.key_version)
-                    .ok()
-                    .and_then(|v| keyring.rederive(v, self.tenant, code.id))
-            })
+            .map(|code| rederive_checked(keyring, self.tenant, code))
             .collect()
     }
+
+    /// Whether `actor` may see the order's codes again: the member who
+    /// placed it, within [`REVEAL_WINDOW`] of placing it (a shop's retry);
+    /// anyone else, or later, gets the codes' states only.
+    pub fn reveals_codes_to(&self, actor: AccountId, now: OffsetDateTime) -> bool {
+        self.created_by == actor && now - self.created_at < REVEAL_WINDOW
+    }
+}
+
+/// How long the member who placed an order gets its codes again in a
+/// replay's answer (as an issuing retry does, `crate::handover`).
+pub const REVEAL_WINDOW: time::Duration = time::Duration::minutes(15);
+
+/// A code of an order derived again, if it was derived and still is what
+/// its digest says.
+fn rederive_checked(keyring: &Keyring, tenant: TenantId, code: &OrderCode) -> Option<PlainCode> {
+    let salt = code.salt.as_deref()?;
+    let version = u16::try_from(code.key_version).ok()?;
+    let plain = keyring.rederive(version, tenant, code.id, salt)?;
+    keyring
+        .candidates(&plain)
+        .contains(&code.digest)
+        .then_some(plain)
 }
 
 /// Whether [`place`] issued the order now or found it issued before.
@@ -199,6 +238,11 @@ pub async fn place(
     if addressed && quantity != 1 {
         return Err(OrderError::AddressTakesOneCode);
     }
+    // A replay, the common case of a shop's retries, is answered without a
+    // transaction; one racing the first placement is caught by the claim.
+    if let Some(earlier) = get(pool, tenant, &request.source, &request.order_ref).await? {
+        return replay(earlier, request, quantity, addressed);
+    }
     let (order_id, batch_id) = (Uuid::now_v7(), Uuid::now_v7());
     let mut tx = pool.begin().await.context("starting a transaction")?;
     let label: String = format!("{} {}", request.source.as_str(), request.order_ref.as_str())
@@ -223,13 +267,12 @@ pub async fn place(
     }
     // The claim: a concurrent placement of the same order waits here for
     // this one's commit, then finds its row.
-    let lang = sqlx::query_scalar!(
+    let claimed = sqlx::query_scalar!(
         r#"INSERT INTO orders (tenant_id, id, source, order_ref, share_id, batch_id, buyer_email,
                                quantity, addressed, lang, created_by)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
-                   coalesce($10, (SELECT a.lang FROM accounts a WHERE a.email = $7), 'en'), $11)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
            ON CONFLICT (tenant_id, source, order_ref) DO NOTHING
-           RETURNING lang"#,
+           RETURNING id"#,
         tenant.0,
         order_id,
         request.source.as_str(),
@@ -245,26 +288,20 @@ pub async fn place(
     .fetch_optional(&mut *tx)
     .await
     .context("recording an order")?;
-    let Some(lang) = lang else {
+    if claimed.is_none() {
         tx.rollback().await.context("rolling back a replay")?;
         let earlier = get(pool, tenant, &request.source, &request.order_ref)
             .await?
             .context("an order that conflicted is gone")?;
-        let same = earlier.share == request.share
-            && earlier.buyer_email == request.buyer.as_str()
-            && earlier.quantity == quantity
-            && earlier.addressed == addressed
-            && earlier.mailed == request.mail;
-        return if same {
-            Ok(Placed::Replayed(earlier))
-        } else {
-            Err(OrderError::OrderConflict)
-        };
-    };
+        return replay(earlier, request, quantity, addressed);
+    }
+    let mut salts = Vec::new();
     let codes: Vec<(Uuid, PlainCode)> = (0..quantity)
         .map(|_| {
             let id = Uuid::now_v7();
-            (id, keyring.derive(tenant, id).1)
+            let (_, code, salt) = keyring.derive(tenant, id);
+            salts.push(salt);
+            (id, code)
         })
         .collect();
     batches::insert_codes(
@@ -272,6 +309,7 @@ pub async fn place(
         keyring,
         (tenant, request.share, batch_id),
         &codes,
+        Some(&salts),
         addressed.then(|| request.buyer.as_str()),
         None,
     )
@@ -279,9 +317,10 @@ pub async fn place(
     if request.mail {
         let ids: Vec<Uuid> = codes.iter().map(|(id, _)| *id).collect();
         let mail_id = Uuid::now_v7();
-        sqlx::query!(
+        let queued = sqlx::query!(
             "INSERT INTO mail_outbox (id, tenant_id, template, to_address, lang, params)
-             SELECT $1, $2, $3, $4, $5,
+             SELECT $1, $2, $3, $4,
+                    coalesce($5, (SELECT a.lang FROM accounts a WHERE a.email = $4), 'en'),
                     jsonb_build_object('course', s.title, 'course_slug', s.slug, 'tenant', t.name,
                                        'code_ids', $6::jsonb, 'addressed', $7::boolean)
                FROM shares s JOIN tenants t ON t.id = s.tenant_id
@@ -290,7 +329,7 @@ pub async fn place(
             tenant.0,
             Template::CodesSent.as_str(),
             request.buyer.as_str(),
-            lang,
+            request.lang.map(Lang::tag),
             json!(ids),
             addressed,
             request.share.0,
@@ -298,6 +337,9 @@ pub async fn place(
         .execute(&mut *tx)
         .await
         .context("queueing an order's mail")?;
+        if queued.rows_affected() != 1 {
+            return Err(anyhow::anyhow!("the order's share went away while it was placed").into());
+        }
         sqlx::query!(
             "UPDATE orders SET mail_id = $3 WHERE tenant_id = $1 AND id = $2",
             tenant.0,
@@ -338,6 +380,27 @@ pub async fn place(
     Ok(Placed::New(order))
 }
 
+/// The answer to a replay: the order placed before, if it is this one
+/// (a shop never changes an order's contents under its id).
+fn replay(
+    earlier: Order,
+    request: &OrderRequest,
+    quantity: i32,
+    addressed: bool,
+) -> Result<Placed, OrderError> {
+    let same = earlier.share == request.share
+        && earlier.buyer_email == request.buyer.as_str()
+        && earlier.quantity == quantity
+        && earlier.addressed == addressed
+        && earlier.mailed == request.mail
+        && earlier.lang == request.lang;
+    if same {
+        Ok(Placed::Replayed(earlier))
+    } else {
+        Err(OrderError::OrderConflict)
+    }
+}
+
 /// An order of `tenant` by its shop's id, with its codes as they stand.
 pub async fn get(
     pool: &PgPool,
@@ -347,7 +410,7 @@ pub async fn get(
 ) -> anyhow::Result<Option<Order>> {
     let Some(row) = sqlx::query!(
         r#"SELECT id, source, order_ref, share_id, batch_id, buyer_email, quantity, addressed,
-                  mail_id IS NOT NULL AS "mailed!", lang, created_at
+                  mail_id IS NOT NULL AS "mailed!", lang, created_by, created_at
            FROM orders WHERE tenant_id = $1 AND source = $2 AND order_ref = $3"#,
         tenant.0,
         source.as_str(),
@@ -366,7 +429,7 @@ pub async fn get(
                        WHEN c.bound_principal IS NOT NULL THEN 'bound'
                        WHEN code_expires_at(c.tenant_id, c.batch_id, c.expires_at) <= now() THEN 'expired'
                        ELSE 'unused' END AS "state!: CodeState",
-                  a.email AS "holder?", c.first_used_at AS bound_at, c.key_version
+                  a.email AS "holder?", c.first_used_at AS bound_at, c.key_version, c.digest, c.salt
            FROM auth_codes c LEFT JOIN accounts a ON a.id = c.bound_principal
            WHERE c.tenant_id = $1 AND c.batch_id = $2
            ORDER BY c.id"#,
@@ -387,7 +450,8 @@ pub async fn get(
         quantity: row.quantity,
         addressed: row.addressed,
         mailed: row.mailed,
-        lang: Lang::parse(&row.lang).unwrap_or_default(),
+        lang: row.lang.as_deref().and_then(Lang::parse),
+        created_by: AccountId(row.created_by),
         created_at: row.created_at,
         codes,
     }))
@@ -418,9 +482,9 @@ pub async fn tenants_with(
 /// Why a mail of codes cannot be written out.
 #[derive(Debug, thiserror::Error)]
 pub enum MailedCodesError {
-    /// Every code the mail carries was revoked before it went: there is
-    /// nothing left to send (it is not tried again).
-    #[error("every code this mail carries was revoked before it was sent")]
+    /// Every code the mail carries was revoked, or expired, before it
+    /// went: there is nothing left to send (it is not tried again).
+    #[error("every code this mail carries was revoked or expired before it was sent")]
     AllRevoked,
     /// A code's text cannot be derived again as it was stored (its key
     /// version left the keyring, or the keys changed): it is not tried
@@ -441,8 +505,9 @@ pub async fn mailed_codes(
     ids: &[Uuid],
 ) -> Result<Vec<PlainCode>, MailedCodesError> {
     let rows = sqlx::query!(
-        "SELECT id, key_version, digest FROM auth_codes
+        "SELECT id, key_version, digest, salt FROM auth_codes
          WHERE tenant_id = $1 AND id = ANY($2) AND revoked_at IS NULL
+           AND coalesce(code_expires_at(tenant_id, batch_id, expires_at) > now(), true)
          ORDER BY id",
         tenant.0,
         ids,
@@ -457,7 +522,8 @@ pub async fn mailed_codes(
         .map(|row| {
             let code = u16::try_from(row.key_version)
                 .ok()
-                .and_then(|v| keyring.rederive(v, tenant, row.id))
+                .zip(row.salt.as_deref())
+                .and_then(|(v, salt)| keyring.rederive(v, tenant, row.id, salt))
                 .ok_or(MailedCodesError::CannotDerive)?;
             if keyring.candidates(&code).contains(&row.digest) {
                 Ok(code)
@@ -505,7 +571,16 @@ mod tests {
             "cs_123"
         );
         assert!(OrderRef::parse(&"é".repeat(200)).is_ok());
-        for bad in ["", "   ", "a\nb", "a\u{7}", &"x".repeat(201)] {
+        for bad in [
+            "",
+            "   ",
+            "a\nb",
+            "a\u{7}",
+            "cs\u{200b}1",
+            "\u{202e}1sc",
+            "\u{feff}cs_1",
+            &"x".repeat(201),
+        ] {
             assert!(
                 matches!(OrderRef::parse(bad), Err(OrderError::InvalidOrderRef)),
                 "{bad:?}"

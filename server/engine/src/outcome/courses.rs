@@ -166,6 +166,7 @@ impl Outcome for OrderError {
             | Self::InvalidOrderRef
             | Self::InvalidEmail
             | Self::InvalidQuantity
+            | Self::InvalidLang
             | Self::AddressTakesOneCode => K::Invalid,
             Self::OrderConflict => K::Conflict,
             Self::ShareNotFound => K::NotFound,
@@ -179,6 +180,7 @@ impl Outcome for OrderError {
             | Self::InvalidOrderRef
             | Self::InvalidEmail
             | Self::InvalidQuantity
+            | Self::InvalidLang
             | Self::AddressTakesOneCode => INVALID_INPUT,
             Self::OrderConflict => "order_conflict",
             Self::ShareNotFound => "not_found",
@@ -192,6 +194,7 @@ impl Outcome for OrderError {
             Self::InvalidOrderRef => Some("order_id"),
             Self::InvalidEmail => Some("email"),
             Self::InvalidQuantity => Some("quantity"),
+            Self::InvalidLang => Some("lang"),
             Self::AddressTakesOneCode => Some("addressed"),
             Self::OrderConflict | Self::ShareNotFound | Self::Unexpected(_) => None,
         }

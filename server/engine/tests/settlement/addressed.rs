@@ -275,10 +275,71 @@ async fn the_database_refuses_any_other_first_binding(pool: PgPool) {
     assert_eq!(insert_bound(&world, 5, &bob_email, bob, true).await, None);
     assert_eq!(world.state().await.bindings.len(), 2);
 
+    // Clearing the address and binding in one statement is refused: the
+    // address checked is the one the code had.
+    let cleared = sqlx::query(
+        "UPDATE auth_codes SET bound_principal = $1, first_used_at = now(), addressed_to = NULL
+         WHERE id = $2",
+    )
+    .bind(bob.0)
+    .bind(world.code(1))
+    .execute(&world.pool)
+    .await;
+    assert!(
+        cleared
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("code_addressed_elsewhere")),
+        "{cleared:?}"
+    );
+
     let shouting =
         sqlx::query("UPDATE auth_codes SET addressed_to = 'Ann@Example.com' WHERE id = $1")
             .bind(world.code(2))
             .execute(&world.pool)
             .await;
     assert!(shouting.is_err(), "an address is stored case-folded");
+}
+
+/// A lost unused addressed code's replacement is addressed as it was: it
+/// stays its addressee's.
+#[sqlx::test(migrations = "../../migrations")]
+async fn a_replacement_keeps_the_address(pool: PgPool) {
+    let world = World::new(pool, Policy::default()).await;
+    let (settler, _) = world.settler(SettlementOptions::default());
+    let (ann, bob) = (world.learner("ann").await, world.learner("bob").await);
+    let ann_email = email_of(&world, ann).await;
+    address(&world, 0, &ann_email).await;
+    let replacement = engine::code_actions::replace_code(
+        &world.pool,
+        &world.keyring,
+        world.tenant,
+        world.admin,
+        world.code(0),
+    )
+    .await
+    .expect("replaced");
+    let addressed: Option<String> =
+        sqlx::query_scalar("SELECT addressed_to FROM auth_codes WHERE id = $1")
+            .bind(replacement.id)
+            .fetch_one(&world.pool)
+            .await
+            .expect("the replacement");
+    assert_eq!(addressed.as_deref(), Some(ann_email.as_str()));
+    let answer = world
+        .settle(
+            &settler,
+            &world.request(bob, world.resources[0], Some(replacement.id), "b1"),
+        )
+        .await;
+    assert!(
+        matches!(answer, Err(SettlementError::CodeAddressedElsewhere)),
+        "{answer:?}"
+    );
+    world
+        .settle(
+            &settler,
+            &world.request(ann, world.resources[0], Some(replacement.id), "a1"),
+        )
+        .await
+        .expect("the addressee binds the replacement");
 }

@@ -132,8 +132,9 @@ pub(super) fn order_errors() -> Vec<engine::orders::OrderError> {
         E::ShareNotFound,
         E::OrderConflict,
         E::Unexpected(boom()),
+        E::InvalidLang,
     ];
-    covers(&all, 8, |e| match e {
+    covers(&all, 9, |e| match e {
         E::InvalidSource => 0,
         E::InvalidOrderRef => 1,
         E::InvalidEmail => 2,
@@ -142,6 +143,7 @@ pub(super) fn order_errors() -> Vec<engine::orders::OrderError> {
         E::ShareNotFound => 5,
         E::OrderConflict => 6,
         E::Unexpected(_) => 7,
+        E::InvalidLang => 8,
     });
     all
 }

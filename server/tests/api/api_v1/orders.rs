@@ -71,7 +71,7 @@ async fn shop(app: &TestApp) -> (Admin, course::Course, String) {
 #[sqlx::test(migrations = "../migrations")]
 async fn an_order_mails_one_code_that_binds_to_its_buyer_alone(pool: PgPool) {
     let (app, sink) = spawn_app_with_mail(pool).await;
-    let (_admin, course, token) = shop(&app).await;
+    let (admin, course, token) = shop(&app).await;
     let order =
         json!({ "source": "stripe", "order_id": "cs_test_1", "email": "Buyer@Example.com" });
 
@@ -146,14 +146,33 @@ async fn an_order_mails_one_code_that_binds_to_its_buyer_alone(pool: PgPool) {
         "the same code again"
     );
     assert_eq!(written(&app).await, before);
-    // Other details under the same order id: a mix-up, refused.
-    let mut other = order.clone();
-    other["quantity"] = json!(2);
-    other["addressed"] = json!(false);
-    let (status, refused) = place(&app, &token, course.share, other).await;
+    // Other details under the same order id, each on its own: a mix-up,
+    // refused, and nothing written.
+    let other_share = course::course(&app, &admin, json!({ "quota": null })).await;
+    for (key, value) in [
+        ("email", json!("someone-else@example.com")),
+        ("quantity", json!(2)),
+        ("addressed", json!(false)),
+        ("mail", json!(false)),
+        ("lang", json!("zh-TW")),
+    ] {
+        let mut other = order.clone();
+        other[key] = value;
+        if key == "quantity" {
+            other["addressed"] = json!(false);
+        }
+        let (status, refused) = place(&app, &token, course.share, other).await;
+        assert_eq!(
+            (status, refused["code"].clone()),
+            (StatusCode::CONFLICT, json!("order_conflict")),
+            "{key}"
+        );
+    }
+    let (status, refused) = place(&app, &token, other_share.share, order.clone()).await;
     assert_eq!(
         (status, refused["code"].clone()),
-        (StatusCode::CONFLICT, json!("order_conflict"))
+        (StatusCode::CONFLICT, json!("order_conflict")),
+        "another share"
     );
     assert_eq!(written(&app).await, before);
 
@@ -431,4 +450,60 @@ async fn a_bad_order_is_refused_and_writes_nothing(pool: PgPool) {
     let (status, _) = place(&app, &token, course.share, good).await;
     assert_eq!(status, StatusCode::CREATED);
     assert_eq!(written(&app).await.orders, 2);
+}
+
+/// A replay's answer carries the codes only for the member who placed the
+/// order, within 15 minutes: later it carries their states alone. A
+/// `read` token may read an order but not place one; `mail: false` queues
+/// no mail and hands the codes to the caller; the language is answered as
+/// asked, never as the buyer's account has it.
+#[sqlx::test(migrations = "../migrations")]
+async fn an_orders_codes_are_handed_over_once_and_to_its_placer(pool: PgPool) {
+    let (app, _sink) = spawn_app_with_mail(pool).await;
+    let (admin, course, token) = shop(&app).await;
+    let order = json!({ "source": "shop", "order_id": "o-1", "email": "b@example.com",
+                        "quantity": 2, "mail": false });
+    let (status, placed) = place(&app, &token, course.share, order.clone()).await;
+    assert_eq!(status, StatusCode::CREATED, "{placed}");
+    assert_eq!(placed["mailed"], false);
+    assert_eq!(placed["lang"], Value::Null, "not asked, not told");
+    assert!(placed["issued"][1]["code"].is_string(), "{placed}");
+    assert_eq!(written(&app).await.mails, 0, "nothing mailed");
+
+    let (status, again) = place(&app, &token, course.share, order.clone()).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        again["issued"][0]["code"], placed["issued"][0]["code"],
+        "a retry, at once"
+    );
+
+    sqlx::query("UPDATE orders SET created_at = now() - interval '16 minutes'")
+        .execute(&app.pool)
+        .await
+        .expect("backdating the order");
+    let (status, later) = place(&app, &token, course.share, order.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{later}");
+    assert_eq!(later["replayed"], true);
+    assert_eq!(later["issued"][0]["code"], Value::Null, "{later}");
+    assert_eq!(later["issued"][0]["id"], placed["issued"][0]["id"]);
+    assert!(
+        !later
+            .to_string()
+            .contains(placed["issued"][0]["code"].as_str().expect("code"))
+    );
+
+    let reader = create_token(&app, &admin, &["read"]).await;
+    let (status, _) = place(
+        &app,
+        &reader,
+        course.share,
+        json!({ "source": "shop", "order_id": "o-2", "email": "c@example.com" }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "a read token places nothing");
+    let (status, read) =
+        as_token(&app, &reader, Method::GET, "/api/v1/orders/shop/o-1", None).await;
+    assert_eq!(status, StatusCode::OK, "{read}");
+    assert_eq!(read["quantity"], 2);
+    assert_eq!(written(&app).await.orders, 1);
 }

@@ -49,7 +49,7 @@ pub struct OrderInput {
     /// them over yourself (they are in this answer).
     mail: Option<bool>,
     /// The mail's language (`en`, `zh-CN`, `zh-TW`); absent: the buyer's
-    /// account's if they have one, else English.
+    /// account's if they have one, else English (which one is not said).
     lang: Option<String>,
 }
 
@@ -59,11 +59,11 @@ pub struct OrderInput {
     request_body = OrderInput,
     responses(
         (status = 201, description = "Recorded now: the codes were issued (and the mail queued)", body = PlacedOrder),
-        (status = 200, description = "Recorded before under this source and order id: the first call's answer (`replayed`), nothing issued", body = PlacedOrder),
+        (status = 200, description = "Recorded before under this source and order id: the first call's order (`replayed`), nothing issued; the codes in full only for the member who placed it, within 15 minutes", body = PlacedOrder),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
         (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
-        (status = 404, description = "No such share", body = ErrorBody),
+        (status = 404, description = "Not an id (an unknown share answers 403, as another tenant's does)", body = ErrorBody),
         (status = 409, description = "This order was recorded before with other details (`order_conflict`)", body = ErrorBody),
         (status = 422, description = "Invalid source, order id, email, quantity, language, or several codes addressed", body = ErrorBody),
     ),
@@ -80,10 +80,7 @@ pub async fn place_order(
     let lang = body
         .lang
         .as_deref()
-        .map(|tag| {
-            Lang::parse(tag.trim())
-                .ok_or_else(|| ApiError::invalid("lang", "a language is en, zh-CN or zh-TW"))
-        })
+        .map(|tag| Lang::parse(tag.trim()).ok_or(OrderError::InvalidLang))
         .transpose()?;
     let request = OrderRequest {
         share: share.id,
@@ -110,13 +107,16 @@ pub async fn place_order(
     };
     let replayed = matches!(placed, Placed::Replayed(_));
     let order = placed.order();
+    // The codes themselves: to whoever placed the order, and again to
+    // the same member's retries for a while; to nobody else, ever.
+    let reveal = !replayed || order.reveals_codes_to(admin.id, time::OffsetDateTime::now_utc());
     let codes = order
         .codes
         .iter()
         .zip(order.plain_codes(&services.keyring))
         .map(|(code, plain)| PlacedOrderCode {
             id: code.id,
-            code: plain.map(|plain| plain.display()),
+            code: plain.filter(|_| reveal).map(|plain| plain.display()),
             hint: code.hint.clone(),
             state: code.state,
         })
@@ -199,7 +199,7 @@ fn body_of(order: &orders::Order) -> OrderBody {
         quantity: order.quantity,
         addressed: order.addressed,
         mailed: order.mailed,
-        lang: order.lang.tag().to_owned(),
+        lang: order.lang.map(|lang| lang.tag().to_owned()),
         created_at: order.created_at,
         codes: order
             .codes

@@ -25,8 +25,9 @@ pub struct OrderBody {
     pub addressed: bool,
     /// Whether its codes were mailed to the buyer.
     pub mailed: bool,
-    /// The mail's language.
-    pub lang: String,
+    /// The mail's language as asked; `null`: the buyer's account's if they
+    /// have one, else English.
+    pub lang: Option<String>,
     #[serde(with = "time::serde::rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub created_at: OffsetDateTime,
@@ -54,7 +55,7 @@ pub struct PlacedOrder {
     pub order: OrderBody,
     /// `true`: this order was placed before; nothing was issued now.
     pub replayed: bool,
-    /// The codes, in full, for the caller who places the order.
+    /// The codes, in full for the member who placed the order.
     #[serde(rename = "issued")]
     pub codes: Vec<PlacedOrderCode>,
 }
@@ -63,8 +64,9 @@ pub struct PlacedOrder {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PlacedOrderCode {
     pub id: Uuid,
-    /// `XXXX-XXXX-XXXX`; `null` only if the key it was made with has left
-    /// the server's keyring.
+    /// `XXXX-XXXX-XXXX`, for the member who placed the order (and their
+    /// retries within 15 minutes); `null` for anyone else or later, or if
+    /// the key it was made with has left the server's keyring.
     pub code: Option<String>,
     pub hint: String,
     pub state: model::CodeState,
