@@ -31,51 +31,10 @@
 -- nothing (the checks are NOT VALID: the columns are new, all NULL; they
 -- hold for every row written from now on), waiting at most 2 s for it
 -- rather than queue code entry behind a long reader (`server migrate`
--- again later). `auth_codes` comes last, so that its lock, held to the
--- commit, is not held while the others are waited for.
+-- again later). `auth_codes` comes first, as in a settlement (the code,
+-- then the mail outbox): taking them in the other order could deadlock
+-- with one, and abort a learner's first access.
 SET LOCAL lock_timeout = '2s';
-
-CREATE TABLE orders (
-    tenant_id    uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
-    id           uuid NOT NULL,
-    -- Which shop (`stripe`, `gumroad`, or the integrator's own word) and
-    -- its order id there.
-    source       text NOT NULL CHECK (source ~ '^[a-z0-9][a-z0-9_-]{0,31}$'),
-    order_ref    text NOT NULL CHECK (length(order_ref) BETWEEN 1 AND 200),
-    share_id     uuid NOT NULL,
-    batch_id     uuid NOT NULL,
-    buyer_email  text NOT NULL
-                 CHECK (buyer_email = lower(btrim(buyer_email))
-                        AND position('@' IN buyer_email) > 1 AND length(buyer_email) <= 254),
-    quantity     integer NOT NULL CHECK (quantity BETWEEN 1 AND 1000),
-    addressed    boolean NOT NULL,
-    -- The mail that carried the codes (NULL: the caller hands them over).
-    mail_id      uuid,
-    -- The mail's language as the caller asked (NULL: the buyer's
-    -- account's, else English, decided in the mail's row and never
-    -- answered to the caller: it would tell who has an account).
-    lang         text CHECK (lang IN ('en', 'zh-CN', 'zh-TW')),
-    created_by   uuid NOT NULL REFERENCES accounts (id),
-    created_at   timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (tenant_id, id),
-    -- Invariant: one order of a shop is issued once.
-    UNIQUE (tenant_id, source, order_ref),
-    FOREIGN KEY (tenant_id, share_id) REFERENCES shares (tenant_id, id),
-    FOREIGN KEY (tenant_id, batch_id) REFERENCES code_batches (tenant_id, id)
-);
-
--- The mail that carries an order's codes. NOT VALID, as in
--- 20261212000001_signup_links.sql: every row already there passed the
--- check this one replaces.
-ALTER TABLE mail_outbox DROP CONSTRAINT mail_outbox_template_check,
-    ADD CONSTRAINT mail_outbox_template_check CHECK (template IN (
-        'verify_email', 'reset_password', 'password_changed', 'change_email',
-        'email_change_requested', 'email_changed',
-        'invitation', 'code_bound', 'code_unbound', 'code_revoked',
-        'leak_suspected', 'code_replaced',
-        'transfer_confirm', 'code_transferred_away', 'code_transferred_here', 'transfer_refused',
-        'sign_up', 'account_exists', 'codes_sent'
-    )) NOT VALID;
 
 -- Invariant: an addressed code is first bound only to the verified
 -- account of its address. Two refusals, worded as the settlement answers
@@ -124,3 +83,45 @@ CREATE TRIGGER auth_codes_refuse_other_addressee_insert
     FOR EACH ROW
     WHEN (NEW.bound_principal IS NOT NULL AND NEW.addressed_to IS NOT NULL)
     EXECUTE FUNCTION auth_codes_refuse_other_addressee();
+
+CREATE TABLE orders (
+    tenant_id    uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+    id           uuid NOT NULL,
+    -- Which shop (`stripe`, `gumroad`, or the integrator's own word) and
+    -- its order id there.
+    source       text NOT NULL CHECK (source ~ '^[a-z0-9][a-z0-9_-]{0,31}$'),
+    order_ref    text NOT NULL CHECK (length(order_ref) BETWEEN 1 AND 200),
+    share_id     uuid NOT NULL,
+    batch_id     uuid NOT NULL,
+    buyer_email  text NOT NULL
+                 CHECK (buyer_email = lower(btrim(buyer_email))
+                        AND position('@' IN buyer_email) > 1 AND length(buyer_email) <= 254),
+    quantity     integer NOT NULL CHECK (quantity BETWEEN 1 AND 1000),
+    addressed    boolean NOT NULL,
+    -- The mail that carried the codes (NULL: the caller hands them over).
+    mail_id      uuid,
+    -- The mail's language as the caller asked (NULL: the buyer's
+    -- account's, else English, decided in the mail's row and never
+    -- answered to the caller: it would tell who has an account).
+    lang         text CHECK (lang IN ('en', 'zh-CN', 'zh-TW')),
+    created_by   uuid NOT NULL REFERENCES accounts (id),
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (tenant_id, id),
+    -- Invariant: one order of a shop is issued once.
+    UNIQUE (tenant_id, source, order_ref),
+    FOREIGN KEY (tenant_id, share_id) REFERENCES shares (tenant_id, id),
+    FOREIGN KEY (tenant_id, batch_id) REFERENCES code_batches (tenant_id, id)
+);
+
+-- The mail that carries an order's codes. NOT VALID, as in
+-- 20261212000001_signup_links.sql: every row already there passed the
+-- check this one replaces.
+ALTER TABLE mail_outbox DROP CONSTRAINT mail_outbox_template_check,
+    ADD CONSTRAINT mail_outbox_template_check CHECK (template IN (
+        'verify_email', 'reset_password', 'password_changed', 'change_email',
+        'email_change_requested', 'email_changed',
+        'invitation', 'code_bound', 'code_unbound', 'code_revoked',
+        'leak_suspected', 'code_replaced',
+        'transfer_confirm', 'code_transferred_away', 'code_transferred_here', 'transfer_refused',
+        'sign_up', 'account_exists', 'codes_sent'
+    )) NOT VALID;

@@ -11,8 +11,9 @@
 -- the release before this one reads neither.
 SET LOCAL lock_timeout = '2s';
 
-ALTER TABLE code_batches ADD COLUMN mailable boolean NOT NULL DEFAULT false;
-
+-- The table first, its key on `auth_codes` declared first: the codes'
+-- table is locked before the batches', as a settlement locks them (a
+-- binding, then its batch's expiry read), so the two never deadlock.
 CREATE TABLE code_mailings (
     tenant_id   uuid NOT NULL,
     batch_id    uuid NOT NULL,
@@ -26,7 +27,9 @@ CREATE TABLE code_mailings (
     created_by  uuid NOT NULL REFERENCES accounts (id),
     created_at  timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (tenant_id, batch_id, email),
-    FOREIGN KEY (tenant_id, batch_id) REFERENCES code_batches (tenant_id, id),
-    FOREIGN KEY (tenant_id, code_id) REFERENCES auth_codes (tenant_id, id)
+    FOREIGN KEY (tenant_id, code_id) REFERENCES auth_codes (tenant_id, id),
+    FOREIGN KEY (tenant_id, batch_id) REFERENCES code_batches (tenant_id, id)
 );
 CREATE UNIQUE INDEX code_mailings_code ON code_mailings (tenant_id, code_id);
+
+ALTER TABLE code_batches ADD COLUMN mailable boolean NOT NULL DEFAULT false;

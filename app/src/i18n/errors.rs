@@ -140,6 +140,8 @@ impl Localized for MailingError {
                 );
             }
             Self::BatchNotFound => M::ShareCodeNotFound,
+            Self::InvalidLang => M::OrderInvalidLang,
+            Self::BatchChanged => M::MailingBatchChanged,
             Self::Unexpected(_) => M::Unexpected,
         };
         lang.error(msg, &[])

@@ -54,6 +54,12 @@ pub enum MailingError {
     NotEnoughCodes { to_send: usize, free: i64 },
     #[error("no such batch")]
     BatchNotFound,
+    #[error("a language is en, zh-CN or zh-TW")]
+    InvalidLang,
+    /// A code this send counted on was bound, revoked or replaced while
+    /// it ran: nothing was sent; sending the same list again is safe.
+    #[error("the batch changed while this was being sent; nothing was sent: send the list again")]
+    BatchChanged,
     #[error(transparent)]
     Unexpected(#[from] anyhow::Error),
 }
@@ -144,9 +150,11 @@ pub async fn send(
     let mut tx = pool.begin().await.context("starting a transaction")?;
     // The batch's row lock: two sends of one batch run one after the
     // other, so neither hands out a code the other did, nor mails an
-    // address the other did.
+    // address the other did. (NO KEY: a replacement's insert into the
+    // batch, which takes a key share of this row, is not held up by it.)
     let batch = sqlx::query!(
-        "SELECT share_id, mailable FROM code_batches WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
+        "SELECT share_id, mailable FROM code_batches WHERE tenant_id = $1 AND id = $2
+         FOR NO KEY UPDATE",
         tenant.0,
         request.batch,
     )
@@ -173,23 +181,22 @@ pub async fn send(
         .collect();
     // Free: unused, unrevoked, not expired, not addressed, never mailed,
     // and derived (not a replacement drawn by hand into the batch).
-    let free_codes: Vec<Uuid> = sqlx::query_scalar!(
-        "SELECT c.id FROM auth_codes c
+    let free: i64 = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "free!" FROM auth_codes c
          WHERE c.tenant_id = $1 AND c.batch_id = $2
            AND c.bound_principal IS NULL AND c.revoked_at IS NULL AND c.addressed_to IS NULL
            AND c.salt IS NOT NULL
            AND coalesce(code_expires_at(c.tenant_id, c.batch_id, c.expires_at) > now(), true)
            AND NOT EXISTS (SELECT 1 FROM code_mailings m
-                            WHERE m.tenant_id = c.tenant_id AND m.code_id = c.id)
-         ORDER BY c.id",
+                            WHERE m.tenant_id = c.tenant_id AND m.code_id = c.id)"#,
         tenant.0,
         request.batch,
     )
-    .fetch_all(&mut *tx)
+    .fetch_one(&mut *tx)
     .await
-    .context("finding the batch's free codes")?;
-    let free = i64::try_from(free_codes.len()).context("a batch of more than 2^63 codes")?;
-    if new.len() > free_codes.len() {
+    .context("counting the batch's free codes")?;
+    let wanted = i64::try_from(new.len()).context("a list of more than 2^63 addresses")?;
+    if wanted > free {
         return Err(MailingError::NotEnoughCodes {
             to_send: new.len(),
             free,
@@ -206,9 +213,33 @@ pub async fn send(
         tx.rollback().await.context("ending a dry run")?;
         return Ok(report);
     }
-    let codes: Vec<Uuid> = free_codes.into_iter().take(new.len()).collect();
+    // The codes themselves, locked: a bind, revoke or replacement of one
+    // of them in flight is waited for (and the code then passed over if it
+    // is no longer free) or skipped; once locked, none of them changes
+    // until this commits. Fewer than asked: the batch changed meanwhile.
+    let codes: Vec<Uuid> = sqlx::query_scalar!(
+        "SELECT c.id FROM auth_codes c
+         WHERE c.tenant_id = $1 AND c.batch_id = $2
+           AND c.bound_principal IS NULL AND c.revoked_at IS NULL AND c.addressed_to IS NULL
+           AND c.salt IS NOT NULL
+           AND coalesce(code_expires_at(c.tenant_id, c.batch_id, c.expires_at) > now(), true)
+           AND NOT EXISTS (SELECT 1 FROM code_mailings m
+                            WHERE m.tenant_id = c.tenant_id AND m.code_id = c.id)
+         ORDER BY c.id
+         LIMIT $3
+         FOR UPDATE OF c SKIP LOCKED",
+        tenant.0,
+        request.batch,
+        wanted,
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .context("taking the batch's free codes")?;
+    if codes.len() != new.len() {
+        return Err(MailingError::BatchChanged);
+    }
     let mails: Vec<Uuid> = new.iter().map(|_| Uuid::now_v7()).collect();
-    sqlx::query!(
+    let queued = sqlx::query!(
         "INSERT INTO mail_outbox (id, tenant_id, template, to_address, lang, params)
          SELECT m.id, $1, $2, m.email,
                 coalesce($3, (SELECT a.lang FROM accounts a WHERE a.email = m.email), 'en'),
@@ -229,6 +260,9 @@ pub async fn send(
     .execute(&mut *tx)
     .await
     .context("queueing the mails")?;
+    if queued.rows_affected() != new.len() as u64 {
+        return Err(anyhow::anyhow!("the batch's share went away during a send").into());
+    }
     sqlx::query!(
         "INSERT INTO code_mailings (tenant_id, batch_id, email, code_id, mail_id, created_by)
          SELECT $1, $2, m.email, m.code_id, m.mail_id, $3
@@ -310,7 +344,8 @@ pub struct Recipient {
     pub sent_at: Option<OffsetDateTime>,
 }
 
-/// A page of a batch's recipients, by address, after `after`.
+/// A page of a batch's recipients, by address, after `after` (at most
+/// 1,001: a page of 1,000 and whether another follows).
 pub async fn recipients(
     pool: &PgPool,
     tenant: TenantId,
@@ -331,7 +366,7 @@ pub async fn recipients(
         tenant.0,
         batch,
         after,
-        limit.clamp(1, 1000),
+        limit.clamp(1, 1001),
     )
     .fetch_all(pool)
     .await

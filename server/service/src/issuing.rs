@@ -205,13 +205,19 @@ pub async fn issue_for_api(
             },
         )
         .await?;
+        // A mailable batch's codes are never shown: they reach people only
+        // by mail (`engine::mailings`), so none is in two hands.
         let answer = IssuedForApi {
             batch_id: batch.batch_id,
-            codes: batch
-                .codes
-                .iter()
-                .map(|(id, code)| (*id, code.display()))
-                .collect(),
+            codes: if mailable {
+                Vec::new()
+            } else {
+                batch
+                    .codes
+                    .iter()
+                    .map(|(id, code)| (*id, code.display()))
+                    .collect()
+            },
         };
         if key.is_some() {
             let held = match serde_json::to_string(&answer) {

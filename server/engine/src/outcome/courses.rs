@@ -123,8 +123,10 @@ impl Outcome for MailingError {
             Self::EmptyList
             | Self::TooManyAddresses
             | Self::InvalidAddresses(_)
-            | Self::NotEnoughCodes { .. } => K::Invalid,
+            | Self::NotEnoughCodes { .. }
+            | Self::InvalidLang => K::Invalid,
             Self::NotMailable => K::Conflict,
+            Self::BatchChanged => K::Busy,
             Self::BatchNotFound => K::NotFound,
             Self::Unexpected(_) => K::Internal,
         }
@@ -132,7 +134,11 @@ impl Outcome for MailingError {
 
     fn code(&self) -> &'static str {
         match self {
-            Self::EmptyList | Self::TooManyAddresses | Self::InvalidAddresses(_) => INVALID_INPUT,
+            Self::EmptyList
+            | Self::TooManyAddresses
+            | Self::InvalidAddresses(_)
+            | Self::InvalidLang => INVALID_INPUT,
+            Self::BatchChanged => "busy_retry",
             Self::NotEnoughCodes { .. } => "not_enough_codes",
             Self::NotMailable => "batch_not_mailable",
             Self::BatchNotFound => "not_found",
@@ -146,7 +152,10 @@ impl Outcome for MailingError {
             | Self::TooManyAddresses
             | Self::InvalidAddresses(_)
             | Self::NotEnoughCodes { .. } => Some("addresses"),
-            Self::NotMailable | Self::BatchNotFound | Self::Unexpected(_) => None,
+            Self::InvalidLang => Some("lang"),
+            Self::NotMailable | Self::BatchNotFound | Self::BatchChanged | Self::Unexpected(_) => {
+                None
+            }
         }
     }
 

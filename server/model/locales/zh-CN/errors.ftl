@@ -155,3 +155,4 @@ mailing-too-many-addresses = 一份名单最多 10,000 个邮箱
 mailing-invalid-addresses = 有 { $count } 个邮箱无法发送（第 { $lines } 行）
 mailing-not-enough-codes = 名单中有 { $to_send } 个邮箱还没有这一批的兑换码，但这一批只剩 { $free } 个可发送
 order-invalid-lang = 语言为 en、zh-CN 或 zh-TW
+mailing-batch-changed = 发送期间这一批兑换码有变动，什么都没有发出：请再发送一次这份名单

@@ -155,3 +155,4 @@ mailing-too-many-addresses = 一份名單最多 10,000 個信箱
 mailing-invalid-addresses = 有 { $count } 個信箱無法寄送（第 { $lines } 行）
 mailing-not-enough-codes = 名單中有 { $to_send } 個信箱還沒有這一批的兌換碼，但這一批只剩 { $free } 個可寄送
 order-invalid-lang = 語言為 en、zh-CN 或 zh-TW
+mailing-batch-changed = 寄送期間這一批兌換碼有變動，什麼都沒有寄出：請再寄送一次這份名單

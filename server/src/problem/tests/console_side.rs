@@ -108,8 +108,10 @@ pub(super) fn mailing_errors() -> Vec<engine::mailings::MailingError> {
         },
         E::BatchNotFound,
         E::Unexpected(boom()),
+        E::InvalidLang,
+        E::BatchChanged,
     ];
-    covers(&all, 7, |e| match e {
+    covers(&all, 9, |e| match e {
         E::NotMailable => 0,
         E::EmptyList => 1,
         E::TooManyAddresses => 2,
@@ -117,6 +119,8 @@ pub(super) fn mailing_errors() -> Vec<engine::mailings::MailingError> {
         E::NotEnoughCodes { .. } => 4,
         E::BatchNotFound => 5,
         E::Unexpected(_) => 6,
+        E::InvalidLang => 7,
+        E::BatchChanged => 8,
     });
     all
 }

@@ -120,7 +120,8 @@ pub fn router() -> Router<ServerState> {
         )
         .route(
             "/api/v1/batches/{batch_id}/send",
-            post(console::mailings::send_codes),
+            // 10,000 addresses of up to 254 characters, quoted.
+            post(console::mailings::send_codes).layer(DefaultBodyLimit::max(4 << 20)),
         )
         .route(
             "/api/v1/batches/{batch_id}/recipients",

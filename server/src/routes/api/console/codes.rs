@@ -38,9 +38,10 @@ pub struct IssueBody {
     /// future); absent or `null`: never. Codes bound before it keep working.
     #[schema(value_type = Option<String>, format = DateTime)]
     expires_at: Option<String>,
-    /// Codes that can be mailed later (`POST /api/v1/batches/{id}/send`):
-    /// derived from their ids, so the server can write them into a mail
-    /// after this answer (default `false`: drawn at random, shown once).
+    /// Codes to be mailed (`POST /api/v1/batches/{id}/send`): derived from
+    /// their ids, so the server writes each into its mail; this answer then
+    /// carries none of them (`codes` is empty), so no code is in two hands
+    /// (default `false`: drawn at random, shown once, here).
     mailable: Option<bool>,
 }
 
@@ -83,6 +84,7 @@ pub async fn issue_codes(
     };
     // A key is one login's (`idempotency::batch_key`).
     let key = key.map(|key| batch_key(&caller.login(), key.as_str()));
+    let mailable = body.mailable.unwrap_or(false);
     let batch = service::issuing::issue_for_api(
         &state.services,
         &admin,
@@ -91,7 +93,7 @@ pub async fn issue_codes(
         body.label.as_deref().unwrap_or(""),
         expires_at,
         key.as_deref(),
-        body.mailable.unwrap_or(false),
+        mailable,
     )
     .await?;
     let codes: Vec<_> = batch
@@ -103,7 +105,12 @@ pub async fn issue_codes(
         StatusCode::CREATED,
         Json(IssuedBatch {
             batch_id: batch.batch_id,
-            count: codes.len(),
+            // A mailable batch answers its size and no code.
+            count: if mailable {
+                usize::try_from(body.count).unwrap_or_default()
+            } else {
+                codes.len()
+            },
             codes,
         }),
     ))

@@ -50,7 +50,8 @@ pub struct SendInput {
         (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
         (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
         (status = 404, description = "Not an id (an unknown batch answers 403, as another tenant's does)", body = ErrorBody),
-        (status = 409, description = "The batch was not issued `mailable` (`batch_not_mailable`)", body = ErrorBody),
+        (status = 409, description = "The batch was not issued `mailable` (`batch_not_mailable`); or a code was bound, revoked or replaced during the send (`busy_retry`, with `Retry-After`): nothing was sent, send again", body = ErrorBody),
+        (status = 413, description = "A list of more than 4 MiB", body = ErrorBody),
         (status = 422, description = "An address cannot be mailed (the lines named), the list is empty or too long, or the batch has fewer codes left than the list has new addresses (`not_enough_codes`): nothing was sent", body = ErrorBody),
     ),
     security(("bearer" = []), ("session" = [])))]
@@ -66,10 +67,7 @@ pub async fn send_codes(
     let lang = body
         .lang
         .as_deref()
-        .map(|tag| {
-            Lang::parse(tag.trim())
-                .ok_or_else(|| ApiError::invalid("lang", "a language is en, zh-CN or zh-TW"))
-        })
+        .map(|tag| Lang::parse(tag.trim()).ok_or(mailings::MailingError::InvalidLang))
         .transpose()?;
     let report = mailings::send(
         &state.services.pool,

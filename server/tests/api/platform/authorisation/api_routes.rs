@@ -159,6 +159,25 @@ fn operations(t: Target) -> Vec<(Method, &'static str, Body)> {
         (Method::POST, "/api/v1/codes/{code_id}/revoke", Body::None),
         (
             Method::POST,
+            "/api/v1/shares/{share_id}/orders",
+            Body::Json(
+                json!({ "source": "shop", "order_id": "b-2", "email": "buyer-b2@example.com",
+                        "mail": false }),
+            ),
+        ),
+        (Method::GET, "/api/v1/orders/shop/{order_id}", Body::None),
+        (
+            Method::POST,
+            "/api/v1/batches/{mailable_id}/send",
+            Body::Json(json!({ "addresses": ["reader-b@example.com"] })),
+        ),
+        (
+            Method::GET,
+            "/api/v1/batches/{mailable_id}/recipients",
+            Body::None,
+        ),
+        (
+            Method::POST,
             "/api/v1/batches/{batch_id}/revoke-unused",
             Body::None,
         ),
@@ -256,6 +275,8 @@ fn operations(t: Target) -> Vec<(Method, &'static str, Body)> {
 /// `{resource_id}` the table removes).
 fn documented(path: &str) -> String {
     path.replace("{doomed_id}", "{resource_id}")
+        .replace("{mailable_id}", "{batch_id}")
+        .replace("/orders/shop/{order_id}", "/orders/{source}/{order_id}")
         .replace("{imported_id}", "{batch_id}")
         .replace("{spare_id}", "{code_id}")
         .replace("{leaked_id}", "{code_id}")
@@ -271,6 +292,8 @@ fn objects_of(t: Target) -> Vec<(&'static str, Uuid)> {
         ("{resource_id}", t.resource),
         ("{doomed_id}", t.doomed),
         ("{batch_id}", t.batch),
+        ("{mailable_id}", t.mailable),
+        ("{order_id}", t.order),
         ("{imported_id}", t.imported),
         ("{code_id}", t.code),
         ("{spare_id}", t.spare),

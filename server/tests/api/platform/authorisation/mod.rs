@@ -52,6 +52,10 @@ struct Target {
     /// approved, one refused by the control call).
     transfer_to_approve: Uuid,
     transfer_to_refuse: Uuid,
+    /// A mailable batch with a free code (the control call mails it).
+    mailable: Uuid,
+    /// An order of B's, from the shop `shop`, with this id as its order id.
+    order: Uuid,
 }
 
 impl Target {
@@ -77,6 +81,8 @@ impl Target {
             self.leaked,
             self.transfer_to_approve,
             self.transfer_to_refuse,
+            self.mailable,
+            self.order,
         ]
         .iter()
         .map(Uuid::to_string)
@@ -200,6 +206,43 @@ async fn world(app: &TestApp) -> World {
     .expect("spare")
     .codes[0]
         .0;
+    let mailable = engine::batches::issue_codes(
+        &app.pool,
+        &keyring,
+        tenant_b,
+        admin_b,
+        &engine::batches::BatchRequest {
+            share: share.id,
+            count: 1,
+            label: "to mail",
+            expires_at: None,
+            idempotency_key: None,
+            progress: None,
+            mailable: true,
+        },
+    )
+    .await
+    .expect("a mailable batch")
+    .batch_id;
+    let order = Uuid::now_v7();
+    engine::orders::place(
+        &app.pool,
+        &keyring,
+        tenant_b,
+        admin_b,
+        &engine::orders::OrderRequest {
+            share: share.id,
+            source: engine::orders::OrderSource::parse("shop").expect("source"),
+            order_ref: engine::orders::OrderRef::parse(&order.to_string()).expect("order id"),
+            buyer: engine::accounts::Email::parse("buyer-b@example.com").expect("email"),
+            quantity: 1,
+            addressed: None,
+            mail: false,
+            lang: None,
+        },
+    )
+    .await
+    .expect("an order");
     let (token, _) = engine::tokens::create(
         &app.pool,
         tenant_b,
@@ -383,6 +426,8 @@ async fn world(app: &TestApp) -> World {
             token,
             spare,
             batch: batch.batch_id,
+            mailable,
+            order,
             imported,
             code,
             plain,
