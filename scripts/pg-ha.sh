@@ -63,9 +63,31 @@ as_pg() {
   fi
 }
 
+# Whether PID is a process that still runs (a zombie does not: it is dead
+# and only waits for PID 1 to reap it, which here can take seconds).
+is_live() {
+  [ -r "/proc/$1/status" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null
+}
+
+# Removes NAME's pid files whose process is dead. pg_autoctl and the
+# postmaster each refuse to start while their pid file names a process
+# that `kill -0` finds, and a killed one that is not yet reaped is still
+# found: a node killed a moment ago would not start again.
+clear_stale_pids() {
+  local dir=$1 name=$2 file pid
+  for file in "$dir/xdg/run/pg_autoctl$dir/$name/"*.pid "$dir/$name/postmaster.pid"; do
+    [ -s "$file" ] || continue
+    pid=$(head -n 1 "$file")
+    if [ -n "$pid" ] && ! is_live "$pid"; then
+      rm -f "$file"
+    fi
+  done
+}
+
 # Starts NAME's `pg_autoctl run` in a process group of its own.
 run_node() {
   local dir=$1 name=$2
+  clear_stale_pids "$dir" "$name"
   as_pg "$dir" setsid --fork sh -c 'echo $$ > "$1/$2.pgid"; exec pg_autoctl run --pgdata "$1/$2" >> "$1/$2.log" 2>&1' \
     sh "$dir" "$name"
   local tries=0
@@ -138,9 +160,19 @@ up() {
 }
 
 kill_node() {
-  local dir=$1 name=$2
+  local dir=$1 name=$2 pid tries=0
   [ -s "$dir/$name.pgid" ] || die "no process group recorded for $name"
+  local pids
+  pids=$(node_tree "$(cat "$dir/$name.pgid")")
   kill -9 -- "-$(cat "$dir/$name.pgid")" 2>/dev/null || true
+  # And any of its tree in a session of its own; then until none runs.
+  for pid in $pids; do kill -9 "$pid" 2>/dev/null || true; done
+  for pid in $pids; do
+    while is_live "$pid"; do
+      tries=$((tries + 1)); [ "$tries" -lt 200 ] || die "$name's process $pid outlived SIGKILL"
+      sleep 0.05
+    done
+  done
   rm -f "$dir/$name.pgid"
 }
 
