@@ -33,6 +33,12 @@ use crate::{
 /// `[[workspace.metadata.leptos]] name`).
 pub const BUNDLE_NAME: &str = "admitone";
 
+/// How often each instance looks for refunded orders whose grace ended
+/// (a bound code outlives its grace by at most this).
+const REFUND_SWEEP_EVERY: Duration = Duration::from_secs(60);
+/// Orders one sweep finishes before it looks again at once.
+const REFUND_SWEEP_BATCH: usize = 100;
+
 /// A built server, listening but not yet serving.
 pub struct Application {
     listener: TcpListener,
@@ -157,6 +163,16 @@ impl Application {
                 settings.mail.poll_interval_ms.max(10),
             ));
         }
+        // Refunded orders' bound codes, once their grace ends (every
+        // instance: they take different orders).
+        let sweeping = pool.clone();
+        crate::relay::spawn_rounds("refund sweeper", REFUND_SWEEP_EVERY, move || {
+            let pool = sweeping.clone();
+            async move {
+                let done = engine::refunds::revoke_due(&pool, None, REFUND_SWEEP_BATCH).await?;
+                Ok(done == REFUND_SWEEP_BATCH)
+            }
+        });
         let settler = engine::settlement::Settler::new(pool.clone(), redis.clone(), settlement);
         let reads = engine::db::reads(
             pool.clone(),

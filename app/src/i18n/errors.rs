@@ -16,6 +16,7 @@ use engine::{
     imports::ImportError,
     mailings::MailingError,
     orders::OrderError,
+    refunds::RefundError,
     resources::ResourceError,
     settlement::SettlementError,
     shares::ShareError,
@@ -160,6 +161,22 @@ impl Localized for OrderError {
             Self::AddressTakesOneCode => M::OrderAddressTakesOneCode,
             Self::ShareNotFound => M::ShareShareNotFound,
             Self::OrderConflict => M::OrderOrderConflict,
+            Self::Unexpected(_) => M::Unexpected,
+        };
+        lang.error(msg, &[])
+    }
+}
+
+impl Localized for RefundError {
+    fn localized(&self, lang: Lang) -> Option<String> {
+        use ErrorMsg as M;
+        let msg = match self {
+            Self::InvalidKind => M::RefundInvalidKind,
+            Self::InvalidAction => M::RefundInvalidAction,
+            Self::InvalidGrace => M::RefundInvalidGrace,
+            Self::InvalidReason => M::RefundInvalidReason,
+            Self::OrderNotFound => M::RefundOrderNotFound,
+            Self::ShareNotFound => M::ShareShareNotFound,
             Self::Unexpected(_) => M::Unexpected,
         };
         lang.error(msg, &[])

@@ -40,6 +40,17 @@ pub async fn record(conn: &mut PgConnection, entry: AuditEntry<'_>) -> anyhow::R
     Ok(())
 }
 
+/// An admin's reason for the audit log, if it is one: 1 to 500
+/// characters, trimmed, with no control character but line breaks and tabs
+/// (PostgreSQL refuses a NUL in text).
+pub(crate) fn reason_text(reason: &str) -> Option<&str> {
+    let reason = reason.trim();
+    let words = !reason
+        .chars()
+        .any(|c| c.is_control() && !matches!(c, '\n' | '\t' | '\r'));
+    ((1..=500).contains(&reason.chars().count()) && words).then_some(reason)
+}
+
 /// Records an admin's action (no reason): the common case of [`record`].
 pub async fn admin_action(
     conn: &mut PgConnection,

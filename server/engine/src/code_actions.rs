@@ -70,7 +70,7 @@ impl From<model::InvalidCodeState> for CodeError {
 }
 
 /// Ends every live grant made through `code`: its learner loses access now.
-async fn end_live_grants(
+pub(crate) async fn end_live_grants(
     conn: &mut sqlx::PgConnection,
     tenant: TenantId,
     code: Uuid,
@@ -425,17 +425,7 @@ pub async fn unbind_code(
 
 /// An admin's reason for an unbind: 1 to 500 characters, trimmed.
 pub(crate) fn check_reason(reason: &str) -> Result<&str, CodeError> {
-    let reason = reason.trim();
-    // Line breaks and tabs are words; other control characters are not
-    // (PostgreSQL refuses a NUL in text: it was a 500).
-    let words = !reason
-        .chars()
-        .any(|c| c.is_control() && !matches!(c, '\n' | '\t' | '\r'));
-    if (1..=500).contains(&reason.chars().count()) && words {
-        Ok(reason)
-    } else {
-        Err(CodeError::InvalidReason)
-    }
+    audit::reason_text(reason).ok_or(CodeError::InvalidReason)
 }
 
 /// What [`unbind_in`] did.

@@ -31,6 +31,8 @@
 //! * [`mailings`]: a mailable batch's codes mailed to a list, one each.
 //! * [`orders`]: a shop's sale turned into codes once (addressed to the
 //!   buyer, mailed), however often the shop repeats it.
+//! * [`refunds`]: what a refund or chargeback does to an order's codes
+//!   (each share's policy: revoke, after a grace for bound ones, or flag).
 //! * [`code_table`]: a share's codes page by page, their counts, a pasted
 //!   code found.
 //! * [`code_actions`]: what an admin does to one code: revoke, its expiry
@@ -98,6 +100,7 @@ pub mod orders;
 pub mod outcome;
 pub mod progress;
 pub mod read_models;
+pub mod refunds;
 pub mod reservation;
 pub mod resources;
 pub mod sessions;

@@ -1,12 +1,13 @@
 //! The answers of a course's errors: its settings, its content, its
-//! batches, imports, mailings and orders, one code, and the storage under its files. A
+//! batches, imports, mailings, orders and refunds, one code, and the storage under its files. A
 //! variant several of them share (`ShareNotFound`, `InvalidExpiry`)
 //! answers the same in each.
 
 use super::{ErrorKind, INVALID_INPUT, Outcome};
 use crate::{
     batches::BatchError, code_actions::CodeError, imports::ImportError, mailings::MailingError,
-    orders::OrderError, resources::ResourceError, shares::ShareError, storage::StorageError,
+    orders::OrderError, refunds::RefundError, resources::ResourceError, shares::ShareError,
+    storage::StorageError,
 };
 
 impl Outcome for ShareError {
@@ -206,6 +207,46 @@ impl Outcome for OrderError {
             Self::InvalidLang => Some("lang"),
             Self::AddressTakesOneCode => Some("addressed"),
             Self::OrderConflict | Self::ShareNotFound | Self::Unexpected(_) => None,
+        }
+    }
+
+    fn unexpected(&self) -> Option<&anyhow::Error> {
+        match self {
+            Self::Unexpected(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl Outcome for RefundError {
+    fn kind(&self) -> ErrorKind {
+        use ErrorKind as K;
+        match self {
+            Self::InvalidKind | Self::InvalidAction | Self::InvalidGrace | Self::InvalidReason => {
+                K::Invalid
+            }
+            Self::OrderNotFound | Self::ShareNotFound => K::NotFound,
+            Self::Unexpected(_) => K::Internal,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidKind | Self::InvalidAction | Self::InvalidGrace | Self::InvalidReason => {
+                INVALID_INPUT
+            }
+            Self::OrderNotFound | Self::ShareNotFound => "not_found",
+            Self::Unexpected(_) => "internal",
+        }
+    }
+
+    fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::InvalidKind => Some("kind"),
+            Self::InvalidAction => Some("action"),
+            Self::InvalidGrace => Some("bound_grace_hours"),
+            Self::InvalidReason => Some("reason"),
+            Self::OrderNotFound | Self::ShareNotFound | Self::Unexpected(_) => None,
         }
     }
 

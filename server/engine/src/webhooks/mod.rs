@@ -40,7 +40,7 @@ pub mod endpoints;
 pub mod relay;
 
 /// Every event a webhook can subscribe to.
-pub const EVENTS: [&str; 9] = [
+pub const EVENTS: [&str; 10] = [
     "code.bound",
     "code.unbound",
     "code.revoked",
@@ -50,6 +50,7 @@ pub const EVENTS: [&str; 9] = [
     "access.recorded",
     "batch.issued",
     "order.placed",
+    "order.refunded",
 ];
 
 #[derive(Debug, thiserror::Error)]

@@ -152,6 +152,29 @@ pub(super) fn order_errors() -> Vec<engine::orders::OrderError> {
     all
 }
 
+pub(super) fn refund_errors() -> Vec<engine::refunds::RefundError> {
+    use engine::refunds::RefundError as E;
+    let all = vec![
+        E::InvalidKind,
+        E::InvalidAction,
+        E::InvalidGrace,
+        E::InvalidReason,
+        E::OrderNotFound,
+        E::ShareNotFound,
+        E::Unexpected(boom()),
+    ];
+    covers(&all, 7, |e| match e {
+        E::InvalidKind => 0,
+        E::InvalidAction => 1,
+        E::InvalidGrace => 2,
+        E::InvalidReason => 3,
+        E::OrderNotFound => 4,
+        E::ShareNotFound => 5,
+        E::Unexpected(_) => 6,
+    });
+    all
+}
+
 pub(super) fn code_errors() -> Vec<CodeError> {
     use CodeError as E;
     let all = vec![

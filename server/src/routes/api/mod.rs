@@ -136,6 +136,14 @@ pub fn router() -> Router<ServerState> {
             get(console::orders::get_order),
         )
         .route(
+            "/api/v1/orders/{source}/{order_id}/refund",
+            post(console::refunds::refund_order),
+        )
+        .route(
+            "/api/v1/shares/{share_id}/refund-policy",
+            get(console::refunds::get_refund_policy).put(console::refunds::set_refund_policy),
+        )
+        .route(
             "/api/v1/shares/{share_id}/learners",
             get(console::activity::list_learners),
         )

@@ -9,3 +9,4 @@ mod mailings;
 mod openapi;
 mod orders;
 mod problems;
+mod refunds;

@@ -10,7 +10,7 @@
 //! CSV, revoke unused), `codes` (issue, list, read, find by full code,
 //! revoke, unbind, replace, expiry dates), `imports` (codes another system
 //! sold, and an import's report), `leaks` (revoke and replace a
-//! leaked code), `orders` (a shop's order turned into codes once, and read back), `mailings` (a mailable batch's codes mailed to a list, and its recipients), `transfers` (learners' transfer requests: list, approve, refuse), `access` (extend learners' access periods), `branding` (what learners see of the tenant: name, accent, support address, logo), `activity` (learners and access records, as
+//! leaked code), `orders` (a shop's order turned into codes once, and read back), `refunds` (an order refunded by its share's policy, and that policy), `mailings` (a mailable batch's codes mailed to a list, and its recipients), `transfers` (learners' transfer requests: list, approve, refuse), `access` (extend learners' access periods), `branding` (what learners see of the tenant: name, accent, support address, logo), `activity` (learners and access records, as
 //! pages and CSV, the audit log) and `integrations` (API tokens, webhooks).
 
 pub(super) mod access;
@@ -23,6 +23,7 @@ pub(super) mod integrations;
 pub(super) mod leaks;
 pub(super) mod mailings;
 pub(super) mod orders;
+pub(super) mod refunds;
 pub(super) mod resources;
 pub(super) mod shares;
 pub(super) mod transfers;

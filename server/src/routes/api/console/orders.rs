@@ -5,6 +5,7 @@
 //! again answers the first call, with `replayed: true`, and issues
 //! nothing. `GET /api/v1/orders/{source}/{order_id}` reads an order and
 //! its codes as they stand (hints, states and holders; never the codes).
+//! Refunds: `refunds.rs`.
 
 use axum::{
     Json,
@@ -13,8 +14,9 @@ use axum::{
     response::IntoResponse,
 };
 use engine::{
-    accounts::Email,
+    accounts::{Email, Principal},
     orders::{self, OrderError, OrderRef, OrderRequest, OrderSource, Placed},
+    refunds,
     tenants::{Permission, TenantId},
 };
 use model::Lang;
@@ -24,7 +26,9 @@ use uuid::Uuid;
 use super::{Caller, member_of_share};
 use crate::problem::{ApiError, rejection};
 use crate::{
-    routes::api::schema::{ErrorBody, OrderBody, OrderCodeBody, PlacedOrder, PlacedOrderCode},
+    routes::api::schema::{
+        ErrorBody, OrderBody, OrderCodeBody, PlacedOrder, PlacedOrderCode, RefundBody,
+    },
     state::ServerState,
 };
 
@@ -124,7 +128,7 @@ pub async fn place_order(
     Ok((
         status,
         Json(PlacedOrder {
-            order: body_of(order),
+            order: body_of(order, None),
             replayed,
             codes,
         }),
@@ -137,7 +141,7 @@ pub async fn place_order(
 pub struct OrderQuery {
     /// The tenant that recorded it; needed only when the caller is a
     /// member of several that recorded this `(source, order_id)`.
-    tenant_id: Option<Uuid>,
+    pub(super) tenant_id: Option<Uuid>,
 }
 
 /// Reads an order: its codes' states and holders (never the codes).
@@ -162,14 +166,38 @@ pub async fn get_order(
 ) -> Result<impl IntoResponse, ApiError> {
     let source = OrderSource::parse(&source)?;
     let order_ref = OrderRef::parse(&order_id)?;
+    let (tenant, _) = order_tenant(
+        &state,
+        &caller,
+        (&source, &order_ref),
+        query.tenant_id,
+        Permission::ViewConsole,
+    )
+    .await?;
     let pool = &state.services.pool;
-    let among = caller.tenants(&state).await?;
-    let mut found = orders::tenants_with(pool, &among, &source, &order_ref).await?;
-    if let Some(tenant) = query.tenant_id {
+    let order = orders::get(pool, tenant, &source, &order_ref)
+        .await?
+        .ok_or_else(ApiError::not_found)?;
+    let refund = refunds::recorded(pool, tenant, order.id).await?;
+    Ok(Json(body_of(&order, refund.as_ref())))
+}
+
+/// The tenant of the caller's that recorded the order, where the caller
+/// has `permission`: an unknown order answers as another tenant's does.
+pub(super) async fn order_tenant(
+    state: &ServerState,
+    caller: &Caller,
+    (source, order_ref): (&OrderSource, &OrderRef),
+    named: Option<Uuid>,
+    permission: Permission,
+) -> Result<(TenantId, Principal), ApiError> {
+    let among = caller.tenants(state).await?;
+    let mut found = orders::tenants_with(&state.services.pool, &among, source, order_ref).await?;
+    if let Some(tenant) = named {
         found.retain(|t| t.0 == tenant);
     }
     let tenant: TenantId = match found.as_slice() {
-        [] => return Err(caller.refuse(&state).await),
+        [] => return Err(caller.refuse(state).await),
         [tenant] => *tenant,
         _ => {
             return Err(ApiError::invalid(
@@ -178,17 +206,20 @@ pub async fn get_order(
             ));
         }
     };
-    caller
-        .member_of(&state, tenant, Permission::ViewConsole)
-        .await?;
-    let order = orders::get(pool, tenant, &source, &order_ref)
-        .await?
-        .ok_or_else(ApiError::not_found)?;
-    Ok(Json(body_of(&order)))
+    let member = caller.member_of(state, tenant, permission).await?;
+    Ok((tenant, member))
 }
 
-fn body_of(order: &orders::Order) -> OrderBody {
+pub(super) fn body_of(order: &orders::Order, refund: Option<&refunds::Refund>) -> OrderBody {
     OrderBody {
+        refund: refund.map(|refund| RefundBody {
+            kind: refund.kind.as_str().to_owned(),
+            action: refund.action.as_str().to_owned(),
+            reason: refund.reason.clone(),
+            refunded_at: refund.refunded_at,
+            revoke_bound_at: refund.revoke_bound_at,
+            bound_revoked_at: refund.bound_revoked_at,
+        }),
         id: order.id,
         tenant_id: order.tenant.0,
         source: order.source.clone(),

@@ -29,7 +29,8 @@ pub use console::{
 pub use document::{ApiDoc, openapi_json};
 pub use learner::{AccountBody, BrandingView, CodeEntered, Me, PublicShare, SharePage};
 pub use orders::{
-    OrderBody, OrderCodeBody, PlacedOrder, PlacedOrderCode, RecipientBody, RecipientsPage, SendBody,
+    OrderBody, OrderCodeBody, PlacedOrder, PlacedOrderCode, RecipientBody, RecipientsPage,
+    RefundBody, RefundPolicyBody, RefundedOrder, SendBody,
 };
 pub use transfers::TransferView;
 

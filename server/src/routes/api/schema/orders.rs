@@ -1,5 +1,6 @@
 //! An order and its codes (`routes/api/console/orders.rs`), and a
-//! batch's codes sent by mail (`routes/api/console/mailings.rs`).
+//! batch's codes sent by mail (`routes/api/console/mailings.rs`), and
+//! refunds (`routes/api/console/refunds.rs`).
 
 use serde::Serialize;
 use time::OffsetDateTime;
@@ -32,6 +33,52 @@ pub struct OrderBody {
     #[schema(value_type = String, format = DateTime)]
     pub created_at: OffsetDateTime,
     pub codes: Vec<OrderCodeBody>,
+    /// The refund or chargeback, once one came (`null`: none).
+    pub refund: Option<RefundBody>,
+}
+
+/// An order's refund, as recorded when it came.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RefundBody {
+    /// `refund` or `chargeback`.
+    pub kind: String,
+    /// The share's policy as applied: `revoke` or `flag`.
+    pub action: String,
+    pub reason: Option<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub refunded_at: OffsetDateTime,
+    /// When the order's bound codes will be revoked (the policy's grace);
+    /// `null` once they are, or when none will be.
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub revoke_bound_at: Option<OffsetDateTime>,
+    /// When the order's bound codes were revoked.
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub bound_revoked_at: Option<OffsetDateTime>,
+}
+
+/// The answer to refunding an order (or to its replay).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RefundedOrder {
+    #[serde(flatten)]
+    pub order: OrderBody,
+    /// `true`: the order was refunded before; nothing was done now.
+    pub replayed: bool,
+    /// The codes this call revoked (none on a replay).
+    pub revoked: Vec<uuid::Uuid>,
+}
+
+/// A share's refund policy.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RefundPolicyBody {
+    pub share_id: Uuid,
+    /// `revoke` (unused codes at once, bound ones after the grace) or
+    /// `flag` (nothing revoked, the order marked).
+    pub action: String,
+    /// Hours a bound code outlives the refund (0: revoked at once).
+    pub bound_grace_hours: i32,
 }
 
 /// One code of an order, as it stands.

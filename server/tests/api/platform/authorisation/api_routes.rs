@@ -167,6 +167,21 @@ fn operations(t: Target) -> Vec<(Method, &'static str, Body)> {
         ),
         (Method::GET, "/api/v1/orders/shop/{order_id}", Body::None),
         (
+            Method::GET,
+            "/api/v1/shares/{share_id}/refund-policy",
+            Body::None,
+        ),
+        (
+            Method::PUT,
+            "/api/v1/shares/{share_id}/refund-policy",
+            Body::Json(json!({ "action": "revoke", "bound_grace_hours": 24 })),
+        ),
+        (
+            Method::POST,
+            "/api/v1/orders/shop/{order_id}/refund",
+            Body::Json(json!({ "reason": "test" })),
+        ),
+        (
             Method::POST,
             "/api/v1/batches/{mailable_id}/send",
             Body::Json(json!({ "addresses": ["reader-b@example.com"] })),

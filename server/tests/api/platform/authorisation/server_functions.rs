@@ -418,6 +418,7 @@ pub(super) async fn snapshot(pool: &PgPool) -> String {
             (SELECT md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM transfer_requests x),
             (SELECT md5(coalesce(string_agg(o::text, ',' ORDER BY o::text), '')) FROM orders o),
             (SELECT md5(coalesce(string_agg(m::text, ',' ORDER BY m::text), '')) FROM code_mailings m),
+            (SELECT md5(coalesce(string_agg(p::text, ',' ORDER BY p::text), '')) FROM refund_policies p),
             -- Which mails were queued (the relay updates the rows as it sends).
             (SELECT md5(coalesce(string_agg(o.id::text, ',' ORDER BY o.id), '')) FROM mail_outbox o))",
     )

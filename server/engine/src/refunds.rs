@@ -1,0 +1,621 @@
+//! Refunds out: what a shop's refund or chargeback does to an order's
+//! codes.
+//!
+//! Each share has a refund policy ([`RefundPolicy`], `refund_policies`;
+//! none set: [`RefundPolicy::default`]): **revoke** the order's codes (the
+//! unused ones at once, so the seat sold can no longer be taken; the bound
+//! ones when the policy's grace has passed, at once without one), or only
+//! **flag** the order for the creator to decide. [`refund`] records the
+//! refund on the order row once, in one transaction with what it revokes,
+//! the audit row `order.refunded` and the outbox event `order.refunded`:
+//! a shop's retry, or a chargeback after a refund, finds it recorded and
+//! changes nothing. A learner whose bound code is revoked loses access at
+//! once and is told by mail (the notice an admin's revocation sends).
+//!
+//! The grace's end is a moment on the order (`revoke_bound_at`), acted on
+//! by [`revoke_due`], which every instance runs every minute
+//! (`server/src/startup.rs`); instances share the work with `SKIP LOCKED`.
+//! The policy applied is the one in force when the refund came: a later
+//! change does not reach back.
+
+use anyhow::Context as _;
+use serde_json::json;
+use sqlx::{PgConnection, PgPool};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::{
+    accounts::AccountId,
+    audit::{self, AuditEntry},
+    mail,
+    orders::{OrderRef, OrderSource},
+    shares::ShareId,
+    tenants::TenantId,
+};
+
+/// What refuses a refund or a policy.
+#[derive(Debug, thiserror::Error)]
+pub enum RefundError {
+    #[error("a refund's kind is refund or chargeback")]
+    InvalidKind,
+    #[error("a refund policy's action is revoke or flag")]
+    InvalidAction,
+    /// The grace is how long a bound code outlives the refund: only
+    /// `revoke` revokes it at all.
+    #[error("a grace is 0 to 2,160 hours (90 days), and only when the action is revoke")]
+    InvalidGrace,
+    #[error("a reason is 1 to 500 characters")]
+    InvalidReason,
+    #[error("no such order")]
+    OrderNotFound,
+    #[error("no such share")]
+    ShareNotFound,
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
+
+/// What a shop reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefundKind {
+    /// The seller gave the money back.
+    Refund,
+    /// The buyer's bank took it back (a dispute).
+    Chargeback,
+}
+
+impl RefundKind {
+    pub fn parse(raw: &str) -> Result<Self, RefundError> {
+        match raw.trim() {
+            "refund" => Ok(Self::Refund),
+            "chargeback" => Ok(Self::Chargeback),
+            _ => Err(RefundError::InvalidKind),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Refund => "refund",
+            Self::Chargeback => "chargeback",
+        }
+    }
+}
+
+/// What a refund does to an order's codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefundAction {
+    /// Unused codes at once, bound ones after the grace.
+    Revoke,
+    /// Nothing revoked: the order is marked for the creator.
+    Flag,
+}
+
+impl RefundAction {
+    pub fn parse(raw: &str) -> Result<Self, RefundError> {
+        match raw.trim() {
+            "revoke" => Ok(Self::Revoke),
+            "flag" => Ok(Self::Flag),
+            _ => Err(RefundError::InvalidAction),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Revoke => "revoke",
+            Self::Flag => "flag",
+        }
+    }
+}
+
+/// The most grace a bound code may get: 90 days.
+pub const MAX_GRACE_HOURS: i64 = 2160;
+
+/// A share's refund policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RefundPolicy {
+    action: RefundAction,
+    bound_grace_hours: i32,
+}
+
+impl Default for RefundPolicy {
+    /// A refund takes the seat back, all of it at once: a creator who
+    /// set nothing sold nothing that is still used.
+    fn default() -> Self {
+        Self {
+            action: RefundAction::Revoke,
+            bound_grace_hours: 0,
+        }
+    }
+}
+
+impl RefundPolicy {
+    /// A policy: `revoke` with 0 to [`MAX_GRACE_HOURS`] of grace for a
+    /// bound code, or `flag` (no grace: nothing is revoked).
+    pub fn new(action: RefundAction, bound_grace_hours: i64) -> Result<Self, RefundError> {
+        let hours = i32::try_from(bound_grace_hours)
+            .ok()
+            .filter(|h| (0..=MAX_GRACE_HOURS).contains(&i64::from(*h)))
+            .filter(|h| action == RefundAction::Revoke || *h == 0)
+            .ok_or(RefundError::InvalidGrace)?;
+        Ok(Self {
+            action,
+            bound_grace_hours: hours,
+        })
+    }
+
+    pub fn action(&self) -> RefundAction {
+        self.action
+    }
+
+    pub fn bound_grace_hours(&self) -> i32 {
+        self.bound_grace_hours
+    }
+}
+
+/// A share's refund policy (the default when none was set).
+pub async fn policy(
+    pool: &PgPool,
+    tenant: TenantId,
+    share: ShareId,
+) -> Result<RefundPolicy, RefundError> {
+    let row = sqlx::query!(
+        r#"SELECT p.action AS "action?", p.bound_grace_hours AS "hours?"
+           FROM shares s LEFT JOIN refund_policies p ON p.tenant_id = s.tenant_id AND p.share_id = s.id
+           WHERE s.tenant_id = $1 AND s.id = $2"#,
+        tenant.0,
+        share.0,
+    )
+    .fetch_optional(pool)
+    .await
+    .context("reading a share's refund policy")?
+    .ok_or(RefundError::ShareNotFound)?;
+    Ok(stored_policy(row.action.as_deref(), row.hours))
+}
+
+fn stored_policy(action: Option<&str>, hours: Option<i32>) -> RefundPolicy {
+    match (action.map(RefundAction::parse), hours) {
+        (Some(Ok(action)), Some(hours)) => RefundPolicy {
+            action,
+            bound_grace_hours: hours,
+        },
+        _ => RefundPolicy::default(),
+    }
+}
+
+/// Sets a share's refund policy (audited: `share.refund_policy_set`).
+/// Orders refunded before keep what was applied to them.
+pub async fn set_policy(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    share: ShareId,
+    policy: RefundPolicy,
+) -> Result<RefundPolicy, RefundError> {
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let written = sqlx::query!(
+        "INSERT INTO refund_policies (tenant_id, share_id, action, bound_grace_hours, updated_by)
+         SELECT $1, $2, $3, $4, $5 WHERE EXISTS (SELECT 1 FROM shares WHERE tenant_id = $1 AND id = $2)
+         ON CONFLICT (tenant_id, share_id) DO UPDATE
+            SET action = EXCLUDED.action, bound_grace_hours = EXCLUDED.bound_grace_hours,
+                updated_by = EXCLUDED.updated_by, updated_at = now()",
+        tenant.0,
+        share.0,
+        policy.action.as_str(),
+        policy.bound_grace_hours,
+        actor.0,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("writing a share's refund policy")?;
+    if written.rows_affected() == 0 {
+        return Err(RefundError::ShareNotFound);
+    }
+    audit::admin_action(
+        &mut tx,
+        tenant,
+        actor,
+        "share.refund_policy_set",
+        ("share", share.0),
+        json!({ "action": policy.action.as_str(), "bound_grace_hours": policy.bound_grace_hours }),
+    )
+    .await?;
+    tx.commit()
+        .await
+        .context("committing a share's refund policy")?;
+    Ok(policy)
+}
+
+/// A reason given with a refund, if any ([`audit::reason_text`]).
+fn check_reason(reason: Option<&str>) -> Result<Option<&str>, RefundError> {
+    reason
+        .map(|reason| audit::reason_text(reason).ok_or(RefundError::InvalidReason))
+        .transpose()
+}
+
+/// A refund as recorded on its order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refund {
+    pub order_id: Uuid,
+    pub kind: RefundKind,
+    /// The policy's action as applied.
+    pub action: RefundAction,
+    pub reason: Option<String>,
+    pub refunded_by: Option<AccountId>,
+    pub refunded_at: OffsetDateTime,
+    /// When the order's bound codes will be revoked (the grace's end);
+    /// `None` once they are, or when none will be.
+    pub revoke_bound_at: Option<OffsetDateTime>,
+    /// When the order's bound codes were revoked (at the refund, or at
+    /// the grace's end).
+    pub bound_revoked_at: Option<OffsetDateTime>,
+}
+
+/// What [`refund`] did: recorded the refund now, or found it recorded.
+#[derive(Debug)]
+pub enum Refunded {
+    /// Recorded now: the codes this refund revoked at once.
+    New { refund: Refund, revoked: Vec<Uuid> },
+    /// Recorded before (a shop's retry, a chargeback after a refund):
+    /// nothing was done now.
+    Replayed(Refund),
+}
+
+impl Refunded {
+    pub fn refund(&self) -> &Refund {
+        match self {
+            Self::New { refund, .. } | Self::Replayed(refund) => refund,
+        }
+    }
+}
+
+/// A refund as asked.
+#[derive(Debug, Clone)]
+pub struct RefundRequest<'a> {
+    pub source: &'a OrderSource,
+    pub order_ref: &'a OrderRef,
+    pub kind: RefundKind,
+    pub reason: Option<&'a str>,
+}
+
+/// Refunds an order by its shop's id: applies its share's policy, records
+/// the refund, audits it and emits `order.refunded`, in one transaction;
+/// an order refunded before is answered as it was.
+pub async fn refund(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    request: &RefundRequest<'_>,
+) -> Result<Refunded, RefundError> {
+    let reason = check_reason(request.reason)?;
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    // The order's row lock: a concurrent refund of it waits here, then
+    // finds this one's.
+    let order = sqlx::query!(
+        "SELECT o.id, o.share_id, o.batch_id, o.refunded_at IS NOT NULL AS refunded,
+                p.action AS \"action?\", p.bound_grace_hours AS \"hours?\"
+         FROM orders o
+         LEFT JOIN refund_policies p ON p.tenant_id = o.tenant_id AND p.share_id = o.share_id
+         WHERE o.tenant_id = $1 AND o.source = $2 AND o.order_ref = $3
+         FOR UPDATE OF o",
+        tenant.0,
+        request.source.as_str(),
+        request.order_ref.as_str(),
+    )
+    .fetch_optional(&mut *tx)
+    .await
+    .context("locking an order")?
+    .ok_or(RefundError::OrderNotFound)?;
+    if order.refunded == Some(true) {
+        tx.rollback().await.context("ending a replay")?;
+        let refund = recorded(pool, tenant, order.id)
+            .await?
+            .context("a refunded order lost its refund")?;
+        return Ok(Refunded::Replayed(refund));
+    }
+    let policy = stored_policy(order.action.as_deref(), order.hours);
+    let mut revoked = Vec::new();
+    let mut revoke_bound_at = None;
+    let mut bound_revoked = false;
+    if policy.action == RefundAction::Revoke {
+        // The seat sold can no longer be taken: a settlement binding one
+        // of these codes now either committed first (the code is bound,
+        // and dealt with below) or finds it revoked.
+        revoked = sqlx::query_scalar!(
+            "UPDATE auth_codes SET revoked_at = now()
+             WHERE tenant_id = $1 AND batch_id = $2 AND revoked_at IS NULL AND bound_principal IS NULL
+             RETURNING id",
+            tenant.0,
+            order.batch_id,
+        )
+        .fetch_all(&mut *tx)
+        .await
+        .context("revoking a refunded order's unused codes")?;
+        if policy.bound_grace_hours == 0 {
+            let bound =
+                revoke_codes(&mut tx, tenant, actor, order.share_id, order.batch_id).await?;
+            revoked.extend(bound);
+            bound_revoked = true;
+        } else {
+            revoke_bound_at = Some(
+                sqlx::query_scalar!(
+                    r#"SELECT now() + make_interval(hours => $1) AS "at!""#,
+                    policy.bound_grace_hours
+                )
+                .fetch_one(&mut *tx)
+                .await
+                .context("reading the grace's end")?,
+            );
+        }
+    }
+    let at = sqlx::query_scalar!(
+        "UPDATE orders SET refund_kind = $3, refund_action = $4, refund_reason = $5,
+                refunded_by = $6, refunded_at = now(), revoke_bound_at = $7,
+                bound_revoked_at = CASE WHEN $8 THEN now() END
+         WHERE tenant_id = $1 AND id = $2
+         RETURNING refunded_at AS \"at!\"",
+        tenant.0,
+        order.id,
+        request.kind.as_str(),
+        policy.action.as_str(),
+        reason,
+        actor.0,
+        revoke_bound_at,
+        bound_revoked,
+    )
+    .fetch_one(&mut *tx)
+    .await
+    .context("recording a refund")?;
+    let pending: Vec<Uuid> = if revoke_bound_at.is_some() || policy.action == RefundAction::Flag {
+        sqlx::query_scalar!(
+            "SELECT id FROM auth_codes WHERE tenant_id = $1 AND batch_id = $2
+             AND revoked_at IS NULL AND bound_principal IS NOT NULL ORDER BY id",
+            tenant.0,
+            order.batch_id,
+        )
+        .fetch_all(&mut *tx)
+        .await
+        .context("reading a refunded order's bound codes")?
+    } else {
+        Vec::new()
+    };
+    revoked.sort_unstable();
+    let details = json!({
+        "source": request.source.as_str(), "order_ref": request.order_ref.as_str(),
+        "share_id": order.share_id, "kind": request.kind.as_str(),
+        "action": policy.action.as_str(), "revoked": revoked,
+        "bound_pending": pending, "revoke_bound_at": revoke_bound_at.map(rfc3339),
+    });
+    audit::record(
+        &mut tx,
+        AuditEntry {
+            tenant,
+            actor: Some(actor),
+            action: "order.refunded",
+            target_type: "order",
+            target_id: Some(order.id),
+            reason,
+            details: details.clone(),
+        },
+    )
+    .await?;
+    let mut event = details;
+    event["order_id"] = json!(order.id);
+    audit::emit(&mut tx, tenant, "order.refunded", event).await?;
+    tx.commit().await.context("committing a refund")?;
+    Ok(Refunded::New {
+        refund: Refund {
+            order_id: order.id,
+            kind: request.kind,
+            action: policy.action,
+            reason: reason.map(str::to_owned),
+            refunded_by: Some(actor),
+            refunded_at: at,
+            revoke_bound_at,
+            bound_revoked_at: bound_revoked.then_some(at),
+        },
+        revoked,
+    })
+}
+
+fn rfc3339(at: OffsetDateTime) -> String {
+    at.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// Revokes every code of `batch` still live, bound ones included: each
+/// bound learner loses access now, their open transfer requests are
+/// withdrawn, they are told by mail, and `code.revoked` is emitted for
+/// each (as an admin's revocation does). Returns the codes revoked.
+async fn revoke_codes(
+    tx: &mut PgConnection,
+    tenant: TenantId,
+    actor: AccountId,
+    share: Uuid,
+    batch: Uuid,
+) -> anyhow::Result<Vec<Uuid>> {
+    let rows = sqlx::query!(
+        "UPDATE auth_codes SET revoked_at = now()
+         WHERE tenant_id = $1 AND batch_id = $2 AND revoked_at IS NULL
+         RETURNING id, bound_principal",
+        tenant.0,
+        batch,
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .context("revoking a refunded order's codes")?;
+    for row in &rows {
+        let Some(learner) = row.bound_principal else {
+            continue;
+        };
+        crate::code_actions::end_live_grants(&mut *tx, tenant, row.id).await?;
+        crate::transfers::withdraw_open(&mut *tx, tenant, row.id, actor).await?;
+        audit::emit(
+            &mut *tx,
+            tenant,
+            "code.revoked",
+            json!({ "share_id": share, "code_id": row.id }),
+        )
+        .await?;
+        mail::enqueue_code_notice(
+            &mut *tx,
+            mail::Template::CodeRevoked,
+            tenant,
+            share,
+            AccountId(learner),
+            json!({}),
+        )
+        .await?;
+    }
+    Ok(rows.into_iter().map(|row| row.id).collect())
+}
+
+/// An order's refund, if it was refunded.
+pub async fn recorded(
+    pool: &PgPool,
+    tenant: TenantId,
+    order: Uuid,
+) -> anyhow::Result<Option<Refund>> {
+    let row = sqlx::query!(
+        r#"SELECT refund_kind AS "kind!", refund_action AS "action!", refund_reason, refunded_by,
+                  refunded_at AS "at!", revoke_bound_at, bound_revoked_at
+           FROM orders WHERE tenant_id = $1 AND id = $2 AND refunded_at IS NOT NULL"#,
+        tenant.0,
+        order,
+    )
+    .fetch_optional(pool)
+    .await
+    .context("reading an order's refund")?;
+    row.map(|row| {
+        Ok(Refund {
+            order_id: order,
+            kind: RefundKind::parse(&row.kind).context("a stored refund kind")?,
+            action: RefundAction::parse(&row.action).context("a stored refund action")?,
+            reason: row.refund_reason,
+            refunded_by: row.refunded_by.map(AccountId),
+            refunded_at: row.at,
+            revoke_bound_at: row.revoke_bound_at,
+            bound_revoked_at: row.bound_revoked_at,
+        })
+    })
+    .transpose()
+}
+
+/// Revokes the bound codes of every refunded order whose grace ended by
+/// `now` (`None`: the database's clock), one order a transaction (audited `order.refund_grace_ended`,
+/// the actor the member who refunded it; each learner told), at most
+/// `limit` orders. Returns how many orders it finished. Several
+/// instances at once take different orders.
+pub async fn revoke_due(
+    pool: &PgPool,
+    now: Option<OffsetDateTime>,
+    limit: usize,
+) -> anyhow::Result<usize> {
+    let mut done = 0;
+    while done < limit {
+        let mut tx = pool.begin().await.context("starting a transaction")?;
+        let Some(order) = sqlx::query!(
+            "SELECT tenant_id, id, share_id, batch_id, refunded_by, revoke_bound_at AS \"due!\"
+             FROM orders WHERE revoke_bound_at <= coalesce($1, now())
+             ORDER BY revoke_bound_at LIMIT 1 FOR UPDATE SKIP LOCKED",
+            now,
+        )
+        .fetch_optional(&mut *tx)
+        .await
+        .context("finding a refund whose grace ended")?
+        else {
+            break;
+        };
+        let tenant = TenantId(order.tenant_id);
+        let actor = order
+            .refunded_by
+            .map(AccountId)
+            .context("a refund waiting for its grace has no actor")?;
+        let revoked = revoke_codes(&mut tx, tenant, actor, order.share_id, order.batch_id).await?;
+        sqlx::query!(
+            "UPDATE orders SET revoke_bound_at = NULL, bound_revoked_at = now()
+             WHERE tenant_id = $1 AND id = $2",
+            order.tenant_id,
+            order.id,
+        )
+        .execute(&mut *tx)
+        .await
+        .context("noting a refund's grace ended")?;
+        audit::record(
+            &mut tx,
+            AuditEntry {
+                tenant,
+                actor: Some(actor),
+                action: "order.refund_grace_ended",
+                target_type: "order",
+                target_id: Some(order.id),
+                reason: None,
+                details: json!({ "share_id": order.share_id, "revoked": revoked,
+                                 "due": rfc3339(order.due) }),
+            },
+        )
+        .await?;
+        tx.commit()
+            .await
+            .context("committing a refund's grace end")?;
+        done += 1;
+    }
+    Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_policy_grants_grace_only_to_revoke_and_within_90_days() {
+        for hours in [0, 1, 72, MAX_GRACE_HOURS] {
+            let policy = RefundPolicy::new(RefundAction::Revoke, hours).expect("in range");
+            assert_eq!(i64::from(policy.bound_grace_hours()), hours);
+        }
+        for hours in [-1, MAX_GRACE_HOURS + 1, i64::from(i32::MAX) + 1] {
+            assert!(matches!(
+                RefundPolicy::new(RefundAction::Revoke, hours),
+                Err(RefundError::InvalidGrace)
+            ));
+        }
+        assert!(RefundPolicy::new(RefundAction::Flag, 0).is_ok());
+        assert!(matches!(
+            RefundPolicy::new(RefundAction::Flag, 1),
+            Err(RefundError::InvalidGrace)
+        ));
+        assert_eq!(
+            RefundPolicy::default(),
+            RefundPolicy::new(RefundAction::Revoke, 0).expect("default")
+        );
+    }
+
+    #[test]
+    fn kinds_actions_and_reasons_are_parsed() {
+        assert_eq!(RefundKind::parse(" refund ").ok(), Some(RefundKind::Refund));
+        assert_eq!(
+            RefundKind::parse("chargeback").ok(),
+            Some(RefundKind::Chargeback)
+        );
+        for bad in ["", "Refund", "dispute"] {
+            assert!(matches!(
+                RefundKind::parse(bad),
+                Err(RefundError::InvalidKind)
+            ));
+        }
+        assert_eq!(RefundAction::parse("flag").ok(), Some(RefundAction::Flag));
+        assert!(matches!(
+            RefundAction::parse("keep"),
+            Err(RefundError::InvalidAction)
+        ));
+        assert_eq!(check_reason(None).ok(), Some(None));
+        assert_eq!(
+            check_reason(Some(" asked by mail \n")).ok(),
+            Some(Some("asked by mail"))
+        );
+        for bad in ["", "   ", "a\u{0}b", &"é".repeat(501)] {
+            assert!(
+                matches!(check_reason(Some(bad)), Err(RefundError::InvalidReason)),
+                "{bad:?}"
+            );
+        }
+    }
+}

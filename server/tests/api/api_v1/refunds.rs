@@ -1,0 +1,638 @@
+//! Refunds through the JSON API (`POST
+//! /api/v1/orders/{source}/{order_id}/refund`, `GET`/`PUT
+//! /api/v1/shares/{id}/refund-policy`), against real PostgreSQL, Redis and
+//! SMTP: a refund applies the share's policy once (unused codes revoked
+//! at once, bound ones after the grace or at once, or only a flag), the
+//! learner who loses a seat is told by mail, and the audit log and the
+//! outbox say what happened. Every answer is checked against the database.
+
+use futures::future::join_all;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use time::{Duration, OffsetDateTime, format_description::well_known::Rfc3339};
+use uuid::Uuid;
+
+use crate::support::app::{TestApp, new_client};
+use crate::support::course::{
+    self, Admin, admin, assert_invariants, enter_code, error_of, learners, open, open_only,
+};
+use crate::support::mail::{MAIL_WAIT, sign_up, spawn_app_with_mail};
+use crate::support::tokens::{as_token, create_token};
+
+/// A course (no quota) and a token that may write.
+async fn shop(app: &TestApp) -> (Admin, course::Course, String) {
+    let admin = admin(app).await;
+    let course = course::course(app, &admin, json!({ "quota": null })).await;
+    let token = create_token(app, &admin, &["read", "write"]).await;
+    (admin, course, token)
+}
+
+/// Places an order the caller hands out itself; its codes and their ids.
+async fn order(
+    app: &TestApp,
+    token: &str,
+    share: Uuid,
+    order_id: &str,
+    quantity: usize,
+) -> Vec<(Uuid, String)> {
+    let (status, placed) = as_token(
+        app,
+        token,
+        Method::POST,
+        &format!("/api/v1/shares/{share}/orders"),
+        Some(
+            json!({ "source": "stripe", "order_id": order_id, "email": "buyer@example.com",
+                     "quantity": quantity, "mail": false, "addressed": false }),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{placed}");
+    placed["issued"]
+        .as_array()
+        .expect("issued")
+        .iter()
+        .map(|c| {
+            (
+                c["id"].as_str().and_then(|id| id.parse().ok()).expect("id"),
+                c["code"].as_str().expect("code").to_owned(),
+            )
+        })
+        .collect()
+}
+
+async fn refund(app: &TestApp, token: &str, order_id: &str, body: Value) -> (StatusCode, Value) {
+    as_token(
+        app,
+        token,
+        Method::POST,
+        &format!("/api/v1/orders/stripe/{order_id}/refund"),
+        Some(body),
+    )
+    .await
+}
+
+async fn count(app: &TestApp, sql: &str) -> i64 {
+    sqlx::query_scalar(sql)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+async fn revoked_ids(app: &TestApp, codes: &[(Uuid, String)]) -> Vec<Uuid> {
+    let ids: Vec<Uuid> = codes.iter().map(|(id, _)| *id).collect();
+    sqlx::query_scalar(
+        "SELECT id FROM auth_codes WHERE id = ANY($1) AND revoked_at IS NOT NULL ORDER BY id",
+    )
+    .bind(&ids)
+    .fetch_all(&app.pool)
+    .await
+    .expect("revoked codes")
+}
+
+fn at(value: &Value) -> OffsetDateTime {
+    OffsetDateTime::parse(value.as_str().expect("a date"), &Rfc3339).expect("RFC 3339")
+}
+
+fn ids(value: &Value) -> Vec<Uuid> {
+    let mut ids: Vec<Uuid> = value
+        .as_array()
+        .expect("ids")
+        .iter()
+        .map(|id| id.as_str().and_then(|id| id.parse().ok()).expect("an id"))
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+/// Grants of `codes` still live: what the content is served under (a
+/// stream already open may go on until the server next checks its grant,
+/// `settlement.grant_recheck_secs`).
+async fn live_grants(app: &TestApp, codes: &[(Uuid, String)]) -> i64 {
+    let ids: Vec<Uuid> = codes.iter().map(|(id, _)| *id).collect();
+    sqlx::query_scalar(
+        "SELECT count(*) FROM access_records WHERE code_id = ANY($1) AND expires_at > now()",
+    )
+    .bind(&ids)
+    .fetch_one(&app.pool)
+    .await
+    .expect("live grants")
+}
+
+async fn sweep(app: &TestApp, now: OffsetDateTime) -> usize {
+    engine::refunds::revoke_due(&app.pool, Some(now), 10)
+        .await
+        .expect("the sweep")
+}
+
+/// A share whose policy gives bound codes 48 hours: the refund revokes
+/// the two unused codes of a three-code order at once (no one can take
+/// them), the bound learner keeps the course until the grace ends, then
+/// loses it and is told. A retry (a chargeback after the refund) changes
+/// nothing; the audit log and the outbox say each step once.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_refund_revokes_unused_codes_at_once_and_a_bound_one_after_its_grace(pool: PgPool) {
+    let (app, sink) = spawn_app_with_mail(pool).await;
+    let (_admin, course, token) = shop(&app).await;
+    let policy_path = format!("/api/v1/shares/{}/refund-policy", course.share);
+    let (status, policy) = as_token(&app, &token, Method::GET, &policy_path, None).await;
+    assert_eq!(status, StatusCode::OK, "{policy}");
+    assert_eq!(
+        policy,
+        json!({ "share_id": course.share, "action": "revoke", "bound_grace_hours": 0 }),
+        "a share with none set revokes at once"
+    );
+    let (status, policy) = as_token(
+        &app,
+        &token,
+        Method::PUT,
+        &policy_path,
+        Some(json!({ "action": "revoke", "bound_grace_hours": 48 })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{policy}");
+    assert_eq!(policy["bound_grace_hours"], 48);
+
+    let codes = order(&app, &token, course.share, "cs_refund_1", 3).await;
+    let mut people = learners(&app, 2).await;
+    let (bob, bob_client) = people.pop().expect("bob");
+    let (ann, ann_client) = people.pop().expect("ann");
+    let entered = enter_code(&app, &ann_client, &course.slug, &codes[0].1).await;
+    assert!(entered.status().is_success(), "{}", entered.status());
+    assert_eq!(open(&app, &ann_client, &course, None).await.status(), 200);
+
+    let (status, refunded) = refund(
+        &app,
+        &token,
+        "cs_refund_1",
+        json!({ "reason": "the customer asked" }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{refunded}");
+    assert_eq!(refunded["replayed"], false);
+    let unused = vec![codes[1].0, codes[2].0];
+    let mut expected = unused.clone();
+    expected.sort_unstable();
+    assert_eq!(ids(&refunded["revoked"]), expected);
+    assert_eq!(revoked_ids(&app, &codes).await, expected, "in the database");
+    let refund_body = &refunded["refund"];
+    assert_eq!(
+        (
+            refund_body["kind"].clone(),
+            refund_body["action"].clone(),
+            refund_body["reason"].clone()
+        ),
+        (
+            json!("refund"),
+            json!("revoke"),
+            json!("the customer asked")
+        )
+    );
+    let due = at(&refund_body["revoke_bound_at"]);
+    assert_eq!(due - at(&refund_body["refunded_at"]), Duration::hours(48));
+    assert_eq!(refund_body["bound_revoked_at"], Value::Null);
+
+    // An unused seat of the refunded order can no longer be taken.
+    let (status, error) =
+        error_of(enter_code(&app, &bob_client, &course.slug, &codes[1].1).await).await;
+    assert_eq!((status, error.as_str()), (409, "code_revoked"));
+    let bobs: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM auth_codes WHERE bound_principal = $1")
+            .bind(bob)
+            .fetch_one(&app.pool)
+            .await
+            .expect("count");
+    assert_eq!(bobs, 0);
+    // Within the grace, the learner keeps the course.
+    course::end_grants(&app, course.share).await;
+    assert_eq!(open(&app, &ann_client, &course, None).await.status(), 200);
+
+    // The shop's retry, then a chargeback of the same order: one refund.
+    for kind in ["refund", "chargeback"] {
+        let (status, again) = refund(&app, &token, "cs_refund_1", json!({ "kind": kind })).await;
+        assert_eq!(status, StatusCode::OK, "{kind}: {again}");
+        assert_eq!(again["replayed"], true);
+        assert_eq!(again["revoked"], json!([]));
+        assert_eq!(again["refund"]["kind"], "refund", "the first one stands");
+        assert_eq!(
+            again["refund"]["revoke_bound_at"],
+            refund_body["revoke_bound_at"]
+        );
+    }
+    assert_eq!(
+        count(
+            &app,
+            "SELECT count(*) FROM audit_log WHERE action = 'order.refunded'"
+        )
+        .await,
+        1
+    );
+    let event: Value =
+        sqlx::query_scalar("SELECT payload FROM outbox WHERE event_type = 'order.refunded'")
+            .fetch_one(&app.pool)
+            .await
+            .expect("one order.refunded");
+    assert_eq!(ids(&event["revoked"]), expected);
+    assert_eq!(ids(&event["bound_pending"]), vec![codes[0].0]);
+    assert_eq!(event["order_ref"], "cs_refund_1");
+
+    // The sweep before the grace's end does nothing; after it, the bound
+    // code goes, once.
+    assert_eq!(sweep(&app, due - Duration::minutes(1)).await, 0);
+    assert_eq!(revoked_ids(&app, &codes).await, expected);
+    assert_eq!(sweep(&app, due + Duration::minutes(1)).await, 1);
+    assert_eq!(
+        sweep(&app, due + Duration::minutes(2)).await,
+        0,
+        "done once"
+    );
+    assert_eq!(revoked_ids(&app, &codes).await.len(), 3);
+    let (status, error) = error_of(open_only(&app, &ann_client, &course, None).await).await;
+    assert_eq!((status, error.as_str()), (409, "code_revoked"));
+    assert_eq!(
+        live_grants(&app, &codes).await,
+        0,
+        "the grant she held ended"
+    );
+    sink.wait_for(
+        &format!("learner-{ann}@example.com"),
+        "was revoked",
+        MAIL_WAIT,
+    )
+    .await;
+    assert_eq!(
+        count(
+            &app,
+            "SELECT count(*) FROM audit_log WHERE action = 'order.refund_grace_ended'"
+        )
+        .await,
+        1
+    );
+    assert_eq!(
+        count(
+            &app,
+            "SELECT count(*) FROM outbox WHERE event_type = 'code.revoked'"
+        )
+        .await,
+        1,
+        "the learner who lost the seat: one event"
+    );
+    let (status, read) = as_token(
+        &app,
+        &token,
+        Method::GET,
+        "/api/v1/orders/stripe/cs_refund_1",
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{read}");
+    assert_eq!(read["refund"]["revoke_bound_at"], Value::Null);
+    assert!(at(&read["refund"]["bound_revoked_at"]) > at(&read["refund"]["refunded_at"]));
+    assert!(
+        read["codes"]
+            .as_array()
+            .expect("codes")
+            .iter()
+            .all(|c| c["state"] == "revoked"),
+        "{read}"
+    );
+    assert_invariants(&app, "after the refund").await;
+}
+
+/// With no policy set, a refund takes the buyer's seat at once: the
+/// addressed code they bound is revoked, their grant ends, they are told
+/// by mail, and `code.revoked` and `order.refunded` are emitted.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_refund_with_no_policy_takes_the_bound_seat_at_once(pool: PgPool) {
+    let (app, sink) = spawn_app_with_mail(pool).await;
+    let (_admin, course, token) = shop(&app).await;
+    let (status, placed) = as_token(
+        &app,
+        &token,
+        Method::POST,
+        &format!("/api/v1/shares/{}/orders", course.share),
+        Some(json!({ "source": "stripe", "order_id": "cs_one", "email": "buyer@example.com" })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{placed}");
+    let code = placed["issued"][0]["code"]
+        .as_str()
+        .expect("code")
+        .to_owned();
+    let buyer = new_client();
+    sign_up(&app, &buyer, "buyer@example.com").await;
+    assert!(
+        enter_code(&app, &buyer, &course.slug, &code)
+            .await
+            .status()
+            .is_success()
+    );
+    assert_eq!(open(&app, &buyer, &course, None).await.status(), 200);
+
+    let (status, refunded) = refund(&app, &token, "cs_one", json!({})).await;
+    assert_eq!(status, StatusCode::CREATED, "{refunded}");
+    assert_eq!(refunded["revoked"], json!([placed["issued"][0]["id"]]));
+    assert_eq!(refunded["refund"]["reason"], Value::Null);
+    assert_eq!(
+        refunded["refund"]["bound_revoked_at"],
+        refunded["refund"]["refunded_at"]
+    );
+    assert_eq!(refunded["codes"][0]["state"], "revoked");
+    let (status, error) = error_of(open_only(&app, &buyer, &course, None).await).await;
+    assert_eq!((status, error.as_str()), (409, "code_revoked"));
+    let code_id: Uuid = placed["issued"][0]["id"]
+        .as_str()
+        .and_then(|id| id.parse().ok())
+        .expect("its id");
+    assert_eq!(
+        live_grants(&app, &[(code_id, code.clone())]).await,
+        0,
+        "the buyer's grant ended"
+    );
+    sink.wait_for("buyer@example.com", "was revoked", MAIL_WAIT)
+        .await;
+    assert_eq!(
+        count(
+            &app,
+            "SELECT count(*) FROM outbox WHERE event_type = 'code.revoked'"
+        )
+        .await,
+        1
+    );
+    assert_eq!(
+        count(
+            &app,
+            "SELECT count(*) FROM outbox WHERE event_type = 'order.refunded'"
+        )
+        .await,
+        1
+    );
+    assert_eq!(
+        sweep(&app, OffsetDateTime::now_utc() + Duration::days(400)).await,
+        0
+    );
+    assert_invariants(&app, "after the refund").await;
+}
+
+/// A share that only flags: the refund is recorded and announced, and
+/// no code changes (the creator decides); no sweep ever revokes them.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_flagging_policy_records_the_refund_and_revokes_nothing(pool: PgPool) {
+    let (app, _sink) = spawn_app_with_mail(pool).await;
+    let (_admin, course, token) = shop(&app).await;
+    let (status, policy) = as_token(
+        &app,
+        &token,
+        Method::PUT,
+        &format!("/api/v1/shares/{}/refund-policy", course.share),
+        Some(json!({ "action": "flag" })),
+    )
+    .await;
+    assert_eq!(
+        (status, policy["action"].clone()),
+        (StatusCode::OK, json!("flag"))
+    );
+    let codes = order(&app, &token, course.share, "cs_flag", 2).await;
+    let mut people = learners(&app, 2).await;
+    let (_, ann_client) = people.pop().expect("ann");
+    assert!(
+        enter_code(&app, &ann_client, &course.slug, &codes[0].1)
+            .await
+            .status()
+            .is_success()
+    );
+    assert_eq!(open(&app, &ann_client, &course, None).await.status(), 200);
+
+    let (status, refunded) = refund(&app, &token, "cs_flag", json!({ "kind": "chargeback" })).await;
+    assert_eq!(status, StatusCode::CREATED, "{refunded}");
+    assert_eq!(refunded["revoked"], json!([]));
+    assert_eq!(
+        (
+            refunded["refund"]["kind"].clone(),
+            refunded["refund"]["action"].clone()
+        ),
+        (json!("chargeback"), json!("flag"))
+    );
+    assert_eq!(refunded["refund"]["revoke_bound_at"], Value::Null);
+    assert!(revoked_ids(&app, &codes).await.is_empty());
+    assert_eq!(
+        sweep(&app, OffsetDateTime::now_utc() + Duration::days(400)).await,
+        0
+    );
+    assert!(revoked_ids(&app, &codes).await.is_empty());
+    course::end_grants(&app, course.share).await;
+    assert_eq!(open(&app, &ann_client, &course, None).await.status(), 200);
+    let event: Value =
+        sqlx::query_scalar("SELECT payload FROM outbox WHERE event_type = 'order.refunded'")
+            .fetch_one(&app.pool)
+            .await
+            .expect("one order.refunded");
+    assert_eq!(event["action"], "flag");
+    assert_eq!(ids(&event["bound_pending"]), vec![codes[0].0]);
+    assert_eq!(
+        count(
+            &app,
+            "SELECT count(*) FROM audit_log WHERE action = 'share.refund_policy_set'"
+        )
+        .await,
+        1
+    );
+}
+
+/// Twenty learners open their codes of one order while its refund runs,
+/// and fifty deliveries of the refund race each other: one refund is
+/// recorded, and afterwards every code of the order is revoked, no grant
+/// of them is live, each learner who had bound one is told once, and no
+/// opening is granted any more.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_refund_racing_openings_and_itself_leaves_no_seat_live(pool: PgPool) {
+    let (app, _sink) = spawn_app_with_mail(pool).await;
+    let (_admin, course, token) = shop(&app).await;
+    let codes = order(&app, &token, course.share, "cs_race", 20).await;
+    let people = learners(&app, 20).await;
+    let openings = join_all(people.iter().zip(&codes).map(|((_, client), (_, code))| {
+        let (app, course) = (&app, &course);
+        async move {
+            let entered = enter_code(app, client, &course.slug, code).await;
+            if entered.status().is_success() {
+                open_only(app, client, course, None).await.status().as_u16()
+            } else {
+                entered.status().as_u16()
+            }
+        }
+    }));
+    let refunds = join_all((0..50).map(|_| refund(&app, &token, "cs_race", json!({}))));
+    let (opened, refunded) = tokio::join!(openings, refunds);
+    assert!(
+        opened.iter().all(|s| [200, 409].contains(s)),
+        "opened or refused: {opened:?}"
+    );
+    let created = refunded
+        .iter()
+        .filter(|(s, _)| *s == StatusCode::CREATED)
+        .count();
+    let replayed = refunded
+        .iter()
+        .filter(|(s, body)| *s == StatusCode::OK && body["replayed"] == true)
+        .count();
+    assert_eq!((created, replayed), (1, 49));
+    assert_eq!(revoked_ids(&app, &codes).await.len(), 20);
+    assert_eq!(
+        live_grants(&app, &codes).await,
+        0,
+        "no grant of a refunded seat is live"
+    );
+    let ids: Vec<Uuid> = codes.iter().map(|(id, _)| *id).collect();
+    let bound: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM auth_codes WHERE id = ANY($1) AND bound_principal IS NOT NULL",
+    )
+    .bind(&ids)
+    .fetch_one(&app.pool)
+    .await
+    .expect("bound");
+    assert_eq!(
+        count(
+            &app,
+            "SELECT count(*) FROM mail_outbox WHERE template = 'code_revoked'"
+        )
+        .await,
+        bound,
+        "each learner who had a seat is told, once"
+    );
+    assert_eq!(
+        count(
+            &app,
+            "SELECT count(*) FROM outbox WHERE event_type = 'code.revoked'"
+        )
+        .await,
+        bound
+    );
+    for (learner, client) in &people {
+        let held: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM auth_codes WHERE id = ANY($1) AND bound_principal = $2)",
+        )
+        .bind(&ids)
+        .bind(learner)
+        .fetch_one(&app.pool)
+        .await
+        .expect("held");
+        let answer = error_of(open_only(&app, client, &course, None).await).await;
+        if held {
+            assert_eq!(
+                answer,
+                (409, "code_revoked".to_owned()),
+                "a seat taken back"
+            );
+        } else {
+            // Refused before binding: the code they entered is revoked,
+            // or (refused at entry) they hold none.
+            assert!(
+                answer == (409, "code_revoked".to_owned()) || answer.0 == 403,
+                "nothing granted after the refund: {answer:?}"
+            );
+        }
+    }
+    assert_invariants(&app, "after the race").await;
+}
+
+/// Bad input is refused with its field named and changes nothing:
+/// unknown kinds and policies, a reason too long, an unknown order, and
+/// another tenant's order or share (answered as an unknown one).
+#[sqlx::test(migrations = "../migrations")]
+async fn a_bad_refund_or_policy_is_refused_and_changes_nothing(pool: PgPool) {
+    let (app, _sink) = spawn_app_with_mail(pool).await;
+    let (_admin, course, token) = shop(&app).await;
+    let codes = order(&app, &token, course.share, "cs_bad", 2).await;
+    let policy_path = format!("/api/v1/shares/{}/refund-policy", course.share);
+    for (body, field) in [
+        (json!({ "kind": "dispute" }), "kind"),
+        (json!({ "kind": 3 }), ""),
+        (json!({ "reason": "" }), "reason"),
+        (json!({ "reason": "x".repeat(501) }), "reason"),
+        (json!({ "reason": "a\u{0}b" }), "reason"),
+        (json!({ "refund": true }), ""),
+    ] {
+        let (status, error) = refund(&app, &token, "cs_bad", body.clone()).await;
+        assert!(
+            status == StatusCode::UNPROCESSABLE_ENTITY || status == StatusCode::BAD_REQUEST,
+            "{body}: {status} {error}"
+        );
+        if !field.is_empty() {
+            assert_eq!(error["field"], field, "{body}: {error}");
+        }
+    }
+    for (body, field) in [
+        (json!({ "action": "keep" }), "action"),
+        (
+            json!({ "action": "flag", "bound_grace_hours": 1 }),
+            "bound_grace_hours",
+        ),
+        (
+            json!({ "action": "revoke", "bound_grace_hours": 2161 }),
+            "bound_grace_hours",
+        ),
+        (
+            json!({ "action": "revoke", "bound_grace_hours": -1 }),
+            "bound_grace_hours",
+        ),
+    ] {
+        let (status, error) =
+            as_token(&app, &token, Method::PUT, &policy_path, Some(body.clone())).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}: {error}");
+        assert_eq!(error["field"], field, "{body}: {error}");
+    }
+    let (status, _) = refund(&app, &token, "no-such-order", json!({})).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "an unknown order");
+    // A read-only token may read the policy, not change it or refund.
+    let (other_admin, other_course, other_token) = shop(&app).await;
+    let reader = create_token(&app, &other_admin, &["read"]).await;
+    let (status, _) = as_token(
+        &app,
+        &reader,
+        Method::GET,
+        &format!("/api/v1/shares/{}/refund-policy", other_course.share),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = as_token(
+        &app,
+        &reader,
+        Method::PUT,
+        &format!("/api/v1/shares/{}/refund-policy", other_course.share),
+        Some(json!({ "action": "flag" })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // Another tenant's admin: neither this order nor this share.
+    let (status, _) = refund(&app, &other_token, "cs_bad", json!({})).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "another tenant's order");
+    let (status, _) = as_token(
+        &app,
+        &other_token,
+        Method::PUT,
+        &policy_path,
+        Some(json!({ "action": "flag" })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "another tenant's share");
+
+    assert!(revoked_ids(&app, &codes).await.is_empty());
+    assert_eq!(
+        count(
+            &app,
+            "SELECT count(*) FROM orders WHERE refunded_at IS NOT NULL"
+        )
+        .await,
+        0
+    );
+    assert_eq!(count(&app, "SELECT count(*) FROM refund_policies").await, 0);
+    assert_eq!(
+        count(
+            &app,
+            "SELECT count(*) FROM audit_log WHERE action IN ('order.refunded', 'share.refund_policy_set')"
+        )
+        .await,
+        0
+    );
+}
