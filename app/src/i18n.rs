@@ -116,6 +116,10 @@ pub fn audit_action(action: &str) -> String {
         "batch.download_broken" => t(Msg::CodesDownloadBrokeOffTheCodes),
         "code.revoked" => t(Msg::CodeRevoked),
         "code.replaced" => t(Msg::CodeReplaced),
+        "order.placed" => t(Msg::AuditOrderPlaced),
+        "order.refunded" => t(Msg::AuditOrderRefunded),
+        "order.refund_grace_ended" => t(Msg::AuditOrderRefundGraceEnded),
+        "share.refund_policy_set" => t(Msg::AuditRefundPolicySet),
         "code.transferred" => t(Msg::CodeMovedToAnotherAccount),
         "transfer.requested" => t(Msg::TransferRequested),
         "transfer.confirmed" => t(Msg::TransferConfirmedByTheReceivingAccount),
@@ -219,6 +223,8 @@ pub fn event(event: &str) -> String {
         "code.leak_suspected" => t(Msg::CodeProbablyLeaked),
         "access.recorded" => t(Msg::AccessRecorded),
         "batch.issued" => t(Msg::CodesIssued3),
+        "order.placed" => t(Msg::ShopOrderPlaced),
+        "order.refunded" => t(Msg::ShopOrderRefunded),
         other => return other.to_owned(),
     };
     phrase.to_owned()

@@ -124,6 +124,8 @@ mod create_form {
         code_leak_suspected: Option<String>,
         access_recorded: Option<String>,
         batch_issued: Option<String>,
+        order_placed: Option<String>,
+        order_refunded: Option<String>,
     ) -> Result<NewWebhook, AppError> {
         use secrecy::ExposeSecret as _;
         let (state, tenant, admin) =
@@ -139,6 +141,8 @@ mod create_form {
             ("code.leak_suspected", &code_leak_suspected),
             ("access.recorded", &access_recorded),
             ("batch.issued", &batch_issued),
+            ("order.placed", &order_placed),
+            ("order.refunded", &order_refunded),
         ];
         let events = engine::webhooks::parse_events(
             ticked

@@ -59,7 +59,7 @@ pub fn WebhooksPage() -> impl IntoView {
 }
 
 /// The events an endpoint can tick, with their form field names.
-const EVENTS: [(&str, &str); 8] = [
+const EVENTS: [(&str, &str); 10] = [
     ("code_bound", "code.bound"),
     ("code_unbound", "code.unbound"),
     ("code_revoked", "code.revoked"),
@@ -68,6 +68,8 @@ const EVENTS: [(&str, &str); 8] = [
     ("code_leak_suspected", "code.leak_suspected"),
     ("access_recorded", "access.recorded"),
     ("batch_issued", "batch.issued"),
+    ("order_placed", "order.placed"),
+    ("order_refunded", "order.refunded"),
 ];
 
 #[component]

@@ -462,3 +462,79 @@ async fn a_redelivery_racing_the_endpoints_disabling_leaves_nothing_waiting(pool
     );
     assert_eq!(stranded(&pool, endpoint).await, 0);
 }
+
+/// Every event the API names (`engine::webhooks::EVENTS`) can be
+/// subscribed to, through the API and through the console's form (each
+/// of its boxes), and is stored as asked: the table's check once lagged
+/// behind the list, and an endpoint for `order.placed` was a 500.
+#[sqlx::test(migrations = "../migrations")]
+async fn every_event_the_api_names_can_be_subscribed_to(pool: PgPool) {
+    use crate::support::tokens::{as_token, create_token};
+    use reqwest::Method;
+    let app = spawn_app(pool.clone()).await;
+    let admin = admin(&app).await;
+    let token = create_token(&app, &admin, &["integrations"]).await;
+    let events = engine::webhooks::EVENTS;
+    let (status, created) = as_token(
+        &app,
+        &token,
+        Method::POST,
+        &format!("/api/v1/tenants/{}/webhooks", admin.tenant),
+        Some(json!({ "url": "https://example.com/all", "events": events })),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let stored: Vec<String> = sqlx::query_scalar(
+        "SELECT unnest(events) FROM webhook_endpoints WHERE url = 'https://example.com/all' ORDER BY 1",
+    )
+    .fetch_all(&pool)
+    .await
+    .expect("events");
+    let mut expected: Vec<String> = events.iter().map(|e| (*e).to_owned()).collect();
+    expected.sort();
+    assert_eq!(stored, expected);
+
+    // The console's form: one box per event, named with underscores.
+    let tenant = admin.tenant.to_string();
+    let boxes: Vec<String> = events.iter().map(|e| e.replace('.', "_")).collect();
+    let mut fields = vec![
+        ("tenant_id", tenant.as_str()),
+        ("url", "https://example.com/form"),
+    ];
+    fields.extend(boxes.iter().map(|b| (b.as_str(), "on")));
+    let response = admin
+        .client
+        .post(format!("{}/api/admin/webhooks/create", app.address))
+        .form(&fields)
+        .send()
+        .await
+        .expect("create");
+    assert_eq!(
+        response.status(),
+        200,
+        "{}",
+        response.text().await.unwrap_or_default()
+    );
+    let stored: Vec<String> = sqlx::query_scalar(
+        "SELECT unnest(events) FROM webhook_endpoints WHERE url = 'https://example.com/form' ORDER BY 1",
+    )
+    .fetch_all(&pool)
+    .await
+    .expect("events");
+    assert_eq!(stored, expected, "every box of the form");
+    let page = admin
+        .client
+        .get(format!("{}/admin/t/{tenant}/webhooks", app.address))
+        .send()
+        .await
+        .expect("page")
+        .text()
+        .await
+        .expect("html");
+    for name in &boxes {
+        assert!(
+            page.contains(&format!("name=\"{name}\"")),
+            "the page offers {name}"
+        );
+    }
+}
