@@ -14,9 +14,11 @@
 -- Rolling deploys: the release before this one reads none of the new
 -- table and columns, and writes none of them.
 --
--- Locks: `orders` is taken for an instant (new nullable columns, checks
--- NOT VALID: every row has them NULL); the partial index reads `orders`,
--- a table of this month, blocking its writes (orders placed) while it does.
+-- Locks: `orders` is held (reads and writes wait) from its ALTER to the
+-- commit: the new columns' own checks are checked against every row (all
+-- NULL), and the partial index reads the table once. `orders` began this
+-- month and is small; on a large one, build the index CONCURRENTLY in a
+-- migration of its own, as 20261215000002 does.
 SET LOCAL lock_timeout = '2s';
 
 CREATE TABLE refund_policies (

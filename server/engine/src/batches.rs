@@ -438,6 +438,31 @@ pub async fn owner_of_batch(
     Ok(row.map(|r| (TenantId(r.tenant_id), ShareId(r.share_id))))
 }
 
+/// Takes the row of `code`'s batch (`FOR SHARE`) before a change that
+/// frees a code of it or adds one (an unbind, a replacement): a refund of
+/// the batch's order, which takes the row `FOR UPDATE`
+/// (`crate::refunds::refund`), then runs wholly before or wholly after
+/// the change, and no seat it took back comes free again. Taken before
+/// the code's own row, in the refund's order (batch, then codes).
+pub(crate) async fn hold_for_change(
+    conn: &mut sqlx::PgConnection,
+    tenant: TenantId,
+    code: Uuid,
+) -> anyhow::Result<()> {
+    sqlx::query!(
+        "SELECT b.id FROM code_batches b
+         JOIN auth_codes c ON c.tenant_id = b.tenant_id AND c.batch_id = b.id
+         WHERE c.tenant_id = $1 AND c.id = $2
+         FOR SHARE OF b",
+        tenant.0,
+        code,
+    )
+    .fetch_optional(conn)
+    .await
+    .context("holding the code's batch")?;
+    Ok(())
+}
+
 /// Whether any code of `batch` was revoked (a held answer of it must not
 /// be handed out again as if fresh).
 pub async fn has_revoked_codes(

@@ -112,7 +112,7 @@ pub async fn revoke_code(
     .context("revoking a code")?
     .ok_or(CodeError::CodeNotFound)?;
     end_live_grants(&mut tx, tenant, code).await?;
-    crate::transfers::withdraw_open(&mut tx, tenant, code, actor).await?;
+    crate::transfers::withdraw_open(&mut tx, tenant, code, Some(actor)).await?;
     audit::admin_action(
         &mut tx,
         tenant,
@@ -261,6 +261,7 @@ pub async fn replace_code(
     code: Uuid,
 ) -> Result<Replacement, CodeError> {
     let mut tx = pool.begin().await.context("starting a transaction")?;
+    crate::batches::hold_for_change(&mut tx, tenant, code).await?;
     let old = sqlx::query!(
         r#"SELECT share_id, batch_id, bound_principal, revoked_at, expires_at,
                   coalesce(code_expires_at(tenant_id, batch_id, expires_at) <= now(), false)
@@ -451,6 +452,7 @@ pub(crate) async fn unbind_in(
     revoke: bool,
     end_grants: bool,
 ) -> Result<Unbound, CodeError> {
+    crate::batches::hold_for_change(&mut *tx, tenant, code).await?;
     sqlx::query("SELECT set_config('admitone.unbind', 'on', true)")
         .execute(&mut *tx)
         .await
@@ -465,10 +467,13 @@ pub(crate) async fn unbind_in(
     .context("locking the code")?
     .ok_or(CodeError::CodeNotFound)?;
     let principal = before.bound_principal.ok_or(CodeError::CodeNotBound)?;
+    // A seat a refund took back stays taken: unbinding a code of such an
+    // order revokes it too.
+    let revoke = revoke || crate::refunds::takes_seat_back(&mut *tx, tenant, code).await?;
     let after = clear_binding(tx, tenant, code, revoke).await?;
     let revoked = after.revoked;
     // A request to move the code is moot once it is unbound.
-    crate::transfers::withdraw_open(&mut *tx, tenant, code, actor).await?;
+    crate::transfers::withdraw_open(&mut *tx, tenant, code, Some(actor)).await?;
     if end_grants {
         end_live_grants(tx, tenant, code).await?;
     }

@@ -140,6 +140,7 @@ pub async fn revoke_and_replace(
 ) -> Result<Reissued, CodeError> {
     let reason = check_reason(reason)?;
     let mut tx = pool.begin().await.context("starting a transaction")?;
+    crate::batches::hold_for_change(&mut tx, tenant, code).await?;
     let old = sqlx::query!(
         "SELECT share_id, batch_id, bound_principal, first_used_at, access_count, access_until,
                 revoked_at, expires_at

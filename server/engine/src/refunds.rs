@@ -168,16 +168,22 @@ pub async fn policy(
     .await
     .context("reading a share's refund policy")?
     .ok_or(RefundError::ShareNotFound)?;
-    Ok(stored_policy(row.action.as_deref(), row.hours))
+    stored_policy(row.action.as_deref(), row.hours)
 }
 
-fn stored_policy(action: Option<&str>, hours: Option<i32>) -> RefundPolicy {
-    match (action.map(RefundAction::parse), hours) {
-        (Some(Ok(action)), Some(hours)) => RefundPolicy {
-            action,
+/// A policy as stored (none: the default). One this release cannot read
+/// (a later release's action, during a rollback) is an error, never the
+/// default: the default revokes at once what a creator may have chosen to
+/// keep.
+fn stored_policy(action: Option<&str>, hours: Option<i32>) -> Result<RefundPolicy, RefundError> {
+    match (action, hours) {
+        (None, _) => Ok(RefundPolicy::default()),
+        (Some(action), Some(hours)) => Ok(RefundPolicy {
+            action: RefundAction::parse(action)
+                .map_err(|_| anyhow::anyhow!("a stored refund action {action:?} is unknown"))?,
             bound_grace_hours: hours,
-        },
-        _ => RefundPolicy::default(),
+        }),
+        (Some(_), None) => Err(anyhow::anyhow!("a stored refund policy has no grace").into()),
     }
 }
 
@@ -279,6 +285,15 @@ pub struct RefundRequest<'a> {
 /// Refunds an order by its shop's id: applies its share's policy, records
 /// the refund, audits it and emits `order.refunded`, in one transaction;
 /// an order refunded before is answered as it was.
+///
+/// Locks: the order's row, then its batch's (`FOR UPDATE`), then its
+/// codes. Every path that frees or adds a code of a batch (an unbind, a
+/// replacement, a revoke-and-replace) takes the batch's row first
+/// (`FOR SHARE`, [`crate::batches::hold_for_change`]), so it runs wholly
+/// before the refund, which then sees what it did, or wholly after, when
+/// it sees the refund; a settlement binding one of the codes meanwhile
+/// either committed first (the code is bound, and dealt with as bound) or
+/// finds it revoked.
 pub async fn refund(
     pool: &PgPool,
     tenant: TenantId,
@@ -286,11 +301,13 @@ pub async fn refund(
     request: &RefundRequest<'_>,
 ) -> Result<Refunded, RefundError> {
     let reason = check_reason(request.reason)?;
+    // A shop's retries, the common case, are answered without a lock.
+    if let Some(earlier) = recorded_by_ref(pool, tenant, request).await? {
+        return replayed(pool, tenant, actor, request, earlier).await;
+    }
     let mut tx = pool.begin().await.context("starting a transaction")?;
-    // The order's row lock: a concurrent refund of it waits here, then
-    // finds this one's.
     let order = sqlx::query!(
-        "SELECT o.id, o.share_id, o.batch_id, o.refunded_at IS NOT NULL AS refunded,
+        "SELECT o.id, o.share_id, o.batch_id, o.refunded_at IS NOT NULL AS \"refunded!\",
                 p.action AS \"action?\", p.bound_grace_hours AS \"hours?\"
          FROM orders o
          LEFT JOIN refund_policies p ON p.tenant_id = o.tenant_id AND p.share_id = o.share_id
@@ -304,21 +321,22 @@ pub async fn refund(
     .await
     .context("locking an order")?
     .ok_or(RefundError::OrderNotFound)?;
-    if order.refunded == Some(true) {
+    if order.refunded {
+        // Another delivery refunded it while this one waited.
         tx.rollback().await.context("ending a replay")?;
-        let refund = recorded(pool, tenant, order.id)
+        let earlier = recorded(pool, tenant, order.id)
             .await?
             .context("a refunded order lost its refund")?;
-        return Ok(Refunded::Replayed(refund));
+        return replayed(pool, tenant, actor, request, earlier).await;
     }
-    let policy = stored_policy(order.action.as_deref(), order.hours);
+    let policy = stored_policy(order.action.as_deref(), order.hours)?;
+    hold_batch(&mut tx, tenant, order.batch_id).await?;
     let mut revoked = Vec::new();
+    let mut learners = Vec::new();
     let mut revoke_bound_at = None;
     let mut bound_revoked = false;
     if policy.action == RefundAction::Revoke {
-        // The seat sold can no longer be taken: a settlement binding one
-        // of these codes now either committed first (the code is bound,
-        // and dealt with below) or finds it revoked.
+        // The seats sold can no longer be taken.
         revoked = sqlx::query_scalar!(
             "UPDATE auth_codes SET revoked_at = now()
              WHERE tenant_id = $1 AND batch_id = $2 AND revoked_at IS NULL AND bound_principal IS NULL
@@ -330,9 +348,10 @@ pub async fn refund(
         .await
         .context("revoking a refunded order's unused codes")?;
         if policy.bound_grace_hours == 0 {
-            let bound =
-                revoke_codes(&mut tx, tenant, actor, order.share_id, order.batch_id).await?;
-            revoked.extend(bound);
+            let taken =
+                revoke_codes(&mut tx, tenant, Some(actor), order.share_id, order.batch_id).await?;
+            revoked.extend(taken.codes);
+            learners = taken.learners;
             bound_revoked = true;
         } else {
             revoke_bound_at = Some(
@@ -364,26 +383,32 @@ pub async fn refund(
     .fetch_one(&mut *tx)
     .await
     .context("recording a refund")?;
-    let pending: Vec<Uuid> = if revoke_bound_at.is_some() || policy.action == RefundAction::Flag {
-        sqlx::query_scalar!(
-            "SELECT id FROM auth_codes WHERE tenant_id = $1 AND batch_id = $2
-             AND revoked_at IS NULL AND bound_principal IS NOT NULL ORDER BY id",
-            tenant.0,
-            order.batch_id,
-        )
-        .fetch_all(&mut *tx)
-        .await
-        .context("reading a refunded order's bound codes")?
-    } else {
-        Vec::new()
-    };
+    // The bound codes left live: revoked at the grace's end (`revoke`),
+    // or kept (`flag`).
+    let still_bound: Vec<Uuid> = sqlx::query_scalar!(
+        "SELECT id FROM auth_codes WHERE tenant_id = $1 AND batch_id = $2
+         AND revoked_at IS NULL AND bound_principal IS NOT NULL ORDER BY id",
+        tenant.0,
+        order.batch_id,
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .context("reading a refunded order's bound codes")?;
     revoked.sort_unstable();
-    let details = json!({
+    let left = match policy.action {
+        RefundAction::Revoke => "bound_pending",
+        RefundAction::Flag => "bound_kept",
+    };
+    let mut details = json!({
         "source": request.source.as_str(), "order_ref": request.order_ref.as_str(),
         "share_id": order.share_id, "kind": request.kind.as_str(),
         "action": policy.action.as_str(), "revoked": revoked,
-        "bound_pending": pending, "revoke_bound_at": revoke_bound_at.map(rfc3339),
+        "revoke_bound_at": rfc3339(revoke_bound_at),
     });
+    details[left] = json!(still_bound);
+    let mut audited = details.clone();
+    // Who lost a seat now: the audit log's, not the webhook's.
+    audited["learners"] = json!(learners);
     audit::record(
         &mut tx,
         AuditEntry {
@@ -393,45 +418,109 @@ pub async fn refund(
             target_type: "order",
             target_id: Some(order.id),
             reason,
-            details: details.clone(),
+            details: audited,
         },
     )
     .await?;
-    let mut event = details;
-    event["order_id"] = json!(order.id);
-    audit::emit(&mut tx, tenant, "order.refunded", event).await?;
+    details["order_id"] = json!(order.id);
+    audit::emit(&mut tx, tenant, "order.refunded", details).await?;
     tx.commit().await.context("committing a refund")?;
-    Ok(Refunded::New {
-        refund: Refund {
-            order_id: order.id,
-            kind: request.kind,
-            action: policy.action,
-            reason: reason.map(str::to_owned),
-            refunded_by: Some(actor),
-            refunded_at: at,
-            revoke_bound_at,
-            bound_revoked_at: bound_revoked.then_some(at),
-        },
-        revoked,
-    })
+    let refund = recorded(pool, tenant, order.id)
+        .await?
+        .context("a refund just recorded is gone")?;
+    debug_assert_eq!(refund.refunded_at, at);
+    Ok(Refunded::New { refund, revoked })
 }
 
-fn rfc3339(at: OffsetDateTime) -> String {
-    at.format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
+/// The refund recorded before on the order `request` names, if any.
+async fn recorded_by_ref(
+    pool: &PgPool,
+    tenant: TenantId,
+    request: &RefundRequest<'_>,
+) -> anyhow::Result<Option<Refund>> {
+    let order = sqlx::query_scalar!(
+        "SELECT id FROM orders WHERE tenant_id = $1 AND source = $2 AND order_ref = $3
+         AND refunded_at IS NOT NULL",
+        tenant.0,
+        request.source.as_str(),
+        request.order_ref.as_str(),
+    )
+    .fetch_optional(pool)
+    .await
+    .context("looking for an order's refund")?;
+    match order {
+        Some(order) => recorded(pool, tenant, order).await,
+        None => Ok(None),
+    }
+}
+
+/// The answer to a refund of an order refunded before. A report of
+/// another kind (a chargeback after a refund) changes nothing either, but
+/// is audited (`order.refund_repeated`): it is the shop's news.
+async fn replayed(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    request: &RefundRequest<'_>,
+    earlier: Refund,
+) -> Result<Refunded, RefundError> {
+    if earlier.kind != request.kind {
+        let mut conn = pool.acquire().await.context("a connection")?;
+        audit::record(
+            &mut conn,
+            AuditEntry {
+                tenant,
+                actor: Some(actor),
+                action: "order.refund_repeated",
+                target_type: "order",
+                target_id: Some(earlier.order_id),
+                reason: request.reason.and_then(audit::reason_text),
+                details: json!({ "kind": request.kind.as_str(),
+                                 "recorded_kind": earlier.kind.as_str() }),
+            },
+        )
+        .await?;
+    }
+    Ok(Refunded::Replayed(earlier))
+}
+
+fn rfc3339(at: Option<OffsetDateTime>) -> Option<String> {
+    crate::code_actions::rfc3339(at)
+}
+
+/// Takes `batch`'s row for the refund: every path that frees or adds a
+/// code of it waits (see [`refund`]).
+async fn hold_batch(conn: &mut PgConnection, tenant: TenantId, batch: Uuid) -> anyhow::Result<()> {
+    sqlx::query!(
+        "SELECT id FROM code_batches WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
+        tenant.0,
+        batch,
+    )
+    .fetch_one(conn)
+    .await
+    .context("locking a refunded order's batch")?;
+    Ok(())
+}
+
+/// What [`revoke_codes`] took back.
+struct Taken {
+    codes: Vec<Uuid>,
+    /// The learners who held them.
+    learners: Vec<Uuid>,
 }
 
 /// Revokes every code of `batch` still live, bound ones included: each
 /// bound learner loses access now, their open transfer requests are
 /// withdrawn, they are told by mail, and `code.revoked` is emitted for
-/// each (as an admin's revocation does). Returns the codes revoked.
+/// each (as an admin's revocation of a held code does). `actor`: the
+/// member refunding, `None` at a grace's end (the server).
 async fn revoke_codes(
     tx: &mut PgConnection,
     tenant: TenantId,
-    actor: AccountId,
+    actor: Option<AccountId>,
     share: Uuid,
     batch: Uuid,
-) -> anyhow::Result<Vec<Uuid>> {
+) -> anyhow::Result<Taken> {
     let rows = sqlx::query!(
         "UPDATE auth_codes SET revoked_at = now()
          WHERE tenant_id = $1 AND batch_id = $2 AND revoked_at IS NULL
@@ -442,10 +531,12 @@ async fn revoke_codes(
     .fetch_all(&mut *tx)
     .await
     .context("revoking a refunded order's codes")?;
+    let mut learners = Vec::new();
     for row in &rows {
         let Some(learner) = row.bound_principal else {
             continue;
         };
+        learners.push(learner);
         crate::code_actions::end_live_grants(&mut *tx, tenant, row.id).await?;
         crate::transfers::withdraw_open(&mut *tx, tenant, row.id, actor).await?;
         audit::emit(
@@ -465,7 +556,33 @@ async fn revoke_codes(
         )
         .await?;
     }
-    Ok(rows.into_iter().map(|row| row.id).collect())
+    Ok(Taken {
+        codes: rows.into_iter().map(|row| row.id).collect(),
+        learners,
+    })
+}
+
+/// Whether `code` belongs to an order whose refund takes its seats back
+/// (`revoke`): such a code, once unbound, is revoked too (else whoever
+/// holds its text could take the seat back during the grace). The caller
+/// holds the code's batch ([`crate::batches::hold_for_change`]).
+pub(crate) async fn takes_seat_back(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    code: Uuid,
+) -> anyhow::Result<bool> {
+    sqlx::query_scalar!(
+        r#"SELECT EXISTS (
+               SELECT 1 FROM auth_codes c
+               JOIN orders o ON o.tenant_id = c.tenant_id AND o.batch_id = c.batch_id
+               WHERE c.tenant_id = $1 AND c.id = $2 AND o.refund_action = 'revoke'
+           ) AS "refunded!""#,
+        tenant.0,
+        code,
+    )
+    .fetch_one(conn)
+    .await
+    .context("looking for a refund of the code's order")
 }
 
 /// An order's refund, if it was refunded.
@@ -500,10 +617,12 @@ pub async fn recorded(
 }
 
 /// Revokes the bound codes of every refunded order whose grace ended by
-/// `now` (`None`: the database's clock), one order a transaction (audited `order.refund_grace_ended`,
-/// the actor the member who refunded it; each learner told), at most
-/// `limit` orders. Returns how many orders it finished. Several
-/// instances at once take different orders.
+/// `now` (`None`: the database's clock), one order a transaction
+/// (audited `order.refund_grace_ended` with no actor: the server did it;
+/// each learner told), at most `limit` orders. Returns how many orders it
+/// finished. Several instances at once take different orders. An order
+/// that fails is logged and tried again in [`RETRY_AFTER_FAILURE`], so it
+/// holds up no other.
 pub async fn revoke_due(
     pool: &PgPool,
     now: Option<OffsetDateTime>,
@@ -524,41 +643,86 @@ pub async fn revoke_due(
         else {
             break;
         };
-        let tenant = TenantId(order.tenant_id);
-        let actor = order
-            .refunded_by
-            .map(AccountId)
-            .context("a refund waiting for its grace has no actor")?;
-        let revoked = revoke_codes(&mut tx, tenant, actor, order.share_id, order.batch_id).await?;
-        sqlx::query!(
-            "UPDATE orders SET revoke_bound_at = NULL, bound_revoked_at = now()
-             WHERE tenant_id = $1 AND id = $2",
-            order.tenant_id,
-            order.id,
-        )
-        .execute(&mut *tx)
-        .await
-        .context("noting a refund's grace ended")?;
-        audit::record(
-            &mut tx,
-            AuditEntry {
-                tenant,
-                actor: Some(actor),
-                action: "order.refund_grace_ended",
-                target_type: "order",
-                target_id: Some(order.id),
-                reason: None,
-                details: json!({ "share_id": order.share_id, "revoked": revoked,
-                                 "due": rfc3339(order.due) }),
-            },
-        )
-        .await?;
-        tx.commit()
-            .await
-            .context("committing a refund's grace end")?;
+        let due = Due {
+            tenant: TenantId(order.tenant_id),
+            order: order.id,
+            share: order.share_id,
+            batch: order.batch_id,
+            refunded_by: order.refunded_by,
+            at: order.due,
+        };
+        match end_grace(&mut tx, &due).await {
+            Ok(()) => tx
+                .commit()
+                .await
+                .context("committing a refund's grace end")?,
+            Err(error) => {
+                tx.rollback().await.context("rolling back a grace end")?;
+                tracing::error!(
+                    order = %due.order,
+                    tenant = %due.tenant.0,
+                    error = format!("{error:#}"),
+                    "a refunded order's bound codes could not be revoked; trying again later"
+                );
+                sqlx::query!(
+                    "UPDATE orders SET revoke_bound_at = now() + make_interval(secs => $3)
+                     WHERE tenant_id = $1 AND id = $2 AND revoke_bound_at IS NOT NULL",
+                    due.tenant.0,
+                    due.order,
+                    RETRY_AFTER_FAILURE.as_secs_f64(),
+                )
+                .execute(pool)
+                .await
+                .context("putting off a failed grace end")?;
+            }
+        }
         done += 1;
     }
     Ok(done)
+}
+
+/// How long an order whose grace end failed waits before the next try.
+pub const RETRY_AFTER_FAILURE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// A refunded order whose grace ended.
+struct Due {
+    tenant: TenantId,
+    order: Uuid,
+    share: Uuid,
+    batch: Uuid,
+    refunded_by: Option<Uuid>,
+    at: OffsetDateTime,
+}
+
+/// One grace end, inside the sweep's transaction (which holds the order).
+async fn end_grace(tx: &mut PgConnection, due: &Due) -> anyhow::Result<()> {
+    hold_batch(&mut *tx, due.tenant, due.batch).await?;
+    let taken = revoke_codes(&mut *tx, due.tenant, None, due.share, due.batch).await?;
+    sqlx::query!(
+        "UPDATE orders SET revoke_bound_at = NULL, bound_revoked_at = now()
+         WHERE tenant_id = $1 AND id = $2",
+        due.tenant.0,
+        due.order,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("noting a refund's grace ended")?;
+    audit::record(
+        &mut *tx,
+        AuditEntry {
+            tenant: due.tenant,
+            actor: None,
+            action: "order.refund_grace_ended",
+            target_type: "order",
+            target_id: Some(due.order),
+            reason: None,
+            details: json!({ "share_id": due.share, "revoked": taken.codes,
+                             "learners": taken.learners, "due": rfc3339(Some(due.at)),
+                             "refunded_by": due.refunded_by }),
+        },
+    )
+    .await?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -415,19 +415,20 @@ pub async fn cancel(
 /// Withdraws the open requests to move `code` (inside the caller's
 /// transaction, which holds the code's row): an admin unbound or revoked
 /// it, so what the learner asked for no longer exists. `actor` is that
-/// admin. Returns how many were withdrawn.
+/// admin (`None`: the server itself, a refund's grace ending). Returns how
+/// many were withdrawn.
 pub(crate) async fn withdraw_open(
     conn: &mut sqlx::PgConnection,
     tenant: TenantId,
     code: Uuid,
-    actor: AccountId,
+    actor: Option<AccountId>,
 ) -> anyhow::Result<u64> {
     let done = sqlx::query!(
         "UPDATE transfer_requests SET status = 'cancelled', decided_at = now(), decided_by = $3
          WHERE tenant_id = $1 AND code_id = $2 AND status IN ('awaiting_target', 'awaiting_admin')",
         tenant.0,
         code,
-        actor.0,
+        actor.map(|a| a.0),
     )
     .execute(conn)
     .await

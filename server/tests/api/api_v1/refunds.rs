@@ -428,7 +428,12 @@ async fn a_flagging_policy_records_the_refund_and_revokes_nothing(pool: PgPool) 
             .await
             .expect("one order.refunded");
     assert_eq!(event["action"], "flag");
-    assert_eq!(ids(&event["bound_pending"]), vec![codes[0].0]);
+    assert_eq!(
+        ids(&event["bound_kept"]),
+        vec![codes[0].0],
+        "kept, not pending"
+    );
+    assert_eq!(event.get("bound_pending"), None);
     assert_eq!(
         count(
             &app,
@@ -635,4 +640,142 @@ async fn a_bad_refund_or_policy_is_refused_and_changes_nothing(pool: PgPool) {
         .await,
         0
     );
+}
+
+/// During a grace, the seats a refund took back stay taken whatever the
+/// team does at the same time: replacements of the order's unused codes
+/// racing the refund (each either runs first, and its new code is revoked
+/// with the rest, or finds the code revoked), and an unbind of the bound
+/// code afterwards, asked without revoking, revokes it anyway.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_refunded_seat_stays_taken_whatever_the_team_does_meanwhile(pool: PgPool) {
+    let (app, _sink) = spawn_app_with_mail(pool).await;
+    let (_admin, course, token) = shop(&app).await;
+    let (status, _) = as_token(
+        &app,
+        &token,
+        Method::PUT,
+        &format!("/api/v1/shares/{}/refund-policy", course.share),
+        Some(json!({ "action": "revoke", "bound_grace_hours": 24 })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let codes = order(&app, &token, course.share, "cs_team", 9).await;
+    let (ann, ann_client) = learners(&app, 1).await.remove(0);
+    assert!(
+        enter_code(&app, &ann_client, &course.slug, &codes[0].1)
+            .await
+            .status()
+            .is_success()
+    );
+    assert_eq!(open(&app, &ann_client, &course, None).await.status(), 200);
+
+    let replacements = join_all(codes[1..].iter().map(|(id, _)| {
+        let (app, token) = (&app, &token);
+        async move {
+            let path = format!("/api/v1/codes/{id}/replace");
+            as_token(app, token, Method::POST, &path, None).await
+        }
+    }));
+    let (replaced, (status, refunded)) =
+        tokio::join!(replacements, refund(&app, &token, "cs_team", json!({})));
+    assert_eq!(status, StatusCode::CREATED, "{refunded}");
+    for (status, body) in &replaced {
+        assert!(
+            status.is_success() || body["code"] == "code_not_replaceable",
+            "replaced first, or refused: {status} {body}"
+        );
+    }
+    let batch: Uuid = refunded["batch_id"]
+        .as_str()
+        .and_then(|id| id.parse().ok())
+        .expect("batch");
+    let free = || async {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM auth_codes
+             WHERE batch_id = $1 AND revoked_at IS NULL AND bound_principal IS NULL",
+        )
+        .bind(batch)
+        .fetch_one(&app.pool)
+        .await
+        .expect("free codes")
+    };
+    assert_eq!(free().await, 0, "no seat of the refunded order is free");
+
+    // The bound code unbound during the grace, without asking to revoke.
+    let (status, unbound) = as_token(
+        &app,
+        &token,
+        Method::POST,
+        &format!("/api/v1/codes/{}/unbind", codes[0].0),
+        Some(json!({ "reason": "changed account" })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{unbound}");
+    assert_eq!(unbound["state"], "revoked", "{unbound}");
+    assert_eq!(free().await, 0);
+    let anns: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM auth_codes WHERE bound_principal = $1")
+            .bind(ann)
+            .fetch_one(&app.pool)
+            .await
+            .expect("count");
+    assert_eq!(anns, 0);
+    assert_invariants(&app, "after the team's changes").await;
+}
+
+/// The same shop order id in two tenants is two orders: refunding it in
+/// one leaves the other's untouched; a read-only token cannot refund.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_refund_reaches_its_own_tenants_order_alone(pool: PgPool) {
+    let (app, _sink) = spawn_app_with_mail(pool).await;
+    let (admin_a, course_a, token_a) = shop(&app).await;
+    let (_admin_b, course_b, token_b) = shop(&app).await;
+    let codes_a = order(&app, &token_a, course_a.share, "cs_same", 2).await;
+    let codes_b = order(&app, &token_b, course_b.share, "cs_same", 2).await;
+    let reader = create_token(&app, &admin_a, &["read"]).await;
+    let (status, _) = refund(&app, &reader, "cs_same", json!({})).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "a read-only token");
+    assert!(revoked_ids(&app, &codes_a).await.is_empty());
+
+    let (status, refunded) = refund(&app, &token_a, "cs_same", json!({})).await;
+    assert_eq!(status, StatusCode::CREATED, "{refunded}");
+    assert_eq!(refunded["tenant_id"], json!(admin_a.tenant));
+    assert_eq!(revoked_ids(&app, &codes_a).await.len(), 2);
+    assert!(revoked_ids(&app, &codes_b).await.is_empty(), "B's order");
+    let refunded_b: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM orders WHERE share_id = $1 AND refunded_at IS NOT NULL",
+    )
+    .bind(course_b.share)
+    .fetch_one(&app.pool)
+    .await
+    .expect("count");
+    assert_eq!(refunded_b, 0);
+    // B's shop retries its order: it is answered unrefunded; A's retry
+    // of its own says it was refunded.
+    let (_, again_b) = as_token(
+        &app,
+        &token_b,
+        Method::POST,
+        &format!("/api/v1/shares/{}/orders", course_b.share),
+        Some(
+            json!({ "source": "stripe", "order_id": "cs_same", "email": "buyer@example.com",
+                     "quantity": 2, "mail": false, "addressed": false }),
+        ),
+    )
+    .await;
+    assert_eq!(again_b["refund"], Value::Null, "{again_b}");
+    let (_, again_a) = as_token(
+        &app,
+        &token_a,
+        Method::POST,
+        &format!("/api/v1/shares/{}/orders", course_a.share),
+        Some(
+            json!({ "source": "stripe", "order_id": "cs_same", "email": "buyer@example.com",
+                     "quantity": 2, "mail": false, "addressed": false }),
+        ),
+    )
+    .await;
+    assert_eq!(again_a["replayed"], true);
+    assert_eq!(again_a["refund"]["kind"], "refund", "{again_a}");
 }

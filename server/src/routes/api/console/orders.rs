@@ -111,6 +111,11 @@ pub async fn place_order(
     };
     let replayed = matches!(placed, Placed::Replayed(_));
     let order = placed.order();
+    // A shop's retry of an order refunded since says so.
+    let refund = match placed {
+        Placed::New(_) => None,
+        Placed::Replayed(_) => refunds::recorded(&services.pool, share.tenant_id, order.id).await?,
+    };
     // The codes themselves: to whoever placed the order, and again to
     // the same member's retries for a while; to nobody else, ever.
     let reveal = !replayed || order.reveals_codes_to(admin.id, time::OffsetDateTime::now_utc());
@@ -128,7 +133,7 @@ pub async fn place_order(
     Ok((
         status,
         Json(PlacedOrder {
-            order: body_of(order, None),
+            order: body_of(order, refund.as_ref()),
             replayed,
             codes,
         }),
