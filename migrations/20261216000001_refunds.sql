@@ -47,6 +47,9 @@ ALTER TABLE orders
     -- When the order's bound codes are revoked (the grace's end); NULL
     -- once done, or when nothing waits.
     ADD COLUMN revoke_bound_at timestamptz,
+    -- When the sweeper tries again after a failed grace end (NULL: at
+    -- the grace's end).
+    ADD COLUMN revoke_retry_at timestamptz,
     ADD COLUMN bound_revoked_at timestamptz,
     ADD CONSTRAINT orders_refund_whole
         CHECK (num_nulls(refund_kind, refund_action, refunded_at) IN (0, 3)) NOT VALID,

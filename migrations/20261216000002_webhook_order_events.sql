@@ -4,9 +4,11 @@
 -- what `engine::webhooks::EVENTS` lists; the test
 -- `every_event_the_api_names_can_be_subscribed_to` keeps them one list.
 --
--- Rolling deploys: the release before this one subscribes to none of the
--- new events. Locks: `webhook_endpoints` (at most ten rows a tenant) is
--- read once to check the new constraint, its writes waiting meanwhile.
+-- Rolling deploys: the release before this one names `order.placed` too,
+-- and may subscribe to it once this check allows it (what it always
+-- meant to); it names no `order.refunded`. Locks: `webhook_endpoints`
+-- (at most ten rows a tenant) is held, reads included (the webhook
+-- relay's), while the new constraint is checked against its rows.
 SET LOCAL lock_timeout = '2s';
 
 ALTER TABLE webhook_endpoints DROP CONSTRAINT webhook_endpoints_events_check,

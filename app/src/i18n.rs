@@ -119,6 +119,7 @@ pub fn audit_action(action: &str) -> String {
         "order.placed" => t(Msg::AuditOrderPlaced),
         "order.refunded" => t(Msg::AuditOrderRefunded),
         "order.refund_grace_ended" => t(Msg::AuditOrderRefundGraceEnded),
+        "order.refund_repeated" => t(Msg::AuditOrderRefundRepeated),
         "share.refund_policy_set" => t(Msg::AuditRefundPolicySet),
         "code.transferred" => t(Msg::CodeMovedToAnotherAccount),
         "transfer.requested" => t(Msg::TransferRequested),

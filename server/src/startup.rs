@@ -169,8 +169,8 @@ impl Application {
         crate::relay::spawn_rounds("refund sweeper", REFUND_SWEEP_EVERY, move || {
             let pool = sweeping.clone();
             async move {
-                let done = engine::refunds::revoke_due(&pool, None, REFUND_SWEEP_BATCH).await?;
-                Ok(done == REFUND_SWEEP_BATCH)
+                let swept = engine::refunds::revoke_due(&pool, None, REFUND_SWEEP_BATCH).await?;
+                Ok(swept.tried == REFUND_SWEEP_BATCH)
             }
         });
         let settler = engine::settlement::Settler::new(pool.clone(), redis.clone(), settlement);

@@ -438,12 +438,15 @@ pub async fn owner_of_batch(
     Ok(row.map(|r| (TenantId(r.tenant_id), ShareId(r.share_id))))
 }
 
-/// Takes the row of `code`'s batch (`FOR SHARE`) before a change that
-/// frees a code of it or adds one (an unbind, a replacement): a refund of
-/// the batch's order, which takes the row `FOR UPDATE`
+/// Takes the row of `code`'s batch (`FOR KEY SHARE`) before a change
+/// that frees a code of it or adds one (an unbind, a replacement): a
+/// refund of the batch's order, which takes the row `FOR UPDATE`
 /// (`crate::refunds::refund`), then runs wholly before or wholly after
 /// the change, and no seat it took back comes free again. Taken before
-/// the code's own row, in the refund's order (batch, then codes).
+/// the code's own row, in the refund's order (batch, then codes). The
+/// weakest lock that conflicts with `FOR UPDATE`: a send of the batch
+/// (`FOR NO KEY UPDATE`, `crate::mailings`) and a replacement's own insert
+/// (its foreign key's `FOR KEY SHARE`) do not wait for it.
 pub(crate) async fn hold_for_change(
     conn: &mut sqlx::PgConnection,
     tenant: TenantId,
@@ -453,7 +456,7 @@ pub(crate) async fn hold_for_change(
         "SELECT b.id FROM code_batches b
          JOIN auth_codes c ON c.tenant_id = b.tenant_id AND c.batch_id = b.id
          WHERE c.tenant_id = $1 AND c.id = $2
-         FOR SHARE OF b",
+         FOR KEY SHARE OF b",
         tenant.0,
         code,
     )

@@ -468,9 +468,9 @@ pub(crate) async fn unbind_in(
     .ok_or(CodeError::CodeNotFound)?;
     let principal = before.bound_principal.ok_or(CodeError::CodeNotBound)?;
     // A seat a refund took back stays taken: unbinding a code of such an
-    // order revokes it too.
-    let revoke = revoke || crate::refunds::takes_seat_back(&mut *tx, tenant, code).await?;
-    let after = clear_binding(tx, tenant, code, revoke).await?;
+    // order revokes it too, whatever was asked.
+    let by_refund = !revoke && crate::refunds::takes_seat_back(&mut *tx, tenant, code).await?;
+    let after = clear_binding(tx, tenant, code, revoke || by_refund).await?;
     let revoked = after.revoked;
     // A request to move the code is moot once it is unbound.
     crate::transfers::withdraw_open(&mut *tx, tenant, code, Some(actor)).await?;
@@ -493,6 +493,7 @@ pub(crate) async fn unbind_in(
                 "principal": principal,
                 "revoked": revoked,
                 "revoke_requested": revoke,
+                "revoked_by_refund": by_refund,
             }),
         },
     )
@@ -504,6 +505,16 @@ pub(crate) async fn unbind_in(
         json!({ "share_id": before.share_id, "code_id": code, "principal": principal }),
     )
     .await?;
+    if by_refund {
+        // Its order's refund took the seat: say so as the refund would.
+        audit::emit(
+            &mut *tx,
+            tenant,
+            "code.revoked",
+            json!({ "share_id": before.share_id, "code_id": code }),
+        )
+        .await?;
+    }
     Ok(Unbound {
         share_id: before.share_id,
         principal,

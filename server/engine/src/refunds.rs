@@ -330,12 +330,12 @@ pub async fn refund(
         return replayed(pool, tenant, actor, request, earlier).await;
     }
     let policy = stored_policy(order.action.as_deref(), order.hours)?;
-    hold_batch(&mut tx, tenant, order.batch_id).await?;
     let mut revoked = Vec::new();
     let mut learners = Vec::new();
     let mut revoke_bound_at = None;
     let mut bound_revoked = false;
     if policy.action == RefundAction::Revoke {
+        hold_batch(&mut tx, tenant, order.batch_id).await?;
         // The seats sold can no longer be taken.
         revoked = sqlx::query_scalar!(
             "UPDATE auth_codes SET revoked_at = now()
@@ -456,7 +456,8 @@ async fn recorded_by_ref(
 
 /// The answer to a refund of an order refunded before. A report of
 /// another kind (a chargeback after a refund) changes nothing either, but
-/// is audited (`order.refund_repeated`): it is the shop's news.
+/// is audited once (`order.refund_repeated`): it is the shop's news (its
+/// retries are not).
 async fn replayed(
     pool: &PgPool,
     tenant: TenantId,
@@ -464,7 +465,19 @@ async fn replayed(
     request: &RefundRequest<'_>,
     earlier: Refund,
 ) -> Result<Refunded, RefundError> {
-    if earlier.kind != request.kind {
+    if earlier.kind != request.kind
+        && !sqlx::query_scalar!(
+            r#"SELECT EXISTS (SELECT 1 FROM audit_log
+                              WHERE tenant_id = $1 AND action = 'order.refund_repeated'
+                                AND target_id = $2 AND details->>'kind' = $3) AS "told!""#,
+            tenant.0,
+            earlier.order_id,
+            request.kind.as_str(),
+        )
+        .fetch_one(pool)
+        .await
+        .context("looking for a repeated refund's record")?
+    {
         let mut conn = pool.acquire().await.context("a connection")?;
         audit::record(
             &mut conn,
@@ -619,21 +632,24 @@ pub async fn recorded(
 /// Revokes the bound codes of every refunded order whose grace ended by
 /// `now` (`None`: the database's clock), one order a transaction
 /// (audited `order.refund_grace_ended` with no actor: the server did it;
-/// each learner told), at most `limit` orders. Returns how many orders it
-/// finished. Several instances at once take different orders. An order
-/// that fails is logged and tried again in [`RETRY_AFTER_FAILURE`], so it
-/// holds up no other.
+/// each learner told), trying at most `limit` orders. Returns how many it
+/// tried and how many of those it finished. Several instances at once
+/// take different orders. An order that fails is logged and not tried
+/// again before [`RETRY_AFTER_FAILURE`] (`revoke_retry_at`), so it holds
+/// up no other; its grace's end stays as it was.
 pub async fn revoke_due(
     pool: &PgPool,
     now: Option<OffsetDateTime>,
     limit: usize,
-) -> anyhow::Result<usize> {
-    let mut done = 0;
-    while done < limit {
+) -> anyhow::Result<Swept> {
+    let mut swept = Swept::default();
+    while swept.tried < limit {
         let mut tx = pool.begin().await.context("starting a transaction")?;
         let Some(order) = sqlx::query!(
             "SELECT tenant_id, id, share_id, batch_id, refunded_by, revoke_bound_at AS \"due!\"
-             FROM orders WHERE revoke_bound_at <= coalesce($1, now())
+             FROM orders
+             WHERE revoke_bound_at <= coalesce($1, now())
+               AND (revoke_retry_at IS NULL OR revoke_retry_at <= coalesce($1, now()))
              ORDER BY revoke_bound_at LIMIT 1 FOR UPDATE SKIP LOCKED",
             now,
         )
@@ -643,6 +659,7 @@ pub async fn revoke_due(
         else {
             break;
         };
+        swept.tried += 1;
         let due = Due {
             tenant: TenantId(order.tenant_id),
             order: order.id,
@@ -651,13 +668,17 @@ pub async fn revoke_due(
             refunded_by: order.refunded_by,
             at: order.due,
         };
-        match end_grace(&mut tx, &due).await {
-            Ok(()) => tx
-                .commit()
-                .await
-                .context("committing a refund's grace end")?,
+        let ended = match end_grace(&mut tx, &due).await {
+            Ok(()) => tx.commit().await.context("committing a refund's grace end"),
             Err(error) => {
-                tx.rollback().await.context("rolling back a grace end")?;
+                // Dropping the transaction rolls it back.
+                drop(tx);
+                Err(error)
+            }
+        };
+        match ended {
+            Ok(()) => swept.finished += 1,
+            Err(error) => {
                 tracing::error!(
                     order = %due.order,
                     tenant = %due.tenant.0,
@@ -665,10 +686,11 @@ pub async fn revoke_due(
                     "a refunded order's bound codes could not be revoked; trying again later"
                 );
                 sqlx::query!(
-                    "UPDATE orders SET revoke_bound_at = now() + make_interval(secs => $3)
+                    "UPDATE orders SET revoke_retry_at = coalesce($3, now()) + make_interval(secs => $4)
                      WHERE tenant_id = $1 AND id = $2 AND revoke_bound_at IS NOT NULL",
                     due.tenant.0,
                     due.order,
+                    now,
                     RETRY_AFTER_FAILURE.as_secs_f64(),
                 )
                 .execute(pool)
@@ -676,9 +698,17 @@ pub async fn revoke_due(
                 .context("putting off a failed grace end")?;
             }
         }
-        done += 1;
     }
-    Ok(done)
+    Ok(swept)
+}
+
+/// What one [`revoke_due`] did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Swept {
+    /// Orders whose grace end was tried.
+    pub tried: usize,
+    /// Of those, the ones whose bound codes are now revoked.
+    pub finished: usize,
 }
 
 /// How long an order whose grace end failed waits before the next try.
@@ -699,7 +729,7 @@ async fn end_grace(tx: &mut PgConnection, due: &Due) -> anyhow::Result<()> {
     hold_batch(&mut *tx, due.tenant, due.batch).await?;
     let taken = revoke_codes(&mut *tx, due.tenant, None, due.share, due.batch).await?;
     sqlx::query!(
-        "UPDATE orders SET revoke_bound_at = NULL, bound_revoked_at = now()
+        "UPDATE orders SET revoke_bound_at = NULL, revoke_retry_at = NULL, bound_revoked_at = now()
          WHERE tenant_id = $1 AND id = $2",
         due.tenant.0,
         due.order,

@@ -596,6 +596,7 @@ shop-order-refunded = shop order refunded
 audit-order-placed = Shop order placed
 audit-order-refunded = Shop order refunded
 audit-order-refund-grace-ended = Refunded order's bound codes revoked
+audit-order-refund-repeated = Shop order reported refunded again
 audit-refund-policy-set = Refund policy set
 draft = Draft
 file = File

@@ -572,6 +572,7 @@ shop-order-refunded = 商店订单已退款
 audit-order-placed = 商店订单已下单
 audit-order-refunded = 商店订单已退款
 audit-order-refund-grace-ended = 已退款订单中已绑定的兑换码被撤销
+audit-order-refund-repeated = 商店再次报告订单退款
 audit-refund-policy-set = 设置退款规则
 draft = 草稿
 file = 文件

@@ -572,6 +572,7 @@ shop-order-refunded = 商店訂單已退款
 audit-order-placed = 商店訂單已下單
 audit-order-refunded = 商店訂單已退款
 audit-order-refund-grace-ended = 已退款訂單中已綁定的兌換碼被撤銷
+audit-order-refund-repeated = 商店再次回報訂單退款
 audit-refund-policy-set = 設定退款規則
 draft = 草稿
 file = 檔案

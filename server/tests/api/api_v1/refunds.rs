@@ -119,10 +119,14 @@ async fn live_grants(app: &TestApp, codes: &[(Uuid, String)]) -> i64 {
     .expect("live grants")
 }
 
+/// Sweeps as of `now`; how many orders' grace ends it finished (each it
+/// tried, it finished).
 async fn sweep(app: &TestApp, now: OffsetDateTime) -> usize {
-    engine::refunds::revoke_due(&app.pool, Some(now), 10)
+    let swept = engine::refunds::revoke_due(&app.pool, Some(now), 10)
         .await
-        .expect("the sweep")
+        .expect("the sweep");
+    assert_eq!(swept.tried, swept.finished, "{swept:?}");
+    swept.finished
 }
 
 /// A share whose policy gives bound codes 48 hours: the refund revokes
@@ -208,7 +212,7 @@ async fn a_refund_revokes_unused_codes_at_once_and_a_bound_one_after_its_grace(p
     assert_eq!(open(&app, &ann_client, &course, None).await.status(), 200);
 
     // The shop's retry, then a chargeback of the same order: one refund.
-    for kind in ["refund", "chargeback"] {
+    for kind in ["refund", "chargeback", "chargeback"] {
         let (status, again) = refund(&app, &token, "cs_refund_1", json!({ "kind": kind })).await;
         assert_eq!(status, StatusCode::OK, "{kind}: {again}");
         assert_eq!(again["replayed"], true);
@@ -226,6 +230,16 @@ async fn a_refund_revokes_unused_codes_at_once_and_a_bound_one_after_its_grace(p
         )
         .await,
         1
+    );
+    assert_eq!(
+        count(
+            &app,
+            "SELECT count(*) FROM audit_log WHERE action = 'order.refund_repeated'
+              AND details->>'kind' = 'chargeback'"
+        )
+        .await,
+        1,
+        "the chargeback after the refund is the shop's news, once"
     );
     let event: Value =
         sqlx::query_scalar("SELECT payload FROM outbox WHERE event_type = 'order.refunded'")
@@ -713,6 +727,24 @@ async fn a_refunded_seat_stays_taken_whatever_the_team_does_meanwhile(pool: PgPo
     .await;
     assert_eq!(status, StatusCode::OK, "{unbound}");
     assert_eq!(unbound["state"], "revoked", "{unbound}");
+    let (details, events): (Value, i64) = sqlx::query_as(
+        "SELECT (SELECT details FROM audit_log WHERE action = 'code.unbound'),
+                (SELECT count(*) FROM outbox WHERE event_type = 'code.revoked'
+                  AND payload->>'code_id' = $1::text)",
+    )
+    .bind(codes[0].0)
+    .fetch_one(&app.pool)
+    .await
+    .expect("the unbind's record");
+    assert_eq!(
+        (
+            details["revoke_requested"].clone(),
+            details["revoked_by_refund"].clone()
+        ),
+        (json!(false), json!(true)),
+        "{details}"
+    );
+    assert_eq!(events, 1, "code.revoked says the seat went");
     assert_eq!(free().await, 0);
     let anns: i64 =
         sqlx::query_scalar("SELECT count(*) FROM auth_codes WHERE bound_principal = $1")
@@ -753,7 +785,7 @@ async fn a_refund_reaches_its_own_tenants_order_alone(pool: PgPool) {
     assert_eq!(refunded_b, 0);
     // B's shop retries its order: it is answered unrefunded; A's retry
     // of its own says it was refunded.
-    let (_, again_b) = as_token(
+    let (status, again_b) = as_token(
         &app,
         &token_b,
         Method::POST,
@@ -764,8 +796,10 @@ async fn a_refund_reaches_its_own_tenants_order_alone(pool: PgPool) {
         ),
     )
     .await;
-    assert_eq!(again_b["refund"], Value::Null, "{again_b}");
-    let (_, again_a) = as_token(
+    assert_eq!(status, StatusCode::OK, "{again_b}");
+    assert_eq!(again_b["replayed"], true);
+    assert_eq!(again_b.get("refund"), Some(&Value::Null), "{again_b}");
+    let (status, again_a) = as_token(
         &app,
         &token_a,
         Method::POST,
@@ -776,6 +810,110 @@ async fn a_refund_reaches_its_own_tenants_order_alone(pool: PgPool) {
         ),
     )
     .await;
+    assert_eq!(status, StatusCode::OK, "{again_a}");
     assert_eq!(again_a["replayed"], true);
     assert_eq!(again_a["refund"]["kind"], "refund", "{again_a}");
+}
+
+/// An order whose grace end fails (here a trigger of this test's own
+/// database refuses it) holds up no other: the sweep finishes the next
+/// order, leaves the failing one's grace end as it was, and does not try
+/// it again for ten minutes; then it does.
+#[sqlx::test(migrations = "../migrations")]
+async fn an_order_whose_grace_end_fails_holds_up_no_other(pool: PgPool) {
+    let (app, _sink) = spawn_app_with_mail(pool).await;
+    let (_admin, course, token) = shop(&app).await;
+    let (status, _) = as_token(
+        &app,
+        &token,
+        Method::PUT,
+        &format!("/api/v1/shares/{}/refund-policy", course.share),
+        Some(json!({ "action": "revoke", "bound_grace_hours": 1 })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let mut people = learners(&app, 2).await;
+    let mut orders = Vec::new();
+    for (i, (_, client)) in people.drain(..).enumerate() {
+        let order_id = format!("cs_sweep_{i}");
+        let codes = order(&app, &token, course.share, &order_id, 1).await;
+        assert!(
+            enter_code(&app, &client, &course.slug, &codes[0].1)
+                .await
+                .status()
+                .is_success()
+        );
+        assert_eq!(open(&app, &client, &course, None).await.status(), 200);
+        let (status, refunded) = refund(&app, &token, &order_id, json!({})).await;
+        assert_eq!(status, StatusCode::CREATED, "{refunded}");
+        let id: Uuid = refunded["id"]
+            .as_str()
+            .and_then(|id| id.parse().ok())
+            .expect("id");
+        orders.push((id, codes));
+        // The first order's grace ends first: the sweep takes it first.
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let failing = orders[0].0;
+    sqlx::raw_sql(&format!(
+        "CREATE FUNCTION refuse_grace_end() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN RAISE EXCEPTION 'refused by the test'; END $$;
+         CREATE TRIGGER refuse_grace_end BEFORE UPDATE ON orders FOR EACH ROW
+           WHEN (NEW.id = '{failing}' AND NEW.bound_revoked_at IS NOT NULL)
+           EXECUTE FUNCTION refuse_grace_end();"
+    ))
+    .execute(&app.pool)
+    .await
+    .expect("the test's trigger");
+    let due_before: OffsetDateTime =
+        sqlx::query_scalar("SELECT revoke_bound_at FROM orders WHERE id = $1")
+            .bind(failing)
+            .fetch_one(&app.pool)
+            .await
+            .expect("due");
+
+    let later = OffsetDateTime::now_utc() + Duration::hours(2);
+    let swept = engine::refunds::revoke_due(&app.pool, Some(later), 10)
+        .await
+        .expect("the sweep");
+    assert_eq!(
+        swept,
+        engine::refunds::Swept {
+            tried: 2,
+            finished: 1
+        }
+    );
+    assert!(
+        revoked_ids(&app, &orders[0].1).await.is_empty(),
+        "the failing one"
+    );
+    assert_eq!(
+        revoked_ids(&app, &orders[1].1).await.len(),
+        1,
+        "the other one"
+    );
+    let (due_after, retry): (OffsetDateTime, OffsetDateTime) =
+        sqlx::query_as("SELECT revoke_bound_at, revoke_retry_at FROM orders WHERE id = $1")
+            .bind(failing)
+            .fetch_one(&app.pool)
+            .await
+            .expect("the failing order");
+    assert_eq!(due_after, due_before, "its grace's end stays as it was");
+    // Ten minutes from the sweep's moment (stored to the microsecond).
+    assert!(
+        (retry - later - Duration::minutes(10)).abs() < Duration::milliseconds(1),
+        "{retry} after {later}"
+    );
+    let swept = engine::refunds::revoke_due(&app.pool, Some(later + Duration::minutes(9)), 10)
+        .await
+        .expect("the sweep");
+    assert_eq!(swept.tried, 0, "not tried again before its time");
+
+    sqlx::query("DROP TRIGGER refuse_grace_end ON orders")
+        .execute(&app.pool)
+        .await
+        .expect("trigger dropped");
+    assert_eq!(sweep(&app, later + Duration::minutes(11)).await, 1);
+    assert_eq!(revoked_ids(&app, &orders[0].1).await.len(), 1);
+    assert_invariants(&app, "after the sweeps").await;
 }

@@ -241,7 +241,7 @@ pub struct NewWebhookBody {
     url: String,
     /// At least one of `code.bound`, `code.unbound`, `code.revoked`,
     /// `code.replaced`, `code.transferred`, `code.leak_suspected`,
-    /// `access.recorded`, `batch.issued`.
+    /// `access.recorded`, `batch.issued`, `order.placed`, `order.refunded`.
     events: Vec<String>,
 }
 

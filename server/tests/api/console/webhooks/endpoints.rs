@@ -494,34 +494,42 @@ async fn every_event_the_api_names_can_be_subscribed_to(pool: PgPool) {
     expected.sort();
     assert_eq!(stored, expected);
 
-    // The console's form: one box per event, named with underscores.
+    // The console's form: one box per event, named with underscores,
+    // each ticked alone subscribing to its own event.
     let tenant = admin.tenant.to_string();
     let boxes: Vec<String> = events.iter().map(|e| e.replace('.', "_")).collect();
-    let mut fields = vec![
-        ("tenant_id", tenant.as_str()),
-        ("url", "https://example.com/form"),
-    ];
-    fields.extend(boxes.iter().map(|b| (b.as_str(), "on")));
-    let response = admin
-        .client
-        .post(format!("{}/api/admin/webhooks/create", app.address))
-        .form(&fields)
-        .send()
-        .await
-        .expect("create");
-    assert_eq!(
-        response.status(),
-        200,
-        "{}",
-        response.text().await.unwrap_or_default()
-    );
-    let stored: Vec<String> = sqlx::query_scalar(
-        "SELECT unnest(events) FROM webhook_endpoints WHERE url = 'https://example.com/form' ORDER BY 1",
-    )
-    .fetch_all(&pool)
-    .await
-    .expect("events");
-    assert_eq!(stored, expected, "every box of the form");
+    for (name, event) in boxes.iter().zip(events) {
+        let url = format!("https://example.com/{name}");
+        let response = admin
+            .client
+            .post(format!("{}/api/admin/webhooks/create", app.address))
+            .form(&[
+                ("tenant_id", tenant.as_str()),
+                ("url", url.as_str()),
+                (name.as_str(), "on"),
+            ])
+            .send()
+            .await
+            .expect("create");
+        assert_eq!(
+            response.status(),
+            200,
+            "{name}: {}",
+            response.text().await.unwrap_or_default()
+        );
+        let stored: Vec<String> =
+            sqlx::query_scalar("SELECT unnest(events) FROM webhook_endpoints WHERE url = $1")
+                .bind(&url)
+                .fetch_all(&pool)
+                .await
+                .expect("events");
+        assert_eq!(stored, vec![event.to_owned()], "the box {name}");
+        sqlx::query("DELETE FROM webhook_endpoints WHERE url = $1")
+            .bind(&url)
+            .execute(&pool)
+            .await
+            .expect("a tenant has at most ten endpoints");
+    }
     let page = admin
         .client
         .get(format!("{}/admin/t/{tenant}/webhooks", app.address))
