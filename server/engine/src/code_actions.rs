@@ -453,10 +453,7 @@ pub(crate) async fn unbind_in(
     end_grants: bool,
 ) -> Result<Unbound, CodeError> {
     crate::batches::hold_for_change(&mut *tx, tenant, code).await?;
-    sqlx::query("SELECT set_config('admitone.unbind', 'on', true)")
-        .execute(&mut *tx)
-        .await
-        .context("opening the unbind path")?;
+    open_unbind(&mut *tx).await?;
     let before = sqlx::query!(
         "SELECT share_id, bound_principal FROM auth_codes WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
         tenant.0,
@@ -523,7 +520,7 @@ pub(crate) async fn unbind_in(
 }
 
 /// A code's revocation and date after its unbind.
-struct Cleared {
+pub(crate) struct Cleared {
     /// Revoked now (it stays revoked if it was).
     revoked: bool,
     /// Past its date (its own, else its batch's).
@@ -545,10 +542,22 @@ impl Cleared {
     }
 }
 
+/// Opens the path the `auth_codes_keep_binding` trigger guards, for the
+/// rest of the caller's transaction: only the audited unbind
+/// ([`unbind_in`]) and a refund taking seats back
+/// (`crate::refunds`) open it.
+pub(crate) async fn open_unbind(tx: &mut sqlx::PgConnection) -> anyhow::Result<()> {
+    sqlx::query("SELECT set_config('admitone.unbind', 'on', true)")
+        .execute(tx)
+        .await
+        .context("opening the unbind path")?;
+    Ok(())
+}
+
 /// Clears the code's binding and what came with it (first use, accesses,
 /// foreign attempts, leak alert, extension), revoking it too when `revoke`
-/// is set.
-async fn clear_binding(
+/// is set. The caller opened the unbind path ([`open_unbind`]).
+pub(crate) async fn clear_binding(
     tx: &mut sqlx::PgConnection,
     tenant: TenantId,
     code: Uuid,

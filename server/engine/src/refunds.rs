@@ -348,8 +348,15 @@ pub async fn refund(
         .await
         .context("revoking a refunded order's unused codes")?;
         if policy.bound_grace_hours == 0 {
-            let taken =
-                revoke_codes(&mut tx, tenant, Some(actor), order.share_id, order.batch_id).await?;
+            let taken = revoke_codes(
+                &mut tx,
+                tenant,
+                Some(actor),
+                order.id,
+                order.share_id,
+                order.batch_id,
+            )
+            .await?;
             revoked.extend(taken.codes);
             learners = taken.learners;
             bound_revoked = true;
@@ -527,29 +534,69 @@ struct Taken {
 /// withdrawn, they are told by mail, and `code.revoked` is emitted for
 /// each (as an admin's revocation of a held code does). `actor`: the
 /// member refunding, `None` at a grace's end (the server).
+///
+/// A bound code is unbound as it is revoked (the audited unbind's
+/// clearing, [`crate::code_actions::clear_binding`]): the refund took the
+/// seat back, and with it the learner's one code of the share, so a buyer
+/// who buys again binds the new order's code like a first one. Who held it
+/// stays in the audit row (`learners`); the code itself is spent for
+/// everyone; each unbind is audited (`code.unbound`, with the order). (An admin's plain revocation keeps the binding instead: a
+/// learner whose code was taken away for cause does not come back with
+/// another.)
 async fn revoke_codes(
     tx: &mut PgConnection,
     tenant: TenantId,
     actor: Option<AccountId>,
+    order: Uuid,
     share: Uuid,
     batch: Uuid,
 ) -> anyhow::Result<Taken> {
-    let rows = sqlx::query!(
+    let mut codes = sqlx::query_scalar!(
         "UPDATE auth_codes SET revoked_at = now()
-         WHERE tenant_id = $1 AND batch_id = $2 AND revoked_at IS NULL
-         RETURNING id, bound_principal",
+         WHERE tenant_id = $1 AND batch_id = $2 AND revoked_at IS NULL AND bound_principal IS NULL
+         RETURNING id",
         tenant.0,
         batch,
     )
     .fetch_all(&mut *tx)
     .await
-    .context("revoking a refunded order's codes")?;
+    .context("revoking a refunded order's unused codes")?;
+    // In id order, as every path that locks several codes of a batch.
+    let bound = sqlx::query!(
+        r#"SELECT id, bound_principal AS "learner!" FROM auth_codes
+           WHERE tenant_id = $1 AND batch_id = $2 AND revoked_at IS NULL
+             AND bound_principal IS NOT NULL
+           ORDER BY id FOR UPDATE"#,
+        tenant.0,
+        batch,
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .context("locking a refunded order's bound codes")?;
+    if !bound.is_empty() {
+        crate::code_actions::open_unbind(&mut *tx).await?;
+    }
     let mut learners = Vec::new();
-    for row in &rows {
-        let Some(learner) = row.bound_principal else {
-            continue;
-        };
-        learners.push(learner);
+    for row in bound {
+        crate::code_actions::clear_binding(&mut *tx, tenant, row.id, true).await?;
+        // The unbind, audited as every unbind is (the reconciler's
+        // `records_name_the_bound_learner` looks for it): who held the code.
+        audit::record(
+            &mut *tx,
+            AuditEntry {
+                tenant,
+                actor,
+                action: "code.unbound",
+                target_type: "code",
+                target_id: Some(row.id),
+                reason: None,
+                details: json!({ "share_id": share, "principal": row.learner, "revoked": true,
+                                 "refunded_order": order }),
+            },
+        )
+        .await?;
+        learners.push(row.learner);
+        codes.push(row.id);
         crate::code_actions::end_live_grants(&mut *tx, tenant, row.id).await?;
         crate::transfers::withdraw_open(&mut *tx, tenant, row.id, actor).await?;
         audit::emit(
@@ -564,15 +611,12 @@ async fn revoke_codes(
             mail::Template::CodeRevoked,
             tenant,
             share,
-            AccountId(learner),
+            AccountId(row.learner),
             json!({}),
         )
         .await?;
     }
-    Ok(Taken {
-        codes: rows.into_iter().map(|row| row.id).collect(),
-        learners,
-    })
+    Ok(Taken { codes, learners })
 }
 
 /// Whether `code` belongs to an order whose refund takes its seats back
@@ -727,7 +771,7 @@ struct Due {
 /// One grace end, inside the sweep's transaction (which holds the order).
 async fn end_grace(tx: &mut PgConnection, due: &Due) -> anyhow::Result<()> {
     hold_batch(&mut *tx, due.tenant, due.batch).await?;
-    let taken = revoke_codes(&mut *tx, due.tenant, None, due.share, due.batch).await?;
+    let taken = revoke_codes(&mut *tx, due.tenant, None, due.order, due.share, due.batch).await?;
     sqlx::query!(
         "UPDATE orders SET revoke_bound_at = NULL, revoke_retry_at = NULL, bound_revoked_at = now()
          WHERE tenant_id = $1 AND id = $2",

@@ -262,7 +262,7 @@ async fn a_refund_revokes_unused_codes_at_once_and_a_bound_one_after_its_grace(p
     );
     assert_eq!(revoked_ids(&app, &codes).await.len(), 3);
     let (status, error) = error_of(open_only(&app, &ann_client, &course, None).await).await;
-    assert_eq!((status, error.as_str()), (409, "code_revoked"));
+    assert_eq!((status, error.as_str()), (403, "code_required"));
     assert_eq!(
         live_grants(&app, &codes).await,
         0,
@@ -353,7 +353,7 @@ async fn a_refund_with_no_policy_takes_the_bound_seat_at_once(pool: PgPool) {
     );
     assert_eq!(refunded["codes"][0]["state"], "revoked");
     let (status, error) = error_of(open_only(&app, &buyer, &course, None).await).await;
-    assert_eq!((status, error.as_str()), (409, "code_revoked"));
+    assert_eq!((status, error.as_str()), (403, "code_required"));
     let code_id: Uuid = placed["issued"][0]["id"]
         .as_str()
         .and_then(|id| id.parse().ok())
@@ -501,14 +501,40 @@ async fn a_refund_racing_openings_and_itself_leaves_no_seat_live(pool: PgPool) {
         0,
         "no grant of a refunded seat is live"
     );
-    let ids: Vec<Uuid> = codes.iter().map(|(id, _)| *id).collect();
-    let bound: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM auth_codes WHERE id = ANY($1) AND bound_principal IS NOT NULL",
+    // The refund unbinds what it revokes: who held a seat is in its audit
+    // row, and no code of the order is bound any more.
+    let code_ids: Vec<Uuid> = codes.iter().map(|(id, _)| *id).collect();
+    assert_eq!(
+        count(
+            &app,
+            "SELECT count(*) FROM auth_codes WHERE bound_principal IS NOT NULL"
+        )
+        .await,
+        0
+    );
+    let audited: Value =
+        sqlx::query_scalar("SELECT details FROM audit_log WHERE action = 'order.refunded'")
+            .fetch_one(&app.pool)
+            .await
+            .expect("the refund's audit row");
+    let holders = ids(&audited["learners"]);
+    let bound = i64::try_from(holders.len()).expect("a count");
+    let records: i64 = sqlx::query_scalar(
+        "SELECT count(DISTINCT principal_id) FROM access_records WHERE code_id = ANY($1)",
     )
-    .bind(&ids)
+    .bind(&code_ids)
     .fetch_one(&app.pool)
     .await
-    .expect("bound");
+    .expect("records");
+    assert_eq!(
+        records, bound,
+        "every learner who opened was audited as a holder"
+    );
+    assert_eq!(
+        bound,
+        i64::try_from(opened.iter().filter(|s| **s == 200).count()).expect("a count"),
+        "the learners who opened before the refund are those who lost a seat"
+    );
     assert_eq!(
         count(
             &app,
@@ -527,20 +553,12 @@ async fn a_refund_racing_openings_and_itself_leaves_no_seat_live(pool: PgPool) {
         bound
     );
     for (learner, client) in &people {
-        let held: bool = sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM auth_codes WHERE id = ANY($1) AND bound_principal = $2)",
-        )
-        .bind(&ids)
-        .bind(learner)
-        .fetch_one(&app.pool)
-        .await
-        .expect("held");
         let answer = error_of(open_only(&app, client, &course, None).await).await;
-        if held {
+        if holders.contains(learner) {
             assert_eq!(
                 answer,
-                (409, "code_revoked".to_owned()),
-                "a seat taken back"
+                (403, "code_required".to_owned()),
+                "a seat taken back, and the learner released"
             );
         } else {
             // Refused before binding: the code they entered is revoked,
@@ -916,4 +934,69 @@ async fn an_order_whose_grace_end_fails_holds_up_no_other(pool: PgPool) {
     assert_eq!(sweep(&app, later + Duration::minutes(11)).await, 1);
     assert_eq!(revoked_ids(&app, &orders[0].1).await.len(), 1);
     assert_invariants(&app, "after the sweeps").await;
+}
+
+/// A refunded buyer who buys the course again gets it: the refund took
+/// the seat back and released the learner with it, so the new order's
+/// code binds to them like any first code. The old code stays revoked for
+/// everyone, its former holder included, and the learner holds one live
+/// code of the share, as ever.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_refunded_buyer_who_buys_again_gets_the_course_again(pool: PgPool) {
+    let (app, _sink) = spawn_app_with_mail(pool).await;
+    let (_admin, course, token) = shop(&app).await;
+    let first = order(&app, &token, course.share, "cs_first", 1).await;
+    let buyer = new_client();
+    sign_up(&app, &buyer, "buyer@example.com").await;
+    assert!(
+        enter_code(&app, &buyer, &course.slug, &first[0].1)
+            .await
+            .status()
+            .is_success()
+    );
+    assert_eq!(open(&app, &buyer, &course, None).await.status(), 200);
+    let (status, refunded) = refund(&app, &token, "cs_first", json!({})).await;
+    assert_eq!(status, StatusCode::CREATED, "{refunded}");
+    let (status, error) = error_of(open_only(&app, &buyer, &course, None).await).await;
+    assert_eq!(
+        (status, error.as_str()),
+        (403, "code_required"),
+        "the refund ended the buyer's access"
+    );
+
+    let second = order(&app, &token, course.share, "cs_second", 1).await;
+    let entered = enter_code(&app, &buyer, &course.slug, &second[0].1).await;
+    let status = entered.status();
+    assert!(
+        status.is_success(),
+        "{status}: {}",
+        entered.text().await.unwrap_or_default()
+    );
+    assert_eq!(open(&app, &buyer, &course, None).await.status(), 200);
+    let held: Vec<(Uuid, bool)> = sqlx::query_as(
+        "SELECT c.id, c.revoked_at IS NOT NULL FROM auth_codes c
+         JOIN accounts a ON a.id = c.bound_principal
+         WHERE a.email = 'buyer@example.com' AND c.share_id = $1",
+    )
+    .bind(course.share)
+    .fetch_all(&app.pool)
+    .await
+    .expect("the buyer's codes");
+    assert_eq!(
+        held,
+        vec![(second[0].0, false)],
+        "one live code, the new one"
+    );
+    assert_eq!(revoked_ids(&app, &first).await, vec![first[0].0]);
+
+    // The refunded code is spent for everyone, its former holder too.
+    let other = new_client();
+    sign_up(&app, &other, "other@example.com").await;
+    for (who, client) in [("another learner", &other), ("the former holder", &buyer)] {
+        let (status, error) =
+            error_of(enter_code(&app, client, &course.slug, &first[0].1).await).await;
+        assert_eq!(status, 409, "{who}");
+        assert_eq!(error, "code_revoked", "{who}");
+    }
+    assert_invariants(&app, "after a refund and a second purchase").await;
 }
