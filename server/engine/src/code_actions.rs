@@ -439,7 +439,8 @@ pub(crate) struct Unbound {
 }
 
 /// The audited unbind inside the caller's transaction (no mail: the
-/// caller says what happened). The only code that opens the path the
+/// caller says what happened). With a refund taking seats back
+/// (`crate::refunds`), the only code that opens the path the
 /// `auth_codes_keep_binding` trigger guards; `reason` is checked.
 /// `end_grants`: the learner loses access now (a replacement instead moves
 /// their live grants to the new code).

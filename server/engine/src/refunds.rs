@@ -595,6 +595,13 @@ async fn revoke_codes(
             },
         )
         .await?;
+        audit::emit(
+            &mut *tx,
+            tenant,
+            "code.unbound",
+            json!({ "share_id": share, "code_id": row.id, "principal": row.learner }),
+        )
+        .await?;
         learners.push(row.learner);
         codes.push(row.id);
         crate::code_actions::end_live_grants(&mut *tx, tenant, row.id).await?;

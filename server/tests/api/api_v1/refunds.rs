@@ -988,6 +988,34 @@ async fn a_refunded_buyer_who_buys_again_gets_the_course_again(pool: PgPool) {
         "one live code, the new one"
     );
     assert_eq!(revoked_ids(&app, &first).await, vec![first[0].0]);
+    // The refund's unbind is audited and announced like any unbind.
+    let buyer_id: Uuid =
+        sqlx::query_scalar("SELECT id FROM accounts WHERE email = 'buyer@example.com'")
+            .fetch_one(&app.pool)
+            .await
+            .expect("the buyer");
+    let order_id = refunded["id"].clone();
+    let (details, announced): (Value, Value) = sqlx::query_as(
+        "SELECT (SELECT details FROM audit_log WHERE action = 'code.unbound' AND target_id = $1),
+                (SELECT payload FROM outbox WHERE event_type = 'code.unbound')",
+    )
+    .bind(first[0].0)
+    .fetch_one(&app.pool)
+    .await
+    .expect("the unbind's records");
+    assert_eq!(
+        (
+            details["principal"].clone(),
+            details["refunded_order"].clone()
+        ),
+        (json!(buyer_id), order_id),
+        "{details}"
+    );
+    assert_eq!(
+        (announced["code_id"].clone(), announced["principal"].clone()),
+        (json!(first[0].0), json!(buyer_id)),
+        "{announced}"
+    );
 
     // The refunded code is spent for everyone, its former holder too.
     let other = new_client();
