@@ -310,6 +310,15 @@ async fn a_refund_revokes_unused_codes_at_once_and_a_bound_one_after_its_grace(p
             .all(|c| c["state"] == "revoked"),
         "{read}"
     );
+    // Released at the grace's end: she may buy the course again.
+    let again = order(&app, &token, course.share, "cs_refund_again", 1).await;
+    assert!(
+        enter_code(&app, &ann_client, &course.slug, &again[0].1)
+            .await
+            .status()
+            .is_success()
+    );
+    assert_eq!(open(&app, &ann_client, &course, None).await.status(), 200);
     assert_invariants(&app, "after the refund").await;
 }
 
@@ -1027,4 +1036,56 @@ async fn a_refunded_buyer_who_buys_again_gets_the_course_again(pool: PgPool) {
         assert_eq!(error, "code_revoked", "{who}");
     }
     assert_invariants(&app, "after a refund and a second purchase").await;
+}
+
+/// A code an admin revoked for cause before the refund keeps its
+/// binding: the refund releases only the seats it takes back itself, so
+/// the learner is not let back in with another code (an admin's unbind
+/// would release them), and the refund's audit row does not list them.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_code_revoked_for_cause_before_the_refund_keeps_its_learner_out(pool: PgPool) {
+    let (app, _sink) = spawn_app_with_mail(pool).await;
+    let (_admin, course, token) = shop(&app).await;
+    let first = order(&app, &token, course.share, "cs_cause", 1).await;
+    let buyer = new_client();
+    sign_up(&app, &buyer, "buyer@example.com").await;
+    assert!(
+        enter_code(&app, &buyer, &course.slug, &first[0].1)
+            .await
+            .status()
+            .is_success()
+    );
+    assert_eq!(open(&app, &buyer, &course, None).await.status(), 200);
+    let (status, body) = as_token(
+        &app,
+        &token,
+        Method::POST,
+        &format!("/api/v1/codes/{}/revoke", first[0].0),
+        Some(json!({})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, refunded) = refund(&app, &token, "cs_cause", json!({})).await;
+    assert_eq!(status, StatusCode::CREATED, "{refunded}");
+
+    let audited: Value =
+        sqlx::query_scalar("SELECT details FROM audit_log WHERE action = 'order.refunded'")
+            .fetch_one(&app.pool)
+            .await
+            .expect("the refund's audit row");
+    assert_eq!(audited["learners"], json!([]), "{audited}");
+    assert_eq!(
+        count(
+            &app,
+            "SELECT count(*) FROM auth_codes WHERE bound_principal IS NOT NULL"
+        )
+        .await,
+        1,
+        "the revoked code keeps its learner"
+    );
+    let second = order(&app, &token, course.share, "cs_cause_again", 1).await;
+    let (status, error) =
+        error_of(enter_code(&app, &buyer, &course.slug, &second[0].1).await).await;
+    assert_eq!((status, error.as_str()), (409, "already_has_access"));
+    assert_invariants(&app, "after a revocation for cause and a refund").await;
 }
