@@ -142,6 +142,9 @@ pub struct OrderCode {
     pub state: CodeState,
     /// The account holding it, if bound, by its address.
     pub holder: Option<String>,
+    /// The account a refund released from it (it took the seat back and
+    /// unbound the code), by its address.
+    pub former_holder: Option<String>,
     pub bound_at: Option<OffsetDateTime>,
     key_version: i16,
     digest: Vec<u8>,
@@ -429,8 +432,10 @@ pub async fn get(
                        WHEN c.bound_principal IS NOT NULL THEN 'bound'
                        WHEN code_expires_at(c.tenant_id, c.batch_id, c.expires_at) <= now() THEN 'expired'
                        ELSE 'unused' END AS "state!: CodeState",
-                  a.email AS "holder?", c.first_used_at AS bound_at, c.key_version, c.digest, c.salt
+                  a.email AS "holder?", f.email AS "former_holder?", c.first_used_at AS bound_at,
+                  c.key_version, c.digest, c.salt
            FROM auth_codes c LEFT JOIN accounts a ON a.id = c.bound_principal
+           LEFT JOIN accounts f ON f.id = c.released_from
            WHERE c.tenant_id = $1 AND c.batch_id = $2
            ORDER BY c.id"#,
         tenant.0,

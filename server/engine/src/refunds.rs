@@ -579,6 +579,15 @@ async fn revoke_codes(
     let mut learners = Vec::new();
     for row in bound {
         crate::code_actions::clear_binding(&mut *tx, tenant, row.id, true).await?;
+        sqlx::query!(
+            "UPDATE auth_codes SET released_from = $3 WHERE tenant_id = $1 AND id = $2",
+            tenant.0,
+            row.id,
+            row.learner,
+        )
+        .execute(&mut *tx)
+        .await
+        .context("noting who a refund released")?;
         // The unbind, audited as every unbind is (the reconciler's
         // `records_name_the_bound_learner` looks for it): who held the code.
         audit::record(

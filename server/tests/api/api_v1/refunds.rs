@@ -1025,6 +1025,25 @@ async fn a_refunded_buyer_who_buys_again_gets_the_course_again(pool: PgPool) {
         (json!(first[0].0), json!(buyer_id)),
         "{announced}"
     );
+    // The order still says whose seat it took back.
+    let (status, read) = as_token(
+        &app,
+        &token,
+        Method::GET,
+        "/api/v1/orders/stripe/cs_first",
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{read}");
+    assert_eq!(
+        (
+            read["codes"][0]["state"].clone(),
+            read["codes"][0]["holder"].clone(),
+            read["codes"][0]["former_holder"].clone()
+        ),
+        (json!("revoked"), Value::Null, json!("buyer@example.com")),
+        "{read}"
+    );
 
     // The refunded code is spent for everyone, its former holder too.
     let other = new_client();

@@ -245,6 +245,7 @@ pub(super) fn body_of(order: &orders::Order, refund: Option<&refunds::Refund>) -
                 hint: code.hint.clone(),
                 state: code.state,
                 holder: code.holder.clone(),
+                former_holder: code.former_holder.clone(),
                 bound_at: code.bound_at,
             })
             .collect(),

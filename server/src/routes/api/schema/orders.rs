@@ -90,6 +90,9 @@ pub struct OrderCodeBody {
     pub state: model::CodeState,
     /// The address of the account holding it, once bound.
     pub holder: Option<String>,
+    /// The address of the account a refund released from it (the refund
+    /// took the seat back and unbound the code).
+    pub former_holder: Option<String>,
     #[serde(with = "time::serde::rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub bound_at: Option<OffsetDateTime>,
