@@ -439,9 +439,9 @@ pub(crate) struct Unbound {
 }
 
 /// The audited unbind inside the caller's transaction (no mail: the
-/// caller says what happened). With a refund taking seats back
-/// (`crate::refunds`), the only code that opens the path the
-/// `auth_codes_keep_binding` trigger guards; `reason` is checked.
+/// caller says what happened). One of the few places that open the path
+/// the `auth_codes_keep_binding` trigger guards ([`open_unbind`] lists
+/// them); `reason` is checked.
 /// `end_grants`: the learner loses access now (a replacement instead moves
 /// their live grants to the new code).
 pub(crate) async fn unbind_in(
@@ -469,6 +469,10 @@ pub(crate) async fn unbind_in(
     // order revokes it too, whatever was asked.
     let by_refund = !revoke && crate::refunds::takes_seat_back(&mut *tx, tenant, code).await?;
     let after = clear_binding(tx, tenant, code, revoke || by_refund).await?;
+    if by_refund {
+        // The order still names whose seat its refund took back.
+        crate::refunds::note_released(&mut *tx, tenant, code, principal).await?;
+    }
     let revoked = after.revoked;
     // A request to move the code is moot once it is unbound.
     crate::transfers::withdraw_open(&mut *tx, tenant, code, Some(actor)).await?;
@@ -544,9 +548,10 @@ impl Cleared {
 }
 
 /// Opens the path the `auth_codes_keep_binding` trigger guards, for the
-/// rest of the caller's transaction: only the audited unbind
-/// ([`unbind_in`]) and a refund taking seats back
-/// (`crate::refunds`) open it.
+/// rest of the caller's transaction. Only audited changes of a binding
+/// open it: an admin's unbind ([`unbind_in`]), a refund taking seats
+/// back (`crate::refunds`), and an approved transfer
+/// (`crate::transfers`).
 pub(crate) async fn open_unbind(tx: &mut sqlx::PgConnection) -> anyhow::Result<()> {
     sqlx::query("SELECT set_config('admitone.unbind', 'on', true)")
         .execute(tx)

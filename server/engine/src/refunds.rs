@@ -540,7 +540,8 @@ struct Taken {
 /// seat back, and with it the learner's one code of the share, so a buyer
 /// who buys again binds the new order's code like a first one. Who held it
 /// stays in the audit row (`learners`); the code itself is spent for
-/// everyone; each unbind is audited (`code.unbound`, with the order). (An admin's plain revocation keeps the binding instead: a
+/// everyone, and names who held it (`released_from`, [`note_released`]);
+/// each unbind is audited (`code.unbound`, with the order). (An admin's plain revocation keeps the binding instead: a
 /// learner whose code was taken away for cause does not come back with
 /// another.)
 async fn revoke_codes(
@@ -579,15 +580,7 @@ async fn revoke_codes(
     let mut learners = Vec::new();
     for row in bound {
         crate::code_actions::clear_binding(&mut *tx, tenant, row.id, true).await?;
-        sqlx::query!(
-            "UPDATE auth_codes SET released_from = $3 WHERE tenant_id = $1 AND id = $2",
-            tenant.0,
-            row.id,
-            row.learner,
-        )
-        .execute(&mut *tx)
-        .await
-        .context("noting who a refund released")?;
+        note_released(&mut *tx, tenant, row.id, row.learner).await?;
         // The unbind, audited as every unbind is (the reconciler's
         // `records_name_the_bound_learner` looks for it): who held the code.
         audit::record(
@@ -633,6 +626,27 @@ async fn revoke_codes(
         .await?;
     }
     Ok(Taken { codes, learners })
+}
+
+/// Notes on `code`, which a refund's seat taking just unbound, the
+/// learner it released (`auth_codes.released_from`: the order view's
+/// `former_holder`).
+pub(crate) async fn note_released(
+    conn: &mut PgConnection,
+    tenant: TenantId,
+    code: Uuid,
+    learner: Uuid,
+) -> anyhow::Result<()> {
+    sqlx::query!(
+        "UPDATE auth_codes SET released_from = $3 WHERE tenant_id = $1 AND id = $2",
+        tenant.0,
+        code,
+        learner,
+    )
+    .execute(conn)
+    .await
+    .context("noting who a refund released")?;
+    Ok(())
 }
 
 /// Whether `code` belongs to an order whose refund takes its seats back

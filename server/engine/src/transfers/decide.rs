@@ -105,10 +105,7 @@ async fn lock_code_of(
     .ok_or(TransferError::NotFound)?;
     // The audited unbind path, for this transaction only: the one way a
     // bound code's learner may change (`auth_codes_keep_binding`).
-    sqlx::query("SELECT set_config('admitone.unbind', 'on', true)")
-        .execute(&mut *conn)
-        .await
-        .context("opening the unbind path")?;
+    crate::code_actions::open_unbind(&mut *conn).await?;
     let held = sqlx::query!(
         r#"SELECT bound_principal, revoked_at IS NOT NULL AS "revoked!",
                   (SELECT count(*) FROM transfer_requests r

@@ -780,6 +780,30 @@ async fn a_refunded_seat_stays_taken_whatever_the_team_does_meanwhile(pool: PgPo
             .await
             .expect("count");
     assert_eq!(anns, 0);
+    // The order still names whose seat its refund took back.
+    let (status, read) = as_token(
+        &app,
+        &token,
+        Method::GET,
+        "/api/v1/orders/stripe/cs_team",
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{read}");
+    let taken: Vec<&Value> = read["codes"]
+        .as_array()
+        .expect("codes")
+        .iter()
+        .filter(|c| c["id"] == json!(codes[0].0))
+        .collect();
+    assert_eq!(
+        (
+            taken[0]["holder"].clone(),
+            taken[0]["former_holder"].clone()
+        ),
+        (Value::Null, json!(format!("learner-{ann}@example.com"))),
+        "{read}"
+    );
     assert_invariants(&app, "after the team's changes").await;
 }
 
