@@ -20,6 +20,7 @@ use engine::{
     resources::ResourceError,
     settlement::SettlementError,
     shares::ShareError,
+    shops::ShopError,
     storage::StorageError,
     suspension::SuspensionError,
     team::TeamError,
@@ -176,6 +177,24 @@ impl Localized for RefundError {
             Self::InvalidGrace => M::RefundInvalidGrace,
             Self::InvalidReason => M::RefundInvalidReason,
             Self::OrderNotFound => M::RefundOrderNotFound,
+            Self::ShareNotFound => M::ShareShareNotFound,
+            Self::Unexpected(_) => M::Unexpected,
+        };
+        lang.error(msg, &[])
+    }
+}
+
+impl Localized for ShopError {
+    fn localized(&self, lang: Lang) -> Option<String> {
+        use ErrorMsg as M;
+        let msg = match self {
+            Self::InvalidProvider => M::ShopInvalidProvider,
+            Self::InvalidName => M::ShopInvalidName,
+            Self::InvalidSecret => M::ShopInvalidSecret,
+            Self::SecretRequired => M::ShopSecretRequired,
+            Self::InvalidProductRef => M::ShopInvalidProductRef,
+            Self::IntegrationNotFound => M::ShopIntegrationNotFound,
+            Self::ProductNotFound => M::ShopProductNotFound,
             Self::ShareNotFound => M::ShareShareNotFound,
             Self::Unexpected(_) => M::Unexpected,
         };

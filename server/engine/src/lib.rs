@@ -33,6 +33,8 @@
 //!   buyer, mailed), however often the shop repeats it.
 //! * [`refunds`]: what a refund or chargeback does to an order's codes
 //!   (each share's policy: revoke, after a grace for bound ones, or flag).
+//! * [`shops`]: a tenant's Stripe, Lemon Squeezy, Shopify or Gumroad,
+//!   whose signed webhooks place and refund orders.
 //! * [`code_table`]: a share's codes page by page, their counts, a pasted
 //!   code found.
 //! * [`code_actions`]: what an admin does to one code: revoke, its expiry
@@ -106,6 +108,7 @@ pub mod resources;
 pub mod sessions;
 pub mod settlement;
 pub mod shares;
+pub mod shops;
 pub mod storage;
 pub mod suspension;
 pub mod team;

@@ -197,6 +197,7 @@ fn console_and_account_errors_get_one_status_from_both_adapters() {
     agree(batch_errors, AppError::outcome);
     agree(order_errors, AppError::outcome);
     agree(refund_errors, AppError::outcome);
+    agree(shop_errors, AppError::outcome);
     agree(mailing_errors, AppError::outcome);
     agree(code_errors, AppError::outcome);
     agree(import_errors, AppError::outcome);

@@ -1,12 +1,20 @@
 //! The answers of a course's errors: its settings, its content, its
-//! batches, imports, mailings, orders and refunds, one code, and the storage under its files. A
+//! batches, imports, mailings, orders, refunds and the shops that send
+//! them, one code, and the storage under its files. A
 //! variant several of them share (`ShareNotFound`, `InvalidExpiry`)
 //! answers the same in each.
 
 use super::{ErrorKind, INVALID_INPUT, Outcome};
 use crate::{
-    batches::BatchError, code_actions::CodeError, imports::ImportError, mailings::MailingError,
-    orders::OrderError, refunds::RefundError, resources::ResourceError, shares::ShareError,
+    batches::BatchError,
+    code_actions::CodeError,
+    imports::ImportError,
+    mailings::MailingError,
+    orders::OrderError,
+    refunds::RefundError,
+    resources::ResourceError,
+    shares::ShareError,
+    shops::{ShopError, intake::DeliveryError},
     storage::StorageError,
 };
 
@@ -443,6 +451,88 @@ impl Outcome for StorageError {
     }
 }
 
+impl Outcome for ShopError {
+    fn kind(&self) -> ErrorKind {
+        use ErrorKind as K;
+        match self {
+            Self::InvalidProvider
+            | Self::InvalidName
+            | Self::InvalidSecret
+            | Self::SecretRequired
+            | Self::InvalidProductRef => K::Invalid,
+            Self::IntegrationNotFound | Self::ProductNotFound | Self::ShareNotFound => K::NotFound,
+            Self::Unexpected(_) => K::Internal,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidProvider
+            | Self::InvalidName
+            | Self::InvalidSecret
+            | Self::InvalidProductRef => INVALID_INPUT,
+            Self::SecretRequired => "secret_required",
+            Self::IntegrationNotFound | Self::ProductNotFound | Self::ShareNotFound => "not_found",
+            Self::Unexpected(_) => "internal",
+        }
+    }
+
+    fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::InvalidProvider => Some("provider"),
+            Self::InvalidName => Some("name"),
+            Self::InvalidSecret | Self::SecretRequired => Some("secret"),
+            Self::InvalidProductRef => Some("product"),
+            Self::IntegrationNotFound
+            | Self::ProductNotFound
+            | Self::ShareNotFound
+            | Self::Unexpected(_) => None,
+        }
+    }
+
+    fn unexpected(&self) -> Option<&anyhow::Error> {
+        match self {
+            Self::Unexpected(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// A shop's delivery: the shop reads only the status (2xx: done; else it
+/// delivers again later), the console the stored reason.
+impl Outcome for DeliveryError {
+    fn kind(&self) -> ErrorKind {
+        use ErrorKind as K;
+        match self {
+            Self::NotFound => K::NotFound,
+            Self::Unverified(_) => K::Unauthenticated,
+            Self::Unreadable(_) | Self::UnknownProduct => K::Invalid,
+            Self::Order(e) => e.kind(),
+            Self::Refund(e) => e.kind(),
+            Self::Unexpected(_) => K::Internal,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            Self::NotFound => "not_found",
+            Self::Unverified(_) => "bad_signature",
+            Self::Unreadable(_) => "unreadable_event",
+            Self::UnknownProduct => "unknown_product",
+            Self::Order(e) => e.code(),
+            Self::Refund(e) => e.code(),
+            Self::Unexpected(_) => "internal",
+        }
+    }
+
+    fn unexpected(&self) -> Option<&anyhow::Error> {
+        match self {
+            Self::Unexpected(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -465,6 +555,7 @@ mod tests {
             answer(&BatchError::ShareNotFound),
             answer(&CodeError::ShareNotFound),
             answer(&ImportError::ShareNotFound),
+            answer(&crate::shops::ShopError::ShareNotFound),
         ] {
             assert_eq!(other, not_found);
         }

@@ -175,6 +175,33 @@ pub(super) fn refund_errors() -> Vec<engine::refunds::RefundError> {
     all
 }
 
+pub(super) fn shop_errors() -> Vec<engine::shops::ShopError> {
+    use engine::shops::ShopError as E;
+    let all = vec![
+        E::InvalidProvider,
+        E::InvalidName,
+        E::InvalidSecret,
+        E::SecretRequired,
+        E::InvalidProductRef,
+        E::IntegrationNotFound,
+        E::ProductNotFound,
+        E::ShareNotFound,
+        E::Unexpected(boom()),
+    ];
+    covers(&all, 9, |e| match e {
+        E::InvalidProvider => 0,
+        E::InvalidName => 1,
+        E::InvalidSecret => 2,
+        E::SecretRequired => 3,
+        E::InvalidProductRef => 4,
+        E::IntegrationNotFound => 5,
+        E::ProductNotFound => 6,
+        E::ShareNotFound => 7,
+        E::Unexpected(_) => 8,
+    });
+    all
+}
+
 pub(super) fn code_errors() -> Vec<CodeError> {
     use CodeError as E;
     let all = vec![

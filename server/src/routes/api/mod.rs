@@ -7,6 +7,7 @@ mod docs;
 pub mod idempotency;
 pub mod learner;
 pub mod schema;
+mod shop_hooks;
 mod transfers;
 
 use axum::{
@@ -69,6 +70,35 @@ pub fn router() -> Router<ServerState> {
         .route(
             "/api/v1/tenants/{tenant_id}/webhooks/{endpoint_id}/deliveries/{event_id}/redeliver",
             post(console::integrations::redeliver),
+        )
+        .route(
+            "/api/v1/tenants/{tenant_id}/shops",
+            get(console::shops::list_shops).post(console::shops::connect_shop),
+        )
+        .route(
+            "/api/v1/tenants/{tenant_id}/shops/{shop_id}",
+            get(console::shops::get_shop),
+        )
+        .route(
+            "/api/v1/tenants/{tenant_id}/shops/{shop_id}/secret",
+            post(console::shops::rotate_secret),
+        )
+        .route(
+            "/api/v1/tenants/{tenant_id}/shops/{shop_id}/disable",
+            post(console::shops::disable_shop),
+        )
+        .route(
+            "/api/v1/tenants/{tenant_id}/shops/{shop_id}/products/{product}",
+            axum::routing::put(console::shops::map_product).delete(console::shops::unmap_product),
+        )
+        .route(
+            "/api/v1/tenants/{tenant_id}/shops/{shop_id}/events",
+            get(console::shops::list_events),
+        )
+        .route(
+            "/hooks/shops/{tenant_id}/{shop_id}",
+            post(shop_hooks::receive)
+                .layer(DefaultBodyLimit::max(engine::shops::intake::MAX_BODY_BYTES)),
         )
         .route(
             "/api/v1/shares/{share_id}",

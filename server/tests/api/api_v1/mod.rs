@@ -10,3 +10,4 @@ mod openapi;
 mod orders;
 mod problems;
 mod refunds;
+mod shops;

@@ -11,7 +11,9 @@
 //! revoke, unbind, replace, expiry dates), `imports` (codes another system
 //! sold, and an import's report), `leaks` (revoke and replace a
 //! leaked code), `orders` (a shop's order turned into codes once, and read back), `refunds` (an order refunded by its share's policy, and that policy), `mailings` (a mailable batch's codes mailed to a list, and its recipients), `transfers` (learners' transfer requests: list, approve, refuse), `access` (extend learners' access periods), `branding` (what learners see of the tenant: name, accent, support address, logo), `activity` (learners and access records, as
-//! pages and CSV, the audit log) and `integrations` (API tokens, webhooks).
+//! pages and CSV, the audit log), `integrations` (API tokens, webhooks) and
+//! `shops` (the shops whose webhooks place and refund orders, their
+//! products and deliveries).
 
 pub(super) mod access;
 pub(super) mod activity;
@@ -26,6 +28,7 @@ pub(super) mod orders;
 pub(super) mod refunds;
 pub(super) mod resources;
 pub(super) mod shares;
+pub(super) mod shops;
 pub(super) mod transfers;
 
 // The handlers the router (`routes/api/mod.rs`) names, re-exported so

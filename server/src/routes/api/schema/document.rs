@@ -168,6 +168,15 @@ impl Modify for Security {
         crate::routes::api::console::integrations::disable_webhook,
         crate::routes::api::console::integrations::list_deliveries,
         crate::routes::api::console::integrations::redeliver,
+        crate::routes::api::console::shops::list_shops,
+        crate::routes::api::console::shops::connect_shop,
+        crate::routes::api::console::shops::get_shop,
+        crate::routes::api::console::shops::rotate_secret,
+        crate::routes::api::console::shops::disable_shop,
+        crate::routes::api::console::shops::map_product,
+        crate::routes::api::console::shops::unmap_product,
+        crate::routes::api::console::shops::list_events,
+        crate::routes::api::shop_hooks::receive,
         crate::routes::api::learner::share,
         crate::routes::api::learner::enter_code,
         crate::routes::api::learner::open,
@@ -181,8 +190,9 @@ impl Modify for Security {
     tags(
         (name = "accounts", description = "Sign up, sign in, sign out"),
         (name = "admin", description = "A tenant's shares, resources, batches, codes, learners, access records and audit log"),
-        (name = "integrations", description = "API tokens and webhook endpoints"),
-        (name = "learner", description = "A share's page, code entry, content")
+        (name = "integrations", description = "API tokens, webhook endpoints, and the shops whose webhooks place orders"),
+        (name = "learner", description = "A share's page, code entry, content"),
+        (name = "shops", description = "The shops' own webhooks, verified by their signatures")
     )
 )]
 pub struct ApiDoc;

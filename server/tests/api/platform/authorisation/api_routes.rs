@@ -282,6 +282,44 @@ fn operations(t: Target) -> Vec<(Method, &'static str, Body)> {
             "/api/v1/tenants/{tenant_id}/webhooks/{doomed_hook_id}/disable",
             Body::None,
         ),
+        (Method::GET, "/api/v1/tenants/{tenant_id}/shops", Body::None),
+        (
+            Method::POST,
+            "/api/v1/tenants/{tenant_id}/shops",
+            Body::Json(
+                json!({ "provider": "stripe", "name": "B's other", "secret": "whsec_b_other_0123456789" }),
+            ),
+        ),
+        (
+            Method::GET,
+            "/api/v1/tenants/{tenant_id}/shops/{shop_id}",
+            Body::None,
+        ),
+        (
+            Method::GET,
+            "/api/v1/tenants/{tenant_id}/shops/{shop_id}/events",
+            Body::None,
+        ),
+        (
+            Method::PUT,
+            "/api/v1/tenants/{tenant_id}/shops/{shop_id}/products/{product}",
+            Body::Json(json!({ "share_id": t.share })),
+        ),
+        (
+            Method::DELETE,
+            "/api/v1/tenants/{tenant_id}/shops/{shop_id}/products/{product}",
+            Body::None,
+        ),
+        (
+            Method::POST,
+            "/api/v1/tenants/{tenant_id}/shops/{shop_id}/secret",
+            Body::Json(json!({ "secret": "whsec_b_rotated_0123456789" })),
+        ),
+        (
+            Method::POST,
+            "/api/v1/tenants/{tenant_id}/shops/{shop_id}/disable",
+            Body::None,
+        ),
     ]
 }
 
@@ -319,6 +357,8 @@ fn objects_of(t: Target) -> Vec<(&'static str, Uuid)> {
         ("{endpoint_id}", t.hook),
         ("{doomed_hook_id}", t.doomed_hook),
         ("{event_id}", t.dead_event),
+        ("{shop_id}", t.shop),
+        ("{product}", t.product),
     ]
 }
 

@@ -56,6 +56,10 @@ struct Target {
     mailable: Uuid,
     /// An order of B's, from the shop `shop`, with this id as its order id.
     order: Uuid,
+    /// A Stripe shop of B's, and one of its products (this id as its
+    /// product id) sold as `share`.
+    shop: Uuid,
+    product: Uuid,
 }
 
 impl Target {
@@ -83,6 +87,8 @@ impl Target {
             self.transfer_to_refuse,
             self.mailable,
             self.order,
+            self.shop,
+            self.product,
         ]
         .iter()
         .map(Uuid::to_string)
@@ -243,6 +249,29 @@ async fn world(app: &TestApp) -> World {
     )
     .await
     .expect("an order");
+    let shop = engine::shops::connect(
+        &app.pool,
+        tenant_b,
+        admin_b,
+        engine::shops::Provider::Stripe,
+        "B's Stripe",
+        Some("whsec_b_0123456789abcdef"),
+    )
+    .await
+    .expect("a shop")
+    .integration
+    .id;
+    let product = Uuid::now_v7();
+    engine::shops::map_product(
+        &app.pool,
+        tenant_b,
+        admin_b,
+        shop,
+        &product.to_string(),
+        share.id,
+    )
+    .await
+    .expect("a product");
     let (token, _) = engine::tokens::create(
         &app.pool,
         tenant_b,
@@ -428,6 +457,8 @@ async fn world(app: &TestApp) -> World {
             batch: batch.batch_id,
             mailable,
             order,
+            shop,
+            product,
             imported,
             code,
             plain,

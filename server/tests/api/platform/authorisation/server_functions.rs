@@ -419,6 +419,9 @@ pub(super) async fn snapshot(pool: &PgPool) -> String {
             (SELECT md5(coalesce(string_agg(o::text, ',' ORDER BY o::text), '')) FROM orders o),
             (SELECT md5(coalesce(string_agg(m::text, ',' ORDER BY m::text), '')) FROM code_mailings m),
             (SELECT md5(coalesce(string_agg(p::text, ',' ORDER BY p::text), '')) FROM refund_policies p),
+            (SELECT md5(coalesce(string_agg(i::text, ',' ORDER BY i::text), '')) FROM shop_integrations i),
+            (SELECT md5(coalesce(string_agg(p::text, ',' ORDER BY p::text), '')) FROM shop_products p),
+            (SELECT md5(coalesce(string_agg(e::text, ',' ORDER BY e::text), '')) FROM shop_events e),
             -- Which mails were queued (the relay updates the rows as it sends).
             (SELECT md5(coalesce(string_agg(o.id::text, ',' ORDER BY o.id), '')) FROM mail_outbox o))",
     )

@@ -1,0 +1,491 @@
+//! Shops: a tenant's Stripe, Lemon Squeezy, Shopify or Gumroad account,
+//! whose own signed webhooks place and refund orders here.
+//!
+//! A creator connects a shop (an *integration*: the shop, the secret it
+//! signs with, a URL `/hooks/shops/{tenant_id}/{id}` to give the shop), says which of
+//! the shop's products is which share ([`map_product`]), and from then on
+//! each paid sale issues and mails its codes ([`crate::orders::place`]),
+//! and each refund or chargeback applies the share's refund policy
+//! ([`crate::refunds::refund`]). A delivery is stored before anything is
+//! done with it and marked with what came of it ([`intake`]): the
+//! console's "Shop events" and the reason a refused one was refused.
+//!
+//! Nothing here counts issuances: the order's unique key `(tenant,
+//! source, order_ref)` is what makes a shop's retries, and a hundred
+//! copies of one delivery racing, issue one order.
+//!
+//! - [`verify`]: each shop's signature scheme (pure).
+//! - [`events`]: what a delivery says (pure).
+//! - [`intake`]: a delivery stored, verified, read and acted on.
+
+pub mod events;
+pub mod intake;
+pub mod verify;
+
+use anyhow::Context as _;
+use rand::RngCore as _;
+use serde_json::json;
+use sqlx::PgPool;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::{accounts::AccountId, audit, shares::ShareId, tenants::TenantId};
+
+/// A shop AdmitOne reads webhooks from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provider {
+    Stripe,
+    LemonSqueezy,
+    Shopify,
+    Gumroad,
+}
+
+impl Provider {
+    pub const ALL: [Self; 4] = [
+        Self::Stripe,
+        Self::LemonSqueezy,
+        Self::Shopify,
+        Self::Gumroad,
+    ];
+
+    pub fn parse(raw: &str) -> Result<Self, ShopError> {
+        Self::ALL
+            .into_iter()
+            .find(|p| p.as_str() == raw.trim())
+            .ok_or(ShopError::InvalidProvider)
+    }
+
+    /// Its name, which is also the `source` of the orders it places.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stripe => "stripe",
+            Self::LemonSqueezy => "lemonsqueezy",
+            Self::Shopify => "shopify",
+            Self::Gumroad => "gumroad",
+        }
+    }
+
+    /// The request header its signature comes in (Gumroad: none, its
+    /// secret is in the URL).
+    pub fn signature_header(self) -> Option<&'static str> {
+        match self {
+            Self::Stripe => Some("stripe-signature"),
+            Self::LemonSqueezy => Some("x-signature"),
+            Self::Shopify => Some("x-shopify-hmac-sha256"),
+            Self::Gumroad => None,
+        }
+    }
+}
+
+/// What refuses a change to a tenant's shops.
+#[derive(Debug, thiserror::Error)]
+pub enum ShopError {
+    #[error("a shop is stripe, lemonsqueezy, shopify or gumroad")]
+    InvalidProvider,
+    #[error("a name is 1 to 80 characters")]
+    InvalidName,
+    #[error(
+        "a signing secret is 16 to 512 visible characters, as the shop shows it (Stripe's starts with whsec_)"
+    )]
+    InvalidSecret,
+    #[error(
+        "this shop signs its webhooks with a secret it shows you: paste it here (only Gumroad's is drawn by AdmitOne)"
+    )]
+    SecretRequired,
+    #[error("a product id is 1 to 200 visible characters")]
+    InvalidProductRef,
+    #[error("no such shop")]
+    IntegrationNotFound,
+    #[error("this shop has no such product")]
+    ProductNotFound,
+    #[error("no such share")]
+    ShareNotFound,
+    #[error(transparent)]
+    Unexpected(#[from] anyhow::Error),
+}
+
+/// How long the secret before a rotation is still accepted.
+pub const PREVIOUS_SECRET_GRACE: time::Duration = time::Duration::hours(24);
+
+/// A connected shop, as the console lists it (never its secret).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Integration {
+    pub tenant: TenantId,
+    pub id: Uuid,
+    pub provider: Provider,
+    pub name: String,
+    /// Until when the secret before the last rotation is accepted.
+    pub previous_until: Option<OffsetDateTime>,
+    pub created_by: AccountId,
+    pub created_at: OffsetDateTime,
+    pub disabled_at: Option<OffsetDateTime>,
+}
+
+/// A shop just connected: the secret is answered this once when AdmitOne
+/// drew it (Gumroad's, which goes in the ping's URL).
+#[derive(Debug)]
+pub struct Connected {
+    pub integration: Integration,
+    pub drawn_secret: Option<String>,
+}
+
+fn check_name(raw: &str) -> Result<String, ShopError> {
+    let name = raw.trim();
+    ((1..=80).contains(&name.chars().count()) && !name.chars().any(char::is_control))
+        .then(|| name.to_owned())
+        .ok_or(ShopError::InvalidName)
+}
+
+fn check_secret(raw: &str) -> Result<String, ShopError> {
+    let secret = raw.trim();
+    ((16..=512).contains(&secret.len()) && secret.chars().all(|c| c.is_ascii_graphic()))
+        .then(|| secret.to_owned())
+        .ok_or(ShopError::InvalidSecret)
+}
+
+fn draw_secret() -> String {
+    let mut bytes = [0u8; 24];
+    rand::thread_rng().fill_bytes(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Connects a shop. `secret`: the one the shop signs with (required but
+/// for Gumroad, whose secret AdmitOne draws when none is given).
+pub async fn connect(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    provider: Provider,
+    name: &str,
+    secret: Option<&str>,
+) -> Result<Connected, ShopError> {
+    let name = check_name(name)?;
+    let (secret, drawn) = match (secret.map(str::trim).filter(|s| !s.is_empty()), provider) {
+        (Some(given), _) => (check_secret(given)?, false),
+        (None, Provider::Gumroad) => (draw_secret(), true),
+        (None, _) => return Err(ShopError::SecretRequired),
+    };
+    let id = Uuid::new_v4();
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let created_at = sqlx::query_scalar!(
+        "INSERT INTO shop_integrations (tenant_id, id, provider, name, secret, created_by)
+         VALUES ($1, $2, $3, $4, $5, $6)
+         RETURNING created_at",
+        tenant.0,
+        id,
+        provider.as_str(),
+        name,
+        secret,
+        actor.0,
+    )
+    .fetch_one(&mut *tx)
+    .await
+    .context("connecting a shop")?;
+    audit::admin_action(
+        &mut tx,
+        tenant,
+        actor,
+        "shop.connected",
+        ("shop_integration", id),
+        json!({ "provider": provider.as_str(), "name": name }),
+    )
+    .await?;
+    tx.commit().await.context("committing a shop")?;
+    Ok(Connected {
+        integration: Integration {
+            tenant,
+            id,
+            provider,
+            name,
+            previous_until: None,
+            created_by: actor,
+            created_at,
+            disabled_at: None,
+        },
+        drawn_secret: drawn.then_some(secret),
+    })
+}
+
+/// The tenant's shops, newest first.
+pub async fn list(pool: &PgPool, tenant: TenantId) -> Result<Vec<Integration>, ShopError> {
+    let rows = sqlx::query!(
+        "SELECT id, provider, name, previous_until, created_by, created_at, disabled_at
+         FROM shop_integrations WHERE tenant_id = $1
+         ORDER BY created_at DESC, id",
+        tenant.0,
+    )
+    .fetch_all(pool)
+    .await
+    .context("listing shops")?;
+    rows.into_iter()
+        .map(|r| {
+            Ok(Integration {
+                tenant,
+                id: r.id,
+                provider: Provider::parse(&r.provider)
+                    .map_err(|_| anyhow::anyhow!("a shop of an unknown provider {}", r.provider))?,
+                name: r.name,
+                previous_until: r.previous_until,
+                created_by: AccountId(r.created_by),
+                created_at: r.created_at,
+                disabled_at: r.disabled_at,
+            })
+        })
+        .collect()
+}
+
+/// One of the tenant's shops.
+pub async fn get(pool: &PgPool, tenant: TenantId, id: Uuid) -> Result<Integration, ShopError> {
+    list(pool, tenant)
+        .await?
+        .into_iter()
+        .find(|i| i.id == id)
+        .ok_or(ShopError::IntegrationNotFound)
+}
+
+/// Replaces a shop's secret; the one before stays accepted for
+/// [`PREVIOUS_SECRET_GRACE`] (deliveries the shop signed with it). For
+/// Gumroad with no secret given, draws one and answers it.
+pub async fn rotate_secret(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    id: Uuid,
+    secret: Option<&str>,
+) -> Result<Option<String>, ShopError> {
+    let integration = get(pool, tenant, id).await?;
+    let (secret, drawn) = match (
+        secret.map(str::trim).filter(|s| !s.is_empty()),
+        integration.provider,
+    ) {
+        (Some(given), _) => (check_secret(given)?, false),
+        (None, Provider::Gumroad) => (draw_secret(), true),
+        (None, _) => return Err(ShopError::SecretRequired),
+    };
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let until = OffsetDateTime::now_utc() + PREVIOUS_SECRET_GRACE;
+    let rotated = sqlx::query!(
+        "UPDATE shop_integrations
+         SET previous_secret = secret, previous_until = $3, secret = $4
+         WHERE tenant_id = $1 AND id = $2",
+        tenant.0,
+        id,
+        until,
+        secret,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("rotating a shop's secret")?;
+    if rotated.rows_affected() == 0 {
+        return Err(ShopError::IntegrationNotFound);
+    }
+    audit::admin_action(
+        &mut tx,
+        tenant,
+        actor,
+        "shop.secret_rotated",
+        ("shop_integration", id),
+        json!({ "previous_accepted_until": until.unix_timestamp() }),
+    )
+    .await?;
+    tx.commit().await.context("committing a rotation")?;
+    Ok(drawn.then_some(secret))
+}
+
+/// Disables a shop: its deliveries are refused from now on (404, as an
+/// unknown one's), and stay listed.
+pub async fn disable(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    id: Uuid,
+) -> Result<Integration, ShopError> {
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let changed = sqlx::query!(
+        "UPDATE shop_integrations SET disabled_at = coalesce(disabled_at, now())
+         WHERE tenant_id = $1 AND id = $2",
+        tenant.0,
+        id,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("disabling a shop")?;
+    if changed.rows_affected() == 0 {
+        return Err(ShopError::IntegrationNotFound);
+    }
+    audit::admin_action(
+        &mut tx,
+        tenant,
+        actor,
+        "shop.disabled",
+        ("shop_integration", id),
+        json!({}),
+    )
+    .await?;
+    tx.commit().await.context("committing a disabled shop")?;
+    get(pool, tenant, id).await
+}
+
+/// A product of a shop and the share it sells.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Product {
+    pub product_ref: String,
+    pub share: ShareId,
+}
+
+fn check_product_ref(raw: &str) -> Result<String, ShopError> {
+    let product = raw.trim();
+    ((1..=200).contains(&product.chars().count()) && !product.chars().any(char::is_control))
+        .then(|| product.to_owned())
+        .ok_or(ShopError::InvalidProductRef)
+}
+
+/// Says that a shop's product sells `share` (replacing what it sold
+/// before: later sales only; orders placed stay as they are).
+pub async fn map_product(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    id: Uuid,
+    product_ref: &str,
+    share: ShareId,
+) -> Result<Product, ShopError> {
+    let product_ref = check_product_ref(product_ref)?;
+    get(pool, tenant, id).await?;
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let share_here = sqlx::query_scalar!(
+        "SELECT true AS \"here!\" FROM shares WHERE tenant_id = $1 AND id = $2",
+        tenant.0,
+        share.0,
+    )
+    .fetch_optional(&mut *tx)
+    .await
+    .context("finding a share")?;
+    if share_here.is_none() {
+        return Err(ShopError::ShareNotFound);
+    }
+    sqlx::query!(
+        "INSERT INTO shop_products (tenant_id, integration_id, product_ref, share_id, created_by)
+         VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (tenant_id, integration_id, product_ref)
+         DO UPDATE SET share_id = EXCLUDED.share_id, created_by = EXCLUDED.created_by,
+                       created_at = now()",
+        tenant.0,
+        id,
+        product_ref,
+        share.0,
+        actor.0,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("mapping a product")?;
+    audit::admin_action(
+        &mut tx,
+        tenant,
+        actor,
+        "shop.product_mapped",
+        ("shop_integration", id),
+        json!({ "product": product_ref, "share_id": share.0 }),
+    )
+    .await?;
+    tx.commit().await.context("committing a product")?;
+    Ok(Product { product_ref, share })
+}
+
+/// Forgets a product: its later sales are refused as unknown.
+pub async fn unmap_product(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    id: Uuid,
+    product_ref: &str,
+) -> Result<(), ShopError> {
+    let product_ref = check_product_ref(product_ref)?;
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    let removed = sqlx::query!(
+        "DELETE FROM shop_products
+         WHERE tenant_id = $1 AND integration_id = $2 AND product_ref = $3",
+        tenant.0,
+        id,
+        product_ref,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("unmapping a product")?;
+    if removed.rows_affected() == 0 {
+        return Err(ShopError::ProductNotFound);
+    }
+    audit::admin_action(
+        &mut tx,
+        tenant,
+        actor,
+        "shop.product_unmapped",
+        ("shop_integration", id),
+        json!({ "product": product_ref }),
+    )
+    .await?;
+    tx.commit().await.context("committing a product")?;
+    Ok(())
+}
+
+/// A shop's products and their shares.
+pub async fn products(
+    pool: &PgPool,
+    tenant: TenantId,
+    id: Uuid,
+) -> Result<Vec<Product>, ShopError> {
+    get(pool, tenant, id).await?;
+    let rows = sqlx::query!(
+        "SELECT product_ref, share_id FROM shop_products
+         WHERE tenant_id = $1 AND integration_id = $2 ORDER BY product_ref",
+        tenant.0,
+        id,
+    )
+    .fetch_all(pool)
+    .await
+    .context("listing products")?;
+    Ok(rows
+        .into_iter()
+        .map(|r| Product {
+            product_ref: r.product_ref,
+            share: ShareId(r.share_id),
+        })
+        .collect())
+}
+
+/// A delivery as the console lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShopEvent {
+    pub id: Uuid,
+    pub received_at: OffsetDateTime,
+    pub kind: Option<String>,
+    pub event_ref: Option<String>,
+    /// `received` (failed midway; the shop retries), `acted`, `ignored`
+    /// or `refused`.
+    pub outcome: String,
+    pub reason: Option<String>,
+    pub order_ids: Vec<Uuid>,
+}
+
+/// A shop's latest deliveries, newest first (at most `limit`, 1 to 200).
+pub async fn recent_events(
+    pool: &PgPool,
+    tenant: TenantId,
+    id: Uuid,
+    limit: i64,
+) -> Result<Vec<ShopEvent>, ShopError> {
+    get(pool, tenant, id).await?;
+    let rows = sqlx::query_as!(
+        ShopEvent,
+        "SELECT id, received_at, kind, event_ref, outcome, reason, order_ids
+         FROM shop_events WHERE tenant_id = $1 AND integration_id = $2
+         ORDER BY received_at DESC, id DESC LIMIT $3",
+        tenant.0,
+        id,
+        limit.clamp(1, 200),
+    )
+    .fetch_all(pool)
+    .await
+    .context("listing shop events")?;
+    Ok(rows)
+}
