@@ -5,7 +5,7 @@
 -- `engine::refunds`, whose unique key on `(tenant, source, order_ref)`
 -- is what keeps a sale from being issued twice).
 --
--- Rolling deploys: three new tables; the release before this one reads
+-- Rolling deploys: four new tables; the release before this one reads
 -- none of them and has no route that writes them. Connect no shop until
 -- every instance runs this release (an older one answers a shop's
 -- delivery 404, and the shop retries it later).
@@ -25,6 +25,10 @@ CREATE TABLE shop_integrations (
     provider         text NOT NULL
                      CHECK (provider IN ('stripe', 'lemonsqueezy', 'shopify', 'gumroad')),
     name             text NOT NULL CHECK (length(name) BETWEEN 1 AND 80),
+    -- The `source` of the orders this shop places (`stripe-1a2b3c4d`):
+    -- its own, so that its refunds reach its orders only (not another
+    -- shop's of the same kind, nor an order placed through the API).
+    order_source     text NOT NULL CHECK (order_source ~ '^[a-z]+-[0-9a-f]{8}$'),
     -- The shop's signing secret (Stripe's `whsec_…`, Lemon Squeezy's
     -- signing secret, Shopify's app secret), or the one AdmitOne drew for
     -- Gumroad's URL. Kept in full: verifying needs it. Never answered.
@@ -37,6 +41,7 @@ CREATE TABLE shop_integrations (
     created_at       timestamptz NOT NULL DEFAULT now(),
     disabled_at      timestamptz,
     PRIMARY KEY (tenant_id, id),
+    UNIQUE (tenant_id, order_source),
     CHECK ((previous_secret IS NULL) = (previous_until IS NULL))
 );
 
@@ -57,6 +62,21 @@ CREATE TABLE shop_products (
     FOREIGN KEY (tenant_id, share_id) REFERENCES shares (tenant_id, id)
 );
 
+-- A refund that came before its sale was placed (the sale's product not
+-- connected yet, or a fault while placing it): the sale, once placed,
+-- is refunded at once. Written by the refund, read by the sale, each
+-- after its own write, so that whichever commits second sees the other.
+CREATE TABLE shop_early_refunds (
+    tenant_id       uuid NOT NULL,
+    integration_id  uuid NOT NULL,
+    order_ref       text NOT NULL CHECK (length(order_ref) BETWEEN 1 AND 200),
+    kind            text NOT NULL CHECK (kind IN ('refund', 'chargeback')),
+    received_at     timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (tenant_id, integration_id, order_ref),
+    FOREIGN KEY (tenant_id, integration_id)
+        REFERENCES shop_integrations (tenant_id, id) ON DELETE CASCADE
+);
+
 -- Every delivery a shop made, stored before it is acted on: the console's
 -- "Shop events" (received, acted on, ignored, refused and why).
 CREATE TABLE shop_events (
@@ -68,9 +88,10 @@ CREATE TABLE shop_events (
     -- …) and id, when the delivery said (and was verified).
     kind            text CHECK (length(kind) <= 100),
     event_ref       text CHECK (length(event_ref) <= 200),
-    -- The body as it came (at most 256 KiB; a refused one's first 4 KiB).
+    -- The body as it came (at most 256 KiB); empty for a delivery whose
+    -- signature failed (anyone can post to the URL: what they sent is
+    -- not kept).
     body            bytea NOT NULL,
-    body_truncated  boolean NOT NULL DEFAULT false,
     -- `received` until acted on: a delivery left `received` failed
     -- midway (the shop retries it; acting is idempotent).
     outcome         text NOT NULL DEFAULT 'received'

@@ -525,6 +525,14 @@ impl Outcome for DeliveryError {
         }
     }
 
+    fn field(&self) -> Option<&'static str> {
+        match self {
+            Self::Order(e) => e.field(),
+            Self::Refund(e) => e.field(),
+            _ => None,
+        }
+    }
+
     fn unexpected(&self) -> Option<&anyhow::Error> {
         match self {
             Self::Unexpected(e) => Some(e),

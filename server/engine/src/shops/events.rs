@@ -7,8 +7,8 @@
 //! name as its `source`, so a refund finds the order its sale placed:
 //! Stripe's payment intent (a Checkout Session and its Charge both name
 //! it), Lemon Squeezy's order id, Gumroad's `sale_id`, and Shopify's
-//! order id with the product (`{order}:{product}`: one Shopify order may
-//! hold several courses, and each is its own order here).
+//! order id with the line item's (`{order}:{line item}`: one Shopify
+//! order may hold several courses, and each line is its own order here).
 
 use serde_json::Value;
 
@@ -121,19 +121,21 @@ fn stripe(body: &Value) -> Result<Read, Unreadable> {
                 let email = text(&object["customer_details"]["email"])
                     .or_else(|| text(&object["customer_email"]))
                     .ok_or(Unreadable("the session names no customer email"))?;
-                let product_ref = text(&object["metadata"]["admitone_product"])
+                match text(&object["metadata"]["admitone_product"])
                     .or_else(|| text(&object["payment_link"]))
-                    .ok_or(Unreadable(
-                        "the session names no product: set metadata.admitone_product, or sell through a payment link",
-                    ))?;
-                let quantity = quantity(&object["metadata"]["admitone_quantity"])?;
-                Event::Paid {
-                    email,
-                    sales: vec![Sale {
-                        order_ref: payment_intent()?,
-                        product_ref,
-                        quantity,
-                    }],
+                {
+                    // An account that sells other things too.
+                    None => Event::Ignored(
+                        "the session names no product (metadata.admitone_product, or a payment link)",
+                    ),
+                    Some(product_ref) => Event::Paid {
+                        email,
+                        sales: vec![Sale {
+                            order_ref: payment_intent()?,
+                            product_ref,
+                            quantity: quantity(&object["metadata"]["admitone_quantity"])?,
+                        }],
+                    },
                 }
             }
         }
@@ -225,8 +227,11 @@ fn shopify(headers: Headers<'_>, body: &Value) -> Result<Read, Unreadable> {
                 // a share could be.
                 .filter_map(|item| {
                     let product = text(&item["product_id"])?;
+                    let Some(line) = text(&item["id"]) else {
+                        return Some(Err(Unreadable("a line item has no id")));
+                    };
                     Some(quantity(&item["quantity"]).map(|quantity| Sale {
-                        order_ref: format!("{order}:{product}"),
+                        order_ref: format!("{order}:{line}"),
                         product_ref: product,
                         quantity,
                     }))
@@ -243,13 +248,13 @@ fn shopify(headers: Headers<'_>, body: &Value) -> Result<Read, Unreadable> {
                 .unwrap_or_default();
             let mut order_refs = Vec::new();
             for item in &items {
-                let product = text(&item["line_item"]["product_id"]);
+                let line = text(&item["line_item_id"]).or_else(|| text(&item["line_item"]["id"]));
                 let refunded = quantity(&item["quantity"])?;
                 let bought = quantity(&item["line_item"]["quantity"])?;
-                if let Some(product) = product
+                if let Some(line) = line
                     && refunded >= bought
                 {
-                    order_refs.push(format!("{order}:{product}"));
+                    order_refs.push(format!("{order}:{line}"));
                 }
             }
             if order_refs.is_empty() {
@@ -413,9 +418,23 @@ mod tests {
                 .event,
             Event::Ignored(_)
         ));
+        // A session of something else the account sells.
         let mut nameless = session();
         nameless["payment_link"] = Value::Null;
-        assert!(read_stripe(&stripe_event("checkout.session.completed", nameless)).is_err());
+        assert!(matches!(
+            read_stripe(&stripe_event("checkout.session.completed", nameless))
+                .unwrap()
+                .event,
+            Event::Ignored(_)
+        ));
+        // The customer's email where the session keeps it otherwise.
+        let mut elsewhere = session();
+        elsewhere["customer_details"] = json!({ "email": null });
+        elsewhere["customer_email"] = json!("other@example.com");
+        assert!(matches!(
+            read_stripe(&stripe_event("checkout.session.completed", elsewhere)).unwrap().event,
+            Event::Paid { ref email, .. } if email == "other@example.com"
+        ));
         let mut no_email = session();
         no_email["customer_details"] = json!({});
         assert!(read_stripe(&stripe_event("checkout.session.completed", no_email)).is_err());
@@ -535,9 +554,9 @@ mod tests {
         let order = json!({
             "id": 820982911946154508_u64, "email": "buyer@example.com",
             "line_items": [
-                { "product_id": 632910392, "quantity": 1 },
-                { "product_id": null, "quantity": 1 },
-                { "product_id": 788032119, "quantity": 5 }
+                { "id": 466157049, "product_id": 632910392, "quantity": 1 },
+                { "id": 518995019, "product_id": null, "quantity": 1 },
+                { "id": 703073504, "product_id": 632910392, "quantity": 5 }
             ]
         });
         let paid = read(
@@ -552,14 +571,15 @@ mod tests {
             Event::Paid {
                 email: "buyer@example.com".into(),
                 sales: vec![
+                    // Two lines of one product (two variants): two orders.
                     Sale {
-                        order_ref: "820982911946154508:632910392".into(),
+                        order_ref: "820982911946154508:466157049".into(),
                         product_ref: "632910392".into(),
                         quantity: 1
                     },
                     Sale {
-                        order_ref: "820982911946154508:788032119".into(),
-                        product_ref: "788032119".into(),
+                        order_ref: "820982911946154508:703073504".into(),
+                        product_ref: "632910392".into(),
                         quantity: 5
                     },
                 ],
@@ -568,8 +588,10 @@ mod tests {
         let refund = json!({
             "order_id": 820982911946154508_u64,
             "refund_line_items": [
-                { "quantity": 1, "line_item": { "product_id": 632910392, "quantity": 1 } },
-                { "quantity": 2, "line_item": { "product_id": 788032119, "quantity": 5 } }
+                { "line_item_id": 466157049, "quantity": 1,
+                  "line_item": { "id": 466157049, "product_id": 632910392, "quantity": 1 } },
+                { "line_item_id": 703073504, "quantity": 2,
+                  "line_item": { "id": 703073504, "product_id": 632910392, "quantity": 5 } }
             ]
         });
         assert_eq!(
@@ -582,7 +604,7 @@ mod tests {
             .event,
             Event::Refunded {
                 kind: RefundKind::Refund,
-                order_refs: vec!["820982911946154508:632910392".into()]
+                order_refs: vec!["820982911946154508:466157049".into()]
             }
         );
         let missing_topic = super::read(

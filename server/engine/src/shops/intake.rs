@@ -5,9 +5,10 @@
 //!    it under).
 //! 2. The signature is checked ([`super::verify`]).
 //! 3. The delivery is stored (`shop_events`) before anything is done
-//!    with it: a verified one whole, a refused one's first 4 KiB (anyone
-//!    can post to the URL; the console still shows what came and why it
-//!    was refused).
+//!    with it. One whose signature failed is stored without its body
+//!    (anyone can post to the URL), at most [`REFUSED_PER_MINUTE`] a
+//!    minute per shop: the console still shows that it came and why it
+//!    was refused.
 //! 4. It is read ([`super::events`]) and acted on: a sale places an order
 //!    per mapped product ([`orders::place`], as the integration's creator),
 //!    a refund or a chargeback refunds the orders it names
@@ -32,7 +33,7 @@ use crate::{
     accounts::{AccountId, Email},
     codes::Keyring,
     orders::{self, OrderError, OrderRef, OrderRequest, OrderSource, Placed},
-    refunds::{self, RefundError, RefundRequest},
+    refunds::{self, RefundError, RefundKind, RefundRequest},
     shares::ShareId,
     tenants::TenantId,
 };
@@ -40,8 +41,9 @@ use crate::{
 /// The most of a delivery's body a shop may send (a Shopify order with
 /// many line items stays far below it).
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
-/// How much of a refused delivery's body is kept.
-const REFUSED_BODY_BYTES: usize = 4 * 1024;
+/// How many deliveries whose signature failed are stored a minute per
+/// shop (the rest are refused alike and only counted in the log).
+pub const REFUSED_PER_MINUTE: i64 = 60;
 
 /// A delivery as it came.
 #[derive(Debug, Clone, Copy)]
@@ -103,6 +105,7 @@ struct Shop {
     tenant: TenantId,
     id: Uuid,
     provider: Provider,
+    source: OrderSource,
     owner: AccountId,
 }
 
@@ -114,7 +117,7 @@ pub async fn receive(
     now: i64,
 ) -> Result<Decided, DeliveryError> {
     let row = sqlx::query!(
-        "SELECT provider, created_by, secret,
+        "SELECT provider, order_source, created_by, secret,
                 CASE WHEN previous_until > now() THEN previous_secret END AS previous_secret
          FROM shop_integrations
          WHERE tenant_id = $1 AND id = $2 AND disabled_at IS NULL",
@@ -130,6 +133,8 @@ pub async fn receive(
         id: delivery.integration,
         provider: Provider::parse(&row.provider)
             .map_err(|_| anyhow::anyhow!("a shop of an unknown provider {}", row.provider))?,
+        source: OrderSource::parse(&row.order_source)
+            .map_err(|_| anyhow::anyhow!("a shop's order source {:?}", row.order_source))?,
         owner: AccountId(row.created_by),
     };
     let mut secrets = vec![row.secret.as_str()];
@@ -144,7 +149,7 @@ pub async fn receive(
     };
     if let Err(unverified) = verify::verify(shop.provider, &secrets, &proof, now) {
         let error = DeliveryError::Unverified(unverified);
-        store_refused(pool, &shop, delivery, &error).await?;
+        store_refused(pool, &shop, &error).await?;
         return Err(error);
     }
     let headers = Headers {
@@ -155,9 +160,10 @@ pub async fn receive(
     };
     let read = events::read(shop.provider, headers, delivery.body);
     let event = store(pool, &shop, delivery, read.as_ref().ok()).await?;
+    let mut done = Vec::new();
     let decided = match read {
         Err(unreadable) => Err(DeliveryError::Unreadable(unreadable)),
-        Ok(read) => act(pool, keyring, &shop, event, read.event).await,
+        Ok(read) => act(pool, keyring, &shop, event, read.event, &mut done).await,
     };
     match &decided {
         Ok(decided) => {
@@ -195,28 +201,30 @@ async fn act(
     shop: &Shop,
     event: Uuid,
     what: Event,
+    done: &mut Vec<Uuid>,
 ) -> Result<Decided, DeliveryError> {
-    let source = OrderSource::parse(shop.provider.as_str()).map_err(DeliveryError::Order)?;
+    let ignored = |why: &str| Decided {
+        event,
+        acted: false,
+        reason: Some(why.to_owned()),
+        orders: Vec::new(),
+    };
     match what {
-        Event::Ignored(why) => Ok(Decided {
-            event,
-            acted: false,
-            reason: Some(why.to_owned()),
-            orders: Vec::new(),
-        }),
+        Event::Ignored(why) => Ok(ignored(why)),
         Event::Paid { email, sales } => {
             let buyer =
                 Email::parse(&email).map_err(|_| DeliveryError::Order(OrderError::InvalidEmail))?;
-            let mut orders = Vec::new();
             let mut replays = 0;
+            let mut refunded_early = false;
             for sale in sales {
                 let Some(share) = share_of(pool, shop, &sale.product_ref).await? else {
                     continue;
                 };
+                let order_ref = OrderRef::parse(&sale.order_ref).map_err(DeliveryError::Order)?;
                 let request = OrderRequest {
                     share,
-                    source: source.clone(),
-                    order_ref: OrderRef::parse(&sale.order_ref).map_err(DeliveryError::Order)?,
+                    source: shop.source.clone(),
+                    order_ref: order_ref.clone(),
                     buyer: buyer.clone(),
                     quantity: sale.quantity,
                     addressed: None,
@@ -230,49 +238,130 @@ async fn act(
                         e => DeliveryError::Order(e),
                     })?;
                 replays += usize::from(matches!(placed, Placed::Replayed(_)));
-                orders.push(placed.order().id);
+                done.push(placed.order().id);
+                // A refund that came first is applied now (after the
+                // order's commit: a refund committing meanwhile finds
+                // the order itself).
+                if let Some(kind) = early_refund(pool, shop, &order_ref).await? {
+                    refund(pool, shop, &order_ref, kind).await?;
+                    refunded_early = true;
+                }
             }
-            if orders.is_empty() {
-                return Err(DeliveryError::UnknownProduct);
+            if done.is_empty() {
+                // A store that sells other things too: an order with no
+                // line of a course is none of AdmitOne's business.
+                return match shop.provider {
+                    Provider::Shopify => {
+                        Ok(ignored("no line item of this order is a connected course"))
+                    }
+                    _ => Err(DeliveryError::UnknownProduct),
+                };
             }
+            let reason = if refunded_early {
+                Some("refunded before it was placed: the share's refund policy was applied at once")
+            } else if replays == done.len() {
+                Some("a repeat: the order was placed before, nothing issued again")
+            } else {
+                None
+            };
             Ok(Decided {
                 event,
                 acted: true,
-                reason: (replays == orders.len()).then(|| {
-                    "a repeat: the order was placed before, nothing issued again".to_owned()
-                }),
-                orders,
+                reason: reason.map(str::to_owned),
+                orders: done.clone(),
             })
         }
         Event::Refunded { kind, order_refs } => {
-            let reason = format!("refunded in {}", shop.provider.as_str());
-            let mut orders = Vec::new();
+            let mut waiting = 0;
             for order_ref in order_refs {
                 let order_ref = OrderRef::parse(&order_ref).map_err(DeliveryError::Order)?;
-                let request = RefundRequest {
-                    source: &source,
-                    order_ref: &order_ref,
-                    kind,
-                    reason: Some(&reason),
-                };
-                match refunds::refund(pool, shop.tenant, shop.owner, &request).await {
-                    Ok(refunded) => orders.push(refunded.refund().order_id),
-                    // A sale of a product never connected placed nothing.
-                    Err(RefundError::OrderNotFound) => {}
-                    Err(RefundError::Unexpected(e)) => return Err(DeliveryError::Unexpected(e)),
-                    Err(e) => return Err(DeliveryError::Refund(e)),
+                match refund(pool, shop, &order_ref, kind).await? {
+                    Some(order) => done.push(order),
+                    None => {
+                        // Its sale is not placed (yet): kept, so that the
+                        // sale, placed later, is refunded at once; then
+                        // looked for again, in case it committed
+                        // meanwhile.
+                        remember_early_refund(pool, shop, &order_ref, kind).await?;
+                        match refund(pool, shop, &order_ref, kind).await? {
+                            Some(order) => done.push(order),
+                            None => waiting += 1,
+                        }
+                    }
                 }
             }
-            let acted = !orders.is_empty();
+            let acted = !done.is_empty();
             Ok(Decided {
                 event,
                 acted,
-                reason: (!acted)
-                    .then(|| "no order here for this refund (its sale placed none)".to_owned()),
-                orders,
+                reason: (waiting > 0).then(|| {
+                    "no order of this shop yet for this refund: kept, and applied at once if its sale is placed".to_owned()
+                }),
+                orders: done.clone(),
             })
         }
     }
+}
+
+/// Refunds this shop's order, if there is one (`None`: not placed).
+async fn refund(
+    pool: &PgPool,
+    shop: &Shop,
+    order_ref: &OrderRef,
+    kind: RefundKind,
+) -> Result<Option<Uuid>, DeliveryError> {
+    let reason = format!("refunded in {}", shop.provider.as_str());
+    let request = RefundRequest {
+        source: &shop.source,
+        order_ref,
+        kind,
+        reason: Some(&reason),
+    };
+    match refunds::refund(pool, shop.tenant, shop.owner, &request).await {
+        Ok(refunded) => Ok(Some(refunded.refund().order_id)),
+        Err(RefundError::OrderNotFound) => Ok(None),
+        Err(RefundError::Unexpected(e)) => Err(DeliveryError::Unexpected(e)),
+        Err(e) => Err(DeliveryError::Refund(e)),
+    }
+}
+
+async fn remember_early_refund(
+    pool: &PgPool,
+    shop: &Shop,
+    order_ref: &OrderRef,
+    kind: RefundKind,
+) -> anyhow::Result<()> {
+    sqlx::query!(
+        "INSERT INTO shop_early_refunds (tenant_id, integration_id, order_ref, kind)
+         VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+        shop.tenant.0,
+        shop.id,
+        order_ref.as_str(),
+        kind.as_str(),
+    )
+    .execute(pool)
+    .await
+    .context("keeping an early refund")?;
+    Ok(())
+}
+
+async fn early_refund(
+    pool: &PgPool,
+    shop: &Shop,
+    order_ref: &OrderRef,
+) -> Result<Option<RefundKind>, DeliveryError> {
+    let kind = sqlx::query_scalar!(
+        "SELECT kind FROM shop_early_refunds
+         WHERE tenant_id = $1 AND integration_id = $2 AND order_ref = $3",
+        shop.tenant.0,
+        shop.id,
+        order_ref.as_str(),
+    )
+    .fetch_optional(pool)
+    .await
+    .context("looking for an early refund")?;
+    kind.map(|k| RefundKind::parse(&k).map_err(DeliveryError::Refund))
+        .transpose()
 }
 
 async fn share_of(pool: &PgPool, shop: &Shop, product: &str) -> anyhow::Result<Option<ShareId>> {
@@ -313,28 +402,26 @@ async fn store(
     Ok(id)
 }
 
-async fn store_refused(
-    pool: &PgPool,
-    shop: &Shop,
-    delivery: &Delivery<'_>,
-    error: &DeliveryError,
-) -> anyhow::Result<()> {
-    let kept = &delivery.body[..delivery.body.len().min(REFUSED_BODY_BYTES)];
+async fn store_refused(pool: &PgPool, shop: &Shop, error: &DeliveryError) -> anyhow::Result<()> {
     let reason = error.to_string();
-    sqlx::query!(
-        "INSERT INTO shop_events (tenant_id, id, integration_id, body, body_truncated,
-                                  outcome, reason, decided_at)
-         VALUES ($1, $2, $3, $4, $5, 'refused', $6, now())",
+    let stored = sqlx::query!(
+        "INSERT INTO shop_events (tenant_id, id, integration_id, body, outcome, reason, decided_at)
+         SELECT $1, $2, $3, '', 'refused', $4, now()
+         WHERE (SELECT count(*) FROM shop_events
+                WHERE tenant_id = $1 AND integration_id = $3 AND outcome = 'refused'
+                  AND received_at > now() - interval '1 minute') < $5",
         shop.tenant.0,
         Uuid::now_v7(),
         shop.id,
-        kept,
-        kept.len() < delivery.body.len(),
         clip(&reason, 500),
+        REFUSED_PER_MINUTE,
     )
     .execute(pool)
     .await
     .context("storing a refused delivery")?;
+    if stored.rows_affected() == 0 {
+        tracing::warn!(shop = %shop.id, %reason, "refused a shop delivery (not stored: too many this minute)");
+    }
     Ok(())
 }
 

@@ -16,7 +16,7 @@
 //!
 //! - [`verify`]: each shop's signature scheme (pure).
 //! - [`events`]: what a delivery says (pure).
-//! - [`intake`]: a delivery stored, verified, read and acted on.
+//! - [`intake`]: a delivery verified, stored, read and acted on.
 
 pub mod events;
 pub mod intake;
@@ -114,6 +114,9 @@ pub struct Integration {
     pub id: Uuid,
     pub provider: Provider,
     pub name: String,
+    /// The `source` of the orders it places (`stripe-1a2b3c4d`): its own,
+    /// so its refunds reach its orders alone.
+    pub order_source: String,
     /// Until when the secret before the last rotation is accepted.
     pub previous_until: Option<OffsetDateTime>,
     pub created_by: AccountId,
@@ -166,15 +169,19 @@ pub async fn connect(
         (None, _) => return Err(ShopError::SecretRequired),
     };
     let id = Uuid::new_v4();
+    // The id's first 8 hex digits: unique in the tenant (the unique key
+    // refuses the one-in-four-billion clash, which fails loudly).
+    let order_source = format!("{}-{}", provider.as_str(), &id.simple().to_string()[..8]);
     let mut tx = pool.begin().await.context("starting a transaction")?;
     let created_at = sqlx::query_scalar!(
-        "INSERT INTO shop_integrations (tenant_id, id, provider, name, secret, created_by)
-         VALUES ($1, $2, $3, $4, $5, $6)
+        "INSERT INTO shop_integrations (tenant_id, id, provider, name, order_source, secret, created_by)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)
          RETURNING created_at",
         tenant.0,
         id,
         provider.as_str(),
         name,
+        order_source,
         secret,
         actor.0,
     )
@@ -197,6 +204,7 @@ pub async fn connect(
             id,
             provider,
             name,
+            order_source,
             previous_until: None,
             created_by: actor,
             created_at,
@@ -208,11 +216,20 @@ pub async fn connect(
 
 /// The tenant's shops, newest first.
 pub async fn list(pool: &PgPool, tenant: TenantId) -> Result<Vec<Integration>, ShopError> {
+    read(pool, tenant, None).await
+}
+
+async fn read(
+    pool: &PgPool,
+    tenant: TenantId,
+    only: Option<Uuid>,
+) -> Result<Vec<Integration>, ShopError> {
     let rows = sqlx::query!(
-        "SELECT id, provider, name, previous_until, created_by, created_at, disabled_at
-         FROM shop_integrations WHERE tenant_id = $1
+        "SELECT id, provider, name, order_source, previous_until, created_by, created_at, disabled_at
+         FROM shop_integrations WHERE tenant_id = $1 AND ($2::uuid IS NULL OR id = $2)
          ORDER BY created_at DESC, id",
         tenant.0,
+        only,
     )
     .fetch_all(pool)
     .await
@@ -225,6 +242,7 @@ pub async fn list(pool: &PgPool, tenant: TenantId) -> Result<Vec<Integration>, S
                 provider: Provider::parse(&r.provider)
                     .map_err(|_| anyhow::anyhow!("a shop of an unknown provider {}", r.provider))?,
                 name: r.name,
+                order_source: r.order_source,
                 previous_until: r.previous_until,
                 created_by: AccountId(r.created_by),
                 created_at: r.created_at,
@@ -236,7 +254,7 @@ pub async fn list(pool: &PgPool, tenant: TenantId) -> Result<Vec<Integration>, S
 
 /// One of the tenant's shops.
 pub async fn get(pool: &PgPool, tenant: TenantId, id: Uuid) -> Result<Integration, ShopError> {
-    list(pool, tenant)
+    read(pool, tenant, Some(id))
         .await?
         .into_iter()
         .find(|i| i.id == id)

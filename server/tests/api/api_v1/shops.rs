@@ -1,4 +1,4 @@
-//! Shops' signed webhooks (`POST /hooks/shops/{id}`) and their admin API
+//! Shops' signed webhooks (`POST /hooks/shops/{tenant_id}/{id}`) and their admin API
 //! (`/api/v1/tenants/{id}/shops…`), against real PostgreSQL and Redis:
 //! each shop signs as its docs say (the signatures are made here with the
 //! shops' own schemes, over the exact bytes sent), a sale issues its codes
@@ -84,6 +84,23 @@ async fn map(app: &TestApp, admin: &Admin, token: &str, shop: Uuid, product: &st
     assert_eq!(status, StatusCode::OK, "{mapped}");
 }
 
+/// A Stripe shop signing with [`STRIPE_SECRET`] whose payment link
+/// `plink_course` sells `share`.
+async fn stripe_shop(app: &TestApp, admin: &Admin, token: &str, share: Uuid) -> (Uuid, String) {
+    let shop = json!({ "provider": "stripe", "name": "Main", "secret": STRIPE_SECRET });
+    connect(app, admin, token, shop, "plink_course", share).await
+}
+
+/// Stripe's event for a charge of `payment_intent` refunded in full.
+fn charge_refunded(event: &str, payment_intent: &str) -> Vec<u8> {
+    json!({
+        "id": event, "type": "charge.refunded",
+        "data": { "object": { "id": "ch_1", "payment_intent": payment_intent, "refunded": true } }
+    })
+    .to_string()
+    .into_bytes()
+}
+
 /// Posts `body` to a shop's URL with `headers`: the status and the answer.
 async fn deliver(url: &str, headers: &[(&str, String)], body: &[u8]) -> (StatusCode, Value) {
     let mut request = new_client().post(url).body(body.to_vec());
@@ -97,6 +114,11 @@ async fn deliver(url: &str, headers: &[(&str, String)], body: &[u8]) -> (StatusC
 
 fn now() -> i64 {
     time::OffsetDateTime::now_utc().unix_timestamp()
+}
+
+/// Posts `body` signed now by Stripe's scheme under `secret`.
+async fn deliver_stripe(url: &str, secret: &str, body: &[u8]) -> (StatusCode, Value) {
+    deliver(url, &stripe_signature(secret, now(), body), body).await
 }
 
 /// Stripe's header for `body` at `t` under `secret`.
@@ -184,6 +206,13 @@ async fn a_stripe_sale_delivered_a_hundred_times_at_once_issues_one_order(pool: 
     let (n_orders, codes, mails, outcomes) = counts(&app, admin.tenant).await;
     assert_eq!((n_orders, codes, mails), (1, 1, 1));
     assert_eq!(outcomes, vec![("acted".to_owned(), 100)]);
+    let order_source: String =
+        sqlx::query_scalar("SELECT order_source FROM shop_integrations WHERE tenant_id = $1")
+            .bind(admin.tenant)
+            .fetch_one(&app.pool)
+            .await
+            .expect("the shop's source");
+    assert!(order_source.starts_with("stripe-"), "{order_source}");
     let (source, order_ref, buyer, addressed): (String, String, String, bool) = sqlx::query_as(
         "SELECT source, order_ref, buyer_email, addressed FROM orders WHERE tenant_id = $1",
     )
@@ -198,7 +227,7 @@ async fn a_stripe_sale_delivered_a_hundred_times_at_once_issues_one_order(pool: 
             buyer.as_str(),
             addressed
         ),
-        ("stripe", "pi_race", "buyer@example.com", true)
+        (order_source.as_str(), "pi_race", "buyer@example.com", true)
     );
     let addressed_to: Option<String> =
         sqlx::query_scalar("SELECT addressed_to FROM auth_codes WHERE tenant_id = $1")
@@ -227,15 +256,7 @@ async fn a_stripe_sale_delivered_a_hundred_times_at_once_issues_one_order(pool: 
 async fn refused_deliveries_issue_nothing_and_are_recorded_with_their_reason(pool: PgPool) {
     let app = spawn_app(pool).await;
     let (admin, course, token) = creator(&app).await;
-    let (shop, url) = connect(
-        &app,
-        &admin,
-        &token,
-        json!({ "provider": "stripe", "name": "Main", "secret": STRIPE_SECRET }),
-        "plink_course",
-        course.share,
-    )
-    .await;
+    let (shop, url) = stripe_shop(&app, &admin, &token, course.share).await;
     let body = checkout("pi_1", "buyer@example.com", "plink_course");
 
     // (headers, body, status, code)
@@ -325,15 +346,22 @@ async fn refused_deliveries_issue_nothing_and_are_recorded_with_their_reason(poo
 
     // No such shop, or a disabled one: 404, and nothing stored.
     let before = counts(&app, admin.tenant).await;
-    let nowhere = format!("{}/hooks/shops/{}", app.address, Uuid::new_v4());
-    assert_eq!(
-        deliver(&nowhere, &headers, &other).await.0,
-        StatusCode::NOT_FOUND
+    let nowhere = format!(
+        "{}/hooks/shops/{}/{}",
+        app.address,
+        admin.tenant,
+        Uuid::new_v4()
     );
-    let garbage = format!("{}/hooks/shops/not-an-id", app.address);
+    let (status, answer) = deliver(&nowhere, &headers, &other).await;
     assert_eq!(
-        deliver(&garbage, &headers, &other).await.0,
-        StatusCode::NOT_FOUND
+        (status, answer["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("not_found"))
+    );
+    let garbage = format!("{}/hooks/shops/{}/not-an-id", app.address, admin.tenant);
+    let (status, answer) = deliver(&garbage, &headers, &other).await;
+    assert_eq!(
+        (status, answer["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("not_found"))
     );
     let (status, _) = as_token(
         &app,
@@ -357,18 +385,9 @@ async fn refused_deliveries_issue_nothing_and_are_recorded_with_their_reason(poo
 async fn a_stripe_refund_applies_the_shares_policy(pool: PgPool) {
     let app = spawn_app(pool).await;
     let (admin, course, token) = creator(&app).await;
-    let (_, url) = connect(
-        &app,
-        &admin,
-        &token,
-        json!({ "provider": "stripe", "name": "Main", "secret": STRIPE_SECRET }),
-        "plink_course",
-        course.share,
-    )
-    .await;
+    let (_, url) = stripe_shop(&app, &admin, &token, course.share).await;
     let sale = checkout("pi_r", "buyer@example.com", "plink_course");
-    let (status, placed) =
-        deliver(&url, &stripe_signature(STRIPE_SECRET, now(), &sale), &sale).await;
+    let (status, placed) = deliver_stripe(&url, STRIPE_SECRET, &sale).await;
     assert_eq!(status, StatusCode::OK, "{placed}");
     let order = placed["orders"][0].as_str().expect("order").to_owned();
 
@@ -381,12 +400,7 @@ async fn a_stripe_refund_applies_the_shares_policy(pool: PgPool) {
         .into_bytes()
     };
     let partial = charge("charge.refunded", false);
-    let (status, answer) = deliver(
-        &url,
-        &stripe_signature(STRIPE_SECRET, now(), &partial),
-        &partial,
-    )
-    .await;
+    let (status, answer) = deliver_stripe(&url, STRIPE_SECRET, &partial).await;
     assert_eq!(
         (status, answer["outcome"].as_str()),
         (StatusCode::OK, Some("ignored"))
@@ -404,8 +418,7 @@ async fn a_stripe_refund_applies_the_shares_policy(pool: PgPool) {
     assert_eq!(revoked().await, 0, "a partial refund takes no seat");
 
     let full = charge("charge.refunded", true);
-    let (status, answer) =
-        deliver(&url, &stripe_signature(STRIPE_SECRET, now(), &full), &full).await;
+    let (status, answer) = deliver_stripe(&url, STRIPE_SECRET, &full).await;
     assert_eq!(
         (status, answer["outcome"].as_str()),
         (StatusCode::OK, Some("acted")),
@@ -426,12 +439,7 @@ async fn a_stripe_refund_applies_the_shares_policy(pool: PgPool) {
 
     // The dispute that follows finds the order refunded: nothing more.
     let dispute = charge("charge.dispute.created", false);
-    let (status, answer) = deliver(
-        &url,
-        &stripe_signature(STRIPE_SECRET, now(), &dispute),
-        &dispute,
-    )
-    .await;
+    let (status, answer) = deliver_stripe(&url, STRIPE_SECRET, &dispute).await;
     assert_eq!(
         (status, answer["outcome"].as_str()),
         (StatusCode::OK, Some("acted"))
@@ -440,7 +448,8 @@ async fn a_stripe_refund_applies_the_shares_policy(pool: PgPool) {
 }
 
 /// Lemon Squeezy (hex `X-Signature`), Shopify (base64
-/// `X-Shopify-Hmac-Sha256`, one order per connected product) and Gumroad
+/// `X-Shopify-Hmac-Sha256`, one order per line of a connected product,
+/// an order of other things ignored) and Gumroad
 /// (the secret in the URL) each place and refund orders by their own
 /// scheme, and each refuses another scheme's signature.
 #[sqlx::test(migrations = "../migrations")]
@@ -453,7 +462,7 @@ async fn lemon_squeezy_shopify_and_gumroad_place_and_refund_by_their_own_schemes
         async move {
             sqlx::query_scalar::<_, bool>(
                 "SELECT refunded_at IS NOT NULL FROM orders
-                 WHERE tenant_id = $1 AND source = $2 AND order_ref = $3",
+                 WHERE tenant_id = $1 AND source LIKE $2 || '-%' AND order_ref = $3",
             )
             .bind(tenant)
             .bind(source)
@@ -534,7 +543,8 @@ async fn lemon_squeezy_shopify_and_gumroad_place_and_refund_by_their_own_schemes
     let (headers, body) = shopify(
         "orders/paid",
         json!({ "id": 5001, "email": "shop-buyer@example.com", "line_items": [
-            { "product_id": 632910392, "quantity": 1 }, { "product_id": 111, "quantity": 3 } ] }),
+            { "id": 71, "product_id": 632910392, "quantity": 1 },
+            { "id": 72, "product_id": 111, "quantity": 3 } ] }),
     );
     let (status, answer) = deliver(&url, &headers, &body).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
@@ -543,21 +553,29 @@ async fn lemon_squeezy_shopify_and_gumroad_place_and_refund_by_their_own_schemes
         Some(1),
         "the T-shirt is not a course"
     );
-    assert_eq!(
-        order_state("shopify", "5001:632910392".into()).await,
-        Some(false)
-    );
-    assert_eq!(order_state("shopify", "5001:111".into()).await, None);
+    assert_eq!(order_state("shopify", "5001:71".into()).await, Some(false));
+    assert_eq!(order_state("shopify", "5001:72".into()).await, None);
     let (headers, body) = shopify(
         "refunds/create",
         json!({ "order_id": 5001, "refund_line_items": [
-            { "quantity": 1, "line_item": { "product_id": 632910392, "quantity": 1 } } ] }),
+            { "line_item_id": 71, "quantity": 1,
+              "line_item": { "id": 71, "product_id": 632910392, "quantity": 1 } } ] }),
     );
     assert_eq!(deliver(&url, &headers, &body).await.0, StatusCode::OK);
-    assert_eq!(
-        order_state("shopify", "5001:632910392".into()).await,
-        Some(true)
+    // An order of the store's other things only: none of AdmitOne's
+    // business, answered 200 (a store must not see its webhook fail).
+    let (headers, body) = shopify(
+        "orders/paid",
+        json!({ "id": 5002, "email": "shop-buyer@example.com", "line_items": [
+            { "id": 81, "product_id": 111, "quantity": 1 } ] }),
     );
+    let (status, answer) = deliver(&url, &headers, &body).await;
+    assert_eq!(
+        (status, answer["outcome"].as_str()),
+        (StatusCode::OK, Some("ignored")),
+        "{answer}"
+    );
+    assert_eq!(order_state("shopify", "5001:71".into()).await, Some(true));
 
     // Gumroad: AdmitOne draws the secret; the URL carries it.
     let (status, shop) = as_token(
@@ -610,15 +628,7 @@ async fn lemon_squeezy_shopify_and_gumroad_place_and_refund_by_their_own_schemes
 async fn a_rotated_secret_keeps_the_previous_one_for_a_day(pool: PgPool) {
     let app = spawn_app(pool).await;
     let (admin, course, token) = creator(&app).await;
-    let (shop, url) = connect(
-        &app,
-        &admin,
-        &token,
-        json!({ "provider": "stripe", "name": "Main", "secret": STRIPE_SECRET }),
-        "plink_course",
-        course.share,
-    )
-    .await;
+    let (shop, url) = stripe_shop(&app, &admin, &token, course.share).await;
     let next = "whsec_next_secret_0123456789";
     let (status, rotated) = as_token(
         &app,
@@ -637,7 +647,7 @@ async fn a_rotated_secret_keeps_the_previous_one_for_a_day(pool: PgPool) {
     assert!(rotated["shop"]["previous_secret_until"].is_string());
     for (i, secret) in [next, STRIPE_SECRET].into_iter().enumerate() {
         let sale = checkout(&format!("pi_rot_{i}"), "buyer@example.com", "plink_course");
-        let (status, answer) = deliver(&url, &stripe_signature(secret, now(), &sale), &sale).await;
+        let (status, answer) = deliver_stripe(&url, secret, &sale).await;
         assert_eq!(status, StatusCode::OK, "{answer}");
     }
     sqlx::query(
@@ -648,7 +658,7 @@ async fn a_rotated_secret_keeps_the_previous_one_for_a_day(pool: PgPool) {
     .await
     .expect("a day later");
     let sale = checkout("pi_rot_late", "buyer@example.com", "plink_course");
-    let (status, _) = deliver(&url, &stripe_signature(STRIPE_SECRET, now(), &sale), &sale).await;
+    let (status, _) = deliver_stripe(&url, STRIPE_SECRET, &sale).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert_eq!(counts(&app, admin.tenant).await.0, 2);
 
@@ -729,4 +739,163 @@ async fn connecting_a_shop_refuses_bad_input(pool: PgPool) {
         .expect("count");
     assert_eq!(mapped, 0);
     let _ = other;
+}
+
+/// Connecting a shop, mapping its products or setting its secret decides
+/// what its deliveries issue: a token that may manage integrations but
+/// not courses (`integrations` without `write`) can read shops and
+/// change none of that.
+#[sqlx::test(migrations = "../migrations")]
+async fn only_a_member_who_manages_courses_may_say_what_a_shop_issues(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let (admin, course, token) = creator(&app).await;
+    let (shop, _) = connect(
+        &app,
+        &admin,
+        &token,
+        json!({ "provider": "gumroad", "name": "Gumroad" }),
+        "gum-1",
+        course.share,
+    )
+    .await;
+    let narrow = create_token(&app, &admin, &["read", "integrations"]).await;
+    let base = format!("/api/v1/tenants/{}/shops", admin.tenant);
+    let before = counts(&app, admin.tenant).await;
+    for (method, path, body) in [
+        (
+            Method::POST,
+            base.clone(),
+            Some(json!({ "provider": "gumroad", "name": "Mine" })),
+        ),
+        (
+            Method::PUT,
+            format!("{base}/{shop}/products/gum-2"),
+            Some(json!({ "share_id": course.share })),
+        ),
+        (
+            Method::DELETE,
+            format!("{base}/{shop}/products/gum-1"),
+            None,
+        ),
+        (
+            Method::POST,
+            format!("{base}/{shop}/secret"),
+            Some(json!({})),
+        ),
+        (Method::POST, format!("{base}/{shop}/disable"), None),
+    ] {
+        let (status, answer) = as_token(&app, &narrow, method.clone(), &path, body).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{method} {path}: {answer}");
+    }
+    let (status, _) = as_token(&app, &narrow, Method::GET, &format!("{base}/{shop}"), None).await;
+    assert_eq!(status, StatusCode::OK);
+    let shops: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM shop_integrations WHERE disabled_at IS NULL")
+            .fetch_one(&app.pool)
+            .await
+            .expect("shops");
+    let products: i64 = sqlx::query_scalar("SELECT count(*) FROM shop_products")
+        .fetch_one(&app.pool)
+        .await
+        .expect("products");
+    assert_eq!((shops, products), (1, 1));
+    assert_eq!(counts(&app, admin.tenant).await, before);
+}
+
+/// The refund comes first (the sale was refused: its product was not
+/// connected yet), then the sale's retry once it is: the order is placed
+/// and refunded at once, so no seat is sold for money given back.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_refund_that_comes_before_its_sale_is_applied_when_the_sale_is_placed(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let (admin, course, token) = creator(&app).await;
+    let (shop, url) = stripe_shop(&app, &admin, &token, course.share).await;
+    let sale = checkout("pi_early", "buyer@example.com", "plink_late");
+    let (status, _) = deliver_stripe(&url, STRIPE_SECRET, &sale).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    let refund = charge_refunded("evt_refund", "pi_early");
+    let (status, answer) = deliver_stripe(&url, STRIPE_SECRET, &refund).await;
+    assert_eq!(
+        (status, answer["outcome"].as_str()),
+        (StatusCode::OK, Some("ignored")),
+        "{answer}"
+    );
+    assert!(
+        answer["reason"].as_str().expect("why").contains("kept"),
+        "{answer}"
+    );
+
+    map(&app, &admin, &token, shop, "plink_late", course.share).await;
+    let (status, answer) = deliver_stripe(&url, STRIPE_SECRET, &sale).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let (refunded, live): (bool, i64) = sqlx::query_as(
+        "SELECT o.refunded_at IS NOT NULL,
+                (SELECT count(*) FROM auth_codes c WHERE c.tenant_id = o.tenant_id
+                   AND c.batch_id = o.batch_id AND c.revoked_at IS NULL)
+         FROM orders o WHERE o.tenant_id = $1 AND o.order_ref = 'pi_early'",
+    )
+    .bind(admin.tenant)
+    .fetch_one(&app.pool)
+    .await
+    .expect("the order");
+    assert_eq!(
+        (refunded, live),
+        (true, 0),
+        "placed and refunded, no live code"
+    );
+}
+
+/// A shop's refunds reach its own orders alone: a second Stripe account
+/// of the tenant (or whoever holds its secret) cannot refund the first's
+/// sale, and a shop's URL under another tenant finds nothing.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_shop_refunds_its_own_orders_alone(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let (admin, course, token) = creator(&app).await;
+    let (first, url) = connect(
+        &app,
+        &admin,
+        &token,
+        json!({ "provider": "stripe", "name": "First", "secret": STRIPE_SECRET }),
+        "plink_course",
+        course.share,
+    )
+    .await;
+    let other_secret = "whsec_second_account_0123456";
+    let (_, other_url) = connect(
+        &app,
+        &admin,
+        &token,
+        json!({ "provider": "stripe", "name": "Second", "secret": other_secret }),
+        "plink_other",
+        course.share,
+    )
+    .await;
+    let sale = checkout("pi_mine", "buyer@example.com", "plink_course");
+    let (status, _) = deliver_stripe(&url, STRIPE_SECRET, &sale).await;
+    assert_eq!(status, StatusCode::OK);
+    let refund = charge_refunded("evt_forged", "pi_mine");
+    let (status, answer) = deliver_stripe(&other_url, other_secret, &refund).await;
+    assert_eq!(
+        (status, answer["outcome"].as_str()),
+        (StatusCode::OK, Some("ignored")),
+        "{answer}"
+    );
+    let refunded: bool = sqlx::query_scalar(
+        "SELECT refunded_at IS NOT NULL FROM orders WHERE tenant_id = $1 AND order_ref = 'pi_mine'",
+    )
+    .bind(admin.tenant)
+    .fetch_one(&app.pool)
+    .await
+    .expect("the order");
+    assert!(!refunded, "another shop's refund reached this order");
+
+    // The first shop under another tenant's path: no such shop.
+    let (elsewhere, _, _) = creator(&app).await;
+    let before = counts(&app, admin.tenant).await;
+    let wrong_tenant = format!("{}/hooks/shops/{}/{first}", app.address, elsewhere.tenant);
+    let (status, _) = deliver_stripe(&wrong_tenant, STRIPE_SECRET, &sale).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(counts(&app, admin.tenant).await, before);
+    assert_eq!(counts(&app, elsewhere.tenant).await, (0, 0, 0, vec![]));
 }

@@ -32,6 +32,10 @@ pub struct ShopBody {
     /// `stripe`, `lemonsqueezy`, `shopify` or `gumroad`.
     pub provider: String,
     pub name: String,
+    /// The `source` of the orders it places (`GET
+    /// /api/v1/orders/{source}/{order_id}`): its own, so that its refunds
+    /// reach its orders alone.
+    pub order_source: String,
     /// Where the shop sends its webhooks (Gumroad's also needs
     /// `?secret=…`, answered when it was drawn).
     pub webhook_url: String,
@@ -126,6 +130,7 @@ fn shop_body(state: &ServerState, shop: Integration, products: Vec<shops::Produc
         id: shop.id,
         provider: shop.provider.as_str().to_owned(),
         name: shop.name,
+        order_source: shop.order_source,
         webhook_url: webhook_url(state, shop.tenant, shop.id),
         previous_secret_until: shop.previous_until,
         created_at: shop.created_at,
@@ -163,6 +168,24 @@ async fn shop_in(
     Ok((tenant, admin.id, parse_id(shop_id)?))
 }
 
+/// A change to what a shop may issue: a shop's deliveries place orders
+/// (codes of the tenant's courses), so whoever connects one, maps its
+/// products or sets its secret must also be allowed to manage courses
+/// (a token needs `write` beside `integrations`), as placing an order
+/// through the API does.
+async fn shop_manager(
+    state: &ServerState,
+    caller: &Caller,
+    tenant_id: &str,
+) -> Result<(TenantId, engine::accounts::AccountId), ApiError> {
+    let (tenant, admin) =
+        member_of_tenant(state, caller, tenant_id, Permission::ManageIntegrations).await?;
+    caller
+        .member_of(state, tenant, Permission::ManageCourses)
+        .await?;
+    Ok((tenant, admin.id))
+}
+
 /// Lists the tenant's shops, newest first.
 #[utoipa::path(get, path = "/api/v1/tenants/{tenant_id}/shops", tag = "integrations",
     params(("tenant_id" = Uuid, Path, description = "The tenant")),
@@ -195,7 +218,7 @@ pub async fn list_shops(
         (status = 201, description = "Connected; a drawn secret is shown this once", body = ConnectedShop),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
-        (status = 403, description = "Not an owner of this tenant, or the token lacks `integrations`", body = ErrorBody),
+        (status = 403, description = "Not an owner of this tenant, or the token lacks `integrations` or `write`", body = ErrorBody),
         (status = 422, description = "Bad provider, name or secret, or no secret for a shop that signs with its own", body = ErrorBody),
     ),
     security(("bearer" = []), ("session" = [])))]
@@ -205,14 +228,13 @@ pub async fn connect_shop(
     Path(tenant_id): Path<String>,
     body: Result<Json<NewShopBody>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (tenant, admin) =
-        member_of_tenant(&state, &caller, &tenant_id, Permission::ManageIntegrations).await?;
+    let (tenant, admin) = shop_manager(&state, &caller, &tenant_id).await?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
     let provider = Provider::parse(&body.provider)?;
     let done = shops::connect(
         &state.services.pool,
         tenant,
-        admin.id,
+        admin,
         provider,
         &body.name,
         body.secret.as_deref(),
@@ -273,7 +295,8 @@ pub async fn rotate_secret(
     Path((tenant_id, shop_id)): Path<(String, String)>,
     body: Result<Json<SecretBody>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (tenant, admin, id) = shop_in(&state, &caller, &tenant_id, &shop_id).await?;
+    let (tenant, admin) = shop_manager(&state, &caller, &tenant_id).await?;
+    let id = parse_id(&shop_id)?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
     let pool = &state.services.pool;
     let drawn = shops::rotate_secret(pool, tenant, admin, id, body.secret.as_deref()).await?;
@@ -300,7 +323,8 @@ pub async fn disable_shop(
     caller: Caller,
     Path((tenant_id, shop_id)): Path<(String, String)>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (tenant, admin, id) = shop_in(&state, &caller, &tenant_id, &shop_id).await?;
+    let (tenant, admin) = shop_manager(&state, &caller, &tenant_id).await?;
+    let id = parse_id(&shop_id)?;
     let shop = shops::disable(&state.services.pool, tenant, admin, id).await?;
     Ok(Json(shop_body(&state, shop, Vec::new())))
 }
@@ -329,7 +353,8 @@ pub async fn map_product(
     Path((tenant_id, shop_id, product)): Path<(String, String, String)>,
     body: Result<Json<MapProductBody>, JsonRejection>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (tenant, admin, id) = shop_in(&state, &caller, &tenant_id, &shop_id).await?;
+    let (tenant, admin) = shop_manager(&state, &caller, &tenant_id).await?;
+    let id = parse_id(&shop_id)?;
     let Json(body) = body.map_err(|e| rejection(e, "invalid_json"))?;
     let mapped = shops::map_product(
         &state.services.pool,
@@ -366,7 +391,8 @@ pub async fn unmap_product(
     caller: Caller,
     Path((tenant_id, shop_id, product)): Path<(String, String, String)>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (tenant, admin, id) = shop_in(&state, &caller, &tenant_id, &shop_id).await?;
+    let (tenant, admin) = shop_manager(&state, &caller, &tenant_id).await?;
+    let id = parse_id(&shop_id)?;
     shops::unmap_product(&state.services.pool, tenant, admin, id, &product).await?;
     Ok(StatusCode::NO_CONTENT)
 }
