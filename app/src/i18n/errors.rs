@@ -155,6 +155,7 @@ impl Localized for OrderError {
         use ErrorMsg as M;
         let msg = match self {
             Self::InvalidSource => M::OrderInvalidSource,
+            Self::SourceOfAShop => M::OrderSourceOfAShop,
             Self::InvalidOrderRef => M::OrderInvalidOrderRef,
             Self::InvalidEmail => M::OrderInvalidEmail,
             Self::InvalidQuantity => M::OrderInvalidQuantity,

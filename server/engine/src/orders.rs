@@ -40,6 +40,13 @@ pub enum OrderError {
         "a source is 1 to 32 lower-case letters, digits, '-' or '_', starting with a letter or digit"
     )]
     InvalidSource,
+    /// `stripe-1a2b3c4d` and the like name a connected shop's orders
+    /// (`crate::shops`): only that shop places them, so that its refunds
+    /// reach its own orders alone.
+    #[error(
+        "this source names a connected shop's orders (its kind, a dash, 8 hex digits): only that shop places them; choose another source"
+    )]
+    SourceOfAShop,
     #[error("an order id is 1 to 200 visible characters")]
     InvalidOrderRef,
     #[error("the buyer's email is not an address we can send to")]
@@ -84,6 +91,19 @@ impl OrderSource {
 
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// Whether this is the source of a connected shop's orders
+    /// (`stripe-1a2b3c4d`, `crate::shops`), which an order placed through
+    /// the API may not take.
+    pub fn is_a_shops(&self) -> bool {
+        self.0.split_once('-').is_some_and(|(kind, tail)| {
+            crate::shops::Provider::parse(kind).is_ok()
+                && tail.len() == 8
+                && tail
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || matches!(c, 'a'..='f'))
+        })
     }
 }
 
@@ -542,6 +562,35 @@ pub async fn mailed_codes(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_connected_shops_source_is_told_apart() {
+        for shops in [
+            "stripe-1a2b3c4d",
+            "gumroad-00000000",
+            "lemonsqueezy-abcdef09",
+            "shopify-99999999",
+        ] {
+            assert!(
+                OrderSource::parse(shops).expect(shops).is_a_shops(),
+                "{shops}"
+            );
+        }
+        for other in [
+            "stripe",
+            "stripe-1a2b3c4",
+            "stripe-1a2b3c4d5",
+            "stripe-1a2b3c4g",
+            "paypal-1a2b3c4d",
+            "stripe_1a2b3c4d",
+            "my-shop",
+        ] {
+            assert!(
+                !OrderSource::parse(other).expect(other).is_a_shops(),
+                "{other}"
+            );
+        }
+    }
 
     #[test]
     fn a_source_is_a_short_lower_case_word() {

@@ -181,6 +181,7 @@ impl Outcome for OrderError {
         use ErrorKind as K;
         match self {
             Self::InvalidSource
+            | Self::SourceOfAShop
             | Self::InvalidOrderRef
             | Self::InvalidEmail
             | Self::InvalidQuantity
@@ -195,6 +196,7 @@ impl Outcome for OrderError {
     fn code(&self) -> &'static str {
         match self {
             Self::InvalidSource
+            | Self::SourceOfAShop
             | Self::InvalidOrderRef
             | Self::InvalidEmail
             | Self::InvalidQuantity
@@ -208,7 +210,7 @@ impl Outcome for OrderError {
 
     fn field(&self) -> Option<&'static str> {
         match self {
-            Self::InvalidSource => Some("source"),
+            Self::InvalidSource | Self::SourceOfAShop => Some("source"),
             Self::InvalidOrderRef => Some("order_id"),
             Self::InvalidEmail => Some("email"),
             Self::InvalidQuantity => Some("quantity"),

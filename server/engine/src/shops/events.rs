@@ -4,7 +4,8 @@
 //! does not act on. Pure: the body and the headers in, no I/O.
 //!
 //! Each shop's order id becomes the order's `order_ref` under the shop's
-//! name as its `source`, so a refund finds the order its sale placed:
+//! own `order_source` (`stripe-1a2b3c4d`), so a refund finds the order
+//! its sale placed:
 //! Stripe's payment intent (a Checkout Session and its Charge both name
 //! it), Lemon Squeezy's order id, Gumroad's `sale_id`, and Shopify's
 //! order id with the line item's (`{order}:{line item}`: one Shopify
@@ -249,10 +250,14 @@ fn shopify(headers: Headers<'_>, body: &Value) -> Result<Read, Unreadable> {
             let mut order_refs = Vec::new();
             for item in &items {
                 let line = text(&item["line_item_id"]).or_else(|| text(&item["line_item"]["id"]));
-                let refunded = quantity(&item["quantity"])?;
-                let bought = quantity(&item["line_item"]["quantity"])?;
+                // Both quantities said, or the refund is not known to be
+                // the whole line (a missing one would read as 1).
+                let (refunded, bought) = (&item["quantity"], &item["line_item"]["quantity"]);
+                if refunded.is_null() || bought.is_null() {
+                    continue;
+                }
                 if let Some(line) = line
-                    && refunded >= bought
+                    && quantity(refunded)? >= quantity(bought)?
                 {
                     order_refs.push(format!("{order}:{line}"));
                 }
@@ -607,6 +612,20 @@ mod tests {
                 order_refs: vec!["820982911946154508:466157049".into()]
             }
         );
+        // A refund line that does not say how many the line held is not
+        // known to be whole.
+        let vague = json!({ "order_id": 1, "refund_line_items": [
+            { "line_item_id": 466157049, "quantity": 1 } ] });
+        assert!(matches!(
+            super::read(
+                Provider::Shopify,
+                topic("refunds/create"),
+                vague.to_string().as_bytes()
+            )
+            .unwrap()
+            .event,
+            Event::Ignored(_)
+        ));
         let missing_topic = super::read(
             Provider::Shopify,
             Headers::default(),

@@ -80,7 +80,8 @@ pub struct Decided {
 }
 
 /// Why a delivery was refused (every one but [`Self::NotFound`] and
-/// [`Self::Unexpected`] is stored as `refused` with this reason).
+/// [`Self::Unexpected`] is stored as `refused` with this reason; one
+/// whose signature failed, past [`REFUSED_PER_MINUTE`], is not).
 #[derive(Debug, thiserror::Error)]
 pub enum DeliveryError {
     #[error("no such shop (or it was disabled)")]
@@ -404,6 +405,16 @@ async fn store(
 
 async fn store_refused(pool: &PgPool, shop: &Shop, error: &DeliveryError) -> anyhow::Result<()> {
     let reason = error.to_string();
+    // One at a time per shop (a transaction-scoped lock on the shop's
+    // id), so the count cannot be overrun by requests racing past it.
+    let mut tx = pool.begin().await.context("starting a transaction")?;
+    sqlx::query!(
+        "SELECT pg_advisory_xact_lock(hashtextextended('shop_refusals:' || $1::uuid::text, 0))",
+        shop.id,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("taking a shop's refusal lock")?;
     let stored = sqlx::query!(
         "INSERT INTO shop_events (tenant_id, id, integration_id, body, outcome, reason, decided_at)
          SELECT $1, $2, $3, '', 'refused', $4, now()
@@ -416,9 +427,10 @@ async fn store_refused(pool: &PgPool, shop: &Shop, error: &DeliveryError) -> any
         clip(&reason, 500),
         REFUSED_PER_MINUTE,
     )
-    .execute(pool)
+    .execute(&mut *tx)
     .await
     .context("storing a refused delivery")?;
+    tx.commit().await.context("committing a refused delivery")?;
     if stored.rows_affected() == 0 {
         tracing::warn!(shop = %shop.id, %reason, "refused a shop delivery (not stored: too many this minute)");
     }

@@ -55,7 +55,8 @@ impl Provider {
             .ok_or(ShopError::InvalidProvider)
     }
 
-    /// Its name, which is also the `source` of the orders it places.
+    /// Its name (a shop's orders' `source` starts with it:
+    /// [`Integration::order_source`]).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Stripe => "stripe",

@@ -328,8 +328,8 @@ mod tests {
     }
 
     /// A header listing thousands of signatures is refused before any
-    /// MAC is computed for them (else each would cost a pass over the
-    /// body: a stranger's cheap request, the server's seconds).
+    /// MAC is computed (one per secret is, whatever the header lists; a
+    /// cap keeps even the comparisons few).
     #[test]
     fn a_stripe_header_listing_too_many_signatures_is_malformed() {
         let mut header = format!("t={STRIPE_T},v1={STRIPE_V1}");

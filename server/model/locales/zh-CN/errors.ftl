@@ -144,6 +144,7 @@ transfer-closed = 这里不提供把课程转到另一个账号的功能；请�
 transfer-holder-suspended = 你在这个机构的课程访问已被暂停；请联系课程团队
 transfer-target-blocked = 接收的账号已被暂停或停用；请拒绝这条申请
 order-invalid-source = 来源为 1 到 32 个小写字母、数字、“-”或“_”，以字母或数字开头
+order-source-of-a-shop = 这个来源属于一个已连接的商店（类型、“-”和 8 个十六进制数字）：只有那个商店能用它下单；请换一个来源
 order-invalid-order-ref = 订单编号为 1 到 200 个可见字符
 order-invalid-email = 买家的邮箱不是我们能发送邮件的地址
 order-invalid-quantity = 一个订单包含 1 到 1,000 个兑换码

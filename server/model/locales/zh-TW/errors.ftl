@@ -144,6 +144,7 @@ transfer-closed = 這裡不提供把課程轉到另一個帳號的功能；請�
 transfer-holder-suspended = 你在這個機構的課程存取已被暫停；請聯絡課程團隊
 transfer-target-blocked = 接收的帳號已被暫停或停用；請拒絕這筆申請
 order-invalid-source = 來源為 1 到 32 個小寫字母、數字、「-」或「_」，以字母或數字開頭
+order-source-of-a-shop = 這個來源屬於一個已連接的商店（類型、「-」和 8 個十六進位數字）：只有那個商店能用它下單；請換一個來源
 order-invalid-order-ref = 訂單編號為 1 到 200 個可見字元
 order-invalid-email = 買家的信箱不是我們能寄送郵件的地址
 order-invalid-quantity = 一個訂單包含 1 到 1,000 個兌換碼

@@ -137,8 +137,9 @@ pub(super) fn order_errors() -> Vec<engine::orders::OrderError> {
         E::OrderConflict,
         E::Unexpected(boom()),
         E::InvalidLang,
+        E::SourceOfAShop,
     ];
-    covers(&all, 9, |e| match e {
+    covers(&all, 10, |e| match e {
         E::InvalidSource => 0,
         E::InvalidOrderRef => 1,
         E::InvalidEmail => 2,
@@ -148,6 +149,7 @@ pub(super) fn order_errors() -> Vec<engine::orders::OrderError> {
         E::OrderConflict => 6,
         E::Unexpected(_) => 7,
         E::InvalidLang => 8,
+        E::SourceOfAShop => 9,
     });
     all
 }

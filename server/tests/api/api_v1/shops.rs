@@ -758,6 +758,17 @@ async fn only_a_member_who_manages_courses_may_say_what_a_shop_issues(pool: PgPo
         course.share,
     )
     .await;
+    // Without `integrations`, nothing of shops at all.
+    let courses_only = create_token(&app, &admin, &["read", "write"]).await;
+    let (status, _) = as_token(
+        &app,
+        &courses_only,
+        Method::POST,
+        &format!("/api/v1/tenants/{}/shops", admin.tenant),
+        Some(json!({ "provider": "gumroad", "name": "Mine" })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
     let narrow = create_token(&app, &admin, &["read", "integrations"]).await;
     let base = format!("/api/v1/tenants/{}/shops", admin.tenant);
     let before = counts(&app, admin.tenant).await;
@@ -889,6 +900,25 @@ async fn a_shop_refunds_its_own_orders_alone(pool: PgPool) {
     .await
     .expect("the order");
     assert!(!refunded, "another shop's refund reached this order");
+    // Nor does an order placed through the API take a shop's source.
+    let source: String = sqlx::query_scalar(
+        "SELECT order_source FROM shop_integrations WHERE tenant_id = $1 AND id = $2",
+    )
+    .bind(admin.tenant)
+    .bind(first)
+    .fetch_one(&app.pool)
+    .await
+    .expect("the first shop's source");
+    let (status, answer) = as_token(
+        &app,
+        &token,
+        Method::POST,
+        &format!("/api/v1/shares/{}/orders", course.share),
+        Some(json!({ "source": source, "order_id": "pi_api", "email": "x@example.com" })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    assert_eq!(answer["field"], "source", "{answer}");
 
     // The first shop under another tenant's path: no such shop.
     let (elsewhere, _, _) = creator(&app).await;
@@ -898,4 +928,34 @@ async fn a_shop_refunds_its_own_orders_alone(pool: PgPool) {
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_eq!(counts(&app, admin.tenant).await, before);
     assert_eq!(counts(&app, elsewhere.tenant).await, (0, 0, 0, vec![]));
+}
+
+/// Anyone may post to a shop's URL: two hundred forged deliveries at once
+/// are all refused, and at most sixty a minute are stored, none with what
+/// was sent (the console shows that they came, not their bodies).
+#[sqlx::test(migrations = "../migrations")]
+async fn a_flood_of_forged_deliveries_stores_sixty_a_minute_without_their_bodies(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let (admin, course, token) = creator(&app).await;
+    let (_, url) = stripe_shop(&app, &admin, &token, course.share).await;
+    let body = vec![b'x'; 64 * 1024];
+    let forged = stripe_signature("whsec_not_the_secret_0123456", now(), &body);
+    let answers = join_all((0..200).map(|_| deliver(&url, &forged, &body))).await;
+    assert!(
+        answers
+            .iter()
+            .all(|(status, _)| *status == StatusCode::UNAUTHORIZED)
+    );
+    let (stored, with_body): (i64, i64) = sqlx::query_as(
+        "SELECT count(*), count(*) FILTER (WHERE body <> '') FROM shop_events WHERE tenant_id = $1",
+    )
+    .bind(admin.tenant)
+    .fetch_one(&app.pool)
+    .await
+    .expect("stored");
+    assert_eq!(
+        (stored, with_body),
+        (engine::shops::intake::REFUSED_PER_MINUTE, 0)
+    );
+    assert_eq!(counts(&app, admin.tenant).await.0, 0);
 }

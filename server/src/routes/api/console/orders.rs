@@ -86,9 +86,13 @@ pub async fn place_order(
         .as_deref()
         .map(|tag| Lang::parse(tag.trim()).ok_or(OrderError::InvalidLang))
         .transpose()?;
+    let source = OrderSource::parse(&body.source)?;
+    if source.is_a_shops() {
+        return Err(OrderError::SourceOfAShop.into());
+    }
     let request = OrderRequest {
         share: share.id,
-        source: OrderSource::parse(&body.source)?,
+        source,
         order_ref: OrderRef::parse(&body.order_id)?,
         buyer: Email::parse(&body.email).map_err(|_| OrderError::InvalidEmail)?,
         quantity: body.quantity.unwrap_or(1),

@@ -1,8 +1,9 @@
 //! A tenant's shops (`engine::shops`): connect one (the URL to give the
 //! shop, and Gumroad's drawn secret, answered once), read one with its
 //! products, rotate its secret, disable it, say which product sells which
-//! share, and read its latest deliveries ("Shop events"). They need
-//! `ManageIntegrations`, as API tokens and webhooks do. The shops' own
+//! share, and read its latest deliveries ("Shop events"). Reading needs
+//! `ManageIntegrations`, as API tokens and webhooks do; every change also
+//! needs `ManageCourses` (what a shop issues is codes of the courses). The shops' own
 //! deliveries arrive at `routes::api::shop_hooks`.
 
 use axum::{
@@ -284,7 +285,7 @@ pub async fn get_shop(
         (status = 200, description = "Rotated; a drawn secret is shown this once", body = ConnectedShop),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
-        (status = 403, description = "Not an owner of this tenant, or the token lacks `integrations`", body = ErrorBody),
+        (status = 403, description = "Not an owner of this tenant, or the token lacks `integrations` or `write`", body = ErrorBody),
         (status = 404, description = "No such shop in this tenant", body = ErrorBody),
         (status = 422, description = "Bad secret, or none for a shop that signs with its own", body = ErrorBody),
     ),
@@ -314,7 +315,7 @@ pub async fn rotate_secret(
     responses(
         (status = 200, description = "Disabled (or was)", body = ShopBody),
         (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
-        (status = 403, description = "Not an owner of this tenant, or the token lacks `integrations`", body = ErrorBody),
+        (status = 403, description = "Not an owner of this tenant, or the token lacks `integrations` or `write`", body = ErrorBody),
         (status = 404, description = "No such shop in this tenant", body = ErrorBody),
     ),
     security(("bearer" = []), ("session" = [])))]
@@ -342,7 +343,7 @@ pub async fn disable_shop(
         (status = 200, description = "Mapped", body = ProductBody),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
-        (status = 403, description = "Not an owner of this tenant, or the token lacks `integrations`", body = ErrorBody),
+        (status = 403, description = "Not an owner of this tenant, or the token lacks `integrations` or `write`", body = ErrorBody),
         (status = 404, description = "No such shop or share in this tenant", body = ErrorBody),
         (status = 422, description = "Bad product id", body = ErrorBody),
     ),
@@ -381,7 +382,7 @@ pub async fn map_product(
     responses(
         (status = 204, description = "Forgotten"),
         (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
-        (status = 403, description = "Not an owner of this tenant, or the token lacks `integrations`", body = ErrorBody),
+        (status = 403, description = "Not an owner of this tenant, or the token lacks `integrations` or `write`", body = ErrorBody),
         (status = 404, description = "No such product of a shop of this tenant", body = ErrorBody),
         (status = 422, description = "Bad product id", body = ErrorBody),
     ),
