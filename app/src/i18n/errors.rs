@@ -144,6 +144,10 @@ impl Localized for MailingError {
             Self::BatchNotFound => M::ShareCodeNotFound,
             Self::InvalidLang => M::OrderInvalidLang,
             Self::BatchChanged => M::MailingBatchChanged,
+            Self::CodeNotMailed => M::MailingCodeNotMailed,
+            Self::CodeRedeemed => M::MailingCodeRedeemed,
+            Self::CodeRevoked => M::MailingCodeRevoked,
+            Self::CodeExpired => M::MailingCodeExpired,
             Self::Unexpected(_) => M::Unexpected,
         };
         lang.error(msg, &[])

@@ -95,7 +95,23 @@ pub async fn revoke_code(
     code: Uuid,
 ) -> Result<(), CodeError> {
     let mut tx = pool.begin().await.context("starting a transaction")?;
-    let row = sqlx::query!(
+    if !revoke_in(&mut tx, tenant, actor, code).await? {
+        return Err(CodeError::CodeNotFound);
+    }
+    tx.commit().await.context("committing the revocation")?;
+    Ok(())
+}
+
+/// [`revoke_code`] within the caller's transaction (a revoke-and-resend
+/// revokes the code it replaces with it): `false` when there is no such
+/// code.
+pub(crate) async fn revoke_in(
+    tx: &mut sqlx::PgConnection,
+    tenant: TenantId,
+    actor: AccountId,
+    code: Uuid,
+) -> anyhow::Result<bool> {
+    let Some(row) = sqlx::query!(
         r#"WITH before AS (
                SELECT revoked_at IS NOT NULL AS was_revoked FROM auth_codes
                WHERE tenant_id = $1 AND id = $2 FOR UPDATE
@@ -110,11 +126,13 @@ pub async fn revoke_code(
     .fetch_optional(&mut *tx)
     .await
     .context("revoking a code")?
-    .ok_or(CodeError::CodeNotFound)?;
-    end_live_grants(&mut tx, tenant, code).await?;
-    crate::transfers::withdraw_open(&mut tx, tenant, code, Some(actor)).await?;
+    else {
+        return Ok(false);
+    };
+    end_live_grants(&mut *tx, tenant, code).await?;
+    crate::transfers::withdraw_open(&mut *tx, tenant, code, Some(actor)).await?;
     audit::admin_action(
-        &mut tx,
+        &mut *tx,
         tenant,
         actor,
         "code.revoked",
@@ -123,7 +141,7 @@ pub async fn revoke_code(
     )
     .await?;
     audit::emit(
-        &mut tx,
+        &mut *tx,
         tenant,
         "code.revoked",
         json!({ "share_id": row.share_id, "code_id": code }),
@@ -132,7 +150,7 @@ pub async fn revoke_code(
     // The learner who held it is told, once (not again for a repeat).
     if let (Some(learner), false) = (row.bound_principal, row.was_revoked) {
         mail::enqueue_code_notice(
-            &mut tx,
+            &mut *tx,
             mail::Template::CodeRevoked,
             tenant,
             row.share_id,
@@ -141,8 +159,7 @@ pub async fn revoke_code(
         )
         .await?;
     }
-    tx.commit().await.context("committing the revocation")?;
-    Ok(())
+    Ok(true)
 }
 
 /// A date an admin sets (an expiry, an extension): a moment still to come,

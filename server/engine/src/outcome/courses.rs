@@ -134,7 +134,11 @@ impl Outcome for MailingError {
             | Self::InvalidAddresses(_)
             | Self::NotEnoughCodes { .. }
             | Self::InvalidLang => K::Invalid,
-            Self::NotMailable => K::Conflict,
+            Self::NotMailable
+            | Self::CodeNotMailed
+            | Self::CodeRedeemed
+            | Self::CodeRevoked
+            | Self::CodeExpired => K::Conflict,
             Self::BatchChanged => K::Busy,
             Self::BatchNotFound => K::NotFound,
             Self::Unexpected(_) => K::Internal,
@@ -150,6 +154,10 @@ impl Outcome for MailingError {
             Self::BatchChanged => "busy_retry",
             Self::NotEnoughCodes { .. } => "not_enough_codes",
             Self::NotMailable => "batch_not_mailable",
+            Self::CodeNotMailed => "code_not_mailed",
+            Self::CodeRedeemed => "code_redeemed",
+            Self::CodeRevoked => "code_revoked",
+            Self::CodeExpired => "code_expired",
             Self::BatchNotFound => "not_found",
             Self::Unexpected(_) => "internal",
         }
@@ -162,9 +170,14 @@ impl Outcome for MailingError {
             | Self::InvalidAddresses(_)
             | Self::NotEnoughCodes { .. } => Some("addresses"),
             Self::InvalidLang => Some("lang"),
-            Self::NotMailable | Self::BatchNotFound | Self::BatchChanged | Self::Unexpected(_) => {
-                None
-            }
+            Self::NotMailable
+            | Self::BatchNotFound
+            | Self::BatchChanged
+            | Self::CodeNotMailed
+            | Self::CodeRedeemed
+            | Self::CodeRevoked
+            | Self::CodeExpired
+            | Self::Unexpected(_) => None,
         }
     }
 

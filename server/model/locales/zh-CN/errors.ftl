@@ -169,3 +169,7 @@ mailing-invalid-addresses = 有 { $count } 个邮箱无法发送（第 { $lines 
 mailing-not-enough-codes = 名单中有 { $to_send } 个邮箱还没有这一批的兑换码，但这一批只剩 { $free } 个可发送
 order-invalid-lang = 语言为 en、zh-CN 或 zh-TW
 mailing-batch-changed = 发送期间这一批兑换码有变动，什么都没有发出：请再发送一次这份名单
+mailing-code-not-mailed = 这个兑换码现在不属于任何邮寄名单里的收件人：它从未被邮寄，或已被替换
+mailing-code-redeemed = 这个兑换码已被兑换：它已绑定到一位学员，再次邮寄对谁都没有帮助
+mailing-code-revoked = 这个兑换码已被撤销：请改为“撤销并重发”
+mailing-code-expired = 这个兑换码已过期：请改为“撤销并重发”

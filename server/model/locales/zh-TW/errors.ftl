@@ -169,3 +169,7 @@ mailing-invalid-addresses = 有 { $count } 個信箱無法寄送（第 { $lines 
 mailing-not-enough-codes = 名單中有 { $to_send } 個信箱還沒有這一批的兌換碼，但這一批只剩 { $free } 個可寄送
 order-invalid-lang = 語言為 en、zh-CN 或 zh-TW
 mailing-batch-changed = 寄送期間這一批兌換碼有變動，什麼都沒有寄出：請再寄送一次這份名單
+mailing-code-not-mailed = 這個兌換碼現在不屬於任何郵寄名單裡的收件人：它從未被郵寄，或已被替換
+mailing-code-redeemed = 這個兌換碼已被兌換：它已綁定到一位學員，再次郵寄對誰都沒有幫助
+mailing-code-revoked = 這個兌換碼已被撤銷：請改為「撤銷並重寄」
+mailing-code-expired = 這個兌換碼已過期：請改為「撤銷並重寄」

@@ -110,8 +110,12 @@ pub(super) fn mailing_errors() -> Vec<engine::mailings::MailingError> {
         E::Unexpected(boom()),
         E::InvalidLang,
         E::BatchChanged,
+        E::CodeNotMailed,
+        E::CodeRedeemed,
+        E::CodeRevoked,
+        E::CodeExpired,
     ];
-    covers(&all, 9, |e| match e {
+    covers(&all, 13, |e| match e {
         E::NotMailable => 0,
         E::EmptyList => 1,
         E::TooManyAddresses => 2,
@@ -121,6 +125,10 @@ pub(super) fn mailing_errors() -> Vec<engine::mailings::MailingError> {
         E::Unexpected(_) => 6,
         E::InvalidLang => 7,
         E::BatchChanged => 8,
+        E::CodeNotMailed => 9,
+        E::CodeRedeemed => 10,
+        E::CodeRevoked => 11,
+        E::CodeExpired => 12,
     });
     all
 }

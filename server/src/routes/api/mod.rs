@@ -158,6 +158,14 @@ pub fn router() -> Router<ServerState> {
             get(console::mailings::list_recipients),
         )
         .route(
+            "/api/v1/codes/{code_id}/resend",
+            post(console::mailings::resend),
+        )
+        .route(
+            "/api/v1/codes/{code_id}/revoke-and-resend",
+            post(console::mailings::revoke_and_resend),
+        )
+        .route(
             "/api/v1/shares/{share_id}/orders",
             post(console::orders::place_order),
         )

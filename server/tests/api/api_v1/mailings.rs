@@ -19,7 +19,7 @@ use crate::support::mail::spawn_app_with_mail;
 use crate::support::tokens::{as_token, create_token};
 
 /// A course and a token that may write.
-async fn shop(app: &TestApp) -> (course::Course, String) {
+pub(super) async fn shop(app: &TestApp) -> (course::Course, String) {
     let admin = admin(app).await;
     let course = course::course(app, &admin, json!({ "quota": null })).await;
     let token = create_token(app, &admin, &["read", "write"]).await;
@@ -28,7 +28,7 @@ async fn shop(app: &TestApp) -> (course::Course, String) {
 
 /// Issues a batch of `count` codes (`mailable` or not); its id and the
 /// codes its answer carried (none for a mailable batch).
-async fn batch(
+pub(super) async fn batch(
     app: &TestApp,
     token: &str,
     share: Uuid,
@@ -60,7 +60,12 @@ async fn batch(
     )
 }
 
-async fn send(app: &TestApp, token: &str, batch: Uuid, body: Value) -> (StatusCode, Value) {
+pub(super) async fn send(
+    app: &TestApp,
+    token: &str,
+    batch: Uuid,
+    body: Value,
+) -> (StatusCode, Value) {
     as_token(
         app,
         token,
@@ -71,7 +76,7 @@ async fn send(app: &TestApp, token: &str, batch: Uuid, body: Value) -> (StatusCo
     .await
 }
 
-async fn count(app: &TestApp, sql: &str) -> i64 {
+pub(super) async fn count(app: &TestApp, sql: &str) -> i64 {
     sqlx::query_scalar(sql)
         .fetch_one(&app.pool)
         .await
@@ -79,7 +84,7 @@ async fn count(app: &TestApp, sql: &str) -> i64 {
 }
 
 /// The code a mail of codes carries (its indented `XXXX-XXXX-XXXX` line).
-fn code_in(text: &str) -> String {
+pub(super) fn code_in(text: &str) -> String {
     text.lines()
         .map(str::trim)
         .find(|line| line.len() == 14 && line.matches('-').count() == 2)

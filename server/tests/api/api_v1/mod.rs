@@ -9,5 +9,6 @@ mod mailings;
 mod openapi;
 mod orders;
 mod problems;
+mod recipients;
 mod refunds;
 mod shops;

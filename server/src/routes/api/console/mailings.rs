@@ -2,7 +2,10 @@
 //! /api/v1/batches/{batch_id}/send` mails one free code to each new
 //! address of a list (or, with `dry_run`, says what it would do), and
 //! `GET /api/v1/batches/{batch_id}/recipients` lists who got one and where
-//! each stands (queued, sent, failed, redeemed, revoked).
+//! each stands (queued, sent, failed, redeemed, revoked). One recipient,
+//! named by the code it was mailed: `POST /api/v1/codes/{code_id}/resend`
+//! mails the same code again, and `…/revoke-and-resend` revokes it and
+//! mails another of the batch.
 
 use axum::{
     Json,
@@ -10,16 +13,20 @@ use axum::{
     response::IntoResponse,
 };
 use engine::{
+    idempotency,
     mailings::{self, SendRequest},
     tenants::Permission,
 };
 use model::Lang;
 use serde::Deserialize;
 
-use super::{Caller, batches::batch_of};
+use super::{Caller, batches::batch_of, member_of_code};
 use crate::problem::{ApiError, rejection};
 use crate::{
-    routes::api::schema::{ErrorBody, RecipientBody, RecipientsPage, SendBody},
+    routes::api::{
+        idempotency::{create_once, key_of},
+        schema::{ErrorBody, RecipientBody, RecipientsPage, RedoneBody, SendBody},
+    },
     state::ServerState,
 };
 
@@ -133,15 +140,7 @@ pub async fn list_recipients(
     let recipients: Vec<RecipientBody> = rows
         .into_iter()
         .take(usize::try_from(limit).unwrap_or(200))
-        .map(|r| RecipientBody {
-            email: r.email,
-            code_id: r.code_id,
-            hint: r.hint,
-            state: r.state.as_str().to_owned(),
-            error: r.error,
-            mailed_at: r.mailed_at,
-            sent_at: r.sent_at,
-        })
+        .map(recipient_body)
         .collect();
     let next_after = has_more
         .then(|| recipients.last().map(|r| r.email.clone()))
@@ -151,4 +150,94 @@ pub async fn list_recipients(
         next_after,
         has_more,
     }))
+}
+
+fn recipient_body(r: mailings::Recipient) -> RecipientBody {
+    RecipientBody {
+        email: r.email,
+        code_id: r.code_id,
+        hint: r.hint,
+        state: r.state.as_str().to_owned(),
+        error: r.error,
+        mailed_at: r.mailed_at,
+        sent_at: r.sent_at,
+    }
+}
+
+/// Mails the recipient of a mailed code that same code again (its mail
+/// bounced, or was lost), in the first mail's language. While the last
+/// mail still waits to go, nothing more is queued (`queued: false`).
+/// Audited (`batch.recipient_resent`).
+#[utoipa::path(post, path = "/api/v1/codes/{code_id}/resend", tag = "admin",
+    params(("code_id" = Uuid, Path, description = "The code a recipient was mailed")),
+    responses(
+        (status = 200, description = "Queued again, or still waiting to go", body = RedoneBody),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
+        (status = 404, description = "Not an id (an unknown code answers 403, as another tenant's does)", body = ErrorBody),
+        (status = 409, description = "Not a code a recipient holds now (`code_not_mailed`), or it was redeemed (`code_redeemed`), revoked (`code_revoked`) or is past its date (`code_expired`): nothing was queued", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
+pub async fn resend(
+    State(state): State<ServerState>,
+    caller: Caller,
+    Path(code_id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (tenant, code, admin) = member_of_code(&state, &caller, &code_id).await?;
+    let done = mailings::resend(&state.services.pool, tenant, admin.id, code).await?;
+    Ok(Json(RedoneBody {
+        recipient: recipient_body(done.recipient),
+        queued: done.queued,
+        revoked_id: None,
+    }))
+}
+
+/// Revokes a code a recipient was mailed (its text went astray, or its
+/// date passed) and mails them another free code of the batch, addressed
+/// to them if the first was. Audited (`code.revoked`,
+/// `batch.recipient_code_replaced`); webhook event `code.revoked`.
+#[utoipa::path(post, path = "/api/v1/codes/{code_id}/revoke-and-resend", tag = "admin",
+    params(
+        ("code_id" = Uuid, Path, description = "The code a recipient was mailed"),
+        ("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key does nothing new and answers the original 201 (for 15 minutes); without one, a repeat answers 409 `code_not_mailed`"),
+    ),
+    responses(
+        (status = 201, description = "Revoked, and another code mailed", body = RedoneBody),
+        (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
+        (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
+        (status = 404, description = "Not an id (an unknown code answers 403, as another tenant's does)", body = ErrorBody),
+        (status = 409, description = "Not a code a recipient holds now (`code_not_mailed`: never mailed, or replaced already), or redeemed (`code_redeemed`: it is a learner's; see revoke-and-replace); or the Idempotency-Key's first attempt still runs: nothing changed", body = ErrorBody),
+        (status = 422, description = "The batch has no code left to send (`not_enough_codes`), or the Idempotency-Key was used for another request: nothing changed", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
+pub async fn revoke_and_resend(
+    State(state): State<ServerState>,
+    caller: Caller,
+    Path(code_id): Path<String>,
+    headers: axum::http::HeaderMap,
+) -> Result<axum::response::Response, ApiError> {
+    let (tenant, code, admin) = member_of_code(&state, &caller, &code_id).await?;
+    let key = key_of(&headers)?;
+    let pool = state.services.pool.clone();
+    create_once(
+        &state,
+        key,
+        &caller.login(),
+        idempotency::Scope {
+            tenant,
+            actor: admin.id,
+        },
+        "revoke_and_resend",
+        code.as_bytes(),
+        |done: &RedoneBody| done.recipient.code_id,
+        async move {
+            let done = mailings::revoke_and_resend(&pool, tenant, admin.id, code).await?;
+            Ok(RedoneBody {
+                recipient: recipient_body(done.recipient),
+                queued: done.queued,
+                revoked_id: Some(code),
+            })
+        },
+    )
+    .await
 }

@@ -128,6 +128,8 @@ impl Modify for Security {
         crate::routes::api::console::batches::set_expiry,
         crate::routes::api::console::mailings::send_codes,
         crate::routes::api::console::mailings::list_recipients,
+        crate::routes::api::console::mailings::resend,
+        crate::routes::api::console::mailings::revoke_and_resend,
         crate::routes::api::console::codes::issue_codes,
         crate::routes::api::console::orders::place_order,
         crate::routes::api::console::orders::get_order,

@@ -30,7 +30,7 @@ pub use document::{ApiDoc, openapi_json};
 pub use learner::{AccountBody, BrandingView, CodeEntered, Me, PublicShare, SharePage};
 pub use orders::{
     OrderBody, OrderCodeBody, PlacedOrder, PlacedOrderCode, RecipientBody, RecipientsPage,
-    RefundBody, RefundPolicyBody, RefundedOrder, SendBody,
+    RedoneBody, RefundBody, RefundPolicyBody, RefundedOrder, SendBody,
 };
 pub use transfers::TransferView;
 

@@ -156,6 +156,19 @@ pub struct RecipientBody {
     pub sent_at: Option<OffsetDateTime>,
 }
 
+/// What a resend or a revoke-and-resend did.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RedoneBody {
+    /// The recipient as it now stands (after a revoke-and-resend, with
+    /// the new code).
+    pub recipient: RecipientBody,
+    /// Whether a mail was queued now (`false`: the last one still waited
+    /// to go, and nothing more was queued).
+    pub queued: bool,
+    /// The code revoked now (a revoke-and-resend), else `null`.
+    pub revoked_id: Option<Uuid>,
+}
+
 /// A page of recipients; pass `next_after` as `after` for the next one.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct RecipientsPage {

@@ -191,6 +191,12 @@ fn operations(t: Target) -> Vec<(Method, &'static str, Body)> {
             "/api/v1/batches/{mailable_id}/recipients",
             Body::None,
         ),
+        (Method::POST, "/api/v1/codes/{mailed_id}/resend", Body::None),
+        (
+            Method::POST,
+            "/api/v1/codes/{mailed_id}/revoke-and-resend",
+            Body::None,
+        ),
         (
             Method::POST,
             "/api/v1/batches/{batch_id}/revoke-unused",
@@ -333,6 +339,7 @@ fn documented(path: &str) -> String {
         .replace("{imported_id}", "{batch_id}")
         .replace("{spare_id}", "{code_id}")
         .replace("{leaked_id}", "{code_id}")
+        .replace("{mailed_id}", "{code_id}")
         .replace("{approve_id}", "{transfer_id}")
         .replace("{refuse_id}", "{transfer_id}")
         .replace("{doomed_hook_id}", "{endpoint_id}")
@@ -346,6 +353,7 @@ fn objects_of(t: Target) -> Vec<(&'static str, Uuid)> {
         ("{doomed_id}", t.doomed),
         ("{batch_id}", t.batch),
         ("{mailable_id}", t.mailable),
+        ("{mailed_id}", t.mailed),
         ("{order_id}", t.order),
         ("{imported_id}", t.imported),
         ("{code_id}", t.code),

@@ -52,8 +52,12 @@ struct Target {
     /// approved, one refused by the control call).
     transfer_to_approve: Uuid,
     transfer_to_refuse: Uuid,
-    /// A mailable batch with a free code (the control call mails it).
+    /// A mailable batch with two free codes (the control calls mail one,
+    /// and send the other in place of `mailed`).
     mailable: Uuid,
+    /// A code of `mailable` mailed to a recipient (mailed again, then
+    /// revoked and replaced, by the control calls).
+    mailed: Uuid,
     /// An order of B's, from the shop `shop`, with this id as its order id.
     order: Uuid,
     /// A Stripe shop of B's, and one of its products (this id as its
@@ -86,6 +90,7 @@ impl Target {
             self.transfer_to_approve,
             self.transfer_to_refuse,
             self.mailable,
+            self.mailed,
             self.order,
             self.shop,
             self.product,
@@ -219,7 +224,7 @@ async fn world(app: &TestApp) -> World {
         admin_b,
         &engine::batches::BatchRequest {
             share: share.id,
-            count: 1,
+            count: 3,
             label: "to mail",
             expires_at: None,
             idempotency_key: None,
@@ -230,6 +235,25 @@ async fn world(app: &TestApp) -> World {
     .await
     .expect("a mailable batch")
     .batch_id;
+    engine::mailings::send(
+        &app.pool,
+        tenant_b,
+        admin_b,
+        &engine::mailings::SendRequest {
+            batch: mailable,
+            addresses: &["early-b@example.com".to_owned()],
+            addressed: true,
+            lang: None,
+            dry_run: false,
+        },
+    )
+    .await
+    .expect("a code mailed");
+    let mailed: Uuid = sqlx::query_scalar("SELECT code_id FROM code_mailings WHERE batch_id = $1")
+        .bind(mailable)
+        .fetch_one(&app.pool)
+        .await
+        .expect("the mailed code");
     let order = Uuid::now_v7();
     engine::orders::place(
         &app.pool,
@@ -456,6 +480,7 @@ async fn world(app: &TestApp) -> World {
             spare,
             batch: batch.batch_id,
             mailable,
+            mailed,
             order,
             shop,
             product,

@@ -17,11 +17,16 @@
 use anyhow::Context as _;
 use model::Lang;
 use serde_json::json;
-use sqlx::PgPool;
-use time::OffsetDateTime;
+use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use crate::{accounts::AccountId, accounts::Email, audit, mail::Template, tenants::TenantId};
+
+mod recipients;
+
+pub use recipients::{
+    Recipient, RecipientState, Redone, recipient, recipients, resend, revoke_and_resend,
+};
 
 /// The longest list one send takes.
 pub const MAX_ADDRESSES: usize = 10_000;
@@ -60,6 +65,22 @@ pub enum MailingError {
     /// it ran: nothing was sent; sending the same list again is safe.
     #[error("the batch changed while this was being sent; nothing was sent: send the list again")]
     BatchChanged,
+    /// The code named is not the one a recipient holds now: it was never
+    /// mailed, or it was replaced already (a repeated revoke-and-resend).
+    #[error(
+        "this code is not one a recipient of a mailed batch holds now: it was never mailed, or it was replaced already"
+    )]
+    CodeNotMailed,
+    /// Someone bound the code: it is theirs (the code's own
+    /// revoke-and-replace deals with a bound code whose text leaked).
+    #[error(
+        "this code was redeemed already: it is bound to a learner, and mailing it again would help no one"
+    )]
+    CodeRedeemed,
+    #[error("this code was revoked: revoke it and send another instead")]
+    CodeRevoked,
+    #[error("this code's date has passed: revoke it and send another instead")]
+    CodeExpired,
     #[error(transparent)]
     Unexpected(#[from] anyhow::Error),
 }
@@ -148,23 +169,9 @@ pub async fn send(
 ) -> Result<SendReport, MailingError> {
     let (addresses, duplicates) = read_list(request.addresses)?;
     let mut tx = pool.begin().await.context("starting a transaction")?;
-    // The batch's row lock: two sends of one batch run one after the
-    // other, so neither hands out a code the other did, nor mails an
-    // address the other did. (NO KEY: a replacement's insert into the
-    // batch, which takes a key share of this row, is not held up by it.)
-    let batch = sqlx::query!(
-        "SELECT share_id, mailable FROM code_batches WHERE tenant_id = $1 AND id = $2
-         FOR NO KEY UPDATE",
-        tenant.0,
-        request.batch,
-    )
-    .fetch_optional(&mut *tx)
-    .await
-    .context("locking the batch")?
-    .ok_or(MailingError::BatchNotFound)?;
-    if !batch.mailable {
-        return Err(MailingError::NotMailable);
-    }
+    // Two sends of one batch run one after the other, so neither hands
+    // out a code the other did, nor mails an address the other did.
+    let share = lock_batch(&mut tx, tenant, request.batch).await?;
     let already: Vec<String> = sqlx::query_scalar!(
         "SELECT email FROM code_mailings WHERE tenant_id = $1 AND batch_id = $2 AND email = ANY($3)",
         tenant.0,
@@ -217,52 +224,20 @@ pub async fn send(
     // of them in flight is waited for (and the code then passed over if it
     // is no longer free) or skipped; once locked, none of them changes
     // until this commits. Fewer than asked: the batch changed meanwhile.
-    let codes: Vec<Uuid> = sqlx::query_scalar!(
-        "SELECT c.id FROM auth_codes c
-         WHERE c.tenant_id = $1 AND c.batch_id = $2
-           AND c.bound_principal IS NULL AND c.revoked_at IS NULL AND c.addressed_to IS NULL
-           AND c.salt IS NOT NULL
-           AND coalesce(code_expires_at(c.tenant_id, c.batch_id, c.expires_at) > now(), true)
-           AND NOT EXISTS (SELECT 1 FROM code_mailings m
-                            WHERE m.tenant_id = c.tenant_id AND m.code_id = c.id)
-         ORDER BY c.id
-         LIMIT $3
-         FOR UPDATE OF c SKIP LOCKED",
-        tenant.0,
-        request.batch,
-        wanted,
-    )
-    .fetch_all(&mut *tx)
-    .await
-    .context("taking the batch's free codes")?;
+    let codes = take_free(&mut tx, tenant, request.batch, wanted).await?;
     if codes.len() != new.len() {
         return Err(MailingError::BatchChanged);
     }
     let mails: Vec<Uuid> = new.iter().map(|_| Uuid::now_v7()).collect();
-    let queued = sqlx::query!(
-        "INSERT INTO mail_outbox (id, tenant_id, template, to_address, lang, params)
-         SELECT m.id, $1, $2, m.email,
-                coalesce($3, (SELECT a.lang FROM accounts a WHERE a.email = m.email), 'en'),
-                jsonb_build_object('course', s.title, 'course_slug', s.slug, 'tenant', t.name,
-                                   'code_ids', jsonb_build_array(m.code_id), 'addressed', $4::boolean)
-           FROM UNNEST($5::uuid[], $6::text[], $7::uuid[]) AS m(id, email, code_id)
-           JOIN shares s ON s.tenant_id = $1 AND s.id = $8
-           JOIN tenants t ON t.id = $1",
-        tenant.0,
-        Template::CodesSent.as_str(),
+    queue_mails(
+        &mut tx,
+        tenant,
+        share,
         request.lang.map(Lang::tag),
         request.addressed,
-        &mails,
-        &new,
-        &codes,
-        batch.share_id,
+        (&mails, &new, &codes),
     )
-    .execute(&mut *tx)
-    .await
-    .context("queueing the mails")?;
-    if queued.rows_affected() != new.len() as u64 {
-        return Err(anyhow::anyhow!("the batch's share went away during a send").into());
-    }
+    .await?;
     sqlx::query!(
         "INSERT INTO code_mailings (tenant_id, batch_id, email, code_id, mail_id, created_by)
          SELECT $1, $2, m.email, m.code_id, m.mail_id, $3
@@ -296,7 +271,7 @@ pub async fn send(
         actor,
         "batch.mailed",
         ("code_batch", request.batch),
-        json!({ "share_id": batch.share_id, "sent": new.len(), "already_sent": already.len(),
+        json!({ "share_id": share, "sent": new.len(), "already_sent": already.len(),
                 "addressed": request.addressed }),
     )
     .await?;
@@ -304,98 +279,98 @@ pub async fn send(
     Ok(report)
 }
 
-/// Where a recipient's code stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RecipientState {
-    /// The mail waits in the outbox (or is being retried: see `error`).
-    Queued,
-    /// The SMTP server took the mail.
-    Sent,
-    /// The mail was given up on (dead-lettered): see `error`.
-    Failed,
-    /// Someone bound the code.
-    Redeemed,
-    /// The code was revoked.
-    Revoked,
-}
-
-impl RecipientState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Queued => "queued",
-            Self::Sent => "sent",
-            Self::Failed => "failed",
-            Self::Redeemed => "redeemed",
-            Self::Revoked => "revoked",
-        }
-    }
-}
-
-/// One address a batch mailed a code to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Recipient {
-    pub email: String,
-    pub code_id: Uuid,
-    pub hint: String,
-    pub state: RecipientState,
-    /// The SMTP server's last refusal, while queued again or failed.
-    pub error: Option<String>,
-    pub mailed_at: OffsetDateTime,
-    pub sent_at: Option<OffsetDateTime>,
-}
-
-/// A page of a batch's recipients, by address, after `after` (at most
-/// 1,001: a page of 1,000 and whether another follows).
-pub async fn recipients(
-    pool: &PgPool,
+/// Takes a mailable batch's row (`FOR NO KEY UPDATE`: a replacement's
+/// insert into the batch, which takes a key share of it, is not held up)
+/// for a change to who holds which of its codes: sends, resends and
+/// revoke-and-resends of one batch run one after the other. Its share.
+async fn lock_batch(
+    tx: &mut PgConnection,
     tenant: TenantId,
     batch: Uuid,
-    after: Option<&str>,
-    limit: i64,
-) -> anyhow::Result<Vec<Recipient>> {
-    let rows = sqlx::query!(
-        r#"SELECT m.email, m.code_id, c.hint, m.created_at,
-                  c.revoked_at IS NOT NULL AS "revoked!", c.bound_principal IS NOT NULL AS "redeemed!",
-                  o.sent_at AS "sent_at?", o.dead_at AS "dead_at?", o.last_error AS "last_error?"
-           FROM code_mailings m
-           JOIN auth_codes c ON c.tenant_id = m.tenant_id AND c.id = m.code_id
-           LEFT JOIN mail_outbox o ON o.id = m.mail_id
-           WHERE m.tenant_id = $1 AND m.batch_id = $2 AND ($3::text IS NULL OR m.email > $3)
-           ORDER BY m.email
-           LIMIT $4"#,
+) -> Result<Uuid, MailingError> {
+    let batch = sqlx::query!(
+        "SELECT share_id, mailable FROM code_batches WHERE tenant_id = $1 AND id = $2
+         FOR NO KEY UPDATE",
         tenant.0,
         batch,
-        after,
-        limit.clamp(1, 1001),
     )
-    .fetch_all(pool)
+    .fetch_optional(&mut *tx)
     .await
-    .context("listing a batch's recipients")?;
-    Ok(rows
-        .into_iter()
-        .map(|r| {
-            let state = if r.revoked {
-                RecipientState::Revoked
-            } else if r.redeemed {
-                RecipientState::Redeemed
-            } else if r.sent_at.is_some() {
-                RecipientState::Sent
-            } else if r.dead_at.is_some() {
-                RecipientState::Failed
-            } else {
-                RecipientState::Queued
-            };
-            Recipient {
-                email: r.email,
-                code_id: r.code_id,
-                hint: r.hint,
-                state,
-                error: r.last_error.filter(|_| r.sent_at.is_none()),
-                mailed_at: r.created_at,
-                sent_at: r.sent_at,
-            }
-        })
-        .collect())
+    .context("locking the batch")?
+    .ok_or(MailingError::BatchNotFound)?;
+    if !batch.mailable {
+        return Err(MailingError::NotMailable);
+    }
+    Ok(batch.share_id)
+}
+
+/// Takes up to `n` free codes of a batch, locked (`FOR UPDATE SKIP
+/// LOCKED`: a bind, revoke or replacement of one in flight is skipped;
+/// once taken, none of them changes until the transaction ends). Free:
+/// unused, unrevoked, unexpired, not addressed, never mailed, and derived
+/// (not a replacement drawn by hand into the batch), as `send` counts them.
+async fn take_free(
+    tx: &mut PgConnection,
+    tenant: TenantId,
+    batch: Uuid,
+    n: i64,
+) -> anyhow::Result<Vec<Uuid>> {
+    sqlx::query_scalar!(
+        "SELECT c.id FROM auth_codes c
+         WHERE c.tenant_id = $1 AND c.batch_id = $2
+           AND c.bound_principal IS NULL AND c.revoked_at IS NULL AND c.addressed_to IS NULL
+           AND c.salt IS NOT NULL
+           AND coalesce(code_expires_at(c.tenant_id, c.batch_id, c.expires_at) > now(), true)
+           AND NOT EXISTS (SELECT 1 FROM code_mailings m
+                            WHERE m.tenant_id = c.tenant_id AND m.code_id = c.id)
+         ORDER BY c.id
+         LIMIT $3
+         FOR UPDATE OF c SKIP LOCKED",
+        tenant.0,
+        batch,
+        n,
+    )
+    .fetch_all(tx)
+    .await
+    .context("taking the batch's free codes")
+}
+
+/// Queues one mail of [`Template::CodesSent`] per `(mail id, address,
+/// code)`, in `lang` (`None`: the recipient's account's, else English);
+/// the relay derives each code again as it writes the mail.
+async fn queue_mails(
+    tx: &mut PgConnection,
+    tenant: TenantId,
+    share: Uuid,
+    lang: Option<&str>,
+    addressed: bool,
+    (mails, emails, codes): (&[Uuid], &[String], &[Uuid]),
+) -> Result<(), MailingError> {
+    let queued = sqlx::query!(
+        "INSERT INTO mail_outbox (id, tenant_id, template, to_address, lang, params)
+         SELECT m.id, $1, $2, m.email,
+                coalesce($3, (SELECT a.lang FROM accounts a WHERE a.email = m.email), 'en'),
+                jsonb_build_object('course', s.title, 'course_slug', s.slug, 'tenant', t.name,
+                                   'code_ids', jsonb_build_array(m.code_id), 'addressed', $4::boolean)
+           FROM UNNEST($5::uuid[], $6::text[], $7::uuid[]) AS m(id, email, code_id)
+           JOIN shares s ON s.tenant_id = $1 AND s.id = $8
+           JOIN tenants t ON t.id = $1",
+        tenant.0,
+        Template::CodesSent.as_str(),
+        lang,
+        addressed,
+        mails,
+        emails,
+        codes,
+        share,
+    )
+    .execute(&mut *tx)
+    .await
+    .context("queueing the mails")?;
+    if queued.rows_affected() != mails.len() as u64 {
+        return Err(anyhow::anyhow!("the batch's share went away during a send").into());
+    }
+    Ok(())
 }
 
 #[cfg(test)]
