@@ -42,6 +42,11 @@ pub struct CodeRow {
     pub hint: String,
     pub state: CodeState,
     pub bound_email: Option<String>,
+    /// The address an addressed code binds to (only that verified
+    /// account may redeem it).
+    pub addressed_to: Option<String>,
+    /// The learner a refund released from it (took the seat back).
+    pub former_email: Option<String>,
     pub first_used: Option<String>,
     pub access_count: i32,
     pub batch: String,
@@ -57,7 +62,8 @@ pub struct CodeRow {
 pub struct CodeQuery {
     pub state: Option<String>,
     pub batch: Option<Uuid>,
-    /// Part of a hint or of a learner's email.
+    /// Part of a hint, of a learner's email or of the address a code is
+    /// addressed to.
     pub q: Option<String>,
     /// One code (what "find a full code" leads to).
     pub code: Option<Uuid>,
@@ -175,6 +181,8 @@ mod table_page {
                     hint: c.hint,
                     state: c.state,
                     bound_email: c.bound_email,
+                    addressed_to: c.addressed_to,
+                    former_email: c.former_email,
                     first_used: c.first_used_at.map(|at| zone.when(at)),
                     access_count: c.access_count,
                     expires: c.expires_at.map(|at| zone.when(at)),

@@ -32,6 +32,12 @@ pub struct CodeView {
     /// date, else its batch's; `None`: never.
     #[serde(with = "time::serde::rfc3339::option")]
     pub expires_at: Option<OffsetDateTime>,
+    /// The address the code is addressed to: it binds only to the account
+    /// whose verified address this is ([orders](crate::orders)).
+    pub addressed_to: Option<String>,
+    /// The learner a refund released from the code (it took the seat back
+    /// and unbound it), by email; `None` on every other code.
+    pub former_email: Option<String>,
 }
 
 /// Which codes of a share to list (the filter is written once, in the
@@ -40,7 +46,8 @@ pub struct CodeView {
 pub struct CodeFilter {
     pub state: Option<CodeState>,
     pub batch: Option<Uuid>,
-    /// Part of a hint (`AB…YZ`, `AB`, `YZ`) or of the bound learner's email.
+    /// Part of a hint (`AB…YZ`, `AB`, `YZ`), of the bound learner's email,
+    /// or of the address a code is addressed to.
     pub search: Option<String>,
     /// One code, by id (what [`find_code`] turns a pasted full code into).
     pub code: Option<Uuid>,
@@ -153,7 +160,8 @@ async fn read_from(
                 CodeView,
                 r#"SELECT id AS "id!", batch_id AS "batch_id!", hint AS "hint!",
                           state AS "state!: CodeState", bound_email,
-                          first_used_at, access_count AS "access_count!", expires_at
+                          first_used_at, access_count AS "access_count!", expires_at,
+                          addressed_to, former_email
                    FROM code_table($1, $2, $3, $4, $5, $6)
                    WHERE $7::uuid IS NULL OR id > $7
                    ORDER BY id
@@ -175,7 +183,8 @@ async fn read_from(
             CodeView,
             r#"SELECT id AS "id!", batch_id AS "batch_id!", hint AS "hint!",
                       state AS "state!: CodeState", bound_email,
-                      first_used_at, access_count AS "access_count!", expires_at
+                      first_used_at, access_count AS "access_count!", expires_at,
+                          addressed_to, former_email
                FROM code_table($1, $2, $3, $4, $5, $6)
                WHERE id < $7
                ORDER BY id DESC

@@ -34,7 +34,7 @@ pub async fn code_table(
     use futures::StreamExt as _;
     let header = futures::stream::once(async {
         Ok::<_, std::io::Error>(bytes::Bytes::from_static(
-            "\u{feff}hint,state,learner_email,first_used_at,access_count,batch_label,expires_at\r\n"
+            "\u{feff}hint,state,learner_email,first_used_at,access_count,batch_label,expires_at,addressed_to,former_learner_email\r\n"
                 .as_bytes(),
         ))
     });
@@ -67,7 +67,7 @@ fn code_table_rows(
                     let mut chunk = String::with_capacity(page.codes.len() * 96);
                     for c in &page.codes {
                         chunk.push_str(&format!(
-                            "{},{},{},{},{},{},{}\r\n",
+                            "{},{},{},{},{},{},{},{},{}\r\n",
                             csv_field(&c.hint),
                             c.state.as_str(),
                             csv_field(c.bound_email.as_deref().unwrap_or_default()),
@@ -79,6 +79,8 @@ fn code_table_rows(
                             c.expires_at
                                 .and_then(|at| at.format(&format).ok())
                                 .unwrap_or_default(),
+                            csv_field(c.addressed_to.as_deref().unwrap_or_default()),
+                            csv_field(c.former_email.as_deref().unwrap_or_default()),
                         ));
                     }
                     Some((

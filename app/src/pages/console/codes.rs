@@ -306,7 +306,17 @@ fn Row(
         <tr data-code=code.id.to_string() data-state=code.state.as_str()>
             <td><code>{code.hint.clone()}</code></td>
             <td><span class=format!("status status-{}", code.state)>{code_state(code.state)}</span></td>
-            <td>{code.bound_email.clone().unwrap_or_default()}</td>
+            <td>
+                {code.bound_email.clone().unwrap_or_default()}
+                // Who else the code concerns: the one address it binds to
+                // (while nobody holds it), the learner a refund released.
+                {code.addressed_to.clone().filter(|_| code.bound_email.is_none()).map(|address| view! {
+                    <span class="muted code-addressed">{lang().format(Msg::CodeAddressedTo, &[("address", &address)])}</span>
+                })}
+                {code.former_email.clone().map(|former| view! {
+                    <span class="muted code-former">{lang().format(Msg::CodeReleasedFrom, &[("learner", &former)])}</span>
+                })}
+            </td>
             <td>{code.first_used.clone().unwrap_or_default()}</td>
             <td>{code.access_count}</td>
             <td>{code.batch.clone()}</td>

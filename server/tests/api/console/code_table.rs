@@ -265,7 +265,9 @@ async fn the_code_table_downloads_as_csv_with_its_filters(pool: PgPool) {
     let mut lines = body.split("\r\n");
     assert_eq!(
         lines.next(),
-        Some("\u{feff}hint,state,learner_email,first_used_at,access_count,batch_label,expires_at")
+        Some(
+            "\u{feff}hint,state,learner_email,first_used_at,access_count,batch_label,expires_at,addressed_to,former_learner_email"
+        )
     );
     let rows: Vec<&str> = lines.filter(|l| !l.is_empty()).collect();
     assert_eq!(rows.len(), 1_005, "every code, across the CSV's pages");

@@ -7,6 +7,7 @@ mod access_periods;
 mod audit;
 mod batches;
 mod branding;
+mod code_addresses;
 mod code_expiry;
 mod code_table;
 mod codes;
