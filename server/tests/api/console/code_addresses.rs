@@ -9,24 +9,10 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use super::code_table::table;
 use crate::support::app::{TestApp, spawn_app};
 use crate::support::course::{Admin, admin, course, enter_code, learners, open};
 use crate::support::tokens::{as_token, create_token};
-
-/// One page of the code table (the page's own server function).
-async fn table(app: &TestApp, admin: &Admin, share: Uuid, query: &str) -> Value {
-    let response = admin
-        .client
-        .get(format!(
-            "{}/api/admin/codes?tenant_id={}&share_id={share}{query}",
-            app.address, admin.tenant
-        ))
-        .send()
-        .await
-        .expect("request");
-    assert_eq!(response.status(), 200, "{query}");
-    response.json().await.expect("json")
-}
 
 /// The console page's HTML.
 async fn page(app: &TestApp, admin: &Admin, share: Uuid) -> String {

@@ -14,7 +14,7 @@ use crate::support::app::{TestApp, spawn_app};
 use crate::support::course::{Admin, admin, course, enter_code, issue, learners, open};
 
 /// One page of the code table (the page's own server function).
-async fn table(app: &TestApp, admin: &Admin, share: Uuid, query: &str) -> Value {
+pub(super) async fn table(app: &TestApp, admin: &Admin, share: Uuid, query: &str) -> Value {
     let response = admin
         .client
         .get(format!(
