@@ -156,6 +156,19 @@ pub struct CourseItem {
     pub note: Option<String>,
 }
 
+/// A course waiting for the learner in "My courses": a code addressed to
+/// their verified address, mailed to them, not yet redeemed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaitingItem {
+    pub slug: String,
+    pub title: String,
+    pub provider: String,
+    /// The code's hint, as its mail names it (the code is only there).
+    pub hint: String,
+    /// Where the mail went: the learner's address.
+    pub email: String,
+}
+
 /// The URL of a resource's content (the JSON API route that streams it).
 pub fn content_url(slug: &str, resource: Uuid) -> String {
     format!("/api/v1/s/{slug}/resources/{resource}/content")
@@ -334,6 +347,26 @@ pub async fn my_courses() -> Result<Vec<CourseItem>, AppError> {
                 hint: h.hint,
                 since: human_date(h.bound_at),
             }
+        })
+        .collect())
+}
+
+/// Courses waiting for the signed-in learner: codes addressed to their
+/// verified address that nobody redeemed yet.
+#[server(endpoint = "learner/waiting", input = server_fn::codec::GetUrl)]
+pub async fn waiting_courses() -> Result<Vec<WaitingItem>, AppError> {
+    use crate::auth::guard;
+    let state = crate::state::services()?;
+    let principal = guard::require_learner().await?;
+    let waiting = service::learner::waiting(&state, &principal).await?;
+    Ok(waiting
+        .into_iter()
+        .map(|w| WaitingItem {
+            slug: w.slug,
+            title: w.title,
+            provider: w.tenant_name,
+            hint: w.hint,
+            email: w.email,
         })
         .collect())
 }

@@ -1,5 +1,7 @@
 //! "My courses" (`/courses`): every share the learner holds a code of, in
-//! every tenant, so a returning learner needs neither the link nor the code.
+//! every tenant, so a returning learner needs neither the link nor the code;
+//! and above them the courses waiting for the learner (a code addressed to
+//! their verified address, mailed, not yet redeemed).
 
 use crate::i18n::Msg;
 use leptos::prelude::*;
@@ -10,14 +12,22 @@ use leptos_meta::Title;
 use crate::{
     error::AppError,
     i18n::t,
-    learner::{CourseItem, my_courses},
+    learner::{CourseItem, WaitingItem, my_courses, waiting_courses},
 };
 
 #[component]
 pub fn CoursesPage() -> impl IntoView {
     let courses = Resource::new(|| (), |_| my_courses());
+    let waiting = Resource::new(|| (), |_| waiting_courses());
     view! {
         <Title text=t(Msg::MyCourses)/>
+        <Transition fallback=|| ()>
+            {move || Suspend::new(async move {
+                // Nothing to add when none waits (or the learner is signed
+                // out: the list below says so).
+                waiting.await.ok().filter(|w| !w.is_empty()).map(|waiting| view! { <Waiting waiting/> })
+            })}
+        </Transition>
         <Transition fallback=|| view! { <p>{t(Msg::Loading)}</p> }>
             {move || Suspend::new(async move {
                 match courses.await {
@@ -27,6 +37,30 @@ pub fn CoursesPage() -> impl IntoView {
                 }
             })}
         </Transition>
+    }
+}
+
+#[component]
+fn Waiting(waiting: Vec<WaitingItem>) -> impl IntoView {
+    view! {
+        <section class="waiting" aria-labelledby="waiting-title">
+            <h2 id="waiting-title">{t(Msg::WaitingForYou)}</h2>
+            <ul class="course-list">
+                {waiting
+                    .into_iter()
+                    .map(|w| {
+                        let href = format!("/s/{}", w.slug);
+                        view! {
+                            <li class="card course waiting">
+                                <h3><a href=href>{w.title}</a></h3>
+                                <p class="muted">{w.provider}{t(Msg::Code2)}<code>{w.hint}</code></p>
+                                <p class="note">{crate::i18n::lang().format(Msg::ACodeForThisCourseWasSent, &[("email", &w.email)])}</p>
+                            </li>
+                        }
+                    })
+                    .collect_view()}
+            </ul>
+        </section>
     }
 }
 

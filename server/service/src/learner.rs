@@ -349,6 +349,15 @@ pub async fn courses(
     Ok(settlement::holdings_of(&services.pool, principal.id).await?)
 }
 
+/// Courses waiting for `principal`: codes addressed to their verified
+/// address, not yet redeemed.
+pub async fn waiting(
+    services: &Services,
+    principal: &Principal,
+) -> Result<Vec<settlement::Waiting>, ServiceError> {
+    Ok(settlement::waiting_for(&services.pool, principal.id).await?)
+}
+
 /// Whether the request may not count an access because it did not come
 /// from this site: `Sec-Fetch-Site` is anything but `same-origin` or
 /// `none` (typed, bookmarked). `same-site` counts as another site too: a

@@ -339,6 +339,48 @@ pub async fn holdings_of(pool: &PgPool, principal: AccountId) -> anyhow::Result<
     .context("listing a learner's courses")
 }
 
+/// Courses waiting for a learner: for each active share they hold no code
+/// of, a code addressed to their address, unused and live (a buyer who
+/// signs up after the shop mailed them is told the course waits; the
+/// code itself is only in the mail). Only for a verified address: an
+/// account that merely names an address learns nothing of what was sent
+/// to it. Bounded, oldest code first per share.
+pub async fn waiting_for(pool: &PgPool, principal: AccountId) -> anyhow::Result<Vec<Waiting>> {
+    sqlx::query_as!(
+        Waiting,
+        r#"SELECT DISTINCT ON (c.tenant_id, c.share_id)
+                  s.slug, s.title, t.name AS tenant_name, c.hint, a.email
+           FROM accounts a
+           JOIN auth_codes c ON c.addressed_to = a.email
+                            AND c.bound_principal IS NULL AND c.revoked_at IS NULL
+           JOIN shares s ON s.tenant_id = c.tenant_id AND s.id = c.share_id AND s.status = 'active'
+           JOIN tenants t ON t.id = c.tenant_id
+           WHERE a.id = $1 AND a.email_verified_at IS NOT NULL
+             AND coalesce(code_expires_at(c.tenant_id, c.batch_id, c.expires_at) > now(), true)
+             AND NOT EXISTS (SELECT 1 FROM auth_codes h
+                              WHERE h.tenant_id = c.tenant_id AND h.share_id = c.share_id
+                                AND h.bound_principal = a.id)
+           ORDER BY c.tenant_id, c.share_id, c.id
+           LIMIT 100"#,
+        principal.0,
+    )
+    .fetch_all(pool)
+    .await
+    .context("listing the courses waiting for a learner")
+}
+
+/// A course whose code was addressed to a learner, not yet redeemed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waiting {
+    pub slug: String,
+    pub title: String,
+    pub tenant_name: String,
+    /// The code's hint, as the mail that carried it names it.
+    pub hint: String,
+    /// The learner's address, the code's.
+    pub email: String,
+}
+
 /// One share a learner holds a code of.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Holding {

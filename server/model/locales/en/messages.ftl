@@ -721,3 +721,5 @@ here-is-your-code-addressed = Thank you for buying { $course } from { $tenant }.
 here-is-your-code = Thank you for buying { $course } from { $tenant }. Here is your access code: open the course and enter it. It belongs to the first account that uses it.
 here-are-your-codes = Thank you for buying { $course } from { $tenant }. Here are your { $count } access codes: each opens the course for one person, and belongs to the first account that uses it. Hand them to the people they are for.
 keep-this-mail-a-code = Keep this mail. A code works for one account only; if this mail reached you by mistake, tell { $tenant }.
+waiting-for-you = Waiting for you
+a-code-for-this-course-was-sent = A code for this course was sent to { $email }: open the course and enter it to start.

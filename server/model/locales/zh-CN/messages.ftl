@@ -697,3 +697,5 @@ here-is-your-code-addressed = 感谢你从 { $tenant } 购买《{ $course }》�
 here-is-your-code = 感谢你从 { $tenant } 购买《{ $course }》。这是你的兑换码：打开课程并输入它。它归第一个使用它的账号所有。
 here-are-your-codes = 感谢你从 { $tenant } 购买《{ $course }》。这是你的 { $count } 个兑换码：每个兑换码让一个人访问这门课程，归第一个使用它的账号所有。请把它们交给要使用的人。
 keep-this-mail-a-code = 请保留这封邮件。一个兑换码只能用于一个账号；如果这封邮件误发给了你，请告诉 { $tenant }。
+waiting-for-you = 等你开始的课程
+a-code-for-this-course-was-sent = 这门课程的兑换码已发送到 { $email }：打开课程并输入兑换码即可开始学习。

@@ -697,3 +697,5 @@ here-is-your-code-addressed = 感謝你從 { $tenant } 購買《{ $course }》�
 here-is-your-code = 感謝你從 { $tenant } 購買《{ $course }》。這是你的兌換碼：開啟課程並輸入它。它歸第一個使用它的帳號所有。
 here-are-your-codes = 感謝你從 { $tenant } 購買《{ $course }》。這是你的 { $count } 個兌換碼：每個兌換碼讓一個人存取這門課程，歸第一個使用它的帳號所有。請把它們交給要使用的人。
 keep-this-mail-a-code = 請保留這封郵件。一個兌換碼只能用於一個帳號；如果這封郵件誤寄給了你，請告訴 { $tenant }。
+waiting-for-you = 等你開始的課程
+a-code-for-this-course-was-sent = 這門課程的兌換碼已寄給 { $email }：開啟課程並輸入兌換碼即可開始學習。
