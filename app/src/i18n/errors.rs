@@ -148,6 +148,8 @@ impl Localized for MailingError {
             Self::CodeRedeemed => M::MailingCodeRedeemed,
             Self::CodeRevoked => M::MailingCodeRevoked,
             Self::CodeExpired => M::MailingCodeExpired,
+            Self::ResendTooSoon => M::MailingResendTooSoon,
+            Self::NoCodeLeft => M::MailingNoCodeLeft,
             Self::Unexpected(_) => M::Unexpected,
         };
         lang.error(msg, &[])

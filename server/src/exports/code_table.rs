@@ -1,6 +1,6 @@
 //! A share's code table as CSV, as the admin filtered it (hints, never
 //! plain codes):
-//! `hint,state,learner_email,first_used_at,access_count,batch_label,expires_at`.
+//! `hint,state,learner_email,first_used_at,access_count,batch_label,expires_at,addressed_to,former_learner_email`.
 
 use std::collections::HashMap;
 

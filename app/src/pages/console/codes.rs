@@ -310,7 +310,7 @@ fn Row(
                 {code.bound_email.clone().unwrap_or_default()}
                 // Who else the code concerns: the one address it binds to
                 // (while nobody holds it), the learner a refund released.
-                {code.addressed_to.clone().filter(|_| code.bound_email.is_none()).map(|address| view! {
+                {code.addressed_to.clone().filter(|_| code.bound_email.is_none() && code.state != CodeState::Revoked).map(|address| view! {
                     <span class="muted code-addressed">{lang().format(Msg::CodeAddressedTo, &[("address", &address)])}</span>
                 })}
                 {code.former_email.clone().map(|former| view! {

@@ -28,6 +28,9 @@ pub use recipients::{
     Recipient, RecipientState, Redone, recipient, recipients, resend, revoke_and_resend,
 };
 
+/// How long after a code's last mail it may be mailed again.
+pub const RESEND_AFTER_MINUTES: i32 = 10;
+
 /// The longest list one send takes.
 pub const MAX_ADDRESSES: usize = 10_000;
 
@@ -77,10 +80,21 @@ pub enum MailingError {
         "this code was redeemed already: it is bound to a learner, and mailing it again would help no one"
     )]
     CodeRedeemed,
-    #[error("this code was revoked: revoke it and send another instead")]
+    #[error("this code was revoked: use revoke-and-resend to mail its recipient another")]
     CodeRevoked,
-    #[error("this code's date has passed: revoke it and send another instead")]
+    #[error("this code's date has passed: use revoke-and-resend to mail its recipient another")]
     CodeExpired,
+    /// The last mail of the code went out moments ago: a resend waits
+    /// [`RESEND_AFTER_MINUTES`] (a mail takes a while to arrive, and
+    /// nobody's inbox is to be flooded); a mail given up on may be sent
+    /// again at once.
+    #[error(
+        "this code was mailed to its recipient less than 10 minutes ago: give the mail time to arrive before sending it again"
+    )]
+    ResendTooSoon,
+    /// A revoke-and-resend found no free code in the batch to send instead.
+    #[error("this batch has no code left to send in its place: issue another mailable batch")]
+    NoCodeLeft,
     #[error(transparent)]
     Unexpected(#[from] anyhow::Error),
 }
@@ -188,20 +202,7 @@ pub async fn send(
         .collect();
     // Free: unused, unrevoked, not expired, not addressed, never mailed,
     // and derived (not a replacement drawn by hand into the batch).
-    let free: i64 = sqlx::query_scalar!(
-        r#"SELECT count(*) AS "free!" FROM auth_codes c
-         WHERE c.tenant_id = $1 AND c.batch_id = $2
-           AND c.bound_principal IS NULL AND c.revoked_at IS NULL AND c.addressed_to IS NULL
-           AND c.salt IS NOT NULL
-           AND coalesce(code_expires_at(c.tenant_id, c.batch_id, c.expires_at) > now(), true)
-           AND NOT EXISTS (SELECT 1 FROM code_mailings m
-                            WHERE m.tenant_id = c.tenant_id AND m.code_id = c.id)"#,
-        tenant.0,
-        request.batch,
-    )
-    .fetch_one(&mut *tx)
-    .await
-    .context("counting the batch's free codes")?;
+    let free = count_free(&mut tx, tenant, request.batch).await?;
     let wanted = i64::try_from(new.len()).context("a list of more than 2^63 addresses")?;
     if wanted > free {
         return Err(MailingError::NotEnoughCodes {
@@ -304,11 +305,31 @@ async fn lock_batch(
     Ok(batch.share_id)
 }
 
+/// How many free codes a batch has (as [`take_free`] takes them, locked
+/// or not).
+async fn count_free(tx: &mut PgConnection, tenant: TenantId, batch: Uuid) -> anyhow::Result<i64> {
+    sqlx::query_scalar!(
+        r#"SELECT count(*) AS "free!" FROM auth_codes c
+         WHERE c.tenant_id = $1 AND c.batch_id = $2
+           AND c.bound_principal IS NULL AND c.revoked_at IS NULL AND c.addressed_to IS NULL
+           AND c.salt IS NOT NULL
+           AND coalesce(code_expires_at(c.tenant_id, c.batch_id, c.expires_at) > now(), true)
+           AND NOT EXISTS (SELECT 1 FROM code_mailings m
+                            WHERE m.tenant_id = c.tenant_id AND m.code_id = c.id)"#,
+        tenant.0,
+        batch,
+    )
+    .fetch_one(tx)
+    .await
+    .context("counting the batch's free codes")
+}
+
 /// Takes up to `n` free codes of a batch, locked (`FOR UPDATE SKIP
 /// LOCKED`: a bind, revoke or replacement of one in flight is skipped;
 /// once taken, none of them changes until the transaction ends). Free:
 /// unused, unrevoked, unexpired, not addressed, never mailed, and derived
-/// (not a replacement drawn by hand into the batch), as `send` counts them.
+/// (not a replacement drawn by hand into the batch), as [`count_free`]
+/// counts them: the two queries say the same, and are kept side by side.
 async fn take_free(
     tx: &mut PgConnection,
     tenant: TenantId,

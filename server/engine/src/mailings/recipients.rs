@@ -18,7 +18,7 @@ use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{MailingError, lock_batch, queue_mails, take_free};
+use super::{MailingError, RESEND_AFTER_MINUTES, count_free, lock_batch, queue_mails, take_free};
 use crate::{accounts::AccountId, audit, code_actions, tenants::TenantId};
 
 /// Where a recipient's code stands.
@@ -70,7 +70,8 @@ pub async fn recipients(
     after: Option<&str>,
     limit: i64,
 ) -> anyhow::Result<Vec<Recipient>> {
-    read(pool, tenant, batch, Page::After(after, limit)).await
+    let mut conn = pool.acquire().await.context("taking a connection")?;
+    read(&mut conn, tenant, batch, Page::After(after, limit)).await
 }
 
 /// One recipient of a batch, by address (`None`: the batch mailed it no
@@ -81,7 +82,10 @@ pub async fn recipient(
     batch: Uuid,
     email: &str,
 ) -> anyhow::Result<Option<Recipient>> {
-    Ok(read(pool, tenant, batch, Page::Only(email)).await?.pop())
+    let mut conn = pool.acquire().await.context("taking a connection")?;
+    Ok(read(&mut conn, tenant, batch, Page::Only(email))
+        .await?
+        .pop())
 }
 
 enum Page<'a> {
@@ -90,7 +94,7 @@ enum Page<'a> {
 }
 
 async fn read(
-    pool: &PgPool,
+    conn: &mut PgConnection,
     tenant: TenantId,
     batch: Uuid,
     page: Page<'_>,
@@ -116,7 +120,7 @@ async fn read(
         only,
         limit,
     )
-    .fetch_all(pool)
+    .fetch_all(conn)
     .await
     .context("listing a batch's recipients")?;
     Ok(rows
@@ -154,6 +158,8 @@ pub struct Redone {
     /// Whether a mail was queued now (`false`: the last one still waited
     /// to go).
     pub queued: bool,
+    /// The code revoked now (a revoke-and-resend of a code still live).
+    pub revoked: Option<Uuid>,
 }
 
 /// A recipient's row and its code, locked.
@@ -167,6 +173,9 @@ struct Held {
     addressed: bool,
     /// The last mail waits in the outbox still.
     waiting: bool,
+    /// The last mail was queued less than [`RESEND_AFTER_MINUTES`] ago
+    /// and not given up on.
+    recent: bool,
     lang: Option<String>,
 }
 
@@ -192,6 +201,8 @@ async fn hold(tx: &mut PgConnection, tenant: TenantId, code: Uuid) -> Result<Hel
                       AS "expired!",
                   c.addressed_to IS NOT NULL AS "addressed!",
                   (o.id IS NOT NULL AND o.sent_at IS NULL AND o.dead_at IS NULL) AS "waiting!",
+                  coalesce(o.dead_at IS NULL AND o.created_at > now() - make_interval(mins => $3), false)
+                      AS "recent!",
                   o.lang AS "lang?"
            FROM code_mailings m
            JOIN auth_codes c ON c.tenant_id = m.tenant_id AND c.id = m.code_id
@@ -200,6 +211,7 @@ async fn hold(tx: &mut PgConnection, tenant: TenantId, code: Uuid) -> Result<Hel
            FOR UPDATE OF m, c"#,
         tenant.0,
         code,
+        RESEND_AFTER_MINUTES,
     )
     .fetch_optional(&mut *tx)
     .await
@@ -215,14 +227,21 @@ async fn hold(tx: &mut PgConnection, tenant: TenantId, code: Uuid) -> Result<Hel
         expired: row.expired,
         addressed: row.addressed,
         waiting: row.waiting,
+        recent: row.recent,
         lang: row.lang,
     })
 }
 
-/// The recipient after a change, as it now reads.
-async fn reread(pool: &PgPool, tenant: TenantId, held: &Held) -> Result<Recipient, MailingError> {
-    Ok(recipient(pool, tenant, held.batch, &held.email)
+/// The recipient after a change, as the change's own transaction reads
+/// it (the answer is what was done, even if a later change follows).
+async fn reread(
+    tx: &mut PgConnection,
+    tenant: TenantId,
+    held: &Held,
+) -> Result<Recipient, MailingError> {
+    Ok(read(tx, tenant, held.batch, Page::Only(&held.email))
         .await?
+        .pop()
         .ok_or_else(|| anyhow::anyhow!("a recipient went away as it was changed"))?)
 }
 
@@ -261,7 +280,9 @@ async fn mail_again(
 /// Mails the recipient of `code` that code again (its mail bounced, or
 /// was lost), in the language of the first mail. Refused for a code bound,
 /// revoked or past its date (send another with [`revoke_and_resend`]).
-/// While the last mail still waits in the outbox, nothing more is queued.
+/// While the last mail still waits in the outbox, nothing more is queued;
+/// within [`RESEND_AFTER_MINUTES`] of it, the resend is refused (unless
+/// that mail was given up on).
 pub async fn resend(
     pool: &PgPool,
     tenant: TenantId,
@@ -279,6 +300,9 @@ pub async fn resend(
     if held.expired {
         return Err(MailingError::CodeExpired);
     }
+    if !held.waiting && held.recent {
+        return Err(MailingError::ResendTooSoon);
+    }
     let queued = !held.waiting;
     if queued {
         mail_again(&mut tx, tenant, &held, code, code).await?;
@@ -292,10 +316,12 @@ pub async fn resend(
         )
         .await?;
     }
+    let recipient = reread(&mut tx, tenant, &held).await?;
     tx.commit().await.context("committing a resend")?;
     Ok(Redone {
-        recipient: reread(pool, tenant, &held).await?,
+        recipient,
         queued,
+        revoked: None,
     })
 }
 
@@ -304,6 +330,7 @@ pub async fn resend(
 /// text went astray (a mail forwarded, an address mistyped) or that is
 /// past its date. Refused for a code bound to a learner (that is the
 /// code's own revoke-and-replace) and when the batch has no code left.
+/// A code revoked already (from the code table) is replaced all the same.
 pub async fn revoke_and_resend(
     pool: &PgPool,
     tenant: TenantId,
@@ -315,16 +342,22 @@ pub async fn revoke_and_resend(
     if held.redeemed {
         return Err(MailingError::CodeRedeemed);
     }
-    let fresh = take_free(&mut tx, tenant, held.batch, 1)
-        .await?
-        .pop()
-        .ok_or(MailingError::NotEnoughCodes {
-            to_send: 1,
-            free: 0,
-        })?;
-    if !held.revoked {
-        code_actions::revoke_in(&mut tx, tenant, actor, code).await?;
-    }
+    let Some(fresh) = take_free(&mut tx, tenant, held.batch, 1).await?.pop() else {
+        // None free, or the free ones are being changed (a bind, an
+        // expiry, a replacement in flight): then try again.
+        return Err(if count_free(&mut tx, tenant, held.batch).await? > 0 {
+            MailingError::BatchChanged
+        } else {
+            MailingError::NoCodeLeft
+        });
+    };
+    let revoked = if held.revoked {
+        None
+    } else {
+        let found = code_actions::revoke_in(&mut tx, tenant, actor, code).await?;
+        debug_assert!(found, "the code was locked a moment ago");
+        Some(code)
+    };
     if held.addressed {
         sqlx::query!(
             "UPDATE auth_codes SET addressed_to = $3 WHERE tenant_id = $1 AND id = $2",
@@ -343,14 +376,17 @@ pub async fn revoke_and_resend(
         actor,
         "batch.recipient_code_replaced",
         ("code_batch", held.batch),
-        json!({ "email": held.email, "revoked": code, "code_id": fresh }),
+        json!({ "email": held.email, "replaced": code, "revoked_now": revoked.is_some(),
+                "code_id": fresh }),
     )
     .await?;
+    let recipient = reread(&mut tx, tenant, &held).await?;
     tx.commit()
         .await
         .context("committing a revoke-and-resend")?;
     Ok(Redone {
-        recipient: reread(pool, tenant, &held).await?,
+        recipient,
         queued: true,
+        revoked,
     })
 }

@@ -138,7 +138,9 @@ impl Outcome for MailingError {
             | Self::CodeNotMailed
             | Self::CodeRedeemed
             | Self::CodeRevoked
-            | Self::CodeExpired => K::Conflict,
+            | Self::CodeExpired
+            | Self::ResendTooSoon
+            | Self::NoCodeLeft => K::Conflict,
             Self::BatchChanged => K::Busy,
             Self::BatchNotFound => K::NotFound,
             Self::Unexpected(_) => K::Internal,
@@ -158,6 +160,8 @@ impl Outcome for MailingError {
             Self::CodeRedeemed => "code_redeemed",
             Self::CodeRevoked => "code_revoked",
             Self::CodeExpired => "code_expired",
+            Self::ResendTooSoon => "resend_too_soon",
+            Self::NoCodeLeft => "no_code_left",
             Self::BatchNotFound => "not_found",
             Self::Unexpected(_) => "internal",
         }
@@ -177,6 +181,8 @@ impl Outcome for MailingError {
             | Self::CodeRedeemed
             | Self::CodeRevoked
             | Self::CodeExpired
+            | Self::ResendTooSoon
+            | Self::NoCodeLeft
             | Self::Unexpected(_) => None,
         }
     }

@@ -406,15 +406,22 @@ async fn store(
 async fn store_refused(pool: &PgPool, shop: &Shop, error: &DeliveryError) -> anyhow::Result<()> {
     let reason = error.to_string();
     // One at a time per shop (a transaction-scoped lock on the shop's
-    // id), so the count cannot be overrun by requests racing past it.
+    // id), so the count cannot be overrun by requests racing past it. A
+    // request that finds it taken does not wait (a stranger's flood would
+    // hold a connection per request waiting): it is logged, not stored.
     let mut tx = pool.begin().await.context("starting a transaction")?;
-    sqlx::query!(
-        "SELECT pg_advisory_xact_lock(hashtextextended('shop_refusals:' || $1::uuid::text, 0))",
+    let counting = sqlx::query_scalar!(
+        r#"SELECT pg_try_advisory_xact_lock(hashtextextended('shop_refusals:' || $1::uuid::text, 0))
+               AS "taken!""#,
         shop.id,
     )
-    .execute(&mut *tx)
+    .fetch_one(&mut *tx)
     .await
     .context("taking a shop's refusal lock")?;
+    if !counting {
+        tracing::warn!(shop = %shop.id, %reason, "refused a shop delivery (not stored: another is being counted)");
+        return Ok(());
+    }
     let stored = sqlx::query!(
         "INSERT INTO shop_events (tenant_id, id, integration_id, body, outcome, reason, decided_at)
          SELECT $1, $2, $3, '', 'refused', $4, now()

@@ -173,3 +173,5 @@ mailing-code-not-mailed = 这个兑换码现在不属于任何邮寄名单里的
 mailing-code-redeemed = 这个兑换码已被兑换：它已绑定到一位学员，再次邮寄对谁都没有帮助
 mailing-code-revoked = 这个兑换码已被撤销：请改为“撤销并重发”
 mailing-code-expired = 这个兑换码已过期：请改为“撤销并重发”
+mailing-resend-too-soon = 这个兑换码不到 10 分钟前刚发给收件人：请给邮件一些送达的时间，再重新发送
+mailing-no-code-left = 这一批已没有可以替换发送的兑换码：请再生成一批可邮寄的兑换码

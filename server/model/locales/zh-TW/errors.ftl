@@ -173,3 +173,5 @@ mailing-code-not-mailed = 這個兌換碼現在不屬於任何郵寄名單裡的
 mailing-code-redeemed = 這個兌換碼已被兌換：它已綁定到一位學員，再次郵寄對誰都沒有幫助
 mailing-code-revoked = 這個兌換碼已被撤銷：請改為「撤銷並重寄」
 mailing-code-expired = 這個兌換碼已過期：請改為「撤銷並重寄」
+mailing-resend-too-soon = 這個兌換碼不到 10 分鐘前剛寄給收件人：請給郵件一些送達的時間，再重新寄送
+mailing-no-code-left = 這一批已沒有可以替換寄送的兌換碼：請再產生一批可郵寄的兌換碼

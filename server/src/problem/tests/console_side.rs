@@ -114,8 +114,10 @@ pub(super) fn mailing_errors() -> Vec<engine::mailings::MailingError> {
         E::CodeRedeemed,
         E::CodeRevoked,
         E::CodeExpired,
+        E::ResendTooSoon,
+        E::NoCodeLeft,
     ];
-    covers(&all, 13, |e| match e {
+    covers(&all, 15, |e| match e {
         E::NotMailable => 0,
         E::EmptyList => 1,
         E::TooManyAddresses => 2,
@@ -129,6 +131,8 @@ pub(super) fn mailing_errors() -> Vec<engine::mailings::MailingError> {
         E::CodeRedeemed => 10,
         E::CodeRevoked => 11,
         E::CodeExpired => 12,
+        E::ResendTooSoon => 13,
+        E::NoCodeLeft => 14,
     });
     all
 }

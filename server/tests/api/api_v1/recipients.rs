@@ -17,9 +17,9 @@ use uuid::Uuid;
 
 use super::mailings::{batch, code_in, count, send, shop};
 use crate::support::app::TestApp;
-use crate::support::course::{enter_code, learners, open};
+use crate::support::course::{self as course, admin, enter_code, learners, open};
 use crate::support::mail::spawn_app_with_mail;
-use crate::support::tokens::as_token;
+use crate::support::tokens::{as_token, create_token};
 
 async fn post(app: &TestApp, token: &str, path: &str) -> (StatusCode, Value) {
     as_token(app, token, Method::POST, path, None).await
@@ -63,9 +63,9 @@ async fn wait_sent(app: &TestApp, email: &str) {
 }
 
 /// A recipient whose mail went astray is mailed the same code again: not
-/// while the last mail still waits to go; once it went, five clicks at
-/// once queue one mail per answer that says so (at least the first), and
-/// every one of those arrives.
+/// while the last mail still waits to go, nor within minutes of it; an
+/// hour after it, five clicks at once mail once; a mail given up on may be
+/// sent again at once.
 #[sqlx::test(migrations = "../migrations")]
 async fn a_resend_mails_the_same_code_again(pool: PgPool) {
     let (app, sink) = spawn_app_with_mail(pool).await;
@@ -106,13 +106,38 @@ async fn a_resend_mails_the_same_code_again(pool: PgPool) {
         (json!(false), json!("queued"), json!("451 try again later"))
     );
     assert_eq!(outbox_to(&app, "ann@example.com").await, 1);
-    sqlx::query("UPDATE mail_outbox SET sent_at = now() WHERE to_address = 'ann@example.com'")
-        .execute(&app.pool)
-        .await
-        .expect("the mail sent");
+    // Sent a minute ago: too soon to mail it again (mail takes a while to
+    // arrive; nobody's inbox is to be flooded), and nothing is queued.
+    sqlx::query(
+        "UPDATE mail_outbox SET sent_at = now(), created_at = now() - interval '1 minute'
+          WHERE to_address = 'ann@example.com'",
+    )
+    .execute(&app.pool)
+    .await
+    .expect("the mail sent");
+    let (status, refused) = post(&app, &token, &path).await;
+    assert_eq!(
+        (status, refused["code"].clone()),
+        (StatusCode::CONFLICT, json!("resend_too_soon")),
+        "{refused}"
+    );
+    assert_eq!(outbox_to(&app, "ann@example.com").await, 1);
+
+    // Sent an hour ago: five clicks at once mail once.
+    sqlx::query(
+        "UPDATE mail_outbox SET created_at = now() - interval '1 hour'
+          WHERE to_address = 'ann@example.com'",
+    )
+    .execute(&app.pool)
+    .await
+    .expect("an hour ago");
     let answers = join_all((0..5).map(|_| post(&app, &token, &path))).await;
     let mut queued = 0;
     for (status, answer) in &answers {
+        if *status == StatusCode::CONFLICT {
+            assert_eq!(answer["code"], "resend_too_soon", "{answer}");
+            continue;
+        }
         assert_eq!(*status, StatusCode::OK, "{answer}");
         assert_eq!(answer["recipient"]["code_id"], json!(id), "{answer}");
         assert_eq!(answer["recipient"]["email"], "ann@example.com", "{answer}");
@@ -122,20 +147,33 @@ async fn a_resend_mails_the_same_code_again(pool: PgPool) {
             assert_eq!(answer["queued"], json!(false), "{answer}");
         }
     }
-    assert!(queued >= 1, "the mail had gone: a resend queues another");
-    assert_eq!(outbox_to(&app, "ann@example.com").await, 1 + queued);
-    let mails = sink
-        .wait_for_count(
-            1 + usize::try_from(queued).expect("few"),
-            Duration::from_secs(60),
-        )
-        .await;
+    assert_eq!(queued, 1, "{answers:?}");
+    assert_eq!(outbox_to(&app, "ann@example.com").await, 2);
+    let mails = sink.wait_for_count(2, Duration::from_secs(60)).await;
     assert!(
         mails
             .iter()
             .all(|m| m.to == ["ann@example.com"] && code_in(&m.text) == code),
         "the same code, to the same address"
     );
+    // A mail given up on (dead-lettered) may be sent again at once.
+    wait_sent(&app, "ann@example.com").await;
+    sqlx::query(
+        "UPDATE mail_outbox SET sent_at = NULL, dead_at = now(), last_error = '550 no such user'
+          WHERE id = (SELECT mail_id FROM code_mailings WHERE code_id = $1)",
+    )
+    .bind(id)
+    .execute(&app.pool)
+    .await
+    .expect("a dead mail");
+    let (status, again) = post(&app, &token, &path).await;
+    assert_eq!(
+        (status, again["queued"].clone()),
+        (StatusCode::OK, json!(true)),
+        "{again}"
+    );
+    let mails = sink.wait_for_count(3, Duration::from_secs(60)).await;
+    assert!(mails.iter().all(|m| code_in(&m.text) == code));
     // In the first mail's language.
     assert!(
         mails.iter().all(|m| m.subject == first[0].subject),
@@ -148,13 +186,31 @@ async fn a_resend_mails_the_same_code_again(pool: PgPool) {
             "SELECT count(*) FROM audit_log WHERE action = 'batch.recipient_resent'"
         )
         .await,
-        queued
+        2
     );
     tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(sink.received().len(), 3);
+
+    // Revoked from the code table: not mailed again, but replaced (with
+    // nothing revoked now: it was already).
+    let (status, _) = post(&app, &token, &format!("/api/v1/codes/{id}/revoke")).await;
+    assert!(status.is_success(), "{status}");
+    let (status, refused) = post(&app, &token, &path).await;
     assert_eq!(
-        sink.received().len(),
-        1 + usize::try_from(queued).expect("few")
+        (status, refused["code"].clone()),
+        (StatusCode::CONFLICT, json!("code_revoked"))
     );
+    let (status, replaced) = post(
+        &app,
+        &token,
+        &format!("/api/v1/codes/{id}/revoke-and-resend"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{replaced}");
+    assert_eq!(replaced["revoked_id"], Value::Null, "{replaced}");
+    assert_ne!(replaced["recipient"]["code_id"], json!(id));
+    let mails = sink.wait_for_count(4, Duration::from_secs(60)).await;
+    assert_ne!(code_in(&mails[3].text), code, "another code");
 }
 
 /// A recipient's code whose text went astray: revoked, and another code
@@ -165,7 +221,10 @@ async fn a_resend_mails_the_same_code_again(pool: PgPool) {
 #[sqlx::test(migrations = "../migrations")]
 async fn a_revoke_and_resend_replaces_the_code_once(pool: PgPool) {
     let (app, sink) = spawn_app_with_mail(pool).await;
-    let (course, token) = shop(&app).await;
+    let admin = admin(&app).await;
+    let course = course::course(&app, &admin, json!({ "quota": null })).await;
+    let token = create_token(&app, &admin, &["read", "write"]).await;
+    let reader = create_token(&app, &admin, &["read"]).await;
     let (_, their_token) = shop(&app).await;
     let (batch_id, _) = batch(&app, &token, course.share, 3, true).await;
     // And a batch not mailed, of one code.
@@ -215,6 +274,7 @@ async fn a_revoke_and_resend_replaces_the_code_once(pool: PgPool) {
     assert_ne!(new, old);
     assert_eq!(done[0]["recipient"]["code_id"], json!(new));
     assert_eq!(done[0]["queued"], json!(true));
+    assert_eq!(done[0]["revoked_id"], json!(old));
     assert_eq!(
         count(
             &app,
@@ -254,7 +314,9 @@ async fn a_revoke_and_resend_replaces_the_code_once(pool: PgPool) {
             .await
             .expect("a learner's address");
     }
-    let _ = enter_code(&app, &ann_client, &course.slug, &old_text).await;
+    let entered = enter_code(&app, &ann_client, &course.slug, &old_text).await;
+    let refused: Value = entered.json().await.expect("json");
+    assert_eq!(refused["code"], "code_revoked", "{refused}");
     assert_ne!(open(&app, &ann_client, &course, None).await.status(), 200);
     assert!(
         enter_code(&app, &ann_client, &course.slug, &new_text)
@@ -308,7 +370,7 @@ async fn a_revoke_and_resend_replaces_the_code_once(pool: PgPool) {
     .await;
     assert_eq!(
         (status, refused["code"].clone()),
-        (StatusCode::UNPROCESSABLE_ENTITY, json!("not_enough_codes")),
+        (StatusCode::CONFLICT, json!("no_code_left")),
         "{refused}"
     );
     // A code of a batch not mailed.
@@ -317,6 +379,11 @@ async fn a_revoke_and_resend_replaces_the_code_once(pool: PgPool) {
         (status, refused["code"].clone()),
         (StatusCode::CONFLICT, json!("code_not_mailed"))
     );
+    // A token that may only read changes nothing.
+    for action in ["resend", "revoke-and-resend"] {
+        let (status, _) = post(&app, &reader, &format!("/api/v1/codes/{bob}/{action}")).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{action}");
+    }
     // Another tenant's token: as for a code that is nowhere.
     let (status, _) = post(&app, &their_token, &format!("/api/v1/codes/{bob}/resend")).await;
     assert_eq!(status, StatusCode::FORBIDDEN);

@@ -112,6 +112,10 @@ async fn the_code_table_names_a_codes_addressee_and_the_learner_a_refund_release
         html.contains("Released from ann@example.com by a refund"),
         "{html}"
     );
+    assert!(
+        !html.contains("For ann@example.com only"),
+        "a revoked code binds to nobody: {html}"
+    );
 
     let csv = admin
         .client

@@ -235,7 +235,7 @@ pub async fn revoke_and_resend(
             Ok(RedoneBody {
                 recipient: recipient_body(done.recipient),
                 queued: done.queued,
-                revoked_id: Some(code),
+                revoked_id: done.revoked,
             })
         },
     )
