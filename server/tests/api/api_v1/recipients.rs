@@ -417,3 +417,82 @@ async fn a_revoke_and_resend_replaces_the_code_once(pool: PgPool) {
         2
     );
 }
+
+/// A revoke-and-resend racing the recipient's own first opening of the
+/// code, five times: each time one of them wins whole. Either the code is
+/// bound (the learner is in; the revoke-and-resend is refused and mails
+/// nothing) or it is revoked and replaced (the opening is refused; the new
+/// code is mailed); never a bound code revoked behind the learner's back
+/// by this call, nor a second code mailed for a bound one.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_revoke_and_resend_racing_the_first_opening_is_one_or_the_other(pool: PgPool) {
+    let (app, _sink) = spawn_app_with_mail(pool).await;
+    let (course, token) = shop(&app).await;
+    let (batch_id, _) = batch(&app, &token, course.share, 10, true).await;
+    let addresses: Vec<String> = (0..5).map(|i| format!("r{i}@example.com")).collect();
+    let (status, report) = send(
+        &app,
+        &token,
+        batch_id,
+        json!({ "addresses": addresses, "addressed": false }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{report}");
+    let keyring = crate::support::app::test_settings(&crate::support::app::redis_url())
+        .keyring()
+        .expect("keyring");
+    let learners = learners(&app, 5).await;
+    for ((learner, client), email) in learners.iter().zip(&addresses) {
+        let id = code_of(&app, email).await;
+        let (version, salt): (i16, Vec<u8>) =
+            sqlx::query_as("SELECT key_version, salt FROM auth_codes WHERE id = $1")
+                .bind(id)
+                .fetch_one(&app.pool)
+                .await
+                .expect("the code's derivation");
+        let tenant: Uuid = sqlx::query_scalar("SELECT tenant_id FROM auth_codes WHERE id = $1")
+            .bind(id)
+            .fetch_one(&app.pool)
+            .await
+            .expect("tenant");
+        let plain = keyring
+            .rederive(
+                u16::try_from(version).expect("version"),
+                engine::tenants::TenantId(tenant),
+                id,
+                &salt,
+            )
+            .expect("the mailed code");
+        assert!(
+            enter_code(&app, client, &course.slug, &plain.display())
+                .await
+                .status()
+                .is_success()
+        );
+        let path = format!("/api/v1/codes/{id}/revoke-and-resend");
+        let (opened, (status, answer)) =
+            tokio::join!(open(&app, client, &course, None), post(&app, &token, &path));
+        let (bound_to, revoked): (Option<Uuid>, bool) = sqlx::query_as(
+            "SELECT bound_principal, revoked_at IS NOT NULL FROM auth_codes WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_one(&app.pool)
+        .await
+        .expect("the code");
+        let holds = code_of(&app, email).await;
+        if opened.status() == 200 {
+            assert_eq!(
+                (status, answer["code"].clone()),
+                (StatusCode::CONFLICT, json!("code_redeemed")),
+                "{answer}"
+            );
+            assert_eq!((bound_to, revoked, holds), (Some(*learner), false, id));
+            assert_eq!(outbox_to(&app, email).await, 1, "nothing more mailed");
+        } else {
+            assert_eq!(status, StatusCode::CREATED, "{answer}");
+            assert_eq!((bound_to, revoked), (None, true));
+            assert_ne!(holds, id);
+            assert_eq!(outbox_to(&app, email).await, 2, "the new code mailed");
+        }
+    }
+}
