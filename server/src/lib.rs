@@ -16,7 +16,8 @@
 //! | [`assets`] | `/pkg` served precompressed; `server precompress` |
 //! | [`config`] | typed settings, loading, validation |
 //! | [`mail`] | the mail relay, its transport and templates |
-//! | [`relay`] | the webhook relay, and the round loop both relays run |
+//! | [`relay`] | the webhook relay |
+//! | [`rounds`] | the background loops (relays, refund sweeper) and how a stop lets their rounds finish |
 //! | [`bootstrap`] | `create-tenant`, the demo seed |
 //! | [`reconcile`] | `server reconcile`: every invariant checked in SQL |
 //! | [`telemetry`] | logs, traces, the request's span |
@@ -35,6 +36,7 @@ pub mod middleware;
 pub mod problem;
 pub mod reconcile;
 pub mod relay;
+pub mod rounds;
 pub mod routes;
 pub mod startup;
 pub mod state;

@@ -136,13 +136,19 @@ async fn run() -> anyhow::Result<ExitCode> {
                     std::time::Duration::from_secs(every),
                 );
             }
-            if settings.webhooks.relay {
+            let webhook_relay = if settings.webhooks.relay {
                 let pool = engine::db::connect_lazy(&database_url, &settings.db_options())?;
-                server::relay::Relay::new(pool, &settings.webhooks)?.spawn(
+                Some((
+                    server::relay::Relay::new(pool, &settings.webhooks)?,
                     std::time::Duration::from_millis(settings.webhooks.poll_interval_ms.max(10)),
-                );
+                ))
+            } else {
+                None
+            };
+            let mut app = Application::build(settings).await?;
+            if let Some((relay, idle)) = webhook_relay {
+                relay.spawn(app.rounds(), idle);
             }
-            let app = Application::build(settings).await?;
             tracing::info!(port = app.port(), "listening");
             app.run_until(shutdown_signal()).await?;
             Ok(ExitCode::SUCCESS)

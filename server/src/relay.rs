@@ -218,39 +218,13 @@ impl Relay {
         }
     }
 
-    /// Runs rounds until the process ends ([`spawn_rounds`]).
-    pub fn spawn(self, idle: Duration) -> tokio::task::JoinHandle<()> {
-        spawn_rounds("webhook relay", idle, move || {
+    /// Runs rounds among the server's `rounds` until they stop.
+    pub fn spawn(self, rounds: &mut crate::rounds::Rounds, idle: Duration) {
+        rounds.spawn("webhook relay", idle, move || {
             let relay = self.clone();
             async move { relay.round().await.map(|round| !round.is_idle()) }
         })
     }
-}
-
-/// Runs `round` until the process ends: straight on while a round did
-/// something (`Ok(true)`), pausing `idle` when it found nothing to do or
-/// failed. The loop of both relays (webhooks, mail).
-pub fn spawn_rounds<F, Fut>(
-    what: &'static str,
-    idle: Duration,
-    mut round: F,
-) -> tokio::task::JoinHandle<()>
-where
-    F: FnMut() -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = anyhow::Result<bool>> + Send,
-{
-    tokio::spawn(async move {
-        loop {
-            match round().await {
-                Ok(true) => continue,
-                Ok(false) => {}
-                Err(error) => {
-                    tracing::warn!(error = format!("{error:#}"), what, "relay round failed");
-                }
-            }
-            tokio::time::sleep(idle).await;
-        }
-    })
 }
 
 /// The HTTP client deliveries go out with.

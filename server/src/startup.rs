@@ -47,6 +47,11 @@ pub struct Application {
     grace: Duration,
     drain: Duration,
     draining: Arc<std::sync::atomic::AtomicBool>,
+    /// The background loops, stopped after the last request.
+    rounds: crate::rounds::Rounds,
+    /// The longest a round under way may take to finish at a stop: the
+    /// longest send's timeout and a margin for its record.
+    round_limit: Duration,
 }
 
 impl Application {
@@ -130,6 +135,11 @@ impl Application {
             })
             .build();
         let grace = Duration::from_secs(settings.server.shutdown_grace_secs);
+        // A round's sends run side by side, each within its timeout; then
+        // its record (well within the lease, past which it would be refused).
+        let round_limit = Duration::from_millis(
+            settings.mail.timeout_ms.max(settings.webhooks.timeout_ms),
+        ) + Duration::from_secs(5);
         let drain = Duration::from_secs(
             settings
                 .server
@@ -151,6 +161,7 @@ impl Application {
                  loopback only): mail is queued and not sent until one is configured"
             );
         }
+        let mut rounds = crate::rounds::Rounds::new();
         if settings.mail.relay && mail_goes_somewhere {
             crate::mail::MailRelay::new(
                 pool.clone(),
@@ -159,14 +170,15 @@ impl Application {
                 keyring.clone(),
                 &settings.public_origin(),
             )?
-            .spawn(Duration::from_millis(
-                settings.mail.poll_interval_ms.max(10),
-            ));
+            .spawn(
+                &mut rounds,
+                Duration::from_millis(settings.mail.poll_interval_ms.max(10)),
+            );
         }
         // Refunded orders' bound codes, once their grace ends (every
         // instance: they take different orders).
         let sweeping = pool.clone();
-        crate::relay::spawn_rounds("refund sweeper", REFUND_SWEEP_EVERY, move || {
+        rounds.spawn("refund sweeper", REFUND_SWEEP_EVERY, move || {
             let pool = sweeping.clone();
             async move {
                 let swept = engine::refunds::revoke_due(&pool, None, REFUND_SWEEP_BATCH).await?;
@@ -211,6 +223,8 @@ impl Application {
             grace,
             drain,
             draining,
+            rounds,
+            round_limit,
         })
     }
 
@@ -218,10 +232,18 @@ impl Application {
         self.port
     }
 
+    /// The background loops this server stops, after its last request,
+    /// without cutting a round off (`main` adds the webhook relay).
+    pub fn rounds(&mut self) -> &mut crate::rounds::Rounds {
+        &mut self.rounds
+    }
+
     /// Serves until `shutdown` resolves; then `/readyz` answers 503 while
     /// the server keeps serving for `server.drain_secs` (a load balancer
     /// stops sending new requests), then it stops accepting and lets
-    /// in-flight requests finish (bounded by `server.shutdown_grace_secs`).
+    /// in-flight requests finish (bounded by `server.shutdown_grace_secs`);
+    /// last, the background loops finish their rounds under way and stop
+    /// ([`crate::rounds`], bounded by the longest send's timeout and 5 s).
     pub async fn run_until(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
@@ -250,7 +272,7 @@ impl Application {
         let grace = self.grace;
         let serve = async move { serve.await.context("serving HTTP") };
         tokio::pin!(serve);
-        tokio::select! {
+        let served = tokio::select! {
             result = &mut serve => result,
             () = async {
                 let _ = stopping_rx.await;
@@ -259,7 +281,13 @@ impl Application {
                 tracing::warn!(grace_secs = grace.as_secs(), "grace period over, closing remaining connections");
                 Ok(())
             }
-        }
+        };
+        // The last request has had its answer: the relays lease nothing
+        // more and finish the rounds they began (mails sent are recorded
+        // as sent, so the next server does not send them again).
+        tracing::info!("shutting down: finishing the background rounds under way");
+        self.rounds.stop(self.round_limit).await;
+        served
     }
 }
 

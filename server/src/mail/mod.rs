@@ -8,10 +8,12 @@
 //! ([`templates`]), derives the single-use link it carries from the row
 //! (`engine::accounts::links`), sends them all at once ([`transport`]),
 //! and records the round's attempts (the delivered ones in one statement)
-//! only while each lease is still this relay's. A relay that dies after
-//! the SMTP server took a mail and before recording it leaves the lease
-//! to run out: the mail goes again, once per lease at most, and is never
-//! lost. Every refusal backs off and is tried again (a reply code
+//! only while each lease is still this relay's. A server that is stopped
+//! (SIGTERM) lets the round under way finish, sent and recorded
+//! (`crate::rounds`), so a restart sends nothing twice. A relay that dies
+//! after the SMTP server took a mail and before recording it leaves the
+//! lease to run out: the mail goes again, once per lease at most, and is
+//! never lost. Every refusal backs off and is tried again (a reply code
 //! cannot tell a missing mailbox from a refused sender), then dead-letters
 //! after `mail.max_attempts`; `server admin requeue-mail` gives dead
 //! letters another attempt. Each mail is a conversation of its own,
@@ -50,6 +52,12 @@ pub use transport::Transport;
 /// (the lease and the record of 8) to its first accesses' commits, not one
 /// and a quarter.
 const ROUND: usize = 8;
+
+/// How long a leased mail stays a relay's: two SMTP timeouts and a
+/// margin, so a lease never ends while its round can still succeed.
+pub fn lease_of(settings: &MailSettings) -> Duration {
+    Duration::from_millis(settings.timeout_ms.max(1)) * 2 + Duration::from_secs(5)
+}
 
 /// One mail relay.
 #[derive(Debug, Clone)]
@@ -90,7 +98,6 @@ impl MailRelay {
         keyring: Arc<Keyring>,
         origin: &str,
     ) -> anyhow::Result<Self> {
-        let timeout = Duration::from_millis(settings.timeout_ms.max(1));
         Ok(Self {
             transport: Transport::new(settings, pool.clone())?,
             pool,
@@ -103,7 +110,7 @@ impl MailRelay {
                 base: Duration::from_millis(settings.backoff_base_ms),
                 max: Duration::from_secs(settings.backoff_max_secs),
             },
-            lease: timeout * 2 + Duration::from_secs(5),
+            lease: lease_of(settings),
         })
     }
 
@@ -288,9 +295,9 @@ impl MailRelay {
         mail::record(&self.pool, due, outcome, &self.policy).await
     }
 
-    /// Runs rounds until the process ends.
-    pub fn spawn(self, idle: Duration) -> tokio::task::JoinHandle<()> {
-        crate::relay::spawn_rounds("mail relay", idle, move || {
+    /// Runs rounds among the server's `rounds` until they stop.
+    pub fn spawn(self, rounds: &mut crate::rounds::Rounds, idle: Duration) {
+        rounds.spawn("mail relay", idle, move || {
             let relay = self.clone();
             async move { relay.round().await.map(|round| !round.is_idle()) }
         })

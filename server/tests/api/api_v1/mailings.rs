@@ -84,7 +84,7 @@ pub(super) async fn count(app: &TestApp, sql: &str) -> i64 {
 }
 
 /// The code a mail of codes carries (its indented `XXXX-XXXX-XXXX` line).
-pub(super) fn code_in(text: &str) -> String {
+pub(crate) fn code_in(text: &str) -> String {
     text.lines()
         .map(str::trim)
         .find(|line| line.len() == 14 && line.matches('-').count() == 2)
@@ -374,4 +374,101 @@ async fn a_bad_send_is_refused_whole(pool: PgPool) {
         .await,
         0
     );
+}
+
+/// The server is stopped (as a deploy's SIGTERM stops it) while a send of
+/// 1,000 is being mailed, and started again: every address gets exactly
+/// one mail. The relay that is stopped finishes the round it leased (its
+/// mails sent and recorded) and leases no more; the next server mails the
+/// rest from the outbox.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_restart_mid_send_loses_and_duplicates_nothing(pool: PgPool) {
+    let (mut app, sink) = spawn_app_with_mail(pool).await;
+    let (course, token) = shop(&app).await;
+    let (batch_id, _) = batch(&app, &token, course.share, 1000, true).await;
+    let addresses: Vec<String> = (0..1000)
+        .map(|i| format!("restart-{i}@example.com"))
+        .collect();
+    let (status, report) = send(
+        &app,
+        &token,
+        batch_id,
+        json!({ "addresses": addresses, "addressed": false }),
+    )
+    .await;
+    assert_eq!(
+        (status, report["sent"].clone()),
+        (StatusCode::OK, json!(1000))
+    );
+    sink.wait_for_count(100, Duration::from_secs(60)).await;
+    app.begin_shutdown();
+    let pool = app.pool.clone();
+    // Dropping the app waits for its server to stop; off this runtime,
+    // which runs the SMTP server the stopping relay is still talking to.
+    tokio::task::spawn_blocking(move || drop(app))
+        .await
+        .expect("the server stopped");
+    let at_stop = sink.received().len();
+    let waiting = count_in(
+        &pool,
+        "SELECT count(*) FROM mail_outbox WHERE sent_at IS NULL AND dead_at IS NULL",
+    )
+    .await;
+    assert!(
+        at_stop < 1000 && waiting > 0,
+        "the stop fell mid-send ({at_stop} mails arrived, {waiting} waiting)"
+    );
+    // What the stopped relay left is not leased to a relay that is gone
+    // (a mail it tried and failed would wait for its retry, with its error).
+    let leased: Vec<(i32, Option<String>)> = sqlx::query_as(
+        "SELECT attempts, last_error FROM mail_outbox WHERE sent_at IS NULL AND next_attempt_at > now()",
+    )
+    .fetch_all(&pool)
+    .await
+    .expect("leased mails");
+    assert!(
+        leased.is_empty(),
+        "mails left leased by the stopped server: {leased:?}"
+    );
+    assert_eq!(
+        sink.received().len(),
+        count_in(
+            &pool,
+            "SELECT count(*) FROM mail_outbox WHERE sent_at IS NOT NULL"
+        )
+        .await as usize,
+        "every mail that arrived is recorded as sent"
+    );
+
+    let again = crate::support::app::spawn_app_with(
+        pool.clone(),
+        crate::support::mail::mail_settings(&sink),
+    )
+    .await;
+    let mails = sink.wait_for_count(1000, Duration::from_secs(180)).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while count_in(
+        &again.pool,
+        "SELECT count(*) FROM mail_outbox WHERE sent_at IS NULL",
+    )
+    .await
+        > 0
+    {
+        assert!(tokio::time::Instant::now() < deadline, "the outbox drained");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut per_address: HashMap<String, usize> = HashMap::new();
+    for mail in sink.received() {
+        *per_address.entry(mail.to[0].clone()).or_default() += 1;
+    }
+    let twice: Vec<_> = per_address.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "mailed more than once: {twice:?}");
+    assert_eq!(per_address.len(), 1000, "every address got its mail");
+    assert!(addresses.iter().all(|a| per_address.contains_key(a)));
+    let codes: HashSet<String> = mails.iter().map(|m| code_in(&m.text)).collect();
+    assert_eq!(codes.len(), 1000, "distinct codes");
+}
+
+async fn count_in(pool: &PgPool, sql: &str) -> i64 {
+    sqlx::query_scalar(sql).fetch_one(pool).await.expect(sql)
 }

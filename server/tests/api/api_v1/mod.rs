@@ -5,7 +5,7 @@
 mod handover;
 mod idempotency;
 mod journey;
-mod mailings;
+pub(crate) mod mailings;
 mod openapi;
 mod orders;
 mod problems;
