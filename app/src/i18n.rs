@@ -188,6 +188,18 @@ pub fn transfer_status(status: model::TransferStatus) -> String {
     .to_owned()
 }
 
+/// Where a recipient of a mailed code stands (`engine::mailings`'s
+/// `queued`, `sent`, `failed`, `redeemed`, `revoked`), as a word.
+pub fn recipient_state(state: &str) -> &'static str {
+    t(match state {
+        "queued" => Msg::RecipientQueued,
+        "sent" => Msg::RecipientSent,
+        "failed" => Msg::RecipientFailed,
+        "redeemed" => Msg::RecipientRedeemed,
+        _ => Msg::RecipientRevoked,
+    })
+}
+
 /// A resource's kind as a word.
 pub fn resource_kind(kind: ResourceKind) -> &'static str {
     match kind {

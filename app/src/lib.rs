@@ -47,9 +47,9 @@ use crate::pages::{
     lazy::{
         AccountRoute, AuditLogRoute, CodesRoute, ConfirmEmailRoute, ConsoleHomeRoute, CoursesRoute,
         DashboardRoute, FinishRegistrationRoute, ForgotPasswordRoute, HomeRoute, ImportReportRoute,
-        InvitationRoute, IssuedRoute, LearnersRoute, LoginRoute, RegisterRoute, ResetPasswordRoute,
-        ShareAdminRoute, TeamRoute, TokensRoute, TransferConfirmRoute, TransferRequestRoute,
-        TransfersRoute, VerifyEmailRoute, WebhooksRoute,
+        InvitationRoute, IssuedRoute, LearnersRoute, LoginRoute, MailingRoute, RegisterRoute,
+        ResetPasswordRoute, ShareAdminRoute, TeamRoute, TokensRoute, TransferConfirmRoute,
+        TransferRequestRoute, TransfersRoute, VerifyEmailRoute, WebhooksRoute,
     },
     not_found::NotFound,
     resource::ResourcePage,
@@ -192,6 +192,7 @@ pub fn App() -> impl IntoView {
     let codes_route = Lazy::<CodesRoute>::new();
     let learners_route = Lazy::<LearnersRoute>::new();
     let issued_route = Lazy::<IssuedRoute>::new();
+    let mailing_route = Lazy::<MailingRoute>::new();
     let import_report_route = Lazy::<ImportReportRoute>::new();
     let transfer_request_route = Lazy::<TransferRequestRoute>::new();
     let transfer_confirm_route = Lazy::<TransferConfirmRoute>::new();
@@ -233,6 +234,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/admin/t/:tenant/s/:share/codes") view=codes_route ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/s/:share/learners") view=learners_route ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/s/:share/batches/:batch") view=issued_route ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/t/:tenant/s/:share/batches/:batch/mail") view=mailing_route ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/s/:share/imports/:batch") view=import_report_route ssr=SsrMode::Async/>
                 </Routes>
             </main>

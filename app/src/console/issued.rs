@@ -44,8 +44,10 @@ pub const CARDS_UP_TO: usize = 200;
 /// Most codes one batch may hold.
 pub const MAX_BATCH: i64 = 100_000;
 
-/// Issues `count` codes and opens the one-time result page. `ticket`
-/// (chosen by the page) names the request: the page polls
+/// Issues `count` codes and opens the one-time result page; with
+/// `mailable` (a checkbox), the batch's mail page instead, as its codes
+/// are never shown. `ticket` (chosen by the page) names the request: the
+/// page polls
 /// [`issue_progress`] with it, and a second submission of the same form
 /// (a double click, a retry) opens the first batch instead of issuing
 /// another.
@@ -57,6 +59,7 @@ pub async fn issue_codes(
     label: String,
     expires_at: Option<String>,
     ticket: Option<Uuid>,
+    mailable: Option<String>,
 ) -> Result<(), AppError> {
     let (state, admin, share, _) = support::member_share(
         tenant_id,
@@ -82,13 +85,16 @@ pub async fn issue_codes(
             label: &label,
             expires_at,
             ticket,
+            mailable: mailable.is_some(),
         },
     )
     .await?;
     let (service::issuing::Issued::New { batch_id } | service::issuing::Issued::Again { batch_id }) =
         issued;
+    // A mailable batch's codes are never shown: its page is the mail page.
+    let page = if mailable.is_some() { "/mail" } else { "" };
     leptos_axum::redirect(&format!(
-        "/admin/t/{tenant_id}/s/{share_id}/batches/{batch_id}"
+        "/admin/t/{tenant_id}/s/{share_id}/batches/{batch_id}{page}"
     ));
     Ok(())
 }

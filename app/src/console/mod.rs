@@ -21,6 +21,7 @@
 //! | [`learners`] | a share's learners and one learner's records |
 //! | [`share`] | create a share, its editor and settings, its resources |
 //! | [`issued`] | issue a batch, its progress, the codes shown once |
+//! | [`mailings`] | a mailable batch's codes sent by mail: check and send a list, its recipients, resend, revoke and resend |
 //! | [`codes`] | the code table; revoke, replace, unbind; revoke a batch's unused codes |
 //! | [`audit`] | the audit log |
 //! | [`tokens`] | API tokens |
@@ -37,6 +38,7 @@ pub mod dashboard;
 pub mod imports;
 pub mod issued;
 pub mod learners;
+pub mod mailings;
 pub mod share;
 #[cfg(feature = "ssr")]
 mod support;

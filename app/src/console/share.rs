@@ -58,6 +58,8 @@ pub struct BatchView {
     pub expires_input: String,
     /// The date has passed: its unused codes no longer work.
     pub expired: bool,
+    /// Issued to be mailed: its page is the mail page.
+    pub mailable: bool,
 }
 
 #[cfg(feature = "ssr")]
@@ -66,6 +68,7 @@ impl BatchView {
         Self {
             // Before the fields it reads are moved.
             expired: b.expired(),
+            mailable: b.mailable,
             id: b.id,
             label: b.label,
             count: b.count,

@@ -24,8 +24,8 @@ use super::{
     console::{
         audit::AuditLogPage, codes::CodesPage, dashboard::DashboardPage, home::ConsoleHome,
         imports::ImportReportPage, issued::IssuedPage, learners::LearnersPage,
-        share::ShareAdminPage, team::TeamPage, tokens::TokensPage, transfers::TransfersPage,
-        webhooks::WebhooksPage,
+        mailings::MailingPage, share::ShareAdminPage, team::TeamPage, tokens::TokensPage,
+        transfers::TransfersPage, webhooks::WebhooksPage,
     },
     courses::CoursesPage,
     home::HomePage,
@@ -92,6 +92,7 @@ lazy_page! {
     CodesRoute => CodesPage,
     LearnersRoute => LearnersPage,
     IssuedRoute => IssuedPage,
+    MailingRoute => MailingPage,
     ImportReportRoute => ImportReportPage,
     TransfersRoute => TransfersPage,
 }

@@ -330,6 +330,8 @@ pub struct BatchSummary {
     pub revoked: i64,
     /// Unused past their date.
     pub expired: i64,
+    /// Issued to be mailed (`crate::mailings`): its codes were never shown.
+    pub mailable: bool,
 }
 
 /// `batch` of `tenant` with its codes counted by state, if it exists.
@@ -339,7 +341,7 @@ pub async fn summary(
     batch: Uuid,
 ) -> anyhow::Result<Option<BatchSummary>> {
     let row = sqlx::query!(
-        r#"SELECT b.id, b.share_id, b.label, b.count, b.created_at, b.expires_at,
+        r#"SELECT b.id, b.share_id, b.label, b.count, b.created_at, b.expires_at, b.mailable,
                   count(c.id) FILTER (WHERE c.revoked_at IS NULL AND c.bound_principal IS NULL
                                         AND NOT coalesce(coalesce(c.expires_at, b.expires_at) <= now(), false)) AS "unused!",
                   count(c.id) FILTER (WHERE c.revoked_at IS NULL AND c.bound_principal IS NOT NULL) AS "bound!",
@@ -349,7 +351,7 @@ pub async fn summary(
            FROM code_batches b
            LEFT JOIN auth_codes c ON c.tenant_id = b.tenant_id AND c.batch_id = b.id
            WHERE b.tenant_id = $1 AND b.id = $2
-           GROUP BY b.id, b.share_id, b.label, b.count, b.created_at, b.expires_at"#,
+           GROUP BY b.id, b.share_id, b.label, b.count, b.created_at, b.expires_at, b.mailable"#,
         tenant.0,
         batch,
     )
@@ -367,6 +369,7 @@ pub async fn summary(
         bound: r.bound,
         revoked: r.revoked,
         expired: r.expired,
+        mailable: r.mailable,
     }))
 }
 

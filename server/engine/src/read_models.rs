@@ -182,6 +182,8 @@ pub struct BatchRow {
     pub created_at: OffsetDateTime,
     /// When its unused codes stop working (`None`: never).
     pub expires_at: Option<OffsetDateTime>,
+    /// Issued to be mailed (`crate::mailings`).
+    pub mailable: bool,
 }
 
 impl BatchRow {
@@ -199,7 +201,7 @@ pub async fn batches(
 ) -> anyhow::Result<Vec<BatchRow>> {
     sqlx::query_as!(
         BatchRow,
-        r#"SELECT id, label, count, created_at, expires_at FROM code_batches
+        r#"SELECT id, label, count, created_at, expires_at, mailable FROM code_batches
            WHERE tenant_id = $1 AND share_id = $2 ORDER BY created_at DESC LIMIT 1000"#,
         tenant.0,
         share.0,

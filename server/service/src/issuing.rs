@@ -38,6 +38,9 @@ pub struct Issue<'a> {
     /// the request's idempotency key (the same form sent twice opens the
     /// first batch).
     pub ticket: Option<Uuid>,
+    /// To send by mail (`engine::mailings`): its codes are never shown,
+    /// so none is parked.
+    pub mailable: bool,
 }
 
 /// What issuing did.
@@ -50,7 +53,8 @@ pub enum Issued {
 }
 
 /// Issues a batch and parks its plain codes for `admin`'s one viewing
-/// (page and CSV). If parking fails the batch is revoked at once (nobody
+/// (page and CSV); a mailable batch's codes are never shown, and nothing
+/// is parked. If parking fails the batch is revoked at once (nobody
 /// saw those codes) and its idempotency key released, and the answer is
 /// `Unavailable`: retrying issues a new batch.
 #[tracing::instrument(name = "issue_for_handover", skip_all, fields(share = %issue.share.id, count = issue.count))]
@@ -65,6 +69,7 @@ pub async fn issue_for_handover(
         label,
         expires_at,
         ticket,
+        mailable,
     } = issue;
     let idempotency_key = ticket.map(|t| format!("console-issue:{t}"));
     let progress = ticket.map(|t| Progress::new(&services.redis, admin.id, t));
@@ -80,7 +85,7 @@ pub async fn issue_for_handover(
             expires_at,
             idempotency_key: idempotency_key.as_deref(),
             progress: progress.as_ref(),
-            mailable: false,
+            mailable,
         },
     )
     .await;
@@ -90,6 +95,11 @@ pub async fn issue_for_handover(
         }
         other => other?,
     };
+    if mailable {
+        return Ok(Issued::New {
+            batch_id: batch.batch_id,
+        });
+    }
     let codes: Vec<String> = batch.codes.iter().map(|(_, c)| c.display()).collect();
     if let Err(error) = handover::park(&services.redis, admin.id, batch.batch_id, &codes).await {
         // Nobody will ever see these codes: they must not stay usable.

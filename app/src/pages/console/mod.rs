@@ -11,6 +11,7 @@ pub mod home;
 pub mod imports;
 pub mod issued;
 pub mod learners;
+pub mod mailings;
 pub mod share;
 pub mod team;
 pub mod tokens;

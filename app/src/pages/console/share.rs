@@ -365,6 +365,10 @@ fn Codes(
                 </div>
                 <OptionalField name="expires_at" label=expires_label.clone() kind="datetime-local"
                     hint=t(Msg::EmptyNeverBoundCodesKeepWorking) error/>
+                <label class="check">
+                    <input type="checkbox" name="mailable" value="yes"/>
+                    {t(Msg::ToSendByMail)}
+                </label>
                 <p class="hint">{t(Msg::TheCodesAreShownOnceOn)}</p>
                 <button type="submit" class="button" disabled=move || issue.pending().get()>
                     {move || if issue.pending().get() { t(Msg::Issuing) } else { t(Msg::IssueCodes) }}
@@ -398,6 +402,12 @@ fn Codes(
                                 {batch_name.clone()}
                             </a>
                             <span class="muted">{lang().format(Msg::Codes2, &[("count", &b.count), ("created", &b.created)])}{expires}</span>
+                            {b.mailable.then(|| view! {
+                                " "
+                                <a class="button small secondary" href=format!("/admin/t/{tenant}/s/{share}/batches/{}/mail", b.id)>
+                                    {t(Msg::SendByMail)}
+                                </a>
+                            })}
                             <details class="expiry">
                                 <summary aria-label=lang().format(Msg::ChangeExpiryOfBatch, &[("batch_name", &batch_name)])>{t(Msg::ExpiryDate)}</summary>
                                 <ActionForm action=expiry attr:class="form compact">

@@ -174,6 +174,47 @@ fn read_list(addresses: &[String]) -> Result<(Vec<String>, usize), MailingError>
     Ok((valid, duplicates))
 }
 
+/// A pasted list as the entries [`send`] reads, one a line, in order (so
+/// a report's line numbers are the pasted lines'). A line with separators
+/// (`,`, `;`, a tab) is a CSV row: its first cell holding an `@` is the
+/// entry, quotes and a `Name <…>` wrapping taken off. A first line with
+/// no `@` that reads as a heading (letters, spaces, separators, quotes,
+/// `_` and `-` only, as `email` or `name,email`) is skipped.
+pub fn read_pasted(text: &str) -> Vec<String> {
+    text.lines()
+        .enumerate()
+        .map(|(index, line)| {
+            let heading = index == 0
+                && !line.contains('@')
+                && line.chars().all(|c| {
+                    c.is_alphabetic()
+                        || matches!(c, ' ' | ',' | ';' | '\t' | '"' | '\'' | '_' | '-')
+                });
+            if heading {
+                return String::new();
+            }
+            let cell = line
+                .split([',', ';', '\t'])
+                .find(|cell| cell.contains('@'))
+                .unwrap_or(line);
+            let cell = cell.trim().trim_matches(['"', '\'']).trim();
+            match (cell.rfind('<'), cell.rfind('>')) {
+                (Some(open), Some(close)) if open < close => {
+                    cell[open + 1..close].trim().to_owned()
+                }
+                _ => cell.to_owned(),
+            }
+        })
+        .collect()
+}
+
+/// How many codes a batch has left to mail (`0` for a batch of another
+/// tenant).
+pub async fn free_codes(pool: &PgPool, tenant: TenantId, batch: Uuid) -> anyhow::Result<i64> {
+    let mut conn = pool.acquire().await.context("taking a connection")?;
+    count_free(&mut conn, tenant, batch).await
+}
+
 /// Mails a free code of a batch to each new address of a list.
 pub async fn send(
     pool: &PgPool,
@@ -397,6 +438,32 @@ async fn queue_mails(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pasted CSV gives each line's address cell; a heading is skipped;
+    /// a line that holds no address stays as it was (the send names it).
+    #[test]
+    fn a_pasted_list_reads_one_entry_a_line() {
+        let pasted = "name,email\nAnn,ann@example.com\n\n\"Bob\";\"bob@example.com\"\nCy <cy@example.com>\nnot an address\n  dee@example.com  \nEve\teve@example.com\tteam";
+        assert_eq!(
+            read_pasted(pasted),
+            list(&[
+                "",
+                "ann@example.com",
+                "",
+                "bob@example.com",
+                "cy@example.com",
+                "not an address",
+                "dee@example.com",
+                "eve@example.com",
+            ])
+        );
+        // A first line that is not a heading is an entry like any other.
+        assert_eq!(
+            read_pasted("ann.example.com\nb@example.com"),
+            list(&["ann.example.com", "b@example.com"])
+        );
+        assert_eq!(read_pasted("ann@example.com"), list(&["ann@example.com"]));
+    }
 
     fn list(lines: &[&str]) -> Vec<String> {
         lines.iter().map(|l| (*l).to_owned()).collect()

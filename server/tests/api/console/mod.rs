@@ -16,6 +16,7 @@ mod forms;
 mod imports;
 mod leaks;
 mod learners;
+mod mailing_page;
 mod one_time_codes;
 mod resources;
 mod revoke_and_replace;

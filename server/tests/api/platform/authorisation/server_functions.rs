@@ -28,7 +28,8 @@ fn permission_of(path: &str) -> Permission {
         | "/api/admin/audit"
         | "/api/admin/team"
         | "/api/admin/team/leave"
-        | "/api/admin/transfers" => ViewConsole,
+        | "/api/admin/transfers"
+        | "/api/admin/mailings" => ViewConsole,
         "/api/admin/share/create"
         | "/api/admin/share/update"
         | "/api/admin/codes/issue"
@@ -48,7 +49,10 @@ fn permission_of(path: &str) -> Permission {
         | "/api/admin/resources/delete"
         | "/api/admin/learners/suspend"
         | "/api/admin/transfers/approve"
-        | "/api/admin/transfers/refuse" => ManageCourses,
+        | "/api/admin/transfers/refuse"
+        | "/api/admin/mailings/send"
+        | "/api/admin/mailings/resend"
+        | "/api/admin/mailings/revoke-and-resend" => ManageCourses,
         "/api/admin/tokens"
         | "/api/admin/tokens/create"
         | "/api/admin/tokens/revoke"
@@ -328,6 +332,38 @@ fn admin_calls(t: Target) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
                 tenant.clone(),
                 ("account_id", t.learner.to_string()),
                 field("suspend", "yes"),
+            ],
+        ),
+        (
+            "/api/admin/mailings",
+            vec![
+                tenant.clone(),
+                share.clone(),
+                ("batch_id", t.mailable.to_string()),
+            ],
+        ),
+        (
+            "/api/admin/mailings/send",
+            vec![
+                tenant.clone(),
+                share.clone(),
+                ("batch_id", t.mailable.to_string()),
+                field("addresses", "later-b@example.com"),
+                field("addressed", "yes"),
+                field("lang", ""),
+                field("intent", "send"),
+            ],
+        ),
+        (
+            "/api/admin/mailings/resend",
+            vec![tenant.clone(), ("code_id", t.mailed.to_string())],
+        ),
+        (
+            "/api/admin/mailings/revoke-and-resend",
+            vec![
+                tenant.clone(),
+                ("code_id", t.mailed.to_string()),
+                field("confirm", "yes"),
             ],
         ),
         ("/api/admin/audit", vec![tenant]),
