@@ -88,6 +88,9 @@ rss_kib=$(awk '/VmHWM/ {print $2}' "/proc/$server_pid/status")
 echo "==> importing 100,000 codes (loadgen --import-only)"
 "$bin/loadgen" --base-url "http://127.0.0.1:$PORT" --admin-email admin@bench.example \
   --admin-password "bench admin password" --tenant-id "$tenant" --import-only > "$OUT/import.json"
+echo "==> mailing 10,000 codes to 10,000 addresses (loadgen --mail-only)"
+"$bin/loadgen" --base-url "http://127.0.0.1:$PORT" --admin-email admin@bench.example \
+  --admin-password "bench admin password" --tenant-id "$tenant" --mail-only > "$OUT/mail.json"
 kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
 
 echo "==> raw PostgreSQL (pgbench: the app's call, and the transaction before issue 18)"
@@ -132,6 +135,7 @@ import json, re, sys, datetime, platform, os, gzip, glob
 out, rss_kib, pkg, POOL = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 http = json.load(open(f"{out}/http.json"))
 http.update(json.load(open(f"{out}/import.json")))
+http.update(json.load(open(f"{out}/mail.json")))
 def pgbench(c):
     text = open(f"{out}/pgbench_{c}.txt").read()
     tps = float(re.search(r"tps = ([0-9.]+) \(without", text).group(1))
@@ -189,6 +193,10 @@ rows.append(("(e) hot code, %d claims" % hot["claims"], f'{hot["winners"]} winne
 rows.append(("(b) reserve.lua", f"redis-benchmark {redis_rps:.0f}/s (64 clients)", "", ""))
 rows.append(("(f) issue 100,000 codes", f'{http["issue_100k_secs"]:.2f} s', "", "target < 3 s"))
 rows.append(("(f) import 100,000 codes sold elsewhere, one request", f'{http["import_100k_secs"]:.2f} s', "all 100,000 stored (counted in SQL)", "one import's limit; the test suite imports 25,000"))
+m = http["mail_10k"]
+rows.append(("(k) mail 10,000 codes to 10,000 addresses, one send", f'queued in {m["queue_secs"]:.2f} s: {m["queued_per_second"]:.0f} mails/s; all sent over SMTP in {m["delivered_secs"]:.1f} s: {m["delivered_per_second"]:.0f}/s',
+             f'raw insert of 10,000 outbox rows, one transaction: {m["raw_insert_secs"]:.3f} s ({m["raw_inserted_per_second"]:.0f}/s)',
+             f'{100.0 * m["queued_per_second"] / m["raw_inserted_per_second"]:.0f} % of raw'))
 rows.append(("(g) server peak RSS", f"{rss_kib / 1024:.0f} MiB", "", "target < 150 MB"))
 recon = json.load(open(f"{out}/reconcile.json"))
 recon_text = open(f"{out}/reconcile.txt").read()

@@ -5,7 +5,8 @@
 //! settlements (`POST …/open`) at two concurrencies, returning learners
 //! opening again, their players' Range requests (with the PostgreSQL
 //! transactions they caused), and the hot-code stampede; or, with
-//! `--import-only`, importing 100,000 codes sold elsewhere. Learner
+//! `--import-only`, importing 100,000 codes sold elsewhere; or, with
+//! `--mail-only`, mailing 10,000 codes to 10,000 addresses. Learner
 //! accounts are inserted straight into the database (with one real argon2
 //! hash) so that the benchmark measures settlement, not account creation;
 //! they sign in through the API.
@@ -46,6 +47,9 @@ struct Args {
     /// after reading the server's peak RSS, which it would otherwise move).
     #[arg(long)]
     import_only: bool,
+    /// Only send a mailable batch's 10,000 codes to 10,000 addresses.
+    #[arg(long)]
+    mail_only: bool,
 }
 
 /// Latencies of one run and its wall time.
@@ -229,6 +233,83 @@ async fn import_100k(
     Ok(secs)
 }
 
+/// (k) A mailable batch's 10,000 codes sent to 10,000 addresses in one
+/// request: how fast the send queues the mails (its answer), and how fast
+/// the relay then hands them to the SMTP server (until the outbox is
+/// empty). Beside them, the floor of a send from the same run: the raw
+/// insert of 10,000 such outbox rows in one transaction (rolled back).
+async fn mail_10k(
+    admin: &reqwest::Client,
+    base: &str,
+    tenant: Uuid,
+    pool: &sqlx::PgPool,
+) -> anyhow::Result<Value> {
+    const N: usize = 10_000;
+    let share = new_share(admin, base, tenant, "Mailing").await?;
+    let batch = post(
+        admin,
+        format!("{base}/api/v1/shares/{}/codes", share.id),
+        json!({ "count": N, "mailable": true }),
+    )
+    .await?;
+    let batch_id = batch["batch_id"].as_str().context("the batch's id")?;
+    let addresses: Vec<String> = (0..N).map(|i| format!("buyer-{i}@bench.example")).collect();
+    drained(pool).await?;
+    let t = Instant::now();
+    let report = post(
+        admin,
+        format!("{base}/api/v1/batches/{batch_id}/send"),
+        json!({ "addresses": addresses, "addressed": true }),
+    )
+    .await?;
+    let queue_secs = t.elapsed().as_secs_f64();
+    anyhow::ensure!(report["sent"] == N, "the send mailed {report}");
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while engine::mail::backlog(pool).await?.0 > 0 {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the relay did not send the 10,000 mails in 10 minutes"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let delivered_secs = t.elapsed().as_secs_f64();
+    let sent: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM mail_outbox WHERE template = 'codes_sent' AND sent_at IS NOT NULL",
+    )
+    .fetch_one(pool)
+    .await
+    .context("counting the mails sent")?;
+    anyhow::ensure!(sent == N as i64, "{sent} of the {N} mails were sent");
+    let mut tx = pool.begin().await.context("starting the raw insert")?;
+    let raw = Instant::now();
+    sqlx::query(
+        "INSERT INTO mail_outbox (id, tenant_id, template, to_address, lang, params)
+         SELECT gen_random_uuid(), $1, 'codes_sent', 'raw-' || i || '@bench.example', 'en',
+                jsonb_build_object('course', 'Mailing', 'course_slug', 'mailing', 'tenant', 'Bench',
+                                   'code_ids', jsonb_build_array(gen_random_uuid()), 'addressed', true)
+           FROM generate_series(1, $2) AS i",
+    )
+    .bind(tenant)
+    .bind(N as i32)
+    .execute(&mut *tx)
+    .await
+    .context("the raw insert")?;
+    let raw_secs = raw.elapsed().as_secs_f64();
+    tx.rollback().await.context("rolling the raw insert back")?;
+    eprintln!(
+        "mailed {N} codes: queued in {queue_secs:.2} s, sent in {delivered_secs:.2} s (raw insert {raw_secs:.3} s)"
+    );
+    Ok(json!({
+        "addresses": N,
+        "queue_secs": queue_secs,
+        "queued_per_second": N as f64 / queue_secs,
+        "delivered_secs": delivered_secs,
+        "delivered_per_second": N as f64 / delivered_secs,
+        "raw_insert_secs": raw_secs,
+        "raw_inserted_per_second": N as f64 / raw_secs,
+    }))
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
@@ -239,6 +320,11 @@ async fn main() -> anyhow::Result<()> {
         .await
         .context("connecting to the bench database")?;
     let admin = drive::admin(&base, &args.admin_email, &args.admin_password).await?;
+    if args.mail_only {
+        let figures = mail_10k(&admin, &base, args.tenant_id, &pool).await?;
+        println!("{}", json!({ "mail_10k": figures }));
+        return Ok(());
+    }
     if args.import_only {
         let secs = import_100k(&admin, &base, args.tenant_id, &pool).await?;
         println!("{}", json!({ "import_100k_secs": secs }));
