@@ -7,7 +7,8 @@
 //! the next relay sends the mail again. So a deploy's stop never cuts a
 //! round off: [`Rounds::stop`] tells every loop to lease nothing more and
 //! waits for the rounds already begun to finish, up to the longest a round
-//! can take (its sends' timeout, and its record). What is left waits in
+//! can take (its lease: past it, its record would be refused anyway).
+//! What is left waits in
 //! the outbox for the next server. Only a kill (SIGKILL, a crash) still
 //! cuts a round off: its mails go again after their lease, at least once.
 
@@ -79,7 +80,7 @@ impl Rounds {
                 Err(_) => tracing::warn!(
                     what,
                     within_secs = within.as_secs(),
-                    "a round did not finish in time: its leased work goes again after its lease"
+                    "a round did not finish in time: what it had leased goes again after its lease"
                 ),
             }
         }

@@ -50,7 +50,7 @@ pub struct Application {
     /// The background loops, stopped after the last request.
     rounds: crate::rounds::Rounds,
     /// The longest a round under way may take to finish at a stop: the
-    /// longest send's timeout and a margin for its record.
+    /// longest lease.
     round_limit: Duration,
 }
 
@@ -135,11 +135,11 @@ impl Application {
             })
             .build();
         let grace = Duration::from_secs(settings.server.shutdown_grace_secs);
-        // A round's sends run side by side, each within its timeout; then
-        // its record (well within the lease, past which it would be refused).
-        let round_limit = Duration::from_millis(
-            settings.mail.timeout_ms.max(settings.webhooks.timeout_ms),
-        ) + Duration::from_secs(5);
+        // A round's sends run side by side, each within its timeout, and
+        // its record may wait for a connection and its statement: the
+        // lease bounds it all (past it the record would be refused).
+        let round_limit =
+            crate::mail::lease_of(&settings.mail).max(crate::relay::lease_of(&settings.webhooks));
         let drain = Duration::from_secs(
             settings
                 .server
@@ -243,7 +243,7 @@ impl Application {
     /// stops sending new requests), then it stops accepting and lets
     /// in-flight requests finish (bounded by `server.shutdown_grace_secs`);
     /// last, the background loops finish their rounds under way and stop
-    /// ([`crate::rounds`], bounded by the longest send's timeout and 5 s).
+    /// ([`crate::rounds`], bounded by the longest lease).
     pub async fn run_until(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,

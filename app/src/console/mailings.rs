@@ -48,6 +48,15 @@ pub struct RecipientRow {
     pub sent: Option<String>,
 }
 
+/// What a resend or a revoke-and-resend did, for the page to say.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RedoneView {
+    pub email: String,
+    /// A mail was queued now (`false`: the last one still waits to go,
+    /// and nothing more was queued).
+    pub queued: bool,
+}
+
 /// What a check (or a send) of a list found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SendReportView {
@@ -171,7 +180,12 @@ pub async fn send_by_mail(
     let checked_only = match intent.as_str() {
         "check" => true,
         "send" => false,
-        _ => return Err(AppError::invalid("intent", "check or send")),
+        _ => {
+            return Err(AppError::invalid(
+                "intent",
+                crate::i18n::t(crate::i18n::Msg::MailingCheckOrSend),
+            ));
+        }
     };
     let lang = match lang.trim() {
         "" => None,
@@ -232,12 +246,15 @@ async fn member_recipient(
 
 /// Mails a recipient the same code again (its mail bounced or was lost).
 #[server(prefix = "/api/admin", endpoint = "mailings/resend")]
-pub async fn resend_mail(tenant_id: Uuid, code_id: Uuid) -> Result<(), AppError> {
+pub async fn resend_mail(tenant_id: Uuid, code_id: Uuid) -> Result<RedoneView, AppError> {
     let (state, admin, tenant) = member_recipient(tenant_id, code_id).await?;
-    engine::mailings::resend(&state.pool, tenant, admin.id, code_id)
+    let done = engine::mailings::resend(&state.pool, tenant, admin.id, code_id)
         .await
         .map_err(AppError::outcome)?;
-    Ok(())
+    Ok(RedoneView {
+        email: done.recipient.email,
+        queued: done.queued,
+    })
 }
 
 /// Revokes a recipient's code and mails them another of the batch. Asks
@@ -248,14 +265,17 @@ pub async fn revoke_and_resend_mail(
     tenant_id: Uuid,
     code_id: Uuid,
     confirm: Option<String>,
-) -> Result<(), AppError> {
+) -> Result<RedoneView, AppError> {
     let (state, admin, tenant) = member_recipient(tenant_id, code_id).await?;
     support::confirmed(
         confirm.as_deref(),
         crate::i18n::Msg::ConfirmTheMailedCodeStopsWorking,
     )?;
-    engine::mailings::revoke_and_resend(&state.pool, tenant, admin.id, code_id)
+    let done = engine::mailings::revoke_and_resend(&state.pool, tenant, admin.id, code_id)
         .await
         .map_err(AppError::outcome)?;
-    Ok(())
+    Ok(RedoneView {
+        email: done.recipient.email,
+        queued: done.queued,
+    })
 }

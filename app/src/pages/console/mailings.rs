@@ -31,6 +31,21 @@ pub fn MailingPage() -> impl IntoView {
     let send = ServerAction::<SendByMail>::new();
     let resend = ServerAction::<ResendMail>::new();
     let revoke = ServerAction::<RevokeAndResendMail>::new();
+    // Bumped by the Refresh link: recipients change as mails go and codes
+    // are redeemed, and a link to the page itself would not read it again.
+    let refresh = RwSignal::new(0u32);
+    // One row action speaks at a time: starting one clears what the other
+    // said (an old refusal must not stand beside a new success).
+    Effect::new(move |_| {
+        if resend.pending().get() {
+            revoke.value().set(None);
+        }
+    });
+    Effect::new(move |_| {
+        if revoke.pending().get() {
+            resend.value().set(None);
+        }
+    });
     let data = Resource::new(
         move || {
             (
@@ -39,6 +54,7 @@ pub fn MailingPage() -> impl IntoView {
                     send.version().get(),
                     resend.version().get(),
                     revoke.version().get(),
+                    refresh.get(),
                 ),
             )
         },
@@ -59,7 +75,7 @@ pub fn MailingPage() -> impl IntoView {
                 );
                 match (data.await, tenant(), share(), batch()) {
                     (Ok(view), Some(tenant), Some(share), Some(batch)) => view! {
-                        <Mailing view ids=Ids { tenant, share, batch } back=here send resend revoke/>
+                        <Mailing view ids=Ids { tenant, share, batch } back=here actions=Actions { send, resend, revoke, refresh }/>
                     }.into_any(),
                     (Ok(_), ..) => view! { <crate::pages::not_found::NotFound/> }.into_any(),
                     (Err(error), ..) => view! { <ConsoleError error here/> }.into_any(),
@@ -76,20 +92,28 @@ struct Ids {
     batch: Uuid,
 }
 
-#[component]
-fn Mailing(
-    view: MailingView,
-    ids: Ids,
-    back: String,
+/// The page's actions, and its refresh counter.
+#[derive(Clone, Copy)]
+struct Actions {
     send: ServerAction<SendByMail>,
     resend: ServerAction<ResendMail>,
     revoke: ServerAction<RevokeAndResendMail>,
-) -> impl IntoView {
+    refresh: RwSignal<u32>,
+}
+
+#[component]
+fn Mailing(view: MailingView, ids: Ids, back: String, actions: Actions) -> impl IntoView {
     let Ids {
         tenant,
         share,
         batch,
     } = ids;
+    let Actions {
+        send,
+        resend,
+        revoke,
+        refresh,
+    } = actions;
     let error = Signal::derive(move || send.value().get().and_then(Result::err));
     let row_error = Signal::derive(move || {
         resend
@@ -99,6 +123,15 @@ fn Mailing(
             .or_else(|| revoke.value().get().and_then(Result::err))
     });
     let report = move || send.value().get().and_then(Result::ok);
+    let redone = move || {
+        let said = |email: &str, msg: Msg| lang().format(msg, &[("email", &email)]);
+        match (resend.value().get(), revoke.value().get()) {
+            (Some(Ok(done)), _) if done.queued => Some(said(&done.email, Msg::MailingResent)),
+            (Some(Ok(done)), _) => Some(said(&done.email, Msg::MailingStillWaiting)),
+            (_, Some(Ok(done))) => Some(said(&done.email, Msg::MailingReplaced)),
+            _ => None,
+        }
+    };
     let name = if view.batch_label.is_empty() {
         t(Msg::NoLabelBatch).to_owned()
     } else {
@@ -162,7 +195,13 @@ fn Mailing(
         })}
         <section class="card">
             <h2>{t(Msg::MailingRecipients)}</h2>
-            <p><a href=here.clone() class="button small secondary">{t(Msg::Refresh)}</a></p>
+            // Without JavaScript the link loads the page again; hydrated, it
+            // reads the recipients again in place.
+            <p><a href=here.clone() class="button small secondary" on:click=move |ev| {
+                ev.prevent_default();
+                refresh.update(|n| *n = n.wrapping_add(1));
+            }>{t(Msg::Refresh)}</a></p>
+            {move || redone().map(|said| view! { <div class="flash success" role="status">{said}</div> })}
             <FormAlert error=row_error/>
             <FieldError error=row_error field="confirm"/>
             {if view.recipients.is_empty() {
@@ -260,7 +299,8 @@ fn Recipient(
             <ActionForm action=resend attr:class="inline-form">
                 <input type="hidden" name="tenant_id" value=tenant.to_string()/>
                 <input type="hidden" name="code_id" value=code/>
-                <button type="submit" class="button small secondary" aria-label=resend_label>
+                <button type="submit" class="button small secondary" aria-label=resend_label
+                    disabled=move || resend.pending().get()>
                     {t(Msg::MailingResend)}
                 </button>
             </ActionForm>
@@ -276,7 +316,9 @@ fn Recipient(
                     <input type="checkbox" name="confirm" value="yes" required=true/>
                     {t(Msg::ConfirmTheMailedCodeStopsWorking)}
                 </label>
-                <button type="submit" class="button small danger">{t(Msg::MailingRevokeAndResend)}</button>
+                <button type="submit" class="button small danger" disabled=move || revoke.pending().get()>
+                    {t(Msg::MailingRevokeAndResend)}
+                </button>
             </ActionForm>
         </details>
     });

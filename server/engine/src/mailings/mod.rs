@@ -145,7 +145,8 @@ pub struct SendReport {
 /// Reads a list: the addresses, case-folded, in order, each once; the
 /// count of duplicates; the lines that are not addresses.
 fn read_list(addresses: &[String]) -> Result<(Vec<String>, usize), MailingError> {
-    if addresses.len() > MAX_ADDRESSES {
+    // Entries, not lines: a pasted CSV's heading and blank lines do not count.
+    if addresses.iter().filter(|a| !a.trim().is_empty()).count() > MAX_ADDRESSES {
         return Err(MailingError::TooManyAddresses);
     }
     let (mut valid, mut invalid, mut duplicates) = (Vec::new(), Vec::new(), 0);
@@ -174,13 +175,23 @@ fn read_list(addresses: &[String]) -> Result<(Vec<String>, usize), MailingError>
     Ok((valid, duplicates))
 }
 
+/// The separators of a pasted CSV row: `,` `;` a tab, and the full-width
+/// `，` `；` a Chinese keyboard types.
+const SEPARATORS: [char; 5] = [',', ';', '\t', '，', '；'];
+
 /// A pasted list as the entries [`send`] reads, one a line, in order (so
 /// a report's line numbers are the pasted lines'). A line with separators
-/// (`,`, `;`, a tab) is a CSV row: its first cell holding an `@` is the
-/// entry, quotes and a `Name <…>` wrapping taken off. A first line with
-/// no `@` that reads as a heading (letters, spaces, separators, quotes,
-/// `_` and `-` only, as `email` or `name,email`) is skipped.
+/// is a CSV row. A first line with no `@` that reads as a heading
+/// (letters, spaces, separators, quotes, `_` and `-` only, as `email` or
+/// `name,email`) is skipped, and if one of its cells names an address
+/// (`email`, `e-mail`, `mail`, `address`, 邮箱, 郵箱, 電子郵件, 电子邮件),
+/// that column is each row's entry. Otherwise a row's one cell holding an
+/// `@` is its entry; a row with two such cells is kept whole, so the send
+/// names it rather than guess which of them is meant. Quotes and a
+/// `Name <…>` wrapping are taken off; a row of blank cells is blank.
 pub fn read_pasted(text: &str) -> Vec<String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut column = None;
     text.lines()
         .enumerate()
         .map(|(index, line)| {
@@ -188,16 +199,30 @@ pub fn read_pasted(text: &str) -> Vec<String> {
                 && !line.contains('@')
                 && line.chars().all(|c| {
                     c.is_alphabetic()
-                        || matches!(c, ' ' | ',' | ';' | '\t' | '"' | '\'' | '_' | '-')
+                        || SEPARATORS.contains(&c)
+                        || matches!(c, ' ' | '"' | '\'' | '_' | '-')
                 });
             if heading {
+                column = line.split(SEPARATORS).position(names_an_address);
                 return String::new();
             }
-            let cell = line
-                .split([',', ';', '\t'])
-                .find(|cell| cell.contains('@'))
-                .unwrap_or(line);
-            let cell = cell.trim().trim_matches(['"', '\'']).trim();
+            let cells: Vec<&str> = line.split(SEPARATORS).collect();
+            if cells.iter().all(|cell| unquoted(cell).is_empty()) {
+                return String::new();
+            }
+            let cell = match column.and_then(|c| cells.get(c)) {
+                Some(cell) => cell,
+                None => {
+                    let mut holding = cells.iter().filter(|cell| cell.contains('@'));
+                    match (holding.next(), holding.next()) {
+                        (Some(cell), None) => cell,
+                        (None, _) => line,
+                        // Two: kept whole, as it was (never unwrapped).
+                        (Some(_), Some(_)) => return line.trim().to_owned(),
+                    }
+                }
+            };
+            let cell = unquoted(cell);
             match (cell.rfind('<'), cell.rfind('>')) {
                 (Some(open), Some(close)) if open < close => {
                     cell[open + 1..close].trim().to_owned()
@@ -206,6 +231,31 @@ pub fn read_pasted(text: &str) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// A cell without its blanks and quotes.
+fn unquoted(cell: &str) -> &str {
+    cell.trim().trim_matches(['"', '\'']).trim()
+}
+
+/// Whether a heading's cell names the address column.
+fn names_an_address(cell: &str) -> bool {
+    let name = unquoted(cell).to_lowercase();
+    [
+        "email",
+        "e-mail",
+        "e_mail",
+        "mail",
+        "address",
+        "email address",
+        "邮箱",
+        "郵箱",
+        "電子郵件",
+        "电子邮件",
+        "邮件地址",
+        "郵件地址",
+    ]
+    .contains(&name.as_str())
 }
 
 /// How many codes a batch has left to mail (`0` for a batch of another
@@ -443,7 +493,7 @@ mod tests {
     /// a line that holds no address stays as it was (the send names it).
     #[test]
     fn a_pasted_list_reads_one_entry_a_line() {
-        let pasted = "name,email\nAnn,ann@example.com\n\n\"Bob\";\"bob@example.com\"\nCy <cy@example.com>\nnot an address\n  dee@example.com  \nEve\teve@example.com\tteam";
+        let pasted = "name,note\nAnn,ann@example.com\n\n\"Bob\";\"bob@example.com\"\nCy <cy@example.com>\nnot an address\n  dee@example.com  \nEve\teve@example.com\tteam\nFay，fay@example.com\n,,,";
         assert_eq!(
             read_pasted(pasted),
             list(&[
@@ -455,6 +505,8 @@ mod tests {
                 "not an address",
                 "dee@example.com",
                 "eve@example.com",
+                "fay@example.com",
+                "",
             ])
         );
         // A first line that is not a heading is an entry like any other.
@@ -462,7 +514,43 @@ mod tests {
             read_pasted("ann.example.com\nb@example.com"),
             list(&["ann.example.com", "b@example.com"])
         );
-        assert_eq!(read_pasted("ann@example.com"), list(&["ann@example.com"]));
+        assert_eq!(
+            read_pasted("\u{feff}email\nann@example.com"),
+            list(&["", "ann@example.com"])
+        );
+    }
+
+    /// Two addresses on one line are never guessed between: the heading's
+    /// address column decides, and without one the line is kept whole (and
+    /// so refused, named by its number).
+    #[test]
+    fn a_line_with_two_addresses_is_read_by_its_heading_or_refused() {
+        assert_eq!(
+            read_pasted("referrer,Email\nref@example.com,ann@example.com\n"),
+            list(&["", "ann@example.com"])
+        );
+        assert_eq!(
+            read_pasted("ann@example.com, bob@example.com"),
+            list(&["ann@example.com, bob@example.com"])
+        );
+        assert!(matches!(
+            read_list(&read_pasted("Ann <ann@example.com>; Bob <bob@example.com>")),
+            Err(MailingError::InvalidAddresses(lines)) if lines[0].line == 1
+        ));
+    }
+
+    /// The limit counts addresses, not blank lines (a heading is blank by
+    /// then: [`read_pasted`]).
+    #[test]
+    fn the_limit_counts_addresses_not_lines() {
+        let mut pasted = vec![String::new(), "  ".to_owned()];
+        pasted.extend((0..MAX_ADDRESSES).map(|i| format!("p{i}@example.com")));
+        assert!(read_list(&pasted).is_ok());
+        pasted.push("one-more@example.com".to_owned());
+        assert!(matches!(
+            read_list(&pasted),
+            Err(MailingError::TooManyAddresses)
+        ));
     }
 
     fn list(lines: &[&str]) -> Vec<String> {

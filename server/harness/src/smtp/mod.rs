@@ -107,11 +107,14 @@ struct Inner {
     arrived: Notify,
 }
 
-/// A running SMTP server on a loopback port; it stops with the runtime.
+/// A running SMTP server on a loopback port, on a thread of its own; it
+/// stops when the last clone of it is dropped.
 #[derive(Debug, Clone)]
 pub struct SmtpSink {
     port: u16,
     inner: Arc<Inner>,
+    /// Dropped with the last clone: the sink's thread then ends.
+    _stop: Arc<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl SmtpSink {
@@ -138,9 +141,11 @@ impl SmtpSink {
         credentials: Option<(String, String)>,
         security: Security,
     ) -> Self {
-        let listener = TcpListener::bind(("127.0.0.1", port))
-            .await
-            .expect("bind the SMTP sink");
+        let listener =
+            std::net::TcpListener::bind(("127.0.0.1", port)).expect("bind the SMTP sink");
+        listener
+            .set_nonblocking(true)
+            .expect("a non-blocking listener");
         let port = listener.local_addr().expect("the sink's address").port();
         let inner = Arc::new(Inner {
             credentials,
@@ -148,19 +153,45 @@ impl SmtpSink {
             ..Inner::default()
         });
         let serving = inner.clone();
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                // Replies go out at once, as a real server's do (Nagle's
-                // algorithm would hold each behind the client's delayed
-                // ACK: ~40 ms a command, 200 ms a mail).
-                let _ = stream.set_nodelay(true);
-                let inner = serving.clone();
-                tokio::spawn(async move {
-                    let _ = serve(stream, &inner).await;
+        // Its own thread and runtime: the sink answers even while the
+        // test's runtime is blocked (a test server being dropped waits for
+        // its relay's round, which is talking to this sink). It stops when
+        // the last handle to it is dropped.
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        std::thread::Builder::new()
+            .name("smtp-sink".into())
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("the SMTP sink's runtime");
+                runtime.block_on(async move {
+                    let listener = TcpListener::from_std(listener).expect("the sink's listener");
+                    let accepting = async {
+                        while let Ok((stream, _)) = listener.accept().await {
+                            // Replies go out at once, as a real server's do
+                            // (Nagle's algorithm would hold each behind the
+                            // client's delayed ACK: ~40 ms a command, 200 ms
+                            // a mail).
+                            let _ = stream.set_nodelay(true);
+                            let inner = serving.clone();
+                            tokio::spawn(async move {
+                                let _ = serve(stream, &inner).await;
+                            });
+                        }
+                    };
+                    tokio::select! {
+                        () = accepting => {}
+                        _ = stopped => {}
+                    }
                 });
-            }
-        });
-        Self { port, inner }
+            })
+            .expect("spawn the SMTP sink's thread");
+        Self {
+            port,
+            inner,
+            _stop: Arc::new(stop),
+        }
     }
 
     pub fn port(&self) -> u16 {

@@ -754,3 +754,7 @@ recipient-sent = Sent
 recipient-failed = Failed
 recipient-redeemed = Redeemed
 recipient-revoked = Revoked
+mailing-resent = { $email } was mailed the same code again.
+mailing-still-waiting = The last mail to { $email } is still waiting to go: nothing more was queued.
+mailing-replaced = The code mailed to { $email } was revoked, and another one mailed.
+mailing-check-or-send = Check the list, or send it.

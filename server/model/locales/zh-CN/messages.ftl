@@ -730,3 +730,7 @@ recipient-sent = 已发送
 recipient-failed = 发送失败
 recipient-redeemed = 已兑换
 recipient-revoked = 已作废
+mailing-resent = 已向 { $email } 重新发送同一个兑换码。
+mailing-still-waiting = 发给 { $email } 的上一封邮件仍在排队：没有再加入新的邮件。
+mailing-replaced = 发给 { $email } 的兑换码已作废，并已另发一个。
+mailing-check-or-send = 请检查列表，或发送它。

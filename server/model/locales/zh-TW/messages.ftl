@@ -730,3 +730,7 @@ recipient-sent = 已寄送
 recipient-failed = 寄送失敗
 recipient-redeemed = 已兌換
 recipient-revoked = 已作廢
+mailing-resent = 已向 { $email } 重新寄送同一個兌換碼。
+mailing-still-waiting = 寄給 { $email } 的上一封郵件仍在排隊：沒有再加入新的郵件。
+mailing-replaced = 寄給 { $email } 的兌換碼已作廢，並已另寄一個。
+mailing-check-or-send = 請檢查清單，或寄送它。

@@ -37,6 +37,11 @@ async fn call(
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
+/// Another course of the admin's tenant: its share id.
+async fn course_with(app: &crate::support::app::TestApp, admin: &Admin) -> Uuid {
+    course(app, admin, json!({ "quota": null })).await.share
+}
+
 async fn mailings(pool: &PgPool) -> i64 {
     sqlx::query_scalar("SELECT count(*) FROM code_mailings")
         .fetch_one(pool)
@@ -137,8 +142,21 @@ async fn a_creator_sends_codes_by_mail_from_the_console_and_follows_each_recipie
     assert!(
         error["Invalid"]["message"]
             .as_str()
-            .is_some_and(|m| m.contains('2')),
+            .is_some_and(|m| m.contains("line 2 (\"not-an-address\")")),
         "names line 2: {error}"
+    );
+    // Two addresses on one line: not guessed between, refused by its line.
+    let (status, error) = send(fields(
+        "ann@example.com\nbob@example.com, cy@example.com",
+        "send",
+    ))
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
+    assert!(
+        error["Invalid"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("line 2")),
+        "{error}"
     );
     // More new addresses than codes left: refused, nothing sent.
     let (status, error) = send(fields(
@@ -171,6 +189,27 @@ async fn a_creator_sends_codes_by_mail_from_the_console_and_follows_each_recipie
         (again["sent"].clone(), again["already_sent"].clone()),
         (json!(0), json!(2))
     );
+    assert_eq!(mailings(&app.pool).await, 2);
+
+    // Through another share's path, the batch is not found (and nothing
+    // is sent).
+    let other = course_with(&app, &admin).await;
+    let other_share = other.to_string();
+    let (status, _) = call(
+        &app.address,
+        &admin,
+        "/api/admin/mailings/send",
+        &[
+            ("tenant_id", &tenant),
+            ("share_id", &other_share),
+            ("batch_id", &batch),
+            ("addresses", "late@example.com"),
+            ("lang", ""),
+            ("intent", "send"),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
     assert_eq!(mailings(&app.pool).await, 2);
 
     // The page lists both, sent; once Ann redeems hers, it says so.
@@ -260,7 +299,7 @@ async fn a_creator_sends_codes_by_mail_from_the_console_and_follows_each_recipie
     .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
     assert_eq!(error["Invalid"]["field"], "confirm");
-    let (status, _) = call(
+    let (status, done) = call(
         &app.address,
         &admin,
         "/api/admin/mailings/revoke-and-resend",
@@ -271,7 +310,8 @@ async fn a_creator_sends_codes_by_mail_from_the_console_and_follows_each_recipie
         ],
     )
     .await;
-    assert_eq!(status, StatusCode::OK);
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert_eq!(done, json!({ "email": "bob@example.com", "queued": true }));
     let deadline = tokio::time::Instant::now() + MAIL_WAIT;
     while sink.received_by("bob@example.com").len() < 2 {
         assert!(tokio::time::Instant::now() < deadline, "bob's second mail");
