@@ -48,8 +48,9 @@ use crate::pages::{
         AccountRoute, AuditLogRoute, CodesRoute, ConfirmEmailRoute, ConsoleHomeRoute, CoursesRoute,
         DashboardRoute, FinishRegistrationRoute, ForgotPasswordRoute, HomeRoute, ImportReportRoute,
         InvitationRoute, IssuedRoute, LearnersRoute, LoginRoute, MailingRoute, RegisterRoute,
-        ResetPasswordRoute, ShareAdminRoute, TeamRoute, TokensRoute, TransferConfirmRoute,
-        TransferRequestRoute, TransfersRoute, VerifyEmailRoute, WebhooksRoute,
+        ResetPasswordRoute, ShareAdminRoute, ShopsRoute, TeamRoute, TokensRoute,
+        TransferConfirmRoute, TransferRequestRoute, TransfersRoute, VerifyEmailRoute,
+        WebhooksRoute,
     },
     not_found::NotFound,
     resource::ResourcePage,
@@ -193,6 +194,7 @@ pub fn App() -> impl IntoView {
     let learners_route = Lazy::<LearnersRoute>::new();
     let issued_route = Lazy::<IssuedRoute>::new();
     let mailing_route = Lazy::<MailingRoute>::new();
+    let shops_route = Lazy::<ShopsRoute>::new();
     let import_report_route = Lazy::<ImportReportRoute>::new();
     let transfer_request_route = Lazy::<TransferRequestRoute>::new();
     let transfer_confirm_route = Lazy::<TransferConfirmRoute>::new();
@@ -229,6 +231,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/admin/t/:tenant/audit") view=audit_log_route ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/tokens") view=tokens_route ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/webhooks") view=webhooks_route ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/t/:tenant/shops") view=shops_route ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/transfers") view=transfers_route ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/s/:share") view=share_admin_route ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/s/:share/codes") view=codes_route ssr=SsrMode::Async/>

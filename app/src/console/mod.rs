@@ -26,6 +26,7 @@
 //! | [`audit`] | the audit log |
 //! | [`tokens`] | API tokens |
 //! | [`webhooks`] | webhook endpoints and deliveries |
+//! | [`shops`] | connected shops: webhook address, products, latest deliveries and what came of each |
 //! | [`team`] | the team: members, roles, invitations, leaving; the tenant's settings |
 //! | [`transfers`] | learners' transfer requests: list, approve, refuse |
 //!
@@ -40,6 +41,7 @@ pub mod issued;
 pub mod learners;
 pub mod mailings;
 pub mod share;
+pub mod shops;
 #[cfg(feature = "ssr")]
 mod support;
 pub mod team;

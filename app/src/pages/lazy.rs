@@ -24,8 +24,8 @@ use super::{
     console::{
         audit::AuditLogPage, codes::CodesPage, dashboard::DashboardPage, home::ConsoleHome,
         imports::ImportReportPage, issued::IssuedPage, learners::LearnersPage,
-        mailings::MailingPage, share::ShareAdminPage, team::TeamPage, tokens::TokensPage,
-        transfers::TransfersPage, webhooks::WebhooksPage,
+        mailings::MailingPage, share::ShareAdminPage, shops::ShopsPage, team::TeamPage,
+        tokens::TokensPage, transfers::TransfersPage, webhooks::WebhooksPage,
     },
     courses::CoursesPage,
     home::HomePage,
@@ -88,6 +88,7 @@ lazy_page! {
     AuditLogRoute => AuditLogPage,
     TokensRoute => TokensPage,
     WebhooksRoute => WebhooksPage,
+    ShopsRoute => ShopsPage,
     ShareAdminRoute => ShareAdminPage,
     CodesRoute => CodesPage,
     LearnersRoute => LearnersPage,

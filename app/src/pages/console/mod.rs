@@ -13,6 +13,7 @@ pub mod issued;
 pub mod learners;
 pub mod mailings;
 pub mod share;
+pub mod shops;
 pub mod team;
 pub mod tokens;
 pub mod transfers;
@@ -44,6 +45,7 @@ pub fn ConsoleNav(tenant: Uuid) -> impl IntoView {
             <a href=format!("/admin/t/{tenant}/audit")>{t(Msg::AuditLog)}</a>
             <a href=format!("/admin/t/{tenant}/tokens")>{t(Msg::ApiTokens)}</a>
             <a href=format!("/admin/t/{tenant}/webhooks")>{t(Msg::Webhooks)}</a>
+            <a href=format!("/admin/t/{tenant}/shops")>{t(Msg::Shops)}</a>
             <a href="/api/v1/docs">{t(Msg::ApiDocs)}</a>
             <a href="/admin">{t(Msg::AllTenants)}</a>
         </nav>

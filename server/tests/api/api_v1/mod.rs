@@ -11,4 +11,4 @@ mod orders;
 mod problems;
 mod recipients;
 mod refunds;
-mod shops;
+pub(crate) mod shops;

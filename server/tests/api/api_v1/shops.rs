@@ -20,10 +20,10 @@ use crate::support::tokens::{as_token, create_token};
 
 use engine::shops::verify::hex_mac;
 
-const STRIPE_SECRET: &str = "whsec_test_0123456789abcdef";
+pub(crate) const STRIPE_SECRET: &str = "whsec_test_0123456789abcdef";
 
 /// A tenant with a course (no quota) and a token for shops and orders.
-async fn creator(app: &TestApp) -> (Admin, course::Course, String) {
+pub(crate) async fn creator(app: &TestApp) -> (Admin, course::Course, String) {
     let admin = admin(app).await;
     let course = course::course(app, &admin, json!({ "quota": null })).await;
     let token = create_token(app, &admin, &["read", "write", "integrations"]).await;
@@ -86,7 +86,12 @@ async fn map(app: &TestApp, admin: &Admin, token: &str, shop: Uuid, product: &st
 
 /// A Stripe shop signing with [`STRIPE_SECRET`] whose payment link
 /// `plink_course` sells `share`.
-async fn stripe_shop(app: &TestApp, admin: &Admin, token: &str, share: Uuid) -> (Uuid, String) {
+pub(crate) async fn stripe_shop(
+    app: &TestApp,
+    admin: &Admin,
+    token: &str,
+    share: Uuid,
+) -> (Uuid, String) {
     let shop = json!({ "provider": "stripe", "name": "Main", "secret": STRIPE_SECRET });
     connect(app, admin, token, shop, "plink_course", share).await
 }
@@ -102,7 +107,11 @@ fn charge_refunded(event: &str, payment_intent: &str) -> Vec<u8> {
 }
 
 /// Posts `body` to a shop's URL with `headers`: the status and the answer.
-async fn deliver(url: &str, headers: &[(&str, String)], body: &[u8]) -> (StatusCode, Value) {
+pub(crate) async fn deliver(
+    url: &str,
+    headers: &[(&str, String)],
+    body: &[u8],
+) -> (StatusCode, Value) {
     let mut request = new_client().post(url).body(body.to_vec());
     for (name, value) in headers {
         request = request.header(*name, value);
@@ -117,7 +126,7 @@ fn now() -> i64 {
 }
 
 /// Posts `body` signed now by Stripe's scheme under `secret`.
-async fn deliver_stripe(url: &str, secret: &str, body: &[u8]) -> (StatusCode, Value) {
+pub(crate) async fn deliver_stripe(url: &str, secret: &str, body: &[u8]) -> (StatusCode, Value) {
     deliver(url, &stripe_signature(secret, now(), body), body).await
 }
 
@@ -130,7 +139,7 @@ fn stripe_signature(secret: &str, t: i64, body: &[u8]) -> Vec<(&'static str, Str
     ]
 }
 
-fn checkout(payment_intent: &str, email: &str, product: &str) -> Vec<u8> {
+pub(crate) fn checkout(payment_intent: &str, email: &str, product: &str) -> Vec<u8> {
     json!({
         "id": format!("evt_{}", Uuid::new_v4().simple()),
         "type": "checkout.session.completed",

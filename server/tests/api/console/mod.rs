@@ -21,6 +21,7 @@ mod one_time_codes;
 mod resources;
 mod revoke_and_replace;
 mod shares;
+mod shops;
 mod storage_quota;
 mod team;
 mod time_zone;

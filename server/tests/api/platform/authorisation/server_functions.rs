@@ -59,7 +59,8 @@ fn permission_of(path: &str) -> Permission {
         | "/api/admin/webhooks"
         | "/api/admin/webhooks/create"
         | "/api/admin/webhooks/disable"
-        | "/api/admin/webhooks/redeliver" => ManageIntegrations,
+        | "/api/admin/webhooks/redeliver"
+        | "/api/admin/shops" => ManageIntegrations,
         "/api/admin/team/invite"
         | "/api/admin/team/role"
         | "/api/admin/team/remove"
@@ -366,6 +367,7 @@ fn admin_calls(t: Target) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
                 field("confirm", "yes"),
             ],
         ),
+        ("/api/admin/shops", vec![tenant.clone()]),
         ("/api/admin/audit", vec![tenant]),
     ]
 }
