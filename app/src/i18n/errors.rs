@@ -169,6 +169,7 @@ impl Localized for OrderError {
             Self::AddressTakesOneCode => M::OrderAddressTakesOneCode,
             Self::ShareNotFound => M::ShareShareNotFound,
             Self::OrderConflict => M::OrderOrderConflict,
+            Self::Busy => M::OrderBusy,
             Self::Unexpected(_) => M::Unexpected,
         };
         lang.error(msg, &[])
@@ -184,6 +185,7 @@ impl Localized for RefundError {
             Self::InvalidGrace => M::RefundInvalidGrace,
             Self::InvalidReason => M::RefundInvalidReason,
             Self::OrderNotFound => M::RefundOrderNotFound,
+            Self::Busy => M::OrderBusy,
             Self::ShareNotFound => M::ShareShareNotFound,
             Self::Unexpected(_) => M::Unexpected,
         };

@@ -28,6 +28,7 @@ use crate::{
     accounts::{AccountId, Email},
     audit, batches,
     codes::{Keyring, PlainCode},
+    db::turns,
     mail::Template,
     shares::ShareId,
     tenants::TenantId,
@@ -68,6 +69,11 @@ pub enum OrderError {
     /// contents under its id, so this is a mix-up, not a replay.
     #[error("this order was recorded before with other details; its codes were issued then")]
     OrderConflict,
+    /// Other deliveries of this order (a shop's retries) held it for
+    /// longer than a request waits: nothing was done; the retry is
+    /// answered from what they did.
+    #[error("this order is being placed or refunded by another request; try again in a moment")]
+    Busy,
     #[error(transparent)]
     Unexpected(#[from] anyhow::Error),
 }
@@ -261,13 +267,45 @@ pub async fn place(
     if addressed && quantity != 1 {
         return Err(OrderError::AddressTakesOneCode);
     }
-    // A replay, the common case of a shop's retries, is answered without a
-    // transaction; one racing the first placement is caught by the claim.
-    if let Some(earlier) = get(pool, tenant, &request.source, &request.order_ref).await? {
-        return replay(earlier, request, quantity, addressed);
+    let mut waits = turns::Waits::new();
+    loop {
+        // A replay, the common case of a shop's retries, is answered
+        // without a transaction; one racing the first placement is caught
+        // by the turn, or by the claim.
+        if let Some(earlier) = get(pool, tenant, &request.source, &request.order_ref).await? {
+            return replay(earlier, request, quantity, addressed);
+        }
+        if let Some(placed) =
+            place_in_turn(pool, keyring, tenant, actor, request, quantity, addressed).await?
+        {
+            return Ok(placed);
+        }
+        // Another delivery of this order holds its turn: wait for it
+        // outside the pool (`db::turns`), then answer from what it wrote.
+        if !waits.next().await {
+            return Err(OrderError::Busy);
+        }
     }
+}
+
+/// [`place`] once it holds the order's turn; `None`: another request
+/// holds it.
+async fn place_in_turn(
+    pool: &PgPool,
+    keyring: &Keyring,
+    tenant: TenantId,
+    actor: AccountId,
+    request: &OrderRequest,
+    quantity: i32,
+    addressed: bool,
+) -> Result<Option<Placed>, OrderError> {
     let (order_id, batch_id) = (Uuid::now_v7(), Uuid::now_v7());
     let mut tx = pool.begin().await.context("starting a transaction")?;
+    let turn = turns::order(tenant, request.source.as_str(), request.order_ref.as_str());
+    if !turns::try_take(&mut tx, &turn).await? {
+        tx.rollback().await.context("giving the turn up")?;
+        return Ok(None);
+    }
     let label: String = format!("{} {}", request.source.as_str(), request.order_ref.as_str())
         .chars()
         .take(120)
@@ -288,8 +326,9 @@ pub async fn place(
     if batch.rows_affected() == 0 {
         return Err(OrderError::ShareNotFound);
     }
-    // The claim: a concurrent placement of the same order waits here for
-    // this one's commit, then finds its row.
+    // The claim, under the order's turn: a placement of the same order
+    // that committed since this request looked is found here (no wait),
+    // and answered as a replay.
     let claimed = sqlx::query_scalar!(
         r#"INSERT INTO orders (tenant_id, id, source, order_ref, share_id, batch_id, buyer_email,
                                quantity, addressed, lang, created_by)
@@ -316,7 +355,7 @@ pub async fn place(
         let earlier = get(pool, tenant, &request.source, &request.order_ref)
             .await?
             .context("an order that conflicted is gone")?;
-        return replay(earlier, request, quantity, addressed);
+        return replay(earlier, request, quantity, addressed).map(Some);
     }
     let mut salts = Vec::new();
     let codes: Vec<(Uuid, PlainCode)> = (0..quantity)
@@ -400,7 +439,7 @@ pub async fn place(
     let order = get(pool, tenant, &request.source, &request.order_ref)
         .await?
         .context("an order just placed is gone")?;
-    Ok(Placed::New(order))
+    Ok(Some(Placed::New(order)))
 }
 
 /// The answer to a replay: the order placed before, if it is this one

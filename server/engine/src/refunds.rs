@@ -27,6 +27,7 @@ use uuid::Uuid;
 use crate::{
     accounts::AccountId,
     audit::{self, AuditEntry},
+    db::turns,
     mail,
     orders::{OrderRef, OrderSource},
     shares::ShareId,
@@ -50,6 +51,11 @@ pub enum RefundError {
     OrderNotFound,
     #[error("no such share")]
     ShareNotFound,
+    /// Other deliveries of this order (a shop's retries) held it for
+    /// longer than a request waits: nothing was done; the retry is
+    /// answered from what they did.
+    #[error("this order is being placed or refunded by another request; try again in a moment")]
+    Busy,
     #[error(transparent)]
     Unexpected(#[from] anyhow::Error),
 }
@@ -286,8 +292,9 @@ pub struct RefundRequest<'a> {
 /// the refund, audits it and emits `order.refunded`, in one transaction;
 /// an order refunded before is answered as it was.
 ///
-/// Locks: the order's row, then its batch's (`FOR UPDATE`), then its
-/// codes. Every path that frees or adds a code of a batch (an unbind, a
+/// Locks: the order's turn ([`turns::order`]: its other deliveries wait
+/// outside the pool, then answer as replays), the order's row, then its
+/// batch's (`FOR UPDATE`), then its codes. Every path that frees or adds a code of a batch (an unbind, a
 /// replacement, a revoke-and-replace) takes the batch's row first
 /// (`FOR SHARE`, [`crate::batches::hold_for_change`]), so it runs wholly
 /// before the refund, which then sees what it did, or wholly after, when
@@ -301,11 +308,38 @@ pub async fn refund(
     request: &RefundRequest<'_>,
 ) -> Result<Refunded, RefundError> {
     let reason = check_reason(request.reason)?;
-    // A shop's retries, the common case, are answered without a lock.
-    if let Some(earlier) = recorded_by_ref(pool, tenant, request).await? {
-        return replayed(pool, tenant, actor, request, earlier).await;
+    let mut waits = turns::Waits::new();
+    loop {
+        // A shop's retries, the common case, are answered without a lock.
+        if let Some(earlier) = recorded_by_ref(pool, tenant, request).await? {
+            return replayed(pool, tenant, actor, request, earlier).await;
+        }
+        if let Some(refunded) = refund_in_turn(pool, tenant, actor, request, reason).await? {
+            return Ok(refunded);
+        }
+        // Another delivery of this order holds its turn: wait for it
+        // outside the pool (`db::turns`), then read what it did.
+        if !waits.next().await {
+            return Err(RefundError::Busy);
+        }
     }
+}
+
+/// [`refund`] once it holds the order's turn; `None`: another request
+/// holds it.
+async fn refund_in_turn(
+    pool: &PgPool,
+    tenant: TenantId,
+    actor: AccountId,
+    request: &RefundRequest<'_>,
+    reason: Option<&str>,
+) -> Result<Option<Refunded>, RefundError> {
     let mut tx = pool.begin().await.context("starting a transaction")?;
+    let turn = turns::order(tenant, request.source.as_str(), request.order_ref.as_str());
+    if !turns::try_take(&mut tx, &turn).await? {
+        tx.rollback().await.context("giving the turn up")?;
+        return Ok(None);
+    }
     let order = sqlx::query!(
         "SELECT o.id, o.share_id, o.batch_id, o.refunded_at IS NOT NULL AS \"refunded!\",
                 p.action AS \"action?\", p.bound_grace_hours AS \"hours?\"
@@ -327,7 +361,9 @@ pub async fn refund(
         let earlier = recorded(pool, tenant, order.id)
             .await?
             .context("a refunded order lost its refund")?;
-        return replayed(pool, tenant, actor, request, earlier).await;
+        return replayed(pool, tenant, actor, request, earlier)
+            .await
+            .map(Some);
     }
     let policy = stored_policy(order.action.as_deref(), order.hours)?;
     let mut revoked = Vec::new();
@@ -436,7 +472,7 @@ pub async fn refund(
         .await?
         .context("a refund just recorded is gone")?;
     debug_assert_eq!(refund.refunded_at, at);
-    Ok(Refunded::New { refund, revoked })
+    Ok(Some(Refunded::New { refund, revoked }))
 }
 
 /// The refund recorded before on the order `request` names, if any.

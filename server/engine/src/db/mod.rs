@@ -9,6 +9,7 @@ mod address;
 pub mod primary;
 pub mod reads;
 pub mod tenant_keys;
+pub mod turns;
 
 use std::time::Duration;
 

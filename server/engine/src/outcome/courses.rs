@@ -207,6 +207,7 @@ impl Outcome for OrderError {
             | Self::InvalidLang
             | Self::AddressTakesOneCode => K::Invalid,
             Self::OrderConflict => K::Conflict,
+            Self::Busy => K::Busy,
             Self::ShareNotFound => K::NotFound,
             Self::Unexpected(_) => K::Internal,
         }
@@ -222,6 +223,7 @@ impl Outcome for OrderError {
             | Self::InvalidLang
             | Self::AddressTakesOneCode => INVALID_INPUT,
             Self::OrderConflict => "order_conflict",
+            Self::Busy => "busy_retry",
             Self::ShareNotFound => "not_found",
             Self::Unexpected(_) => "internal",
         }
@@ -235,7 +237,7 @@ impl Outcome for OrderError {
             Self::InvalidQuantity => Some("quantity"),
             Self::InvalidLang => Some("lang"),
             Self::AddressTakesOneCode => Some("addressed"),
-            Self::OrderConflict | Self::ShareNotFound | Self::Unexpected(_) => None,
+            Self::OrderConflict | Self::Busy | Self::ShareNotFound | Self::Unexpected(_) => None,
         }
     }
 
@@ -255,6 +257,7 @@ impl Outcome for RefundError {
                 K::Invalid
             }
             Self::OrderNotFound | Self::ShareNotFound => K::NotFound,
+            Self::Busy => K::Busy,
             Self::Unexpected(_) => K::Internal,
         }
     }
@@ -265,6 +268,7 @@ impl Outcome for RefundError {
                 INVALID_INPUT
             }
             Self::OrderNotFound | Self::ShareNotFound => "not_found",
+            Self::Busy => "busy_retry",
             Self::Unexpected(_) => "internal",
         }
     }
@@ -275,7 +279,7 @@ impl Outcome for RefundError {
             Self::InvalidAction => Some("action"),
             Self::InvalidGrace => Some("bound_grace_hours"),
             Self::InvalidReason => Some("reason"),
-            Self::OrderNotFound | Self::ShareNotFound | Self::Unexpected(_) => None,
+            Self::OrderNotFound | Self::ShareNotFound | Self::Busy | Self::Unexpected(_) => None,
         }
     }
 

@@ -102,6 +102,18 @@ pub enum DeliveryError {
     Unexpected(#[from] anyhow::Error),
 }
 
+impl DeliveryError {
+    /// Nothing was decided (a failure, or other deliveries of the order
+    /// held it too long): the delivery stays `received`, and the shop's
+    /// retry acts on it.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Self::Unexpected(_) | Self::Order(OrderError::Busy) | Self::Refund(RefundError::Busy)
+        )
+    }
+}
+
 struct Shop {
     tenant: TenantId,
     id: Uuid,
@@ -180,7 +192,7 @@ pub async fn receive(
             .await?;
         }
         // Left `received`: the shop retries, and the retry acts.
-        Err(DeliveryError::Unexpected(_)) => {}
+        Err(error) if error.is_transient() => {}
         Err(refusal) => {
             mark(
                 pool,

@@ -150,6 +150,7 @@ order-invalid-email = 买家的邮箱不是我们能发送邮件的地址
 order-invalid-quantity = 一个订单包含 1 到 1,000 个兑换码
 order-address-takes-one-code = 只有包含一个兑换码的订单才能指定给买家：一个账号只能持有一门课程的一个兑换码
 order-order-conflict = 这个订单之前已以不同的内容记录过；它的兑换码已在当时生成
+order-busy = 另一个请求正在处理这个订单（发放或退款）；请稍后再试
 refund-invalid-kind = 退款的类型为 refund（退款）或 chargeback（拒付）
 refund-invalid-action = 退款规则的处理方式为 revoke（撤销）或 flag（标记）
 refund-invalid-grace = 宽限期为 0 到 2,160 小时（90 天），且只适用于“撤销”

@@ -150,6 +150,7 @@ order-invalid-email = 買家的信箱不是我們能寄送郵件的地址
 order-invalid-quantity = 一個訂單包含 1 到 1,000 個兌換碼
 order-address-takes-one-code = 只有包含一個兌換碼的訂單才能指定給買家：一個帳號只能持有一門課程的一個兌換碼
 order-order-conflict = 這個訂單之前已以不同的內容記錄過；它的兌換碼已在當時產生
+order-busy = 另一個請求正在處理這個訂單（發放或退款）；請稍後再試
 refund-invalid-kind = 退款的類型為 refund（退款）或 chargeback（拒付）
 refund-invalid-action = 退款規則的處理方式為 revoke（撤銷）或 flag（標記）
 refund-invalid-grace = 寬限期為 0 到 2,160 小時（90 天），且只適用於「撤銷」

@@ -150,8 +150,9 @@ pub(super) fn order_errors() -> Vec<engine::orders::OrderError> {
         E::Unexpected(boom()),
         E::InvalidLang,
         E::SourceOfAShop,
+        E::Busy,
     ];
-    covers(&all, 10, |e| match e {
+    covers(&all, 11, |e| match e {
         E::InvalidSource => 0,
         E::InvalidOrderRef => 1,
         E::InvalidEmail => 2,
@@ -162,6 +163,7 @@ pub(super) fn order_errors() -> Vec<engine::orders::OrderError> {
         E::Unexpected(_) => 7,
         E::InvalidLang => 8,
         E::SourceOfAShop => 9,
+        E::Busy => 10,
     });
     all
 }
@@ -176,8 +178,9 @@ pub(super) fn refund_errors() -> Vec<engine::refunds::RefundError> {
         E::OrderNotFound,
         E::ShareNotFound,
         E::Unexpected(boom()),
+        E::Busy,
     ];
-    covers(&all, 7, |e| match e {
+    covers(&all, 8, |e| match e {
         E::InvalidKind => 0,
         E::InvalidAction => 1,
         E::InvalidGrace => 2,
@@ -185,6 +188,7 @@ pub(super) fn refund_errors() -> Vec<engine::refunds::RefundError> {
         E::OrderNotFound => 4,
         E::ShareNotFound => 5,
         E::Unexpected(_) => 6,
+        E::Busy => 7,
     });
     all
 }

@@ -61,7 +61,7 @@ pub struct HookAnswer {
         (status = 200, description = "Acted on, or ignored (and why)", body = HookAnswer),
         (status = 401, description = "Missing or wrong signature, or a Stripe timestamp more than 5 minutes off (`bad_signature`)", body = ErrorBody),
         (status = 404, description = "No such shop, or it was disabled", body = ErrorBody),
-        (status = 409, description = "The order was recorded before with other details (`order_conflict`)", body = ErrorBody),
+        (status = 409, description = "The order was recorded before with other details (`order_conflict`); or other deliveries of this order held it for seconds (`busy_retry`): nothing was done, and the shop's retry acts", body = ErrorBody),
         (status = 413, description = "A body over 256 KiB", body = ErrorBody),
         (status = 422, description = "A body that cannot be read, a product not connected to a course (`unknown_product`), or an order AdmitOne refuses", body = ErrorBody),
     ))]

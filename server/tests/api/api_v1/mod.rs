@@ -11,4 +11,5 @@ mod orders;
 mod problems;
 mod recipients;
 mod refunds;
+mod retry_storms;
 pub(crate) mod shops;

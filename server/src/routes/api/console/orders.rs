@@ -68,7 +68,7 @@ pub struct OrderInput {
         (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
         (status = 403, description = "Not an admin of this tenant, or the token lacks the scope", body = ErrorBody),
         (status = 404, description = "Not an id (an unknown share answers 403, as another tenant's does)", body = ErrorBody),
-        (status = 409, description = "This order was recorded before with other details (`order_conflict`)", body = ErrorBody),
+        (status = 409, description = "This order was recorded before with other details (`order_conflict`); or other requests for this order held it for seconds (`busy_retry`, `Retry-After`): nothing was done, retry", body = ErrorBody),
         (status = 422, description = "Invalid source, order id, email, quantity, language, or several codes addressed", body = ErrorBody),
     ),
     security(("bearer" = []), ("session" = [])))]

@@ -52,6 +52,7 @@ pub struct RefundInput {
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 401, description = "Not signed in / unknown token", body = ErrorBody),
         (status = 403, description = "Not an admin of a tenant that recorded this order (an unknown order answers the same), or the token lacks the scope", body = ErrorBody),
+        (status = 409, description = "Other requests for this order held it for seconds (`busy_retry`, `Retry-After`): nothing was done, retry", body = ErrorBody),
         (status = 422, description = "Invalid source, order id, kind or reason, or several of the caller's tenants recorded it and `tenant_id` does not name one", body = ErrorBody),
     ),
     security(("bearer" = []), ("session" = [])))]

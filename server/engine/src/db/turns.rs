@@ -1,0 +1,94 @@
+//! Taking turns without holding a connection.
+//!
+//! A shop delivers one sale or one refund many times at once: its
+//! retries, two webhooks for one event, several instances of ours. The
+//! first delivery does the work; the others wait for it to commit and
+//! then answer from what it wrote. Waiting inside PostgreSQL (on the row
+//! or the unique key the first one holds) would keep a pooled connection
+//! per waiter: fifty deliveries then hold the whole pool, and a learner
+//! opening a course meanwhile waits for a connection and is told
+//! "unavailable" (`api_v1::retry_storms` shows it). So a delivery first
+//! takes its order's turn ([`try_take`]: an advisory lock of its
+//! transaction that never waits); a delivery that finds the turn taken
+//! rolls back, gives its connection back, and sleeps outside the pool
+//! ([`Waits`]) before it looks again. Only the turn's holder waits on
+//! rows, and only on what someone else (an admin, a learner) holds for a
+//! moment.
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use sqlx::PgConnection;
+
+use crate::tenants::TenantId;
+
+/// The waits between looks, about nine seconds in all: a first delivery
+/// takes milliseconds, one of a thousand codes or under a loaded machine
+/// seconds; past them the delivery is answered "busy" (its shop retries).
+const WAITS_MS: [u64; 16] = [
+    10, 20, 40, 80, 160, 250, 400, 600, 800, 1000, 1000, 1000, 1000, 1000, 1000, 1000,
+];
+
+/// The turn of one order, named as its shop names it: its placement and
+/// its refunds take turns.
+pub fn order(tenant: TenantId, source: &str, order_ref: &str) -> String {
+    format!("order:{}:{source}:{order_ref}", tenant.0)
+}
+
+/// Takes `turn` for the transaction open on `conn` (until it ends), if
+/// no other transaction holds it; `false`: another holds it, and nothing
+/// was waited for.
+pub async fn try_take(conn: &mut PgConnection, turn: &str) -> anyhow::Result<bool> {
+    sqlx::query_scalar!(
+        r#"SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS "taken!""#,
+        turn,
+    )
+    .fetch_one(conn)
+    .await
+    .context("taking a turn")
+}
+
+/// The waits of one request, holding no connection.
+#[derive(Debug, Default)]
+pub struct Waits {
+    done: usize,
+}
+
+impl Waits {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sleeps the next wait; `false` (at once) when they are spent.
+    pub async fn next(&mut self) -> bool {
+        let Some(ms) = WAITS_MS.get(self.done) else {
+            return false;
+        };
+        self.done += 1;
+        tokio::time::sleep(Duration::from_millis(*ms)).await;
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_waits_grow_and_stay_under_ten_seconds() {
+        assert!(WAITS_MS.windows(2).all(|w| w[0] <= w[1]));
+        let total: u64 = WAITS_MS.iter().sum();
+        assert!((5_000..10_000).contains(&total), "{total} ms");
+    }
+
+    #[test]
+    fn an_orders_turn_names_its_tenant_source_and_id() {
+        let tenant = TenantId(uuid::Uuid::nil());
+        assert_ne!(order(tenant, "stripe", "a"), order(tenant, "stripe", "b"));
+        assert_ne!(order(tenant, "stripe", "a"), order(tenant, "paddle", "a"));
+        assert_ne!(
+            order(tenant, "stripe", "a"),
+            order(TenantId(uuid::Uuid::max()), "stripe", "a")
+        );
+    }
+}
