@@ -32,10 +32,18 @@ pub struct ShopRow {
     pub name: String,
     /// Where the shop sends its webhooks (without a Gumroad secret).
     pub webhook_url: String,
+    /// The shop's address carries a secret (Gumroad's `?secret=…`), shown
+    /// only when it was drawn: this page cannot show it.
+    pub secret_in_url: bool,
     pub created: String,
     pub disabled: Option<String>,
     pub products: Vec<ProductRow>,
+    /// The latest signed deliveries.
     pub events: Vec<ShopEventRow>,
+    /// Deliveries refused for their signature in the last day (anyone can
+    /// post to the address), counted apart, and the latest one's time.
+    pub unsigned_last_day: i64,
+    pub unsigned_latest: Option<String>,
 }
 
 /// A product of the shop and the course it sells.
@@ -66,14 +74,6 @@ pub async fn shops(tenant_id: Uuid) -> Result<ShopsView, AppError> {
         support::member_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
             .await?;
     let zone = support::zone(&state, tenant).await?;
-    let titles: std::collections::HashMap<Uuid, String> =
-        engine::read_models::shares(&state.reads, tenant, None, engine::read_models::PAGE_MAX)
-            .await
-            .map_err(support::internal)?
-            .into_iter()
-            .map(|s| (s.id, s.title))
-            .collect();
-    let origin = state.public_origin.trim_end_matches('/').to_owned();
     let mut rows = Vec::new();
     for shop in engine::shops::list(&state.pool, tenant)
         .await
@@ -84,28 +84,45 @@ pub async fn shops(tenant_id: Uuid) -> Result<ShopsView, AppError> {
             .map_err(AppError::outcome)?
             .into_iter()
             .map(|p| ProductRow {
-                course: titles.get(&p.share.0).cloned().unwrap_or_default(),
+                course: p.title,
                 share: p.share.0,
                 product_ref: p.product_ref,
             })
             .collect();
-        let events = engine::shops::recent_events(&state.pool, tenant, shop.id, EVENTS_SHOWN)
-            .await
-            .map_err(AppError::outcome)?
-            .into_iter()
-            .map(|e| ShopEventRow {
-                id: e.id,
-                received: zone.when(e.received_at),
-                kind: e.kind,
-                event_ref: e.event_ref,
-                outcome: e.outcome,
-                reason: e.reason,
-                orders: e.order_ids.len(),
-            })
-            .collect();
+        let events = engine::shops::recent_events(
+            &state.pool,
+            tenant,
+            shop.id,
+            EVENTS_SHOWN,
+            engine::shops::Deliveries::Signed,
+        )
+        .await
+        .map_err(AppError::outcome)?
+        .into_iter()
+        .map(|e| ShopEventRow {
+            id: e.id,
+            received: zone.when(e.received_at),
+            kind: e.kind,
+            event_ref: e.event_ref,
+            outcome: e.outcome,
+            reason: e.reason,
+            orders: e.order_ids.len(),
+        })
+        .collect();
+        let unsigned = engine::shops::unsigned_since(
+            &state.pool,
+            tenant,
+            shop.id,
+            time::OffsetDateTime::now_utc() - time::Duration::days(1),
+        )
+        .await
+        .map_err(AppError::outcome)?;
         rows.push(ShopRow {
-            webhook_url: format!("{origin}/hooks/shops/{}/{}", tenant.0, shop.id),
+            unsigned_last_day: unsigned.count,
+            unsigned_latest: unsigned.latest.map(|at| zone.when(at)),
+            webhook_url: engine::shops::webhook_url(&state.public_origin, tenant, shop.id),
             id: shop.id,
+            secret_in_url: shop.provider == engine::shops::Provider::Gumroad,
             provider: shop.provider.as_str().to_owned(),
             name: shop.name,
             created: zone.when(shop.created_at),

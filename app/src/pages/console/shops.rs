@@ -11,7 +11,7 @@ use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
     console::shops::{ShopRow, ShopsView, shops},
     error::AppError,
-    i18n::{Msg, t},
+    i18n::{Msg, lang, t},
 };
 
 #[component]
@@ -71,14 +71,32 @@ fn outcome(word: &str) -> &'static str {
 
 #[component]
 fn Shop(shop: ShopRow, tenant: Uuid) -> impl IntoView {
+    let disabled = shop.disabled.is_some();
     view! {
-        <section class="card shop" data-shop=shop.id.to_string() data-provider=shop.provider.clone()>
+        <section
+            class="card shop"
+            data-shop=shop.id.to_string()
+            data-provider=shop.provider.clone()
+            data-disabled=disabled.to_string()
+        >
             <h2>{shop.name.clone()}<span class="muted">" · "{shop.provider.clone()}</span></h2>
             <p class="muted">
                 {shop.created.clone()}
                 {shop.disabled.clone().map(|at| view! { " · " <strong>{t(Msg::ShopDisabled)}</strong>" "{at} })}
             </p>
-            <p>{t(Msg::ShopWebhookUrl)}<br/><code class="secret">{shop.webhook_url.clone()}</code></p>
+            {if disabled {
+                view! {
+                    <div class="flash warning shop-disabled" role="status">{t(Msg::ShopDisabledAddress)}</div>
+                    <p class="muted"><del><code>{shop.webhook_url.clone()}</code></del></p>
+                }.into_any()
+            } else {
+                view! {
+                    <p>{t(Msg::ShopWebhookUrl)}<br/><code class="secret">{shop.webhook_url.clone()}</code></p>
+                    {shop.secret_in_url.then(|| view! {
+                        <p class="muted shop-gumroad-secret">{t(Msg::ShopGumroadSecret)}</p>
+                    })}
+                }.into_any()
+            }}
             <h3>{t(Msg::ShopProducts)}</h3>
             {if shop.products.is_empty() {
                 view! { <p class="muted empty">{t(Msg::ShopNoProduct)}</p> }.into_any()
@@ -95,6 +113,14 @@ fn Shop(shop: ShopRow, tenant: Uuid) -> impl IntoView {
                 }.into_any()
             }}
             <h3>{t(Msg::ShopEvents)}</h3>
+            {(shop.unsigned_last_day > 0).then(|| view! {
+                <p class="flash warning shop-unsigned" role="status">
+                    {lang().format(Msg::ShopUnsigned, &[
+                        ("count", &shop.unsigned_last_day),
+                        ("latest", &shop.unsigned_latest.clone().unwrap_or_default()),
+                    ])}
+                </p>
+            })}
             {if shop.events.is_empty() {
                 view! { <p class="muted empty">{t(Msg::NoneYet)}</p> }.into_any()
             } else {

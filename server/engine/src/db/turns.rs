@@ -14,6 +14,9 @@
 //! ([`Waits`]) before it looks again. Only the turn's holder waits on
 //! rows, and only on what someone else (an admin, a learner) holds for a
 //! moment.
+//!
+//! Every turn is named here ([`order`], [`shop_refusals`]), so that two
+//! uses never share a name by accident.
 
 use std::time::Duration;
 
@@ -33,6 +36,13 @@ const WAITS_MS: [u64; 16] = [
 /// its refunds take turns.
 pub fn order(tenant: TenantId, source: &str, order_ref: &str) -> String {
     format!("order:{}:{source}:{order_ref}", tenant.0)
+}
+
+/// The turn of counting one shop's refused deliveries
+/// (`shops::intake`): a request that finds it taken does not store its
+/// refusal (a stranger's flood must not hold a connection per request).
+pub fn shop_refusals(shop: uuid::Uuid) -> String {
+    format!("shop_refusals:{shop}")
 }
 
 /// Takes `turn` for the transaction open on `conn` (until it ends), if

@@ -32,6 +32,7 @@ use super::{
 use crate::{
     accounts::{AccountId, Email},
     codes::Keyring,
+    db::turns,
     orders::{self, OrderError, OrderRef, OrderRequest, OrderSource, Placed},
     refunds::{self, RefundError, RefundKind, RefundRequest},
     shares::ShareId,
@@ -422,14 +423,9 @@ async fn store_refused(pool: &PgPool, shop: &Shop, error: &DeliveryError) -> any
     // request that finds it taken does not wait (a stranger's flood would
     // hold a connection per request waiting): it is logged, not stored.
     let mut tx = pool.begin().await.context("starting a transaction")?;
-    let counting = sqlx::query_scalar!(
-        r#"SELECT pg_try_advisory_xact_lock(hashtextextended('shop_refusals:' || $1::uuid::text, 0))
-               AS "taken!""#,
-        shop.id,
-    )
-    .fetch_one(&mut *tx)
-    .await
-    .context("taking a shop's refusal lock")?;
+    let counting = turns::try_take(&mut tx, &turns::shop_refusals(shop.id))
+        .await
+        .context("taking a shop's refusal lock")?;
     if !counting {
         tracing::warn!(shop = %shop.id, %reason, "refused a shop delivery (not stored: another is being counted)");
         return Ok(());

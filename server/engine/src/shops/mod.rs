@@ -105,6 +105,19 @@ pub enum ShopError {
     Unexpected(#[from] anyhow::Error),
 }
 
+/// The address a shop sends its webhooks to, on the server's origin
+/// (`scheme://host[:port]`, where the server answers
+/// `POST /hooks/shops/{tenant_id}/{shop_id}`): the one spelling, for the
+/// API's answer and the console's page. Gumroad's adds `?secret=…`, which
+/// is answered once, when it is drawn.
+pub fn webhook_url(origin: &str, tenant: TenantId, shop: Uuid) -> String {
+    format!(
+        "{}/hooks/shops/{}/{shop}",
+        origin.trim_end_matches('/'),
+        tenant.0
+    )
+}
+
 /// How long the secret before a rotation is still accepted.
 pub const PREVIOUS_SECRET_GRACE: time::Duration = time::Duration::hours(24);
 
@@ -350,6 +363,8 @@ pub async fn disable(
 pub struct Product {
     pub product_ref: String,
     pub share: ShareId,
+    /// The share's title (the course a buyer gets).
+    pub title: String,
 }
 
 fn check_product_ref(raw: &str) -> Result<String, ShopError> {
@@ -372,17 +387,15 @@ pub async fn map_product(
     let product_ref = check_product_ref(product_ref)?;
     get(pool, tenant, id).await?;
     let mut tx = pool.begin().await.context("starting a transaction")?;
-    let share_here = sqlx::query_scalar!(
-        "SELECT true AS \"here!\" FROM shares WHERE tenant_id = $1 AND id = $2",
+    let title = sqlx::query_scalar!(
+        "SELECT title FROM shares WHERE tenant_id = $1 AND id = $2",
         tenant.0,
         share.0,
     )
     .fetch_optional(&mut *tx)
     .await
-    .context("finding a share")?;
-    if share_here.is_none() {
-        return Err(ShopError::ShareNotFound);
-    }
+    .context("finding a share")?
+    .ok_or(ShopError::ShareNotFound)?;
     sqlx::query!(
         "INSERT INTO shop_products (tenant_id, integration_id, product_ref, share_id, created_by)
          VALUES ($1, $2, $3, $4, $5)
@@ -408,7 +421,11 @@ pub async fn map_product(
     )
     .await?;
     tx.commit().await.context("committing a product")?;
-    Ok(Product { product_ref, share })
+    Ok(Product {
+        product_ref,
+        share,
+        title,
+    })
 }
 
 /// Forgets a product: its later sales are refused as unknown.
@@ -455,8 +472,9 @@ pub async fn products(
 ) -> Result<Vec<Product>, ShopError> {
     get(pool, tenant, id).await?;
     let rows = sqlx::query!(
-        "SELECT product_ref, share_id FROM shop_products
-         WHERE tenant_id = $1 AND integration_id = $2 ORDER BY product_ref",
+        "SELECT p.product_ref, p.share_id, s.title FROM shop_products p
+         JOIN shares s ON s.tenant_id = p.tenant_id AND s.id = p.share_id
+         WHERE p.tenant_id = $1 AND p.integration_id = $2 ORDER BY p.product_ref",
         tenant.0,
         id,
     )
@@ -468,6 +486,7 @@ pub async fn products(
         .map(|r| Product {
             product_ref: r.product_ref,
             share: ShareId(r.share_id),
+            title: r.title,
         })
         .collect())
 }
@@ -486,22 +505,68 @@ pub struct ShopEvent {
     pub order_ids: Vec<Uuid>,
 }
 
+/// The deliveries refused for a missing or wrong signature (stored
+/// without their body, at most [`intake::REFUSED_PER_MINUTE`] a minute).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unsigned {
+    pub count: i64,
+    pub latest: Option<OffsetDateTime>,
+}
+
+/// How many deliveries to shop `id` were refused for their signature
+/// since `since`, and the latest one's time.
+pub async fn unsigned_since(
+    pool: &PgPool,
+    tenant: TenantId,
+    id: Uuid,
+    since: OffsetDateTime,
+) -> Result<Unsigned, ShopError> {
+    let row = sqlx::query!(
+        r#"SELECT count(*) AS "count!", max(received_at) AS latest
+           FROM shop_events WHERE tenant_id = $1 AND integration_id = $2 AND received_at > $3
+             AND outcome = 'refused' AND kind IS NULL AND octet_length(body) = 0"#,
+        tenant.0,
+        id,
+        since,
+    )
+    .fetch_one(pool)
+    .await
+    .context("counting unsigned shop events")?;
+    Ok(Unsigned {
+        count: row.count,
+        latest: row.latest,
+    })
+}
+
+/// Which deliveries [`recent_events`] lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deliveries {
+    All,
+    /// Without the ones refused for their signature, which anyone can
+    /// post: counted apart ([`unsigned_since`]), so that a flood of them
+    /// never hides the shop's own.
+    Signed,
+}
+
 /// A shop's latest deliveries, newest first (at most `limit`, 1 to 200).
 pub async fn recent_events(
     pool: &PgPool,
     tenant: TenantId,
     id: Uuid,
     limit: i64,
+    which: Deliveries,
 ) -> Result<Vec<ShopEvent>, ShopError> {
     get(pool, tenant, id).await?;
     let rows = sqlx::query_as!(
         ShopEvent,
         "SELECT id, received_at, kind, event_ref, outcome, reason, order_ids
          FROM shop_events WHERE tenant_id = $1 AND integration_id = $2
+           AND NOT ($4 AND outcome = 'refused' AND kind IS NULL AND octet_length(body) = 0)
          ORDER BY received_at DESC, id DESC LIMIT $3",
         tenant.0,
         id,
         limit.clamp(1, 200),
+        which == Deliveries::Signed,
     )
     .fetch_all(pool)
     .await

@@ -773,3 +773,9 @@ shop-event-acted = Acted on
 shop-event-ignored = Ignored
 shop-event-refused = Refused
 shop-event-received = Received, not finished (the shop sends it again)
+shop-gumroad-secret = Gumroad also needs the secret at the end of this address (?secret=…). It is shown only once, when the shop is connected or its secret is rotated (through the API). To see the full address again, rotate the secret and give Gumroad the new address.
+shop-disabled-address = This shop is disabled: its address accepts no delivery any more (the shop is answered 404), and its sales place nothing.
+shop-unsigned = { $count ->
+        [one] { $count } delivery
+       *[other] { $count } deliveries
+    } with a missing or wrong signature in the last 24 hours (the latest { $latest }): refused, and not kept, since anyone can post to this address. If they are the shop's own, the shop signs with another secret: rotate the secret through the API and give it to the shop.

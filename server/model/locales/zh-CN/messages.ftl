@@ -749,3 +749,6 @@ shop-event-acted = 已处理
 shop-event-ignored = 已忽略
 shop-event-refused = 已拒绝
 shop-event-received = 已收到，未处理完（商店会重新发送）
+shop-gumroad-secret = Gumroad 还需要在这个地址末尾加上密钥（?secret=…）。它只在连接商店或（通过 API）轮换密钥时显示一次。要再次看到完整地址，请轮换密钥，并把新地址交给 Gumroad。
+shop-disabled-address = 这个商店已停用：它的地址不再接收任何投递（商店会收到 404），它的销售也不会下单。
+shop-unsigned = 过去 24 小时内有 { $count } 次投递缺少签名或签名不对（最近一次 { $latest }）：已拒绝且不保存，因为任何人都能向这个地址发送。如果它们来自这个商店，说明商店用的是另一个密钥：请通过 API 轮换密钥并交给商店。

@@ -749,3 +749,6 @@ shop-event-acted = 已處理
 shop-event-ignored = 已忽略
 shop-event-refused = 已拒絕
 shop-event-received = 已收到，未處理完（商店會重新寄送）
+shop-gumroad-secret = Gumroad 還需要在這個位址末尾加上密鑰（?secret=…）。它只在連接商店或（透過 API）輪換密鑰時顯示一次。要再次看到完整位址，請輪換密鑰，並把新位址交給 Gumroad。
+shop-disabled-address = 這個商店已停用：它的位址不再接收任何投遞（商店會收到 404），它的銷售也不會下單。
+shop-unsigned = 過去 24 小時內有 { $count } 次投遞缺少簽章或簽章不對（最近一次 { $latest }）：已拒絕且不保存，因為任何人都能向這個位址傳送。如果它們來自這個商店，表示商店用的是另一個密鑰：請透過 API 輪換密鑰並交給商店。

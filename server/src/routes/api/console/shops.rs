@@ -119,11 +119,7 @@ pub struct EventsQuery {
 }
 
 fn webhook_url(state: &ServerState, tenant: TenantId, id: Uuid) -> String {
-    format!(
-        "{}/hooks/shops/{}/{id}",
-        state.settings.server.public_url.trim_end_matches('/'),
-        tenant.0
-    )
+    shops::webhook_url(&state.settings.public_origin(), tenant, id)
 }
 
 fn shop_body(state: &ServerState, shop: Integration, products: Vec<shops::Product>) -> ShopBody {
@@ -422,8 +418,14 @@ pub async fn list_events(
 ) -> Result<impl IntoResponse, ApiError> {
     let (tenant, _, id) = shop_in(&state, &caller, &tenant_id, &shop_id).await?;
     let Query(query) = query.map_err(|e| rejection(e, "invalid_query"))?;
-    let events =
-        shops::recent_events(&state.services.pool, tenant, id, query.limit.unwrap_or(50)).await?;
+    let events = shops::recent_events(
+        &state.services.pool,
+        tenant,
+        id,
+        query.limit.unwrap_or(50),
+        shops::Deliveries::All,
+    )
+    .await?;
     Ok(Json(
         events
             .into_iter()
