@@ -15,8 +15,9 @@
 //! rows, and only on what someone else (an admin, a learner) holds for a
 //! moment.
 //!
-//! Every turn is named here ([`order`], [`shop_refusals`]), so that two
-//! uses never share a name by accident.
+//! The turns are named here ([`order`], [`shop_refusals`]) and hashed
+//! into their lock keys by SHA-256 ([`lock_key`]), apart from the other
+//! advisory locks, which are the engine's own names.
 
 use std::time::Duration;
 
@@ -50,12 +51,25 @@ pub fn shop_refusals(shop: uuid::Uuid) -> String {
 /// was waited for.
 pub async fn try_take(conn: &mut PgConnection, turn: &str) -> anyhow::Result<bool> {
     sqlx::query_scalar!(
-        r#"SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS "taken!""#,
-        turn,
+        r#"SELECT pg_try_advisory_xact_lock($1) AS "taken!""#,
+        lock_key(turn),
     )
     .fetch_one(conn)
     .await
     .context("taking a turn")
+}
+
+/// A turn's advisory lock key: the first 8 bytes of its name's SHA-256.
+/// A name holds what a tenant chose (an order id), and PostgreSQL's
+/// advisory locks are one space: with `hashtextextended`, which is not
+/// made to resist a chosen collision, a crafted order id could take the
+/// lock of another use (a share's quota lock, say) and stall it.
+fn lock_key(turn: &str) -> i64 {
+    use sha2::{Digest as _, Sha256};
+    let digest = Sha256::digest(format!("admitone-turn:{turn}").as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    i64::from_be_bytes(first)
 }
 
 /// The waits of one request, holding no connection.
@@ -89,6 +103,13 @@ mod tests {
         assert!(WAITS_MS.windows(2).all(|w| w[0] <= w[1]));
         let total: u64 = WAITS_MS.iter().sum();
         assert!((5_000..10_000).contains(&total), "{total} ms");
+    }
+
+    #[test]
+    fn a_turns_key_is_its_names_alone() {
+        assert_eq!(lock_key("order:a"), lock_key("order:a"));
+        assert_ne!(lock_key("order:a"), lock_key("order:b"));
+        assert_ne!(lock_key("order:a"), lock_key("shop_refusals:a"));
     }
 
     #[test]

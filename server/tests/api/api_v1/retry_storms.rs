@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::support::app::TestApp;
+use crate::support::app::{TestApp, redis_url, spawn_app_with, test_settings};
 use crate::support::course::{self, Admin, admin, assert_invariants, enter_code, learners, open};
 use crate::support::mail::spawn_app_with_mail;
 use crate::support::tokens::{as_token, create_token};
@@ -56,9 +56,10 @@ async fn refund(app: &TestApp, token: &str, order_id: &str) -> (StatusCode, Valu
 
 /// Waits until `n` of the server's sessions wait on a lock (the old way
 /// of waiting for the first delivery), or one does (the first delivery,
-/// on the row this test holds) and a moment has passed: deliveries that
-/// wait outside PostgreSQL leave no such session. Well within the
-/// server's `lock_timeout` (2 s), which the first delivery is under.
+/// on the row this test holds) and 1.5 s have passed, time for every
+/// delivery to arrive: deliveries that wait outside PostgreSQL leave no
+/// such session. The server runs with a long `lock_timeout`
+/// ([`storm_app`]), so the first delivery outwaits this.
 async fn let_them_pile_up(app: &TestApp, n: i64) {
     let mut since_first = 0;
     for _ in 0..100 {
@@ -74,13 +75,22 @@ async fn let_them_pile_up(app: &TestApp, n: i64) {
         }
         if waiting > 0 {
             since_first += 1;
-            if since_first == 6 {
+            if since_first == 30 {
                 return;
             }
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     panic!("no delivery came to the row this test holds");
+}
+
+/// A server whose lock waits last 30 s (2 s by default): the first
+/// delivery, held up by this test's row on a loaded machine, is not cut
+/// off before the test lets the row go.
+async fn storm_app(pool: PgPool) -> TestApp {
+    let mut settings = test_settings(&redis_url());
+    settings.database.lock_timeout_ms = 30_000;
+    spawn_app_with(pool, settings).await
 }
 
 /// A learner who enters `code` and opens the course: the status.
@@ -138,7 +148,7 @@ async fn storm(
 /// delivery is answered as its replay.
 #[sqlx::test(migrations = "../migrations")]
 async fn a_refund_storm_leaves_the_pool_to_learners(pool: PgPool) {
-    let (app, _sink) = spawn_app_with_mail(pool).await;
+    let app = storm_app(pool).await;
     let (_admin, course, token) = shop(&app).await;
     let (status, placed) = place(&app, &token, course.share, "pi_storm").await;
     assert_eq!(status, StatusCode::CREATED, "{placed}");
@@ -173,7 +183,7 @@ async fn a_refund_storm_leaves_the_pool_to_learners(pool: PgPool) {
 /// delivery is answered as its replay.
 #[sqlx::test(migrations = "../migrations")]
 async fn a_sale_storm_leaves_the_pool_to_learners(pool: PgPool) {
-    let (app, _sink) = spawn_app_with_mail(pool).await;
+    let app = storm_app(pool).await;
     let (_admin, course, token) = shop(&app).await;
     let (status, placed) = place(&app, &token, course.share, "pi_before").await;
     assert_eq!(status, StatusCode::CREATED, "{placed}");
@@ -219,20 +229,22 @@ async fn a_delivery_past_its_waits_is_busy_and_its_retry_acts(pool: PgPool) {
     let sale = checkout("pi_busy", "buyer@example.com", "plink_course");
 
     let mut holder = app.pool.begin().await.expect("a transaction");
-    let taken: bool =
-        sqlx::query_scalar("SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0))")
-            .bind(engine::db::turns::order(
-                engine::tenants::TenantId(admin.tenant),
-                &source,
-                "pi_busy",
-            ))
-            .fetch_one(&mut *holder)
-            .await
-            .expect("the order's turn");
+    let taken = engine::db::turns::try_take(
+        &mut holder,
+        &engine::db::turns::order(engine::tenants::TenantId(admin.tenant), &source, "pi_busy"),
+    )
+    .await
+    .expect("the order's turn");
     assert!(taken);
     let (status, answer) = deliver_stripe(&url, STRIPE_SECRET, &sale).await;
     assert_eq!(status, StatusCode::CONFLICT, "{answer}");
     assert_eq!(answer["code"], "busy_retry", "{answer}");
+    assert!(
+        answer["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("try again")),
+        "{answer}"
+    );
     let outcomes = |app: &TestApp| {
         let pool = app.pool.clone();
         async move {
