@@ -48,7 +48,7 @@ use crate::pages::{
         AccountRoute, AuditLogRoute, CodesRoute, ConfirmEmailRoute, ConsoleHomeRoute, CoursesRoute,
         DashboardRoute, FinishRegistrationRoute, ForgotPasswordRoute, HomeRoute, ImportReportRoute,
         InvitationRoute, IssuedRoute, LearnersRoute, LoginRoute, MailingRoute, RegisterRoute,
-        ResetPasswordRoute, ShareAdminRoute, ShopsRoute, TeamRoute, TokensRoute,
+        ResetPasswordRoute, SalesRoute, ShareAdminRoute, ShopsRoute, TeamRoute, TokensRoute,
         TransferConfirmRoute, TransferRequestRoute, TransfersRoute, VerifyEmailRoute,
         WebhooksRoute,
     },
@@ -192,6 +192,7 @@ pub fn App() -> impl IntoView {
     let share_admin_route = Lazy::<ShareAdminRoute>::new();
     let codes_route = Lazy::<CodesRoute>::new();
     let learners_route = Lazy::<LearnersRoute>::new();
+    let sales_route = Lazy::<SalesRoute>::new();
     let issued_route = Lazy::<IssuedRoute>::new();
     let mailing_route = Lazy::<MailingRoute>::new();
     let shops_route = Lazy::<ShopsRoute>::new();
@@ -236,6 +237,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/admin/t/:tenant/s/:share") view=share_admin_route ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/s/:share/codes") view=codes_route ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/s/:share/learners") view=learners_route ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/t/:tenant/s/:share/sales") view=sales_route ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/s/:share/batches/:batch") view=issued_route ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/s/:share/batches/:batch/mail") view=mailing_route ssr=SsrMode::Async/>
                     <Route path=path!("/admin/t/:tenant/s/:share/imports/:batch") view=import_report_route ssr=SsrMode::Async/>

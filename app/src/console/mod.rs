@@ -22,6 +22,7 @@
 //! | [`share`] | create a share, its editor and settings, its resources |
 //! | [`issued`] | issue a batch, its progress, the codes shown once |
 //! | [`mailings`] | a mailable batch's codes sent by mail: check and send a list, its recipients, resend, revoke and resend |
+//! | [`sales`] | a share's refund policy and its orders, their codes and refunds |
 //! | [`codes`] | the code table; revoke, replace, unbind; revoke a batch's unused codes |
 //! | [`audit`] | the audit log |
 //! | [`tokens`] | API tokens |
@@ -40,6 +41,7 @@ pub mod imports;
 pub mod issued;
 pub mod learners;
 pub mod mailings;
+pub mod sales;
 pub mod share;
 pub mod shops;
 #[cfg(feature = "ssr")]

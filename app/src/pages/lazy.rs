@@ -24,8 +24,8 @@ use super::{
     console::{
         audit::AuditLogPage, codes::CodesPage, dashboard::DashboardPage, home::ConsoleHome,
         imports::ImportReportPage, issued::IssuedPage, learners::LearnersPage,
-        mailings::MailingPage, share::ShareAdminPage, shops::ShopsPage, team::TeamPage,
-        tokens::TokensPage, transfers::TransfersPage, webhooks::WebhooksPage,
+        mailings::MailingPage, sales::SalesPage, share::ShareAdminPage, shops::ShopsPage,
+        team::TeamPage, tokens::TokensPage, transfers::TransfersPage, webhooks::WebhooksPage,
     },
     courses::CoursesPage,
     home::HomePage,
@@ -92,6 +92,7 @@ lazy_page! {
     ShareAdminRoute => ShareAdminPage,
     CodesRoute => CodesPage,
     LearnersRoute => LearnersPage,
+    SalesRoute => SalesPage,
     IssuedRoute => IssuedPage,
     MailingRoute => MailingPage,
     ImportReportRoute => ImportReportPage,

@@ -33,6 +33,8 @@
 //!   buyer, mailed), however often the shop repeats it.
 //! * [`refunds`]: what a refund or chargeback does to an order's codes
 //!   (each share's policy: revoke, after a grace for bound ones, or flag).
+//! * [`sales`]: a share's orders as the console lists them, with their
+//!   codes' states and refunds.
 //! * [`shops`]: a tenant's Stripe, Lemon Squeezy, Shopify or Gumroad,
 //!   whose signed webhooks place and refund orders.
 //! * [`code_table`]: a share's codes page by page, their counts, a pasted
@@ -105,6 +107,7 @@ pub mod read_models;
 pub mod refunds;
 pub mod reservation;
 pub mod resources;
+pub mod sales;
 pub mod sessions;
 pub mod settlement;
 pub mod shares;

@@ -12,6 +12,7 @@ pub mod imports;
 pub mod issued;
 pub mod learners;
 pub mod mailings;
+pub mod sales;
 pub mod share;
 pub mod shops;
 pub mod team;

@@ -112,6 +112,7 @@ fn Editor(
             <CopyButton path=link/>
             " · "<a href=format!("/admin/t/{tenant}/s/{share}/codes")>{t(Msg::CodeTable)}</a>
             " · "<a href=format!("/admin/t/{tenant}/s/{share}/learners")>{t(Msg::LearnersAndRecords)}</a>
+            " · "<a href=format!("/admin/t/{tenant}/s/{share}/sales")>{t(Msg::SalesAndRefunds)}</a>
         </p>
         {editor.read_only.then(|| view! {
             <p class="flash info read-only-note" role="status">{t(Msg::YouCanLookAtThisShare)}</p>

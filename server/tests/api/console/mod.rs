@@ -20,6 +20,7 @@ mod mailing_page;
 mod one_time_codes;
 mod resources;
 mod revoke_and_replace;
+mod sales;
 mod shares;
 mod shops;
 mod storage_quota;

@@ -29,7 +29,8 @@ fn permission_of(path: &str) -> Permission {
         | "/api/admin/team"
         | "/api/admin/team/leave"
         | "/api/admin/transfers"
-        | "/api/admin/mailings" => ViewConsole,
+        | "/api/admin/mailings"
+        | "/api/admin/sales" => ViewConsole,
         "/api/admin/share/create"
         | "/api/admin/share/update"
         | "/api/admin/codes/issue"
@@ -52,7 +53,8 @@ fn permission_of(path: &str) -> Permission {
         | "/api/admin/transfers/refuse"
         | "/api/admin/mailings/send"
         | "/api/admin/mailings/resend"
-        | "/api/admin/mailings/revoke-and-resend" => ManageCourses,
+        | "/api/admin/mailings/revoke-and-resend"
+        | "/api/admin/sales/refund-policy" => ManageCourses,
         "/api/admin/tokens"
         | "/api/admin/tokens/create"
         | "/api/admin/tokens/revoke"
@@ -368,6 +370,16 @@ fn admin_calls(t: Target) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
             ],
         ),
         ("/api/admin/shops", vec![tenant.clone()]),
+        ("/api/admin/sales", vec![tenant.clone(), share.clone()]),
+        (
+            "/api/admin/sales/refund-policy",
+            vec![
+                tenant.clone(),
+                share.clone(),
+                field("action", "revoke"),
+                field("bound_grace_hours", "24"),
+            ],
+        ),
         ("/api/admin/audit", vec![tenant]),
     ]
 }
