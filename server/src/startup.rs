@@ -38,6 +38,9 @@ pub const BUNDLE_NAME: &str = "admitone";
 const REFUND_SWEEP_EVERY: Duration = Duration::from_secs(60);
 /// Orders one sweep finishes before it looks again at once.
 const REFUND_SWEEP_BATCH: usize = 100;
+/// How often each instance deletes the mail throttle's windows past
+/// their hour.
+const MAIL_WINDOWS_EVERY: Duration = Duration::from_secs(60);
 
 /// A built server, listening but not yet serving.
 pub struct Application {
@@ -183,6 +186,15 @@ impl Application {
             async move {
                 let swept = engine::refunds::revoke_due(&pool, None, REFUND_SWEEP_BATCH).await?;
                 Ok(swept.tried == REFUND_SWEEP_BATCH)
+            }
+        });
+        // The mail throttle's old windows (`engine::mail::limits`).
+        let forgetting = pool.clone();
+        rounds.spawn("mail windows", MAIL_WINDOWS_EVERY, move || {
+            let pool = forgetting.clone();
+            async move {
+                engine::mail::limits::forget_windows(&pool).await?;
+                Ok(false)
             }
         });
         let settler = engine::settlement::Settler::new(pool.clone(), redis.clone(), settlement);

@@ -34,7 +34,7 @@ use engine::{
     codes::Keyring,
     db::PgPool,
     delivery::{Attempted, Recorded, RetryPolicy},
-    mail::{self, DueMail, Template},
+    mail::{self, DueMail, MailLimits, Template},
     tenants::TenantId,
 };
 use futures::StreamExt as _;
@@ -74,6 +74,9 @@ pub struct MailRelay {
     /// How long a leased mail stays ours: two SMTP timeouts and a margin,
     /// so a lease never ends while its round can still succeed.
     lease: Duration,
+    /// How much mail a tenant, and the server, may send
+    /// (`mail.tenant_per_minute`, `mail.smtp_per_second`).
+    limits: MailLimits,
 }
 
 /// What one round did.
@@ -111,6 +114,7 @@ impl MailRelay {
                 max: Duration::from_secs(settings.backoff_max_secs),
             },
             lease: lease_of(settings),
+            limits: MailLimits::new(settings.tenant_per_minute, settings.smtp_per_second),
         })
     }
 
@@ -187,7 +191,7 @@ impl MailRelay {
     /// Leases the due mails (the first half of a round; tests call it to
     /// stop a relay between sending and recording, as a crash would).
     pub async fn claim(&self) -> anyhow::Result<Vec<DueMail>> {
-        mail::claim_due(&self.pool, ROUND as i64, self.lease).await
+        mail::claim_due(&self.pool, ROUND as i64, self.lease, self.limits).await
     }
 
     /// A tenant's branding as it is now, for its mails. A mail is never

@@ -34,6 +34,13 @@ pub struct MailSettings {
     /// `backoff_max_secs`.
     pub backoff_base_ms: u64,
     pub backoff_max_secs: u64,
+    /// Mails one tenant may hand the SMTP server a minute (its further
+    /// mails wait for the next minute; account mail is no tenant's);
+    /// 0: no limit (`engine::mail::limits`).
+    pub tenant_per_minute: u32,
+    /// Mails the server may hand the SMTP server a second, every
+    /// instance together (the provider's sending rate); 0: no limit.
+    pub smtp_per_second: u32,
 }
 
 impl Default for MailSettings {
@@ -48,6 +55,8 @@ impl Default for MailSettings {
             max_attempts: 10,
             backoff_base_ms: 5_000,
             backoff_max_secs: 3_600,
+            tenant_per_minute: 1_200,
+            smtp_per_second: 0,
         }
     }
 }

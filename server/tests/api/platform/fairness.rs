@@ -149,6 +149,82 @@ async fn another_tenants_mail_backlog_never_holds_up_yours(pool: PgPool) {
     assert!(position < 16, "B's mail came after {position} of A's 150");
 }
 
+/// Tenant A (5 mails a minute, `mail.tenant_per_minute`) has 20 mails
+/// waiting: it sends its share and the rest wait unattempted, while
+/// tenant B's mails and an account's own mail, queued after all of A's,
+/// arrive through the real SMTP server.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_tenant_past_its_mail_share_waits_while_others_mail_goes(pool: PgPool) {
+    let sink = harness::smtp::SmtpSink::start().await;
+    let mut settings = crate::support::mail::mail_settings(&sink);
+    settings.mail.tenant_per_minute = 5;
+    let app = crate::support::app::spawn_app_with(pool, settings).await;
+    let a = admin(&app).await;
+    let b = admin(&app).await;
+    let queue = |tenant: Option<Uuid>, prefix: &'static str, n: i32| {
+        let pool = app.pool.clone();
+        async move {
+            sqlx::query(
+                "INSERT INTO mail_outbox (id, tenant_id, template, to_address, lang, params, next_attempt_at)
+                 SELECT gen_random_uuid(), $1, 'code_bound', $2 || '-' || k || '@example.com', 'en',
+                        '{\"course\": \"C\", \"course_slug\": \"c\", \"tenant\": \"T\"}',
+                        now() - interval '1 hour' + k * interval '1 millisecond'
+                   FROM generate_series(1, $3) AS k",
+            )
+            .bind(tenant)
+            .bind(prefix)
+            .bind(n)
+            .execute(&pool)
+            .await
+            .expect("queued");
+        }
+    };
+    queue(Some(a.tenant), "a", 20).await;
+    queue(Some(b.tenant), "b", 3).await;
+    queue(None, "own", 1).await;
+    for to in [
+        "b-1@example.com",
+        "b-2@example.com",
+        "b-3@example.com",
+        "own-1@example.com",
+    ] {
+        sink.wait_for(to, "", crate::support::mail::MAIL_WAIT).await;
+    }
+    // A's share arrives too; then the relay has nothing more it may send.
+    crate::support::mail::wait_until(
+        &app.pool,
+        "SELECT 'idle' FROM mail_outbox WHERE tenant_id IS NOT NULL
+         HAVING count(*) FILTER (WHERE attempts > 0 AND sent_at IS NULL) = 0
+            AND count(*) FILTER (WHERE sent_at IS NOT NULL) >= 8",
+    )
+    .await;
+    let from_a = |received: &[harness::smtp::Received]| {
+        received
+            .iter()
+            .filter(|m| m.to.iter().any(|to| to.starts_with("a-")))
+            .count()
+    };
+    let arrived = from_a(&sink.received());
+    let (attempted, counted, windows): (i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM mail_outbox WHERE tenant_id = $1 AND attempts > 0),
+                (SELECT coalesce(sum(attempts), 0) FROM mail_windows WHERE kind = 'tenant' AND tenant_id = $1),
+                (SELECT count(*) FROM mail_windows WHERE kind = 'tenant' AND tenant_id = $1)",
+    )
+    .bind(a.tenant)
+    .fetch_one(&app.pool)
+    .await
+    .expect("A's counts");
+    assert_eq!(attempted, counted, "every attempt of A's counted");
+    // One minute's share (two if the minute turned meanwhile); the rest
+    // wait, never tried.
+    assert!(arrived >= 5, "A's share arrived: {arrived}");
+    assert!(
+        i64::try_from(arrived).expect("n") <= 5 * windows && attempted <= 5 * windows,
+        "{arrived} of A's arrived, {attempted} tried, in {windows} minute(s)"
+    );
+    assert!(attempted < 20, "A's backlog waits");
+}
+
 /// An endpoint that answers nothing (a tarpit) costs the relay a timeout
 /// each attempt: after a few in a row it is paused, and the next rounds
 /// lease none of its deliveries until the pause ends.

@@ -442,9 +442,10 @@ async fn relays_leasing_at_once_never_lease_a_mail_twice(pool: PgPool) {
                 // Every claimer keeps claiming until nothing is left to
                 // lease, so all eight race to the last row.
                 loop {
-                    let due = engine::mail::claim_due(&pool, 3, lease)
-                        .await
-                        .expect("claim");
+                    let due =
+                        engine::mail::claim_due(&pool, 3, lease, engine::mail::MailLimits::none())
+                            .await
+                            .expect("claim");
                     if due.is_empty() {
                         let left: i64 = sqlx::query_scalar(
                             "SELECT count(*) FROM mail_outbox

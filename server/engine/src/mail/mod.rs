@@ -30,6 +30,10 @@ use uuid::Uuid;
 
 use crate::delivery::{Attempted, Recorded, RetryPolicy};
 
+pub mod limits;
+
+pub use limits::MailLimits;
+
 /// What a mail says. The words are `mail_outbox.template`'s.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Template {
@@ -218,35 +222,88 @@ pub struct DueMail {
 /// Leases up to `limit` due mails for `lease`, round-robin across tenants
 /// (an account's own mail, which no tenant sends, is one more queue):
 /// every tenant's oldest due mail first, then every one's next, so a
-/// tenant mailing thousands delays only its own mail.
-pub async fn claim_due(pool: &PgPool, limit: i64, lease: Duration) -> anyhow::Result<Vec<DueMail>> {
+/// tenant mailing thousands delays only its own mail. Within `limits`
+/// ([`limits`]): a tenant that had its minute's share of attempts gets
+/// none leased until the next minute, and no more are leased in a second
+/// than the server's share; what is leased is counted in the same
+/// statement.
+pub async fn claim_due(
+    executor: impl sqlx::PgExecutor<'_>,
+    limit: i64,
+    lease: Duration,
+    limits: MailLimits,
+) -> anyhow::Result<Vec<DueMail>> {
+    let (tenant_per_minute, server_per_second) = limits.as_sql();
     let rows = sqlx::query!(
         r#"WITH ranked AS (
-               SELECT id, next_attempt_at,
+               SELECT id, tenant_id, next_attempt_at,
                       row_number() OVER (PARTITION BY tenant_id ORDER BY next_attempt_at, id) AS turn
                  FROM mail_outbox
                 WHERE sent_at IS NULL AND dead_at IS NULL AND next_attempt_at <= now()
+           ), spent AS (
+               -- Each tenant's attempts this minute.
+               SELECT tenant_id, attempts FROM mail_windows
+                WHERE kind = 'tenant' AND window_start = date_trunc('minute', now())
+           ), room AS (
+               -- What the server may still hand out this second.
+               SELECT CASE WHEN $3::int IS NULL THEN $1::bigint
+                           ELSE greatest(0, least($1::bigint, $3 - coalesce(
+                                (SELECT attempts FROM mail_windows
+                                  WHERE kind = 'server'
+                                    AND tenant_id = '00000000-0000-0000-0000-000000000000'
+                                    AND window_start = date_trunc('second', now())), 0)))
+                      END AS n
            ), due AS (
                SELECT m.id FROM mail_outbox m
-                 JOIN (SELECT id, turn, next_attempt_at FROM ranked WHERE turn <= $1
-                        ORDER BY turn, next_attempt_at LIMIT $1 * 4) r ON r.id = m.id
+                 JOIN (SELECT r.id, r.turn, r.next_attempt_at FROM ranked r
+                         LEFT JOIN spent s ON s.tenant_id = r.tenant_id
+                        WHERE r.turn <= $1::bigint
+                          -- A tenant's turns past its minute's share wait.
+                          AND (r.tenant_id IS NULL OR $4::int IS NULL
+                               OR r.turn <= $4 - coalesce(s.attempts, 0))
+                        ORDER BY r.turn, r.next_attempt_at LIMIT $1 * 4) r ON r.id = m.id
                 -- Checked again on the row as locked: a lease another relay
                 -- committed after this statement began pushed it past now().
                 WHERE m.sent_at IS NULL AND m.dead_at IS NULL AND m.next_attempt_at <= now()
                 ORDER BY r.turn, r.next_attempt_at
-                LIMIT $1
+                LIMIT (SELECT n FROM room)
                 FOR UPDATE OF m SKIP LOCKED
+           ), leased AS (
+               UPDATE mail_outbox m
+               SET attempts = m.attempts + 1,
+                   next_attempt_at = now() + make_interval(secs => $2)
+               FROM due
+               WHERE m.id = due.id
+               RETURNING m.id, m.tenant_id, m.attempts, m.template, m.to_address, m.lang, m.params,
+                         m.link_id, m.created_at
+           ), tenants_counted AS (
+               INSERT INTO mail_windows (kind, tenant_id, window_start, attempts)
+               SELECT 'tenant', tenant_id, date_trunc('minute', now()), count(*)
+                 FROM leased WHERE tenant_id IS NOT NULL AND $4::int IS NOT NULL
+                GROUP BY tenant_id
+                -- One order for every relay's upserts: two claims never
+                -- wait on each other's windows crosswise.
+                ORDER BY tenant_id
+               ON CONFLICT (tenant_id, kind, window_start)
+               DO UPDATE SET attempts = mail_windows.attempts + EXCLUDED.attempts
+           ), server_counted AS (
+               INSERT INTO mail_windows (kind, tenant_id, window_start, attempts)
+               SELECT 'server', '00000000-0000-0000-0000-000000000000', date_trunc('second', now()), count(*)
+                 FROM leased WHERE $3::int IS NOT NULL
+               HAVING count(*) > 0
+               ON CONFLICT (tenant_id, kind, window_start)
+               DO UPDATE SET attempts = mail_windows.attempts + EXCLUDED.attempts
            )
-           UPDATE mail_outbox m
-           SET attempts = m.attempts + 1,
-               next_attempt_at = now() + make_interval(secs => $2)
-           FROM due
-           WHERE m.id = due.id
-           RETURNING m.id, m.tenant_id, m.attempts, m.template, m.to_address, m.lang, m.params, m.link_id, m.created_at"#,
+           SELECT id AS "id!", tenant_id, attempts AS "attempts!", template AS "template!",
+                  to_address AS "to_address!", lang AS "lang!", params AS "params!", link_id,
+                  created_at AS "created_at!"
+             FROM leased"#,
         limit,
         lease.as_secs_f64(),
+        server_per_second,
+        tenant_per_minute,
     )
-    .fetch_all(pool)
+    .fetch_all(executor)
     .await
     .context("leasing due mails")?;
     let mut due = Vec::with_capacity(rows.len());
@@ -483,7 +540,7 @@ mod tests {
             enqueue(&mut conn, mail).await.expect("queued");
         }
         drop(conn);
-        let leased = claim_due(&pool, 10, Duration::from_secs(60))
+        let leased = claim_due(&pool, 10, Duration::from_secs(60), MailLimits::none())
             .await
             .expect("leased");
         assert_eq!(leased.len(), 4);
