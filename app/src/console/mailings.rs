@@ -69,6 +69,58 @@ pub struct SendReportView {
     pub free: i64,
 }
 
+impl SendReportView {
+    /// What the page says of it: the sum first, then what was skipped.
+    pub fn said(&self) -> Vec<String> {
+        use crate::i18n::{Msg, lang, number};
+        let n = |v: usize| number(i64::try_from(v).unwrap_or(i64::MAX));
+        let mut said = vec![if self.checked_only {
+            lang().format(
+                Msg::MailingWouldSend,
+                &[("count", &n(self.to_send)), ("free", &number(self.free))],
+            )
+        } else {
+            lang().format(Msg::MailingSent, &[("count", &n(self.sent))])
+        }];
+        if self.already_sent > 0 {
+            said.push(lang().format(Msg::MailingAlreadySent, &[("count", &n(self.already_sent))]));
+        }
+        if self.duplicates > 0 {
+            said.push(lang().format(Msg::MailingDuplicates, &[("count", &n(self.duplicates))]));
+        }
+        said
+    }
+}
+
+impl RedoneView {
+    /// What the page says of a resend (`replaced`: `false`) or a
+    /// revoke-and-resend (`true`).
+    pub fn said(&self, replaced: bool) -> String {
+        use crate::i18n::{Msg, lang};
+        let msg = match (replaced, self.queued) {
+            (true, _) => Msg::MailingReplaced,
+            (false, true) => Msg::MailingResent,
+            (false, false) => Msg::MailingStillWaiting,
+        };
+        lang().format(msg, &[("email", &self.email)])
+    }
+}
+
+/// Without JavaScript a form's answer is a redirect back to its page: what
+/// the answer says goes with it as the page's one-time message.
+#[cfg(feature = "ssr")]
+async fn say_on_return(message: String) -> Result<(), AppError> {
+    use crate::auth::{Flash, FlashKind, guard};
+    if guard::from_plain_form() {
+        guard::set_flash(&Flash {
+            kind: FlashKind::Success,
+            message,
+        })
+        .await?;
+    }
+    Ok(())
+}
+
 /// The batch `batch_id` of the share, for its member allowed `permission`
 /// (404 for a batch of another share or tenant).
 #[cfg(feature = "ssr")]
@@ -209,14 +261,16 @@ pub async fn send_by_mail(
     )
     .await
     .map_err(AppError::outcome)?;
-    Ok(SendReportView {
+    let view = SendReportView {
         checked_only,
         sent: report.sent,
         to_send: report.to_send,
         duplicates: report.duplicates,
         already_sent: report.already_sent,
         free: report.free,
-    })
+    };
+    say_on_return(view.said().join(" ")).await?;
+    Ok(view)
 }
 
 /// The recipient's code, for a member allowed to send (404 for a code of
@@ -251,10 +305,12 @@ pub async fn resend_mail(tenant_id: Uuid, code_id: Uuid) -> Result<RedoneView, A
     let done = engine::mailings::resend(&state.pool, tenant, admin.id, code_id)
         .await
         .map_err(AppError::outcome)?;
-    Ok(RedoneView {
+    let view = RedoneView {
         email: done.recipient.email,
         queued: done.queued,
-    })
+    };
+    say_on_return(view.said(false)).await?;
+    Ok(view)
 }
 
 /// Revokes a recipient's code and mails them another of the batch. Asks
@@ -274,8 +330,10 @@ pub async fn revoke_and_resend_mail(
     let done = engine::mailings::revoke_and_resend(&state.pool, tenant, admin.id, code_id)
         .await
         .map_err(AppError::outcome)?;
-    Ok(RedoneView {
+    let view = RedoneView {
         email: done.recipient.email,
         queued: done.queued,
-    })
+    };
+    say_on_return(view.said(true)).await?;
+    Ok(view)
 }

@@ -123,14 +123,10 @@ fn Mailing(view: MailingView, ids: Ids, back: String, actions: Actions) -> impl 
             .or_else(|| revoke.value().get().and_then(Result::err))
     });
     let report = move || send.value().get().and_then(Result::ok);
-    let redone = move || {
-        let said = |email: &str, msg: Msg| lang().format(msg, &[("email", &email)]);
-        match (resend.value().get(), revoke.value().get()) {
-            (Some(Ok(done)), _) if done.queued => Some(said(&done.email, Msg::MailingResent)),
-            (Some(Ok(done)), _) => Some(said(&done.email, Msg::MailingStillWaiting)),
-            (_, Some(Ok(done))) => Some(said(&done.email, Msg::MailingReplaced)),
-            _ => None,
-        }
+    let redone = move || match (resend.value().get(), revoke.value().get()) {
+        (Some(Ok(done)), _) => Some(done.said(false)),
+        (_, Some(Ok(done))) => Some(done.said(true)),
+        _ => None,
     };
     let name = if view.batch_label.is_empty() {
         t(Msg::NoLabelBatch).to_owned()
@@ -253,28 +249,10 @@ fn urlencoding_lite(value: &str) -> String {
 
 #[component]
 fn Report(report: SendReportView) -> impl IntoView {
-    let n = |v: usize| number(i64::try_from(v).unwrap_or(i64::MAX));
-    let summary = if report.checked_only {
-        lang().format(
-            Msg::MailingWouldSend,
-            &[
-                ("count", &n(report.to_send)),
-                ("free", &number(report.free)),
-            ],
-        )
-    } else {
-        lang().format(Msg::MailingSent, &[("count", &n(report.sent))])
-    };
     view! {
         <div class="flash success mailing-report" role="status"
             data-checked=report.checked_only.to_string() data-to-send=report.to_send.to_string() data-sent=report.sent.to_string()>
-            <p>{summary}</p>
-            {(report.already_sent > 0).then(|| view! {
-                <p>{lang().format(Msg::MailingAlreadySent, &[("count", &n(report.already_sent))])}</p>
-            })}
-            {(report.duplicates > 0).then(|| view! {
-                <p>{lang().format(Msg::MailingDuplicates, &[("count", &n(report.duplicates))])}</p>
-            })}
+            {report.said().into_iter().map(|line| view! { <p>{line}</p> }).collect_view()}
         </div>
     }
 }

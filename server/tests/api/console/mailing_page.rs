@@ -334,3 +334,112 @@ async fn a_creator_sends_codes_by_mail_from_the_console_and_follows_each_recipie
     assert_eq!(status, StatusCode::CONFLICT, "{error}");
     assert_eq!(error["Refused"]["reason"], "code_redeemed", "{error}");
 }
+
+/// Without JavaScript a form's answer is a redirect back to the page:
+/// what a check found, what a send did and what a resend did are said on
+/// the page it comes back to, once.
+#[sqlx::test(migrations = "../migrations")]
+async fn without_javascript_each_answer_is_said_on_the_page_it_returns_to(pool: PgPool) {
+    let (app, sink) = spawn_app_with_mail(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({ "quota": null })).await;
+    let (tenant, share) = (admin.tenant.to_string(), course.share.to_string());
+    let share_page = format!("/admin/t/{tenant}/s/{share}");
+    let response = form(
+        &app.address,
+        &admin.client,
+        &share_page,
+        "/api/admin/codes/issue",
+        &[
+            ("tenant_id", &tenant),
+            ("share_id", &share),
+            ("count", "3"),
+            ("label", "Buyers"),
+            ("mailable", "yes"),
+        ],
+    )
+    .await;
+    eprintln!("RESEND {:?}", response.headers());
+    assert_eq!(response.status(), StatusCode::FOUND);
+    let mail_page = response.headers()["location"]
+        .to_str()
+        .expect("location")
+        .to_owned();
+    let batch = mail_page
+        .strip_suffix("/mail")
+        .and_then(|p| p.rsplit('/').next())
+        .expect("…/batches/{batch}/mail")
+        .to_owned();
+    let list = "ann@example.com\nbob@example.com\nann@example.com";
+    let post = |intent: &'static str| {
+        let (admin, tenant, share, batch, mail_page) =
+            (&admin, &tenant, &share, &batch, &mail_page);
+        let address = app.address.clone();
+        async move {
+            let response = form(
+                &address,
+                &admin.client,
+                mail_page,
+                "/api/admin/mailings/send",
+                &[
+                    ("tenant_id", tenant),
+                    ("share_id", share),
+                    ("batch_id", batch),
+                    ("addresses", list),
+                    ("addressed", "yes"),
+                    ("lang", ""),
+                    ("intent", intent),
+                ],
+            )
+            .await;
+            assert_eq!(response.status(), StatusCode::FOUND, "{intent}");
+            let back = response.headers()["location"]
+                .to_str()
+                .expect("location")
+                .to_owned();
+            assert!(back.starts_with(&format!("{address}{mail_page}")), "{back}");
+        }
+    };
+
+    post("check").await;
+    let (_, html) = page(&app.address, &admin.client, &mail_page).await;
+    for said in [
+        "Addresses that would each get a code: 2 (codes left: 3). Nothing was sent.",
+        "Repeated addresses, counted once: 1.",
+    ] {
+        assert!(html.contains(said), "{said} missing");
+    }
+    assert_eq!(mailings(&app.pool).await, 0, "a check sends nothing");
+    let (_, html) = page(&app.address, &admin.client, &mail_page).await;
+    assert!(!html.contains("Nothing was sent."), "said once");
+
+    post("send").await;
+    let (_, html) = page(&app.address, &admin.client, &mail_page).await;
+    assert!(html.contains("Codes sent: 2. The mails are on their way."));
+    assert_eq!(mailings(&app.pool).await, 2);
+    sink.wait_for("ann@example.com", "", MAIL_WAIT).await;
+
+    // Revoke Ann's code and mail her another.
+    let ann: Uuid =
+        sqlx::query_scalar("SELECT code_id FROM code_mailings WHERE email = 'ann@example.com'")
+            .fetch_one(&app.pool)
+            .await
+            .expect("Ann's code");
+    let response = form(
+        &app.address,
+        &admin.client,
+        &mail_page,
+        "/api/admin/mailings/revoke-and-resend",
+        &[
+            ("tenant_id", &tenant),
+            ("code_id", &ann.to_string()),
+            ("confirm", "yes"),
+        ],
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::FOUND);
+    let (_, html) = page(&app.address, &admin.client, &mail_page).await;
+    assert!(
+        html.contains("The code mailed to ann@example.com was revoked, and another one mailed.")
+    );
+}
