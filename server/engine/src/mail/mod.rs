@@ -255,17 +255,24 @@ pub async fn claim_due(
                       END AS n
            ), due AS (
                SELECT m.id FROM mail_outbox m
-                 JOIN (SELECT r.id, r.turn, r.next_attempt_at FROM ranked r
+                 JOIN (SELECT r.id, r.turn, r.next_attempt_at, r.tenant_id IS NOT NULL AS tenants,
+                              coalesce(s.attempts, 0) AS served
+                         FROM ranked r
                          LEFT JOIN spent s ON s.tenant_id = r.tenant_id
                         WHERE r.turn <= $1::bigint
                           -- A tenant's turns past its minute's share wait.
                           AND (r.tenant_id IS NULL OR $4::int IS NULL
                                OR r.turn <= $4 - coalesce(s.attempts, 0))
-                        ORDER BY r.turn, r.next_attempt_at LIMIT $1 * 4) r ON r.id = m.id
+                        -- Within a turn: account mail (resets, verifications)
+                        -- first, then the tenants served least this minute,
+                        -- so a second's room too small for every queue is
+                        -- not always the oldest backlogs'.
+                        ORDER BY r.turn, tenants, served, r.next_attempt_at
+                        LIMIT $1 * 4) r ON r.id = m.id
                 -- Checked again on the row as locked: a lease another relay
                 -- committed after this statement began pushed it past now().
                 WHERE m.sent_at IS NULL AND m.dead_at IS NULL AND m.next_attempt_at <= now()
-                ORDER BY r.turn, r.next_attempt_at
+                ORDER BY r.turn, r.tenants, r.served, r.next_attempt_at
                 LIMIT (SELECT n FROM room)
                 FOR UPDATE OF m SKIP LOCKED
            ), leased AS (

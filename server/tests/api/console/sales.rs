@@ -323,7 +323,14 @@ async fn the_sales_page_pages_back_through_every_order_once(pool: PgPool) {
     let admin = admin(&app).await;
     let course = course::course(&app, &admin, json!({ "quota": null })).await;
     let token = create_token(&app, &admin, &["read", "write"]).await;
-    for n in 0..52 {
+    for n in 0..50 {
+        order(&app, &token, course.share, &format!("cs_{n:02}"), 1).await;
+    }
+    // Exactly a page: no (empty) next page offered.
+    let (_, view) = sales(&app, &admin, course.share, &[]).await;
+    assert_eq!(refs(&view).len(), 50);
+    assert_eq!(view["next_before"], Value::Null);
+    for n in 50..52 {
         order(&app, &token, course.share, &format!("cs_{n:02}"), 1).await;
     }
     let mut seen = Vec::new();

@@ -151,7 +151,7 @@ async fn another_tenants_mail_backlog_never_holds_up_yours(pool: PgPool) {
 
 /// Tenant A (5 mails a minute, `mail.tenant_per_minute`) has 20 mails
 /// waiting: it sends its share and the rest wait unattempted, while
-/// tenant B's mails and an account's own mail, queued after all of A's,
+/// tenant B's mails and an account's own mail, due as long as A's,
 /// arrive through the real SMTP server.
 #[sqlx::test(migrations = "../migrations")]
 async fn a_tenant_past_its_mail_share_waits_while_others_mail_goes(pool: PgPool) {
