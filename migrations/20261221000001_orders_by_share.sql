@@ -1,0 +1,15 @@
+-- no-transaction
+-- A share's sales page (`engine::sales`, docs/design/orders.md#in-the-console)
+-- lists the share's orders newest first, a page at a time, and counts
+-- them; without this index each view walked every order of the tenant,
+-- whatever its share. Built CONCURRENTLY (outside a transaction, hence
+-- the directive above): orders keep being placed and refunded while it
+-- reads the table. A build that was interrupted leaves an invalid index
+-- of this name behind, and running this again then fails on it (no IF
+-- NOT EXISTS, which would record the migration over an invalid index):
+-- drop it (`DROP INDEX CONCURRENTLY orders_by_share`) and run `server
+-- migrate` again (docs/operations/deploying.md).
+--
+-- Rolling deploys: an index only; the release before this one plans its
+-- queries with or without it.
+CREATE INDEX CONCURRENTLY orders_by_share ON orders (tenant_id, share_id, id);
