@@ -393,6 +393,12 @@ pub fn router(state: ServerState, port: u16) -> Router {
             ),
         )
         .route(
+            "/admin/t/{tenant}/s/{share}/batches/{batch}/mail/file",
+            axum::routing::post(routes::console::mailing_file_form).layer(
+                axum::extract::DefaultBodyLimit::max(routes::console::MAX_LIST_FILE_BYTES),
+            ),
+        )
+        .route(
             "/admin/t/{tenant}/s/{share}/batches/{batch}/codes.csv",
             get(routes::console::codes_csv),
         )

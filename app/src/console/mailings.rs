@@ -70,23 +70,29 @@ pub struct SendReportView {
 }
 
 impl SendReportView {
-    /// What the page says of it: the sum first, then what was skipped.
+    /// What the page says of it, in the page's language.
     pub fn said(&self) -> Vec<String> {
-        use crate::i18n::{Msg, lang, number};
+        self.said_in(crate::i18n::lang())
+    }
+
+    /// What the page says of it in `lang`: the sum first, then what was
+    /// skipped.
+    pub fn said_in(&self, lang: crate::i18n::Lang) -> Vec<String> {
+        use crate::i18n::{Msg, number};
         let n = |v: usize| number(i64::try_from(v).unwrap_or(i64::MAX));
         let mut said = vec![if self.checked_only {
-            lang().format(
+            lang.format(
                 Msg::MailingWouldSend,
                 &[("count", &n(self.to_send)), ("free", &number(self.free))],
             )
         } else {
-            lang().format(Msg::MailingSent, &[("count", &n(self.sent))])
+            lang.format(Msg::MailingSent, &[("count", &n(self.sent))])
         }];
         if self.already_sent > 0 {
-            said.push(lang().format(Msg::MailingAlreadySent, &[("count", &n(self.already_sent))]));
+            said.push(lang.format(Msg::MailingAlreadySent, &[("count", &n(self.already_sent))]));
         }
         if self.duplicates > 0 {
-            said.push(lang().format(Msg::MailingDuplicates, &[("count", &n(self.duplicates))]));
+            said.push(lang.format(Msg::MailingDuplicates, &[("count", &n(self.duplicates))]));
         }
         said
     }

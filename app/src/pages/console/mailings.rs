@@ -187,6 +187,7 @@ fn Mailing(view: MailingView, ids: Ids, back: String, actions: Actions) -> impl 
                     </div>
                 </ActionForm>
                 {move || report().map(|r| view! { <Report report=r/> })}
+                <ListFile tenant share batch/>
             </section>
         })}
         <section class="card">
@@ -245,6 +246,43 @@ fn urlencoding_lite(value: &str) -> String {
             }
         })
         .collect()
+}
+
+/// The list as a file (a CSV of thousands, as exported from a shop or a
+/// spreadsheet): a plain multipart post, so it works without JavaScript,
+/// answered by this page again with what came of it
+/// (`server/src/routes/console/mailing_file.rs`).
+#[component]
+fn ListFile(tenant: Uuid, share: Uuid, batch: Uuid) -> impl IntoView {
+    view! {
+        <form method="post" enctype="multipart/form-data" class="form mailing-file" id="list-file"
+            action=format!("/admin/t/{tenant}/s/{share}/batches/{batch}/mail/file")>
+            <h3>{t(Msg::MailingListFile)}</h3>
+            <div class="field">
+                <label for="list-file-input">{t(Msg::MailingFile)}</label>
+                <input id="list-file-input" name="file" type="file" required=true
+                    accept=".csv,.txt,text/csv,text/plain" aria-describedby="list-file-hint"/>
+                <p class="hint" id="list-file-hint">{t(Msg::MailingFileHint)}</p>
+            </div>
+            <label class="check">
+                <input type="checkbox" name="addressed" value="yes" checked=true/>
+                {t(Msg::MailingAddressed)}
+            </label>
+            <div class="field">
+                <label for="file-lang">{t(Msg::MailingLanguage)}</label>
+                <select id="file-lang" name="lang">
+                    <option value="" selected=true>{t(Msg::MailingEachRecipientsOwn)}</option>
+                    {Lang::ALL.iter().map(|l| view! {
+                        <option value=l.tag()>{l.name()}</option>
+                    }).collect_view()}
+                </select>
+            </div>
+            <div class="actions">
+                <button type="submit" name="intent" value="check" class="button secondary">{t(Msg::MailingCheck)}</button>
+                <button type="submit" name="intent" value="send" class="button">{t(Msg::MailingSend)}</button>
+            </div>
+        </form>
+    }
 }
 
 #[component]

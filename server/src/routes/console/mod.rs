@@ -2,7 +2,8 @@
 //! multipart upload from a browser form (answered with a redirect back to
 //! the share's page, so it works without JavaScript), the tenant's logo
 //! ([`branding`]), the import of codes
-//! from a file ([`imports`]), a resource's preview,
+//! from a file ([`imports`]), a mail page's list as a file
+//! ([`mailing_file`]), a resource's preview,
 //! and file downloads: the one-time CSV of a freshly issued batch
 //! ([`handover`]) and the exports ([`exports`]).
 
@@ -10,11 +11,13 @@ mod branding;
 mod exports;
 mod handover;
 mod imports;
+mod mailing_file;
 
 pub use branding::{MAX_FORM_BYTES as MAX_LOGO_FORM_BYTES, logo_form};
 pub use exports::{code_table_csv, learners_csv, records_csv};
 pub use handover::codes_csv;
 pub use imports::import_form;
+pub use mailing_file::{MAX_REQUEST_BYTES as MAX_LIST_FILE_BYTES, mailing_file_form};
 
 use app::i18n::Msg;
 use app::{

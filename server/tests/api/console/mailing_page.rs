@@ -443,3 +443,143 @@ async fn without_javascript_each_answer_is_said_on_the_page_it_returns_to(pool: 
         html.contains("The code mailed to ann@example.com was revoked, and another one mailed.")
     );
 }
+
+/// The list as a file: a CSV exported from a spreadsheet (a byte-order
+/// mark, a heading, a name column, a repeat) is checked, then sent, and
+/// each address's mail arrives with its own code; a file that is not
+/// text, no file, and a list larger than the codes left are refused on the
+/// page with nothing sent; another tenant's admin reaches nothing.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_list_sent_as_a_file_mails_each_address_its_own_code(pool: PgPool) {
+    let (app, sink) = spawn_app_with_mail(pool).await;
+    let admin = admin(&app).await;
+    let course = course(&app, &admin, json!({ "quota": null })).await;
+    let (tenant, share) = (admin.tenant.to_string(), course.share.to_string());
+    let share_page = format!("/admin/t/{tenant}/s/{share}");
+    let response = form(
+        &app.address,
+        &admin.client,
+        &share_page,
+        "/api/admin/codes/issue",
+        &[
+            ("tenant_id", &tenant),
+            ("share_id", &share),
+            ("count", "3"),
+            ("label", "Buyers"),
+            ("mailable", "yes"),
+        ],
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::FOUND);
+    let mail_page = response.headers()["location"]
+        .to_str()
+        .expect("location")
+        .to_owned();
+    let post = |client: reqwest::Client, file: Option<Vec<u8>>, intent: &'static str| {
+        let address = app.address.clone();
+        let mail_page = mail_page.clone();
+        async move {
+            let mut fields = reqwest::multipart::Form::new()
+                .text("addressed", "yes")
+                .text("lang", "")
+                .text("intent", intent);
+            if let Some(file) = file {
+                fields = fields.part(
+                    "file",
+                    reqwest::multipart::Part::bytes(file)
+                        .file_name("buyers.csv")
+                        .mime_str("text/csv")
+                        .expect("mime"),
+                );
+            }
+            client
+                .post(format!("{address}{mail_page}/file"))
+                .header("accept", "text/html")
+                .header("referer", format!("{address}{mail_page}"))
+                .header("origin", &address)
+                .multipart(fields)
+                .send()
+                .await
+                .expect("request")
+        }
+    };
+    let back = |response: &reqwest::Response| {
+        assert_eq!(response.status(), StatusCode::SEE_OTHER);
+        response.headers()["location"]
+            .to_str()
+            .expect("location")
+            .to_owned()
+    };
+    let csv =
+        "\u{feff}name,email\nAnn,ann@example.com\nBob,bob@example.com\nAnn again,ANN@example.com\n";
+
+    let response = post(admin.client.clone(), Some(csv.into()), "check").await;
+    assert_eq!(back(&response), mail_page);
+    let (_, html) = page(&app.address, &admin.client, &mail_page).await;
+    for said in [
+        "Addresses that would each get a code: 2 (codes left: 3). Nothing was sent.",
+        "Repeated addresses, counted once: 1.",
+    ] {
+        assert!(html.contains(said), "{said} missing");
+    }
+    assert_eq!(mailings(&app.pool).await, 0, "a check sends nothing");
+
+    let response = post(admin.client.clone(), Some(csv.into()), "send").await;
+    assert_eq!(back(&response), mail_page);
+    let (_, html) = page(&app.address, &admin.client, &mail_page).await;
+    assert!(html.contains("Codes sent: 2. The mails are on their way."));
+    let ann = sink.wait_for("ann@example.com", "", MAIL_WAIT).await;
+    let bob = sink.wait_for("bob@example.com", "", MAIL_WAIT).await;
+    assert_ne!(code_in(&ann.text), code_in(&bob.text));
+    assert_eq!(mailings(&app.pool).await, 2);
+
+    // Refusals: said on the page, nothing sent.
+    let refusals: [(Option<Vec<u8>>, &str, &str); 4] = [
+        (
+            Some(vec![0xff, 0xfe, 0x41, 0x00, 0xd8]),
+            "send",
+            "This file is not text",
+        ),
+        (None, "send", "Choose a file to send."),
+        (Some(Vec::new()), "send", "Choose a file to send."),
+        (
+            Some(b"c@example.com\nd@example.com\ne@example.com".to_vec()),
+            "send",
+            "but the batch has 1 codes left to send",
+        ),
+    ];
+    for (file, intent, said) in refusals {
+        let response = post(admin.client.clone(), file, intent).await;
+        let location = back(&response);
+        assert!(location.starts_with(&mail_page), "{location}");
+        let (_, html) = page(&app.address, &admin.client, &mail_page).await;
+        assert!(html.contains(said), "{said} missing");
+    }
+    let response = post(admin.client.clone(), Some(csv.into()), "maybe").await;
+    back(&response);
+    let (_, html) = page(&app.address, &admin.client, &mail_page).await;
+    assert!(html.contains("Check the list, or send it."));
+    assert_eq!(mailings(&app.pool).await, 2, "no refusal sent anything");
+
+    // Another tenant's admin: refused, nothing sent.
+    let stranger = admin_of_another_tenant(&app).await;
+    let response = post(
+        stranger.client.clone(),
+        Some(b"x@example.com".to_vec()),
+        "send",
+    )
+    .await;
+    assert!(
+        matches!(
+            response.status(),
+            StatusCode::FORBIDDEN | StatusCode::NOT_FOUND
+        ),
+        "{}",
+        response.status()
+    );
+    assert_eq!(mailings(&app.pool).await, 2);
+}
+
+async fn admin_of_another_tenant(app: &crate::support::app::TestApp) -> Admin {
+    admin(app).await
+}
