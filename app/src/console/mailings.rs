@@ -252,7 +252,7 @@ pub async fn send_by_mail(
                 .ok_or_else(|| AppError::outcome(engine::mailings::MailingError::InvalidLang))?,
         ),
     };
-    let lines = engine::mailings::read_pasted(&addresses);
+    let lines = engine::mailings::read_pasted(&addresses).map_err(AppError::outcome)?;
     let report = engine::mailings::send(
         &state.pool,
         share.tenant(),

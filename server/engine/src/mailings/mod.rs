@@ -34,6 +34,9 @@ pub const RESEND_AFTER_MINUTES: i32 = 10;
 /// The longest list one send takes.
 pub const MAX_ADDRESSES: usize = 10_000;
 
+/// The most lines a list may have, blank ones included.
+pub const MAX_LINES: usize = 4 * MAX_ADDRESSES;
+
 /// A line of a list that is not an address we can send to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvalidLine {
@@ -189,10 +192,21 @@ const SEPARATORS: [char; 5] = [',', ';', '\t', '，', '；'];
 /// `@` is its entry; a row with two such cells is kept whole, so the send
 /// names it rather than guess which of them is meant. Quotes and a
 /// `Name <…>` wrapping are taken off; a row of blank cells is blank.
-pub fn read_pasted(text: &str) -> Vec<String> {
+///
+/// A list past [`MAX_ADDRESSES`] non-blank lines (and a heading), or past
+/// [`MAX_LINES`] lines in all, is refused before any entry is made: a
+/// file of millions of short lines would otherwise take a hundred
+/// megabytes before [`send`] counted them.
+pub fn read_pasted(text: &str) -> Result<Vec<String>, MailingError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if text.lines().count() > MAX_LINES
+        || text.lines().filter(|line| !line.trim().is_empty()).count() > MAX_ADDRESSES + 1
+    {
+        return Err(MailingError::TooManyAddresses);
+    }
     let mut column = None;
-    text.lines()
+    Ok(text
+        .lines()
         .enumerate()
         .map(|(index, line)| {
             let heading = index == 0
@@ -230,7 +244,7 @@ pub fn read_pasted(text: &str) -> Vec<String> {
                 _ => cell.to_owned(),
             }
         })
-        .collect()
+        .collect())
 }
 
 /// A cell without its blanks and quotes.
@@ -495,7 +509,7 @@ mod tests {
     fn a_pasted_list_reads_one_entry_a_line() {
         let pasted = "name,note\nAnn,ann@example.com\n\n\"Bob\";\"bob@example.com\"\nCy <cy@example.com>\nnot an address\n  dee@example.com  \nEve\teve@example.com\tteam\nFay，fay@example.com\n,,,";
         assert_eq!(
-            read_pasted(pasted),
+            read_pasted(pasted).expect("read"),
             list(&[
                 "",
                 "ann@example.com",
@@ -511,11 +525,11 @@ mod tests {
         );
         // A first line that is not a heading is an entry like any other.
         assert_eq!(
-            read_pasted("ann.example.com\nb@example.com"),
+            read_pasted("ann.example.com\nb@example.com").expect("read"),
             list(&["ann.example.com", "b@example.com"])
         );
         assert_eq!(
-            read_pasted("\u{feff}email\nann@example.com"),
+            read_pasted("\u{feff}email\nann@example.com").expect("read"),
             list(&["", "ann@example.com"])
         );
     }
@@ -526,17 +540,42 @@ mod tests {
     #[test]
     fn a_line_with_two_addresses_is_read_by_its_heading_or_refused() {
         assert_eq!(
-            read_pasted("referrer,Email\nref@example.com,ann@example.com\n"),
+            read_pasted("referrer,Email\nref@example.com,ann@example.com\n").expect("read"),
             list(&["", "ann@example.com"])
         );
         assert_eq!(
-            read_pasted("ann@example.com, bob@example.com"),
+            read_pasted("ann@example.com, bob@example.com").expect("read"),
             list(&["ann@example.com, bob@example.com"])
         );
         assert!(matches!(
-            read_list(&read_pasted("Ann <ann@example.com>; Bob <bob@example.com>")),
+            read_list(&read_pasted("Ann <ann@example.com>; Bob <bob@example.com>").expect("read")),
             Err(MailingError::InvalidAddresses(lines)) if lines[0].line == 1
         ));
+    }
+
+    /// A list too long is refused before its entries are made: past the
+    /// addresses (a heading allowed) or past the lines, blank ones too.
+    #[test]
+    fn a_list_too_long_is_refused_before_it_is_read() {
+        let rows = |n: usize| "@\n".repeat(n);
+        assert!(matches!(
+            read_pasted(&rows(MAX_ADDRESSES + 2)),
+            Err(MailingError::TooManyAddresses)
+        ));
+        assert_eq!(
+            read_pasted(&format!("email\n{}", rows(MAX_ADDRESSES)))
+                .expect("a heading and the most addresses")
+                .len(),
+            MAX_ADDRESSES + 1
+        );
+        assert!(matches!(
+            read_pasted(&"\n".repeat(MAX_LINES + 1)),
+            Err(MailingError::TooManyAddresses)
+        ));
+        assert_eq!(
+            read_pasted(&"\n".repeat(MAX_LINES)).expect("blank").len(),
+            MAX_LINES
+        );
     }
 
     /// The limit counts addresses, not blank lines (a heading is blank by

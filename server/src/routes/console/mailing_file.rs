@@ -86,7 +86,8 @@ fn request_of(form: &ListForm) -> Result<(Vec<String>, Option<Lang>, bool), Refu
         _ => return Err(Refusal::Said(Msg::MailingFileMissing)),
     };
     let text = std::str::from_utf8(file).map_err(|_| Refusal::Said(Msg::MailingFileNotText))?;
-    Ok((mailings::read_pasted(text), lang, dry_run))
+    let lines = mailings::read_pasted(text).map_err(Refusal::Mailing)?;
+    Ok((lines, lang, dry_run))
 }
 
 /// Back to the mail page's file form, saying why nothing was done.

@@ -359,7 +359,6 @@ async fn without_javascript_each_answer_is_said_on_the_page_it_returns_to(pool: 
         ],
     )
     .await;
-    eprintln!("RESEND {:?}", response.headers());
     assert_eq!(response.status(), StatusCode::FOUND);
     let mail_page = response.headers()["location"]
         .to_str()
@@ -400,6 +399,25 @@ async fn without_javascript_each_answer_is_said_on_the_page_it_returns_to(pool: 
             assert!(back.starts_with(&format!("{address}{mail_page}")), "{back}");
         }
     };
+
+    // The hydrated page's call (JSON) shows its report itself: nothing is
+    // left for the next page.
+    let fields = [
+        ("tenant_id", tenant.as_str()),
+        ("share_id", share.as_str()),
+        ("batch_id", batch.as_str()),
+        ("addresses", list),
+        ("addressed", "yes"),
+        ("lang", ""),
+        ("intent", "check"),
+    ];
+    let (status, _) = call(&app.address, &admin, "/api/admin/mailings/send", &fields).await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, html) = page(&app.address, &admin.client, &mail_page).await;
+    assert!(
+        !html.contains("Nothing was sent."),
+        "no flash after a JSON call"
+    );
 
     post("check").await;
     let (_, html) = page(&app.address, &admin.client, &mail_page).await;
@@ -560,6 +578,44 @@ async fn a_list_sent_as_a_file_mails_each_address_its_own_code(pool: PgPool) {
     let (_, html) = page(&app.address, &admin.client, &mail_page).await;
     assert!(html.contains("Check the list, or send it."));
     assert_eq!(mailings(&app.pool).await, 2, "no refusal sent anything");
+
+    // Too large a file: nothing sent.
+    let response = post(
+        admin.client.clone(),
+        Some(vec![b'\n'; 5 * 1024 * 1024]),
+        "send",
+    )
+    .await;
+    // Refused whole: back to the page with why, or 413 when the body is
+    // cut before the form could be read.
+    assert!(
+        [303, 413].contains(&response.status().as_u16()),
+        "{}",
+        response.status()
+    );
+    // A batch posted under another share of the tenant: not found.
+    let other = course_with(&app, &admin).await;
+    let batch_path = mail_page
+        .split("/batches/")
+        .nth(1)
+        .expect("…/batches/{batch}/mail");
+    let response = admin
+        .client
+        .post(format!(
+            "{}/admin/t/{tenant}/s/{other}/batches/{batch_path}/file",
+            app.address
+        ))
+        .header("accept", "text/html")
+        .header("origin", &app.address)
+        .multipart(reqwest::multipart::Form::new().text("intent", "send").part(
+            "file",
+            reqwest::multipart::Part::bytes(b"z@example.com".to_vec()),
+        ))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    assert_eq!(mailings(&app.pool).await, 2);
 
     // Another tenant's admin: refused, nothing sent.
     let stranger = admin_of_another_tenant(&app).await;
