@@ -251,7 +251,9 @@ fn urlencoding_lite(value: &str) -> String {
 /// The list as a file (a CSV of thousands, as exported from a shop or a
 /// spreadsheet): a plain multipart post, so it works without JavaScript,
 /// answered by this page again with what came of it
-/// (`server/src/routes/console/mailing_file.rs`).
+/// (`server/src/routes/console/mailing_file.rs`). Its controls are named
+/// apart from the pasted list's (a screen reader, and a test, tell "Check
+/// the file" from "Check the list").
 #[component]
 fn ListFile(tenant: Uuid, share: Uuid, batch: Uuid) -> impl IntoView {
     view! {
@@ -278,8 +280,8 @@ fn ListFile(tenant: Uuid, share: Uuid, batch: Uuid) -> impl IntoView {
                 </select>
             </div>
             <div class="actions">
-                <button type="submit" name="intent" value="check" class="button secondary">{t(Msg::MailingCheck)}</button>
-                <button type="submit" name="intent" value="send" class="button">{t(Msg::MailingSend)}</button>
+                <button type="submit" name="intent" value="check" class="button secondary">{t(Msg::MailingCheckFile)}</button>
+                <button type="submit" name="intent" value="send" class="button">{t(Msg::MailingSendFile)}</button>
             </div>
         </form>
     }
