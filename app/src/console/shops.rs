@@ -2,8 +2,9 @@
 //! `pages/console/shops.rs`): each connected shop, the address its
 //! webhooks go to, which of its products is which course, and its latest
 //! deliveries with what came of each: acted on, ignored, refused and why
-//! (`engine::shops`). Shops are connected, mapped and rotated through the
-//! API (`/api/v1/tenants/{tenant}/shops`).
+//! (`engine::shops`); and the forms that connect a shop, map and forget its
+//! products, replace its secret and disable it, as the API
+//! (`/api/v1/tenants/{tenant}/shops`) does.
 
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,15 @@ pub const EVENTS_SHOWN: i64 = 50;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShopsView {
     pub shops: Vec<ShopRow>,
+    /// The courses a product can be mapped to, by title.
+    pub courses: Vec<CourseOption>,
+}
+
+/// A course a product can sell, as the mapping form lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CourseOption {
+    pub share: Uuid,
+    pub title: String,
 }
 
 /// One shop, its products and its latest deliveries.
@@ -131,5 +141,197 @@ pub async fn shops(tenant_id: Uuid) -> Result<ShopsView, AppError> {
             events,
         });
     }
-    Ok(ShopsView { shops: rows })
+    let courses = engine::shops::courses(&state.pool, tenant)
+        .await
+        .map_err(AppError::outcome)?
+        .into_iter()
+        .map(|c| CourseOption {
+            share: c.share.0,
+            title: c.title,
+        })
+        .collect();
+    Ok(ShopsView {
+        shops: rows,
+        courses,
+    })
+}
+
+/// A shop just connected or its secret replaced: the address to give the
+/// shop. A Gumroad shop's carries its drawn secret (`?secret=…`), which is
+/// shown this once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShopAddress {
+    pub shop: Uuid,
+    pub webhook_url: String,
+    /// The address holds a secret AdmitOne drew (Gumroad's).
+    pub secret_drawn: bool,
+}
+
+/// The answer to a change of a shop, for the card it was made in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShopChanged {
+    pub shop: Uuid,
+}
+
+// A shop's changes need `ManageIntegrations` here, as in the API, which
+// also asks a token for `write` (`ManageCourses`): a session's role that
+// manages integrations (the owner) always manages courses too.
+
+#[cfg(feature = "ssr")]
+fn address(
+    state: &crate::state::Services,
+    tenant: engine::tenants::TenantId,
+    shop: Uuid,
+    drawn: Option<String>,
+) -> ShopAddress {
+    let url = engine::shops::webhook_url(&state.public_origin, tenant, shop);
+    ShopAddress {
+        shop,
+        secret_drawn: drawn.is_some(),
+        webhook_url: match drawn {
+            Some(secret) => format!("{url}?secret={secret}"),
+            None => url,
+        },
+    }
+}
+
+/// Without JavaScript the answer is a redirect: what it says travels to the
+/// next page as a one-time message.
+#[cfg(feature = "ssr")]
+async fn say(message: String) -> Result<(), AppError> {
+    if crate::auth::guard::from_plain_form() {
+        crate::auth::guard::set_flash(&crate::auth::Flash {
+            kind: crate::auth::FlashKind::Success,
+            message,
+        })
+        .await?;
+    }
+    Ok(())
+}
+
+/// Connects a shop. `secret` is the one the shop signs with; Gumroad's is
+/// drawn when none is given, and the answer's address carries it.
+#[server(prefix = "/api/admin", endpoint = "shops/connect")]
+pub async fn connect_shop(
+    tenant_id: Uuid,
+    provider: String,
+    name: String,
+    secret: Option<String>,
+) -> Result<ShopAddress, AppError> {
+    use crate::i18n::{Msg, lang};
+    let (state, tenant, admin) =
+        support::member_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
+            .await?;
+    let provider = engine::shops::Provider::parse(&provider).map_err(AppError::outcome)?;
+    let done = engine::shops::connect(
+        &state.pool,
+        tenant,
+        admin.id,
+        provider,
+        &name,
+        secret.as_deref(),
+    )
+    .await
+    .map_err(AppError::outcome)?;
+    let answer = address(&state, tenant, done.integration.id, done.drawn_secret);
+    let said = if answer.secret_drawn {
+        Msg::ShopConnectedDrawn
+    } else {
+        Msg::ShopConnected
+    };
+    say(lang().format(said, &[("url", &answer.webhook_url)])).await?;
+    Ok(answer)
+}
+
+/// Replaces a shop's signing secret (the one before stays accepted for a
+/// day); Gumroad's is drawn when none is given.
+#[server(prefix = "/api/admin", endpoint = "shops/secret")]
+pub async fn rotate_shop_secret(
+    tenant_id: Uuid,
+    shop_id: Uuid,
+    secret: Option<String>,
+) -> Result<ShopAddress, AppError> {
+    use crate::i18n::{Msg, lang};
+    let (state, tenant, admin) =
+        support::member_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
+            .await?;
+    let drawn =
+        engine::shops::rotate_secret(&state.pool, tenant, admin.id, shop_id, secret.as_deref())
+            .await
+            .map_err(AppError::outcome)?;
+    let answer = address(&state, tenant, shop_id, drawn);
+    let said = if answer.secret_drawn {
+        Msg::ShopSecretDrawn
+    } else {
+        Msg::ShopSecretReplaced
+    };
+    say(lang().format(said, &[("url", &answer.webhook_url)])).await?;
+    Ok(answer)
+}
+
+/// Disables a shop: its deliveries are refused from now on.
+#[server(prefix = "/api/admin", endpoint = "shops/disable")]
+pub async fn disable_shop(
+    tenant_id: Uuid,
+    shop_id: Uuid,
+    confirm: Option<String>,
+) -> Result<ShopChanged, AppError> {
+    use crate::i18n::{Msg, t};
+    let (state, tenant, admin) =
+        support::member_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
+            .await?;
+    support::confirmed(confirm.as_deref(), Msg::ConfirmShopRefusesDeliveries)?;
+    engine::shops::disable(&state.pool, tenant, admin.id, shop_id)
+        .await
+        .map_err(AppError::outcome)?;
+    say(t(Msg::ShopDisabledNow).to_owned()).await?;
+    Ok(ShopChanged { shop: shop_id })
+}
+
+/// Says which course a product of the shop sells (later sales only).
+#[server(prefix = "/api/admin", endpoint = "shops/products/map")]
+pub async fn map_shop_product(
+    tenant_id: Uuid,
+    shop_id: Uuid,
+    product: String,
+    share_id: Uuid,
+) -> Result<ShopChanged, AppError> {
+    use crate::i18n::{Msg, lang};
+    let (state, tenant, admin) =
+        support::member_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
+            .await?;
+    let mapped = engine::shops::map_product(
+        &state.pool,
+        tenant,
+        admin.id,
+        shop_id,
+        &product,
+        engine::shares::ShareId(share_id),
+    )
+    .await
+    .map_err(AppError::outcome)?;
+    say(lang().format(
+        Msg::ShopProductMapped,
+        &[("product", &mapped.product_ref), ("course", &mapped.title)],
+    ))
+    .await?;
+    Ok(ShopChanged { shop: shop_id })
+}
+
+/// Forgets a product of the shop: its later sales are refused as unknown.
+#[server(prefix = "/api/admin", endpoint = "shops/products/forget")]
+pub async fn forget_shop_product(
+    tenant_id: Uuid,
+    shop_id: Uuid,
+    product: String,
+) -> Result<ShopChanged, AppError> {
+    use crate::i18n::{Msg, lang};
+    let (state, tenant, admin) =
+        support::member_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
+            .await?;
+    engine::shops::unmap_product(&state.pool, tenant, admin.id, shop_id, &product)
+        .await
+        .map_err(AppError::outcome)?;
+    say(lang().format(Msg::ShopProductForgotten, &[("product", &product.trim())])).await?;
+    Ok(ShopChanged { shop: shop_id })
 }

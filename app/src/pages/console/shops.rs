@@ -1,7 +1,9 @@
 //! The tenant's shops (`/admin/t/{tenant}/shops`): for each shop its
 //! webhook address, which product is which course, and its latest
 //! deliveries with what came of each (acted on, ignored, refused and
-//! why), so a creator sees why a sale issued nothing.
+//! why), so a creator sees why a sale issued nothing; and the forms that
+//! connect a shop (its address, with Gumroad's drawn secret, said once),
+//! map and forget its products, replace its secret and disable it.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -9,20 +11,150 @@ use uuid::Uuid;
 
 use super::{ConsoleError, ConsoleNav, param_id};
 use crate::{
-    console::shops::{ShopRow, ShopsView, shops},
+    components::form::{Field, FieldError, FormAlert, invalid},
+    console::shops::{
+        ConnectShop, CourseOption, DisableShop, ForgetShopProduct, MapShopProduct,
+        RotateShopSecret, ShopAddress, ShopRow, ShopsView, shops,
+    },
     error::AppError,
     i18n::{Msg, lang, t},
 };
 
+/// A form of a shop's card.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum CardForm {
+    Rotate,
+    Disable,
+    Map,
+    Forget,
+}
+
+/// The shop forms' actions, handed to each card.
+#[derive(Clone, Copy)]
+struct Actions {
+    connect: ServerAction<ConnectShop>,
+    rotate: ServerAction<RotateShopSecret>,
+    disable: ServerAction<DisableShop>,
+    map: ServerAction<MapShopProduct>,
+    forget: ServerAction<ForgetShopProduct>,
+    /// The card and form last sent (hydrated pages: its answer is said in
+    /// that card; without JavaScript, at the top of the page).
+    last: RwSignal<Option<(Uuid, CardForm)>>,
+}
+
+impl Actions {
+    fn new() -> Self {
+        let actions = Self {
+            connect: ServerAction::new(),
+            rotate: ServerAction::new(),
+            disable: ServerAction::new(),
+            map: ServerAction::new(),
+            forget: ServerAction::new(),
+            last: RwSignal::new(None),
+        };
+        let last = actions.last;
+        Effect::new(move |_| {
+            let sent = actions
+                .rotate
+                .input()
+                .get()
+                .map(|i| (i.shop_id, CardForm::Rotate))
+                .or_else(|| {
+                    actions
+                        .disable
+                        .input()
+                        .get()
+                        .map(|i| (i.shop_id, CardForm::Disable))
+                })
+                .or_else(|| {
+                    actions
+                        .map
+                        .input()
+                        .get()
+                        .map(|i| (i.shop_id, CardForm::Map))
+                })
+                .or_else(|| {
+                    actions
+                        .forget
+                        .input()
+                        .get()
+                        .map(|i| (i.shop_id, CardForm::Forget))
+                });
+            if sent.is_some() {
+                last.set(sent);
+            }
+        });
+        actions
+    }
+
+    fn versions(self) -> (usize, usize, usize, usize, usize) {
+        (
+            self.connect.version().get(),
+            self.rotate.version().get(),
+            self.disable.version().get(),
+            self.map.version().get(),
+            self.forget.version().get(),
+        )
+    }
+
+    fn error_of(self, form: CardForm) -> Option<AppError> {
+        match form {
+            CardForm::Rotate => self.rotate.value().get().and_then(Result::err),
+            CardForm::Disable => self.disable.value().get().and_then(Result::err),
+            CardForm::Map => self.map.value().get().and_then(Result::err),
+            CardForm::Forget => self.forget.value().get().and_then(Result::err),
+        }
+    }
+
+    /// A card's refusal, said in the card of the shop it was for.
+    fn error_in(self, shop: Uuid) -> Signal<Option<AppError>> {
+        Signal::derive(move || match self.last.get() {
+            Some((sent_from, form)) if sent_from == shop => self.error_of(form),
+            _ => None,
+        })
+    }
+
+    /// A card's refusal the page cannot place (it came back from a plain
+    /// form post): said at the top.
+    fn unplaced_error(self) -> Signal<Option<AppError>> {
+        Signal::derive(move || {
+            if self.last.get().is_some() {
+                return None;
+            }
+            [
+                CardForm::Rotate,
+                CardForm::Disable,
+                CardForm::Map,
+                CardForm::Forget,
+            ]
+            .into_iter()
+            .find_map(|form| self.error_of(form))
+        })
+    }
+
+    /// The address a replaced secret gives, in its shop's card.
+    fn rotated_in(self, shop: Uuid) -> Option<ShopAddress> {
+        self.rotate
+            .value()
+            .get()
+            .and_then(Result::ok)
+            .filter(|a| a.shop == shop)
+    }
+}
+
 #[component]
 pub fn ShopsPage() -> impl IntoView {
     let tenant = param_id("tenant");
-    let data = Resource::new(tenant, |tenant| async move {
-        match tenant {
-            Some(t) => shops(t).await,
-            None => Err(AppError::NotFound),
-        }
-    });
+    let actions = Actions::new();
+    let data = Resource::new(
+        move || (tenant(), actions.versions()),
+        |(tenant, _)| async move {
+            match tenant {
+                Some(t) => shops(t).await,
+                None => Err(AppError::NotFound),
+            }
+        },
+    );
     view! {
         <Transition fallback=|| view! { <p>{t(Msg::Loading)}</p> }>
             {move || Suspend::new(async move {
@@ -31,7 +163,7 @@ pub fn ShopsPage() -> impl IntoView {
                     tenant().map(|id| id.to_string()).unwrap_or_default()
                 );
                 match (data.await, tenant()) {
-                    (Ok(view), Some(tenant)) => view! { <Shops view tenant/> }.into_any(),
+                    (Ok(view), Some(tenant)) => view! { <Shops view tenant actions/> }.into_any(),
                     (Ok(_), None) => view! { <crate::pages::not_found::NotFound/> }.into_any(),
                     (Err(error), _) => view! { <ConsoleError error here/> }.into_any(),
                 }
@@ -41,21 +173,82 @@ pub fn ShopsPage() -> impl IntoView {
 }
 
 #[component]
-fn Shops(view: ShopsView, tenant: Uuid) -> impl IntoView {
+fn Shops(view: ShopsView, tenant: Uuid, actions: Actions) -> impl IntoView {
+    let unplaced = actions.unplaced_error();
+    let courses = view.courses;
     view! {
         <Title text=t(Msg::Shops)/>
         <ConsoleNav tenant/>
         <h1>{t(Msg::Shops)}</h1>
         <p class="muted">{t(Msg::ShopsIntro)}</p>
+        <FormAlert error=unplaced/>
+        <FieldError error=unplaced field="product"/>
+        <FieldError error=unplaced field="secret"/>
+        <FieldError error=unplaced field="confirm"/>
+        <Connect tenant actions/>
         {if view.shops.is_empty() {
             view! { <p class="muted empty">{t(Msg::NoShopYet)}</p> }.into_any()
         } else {
             view.shops
                 .into_iter()
-                .map(|shop| view! { <Shop shop tenant/> })
+                .map(|shop| view! { <Shop shop tenant courses=courses.clone() actions/> })
                 .collect_view()
                 .into_any()
         }}
+    }
+}
+
+/// The shops a tenant can connect: the form's value, and the shop's own
+/// name (a brand, the same in every language).
+const PROVIDERS: [(&str, &str); 4] = [
+    ("stripe", "Stripe"),
+    ("lemonsqueezy", "Lemon Squeezy"),
+    ("shopify", "Shopify"),
+    ("gumroad", "Gumroad"),
+];
+
+/// The new shop's address, said where the form that made it was.
+#[component]
+fn NewAddress(address: ShopAddress, drawn: Msg, given: Msg) -> impl IntoView {
+    let said = if address.secret_drawn { drawn } else { given };
+    view! {
+        <div class="flash success shop-address" role="status">
+            {lang().format(said, &[("url", &address.webhook_url)])}
+        </div>
+    }
+}
+
+#[component]
+fn Connect(tenant: Uuid, actions: Actions) -> impl IntoView {
+    let connect = actions.connect;
+    let error = Signal::derive(move || connect.value().get().and_then(Result::err));
+    let connected = move || connect.value().get().and_then(Result::ok);
+    view! {
+        {move || connected().map(|address| view! {
+            <NewAddress address drawn=Msg::ShopConnectedDrawn given=Msg::ShopConnected/>
+        })}
+        <section class="card shop-connect">
+            <h2>{t(Msg::ShopConnect)}</h2>
+            <FormAlert error/>
+            <ActionForm action=connect attr:class="form narrow">
+                <input type="hidden" name="tenant_id" value=tenant.to_string()/>
+                <div class="field">
+                    <label for="provider">{t(Msg::ShopProvider)}</label>
+                    <select id="provider" name="provider" aria-invalid=invalid(error, "provider")>
+                        {PROVIDERS.into_iter().map(|(value, brand)| view! {
+                            <option value=value>{brand}</option>
+                        }).collect_view()}
+                    </select>
+                    <FieldError error field="provider"/>
+                </div>
+                <Field name="name" label=t(Msg::ShopName) hint=t(Msg::ShopNameHint) maxlength=80 error/>
+                <Field name="secret" label=t(Msg::ShopSecret) hint=t(Msg::ShopSecretHint)
+                    maxlength=512 required=false error/>
+                <button type="submit" class="button" disabled=move || connect.pending().get()>
+                    {t(Msg::ShopConnectButton)}
+                </button>
+            </ActionForm>
+        </section>
     }
 }
 
@@ -70,12 +263,19 @@ fn outcome(word: &str) -> &'static str {
 }
 
 #[component]
-fn Shop(shop: ShopRow, tenant: Uuid) -> impl IntoView {
+fn Shop(
+    shop: ShopRow,
+    tenant: Uuid,
+    courses: Vec<CourseOption>,
+    actions: Actions,
+) -> impl IntoView {
     let disabled = shop.disabled.is_some();
+    let id = shop.id;
+    let error = actions.error_in(id);
     view! {
         <section
             class="card shop"
-            data-shop=shop.id.to_string()
+            data-shop=id.to_string()
             data-provider=shop.provider.clone()
             data-disabled=disabled.to_string()
         >
@@ -84,6 +284,10 @@ fn Shop(shop: ShopRow, tenant: Uuid) -> impl IntoView {
                 {shop.created.clone()}
                 {shop.disabled.clone().map(|at| view! { " · " <strong>{t(Msg::ShopDisabled)}</strong>" "{at} })}
             </p>
+            <FormAlert error/>
+            {move || actions.rotated_in(id).map(|address| view! {
+                <NewAddress address drawn=Msg::ShopSecretDrawn given=Msg::ShopSecretReplaced/>
+            })}
             {if disabled {
                 view! {
                     <div class="flash warning shop-disabled" role="status">{t(Msg::ShopDisabledAddress)}</div>
@@ -103,15 +307,33 @@ fn Shop(shop: ShopRow, tenant: Uuid) -> impl IntoView {
             } else {
                 view! {
                     <ul class="shop-products">
-                        {shop.products.into_iter().map(|p| view! {
-                            <li>
-                                <code>{p.product_ref}</code>" → "
-                                <a href=format!("/admin/t/{tenant}/s/{}", p.share)>{p.course}</a>
-                            </li>
+                        {shop.products.into_iter().map(|p| {
+                            let label = lang().format(Msg::ShopForgetProductLabel, &[("product", &p.product_ref)]);
+                            let product = p.product_ref.clone();
+                            view! {
+                                <li data-product=p.product_ref.clone()>
+                                    <code>{p.product_ref.clone()}</code>" → "
+                                    <a href=format!("/admin/t/{tenant}/s/{}", p.share)>{p.course}</a>
+                                    " "
+                                    <ActionForm action=actions.forget attr:class="inline-form">
+                                        <input type="hidden" name="tenant_id" value=tenant.to_string()/>
+                                        <input type="hidden" name="shop_id" value=id.to_string()/>
+                                        <input type="hidden" name="product" value=product/>
+                                        <button type="submit" class="button small secondary" aria-label=label>
+                                            {t(Msg::ShopForgetProduct)}
+                                        </button>
+                                    </ActionForm>
+                                </li>
+                            }
                         }).collect_view()}
                     </ul>
                 }.into_any()
             }}
+            {(!disabled).then(|| view! {
+                <MapProduct shop=id tenant courses actions error/>
+                <ReplaceSecret shop=id tenant gumroad=shop.secret_in_url actions error/>
+                <Disable shop=id name=shop.name.clone() tenant actions error/>
+            })}
             <h3>{t(Msg::ShopEvents)}</h3>
             {(shop.unsigned_last_day > 0).then(|| view! {
                 <p class="flash warning shop-unsigned" role="status">
@@ -146,5 +368,108 @@ fn Shop(shop: ShopRow, tenant: Uuid) -> impl IntoView {
                 }.into_any()
             }}
         </section>
+    }
+}
+
+/// Says which course a product sells.
+#[component]
+fn MapProduct(
+    shop: Uuid,
+    tenant: Uuid,
+    courses: Vec<CourseOption>,
+    actions: Actions,
+    error: Signal<Option<AppError>>,
+) -> impl IntoView {
+    let (product, course) = (format!("product-{shop}"), format!("course-{shop}"));
+    let hint = format!("product-hint-{shop}");
+    if courses.is_empty() {
+        return view! { <p class="muted">{t(Msg::ShopNoCourse)}</p> }.into_any();
+    }
+    view! {
+        <details class="shop-map">
+            <summary>{t(Msg::ShopMapProduct)}</summary>
+            <ActionForm action=actions.map attr:class="form narrow">
+                <input type="hidden" name="tenant_id" value=tenant.to_string()/>
+                <input type="hidden" name="shop_id" value=shop.to_string()/>
+                <div class="field">
+                    <label for=product.clone()>{t(Msg::ShopProductId)}</label>
+                    <input id=product name="product" type="text" required=true maxlength=200
+                        autocomplete="off" aria-invalid=invalid(error, "product") aria-describedby=hint.clone()/>
+                    <p class="hint" id=hint>{t(Msg::ShopProductHint)}</p>
+                    <FieldError error field="product"/>
+                </div>
+                <div class="field">
+                    <label for=course.clone()>{t(Msg::ShopProductCourse)}</label>
+                    <select id=course name="share_id">
+                        {courses.into_iter().map(|c| view! {
+                            <option value=c.share.to_string()>{c.title}</option>
+                        }).collect_view()}
+                    </select>
+                </div>
+                <button type="submit" class="button" disabled=move || actions.map.pending().get()>
+                    {t(Msg::ShopMapButton)}
+                </button>
+            </ActionForm>
+        </details>
+    }
+    .into_any()
+}
+
+/// Replaces the shop's signing secret.
+#[component]
+fn ReplaceSecret(
+    shop: Uuid,
+    tenant: Uuid,
+    /// Gumroad: an empty secret draws one.
+    gumroad: bool,
+    actions: Actions,
+    error: Signal<Option<AppError>>,
+) -> impl IntoView {
+    let (field, hint) = (format!("secret-{shop}"), format!("secret-hint-{shop}"));
+    view! {
+        <details class="shop-secret">
+            <summary>{t(Msg::ShopReplaceSecret)}</summary>
+            <ActionForm action=actions.rotate attr:class="form narrow">
+                <input type="hidden" name="tenant_id" value=tenant.to_string()/>
+                <input type="hidden" name="shop_id" value=shop.to_string()/>
+                <div class="field">
+                    <label for=field.clone()>{t(Msg::ShopNewSecret)}</label>
+                    <input id=field name="secret" type="text" required=!gumroad maxlength=512
+                        autocomplete="off" aria-invalid=invalid(error, "secret") aria-describedby=hint.clone()/>
+                    <p class="hint" id=hint>{t(Msg::ShopReplaceSecretHint)}</p>
+                    <FieldError error field="secret"/>
+                </div>
+                <button type="submit" class="button secondary" disabled=move || actions.rotate.pending().get()>
+                    {t(Msg::ShopSaveSecret)}
+                </button>
+            </ActionForm>
+        </details>
+    }
+}
+
+/// Disables the shop, once confirmed.
+#[component]
+fn Disable(
+    shop: Uuid,
+    name: String,
+    tenant: Uuid,
+    actions: Actions,
+    error: Signal<Option<AppError>>,
+) -> impl IntoView {
+    let label = lang().format(Msg::ShopDisableButton, &[("name", &name)]);
+    view! {
+        <details class="confirm-action shop-disable">
+            <summary>{t(Msg::ShopDisable)}</summary>
+            <ActionForm action=actions.disable attr:class="form compact">
+                <input type="hidden" name="tenant_id" value=tenant.to_string()/>
+                <input type="hidden" name="shop_id" value=shop.to_string()/>
+                <label class="check">
+                    <input type="checkbox" name="confirm" value="yes" required=true/>
+                    {t(Msg::ShopDisableConfirm)}
+                </label>
+                <FieldError error field="confirm"/>
+                <button type="submit" class="button small danger">{label}</button>
+            </ActionForm>
+        </details>
     }
 }

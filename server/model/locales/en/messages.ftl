@@ -759,7 +759,7 @@ mailing-still-waiting = The last mail to { $email } is still waiting to go: noth
 mailing-replaced = The code mailed to { $email } was revoked, and another one mailed.
 mailing-check-or-send = Check the list, or send it.
 shops = Shops
-shops-intro = A shop's signed webhooks place orders here (each paid sale issues and mails its codes) and apply refunds. Each delivery is kept with what came of it. Shops are connected, mapped to courses and their secrets rotated through the API (tenant shops).
+shops-intro = A shop's signed webhooks place orders here (each paid sale issues and mails its codes) and apply refunds. Each delivery is kept with what came of it. Connect a shop below, give it the address shown, then say which of its products is which course.
 no-shop-yet = No shop connected yet.
 shop-disabled = Disabled
 shop-webhook-url = The address to give the shop for its webhooks:
@@ -773,12 +773,12 @@ shop-event-acted = Acted on
 shop-event-ignored = Ignored
 shop-event-refused = Refused
 shop-event-received = Received, not finished (the shop sends it again)
-shop-gumroad-secret = Gumroad also needs the secret at the end of this address (?secret=…). It is shown only once, when the shop is connected or its secret is rotated (through the API). To see the full address again, rotate the secret and give Gumroad the new address.
+shop-gumroad-secret = Gumroad also needs the secret at the end of this address (?secret=…). It is shown only once, when the shop is connected or its secret is replaced. To see the full address again, replace the secret and give Gumroad the new address.
 shop-disabled-address = This shop is disabled: its address accepts no delivery any more (the shop is answered 404), and its sales place nothing.
 shop-unsigned = { $count ->
         [one] { $count } delivery
        *[other] { $count } deliveries
-    } with a missing or wrong signature in the last 24 hours (the latest { $latest }): refused, and not kept, since anyone can post to this address. If they are the shop's own, the shop signs with another secret: rotate the secret through the API and give it to the shop.
+    } with a missing or wrong signature in the last 24 hours (the latest { $latest }): refused, and not kept, since anyone can post to this address. If they are the shop's own, the shop signs with another secret: replace the secret below and give it to the shop.
 sales-and-refunds = Sales and refunds
 sales-of = Sales and refunds of
 sales-of-title = Sales and refunds of { $share_title }
@@ -822,3 +822,34 @@ mailing-file-missing = Choose a file to send.
 mailing-file-not-text = This file is not text: save it as CSV (UTF-8) or plain text and try again. Nothing was sent.
 mailing-check-file = Check the file
 mailing-send-file = Send the file
+shop-connect = Connect a shop
+shop-provider = Shop
+shop-name = Name
+shop-name-hint = Which account of the shop, e.g. "Main store" (1 to 80 characters).
+shop-secret = Signing secret
+shop-secret-hint = As the shop shows it: Stripe's endpoint secret (whsec_…), Lemon Squeezy's webhook signing secret, Shopify's app secret. For Gumroad leave it empty: AdmitOne draws one and puts it in the address.
+shop-connect-button = Connect the shop
+shop-connected = Shop connected. Give the shop this address for its webhooks: { $url }
+shop-connected-drawn = Shop connected. Give Gumroad this address for its pings. It holds the shop's secret and is shown only this once: { $url }
+shop-new-address = The address to give the shop:
+shop-map-product = Map a product
+shop-product-id = Product id
+shop-product-hint = Stripe: the checkout's metadata admitone_product, or its payment link (plink_…). Lemon Squeezy, Shopify, Gumroad: the product's id.
+shop-product-course = Course
+shop-map-button = Map the product
+shop-no-course = Create a course first: each product sells one.
+shop-forget-product = Forget
+shop-forget-product-label = Forget the product { $product }
+shop-product-mapped = Product { $product } now sells { $course } (later sales; orders placed stay as they are).
+shop-product-forgotten = Product { $product } forgotten: its later sales are refused as unknown.
+shop-replace-secret = Replace the secret
+shop-replace-secret-hint = The shop's new signing secret (for Gumroad leave it empty to draw one). The secret before stays accepted for 24 hours, for deliveries the shop already signed with it.
+shop-new-secret = New signing secret
+shop-save-secret = Save the new secret
+shop-secret-replaced = Secret replaced; the one before is accepted for 24 hours more. The shop's address stays: { $url }
+shop-secret-drawn = A new secret was drawn; the one before is accepted for 24 hours more. Give Gumroad this address. It holds the new secret and is shown only this once: { $url }
+shop-disable = Disable the shop
+shop-disable-confirm = I understand that this shop's deliveries are refused from now on, and that connecting it again makes a new shop whose refunds do not reach this one's orders.
+shop-disable-button = Disable { $name }
+shop-disabled-now = Shop disabled: its deliveries are refused from now on.
+confirm-shop-refuses-deliveries = tick the box to confirm that this shop's deliveries are refused from now on

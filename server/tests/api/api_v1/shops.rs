@@ -60,7 +60,7 @@ async fn connect(
 
 /// A `webhook_url` (under the configured `server.public_url`) as this
 /// test's server serves it: its path and query at the test's address.
-fn on_test_server(app: &TestApp, url: &str) -> String {
+pub(crate) fn on_test_server(app: &TestApp, url: &str) -> String {
     let path = url
         .find("/hooks/")
         .map(|at| &url[at..])

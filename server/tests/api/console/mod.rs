@@ -22,6 +22,7 @@ mod resources;
 mod revoke_and_replace;
 mod sales;
 mod shares;
+mod shop_forms;
 mod shops;
 mod storage_quota;
 mod team;

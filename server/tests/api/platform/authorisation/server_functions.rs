@@ -62,7 +62,12 @@ fn permission_of(path: &str) -> Permission {
         | "/api/admin/webhooks/create"
         | "/api/admin/webhooks/disable"
         | "/api/admin/webhooks/redeliver"
-        | "/api/admin/shops" => ManageIntegrations,
+        | "/api/admin/shops"
+        | "/api/admin/shops/connect"
+        | "/api/admin/shops/secret"
+        | "/api/admin/shops/disable"
+        | "/api/admin/shops/products/map"
+        | "/api/admin/shops/products/forget" => ManageIntegrations,
         "/api/admin/team/invite"
         | "/api/admin/team/role"
         | "/api/admin/team/remove"
@@ -370,6 +375,48 @@ fn admin_calls(t: Target) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
             ],
         ),
         ("/api/admin/shops", vec![tenant.clone()]),
+        (
+            "/api/admin/shops/connect",
+            vec![
+                tenant.clone(),
+                field("provider", "gumroad"),
+                field("name", "Another shop"),
+                field("secret", ""),
+            ],
+        ),
+        (
+            "/api/admin/shops/secret",
+            vec![
+                tenant.clone(),
+                ("shop_id", t.shop.to_string()),
+                field("secret", "whsec_rotated_0123456789abcdef"),
+            ],
+        ),
+        (
+            "/api/admin/shops/disable",
+            vec![
+                tenant.clone(),
+                ("shop_id", t.shop.to_string()),
+                field("confirm", "yes"),
+            ],
+        ),
+        (
+            "/api/admin/shops/products/map",
+            vec![
+                tenant.clone(),
+                ("shop_id", t.shop.to_string()),
+                ("product", t.product.to_string()),
+                share.clone(),
+            ],
+        ),
+        (
+            "/api/admin/shops/products/forget",
+            vec![
+                tenant.clone(),
+                ("shop_id", t.shop.to_string()),
+                ("product", t.product.to_string()),
+            ],
+        ),
         ("/api/admin/sales", vec![tenant.clone(), share.clone()]),
         (
             "/api/admin/sales/refund-policy",
