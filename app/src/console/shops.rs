@@ -31,6 +31,8 @@ pub struct ShopsView {
 pub struct CourseOption {
     pub share: Uuid,
     pub title: String,
+    pub slug: String,
+    pub status: model::ShareStatus,
 }
 
 /// One shop, its products and its latest deliveries.
@@ -43,7 +45,7 @@ pub struct ShopRow {
     /// Where the shop sends its webhooks (without a Gumroad secret).
     pub webhook_url: String,
     /// The shop's address carries a secret (Gumroad's `?secret=…`), shown
-    /// only when it was drawn: this page cannot show it.
+    /// only once, when it is set or drawn: the card's address lacks it.
     pub secret_in_url: bool,
     pub created: String,
     pub disabled: Option<String>,
@@ -148,6 +150,8 @@ pub async fn shops(tenant_id: Uuid) -> Result<ShopsView, AppError> {
         .map(|c| CourseOption {
             share: c.share.0,
             title: c.title,
+            slug: c.slug,
+            status: c.status,
         })
         .collect();
     Ok(ShopsView {
@@ -157,14 +161,14 @@ pub async fn shops(tenant_id: Uuid) -> Result<ShopsView, AppError> {
 }
 
 /// A shop just connected or its secret replaced: the address to give the
-/// shop. A Gumroad shop's carries its drawn secret (`?secret=…`), which is
-/// shown this once.
+/// shop. A Gumroad shop's carries its secret (`?secret=…`), drawn or
+/// typed, and is shown this once.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShopAddress {
     pub shop: Uuid,
     pub webhook_url: String,
-    /// The address holds a secret AdmitOne drew (Gumroad's).
-    pub secret_drawn: bool,
+    /// The address holds the shop's secret (Gumroad's).
+    pub holds_secret: bool,
 }
 
 /// The answer to a change of a shop, for the card it was made in.
@@ -173,40 +177,29 @@ pub struct ShopChanged {
     pub shop: Uuid,
 }
 
-// A shop's changes need `ManageIntegrations` here, as in the API, which
-// also asks a token for `write` (`ManageCourses`): a session's role that
-// manages integrations (the owner) always manages courses too.
+// A shop's changes need `ManageIntegrations` here; the API also asks a
+// token for `write` (`ManageCourses`), which every role allowed
+// `ManageIntegrations` holds (`model::Role`'s tests pin it).
 
 #[cfg(feature = "ssr")]
 fn address(
     state: &crate::state::Services,
-    tenant: engine::tenants::TenantId,
-    shop: Uuid,
-    drawn: Option<String>,
+    shop: &engine::shops::Integration,
+    secret: Option<&str>,
 ) -> ShopAddress {
-    let url = engine::shops::webhook_url(&state.public_origin, tenant, shop);
+    let plain = engine::shops::webhook_url(&state.public_origin, shop.tenant, shop.id);
+    let webhook_url = engine::shops::webhook_address(
+        &state.public_origin,
+        shop.tenant,
+        shop.id,
+        shop.provider,
+        secret,
+    );
     ShopAddress {
-        shop,
-        secret_drawn: drawn.is_some(),
-        webhook_url: match drawn {
-            Some(secret) => format!("{url}?secret={secret}"),
-            None => url,
-        },
+        shop: shop.id,
+        holds_secret: webhook_url != plain,
+        webhook_url,
     }
-}
-
-/// Without JavaScript the answer is a redirect: what it says travels to the
-/// next page as a one-time message.
-#[cfg(feature = "ssr")]
-async fn say(message: String) -> Result<(), AppError> {
-    if crate::auth::guard::from_plain_form() {
-        crate::auth::guard::set_flash(&crate::auth::Flash {
-            kind: crate::auth::FlashKind::Success,
-            message,
-        })
-        .await?;
-    }
-    Ok(())
 }
 
 /// Connects a shop. `secret` is the one the shop signs with; Gumroad's is
@@ -233,13 +226,17 @@ pub async fn connect_shop(
     )
     .await
     .map_err(AppError::outcome)?;
-    let answer = address(&state, tenant, done.integration.id, done.drawn_secret);
-    let said = if answer.secret_drawn {
-        Msg::ShopConnectedDrawn
+    let answer = address(
+        &state,
+        &done.integration,
+        done.drawn_secret.as_deref().or(secret.as_deref()),
+    );
+    let said = if answer.holds_secret {
+        Msg::ShopConnectedWithSecret
     } else {
         Msg::ShopConnected
     };
-    say(lang().format(said, &[("url", &answer.webhook_url)])).await?;
+    support::say_on_next_page(lang().format(said, &[("url", &answer.webhook_url)])).await?;
     Ok(answer)
 }
 
@@ -259,13 +256,16 @@ pub async fn rotate_shop_secret(
         engine::shops::rotate_secret(&state.pool, tenant, admin.id, shop_id, secret.as_deref())
             .await
             .map_err(AppError::outcome)?;
-    let answer = address(&state, tenant, shop_id, drawn);
-    let said = if answer.secret_drawn {
-        Msg::ShopSecretDrawn
+    let shop = engine::shops::get(&state.pool, tenant, shop_id)
+        .await
+        .map_err(AppError::outcome)?;
+    let answer = address(&state, &shop, drawn.as_deref().or(secret.as_deref()));
+    let said = if answer.holds_secret {
+        Msg::ShopSecretInAddress
     } else {
         Msg::ShopSecretReplaced
     };
-    say(lang().format(said, &[("url", &answer.webhook_url)])).await?;
+    support::say_on_next_page(lang().format(said, &[("url", &answer.webhook_url)])).await?;
     Ok(answer)
 }
 
@@ -284,33 +284,38 @@ pub async fn disable_shop(
     engine::shops::disable(&state.pool, tenant, admin.id, shop_id)
         .await
         .map_err(AppError::outcome)?;
-    say(t(Msg::ShopDisabledNow).to_owned()).await?;
+    support::say_on_next_page(t(Msg::ShopDisabledNow).to_owned()).await?;
     Ok(ShopChanged { shop: shop_id })
 }
 
 /// Says which course a product of the shop sells (later sales only).
+/// `share_id` is the course chosen (empty: none was).
 #[server(prefix = "/api/admin", endpoint = "shops/products/map")]
 pub async fn map_shop_product(
     tenant_id: Uuid,
     shop_id: Uuid,
     product: String,
-    share_id: Uuid,
+    share_id: String,
 ) -> Result<ShopChanged, AppError> {
-    use crate::i18n::{Msg, lang};
+    use crate::i18n::{Msg, lang, t};
     let (state, tenant, admin) =
         support::member_of_tenant(tenant_id, engine::tenants::Permission::ManageIntegrations)
             .await?;
+    let share = share_id
+        .trim()
+        .parse::<Uuid>()
+        .map_err(|_| AppError::invalid("share_id", t(Msg::ShopChooseCourse)))?;
     let mapped = engine::shops::map_product(
         &state.pool,
         tenant,
         admin.id,
         shop_id,
         &product,
-        engine::shares::ShareId(share_id),
+        engine::shares::ShareId(share),
     )
     .await
     .map_err(AppError::outcome)?;
-    say(lang().format(
+    support::say_on_next_page(lang().format(
         Msg::ShopProductMapped,
         &[("product", &mapped.product_ref), ("course", &mapped.title)],
     ))
@@ -332,6 +337,9 @@ pub async fn forget_shop_product(
     engine::shops::unmap_product(&state.pool, tenant, admin.id, shop_id, &product)
         .await
         .map_err(AppError::outcome)?;
-    say(lang().format(Msg::ShopProductForgotten, &[("product", &product.trim())])).await?;
+    support::say_on_next_page(
+        lang().format(Msg::ShopProductForgotten, &[("product", &product.trim())]),
+    )
+    .await?;
     Ok(ShopChanged { shop: shop_id })
 }

@@ -77,6 +77,20 @@ pub fn confirmed(confirm: Option<&str>, why: crate::i18n::Msg) -> Result<(), App
     }
 }
 
+/// Says `message` on the page a plain form post (no JavaScript) returns
+/// to, as a one-time message (its answer is a redirect); a hydrated page
+/// says the answer itself, so nothing is left for a later page.
+pub async fn say_on_next_page(message: String) -> Result<(), AppError> {
+    if guard::from_plain_form() {
+        guard::set_flash(&crate::auth::Flash {
+            kind: crate::auth::FlashKind::Success,
+            message,
+        })
+        .await?;
+    }
+    Ok(())
+}
+
 /// A QR code of `text` as an SVG document (`None` if it does not fit).
 pub fn qr_svg(text: &str) -> Option<String> {
     let code = qrcode::QrCode::with_error_correction_level(text, qrcode::EcLevel::M).ok()?;

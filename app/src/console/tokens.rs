@@ -114,15 +114,11 @@ pub async fn create_token(
     .await
     .map_err(token_error)?;
     let token = token.expose_secret().to_owned();
-    // Without JavaScript the answer is a redirect: the token travels
-    // to the next page as a one-time message.
-    if crate::auth::guard::from_plain_form() {
-        crate::auth::guard::set_flash(&crate::auth::Flash {
-            kind: crate::auth::FlashKind::Success,
-            message: crate::i18n::lang().format(Msg::NewTokenShownOnceCopyIt, &[("token", &token)]),
-        })
-        .await?;
-    }
+    // Without JavaScript the token travels to the next page.
+    support::say_on_next_page(
+        crate::i18n::lang().format(Msg::NewTokenShownOnceCopyIt, &[("token", &token)]),
+    )
+    .await?;
     Ok(token)
 }
 

@@ -161,18 +161,12 @@ mod create_form {
         .await
         .map_err(webhook_error)?;
         let secret = secret.expose_secret().to_owned();
-        // Without JavaScript the answer is a redirect: the secret travels
-        // to the next page as a one-time message.
-        if crate::auth::guard::from_plain_form() {
-            crate::auth::guard::set_flash(&crate::auth::Flash {
-                kind: crate::auth::FlashKind::Success,
-                message: crate::i18n::lang().format(
-                    Msg::EndpointAddedItsSigningSecretShown,
-                    &[("secret", &secret)],
-                ),
-            })
-            .await?;
-        }
+        // Without JavaScript the secret travels to the next page.
+        support::say_on_next_page(crate::i18n::lang().format(
+            Msg::EndpointAddedItsSigningSecretShown,
+            &[("secret", &secret)],
+        ))
+        .await?;
         Ok(NewWebhook { id, secret })
     }
 }

@@ -33,7 +33,9 @@ pub enum Permission {
     /// Change courses: shares, resources, codes (issue, revoke, unbind,
     /// replace) and learners (suspend); see newly issued codes.
     ManageCourses,
-    /// API tokens and webhooks.
+    /// API tokens, webhooks and shops. A role allowed it is also allowed
+    /// `ManageCourses` (a shop's deliveries issue codes of the courses):
+    /// the console's shop forms check this one alone.
     ManageIntegrations,
     /// Members, invitations and the tenant's settings.
     ManageTeam,
@@ -79,6 +81,18 @@ mod tests {
         );
         assert_eq!(has(Role::Admin), vec![ViewConsole, ManageCourses]);
         assert_eq!(has(Role::Support), vec![ViewConsole]);
+    }
+
+    /// The console's shop forms check `ManageIntegrations` alone, where
+    /// the API asks a token for both: what a shop issues is codes of the
+    /// courses, so no role may connect one without managing courses.
+    #[test]
+    fn whoever_manages_integrations_manages_courses() {
+        for &role in Role::ALL {
+            if role.allows(Permission::ManageIntegrations) {
+                assert!(role.allows(Permission::ManageCourses), "{role:?}");
+            }
+        }
     }
 
     #[test]

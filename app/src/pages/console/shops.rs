@@ -17,7 +17,7 @@ use crate::{
         RotateShopSecret, ShopAddress, ShopRow, ShopsView, shops,
     },
     error::AppError,
-    i18n::{Msg, lang, t},
+    i18n::{Msg, lang, share_status, t},
 };
 
 /// A form of a shop's card.
@@ -52,38 +52,20 @@ impl Actions {
             forget: ServerAction::new(),
             last: RwSignal::new(None),
         };
+        // One effect per form: each notes its own card when it is sent,
+        // whatever the others are doing.
         let last = actions.last;
-        Effect::new(move |_| {
-            let sent = actions
-                .rotate
-                .input()
-                .get()
-                .map(|i| (i.shop_id, CardForm::Rotate))
-                .or_else(|| {
-                    actions
-                        .disable
-                        .input()
-                        .get()
-                        .map(|i| (i.shop_id, CardForm::Disable))
-                })
-                .or_else(|| {
-                    actions
-                        .map
-                        .input()
-                        .get()
-                        .map(|i| (i.shop_id, CardForm::Map))
-                })
-                .or_else(|| {
-                    actions
-                        .forget
-                        .input()
-                        .get()
-                        .map(|i| (i.shop_id, CardForm::Forget))
-                });
-            if sent.is_some() {
-                last.set(sent);
+        let note = move |sent: Option<Uuid>, form: CardForm| {
+            if let Some(shop) = sent {
+                last.set(Some((shop, form)));
             }
-        });
+        };
+        let (rotate, disable, map, forget) =
+            (actions.rotate, actions.disable, actions.map, actions.forget);
+        Effect::new(move |_| note(rotate.input().get().map(|i| i.shop_id), CardForm::Rotate));
+        Effect::new(move |_| note(disable.input().get().map(|i| i.shop_id), CardForm::Disable));
+        Effect::new(move |_| note(map.input().get().map(|i| i.shop_id), CardForm::Map));
+        Effect::new(move |_| note(forget.input().get().map(|i| i.shop_id), CardForm::Forget));
         actions
     }
 
@@ -112,6 +94,12 @@ impl Actions {
             Some((sent_from, form)) if sent_from == shop => self.error_of(form),
             _ => None,
         })
+    }
+
+    /// Whether `form` of `shop`'s card was refused last (its panel stays
+    /// open, showing what was typed).
+    fn refused(self, shop: Uuid, form: CardForm) -> bool {
+        self.last.get() == Some((shop, form)) && self.error_of(form).is_some()
     }
 
     /// A card's refusal the page cannot place (it came back from a plain
@@ -181,20 +169,32 @@ fn Shops(view: ShopsView, tenant: Uuid, actions: Actions) -> impl IntoView {
         <ConsoleNav tenant/>
         <h1>{t(Msg::Shops)}</h1>
         <p class="muted">{t(Msg::ShopsIntro)}</p>
-        <FormAlert error=unplaced/>
-        <FieldError error=unplaced field="product"/>
-        <FieldError error=unplaced field="secret"/>
-        <FieldError error=unplaced field="confirm"/>
+        <Refusal error=unplaced/>
         <Connect tenant actions/>
         {if view.shops.is_empty() {
             view! { <p class="muted empty">{t(Msg::NoShopYet)}</p> }.into_any()
         } else {
-            view.shops
-                .into_iter()
-                .map(|shop| view! { <Shop shop tenant courses=courses.clone() actions/> })
-                .collect_view()
-                .into_any()
+            // Keyed by shop: a card's open panel and typed text stay with
+            // its shop when a new shop is listed above it.
+            let shops = view.shops;
+            view! {
+                <For each=move || shops.clone() key=|shop| shop.id let:shop>
+                    <Shop shop tenant courses=courses.clone() actions/>
+                </For>
+            }
+            .into_any()
         }}
+    }
+}
+
+/// A card's form refused: what was wrong, whichever field (the card's
+/// fields are marked invalid beside it).
+#[component]
+fn Refusal(#[prop(into)] error: Signal<Option<AppError>>) -> impl IntoView {
+    move || {
+        error.get().map(|e| {
+            view! { <div class="flash error shop-refused" role="alert">{e.sentence()}</div> }
+        })
     }
 }
 
@@ -209,8 +209,12 @@ const PROVIDERS: [(&str, &str); 4] = [
 
 /// The new shop's address, said where the form that made it was.
 #[component]
-fn NewAddress(address: ShopAddress, drawn: Msg, given: Msg) -> impl IntoView {
-    let said = if address.secret_drawn { drawn } else { given };
+fn NewAddress(address: ShopAddress, with_secret: Msg, plain: Msg) -> impl IntoView {
+    let said = if address.holds_secret {
+        with_secret
+    } else {
+        plain
+    };
     view! {
         <div class="flash success shop-address" role="status">
             {lang().format(said, &[("url", &address.webhook_url)])}
@@ -225,7 +229,7 @@ fn Connect(tenant: Uuid, actions: Actions) -> impl IntoView {
     let connected = move || connect.value().get().and_then(Result::ok);
     view! {
         {move || connected().map(|address| view! {
-            <NewAddress address drawn=Msg::ShopConnectedDrawn given=Msg::ShopConnected/>
+            <NewAddress address with_secret=Msg::ShopConnectedWithSecret plain=Msg::ShopConnected/>
         })}
         <section class="card shop-connect">
             <h2>{t(Msg::ShopConnect)}</h2>
@@ -284,9 +288,9 @@ fn Shop(
                 {shop.created.clone()}
                 {shop.disabled.clone().map(|at| view! { " · " <strong>{t(Msg::ShopDisabled)}</strong>" "{at} })}
             </p>
-            <FormAlert error/>
+            <Refusal error/>
             {move || actions.rotated_in(id).map(|address| view! {
-                <NewAddress address drawn=Msg::ShopSecretDrawn given=Msg::ShopSecretReplaced/>
+                <NewAddress address with_secret=Msg::ShopSecretInAddress plain=Msg::ShopSecretReplaced/>
             })}
             {if disabled {
                 view! {
@@ -319,7 +323,8 @@ fn Shop(
                                         <input type="hidden" name="tenant_id" value=tenant.to_string()/>
                                         <input type="hidden" name="shop_id" value=id.to_string()/>
                                         <input type="hidden" name="product" value=product/>
-                                        <button type="submit" class="button small secondary" aria-label=label>
+                                        <button type="submit" class="button small secondary" aria-label=label
+                                            disabled=move || actions.forget.pending().get()>
                                             {t(Msg::ShopForgetProduct)}
                                         </button>
                                     </ActionForm>
@@ -332,7 +337,7 @@ fn Shop(
             {(!disabled).then(|| view! {
                 <MapProduct shop=id tenant courses actions error/>
                 <ReplaceSecret shop=id tenant gumroad=shop.secret_in_url actions error/>
-                <Disable shop=id name=shop.name.clone() tenant actions error/>
+                <Disable shop=id name=shop.name.clone() tenant actions/>
             })}
             <h3>{t(Msg::ShopEvents)}</h3>
             {(shop.unsigned_last_day > 0).then(|| view! {
@@ -371,6 +376,17 @@ fn Shop(
     }
 }
 
+/// A course as the picker names it: its title, its link (two courses of one
+/// title told apart), and its status unless it is open.
+fn course_label(course: &CourseOption) -> String {
+    let mut label = format!("{} · /s/{}", course.title, course.slug);
+    if course.status != model::ShareStatus::Active {
+        label.push_str(" · ");
+        label.push_str(share_status(course.status));
+    }
+    label
+}
+
 /// Says which course a product sells.
 #[component]
 fn MapProduct(
@@ -386,7 +402,7 @@ fn MapProduct(
         return view! { <p class="muted">{t(Msg::ShopNoCourse)}</p> }.into_any();
     }
     view! {
-        <details class="shop-map">
+        <details class="shop-map" open=move || actions.refused(shop, CardForm::Map)>
             <summary>{t(Msg::ShopMapProduct)}</summary>
             <ActionForm action=actions.map attr:class="form narrow">
                 <input type="hidden" name="tenant_id" value=tenant.to_string()/>
@@ -396,13 +412,15 @@ fn MapProduct(
                     <input id=product name="product" type="text" required=true maxlength=200
                         autocomplete="off" aria-invalid=invalid(error, "product") aria-describedby=hint.clone()/>
                     <p class="hint" id=hint>{t(Msg::ShopProductHint)}</p>
-                    <FieldError error field="product"/>
                 </div>
                 <div class="field">
                     <label for=course.clone()>{t(Msg::ShopProductCourse)}</label>
-                    <select id=course name="share_id">
+                    // No course is chosen for the creator: a product mapped
+                    // by mistake would sell the wrong course's codes.
+                    <select id=course name="share_id" required=true aria-invalid=invalid(error, "share_id")>
+                        <option value="" selected=true>{t(Msg::ShopCoursePlaceholder)}</option>
                         {courses.into_iter().map(|c| view! {
-                            <option value=c.share.to_string()>{c.title}</option>
+                            <option value=c.share.to_string()>{course_label(&c)}</option>
                         }).collect_view()}
                     </select>
                 </div>
@@ -427,7 +445,7 @@ fn ReplaceSecret(
 ) -> impl IntoView {
     let (field, hint) = (format!("secret-{shop}"), format!("secret-hint-{shop}"));
     view! {
-        <details class="shop-secret">
+        <details class="shop-secret" open=move || actions.refused(shop, CardForm::Rotate)>
             <summary>{t(Msg::ShopReplaceSecret)}</summary>
             <ActionForm action=actions.rotate attr:class="form narrow">
                 <input type="hidden" name="tenant_id" value=tenant.to_string()/>
@@ -437,7 +455,6 @@ fn ReplaceSecret(
                     <input id=field name="secret" type="text" required=!gumroad maxlength=512
                         autocomplete="off" aria-invalid=invalid(error, "secret") aria-describedby=hint.clone()/>
                     <p class="hint" id=hint>{t(Msg::ShopReplaceSecretHint)}</p>
-                    <FieldError error field="secret"/>
                 </div>
                 <button type="submit" class="button secondary" disabled=move || actions.rotate.pending().get()>
                     {t(Msg::ShopSaveSecret)}
@@ -449,16 +466,10 @@ fn ReplaceSecret(
 
 /// Disables the shop, once confirmed.
 #[component]
-fn Disable(
-    shop: Uuid,
-    name: String,
-    tenant: Uuid,
-    actions: Actions,
-    error: Signal<Option<AppError>>,
-) -> impl IntoView {
+fn Disable(shop: Uuid, name: String, tenant: Uuid, actions: Actions) -> impl IntoView {
     let label = lang().format(Msg::ShopDisableButton, &[("name", &name)]);
     view! {
-        <details class="confirm-action shop-disable">
+        <details class="confirm-action shop-disable" open=move || actions.refused(shop, CardForm::Disable)>
             <summary>{t(Msg::ShopDisable)}</summary>
             <ActionForm action=actions.disable attr:class="form compact">
                 <input type="hidden" name="tenant_id" value=tenant.to_string()/>
@@ -467,8 +478,8 @@ fn Disable(
                     <input type="checkbox" name="confirm" value="yes" required=true/>
                     {t(Msg::ShopDisableConfirm)}
                 </label>
-                <FieldError error field="confirm"/>
-                <button type="submit" class="button small danger">{label}</button>
+                <button type="submit" class="button small danger"
+                    disabled=move || actions.disable.pending().get()>{label}</button>
             </ActionForm>
         </details>
     }

@@ -122,6 +122,26 @@ pub fn webhook_url(origin: &str, tenant: TenantId, shop: Uuid) -> String {
     )
 }
 
+/// The address to give a shop: [`webhook_url`], and for Gumroad, whose
+/// pings carry no signature, the shop's secret in its query (`?secret=…`,
+/// encoded), which only whoever just set or drew the secret may be shown.
+pub fn webhook_address(
+    origin: &str,
+    tenant: TenantId,
+    shop: Uuid,
+    provider: Provider,
+    secret: Option<&str>,
+) -> String {
+    let url = webhook_url(origin, tenant, shop);
+    match (provider, secret.map(str::trim).filter(|s| !s.is_empty())) {
+        (Provider::Gumroad, Some(secret)) => format!(
+            "{url}?secret={}",
+            url::form_urlencoded::byte_serialize(secret.as_bytes()).collect::<String>()
+        ),
+        _ => url,
+    }
+}
+
 /// How long the secret before a rotation is still accepted.
 pub const PREVIOUS_SECRET_GRACE: time::Duration = time::Duration::hours(24);
 
@@ -443,4 +463,44 @@ pub async fn recent_events(
     .await
     .context("listing shop events")?;
     Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_gumroads_address_carries_its_secret_encoded() {
+        let (tenant, shop) = (TenantId(Uuid::nil()), Uuid::max());
+        let plain = webhook_url("https://a.example/", tenant, shop);
+        assert_eq!(
+            plain,
+            format!("https://a.example/hooks/shops/{}/{shop}", tenant.0)
+        );
+        let secret = "a&b=c#d+e%f/g?h";
+        let given = webhook_address(
+            "https://a.example",
+            tenant,
+            shop,
+            Provider::Gumroad,
+            Some(secret),
+        );
+        let parsed = url::Url::parse(&given).expect("a URL");
+        assert_eq!(parsed.path(), format!("/hooks/shops/{}/{shop}", tenant.0));
+        assert_eq!(parsed.fragment(), None, "{given}");
+        let pairs: Vec<(String, String)> = parsed.query_pairs().into_owned().collect();
+        assert_eq!(pairs, [("secret".to_owned(), secret.to_owned())], "{given}");
+        for provider in [Provider::Stripe, Provider::LemonSqueezy, Provider::Shopify] {
+            assert_eq!(
+                webhook_address("https://a.example", tenant, shop, provider, Some(secret)),
+                plain
+            );
+        }
+        for none in [None, Some(""), Some("  ")] {
+            assert_eq!(
+                webhook_address("https://a.example", tenant, shop, Provider::Gumroad, none),
+                plain
+            );
+        }
+    }
 }

@@ -1,6 +1,7 @@
 //! Which product of a shop sells which share: mapped and forgotten by a
-//! creator (audited), read by the intake when a sale arrives, and the
-//! courses a product can be mapped to.
+//! creator (audited) and listed, and the courses a product can be mapped
+//! to. (The intake finds a sale's share with its own query,
+//! `intake::share_of`.)
 
 use anyhow::Context as _;
 use serde_json::json;
@@ -148,6 +149,9 @@ pub async fn products(
 pub struct Course {
     pub share: ShareId,
     pub title: String,
+    /// Its link name: two courses of one title told apart.
+    pub slug: String,
+    pub status: crate::shares::ShareStatus,
 }
 
 /// The most courses [`courses`] lists.
@@ -157,7 +161,8 @@ pub const COURSES_LISTED: i64 = 1000;
 /// [`COURSES_LISTED`]; a tenant with more maps the rest through the API).
 pub async fn courses(pool: &PgPool, tenant: TenantId) -> Result<Vec<Course>, ShopError> {
     let rows = sqlx::query!(
-        "SELECT id, title FROM shares WHERE tenant_id = $1 ORDER BY lower(title), id LIMIT $2",
+        r#"SELECT id, title, slug, status AS "status: crate::shares::ShareStatus"
+           FROM shares WHERE tenant_id = $1 ORDER BY lower(title), slug LIMIT $2"#,
         tenant.0,
         COURSES_LISTED,
     )
@@ -169,6 +174,8 @@ pub async fn courses(pool: &PgPool, tenant: TenantId) -> Result<Vec<Course>, Sho
         .map(|r| Course {
             share: ShareId(r.id),
             title: r.title,
+            slug: r.slug,
+            status: r.status,
         })
         .collect())
 }

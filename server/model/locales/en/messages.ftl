@@ -778,7 +778,7 @@ shop-disabled-address = This shop is disabled: its address accepts no delivery a
 shop-unsigned = { $count ->
         [one] { $count } delivery
        *[other] { $count } deliveries
-    } with a missing or wrong signature in the last 24 hours (the latest { $latest }): refused, and not kept, since anyone can post to this address. If they are the shop's own, the shop signs with another secret: replace the secret below and give it to the shop.
+    } with a missing or wrong signature in the last 24 hours (the latest { $latest }): refused, and not kept, since anyone can post to this address. If they are the shop's own, the shop signs with another secret: replace the secret in this card and give it to the shop.
 sales-and-refunds = Sales and refunds
 sales-of = Sales and refunds of
 sales-of-title = Sales and refunds of { $share_title }
@@ -830,8 +830,7 @@ shop-secret = Signing secret
 shop-secret-hint = As the shop shows it: Stripe's endpoint secret (whsec_…), Lemon Squeezy's webhook signing secret, Shopify's app secret. For Gumroad leave it empty: AdmitOne draws one and puts it in the address.
 shop-connect-button = Connect the shop
 shop-connected = Shop connected. Give the shop this address for its webhooks: { $url }
-shop-connected-drawn = Shop connected. Give Gumroad this address for its pings. It holds the shop's secret and is shown only this once: { $url }
-shop-new-address = The address to give the shop:
+shop-connected-with-secret = Shop connected. Give Gumroad this address for its pings. It holds the shop's secret and is shown only this once: { $url }
 shop-map-product = Map a product
 shop-product-id = Product id
 shop-product-hint = Stripe: the checkout's metadata admitone_product, or its payment link (plink_…). Lemon Squeezy, Shopify, Gumroad: the product's id.
@@ -847,9 +846,11 @@ shop-replace-secret-hint = The shop's new signing secret (for Gumroad leave it e
 shop-new-secret = New signing secret
 shop-save-secret = Save the new secret
 shop-secret-replaced = Secret replaced; the one before is accepted for 24 hours more. The shop's address stays: { $url }
-shop-secret-drawn = A new secret was drawn; the one before is accepted for 24 hours more. Give Gumroad this address. It holds the new secret and is shown only this once: { $url }
+shop-secret-in-address = Secret replaced; the one before is accepted for 24 hours more. Give Gumroad this new address. It holds the new secret and is shown only this once: { $url }
 shop-disable = Disable the shop
 shop-disable-confirm = I understand that this shop's deliveries are refused from now on, and that connecting it again makes a new shop whose refunds do not reach this one's orders.
 shop-disable-button = Disable { $name }
 shop-disabled-now = Shop disabled: its deliveries are refused from now on.
 confirm-shop-refuses-deliveries = tick the box to confirm that this shop's deliveries are refused from now on
+shop-choose-course = choose the course this product sells
+shop-course-placeholder = Choose a course…

@@ -79,7 +79,7 @@ async fn a_shop_connected_from_the_console_places_its_sales_and_stops_when_disab
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{connected}");
-    assert_eq!(connected["secret_drawn"], false, "{connected}");
+    assert_eq!(connected["holds_secret"], false, "{connected}");
     let shop: Uuid = connected["shop"]
         .as_str()
         .expect("id")
@@ -99,6 +99,12 @@ async fn a_shop_connected_from_the_console_places_its_sales_and_stops_when_disab
     .await
     .expect("the shop");
     assert_eq!((provider.as_str(), name.as_str()), ("stripe", "Main store"));
+
+    // Called as the hydrated page calls it, the answer is said there:
+    // nothing is left for the next page.
+    let here = format!("/admin/t/{}/shops", admin.tenant);
+    let (_, html) = page(&app.address, &admin.client, &here).await;
+    assert!(!html.contains("Shop connected"), "{html}");
 
     // A sale before its product is mapped is refused; after, it places.
     let sale = |pi: &str| checkout(pi, "buyer@example.com", "plink_console");
@@ -144,6 +150,11 @@ async fn a_shop_connected_from_the_console_places_its_sales_and_stops_when_disab
         !rotated.to_string().contains(NEW_SECRET),
         "a given secret is not echoed: {rotated}"
     );
+    assert_eq!(rotated["holds_secret"], false, "{rotated}");
+    assert_eq!(
+        rotated["webhook_url"], connected["webhook_url"],
+        "Stripe's address stays"
+    );
     let (status, _) = deliver_stripe(&url, NEW_SECRET, &sale("pi_two")).await;
     assert_eq!(status, StatusCode::OK);
     let (status, _) =
@@ -164,8 +175,8 @@ async fn a_shop_connected_from_the_console_places_its_sales_and_stops_when_disab
     assert!(status.is_client_error(), "{status}");
     assert_eq!(orders(&app, admin.tenant).await, 2);
 
-    // The page offers the card's forms, the course chosen by its title.
-    let here = format!("/admin/t/{}/shops", admin.tenant);
+    // The page offers the card's forms, the course chosen by its title
+    // and link (none chosen for the creator).
     let (status, html) = page(&app.address, &admin.client, &here).await;
     assert_eq!(status, StatusCode::OK);
     let title: String = sqlx::query_scalar("SELECT title FROM shares WHERE id = $1")
@@ -174,9 +185,10 @@ async fn a_shop_connected_from_the_console_places_its_sales_and_stops_when_disab
         .await
         .expect("the title");
     assert!(
-        html.contains(&format!(r#"<option value="{share}">{title}</option>"#)),
+        html.contains(&format!(r#"<option value="{share}">{title} · /s/"#)),
         "{html}"
     );
+    assert!(html.contains(r#"<option value="" selected"#), "{html}");
     for form in ["shop-map", "shop-secret", "shop-disable", "shop-connect"] {
         assert!(html.contains(form), "{form}: {html}");
     }
@@ -218,7 +230,7 @@ async fn a_shop_connected_from_the_console_places_its_sales_and_stops_when_disab
             "shop.disabled"
         ]
     );
-    // The page offers no form for a disabled shop.
+    // A disabled shop's card offers no map, secret or disable form.
     let (status, html) = page(
         &app.address,
         &admin.client,
@@ -256,11 +268,7 @@ async fn without_javascript_a_drawn_secret_is_said_once_and_works(pool: PgPool) 
         ],
     )
     .await;
-    assert!(
-        response.status().is_success() || response.status().is_redirection(),
-        "{}",
-        response.status()
-    );
+    back_to(&response, &here);
     let (_, html) = page(&app.address, &admin.client, &here).await;
     let said = address_said(&html);
     let (base, secret) = said
@@ -286,7 +294,7 @@ async fn without_javascript_a_drawn_secret_is_said_once_and_works(pool: PgPool) 
         ],
     )
     .await;
-    assert!(response.status().is_redirection() || response.status().is_success());
+    back_to(&response, &here);
     let (_, html) = page(&app.address, &admin.client, &here).await;
     assert!(
         html.contains("Product gum-1 now sells"),
@@ -308,7 +316,7 @@ async fn without_javascript_a_drawn_secret_is_said_once_and_works(pool: PgPool) 
     assert_eq!(orders(&app, admin.tenant).await, 1);
 
     // Replaced without a secret given: another one is drawn and said.
-    form(
+    let response = form(
         &app.address,
         &admin.client,
         &here,
@@ -320,6 +328,7 @@ async fn without_javascript_a_drawn_secret_is_said_once_and_works(pool: PgPool) 
         ],
     )
     .await;
+    back_to(&response, &here);
     let (_, html) = page(&app.address, &admin.client, &here).await;
     let replaced = address_said(&html);
     assert_ne!(replaced, said);
@@ -341,6 +350,18 @@ async fn without_javascript_a_drawn_secret_is_said_once_and_works(pool: PgPool) 
         StatusCode::UNAUTHORIZED
     );
     assert_eq!(orders(&app, admin.tenant).await, 3);
+}
+
+/// A plain form's answer: a redirect to the page it was sent from.
+#[track_caller]
+fn back_to(response: &reqwest::Response, here: &str) {
+    assert!(response.status().is_redirection(), "{}", response.status());
+    let location = response
+        .headers()
+        .get("location")
+        .and_then(|l| l.to_str().ok())
+        .unwrap_or_default();
+    assert!(location.trim_end_matches('?').ends_with(here), "{location}");
 }
 
 /// The shop address a one-time message on the page says.
@@ -422,6 +443,19 @@ async fn a_bad_shop_form_is_refused_and_changes_nothing(pool: PgPool) {
     .await;
     let shop = connected["shop"].as_str().expect("id").to_owned();
     let url = on_test_server(&app, connected["webhook_url"].as_str().expect("url"));
+    // One product mapped, which the refused forms below leave as it is.
+    let (status, kept) = call(
+        &app,
+        &admin,
+        "products/map",
+        &[
+            ("shop_id", &shop),
+            ("product", "p-kept"),
+            ("share_id", &share),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{kept}");
     let before = audited(&app, admin.tenant).await;
 
     let long = "p".repeat(201);
@@ -443,6 +477,14 @@ async fn a_bad_shop_form_is_refused_and_changes_nothing(pool: PgPool) {
                 ("share_id", share.as_str()),
             ],
             "product",
+        ),
+        (
+            vec![
+                ("shop_id", shop.as_str()),
+                ("product", "p1"),
+                ("share_id", ""),
+            ],
+            "share_id",
         ),
         (
             vec![
@@ -522,6 +564,10 @@ async fn a_bad_shop_form_is_refused_and_changes_nothing(pool: PgPool) {
             "disable",
             vec![("shop_id", shop.as_str()), ("confirm", "yes")],
         ),
+        (
+            "products/forget",
+            vec![("shop_id", shop.as_str()), ("product", "p-kept")],
+        ),
     ] {
         let (status, error) = call(&app, &stranger, endpoint, &fields).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{endpoint}: {error}");
@@ -529,22 +575,203 @@ async fn a_bad_shop_form_is_refused_and_changes_nothing(pool: PgPool) {
 
     assert_eq!(audited(&app, admin.tenant).await, before, "nothing audited");
     assert_eq!(shops().await, 1);
-    let products: i64 = sqlx::query_scalar("SELECT count(*) FROM shop_products")
-        .fetch_one(&app.pool)
-        .await
-        .expect("count");
-    assert_eq!(products, 0);
+    let products: Vec<(String, Uuid)> =
+        sqlx::query_as("SELECT product_ref, share_id FROM shop_products")
+            .fetch_all(&app.pool)
+            .await
+            .expect("products");
+    assert_eq!(products, [("p-kept".to_owned(), course.share)]);
     let disabled: bool =
         sqlx::query_scalar("SELECT disabled_at IS NOT NULL FROM shop_integrations")
             .fetch_one(&app.pool)
             .await
             .expect("the shop");
     assert!(!disabled);
-    // The secret is the one it was connected with.
-    let sale = checkout("pi_x", "buyer@example.com", "plink_none");
+    // The shop still signs with the secret it was connected with, and its
+    // product still sells the course.
+    let sale = checkout("pi_x", "buyer@example.com", "p-kept");
     let (status, answer) = deliver_stripe(&url, SECRET, &sale).await;
-    assert!(
-        status.is_client_error() && status != StatusCode::UNAUTHORIZED,
-        "{status} {answer}"
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(orders(&app, admin.tenant).await, 1);
+}
+
+/// A Gumroad secret typed in (the creator's own, with characters a URL
+/// must encode) is in the address the console and the API say, since
+/// Gumroad's pings carry it there: that address places a sale, and so
+/// does the address a typed replacement gives.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_typed_gumroad_secret_is_in_the_address_said(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let (admin, course, token) = creator(&app).await;
+    let typed = "typed&secret#0123456789+=/?";
+    let (status, connected) = call(
+        &app,
+        &admin,
+        "connect",
+        &[
+            ("provider", "gumroad"),
+            ("name", "Gumroad"),
+            ("secret", typed),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{connected}");
+    assert_eq!(connected["holds_secret"], true, "{connected}");
+    let said = connected["webhook_url"].as_str().expect("url").to_owned();
+    assert_eq!(secret_in(&said), typed, "{said}");
+    let shop = connected["shop"].as_str().expect("id").to_owned();
+    let share = course.share.to_string();
+    let (status, _) = call(
+        &app,
+        &admin,
+        "products/map",
+        &[
+            ("shop_id", &shop),
+            ("product", "gum-1"),
+            ("share_id", &share),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let form_type = [(
+        "content-type",
+        "application/x-www-form-urlencoded".to_owned(),
+    )];
+    let ping = |sale: &str| {
+        format!("sale_id={sale}&product_id=gum-1&email=gum%40example.com&quantity=1&refunded=false")
+    };
+    let (status, answer) = deliver(
+        &on_test_server(&app, &said),
+        &form_type,
+        ping("T1").as_bytes(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+
+    let retyped = "another secret 0123456789 %41";
+    let (status, rotated) = call(
+        &app,
+        &admin,
+        "secret",
+        &[
+            ("shop_id", &shop),
+            ("secret", "another-secret-0123456789-%41"),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{rotated}");
+    assert_eq!(rotated["holds_secret"], true, "{rotated}");
+    let replaced = rotated["webhook_url"].as_str().expect("url").to_owned();
+    assert_eq!(secret_in(&replaced), "another-secret-0123456789-%41");
+    let (status, answer) = deliver(
+        &on_test_server(&app, &replaced),
+        &form_type,
+        ping("T2").as_bytes(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(orders(&app, admin.tenant).await, 2);
+    // Spaces are not a secret's: refused, as the API refuses them.
+    let (status, _) = call(
+        &app,
+        &admin,
+        "secret",
+        &[("shop_id", &shop), ("secret", retyped)],
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+
+    // The API says the same address for a secret it was given.
+    let (status, api) = crate::support::tokens::as_token(
+        &app,
+        &token,
+        reqwest::Method::POST,
+        &format!("/api/v1/tenants/{}/shops", admin.tenant),
+        Some(serde_json::json!({ "provider": "gumroad", "name": "Second", "secret": typed })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{api}");
+    assert_eq!(
+        api["secret"],
+        Value::Null,
+        "a given secret is not answered: {api}"
     );
+    assert_eq!(
+        secret_in(api["webhook_url"].as_str().expect("url")),
+        typed,
+        "{api}"
+    );
+}
+
+/// The secret an address's query carries, decoded.
+fn secret_in(address: &str) -> String {
+    let url = reqwest::Url::parse(address).expect("a URL");
+    assert_eq!(url.fragment(), None, "{address}");
+    let pairs: Vec<(String, String)> = url.query_pairs().into_owned().collect();
+    assert_eq!(pairs.len(), 1, "{address}");
+    assert_eq!(pairs[0].0, "secret", "{address}");
+    pairs[0].1.clone()
+}
+
+/// Without JavaScript a card's refused form returns to the page, which
+/// says why at its top; nothing changed.
+#[sqlx::test(migrations = "../migrations")]
+async fn without_javascript_a_refused_card_form_says_why(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let (admin, course, _) = creator(&app).await;
+    let (_, connected) = call(
+        &app,
+        &admin,
+        "connect",
+        &[("provider", "stripe"), ("name", "Main"), ("secret", SECRET)],
+    )
+    .await;
+    let shop = connected["shop"].as_str().expect("id").to_owned();
+    let here = format!("/admin/t/{}/shops", admin.tenant);
+    let (tenant, share) = (admin.tenant.to_string(), course.share.to_string());
+    let long = "p".repeat(201);
+    let response = form(
+        &app.address,
+        &admin.client,
+        &here,
+        "/api/admin/shops/products/map",
+        &[
+            ("tenant_id", &tenant),
+            ("shop_id", &shop),
+            ("product", &long),
+            ("share_id", &share),
+        ],
+    )
+    .await;
+    assert!(response.status().is_redirection(), "{}", response.status());
+    let location = response.headers()["location"]
+        .to_str()
+        .expect("location")
+        .to_owned();
+    assert!(location.contains(&here), "{location}");
+    let back = if location.starts_with("http") {
+        location.clone()
+    } else {
+        format!("{}{location}", app.address)
+    };
+    let html = admin
+        .client
+        .get(back)
+        .header("accept", "text/html")
+        .send()
+        .await
+        .expect("page")
+        .text()
+        .await
+        .expect("body");
+    assert!(html.contains("shop-refused"), "{location}: {html}");
+    assert!(
+        html.contains("A product id is 1 to 200 visible characters."),
+        "{html}"
+    );
+    let products: i64 = sqlx::query_scalar("SELECT count(*) FROM shop_products")
+        .fetch_one(&app.pool)
+        .await
+        .expect("count");
+    assert_eq!(products, 0);
 }

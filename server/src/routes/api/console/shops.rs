@@ -38,7 +38,7 @@ pub struct ShopBody {
     /// reach its orders alone.
     pub order_source: String,
     /// Where the shop sends its webhooks (Gumroad's also needs
-    /// `?secret=…`, answered when it was drawn).
+    /// `?secret=…`, in `ConnectedShop` when the secret is drawn or set).
     pub webhook_url: String,
     /// Until when the secret before the last rotation is still accepted.
     #[serde(with = "time::serde::rfc3339::option")]
@@ -73,8 +73,8 @@ pub struct NewShopBody {
 }
 
 /// A shop just connected or its secret rotated: `secret` is answered only
-/// when AdmitOne drew it (Gumroad), this once, and `webhook_url` then
-/// carries it.
+/// when AdmitOne drew it (Gumroad), this once; a Gumroad shop's
+/// `webhook_url` carries its secret, drawn or given.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ConnectedShop {
     pub shop: ShopBody,
@@ -142,14 +142,25 @@ fn shop_body(state: &ServerState, shop: Integration, products: Vec<shops::Produc
     }
 }
 
-fn connected(shop: ShopBody, secret: Option<String>) -> ConnectedShop {
-    let webhook_url = match &secret {
-        Some(secret) => format!("{}?secret={secret}", shop.webhook_url),
-        None => shop.webhook_url.clone(),
-    };
+/// The answer to a connection or a rotation: a Gumroad shop's address
+/// carries its secret, drawn or `given` (the caller set it).
+fn connected(
+    state: &ServerState,
+    shop: &Integration,
+    body: ShopBody,
+    drawn: Option<String>,
+    given: Option<&str>,
+) -> ConnectedShop {
+    let webhook_url = shops::webhook_address(
+        &state.settings.public_origin(),
+        shop.tenant,
+        shop.id,
+        shop.provider,
+        drawn.as_deref().or(given),
+    );
     ConnectedShop {
-        shop,
-        secret,
+        shop: body,
+        secret: drawn,
         webhook_url,
     }
 }
@@ -237,10 +248,16 @@ pub async fn connect_shop(
         body.secret.as_deref(),
     )
     .await?;
-    let shop = shop_body(&state, done.integration, Vec::new());
+    let body_out = shop_body(&state, done.integration.clone(), Vec::new());
     Ok((
         StatusCode::CREATED,
-        Json(connected(shop, done.drawn_secret)),
+        Json(connected(
+            &state,
+            &done.integration,
+            body_out,
+            done.drawn_secret,
+            body.secret.as_deref(),
+        )),
     ))
 }
 
@@ -298,8 +315,18 @@ pub async fn rotate_secret(
     let pool = &state.services.pool;
     let drawn = shops::rotate_secret(pool, tenant, admin, id, body.secret.as_deref()).await?;
     let shop = shops::get(pool, tenant, id).await?;
-    let shop = shop_body(&state, shop, shops::products(pool, tenant, id).await?);
-    Ok(Json(connected(shop, drawn)))
+    let out = shop_body(
+        &state,
+        shop.clone(),
+        shops::products(pool, tenant, id).await?,
+    );
+    Ok(Json(connected(
+        &state,
+        &shop,
+        out,
+        drawn,
+        body.secret.as_deref(),
+    )))
 }
 
 /// Disables a shop: its deliveries are refused from now on.
